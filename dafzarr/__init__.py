@@ -1,0 +1,43 @@
+"""dafzarr: storing and addressing array data without copies.
+
+* :class:`MmapZipStore` - an append-only, crash-safe, zero-copy Zarr store over one ZIP file.
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+try:
+    from . import _posix  # noqa: F401
+except ImportError as _exc:  # pragma: no cover - depends on how the package was installed
+    if _os.path.exists(_os.path.join(_os.path.dirname(_os.path.dirname(__file__)), "setup.py")):
+        raise ImportError(
+            "dafzarr's compiled extensions are missing: build them first "
+            "(pip install -e . --no-build-isolation) or run from another directory"
+        ) from _exc
+    raise
+
+from ._config import show_config
+from .errors import (
+    AppendOnlyError,
+    ArchiveLockedError,
+    CorruptArchiveError,
+    DafzarrError,
+    RecoveryWarning,
+    UnsupportedEntryError,
+)
+from .zipstore import MmapZipStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AppendOnlyError",
+    "ArchiveLockedError",
+    "CorruptArchiveError",
+    "DafzarrError",
+    "MmapZipStore",
+    "RecoveryWarning",
+    "UnsupportedEntryError",
+    "__version__",
+    "show_config",
+]

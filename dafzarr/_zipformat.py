@@ -1,0 +1,446 @@
+"""The ZIP records MmapZipStore writes and the bounds-checked parser it reads them with.
+
+Layout written (``mmap-zip-store`` format): every local header and central-directory entry
+carries a ZIP64 extra field, names are UTF-8 (flag bit 11), the method is 0 (stored), data
+starts at a file offset that is a multiple of 8 (private ``0xDAF1`` padding extra field in
+the local header only), and the archive ends with the 98-byte ZIP64 trailer (ZIP64 end of
+central directory, its locator, and a legacy end record full of sentinels).
+
+The parser accepts foreign archives too (non-ZIP64, comments, data descriptors, any method)
+and never trusts a length or offset read from the file: every one is checked against the
+bytes actually present before it is used.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import CorruptArchiveError
+
+# --- Constants -------------------------------------------------------------------------
+
+LFH_SIG = 0x04034B50
+CD_SIG = 0x02014B50
+EOCD_SIG = 0x06054B50
+ZIP64_EOCD_SIG = 0x06064B50
+ZIP64_LOCATOR_SIG = 0x07064B50
+
+LFH_SIZE = 30
+CD_SIZE = 46
+EOCD_SIZE = 22
+ZIP64_EOCD_SIZE = 56
+ZIP64_LOCATOR_SIZE = 20
+TRAILER_SIZE = ZIP64_EOCD_SIZE + ZIP64_LOCATOR_SIZE + EOCD_SIZE  # 98
+MAX_COMMENT = 0xFFFF
+
+VERSION_NEEDED = 45
+VERSION_MADE_BY = 0x031E
+FLAG_UTF8 = 0x0800
+FLAG_DATA_DESCRIPTOR = 0x0008
+FLAG_ENCRYPTED = 0x0001 | 0x0040 | 0x2000
+DOS_DATE_1980 = 0x0021
+EXTERNAL_ATTR = 0o100644 << 16
+ZIP64_EXTRA_ID = 0x0001
+PAD_EXTRA_ID = 0xDAF1
+ALIGNMENT = 8
+MAX_NAME = 0xFFFF
+U32_MAX = 0xFFFFFFFF
+U16_MAX = 0xFFFF
+
+METHOD_NAMES = {
+    0: "STORED",
+    8: "DEFLATE",
+    9: "DEFLATE64",
+    12: "BZIP2",
+    14: "LZMA",
+    93: "ZSTD",
+    95: "XZ",
+    99: "AES",
+}
+
+_LFH = struct.Struct("<IHHHHHIIIHH")
+_CD = struct.Struct("<IHHHHHHIIIHHHHHII")
+_ZIP64_EOCD = struct.Struct("<IQHHIIQQQQ")
+_LOCATOR = struct.Struct("<IIQI")
+_EOCD = struct.Struct("<IHHHHIIH")
+_LFH_ZIP64 = struct.Struct("<HHQQ")
+_CD_ZIP64 = struct.Struct("<HHQQQ")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_HH = struct.Struct("<HH")
+
+
+def method_name(method: int) -> str:
+    """``'8 (DEFLATE)'`` style label of a ZIP compression method."""
+    return f"{method} ({METHOD_NAMES.get(method, 'unknown')})"
+
+
+# --- Builders --------------------------------------------------------------------------
+
+
+def alignment_padding(lfh_offset: int, name_length: int) -> int:
+    """Bytes of ``0xDAF1`` extra field that put the data of an entry on an 8-byte boundary.
+
+    The padding is 0, or at least 4 so the field's own header fits: one of 0, 4..7, 9..11.
+    """
+    r = (lfh_offset + LFH_SIZE + name_length + 20) % ALIGNMENT
+    if r == 0:
+        return 0
+    t = ALIGNMENT - r
+    return t if t >= 4 else t + ALIGNMENT
+
+
+def local_header(name: bytes, size: int, crc: int, lfh_offset: int) -> bytes:
+    """The local file header of a stored entry written at ``lfh_offset``."""
+    pad = alignment_padding(lfh_offset, len(name))
+    head = _LFH.pack(
+        LFH_SIG, VERSION_NEEDED, FLAG_UTF8, 0, 0, DOS_DATE_1980, crc, U32_MAX, U32_MAX,
+        len(name), 20 + pad,
+    )
+    extra = _LFH_ZIP64.pack(ZIP64_EXTRA_ID, 16, size, size)
+    if pad:
+        extra += _HH.pack(PAD_EXTRA_ID, pad - 4) + bytes(pad - 4)
+    return head + name + extra
+
+
+def central_entry(
+    name: bytes, size: int, crc: int, lfh_offset: int, *, method: int = 0,
+    usize: int | None = None, flags: int = FLAG_UTF8,
+) -> bytes:
+    """The central-directory entry of an entry (stored unless ``method`` says otherwise)."""
+    usize = size if usize is None else usize
+    head = _CD.pack(
+        CD_SIG, VERSION_MADE_BY, VERSION_NEEDED, flags, method, 0, DOS_DATE_1980, crc,
+        U32_MAX, U32_MAX, len(name), 28, 0, 0, 0, EXTERNAL_ATTR, U32_MAX,
+    )
+    return head + name + _CD_ZIP64.pack(ZIP64_EXTRA_ID, 24, usize, size, lfh_offset)
+
+
+def trailer(n_entries: int, cd_size: int, cd_offset: int) -> bytes:
+    """The 98-byte ZIP64 end-of-central-directory region."""
+    return (
+        _ZIP64_EOCD.pack(
+            ZIP64_EOCD_SIG, 44, VERSION_MADE_BY, VERSION_NEEDED, 0, 0, n_entries, n_entries,
+            cd_size, cd_offset,
+        )
+        + _LOCATOR.pack(ZIP64_LOCATOR_SIG, 0, cd_offset + cd_size, 1)
+        + _EOCD.pack(EOCD_SIG, 0, 0, U16_MAX, U16_MAX, U32_MAX, U32_MAX, 0)
+    )
+
+
+EMPTY_ARCHIVE = trailer(0, 0, 0)
+
+# Offsets of the CRC inside the records, for patching a reservation in place.
+LFH_CRC_OFFSET = 14
+CD_CRC_OFFSET = 16
+
+
+# --- Parsing ---------------------------------------------------------------------------
+
+Reader = Callable[[int, int], bytes]
+"""``read(offset, length) -> bytes``; only ever called with in-bounds ranges."""
+
+
+@dataclass(slots=True)
+class Entry:
+    """One central-directory entry, with sizes and offsets resolved from ZIP64 extras."""
+
+    name: str
+    method: int
+    flags: int
+    crc: int
+    csize: int
+    usize: int
+    lfh_offset: int
+    cd_pos: int  # offset of this entry's record inside the central directory bytes
+    cd_len: int
+    data_offset: int = -1  # resolved lazily from the local header
+
+    @property
+    def is_dir(self) -> bool:
+        return self.name.endswith("/")
+
+
+@dataclass(slots=True)
+class Trailer:
+    """Where the central directory is, as an end record (and its ZIP64 forms) say."""
+
+    cd_offset: int
+    cd_size: int
+    n_entries: int
+    start: int  # offset of the first trailer record (ZIP64 EOCD, or EOCD when not ZIP64)
+    end: int  # one past the last byte of the end record and its comment
+
+
+def _bad(path: object, what: str) -> CorruptArchiveError:
+    return CorruptArchiveError(f"{path}: not a valid ZIP archive: {what}")
+
+
+def read_trailer_at(read: Reader, size: int, eocd: int, path: object) -> Trailer:
+    """Parse the end record at ``eocd`` (and the ZIP64 records it points to)."""
+    if eocd < 0 or eocd + EOCD_SIZE > size:
+        raise _bad(path, "end of central directory record out of range")
+    sig, disk, cd_disk, n_disk, n_total, cd_size, cd_offset, comment = _EOCD.unpack(
+        read(eocd, EOCD_SIZE)
+    )
+    if sig != EOCD_SIG:
+        raise _bad(path, "no end of central directory record")
+    end = eocd + EOCD_SIZE + comment
+    if end > size:
+        raise _bad(path, "archive comment runs past the end of the file")
+    start = eocd
+    loc = eocd - ZIP64_LOCATOR_SIZE
+    has_locator = loc >= 0 and _U32.unpack(read(loc, 4))[0] == ZIP64_LOCATOR_SIG
+    if has_locator:
+        _, loc_disk, z64_off, total_disks = _LOCATOR.unpack(read(loc, ZIP64_LOCATOR_SIZE))
+        if loc_disk != 0 or total_disks > 1:
+            raise _bad(path, "multi-disk archives are not supported")
+        if z64_off < 0 or z64_off + ZIP64_EOCD_SIZE > loc:
+            raise _bad(path, "ZIP64 end of central directory offset out of range")
+        (z_sig, z_len, _made, _need, z_disk, z_cd_disk, z_n_disk, z_n_total, z_cd_size,
+         z_cd_offset) = _ZIP64_EOCD.unpack(read(z64_off, ZIP64_EOCD_SIZE))
+        if z_sig != ZIP64_EOCD_SIG:
+            raise _bad(path, "bad ZIP64 end of central directory signature")
+        if z_len < 44 or z64_off + 12 + z_len > loc:
+            raise _bad(path, "bad ZIP64 end of central directory length")
+        if z_disk != 0 or z_cd_disk != 0 or z_n_disk != z_n_total:
+            raise _bad(path, "multi-disk archives are not supported")
+        n_total, cd_size, cd_offset = z_n_total, z_cd_size, z_cd_offset
+        start = z64_off
+    else:
+        if U32_MAX in (cd_size, cd_offset) or n_total == U16_MAX:
+            raise _bad(path, "ZIP64 sentinels without a ZIP64 end of central directory locator")
+        if disk != 0 or cd_disk != 0 or n_disk != n_total:
+            raise _bad(path, "multi-disk archives are not supported")
+    if cd_offset + cd_size > start:
+        raise _bad(path, "central directory overlaps the end records")
+    # Every central-directory record has at least 46 bytes.
+    if n_total * CD_SIZE > cd_size:
+        raise _bad(path, f"{n_total} entries cannot fit in a {cd_size}-byte central directory")
+    return Trailer(cd_offset, cd_size, n_total, start, end)
+
+
+def find_trailer(read: Reader, size: int, path: object) -> Trailer:
+    """Locate the end records of an archive whose end record ends exactly at EOF."""
+    if size >= TRAILER_SIZE:
+        # Fast path: the 98-byte ZIP64 trailer with no comment, as this store writes it.
+        eocd = size - EOCD_SIZE
+        tail = read(eocd, EOCD_SIZE)
+        if _U32.unpack_from(tail, 0)[0] == EOCD_SIG and _U16.unpack_from(tail, 20)[0] == 0:
+            return read_trailer_at(read, size, eocd, path)
+    if size < EOCD_SIZE:
+        raise _bad(path, f"the file has only {size} bytes")
+    lo = max(0, size - EOCD_SIZE - MAX_COMMENT)
+    window = read(lo, size - lo)
+    pos = len(window) - EOCD_SIZE
+    sig = _U32.pack(EOCD_SIG)
+    while pos >= 0:
+        pos = window.rfind(sig, 0, pos + 4)
+        if pos < 0:
+            break
+        (comment,) = _U16.unpack_from(window, pos + 20)
+        if pos + EOCD_SIZE + comment == len(window):
+            return read_trailer_at(read, size, lo + pos, path)
+        pos -= 1
+    raise _bad(path, "no end of central directory record at the end of the file")
+
+
+def _decode_name(raw: bytes, flags: int, path: object, index: int) -> str:
+    try:
+        name = raw.decode("utf-8") if flags & FLAG_UTF8 else raw.decode("cp437")
+    except UnicodeDecodeError:
+        raise _bad(path, f"entry {index} has a name that is not valid UTF-8: {raw!r}") from None
+    check_entry_name(name, path)
+    return name
+
+
+def check_entry_name(name: str, path: object) -> None:
+    """Refuse names that are unsafe to map to files (``..``, absolute, NUL)."""
+    if "\x00" in name:
+        raise _bad(path, f"entry name contains NUL: {name!r}")
+    if name.startswith("/") or "\\" in name:
+        raise _bad(path, f"unsafe entry name: {name!r}")
+    if any(part in (".", "..") for part in name.split("/")):
+        raise _bad(path, f"unsafe entry name (relative path component): {name!r}")
+
+
+def parse_central_directory(cd: bytes, trailer: Trailer, path: object) -> list[Entry]:
+    """Parse ``cd`` (the central directory's bytes) into entries, checking every field."""
+    entries: list[Entry] = []
+    pos = 0
+    end = len(cd)
+    cd_unpack = _CD.unpack_from
+    limit = trailer.cd_offset
+    for index in range(trailer.n_entries):
+        if pos + CD_SIZE > end:
+            raise _bad(path, f"central directory ends inside entry {index}")
+        (sig, _made, _need, flags, method, _t, _d, crc, csize, usize, n_len, e_len, c_len,
+         disk, _int, _ext, lfh) = cd_unpack(cd, pos)
+        if sig != CD_SIG:
+            raise _bad(path, f"bad central directory signature at entry {index}")
+        rec_len = CD_SIZE + n_len + e_len + c_len
+        if pos + rec_len > end:
+            raise _bad(path, f"central directory entry {index} runs past the directory")
+        name = _decode_name(cd[pos + CD_SIZE : pos + CD_SIZE + n_len], flags, path, index)
+        if U32_MAX in (usize, csize, lfh) or disk == U16_MAX:
+            usize, csize, lfh = _zip64_fields(
+                cd, pos + CD_SIZE + n_len, e_len, usize, csize, lfh, disk, path, name
+            )
+        if lfh + LFH_SIZE + n_len > limit or csize > limit:
+            raise _bad(path, f"entry {name!r}: local header or data outside the archive")
+        entries.append(Entry(name, method, flags, crc, csize, usize, lfh, pos, rec_len))
+        pos += rec_len
+    if pos != end:
+        raise _bad(path, f"central directory has {end - pos} bytes after its last entry")
+    return entries
+
+
+def _zip64_fields(
+    cd: bytes, start: int, length: int, usize: int, csize: int, lfh: int, disk: int,
+    path: object, name: str,
+) -> tuple[int, int, int]:
+    pos, end = start, start + length
+    while pos + 4 <= end:
+        tag, size = _HH.unpack_from(cd, pos)
+        body = pos + 4
+        if body + size > end:
+            break
+        if tag == ZIP64_EXTRA_ID:
+            need = 8 * ((usize == U32_MAX) + (csize == U32_MAX) + (lfh == U32_MAX))
+            if size < need:
+                raise _bad(path, f"entry {name!r}: ZIP64 extra field too short")
+            q = body
+            if usize == U32_MAX:
+                usize = struct.unpack_from("<Q", cd, q)[0]
+                q += 8
+            if csize == U32_MAX:
+                csize = struct.unpack_from("<Q", cd, q)[0]
+                q += 8
+            if lfh == U32_MAX:
+                lfh = struct.unpack_from("<Q", cd, q)[0]
+            return usize, csize, lfh
+        pos = body + size
+    raise _bad(path, f"entry {name!r}: ZIP64 sizes announced but no ZIP64 extra field")
+
+
+def check_no_overlap(entries: list[Entry], path: object) -> None:
+    """Refuse archives whose entries share bytes (the overlapping-entry zip bomb)."""
+    spans = sorted((e.lfh_offset, e.lfh_offset + LFH_SIZE + e.csize, e.name) for e in entries)
+    for (a0, a1, an), (b0, _b1, bn) in zip(spans, spans[1:], strict=False):
+        if b0 < a1:
+            if b0 == a0:
+                raise _bad(path, f"entries {an!r} and {bn!r} share one local header")
+            raise _bad(path, f"entries {an!r} and {bn!r} overlap")
+
+
+def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) -> int:
+    """Where an entry's data starts, from its own local header, checked against ``limit``."""
+    lfh = entry.lfh_offset
+    if lfh + LFH_SIZE > limit:
+        raise _bad(path, f"entry {entry.name!r}: local header outside the archive")
+    head = read(lfh, LFH_SIZE)
+    sig, _need, _flags, method, _t, _d, _crc, _cs, _us, n_len, e_len = _LFH.unpack(head)
+    if sig != LFH_SIG:
+        raise _bad(path, f"entry {entry.name!r}: bad local header signature at offset {lfh}")
+    if method != entry.method:
+        raise _bad(path, f"entry {entry.name!r}: local and central headers disagree on method")
+    data = lfh + LFH_SIZE + n_len + e_len
+    if data > limit or entry.csize > limit - data:
+        raise _bad(path, f"entry {entry.name!r}: data runs past the central directory")
+    return data
+
+
+def local_header_matches(read: Reader, entry: Entry, limit: int) -> bool:
+    """Whether the local header of an entry agrees with its central-directory record."""
+    lfh = entry.lfh_offset
+    if lfh + LFH_SIZE > limit:
+        return False
+    sig, _need, _flags, method, _t, _d, _crc, csize, usize, n_len, e_len = _LFH.unpack(
+        read(lfh, LFH_SIZE)
+    )
+    if sig != LFH_SIG or method != entry.method:
+        return False
+    name_start = lfh + LFH_SIZE
+    if name_start + n_len + e_len > limit:
+        return False
+    raw = read(name_start, n_len)
+    try:
+        name = raw.decode("utf-8") if entry.flags & FLAG_UTF8 else raw.decode("cp437")
+    except UnicodeDecodeError:
+        return False
+    if name != entry.name:
+        return False
+    if not entry.flags & FLAG_DATA_DESCRIPTOR:
+        if U32_MAX in (csize, usize):
+            extra = read(name_start + n_len, e_len)
+            z = _local_zip64_sizes(extra)
+            if z is not None and z != (entry.usize, entry.csize):
+                return False
+        elif (csize, usize) != (entry.csize, entry.usize):
+            return False
+    data = name_start + n_len + e_len
+    return data + entry.csize <= limit
+
+
+def _local_zip64_sizes(extra: bytes) -> tuple[int, int] | None:
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, size = _HH.unpack_from(extra, pos)
+        if tag == ZIP64_EXTRA_ID and size >= 16 and pos + 4 + size <= len(extra):
+            usize, csize = struct.unpack_from("<QQ", extra, pos + 4)
+            return usize, csize
+        pos += 4 + size
+    return None
+
+
+def local_crc(read: Reader, entry: Entry) -> int:
+    """The CRC-32 stored in an entry's local header."""
+    return int(_U32.unpack(read(entry.lfh_offset + LFH_CRC_OFFSET, 4))[0])
+
+
+@dataclass(slots=True)
+class LocalRecord:
+    """What a local header says about the entry that follows it."""
+
+    raw_name: bytes
+    name: str
+    flags: int
+    method: int
+    crc: int
+    csize: int
+    usize: int
+    data_offset: int
+
+
+def read_local_record(read: Reader, pos: int, size: int, path: object) -> LocalRecord | None:
+    """The local header at ``pos`` if it is complete and self-describing, else None.
+
+    Self-describing: no data descriptor, no encryption, sizes in the header (or its ZIP64
+    extra), name and data inside the first ``size`` bytes.
+    """
+    if pos + LFH_SIZE > size:
+        return None
+    sig, _need, flags, method, _t, _d, crc, csize, usize, n_len, e_len = _LFH.unpack(
+        read(pos, LFH_SIZE)
+    )
+    if sig != LFH_SIG or flags & (FLAG_DATA_DESCRIPTOR | FLAG_ENCRYPTED):
+        return None
+    data = pos + LFH_SIZE + n_len + e_len
+    if data > size:
+        return None
+    raw = read(pos + LFH_SIZE, n_len)
+    try:
+        name = raw.decode("utf-8") if flags & FLAG_UTF8 else raw.decode("cp437")
+        check_entry_name(name, path)
+    except (UnicodeDecodeError, CorruptArchiveError):
+        return None
+    if U32_MAX in (csize, usize):
+        sizes = _local_zip64_sizes(read(pos + LFH_SIZE + n_len, e_len))
+        if sizes is None:
+            return None
+        usize, csize = sizes
+    if csize > size - data:
+        return None
+    return LocalRecord(raw, name, flags, method, crc, csize, usize, data)

@@ -1,0 +1,42 @@
+"""Exceptions raised by dafzarr.
+
+Every class derives from :class:`DafzarrError` and from the builtin exception that code
+unaware of dafzarr would catch, so ``except KeyError`` or ``except ValueError`` keep working.
+Raw operating-system failures stay plain :class:`OSError` subclasses (``FileNotFoundError``,
+``PermissionError``, ...), with the file name set.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AppendOnlyError",
+    "ArchiveLockedError",
+    "CorruptArchiveError",
+    "DafzarrError",
+    "RecoveryWarning",
+    "UnsupportedEntryError",
+]
+
+
+class DafzarrError(Exception):
+    """Base class of every exception dafzarr raises on purpose."""
+
+
+class CorruptArchiveError(DafzarrError, ValueError):
+    """A file is not a valid ZIP archive, or one of its records is inconsistent."""
+
+
+class UnsupportedEntryError(DafzarrError, ValueError):
+    """A ZIP entry uses a compression method or encryption dafzarr cannot decode."""
+
+
+class AppendOnlyError(DafzarrError, NotImplementedError):
+    """An append-only store was asked to overwrite or delete an existing entry."""
+
+
+class ArchiveLockedError(DafzarrError, BlockingIOError):
+    """Another handle or process holds the archive open for writing."""
+
+
+class RecoveryWarning(UserWarning):
+    """A writable open repaired an archive left behind by an interrupted writer."""

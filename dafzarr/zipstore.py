@@ -1,0 +1,1235 @@
+"""MmapZipStore: an append-only Zarr store over one memory-mapped ZIP archive.
+
+Reads are zero-copy views of one mapping whose base address never moves while the file
+grows; appends keep the file a valid ZIP archive at every instant, so a process killed at
+any point leaves an archive that the next writable open recovers to a prefix of what was
+committed.
+
+--- The commit protocol -------------------------------------------------------------------
+
+State: committed entries end at ``E`` (where the next local header goes); the live central
+directory (CD) sits at ``C >= E`` followed by the 98-byte trailer, which ends at EOF ``S``.
+Readers find the live CD through the trailer at EOF. A commit never stores into the bytes of
+the live CD + trailer:
+
+1. If the new entries' bytes ``[E, W)`` would reach the live CD, first *relocate* it: grow the
+   file and copy the live CD + trailer past the old EOF. That copy becomes the live one (it is
+   at EOF) and the old one becomes dead space. A crash before the copy completes leaves a
+   zero (or partly written) tail; recovery scans back to the old, intact trailer.
+2. Write each entry's local header and data at ``W``; they are invisible until step 3.
+3. Place the new CD + trailer right after the data. If that range is below the live copy,
+   write it there, then ``ftruncate`` the live copy away: the truncate is the commit point.
+   Otherwise write it past EOF first (the commit point: it is complete and at EOF), then copy
+   it down and truncate.
+
+A batch is steps 1-3 with many entries in step 2: N appends cost O(N) bytes, and a crash
+anywhere in the batch rolls back the whole batch. Within each copy the CD is written before
+the trailer, so a complete trailer implies a complete CD. ``durable=True`` adds msync/fsync
+after steps 1 and 3 so the order also holds across power loss. The final bytes are exactly
+the layout of ``mmap-zip-store`` (entries contiguous, CD right after the last entry).
+
+Reservations (``reserve_entry``) commit an entry whose data is filled later through a
+writable view, with CRC 0 until ``patch_entry_crc`` stores the real CRC (local header first,
+CD last, so the CD is authoritative). A writable open rolls back unpatched reservations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bz2
+import contextlib
+import errno
+import gc
+import math
+import os
+import struct
+import threading
+import warnings
+import zlib
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from zarr.abc.store import (
+    ByteRequest,
+    OffsetByteRequest,
+    RangeByteRequest,
+    Store,
+    SuffixByteRequest,
+)
+from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
+
+from . import _zipformat as zf
+from ._posix import FileMapping, crc32
+from .errors import (
+    AppendOnlyError,
+    ArchiveLockedError,
+    CorruptArchiveError,
+    RecoveryWarning,
+    UnsupportedEntryError,
+)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["MmapZipStore"]
+
+Mode = Literal["r", "r+", "w+", "w"]
+MODES: tuple[str, ...] = ("r", "r+", "w+", "w")
+DEFAULT_MAX_FILE_SIZE = 1 << 40
+# Decoded size above which a compressed foreign entry is refused (zip-bomb guard).
+DEFAULT_MAX_DECOMPRESSED = 1 << 34
+# Appends at least this large run off the event loop.
+_THREAD_THRESHOLD = 1 << 20
+_U32 = struct.Struct("<I")
+
+# Crash-test instrumentation: when set, called with the name of each step of the commit
+# protocol just after that step (tests install a hook that SIGKILLs the process).
+_step_hook: Any = None
+
+
+def _step(name: str) -> None:
+    if _step_hook is not None:
+        _step_hook(name)
+
+
+@dataclass(slots=True)
+class _Txn:
+    """An open transaction: entries being appended and where the live CD currently is."""
+
+    n0: int  # entries committed when it began
+    cd_len0: int  # bytes of CD committed when it began
+    start: int  # data end when it began
+    write: int  # where the next local header goes
+    live_cd: int  # offset of the live CD
+    live_end: int  # EOF (end of the live trailer)
+    dirty: list[tuple[int, int]] = field(default_factory=list)  # ranges holding stale bytes
+    depth: int = 0
+    batch: bool = False
+    committed: bool = False  # the new directory is live (past the commit point)
+
+
+def _as_bytes_view(data: Any) -> memoryview:
+    """A flat unsigned-byte view of a bytes-like object or numpy array, without a copy."""
+    if isinstance(data, Buffer):
+        data = data.as_buffer_like()
+    if isinstance(data, np.ndarray):
+        if not data.flags.c_contiguous:
+            data = np.ascontiguousarray(data)
+        return memoryview(data.reshape(-1).view(np.uint8))
+    try:
+        mv = memoryview(data)
+    except TypeError:
+        raise TypeError(
+            f"expected a bytes-like object or numpy array, got {type(data).__name__}"
+        ) from None
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    return mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+
+
+def _encode_key(key: str, path: str) -> bytes:
+    if not isinstance(key, str):
+        raise TypeError(f"keys are str, got {type(key).__name__}: {key!r}")
+    if not key:
+        raise ValueError(f"{path}: empty key")
+    if key.endswith("/") or "//" in key:
+        raise ValueError(f"{path}: invalid key {key!r} (empty path component)")
+    zf.check_entry_name(key, path)
+    try:
+        raw = key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{path}: key is not encodable as UTF-8: {key!r}") from None
+    if len(raw) > zf.MAX_NAME:
+        raise ValueError(
+            f"{path}: key is {len(raw)} bytes long in UTF-8; ZIP names are limited to "
+            f"{zf.MAX_NAME} bytes: {key[:60]!r}..."
+        )
+    return raw
+
+
+def _slice(n: int, byte_range: ByteRequest | None) -> tuple[int, int]:
+    if byte_range is None:
+        return 0, n
+    if isinstance(byte_range, RangeByteRequest):
+        start = min(max(byte_range.start, 0), n)
+        return start, min(max(byte_range.end, start), n)
+    if isinstance(byte_range, OffsetByteRequest):
+        return min(max(byte_range.offset, 0), n), n
+    if isinstance(byte_range, SuffixByteRequest):
+        return max(n - byte_range.suffix, 0), n
+    raise TypeError(f"Unexpected byte_range, got {byte_range}.")
+
+
+def _create_empty(path: str) -> None:
+    """Create a 98-byte empty archive at ``path`` atomically, unless a file is there."""
+    directory = os.path.dirname(path) or "."
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(zf.EMPTY_ARCHIVE)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+
+
+class MmapZipStore(Store):
+    """An append-only Zarr store over one ZIP archive, served zero-copy from a memory map.
+
+    Parameters
+    ----------
+    path
+        The archive file.
+    mode
+        ``"r"`` read-only; ``"r+"`` read-write, the file must exist; ``"w+"`` read-write,
+        created if missing; ``"w"`` read-write, created or truncated to an empty archive.
+    read_only
+        Overrides ``mode``: ``True`` opens read-only, ``False`` writable (``"r"`` becomes
+        ``"r+"``). Default: read-only exactly when ``mode == "r"``.
+    max_file_size
+        Address space reserved for a writable open: the largest size the archive may reach
+        while this handle is open. Reserving costs no memory.
+    durable
+        Also ``msync``/``fsync`` at the protocol's ordering points, so that a power loss
+        (not only a process crash) leaves a prefix of the committed entries.
+    max_decompressed_size
+        Compressed foreign entries that claim to decode to more bytes are refused.
+
+    Notes
+    -----
+    The store is a :class:`zarr.abc.store.Store` (use it with ``zarr.open_group`` and
+    friends) and also a synchronous mapping: ``store[key]`` returns a read-only zero-copy
+    ``memoryview`` (decoded bytes for compressed foreign entries), ``store[key] = data``
+    appends, ``key in store``, ``iter(store)``, ``len(store)``.
+
+    One writable handle per archive: a writable open takes an exclusive ``flock`` and a
+    second one (in any process) raises :class:`~dafzarr.errors.ArchiveLockedError`.
+    Read-only handles take no lock and see the archive as it was when they opened.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        mode: Mode = "r",
+        *,
+        read_only: bool | None = None,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        durable: bool = False,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"invalid mode: {mode!r} (expected one of 'r', 'r+', 'w+', 'w')")
+        if read_only is None:
+            read_only = mode == "r"
+        elif read_only:
+            mode = "r"
+        elif mode == "r":
+            mode = "r+"
+        if max_file_size <= 0:
+            raise ValueError(f"max_file_size must be positive, got {max_file_size}")
+        super().__init__(read_only=read_only)
+        self.path = os.path.abspath(os.fspath(path))
+        self.mode: Mode = mode
+        self.max_file_size = int(max_file_size)
+        self.durable = bool(durable)
+        self.max_decompressed_size = int(max_decompressed_size)
+        self._truncate_on_open = mode == "w"
+        self._lock = threading.RLock()
+        self._fm: FileMapping | None = None
+        self._reset_state()
+        if mode in ("r", "r+") and not os.path.exists(self.path):
+            raise FileNotFoundError(errno.ENOENT, f"no such file: {self.path}", self.path)
+        if mode in ("w+", "w") and not os.path.exists(self.path):
+            _create_empty(self.path)
+
+    def _reset_state(self) -> None:
+        self._entries: list[zf.Entry] = []
+        self._index: dict[str, int] = {}
+        self._cd = bytearray()
+        self._cd_offset = 0
+        self._data_end = 0
+        self._limit = 0
+        self._unpatched: set[str] = set()
+        self._tx: _Txn | None = None
+
+    # --- Opening ------------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        if self._is_open:
+            raise ValueError("store is already open")
+        self._open_sync()
+
+    def _open_sync(self) -> None:
+        with self._lock:
+            if self._is_open:
+                raise ValueError("store is already open")
+            if self.read_only:
+                fm = FileMapping(self.path, False, 0)
+                try:
+                    self._load_read_only(fm)
+                except BaseException:
+                    fm.close()
+                    raise
+            else:
+                if self.mode in ("w+", "w") and not os.path.exists(self.path):
+                    _create_empty(self.path)
+                try:
+                    fm = FileMapping(self.path, True, self._reserve_size())
+                except BlockingIOError as e:
+                    raise ArchiveLockedError(
+                        e.errno,
+                        f"{self.path} is already open for writing (by this or another "
+                        "process); an archive has one writer at a time",
+                        self.path,
+                    ) from None
+                try:
+                    if self._truncate_on_open:
+                        self._write_empty(fm)
+                    self._load_writable(fm)
+                except BaseException:
+                    self._reset_state()
+                    fm.close()
+                    raise
+                self._truncate_on_open = False
+            self._fm = fm
+            self._is_open = True
+
+    def _ensure_open_sync(self) -> FileMapping:
+        if not self._is_open:
+            self._open_sync()
+        assert self._fm is not None
+        return self._fm
+
+    def _check_writable_sync(self) -> FileMapping:
+        self._check_writable()
+        return self._ensure_open_sync()
+
+    def _write_empty(self, fm: FileMapping) -> None:
+        # Truncate, then lay the 98 bytes down with one pwrite: a crash leaves a prefix of
+        # the empty archive, which a writable open completes (never 98 zero bytes).
+        fm.resize(0)
+        fm.pwrite(0, zf.EMPTY_ARCHIVE)
+        if self.durable:
+            fm.fsync()
+
+    def _install(self, entries: list[zf.Entry], cd: bytes, tr: zf.Trailer) -> None:
+        self._entries = entries
+        self._cd = bytearray(cd)
+        self._cd_offset = tr.cd_offset
+        self._data_end = tr.cd_offset
+        self._limit = tr.cd_offset
+        index: dict[str, int] = {}
+        for i, e in enumerate(entries):
+            if not e.is_dir:
+                index[e.name] = i  # the last of duplicate names wins
+        self._index = index
+
+    def _parse(self, read: zf.Reader, tr: zf.Trailer) -> tuple[list[zf.Entry], bytes]:
+        cd = read(tr.cd_offset, tr.cd_size)
+        entries = zf.parse_central_directory(cd, tr, self.path)
+        zf.check_no_overlap(entries, self.path)
+        return entries, cd
+
+    def _load_read_only(self, fm: FileMapping) -> None:
+        # The directory is read with pread, not through the mapping: a writer in another
+        # process may be in the middle of a commit and shrink the file past what we mapped.
+        fd, size = fm.fd, fm.size
+
+        def read(offset: int, length: int) -> bytes:
+            if offset < 0 or length < 0 or offset + length > size:
+                raise zf._bad(self.path, "a record points outside the file")
+            out = os.pread(fd, length, offset)
+            if len(out) != length:
+                raise CorruptArchiveError(f"{self.path}: the file shrank while being read")
+            return out
+
+        try:
+            tr = zf.find_trailer(read, size, self.path)
+            entries, cd = self._parse(read, tr)
+        except CorruptArchiveError as e:
+            raise CorruptArchiveError(
+                f"{e}\n(if a writer was interrupted, a writable open - mode 'r+' - recovers "
+                f"the archive, or run: dafzarr zip repair {self.path})"
+            ) from None
+        self._install(entries, cd, tr)
+
+    def _load_writable(self, fm: FileMapping) -> None:
+        size = fm.size
+        if size < zf.TRAILER_SIZE and zf.EMPTY_ARCHIVE.startswith(fm.read(0, size)):
+            # Interrupted creation (or truncation): the bytes are a prefix of an empty archive.
+            self._write_empty(fm)
+            size = fm.size
+        read = fm.read
+        try:
+            tr = zf.find_trailer(read, size, self.path)
+            entries, cd = self._parse(read, tr)
+        except CorruptArchiveError as first:
+            found = self._scan_for_trailer(fm)
+            if found is None:
+                if self._salvage(fm):
+                    return
+                raise CorruptArchiveError(
+                    f"{first}\nno valid central directory was found anywhere in the file, "
+                    "and it does not start with intact local headers; it cannot be recovered "
+                    "automatically"
+                ) from None
+            tr, entries, cd = found
+        self._install(entries, cd, tr)
+        self._recover(fm, tr)
+
+    def _salvage(self, fm: FileMapping) -> bool:
+        """Rebuild the directory by walking local headers from offset 0 (last resort).
+
+        Keeps the longest run of entries whose headers are intact and whose data checks
+        (CRC of stored data; decoding with CRC check for compressed data). Returns False
+        when the file does not start with such an entry.
+        """
+        size = fm.size
+        pos = 0
+        cd = bytearray()
+        entries: list[zf.Entry] = []
+        seen: set[str] = set()
+        while True:
+            rec = zf.read_local_record(fm.read, pos, size, self.path)
+            if rec is None or rec.name in seen:
+                break
+            e = zf.Entry(
+                rec.name, rec.method, rec.flags, rec.crc, rec.csize, rec.usize, pos, len(cd),
+                0, rec.data_offset,
+            )
+            try:
+                if rec.method == 0:
+                    ok = rec.csize == rec.usize and fm.crc32(rec.data_offset, rec.csize) == rec.crc
+                else:
+                    self._decompress(e, fm.read(rec.data_offset, rec.csize))
+                    ok = True
+            except (CorruptArchiveError, UnsupportedEntryError):
+                ok = False
+            if not ok:
+                break
+            record = zf.central_entry(
+                rec.raw_name, rec.csize, rec.crc, pos, method=rec.method, usize=rec.usize,
+                flags=rec.flags,
+            )
+            e.cd_len = len(record)
+            cd += record
+            entries.append(e)
+            seen.add(rec.name)
+            pos = rec.data_offset + rec.csize
+        if not entries:
+            return False
+        final_end = pos + len(cd) + zf.TRAILER_SIZE
+        if final_end > size:
+            self._check_size(final_end, "the rebuilt central directory")
+            fm.resize(final_end)
+        fm.write(pos, cd)
+        fm.write(pos + len(cd), zf.trailer(len(entries), len(cd), pos))
+        if final_end < size:
+            fm.resize(final_end)
+        if self.durable:
+            fm.fsync()
+        self._install(entries, bytes(cd), zf.Trailer(pos, len(cd), len(entries), pos, final_end))
+        self._data_end = pos
+        warnings.warn(
+            f"{self.path}: no valid central directory was found; rebuilt it from the local "
+            f"headers of {len(entries)} intact entries (anything after them was dropped)",
+            RecoveryWarning,
+            stacklevel=4,
+        )
+        return True
+
+    def _scan_for_trailer(
+        self, fm: FileMapping
+    ) -> tuple[zf.Trailer, list[zf.Entry], bytes] | None:
+        """The latest end record in the file whose directory validates, at any distance."""
+        sig = _U32.pack(zf.EOCD_SIG)
+        end = fm.size
+        while True:
+            pos = fm.rfind(sig, 0, end)
+            if pos < 0:
+                return None
+            try:
+                tr = zf.read_trailer_at(fm.read, fm.size, pos, self.path)
+                entries, cd = self._parse(fm.read, tr)
+            except CorruptArchiveError:
+                end = pos + len(sig) - 1
+                continue
+            return tr, entries, cd
+
+    # --- Recovery -----------------------------------------------------------------------
+
+    def _entry_ok(self, fm: FileMapping, e: zf.Entry, limit: int) -> bool:
+        if not zf.local_header_matches(fm.read, e, limit):
+            return False
+        if e.method != 0 or e.flags & zf.FLAG_ENCRYPTED:
+            return True  # foreign compressed entries are taken as valid without decoding
+        if e.csize != e.usize:
+            return False
+        off = zf.resolve_data_offset(fm.read, e, limit, self.path)
+        e.data_offset = off
+        if fm.crc32(off, e.csize) != e.crc:
+            return False
+        if not e.flags & zf.FLAG_DATA_DESCRIPTOR and zf.local_crc(fm.read, e) != e.crc:
+            # Interrupted CRC patch: the directory's CRC is authoritative; repair the header.
+            fm.write(e.lfh_offset + zf.LFH_CRC_OFFSET, _U32.pack(e.crc))
+        return True
+
+    def _entry_end(self, fm: FileMapping, e: zf.Entry, limit: int) -> int:
+        if e.data_offset < 0:
+            e.data_offset = zf.resolve_data_offset(fm.read, e, limit, self.path)
+        return e.data_offset + e.csize
+
+    def _recover(self, fm: FileMapping, tr: zf.Trailer) -> None:
+        entries = self._entries
+        limit = tr.cd_offset
+        n = len(entries)
+        first_bad = n
+        while first_bad > 0 and not self._entry_ok(fm, entries[first_bad - 1], limit):
+            first_bad -= 1
+        for i in range(first_bad):
+            e = entries[i]
+            if e.crc == 0 and e.csize > 0 and e.method == 0 and not self._entry_ok(fm, e, limit):
+                first_bad = i  # an unpatched reservation followed by other entries
+                break
+        dropped = [e.name for e in entries[first_bad:]]
+        junk = fm.size - tr.end
+        # Where the next entry goes: right after the last kept entry's data (reusing any gap
+        # an interrupted commit left before the directory), unless that entry is followed
+        # by a data descriptor of unknown length.
+        kept = entries[:first_bad]
+        data_end = 0
+        if kept:
+            last = max(kept, key=lambda e: e.lfh_offset)
+            data_end = self._entry_end(fm, last, limit)
+            if last.flags & zf.FLAG_DATA_DESCRIPTOR:
+                # A data descriptor of 12 to 24 bytes follows: keep clear of all of it, or
+                # leave the directory where it is when nothing is rolled back.
+                data_end = min(data_end + 24, tr.cd_offset) if dropped else tr.cd_offset
+        if dropped:
+            cut = entries[first_bad].cd_pos
+            del self._entries[first_bad:]
+            del self._cd[cut:]
+            self._install(self._entries, bytes(self._cd), tr)
+            self._tx = _Txn(first_bad, len(self._cd), data_end, data_end, tr.cd_offset, tr.end)
+            if junk:
+                fm.resize(tr.end)
+            self._place_directory(fm, self._tx)
+            self._tx = None
+        elif junk:
+            fm.resize(tr.end)
+            if self.durable:
+                fm.fsync()
+        self._data_end = min(data_end, self._cd_offset)
+        if dropped or junk:
+            what = []
+            if dropped:
+                what.append(f"rolled back {len(dropped)} incomplete entries {dropped[:10]!r}")
+            if junk:
+                what.append(f"removed {junk} bytes after the end of the archive")
+            warnings.warn(
+                f"{self.path}: recovered from an interrupted write: " + "; ".join(what),
+                RecoveryWarning,
+                stacklevel=4,
+            )
+
+    # --- Writing ------------------------------------------------------------------------
+
+    def _reserve_size(self) -> int:
+        # A commit may briefly hold a second copy of the central directory past the final
+        # end of the file; the directory is never larger than the file, so twice the limit
+        # (plus room for two trailers) always suffices. Address space costs no memory.
+        return 2 * self.max_file_size + 2 * zf.TRAILER_SIZE
+
+    def _check_size(self, required: int, what: str) -> None:
+        """Refuse a commit whose final file size would pass ``max_file_size``."""
+        if required > self.max_file_size:
+            raise ValueError(
+                f"append of {what} would grow {self.path} past max_file_size = "
+                f"{self.max_file_size} bytes (required: {required})"
+            )
+
+    def _check_reserve(self, required: int, what: str) -> None:
+        """Refuse a temporary size past the reserved address space (never expected)."""
+        if required > self._reserve_size():
+            raise ValueError(
+                f"append of {what} would need {required} bytes of {self.path} mapped, more than "
+                f"the {self._reserve_size()} bytes reserved for max_file_size = "
+                f"{self.max_file_size}"
+            )
+
+    def _begin(self, fm: FileMapping, batch: bool = False) -> _Txn:
+        tx = self._tx
+        if tx is None:
+            tx = _Txn(
+                len(self._entries), len(self._cd), self._data_end, self._data_end,
+                self._cd_offset, fm.size,
+            )
+            tx.dirty.append((self._data_end, fm.size))
+            self._tx = tx
+        tx.depth += 1
+        tx.batch = tx.batch or batch
+        return tx
+
+    def _make_room(self, fm: FileMapping, tx: _Txn, need: int, room: int, what: str) -> None:
+        """Ensure ``[tx.write, tx.write + need)`` is free, relocating the live CD if not."""
+        end = tx.write + need
+        if end <= tx.live_cd:
+            return
+        live_len = tx.cd_len0
+        limit = self._reserve_size() - live_len - zf.TRAILER_SIZE
+        new_cd = max(tx.live_end, min(end + room, limit))
+        new_end = new_cd + live_len + zf.TRAILER_SIZE
+        self._check_reserve(new_end, what)
+        fm.resize(new_end)
+        _step("relocate:resized")
+        fm.write(new_cd, memoryview(self._cd)[:live_len])
+        _step("relocate:cd")
+        fm.write(new_cd + live_len, zf.trailer(tx.n0, live_len, new_cd))
+        _step("relocate:trailer")
+        if self.durable:
+            fm.msync(new_cd, live_len + zf.TRAILER_SIZE)
+            fm.fsync()
+        tx.dirty.append((tx.live_cd, tx.live_end))
+        tx.live_cd, tx.live_end = new_cd, new_end
+
+    def _place_directory(self, fm: FileMapping, tx: _Txn) -> None:
+        """Make the in-memory CD live right after the data at ``tx.write`` (the commit)."""
+        cd = memoryview(self._cd)
+        w, size = tx.write, len(self._cd)
+        n = len(self._entries)
+        final_end = w + size + zf.TRAILER_SIZE
+        record = zf.trailer(n, size, w)
+        if final_end <= tx.live_cd:
+            fm.write(w, cd)
+            _step("commit:cd")
+            fm.write(w + size, record)
+            _step("commit:trailer")
+            if self.durable:
+                fm.msync(tx.start, final_end - tx.start)
+                fm.fsync()
+            fm.resize(final_end)  # commit point: cuts off the old live directory
+            _step("commit:truncated")
+        else:
+            x = max(tx.live_end, final_end)
+            self._check_reserve(x + size + zf.TRAILER_SIZE, "the central directory")
+            fm.resize(x + size + zf.TRAILER_SIZE)
+            _step("commit:x-resized")
+            fm.write(x, cd)
+            _step("commit:x-cd")
+            fm.write(x + size, zf.trailer(n, size, x))  # commit point: complete and at EOF
+            _step("commit:x-trailer")
+            tx.committed = True
+            self._cd_offset, self._data_end, self._limit = x, w, w
+            if self.durable:
+                fm.msync(tx.start, x + size + zf.TRAILER_SIZE - tx.start)
+                fm.fsync()
+            fm.write(w, cd)
+            _step("commit:cd")
+            fm.write(w + size, record)
+            _step("commit:trailer")
+            if self.durable:
+                fm.msync(w, size + zf.TRAILER_SIZE)
+            fm.resize(final_end)
+            _step("commit:truncated")
+        if self.durable:
+            fm.fsync()
+        self._cd_offset = w
+        self._data_end = w
+        self._limit = w
+
+    def _end(self, fm: FileMapping, tx: _Txn) -> None:
+        tx.depth -= 1
+        if tx.depth:
+            return
+        try:
+            if len(self._entries) != tx.n0 or tx.live_cd != self._cd_offset:
+                self._place_directory(fm, tx)
+        except BaseException:
+            self._abort(tx)
+            raise
+        self._tx = None
+
+    def _abort(self, tx: _Txn) -> None:
+        """Forget the entries of a failed transaction; the live CD on disk is still valid."""
+        self._tx = None
+        if tx.committed:
+            return  # failed after the commit point: the entries are durable, keep them
+        fm = self._fm
+        if fm is not None and not fm.closed and fm.size > tx.live_end:
+            with contextlib.suppress(OSError):
+                fm.resize(tx.live_end)  # drop a half-written copy past the live trailer
+        for e in self._entries[tx.n0 :]:
+            self._index.pop(e.name, None)
+            self._unpatched.discard(e.name)
+        del self._entries[tx.n0 :]
+        del self._cd[tx.cd_len0 :]
+        self._cd_offset = tx.live_cd
+        self._data_end = tx.start
+
+    def _add_entry(
+        self, fm: FileMapping, tx: _Txn, key: str, raw: bytes, data: memoryview | None, size: int
+    ) -> zf.Entry:
+        w = tx.write
+        pad = zf.alignment_padding(w, len(raw))
+        header_len = zf.LFH_SIZE + len(raw) + 20 + pad
+        entry_cd_len = zf.CD_SIZE + len(raw) + 28
+        room = (
+            len(self._cd) + entry_cd_len + zf.TRAILER_SIZE
+            if not tx.batch
+            else max(len(self._cd) + entry_cd_len + zf.TRAILER_SIZE, w - tx.start, 1 << 16)
+        )
+        self._check_size(w + header_len + size + len(self._cd) + entry_cd_len + zf.TRAILER_SIZE,
+                         repr(key))
+        self._make_room(fm, tx, header_len + size, room, repr(key))
+        data_offset = w + header_len
+        if data is None:
+            crc = 0
+            for lo, hi in tx.dirty:  # a reservation reads as zeros until it is filled
+                a, b = max(lo, data_offset), min(hi, data_offset + size)
+                if a < b:
+                    fm.zero(a, b - a)
+        else:
+            crc = fm.write_crc32(data_offset, data)
+        _step("entry:data")
+        fm.write(w, zf.local_header(raw, size, crc, w))
+        _step("entry:header")
+        record = zf.central_entry(raw, size, crc, w)
+        entry = zf.Entry(
+            key, 0, zf.FLAG_UTF8, crc, size, size, w, len(self._cd), len(record), data_offset
+        )
+        self._cd += record
+        self._entries.append(entry)
+        self._index[key] = len(self._entries) - 1
+        tx.write = data_offset + size
+        return entry
+
+    def _append(self, key: str, value: Any, *, exist_ok: bool = False) -> bool:
+        """Append one entry; return False if ``exist_ok`` and the key already exists."""
+        raw = _encode_key(key, self.path)
+        data = _as_bytes_view(value)
+        with self._lock:
+            fm = self._check_writable_sync()
+            if key in self._index:
+                if exist_ok:
+                    return False
+                with self._read(self._entries[self._index[key]]) as existing:
+                    if len(existing) == len(data) and existing == data:
+                        return False  # rewriting identical bytes changes nothing
+                raise AppendOnlyError(
+                    f"MmapZipStore is append-only (ZIP backend); cannot overwrite entry "
+                    f"{key!r} in {self.path}"
+                )
+            tx = self._begin(fm)
+            try:
+                self._add_entry(fm, tx, key, raw, data, data.nbytes)
+            except BaseException:
+                self._abort(tx)
+                raise
+            self._end(fm, tx)
+            return True
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[MmapZipStore]:
+        """Group appends into one commit: one central-directory write for all of them.
+
+        Inside the block, appends (``store[k] = v``, zarr writes, reservations) are written
+        but become durable together when the block exits; if the block raises, or the
+        process dies inside it, none of them survive. Other threads' writes wait for the
+        block to finish.
+        """
+        with self._lock:
+            fm = self._check_writable_sync()
+            tx = self._begin(fm, batch=True)
+            try:
+                yield self
+            except BaseException:
+                if tx.depth == 1:
+                    self._abort(tx)
+                else:
+                    tx.depth -= 1
+                raise
+            self._end(fm, tx)
+
+    def reserve_entry(self, key: str, nbytes: int) -> npt.NDArray[np.uint8]:
+        """Append an entry of ``nbytes`` zero bytes and return a writable view of its data.
+
+        Fill the view in place, then call :meth:`patch_entry_crc`. Until then the entry has
+        CRC 0, and the next writable open rolls it back (and every entry after it).
+        """
+        raw = _encode_key(key, self.path)
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"cannot reserve a negative size ({nbytes}) for {key!r}")
+        with self._lock:
+            fm = self._check_writable_sync()
+            if key in self._index:
+                raise AppendOnlyError(
+                    f"MmapZipStore is append-only (ZIP backend); cannot reserve existing "
+                    f"entry {key!r} in {self.path}"
+                )
+            tx = self._begin(fm)
+            try:
+                entry = self._add_entry(fm, tx, key, raw, None, nbytes)
+            except BaseException:
+                self._abort(tx)
+                raise
+            self._end(fm, tx)
+            if nbytes:
+                self._unpatched.add(key)
+            return np.frombuffer(fm.view(entry.data_offset, nbytes, writable=True), np.uint8)
+
+    def patch_entry_crc(self, key: str) -> int:
+        """Store the CRC-32 of an entry's current data (after filling a reservation)."""
+        with self._lock:
+            fm = self._check_writable_sync()
+            e = self._lookup(key)
+            if e is None:
+                raise KeyError(f"no entry {key!r} in {self.path}")
+            if e.method != 0 or e.lfh_offset < 0:
+                raise UnsupportedEntryError(f"{self.path}: entry {key!r} is not stored")
+            off = self._data_offset(e)
+            value = fm.crc32(off, e.csize)
+            packed = _U32.pack(value)
+            fm.write(e.lfh_offset + zf.LFH_CRC_OFFSET, packed)
+            _step("patch:header")
+            self._cd[e.cd_pos + zf.CD_CRC_OFFSET : e.cd_pos + zf.CD_CRC_OFFSET + 4] = packed
+            live_n = self._tx.n0 if self._tx is not None else len(self._entries)
+            live_cd = self._tx.live_cd if self._tx is not None else self._cd_offset
+            index = self._index[key]
+            if index < live_n:  # committed: patch the live directory too, last
+                fm.write(live_cd + e.cd_pos + zf.CD_CRC_OFFSET, packed)
+                _step("patch:cd")
+            if self.durable:
+                fm.msync(off, e.csize)
+                fm.msync(e.lfh_offset, zf.LFH_SIZE)
+                fm.msync(live_cd + e.cd_pos, e.cd_len)
+                fm.fsync()
+            e.crc = value
+            self._unpatched.discard(key)
+            return value
+
+    def _clear_sync(self) -> None:
+        with self._lock:
+            fm = self._check_writable_sync()
+            if self._tx is not None:
+                raise RuntimeError(f"cannot clear {self.path} inside a batch")
+            if fm.exports:
+                gc.collect()
+            if fm.exports:
+                raise BufferError(
+                    f"cannot clear {self.path}: {fm.exports} zero-copy view(s) of it are alive"
+                )
+            self._write_empty(fm)
+            self._reset_state()
+
+    # --- Reading ------------------------------------------------------------------------
+
+    def _lookup(self, key: str) -> zf.Entry | None:
+        i = self._index.get(key)
+        return None if i is None else self._entries[i]
+
+    def _data_offset(self, e: zf.Entry) -> int:
+        if e.data_offset < 0:
+            assert self._fm is not None
+            e.data_offset = zf.resolve_data_offset(self._fm.read, e, self._limit, self.path)
+        return e.data_offset
+
+    def _read(self, e: zf.Entry) -> memoryview:
+        """The decoded bytes of an entry: a zero-copy view when it is stored."""
+        fm = self._fm
+        assert fm is not None
+        if e.flags & zf.FLAG_ENCRYPTED:
+            raise UnsupportedEntryError(
+                f"{self.path}: entry {e.name!r} is encrypted; encrypted ZIP entries are not "
+                "supported"
+            )
+        off = self._data_offset(e)
+        if e.method == 0:
+            if e.csize != e.usize:
+                raise CorruptArchiveError(
+                    f"{self.path}: stored entry {e.name!r} has compressed size {e.csize} "
+                    f"but uncompressed size {e.usize}"
+                )
+            return fm.view(off, e.csize)
+        return memoryview(self._decompress(e, fm.read(off, e.csize)))
+
+    def _decompress(self, e: zf.Entry, raw: bytes) -> bytes:
+        if e.usize > self.max_decompressed_size:
+            raise UnsupportedEntryError(
+                f"{self.path}: entry {e.name!r} claims to decompress to {e.usize} bytes, more "
+                f"than max_decompressed_size = {self.max_decompressed_size}"
+            )
+        method = e.method
+        try:
+            if method == 8:
+                d = zlib.decompressobj(-15)
+                out = d.decompress(raw, e.usize + 1)
+            elif method == 12:
+                out = bz2.BZ2Decompressor().decompress(raw, e.usize + 1)
+            elif method == 93:
+                out = _zstd_decompress(raw, e.usize)
+            elif method == 9:
+                out = _deflate64_decompress(raw, e, self.path)
+            else:
+                raise UnsupportedEntryError(
+                    f"{self.path}: unsupported ZIP compression method: {zf.method_name(method)} "
+                    f"in ZIP entry {e.name!r}; supported methods are 0 (STORED), 8 (DEFLATE), "
+                    "9 (DEFLATE64, with the inflate64 package), 12 (BZIP2), 93 (ZSTD)"
+                )
+        except (zlib.error, OSError, ValueError, EOFError, RuntimeError) as exc:
+            if isinstance(exc, UnsupportedEntryError):
+                raise
+            raise CorruptArchiveError(
+                f"{self.path}: entry {e.name!r} ({zf.method_name(method)}) does not decode: {exc}"
+            ) from None
+        if len(out) != e.usize:
+            raise CorruptArchiveError(
+                f"{self.path}: entry {e.name!r} decodes to {len(out)} bytes, but its directory "
+                f"record says {e.usize}"
+            )
+        if crc32(out) != e.crc:
+            raise CorruptArchiveError(f"{self.path}: entry {e.name!r} fails its CRC-32 check")
+        return out
+
+    def try_mmap_entry_as(
+        self,
+        key: str,
+        dtype: npt.DTypeLike,
+        shape: int | Iterable[int],
+        *,
+        order: Literal["C", "F"] = "C",
+    ) -> np.ndarray[Any, Any] | None:
+        """A read-only numpy array aliasing the entry's bytes in the mapping, or ``None``.
+
+        ``None`` when the entry is absent, compressed or encrypted, when its size is not
+        ``prod(shape) * dtype.itemsize``, or when its data is not aligned for ``dtype``
+        (then read ``store[key]``, which copies nothing either but gives bytes).
+        """
+        fm = self._ensure_open_sync()
+        dt = np.dtype(dtype)
+        shp = (int(shape),) if isinstance(shape, int | np.integer) else tuple(int(s) for s in shape)
+        e = self._lookup(key)
+        if e is None or e.method != 0 or e.flags & zf.FLAG_ENCRYPTED or e.csize != e.usize:
+            return None
+        nbytes = math.prod(shp) * dt.itemsize
+        if e.csize != nbytes:
+            return None
+        if nbytes == 0:
+            return np.empty(shp, dt, order=order)
+        off = self._data_offset(e)
+        if (fm.address + off) % dt.alignment:
+            return None
+        return np.frombuffer(fm.view(off, nbytes), dt).reshape(shp, order=order)
+
+    def verify(self) -> list[str]:
+        """CRC-check every entry; return the keys that fail (empty when all are intact)."""
+        self._ensure_open_sync()
+        bad = []
+        for key, i in list(self._index.items()):
+            e = self._entries[i]
+            try:
+                data = self._read(e)
+                if e.method == 0 and crc32(data) != e.crc:
+                    bad.append(key)
+            except (CorruptArchiveError, UnsupportedEntryError):
+                bad.append(key)
+            finally:
+                data = None  # release the view
+        return bad
+
+    def info(self) -> list[dict[str, Any]]:
+        """One dict per entry of the central directory, in archive order (``dafzarr zip ls``)."""
+        self._ensure_open_sync()
+        out = []
+        for e in self._entries:
+            out.append(
+                {
+                    "name": e.name, "method": e.method, "compressed_size": e.csize,
+                    "size": e.usize, "crc32": e.crc, "header_offset": e.lfh_offset,
+                    "data_offset": self._data_offset(e) if not e.is_dir else None,
+                }
+            )
+        return out
+
+    # --- Mapping API --------------------------------------------------------------------
+
+    def __getitem__(self, key: str) -> memoryview:
+        self._ensure_open_sync()
+        e = self._lookup(key)
+        if e is None:
+            raise KeyError(key)
+        return self._read(e)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._append(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._delete_sync(key, missing_ok=False)
+
+    def __contains__(self, key: object) -> bool:
+        self._ensure_open_sync()
+        return key in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        self._ensure_open_sync()
+        return iter(list(self._index))
+
+    def keys(self) -> list[str]:
+        """The keys, in archive order (each once, even if the archive repeats a name)."""
+        self._ensure_open_sync()
+        return list(self._index)
+
+    def __len__(self) -> int:
+        self._ensure_open_sync()
+        return len(self._index)
+
+    def _delete_sync(self, key: str, *, missing_ok: bool = True) -> None:
+        self._check_writable()
+        self._ensure_open_sync()
+        if key in self._index:
+            raise AppendOnlyError(
+                f"MmapZipStore is append-only (ZIP backend); cannot delete entry {key!r} in "
+                f"{self.path}"
+            )
+        if not missing_ok:
+            raise KeyError(key)
+
+    def close(self) -> None:
+        """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive."""
+        with self._lock:
+            if self._tx is not None:
+                raise RuntimeError(f"cannot close {self.path} inside a batch")
+            fm = self._fm
+            if fm is not None:
+                if fm.exports:
+                    gc.collect()
+                fm.close()
+                self._fm = None
+                self._reset_state()
+            super().close()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        # Do not mask the exception in flight: if views of the mapping are still alive (for
+        # instance in the traceback's frames), let the mapping go when they do.
+        try:
+            self.close()
+        except BufferError:
+            with self._lock:
+                self._fm = None
+                self._reset_state()
+                self._is_open = False
+
+    def __repr__(self) -> str:
+        return f"MmapZipStore({self.path!r}, mode={self.mode!r})"
+
+    def __str__(self) -> str:
+        return f"zip://{self.path}"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, type(self))
+            and self.path == other.path
+            and self.read_only == other.read_only
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "mode": "r" if self.read_only else "r+",
+            "max_file_size": self.max_file_size,
+            "durable": self.durable,
+            "max_decompressed_size": self.max_decompressed_size,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["path"],
+            state["mode"],
+            max_file_size=state["max_file_size"],
+            durable=state["durable"],
+            max_decompressed_size=state["max_decompressed_size"],
+        )
+
+    # --- zarr Store API -----------------------------------------------------------------
+
+    @property
+    def supports_writes(self) -> bool:
+        return True
+
+    @property
+    def supports_deletes(self) -> bool:
+        return False
+
+    @property
+    def supports_listing(self) -> bool:
+        return True
+
+    def with_read_only(self, read_only: bool = False) -> MmapZipStore:
+        return type(self)(
+            self.path,
+            "r" if read_only else "r+",
+            max_file_size=self.max_file_size,
+            durable=self.durable,
+            max_decompressed_size=self.max_decompressed_size,
+        )
+
+    def _get_buffer(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None
+    ) -> Buffer | None:
+        self._ensure_open_sync()
+        e = self._lookup(key)
+        if e is None:
+            return None
+        data = self._read(e)
+        start, stop = _slice(len(data), byte_range)
+        return prototype.buffer.from_array_like(np.frombuffer(data[start:stop], np.uint8))
+
+    async def get(
+        self,
+        key: str,
+        prototype: BufferPrototype,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        return self._get_buffer(key, prototype, byte_range)
+
+    def get_sync(
+        self,
+        key: str,
+        *,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        return self._get_buffer(key, prototype or default_buffer_prototype(), byte_range)
+
+    async def get_partial_values(
+        self,
+        prototype: BufferPrototype,
+        key_ranges: Iterable[tuple[str, ByteRequest | None]],
+    ) -> list[Buffer | None]:
+        return [self._get_buffer(k, prototype, r) for k, r in key_ranges]
+
+    async def exists(self, key: str) -> bool:
+        self._ensure_open_sync()
+        return key in self._index
+
+    def _check_buffer(self, value: Buffer) -> None:
+        if not isinstance(value, Buffer):
+            raise TypeError(
+                f"MmapZipStore.set(): `value` must be a Buffer instance. Got an instance of "
+                f"{type(value)} instead."
+            )
+
+    async def set(self, key: str, value: Buffer) -> None:
+        self._check_writable()
+        self._check_buffer(value)
+        if len(value) >= _THREAD_THRESHOLD:
+            await asyncio.to_thread(self._append, key, value)
+        else:
+            self._append(key, value)
+
+    def set_sync(self, key: str, value: Buffer) -> None:
+        self._check_writable()
+        self._check_buffer(value)
+        self._append(key, value)
+
+    async def set_if_not_exists(self, key: str, value: Buffer) -> None:
+        self._check_writable()
+        self._check_buffer(value)
+        self._append(key, value, exist_ok=True)
+
+    async def delete(self, key: str) -> None:
+        """No-op for an absent key (zarr deletes fill-value chunks); append-only error else."""
+        self._delete_sync(key)
+
+    def delete_sync(self, key: str) -> None:
+        self._delete_sync(key)
+
+    async def delete_dir(self, prefix: str) -> None:
+        """No-op when nothing is stored under ``prefix``; append-only error otherwise."""
+        self._check_writable()
+        self._ensure_open_sync()
+        prefix = prefix.rstrip("/")
+        base = f"{prefix}/" if prefix else ""
+        for key in self._index:
+            if key.startswith(base):
+                raise AppendOnlyError(
+                    f"MmapZipStore is append-only (ZIP backend); cannot delete {key!r} (under "
+                    f"{prefix!r}) in {self.path}"
+                )
+
+    async def clear(self) -> None:
+        """Truncate the archive to an empty one (needs no live zero-copy views)."""
+        self._check_writable()
+        self._clear_sync()
+
+    async def getsize(self, key: str) -> int:
+        self._ensure_open_sync()
+        e = self._lookup(key)
+        if e is None:
+            raise FileNotFoundError(errno.ENOENT, f"no entry {key!r} in {self.path}", key)
+        return e.usize
+
+    async def list(self) -> AsyncIterator[str]:
+        for key in self.keys():
+            yield key
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        for key in self.keys():
+            if key.startswith(prefix):
+                yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        prefix = prefix.rstrip("/")
+        base = f"{prefix}/" if prefix else ""
+        seen: set[str] = set()
+        for key in self.keys():
+            if key.startswith(base):
+                child = key[len(base) :].split("/", 1)[0]
+                if child not in seen:
+                    seen.add(child)
+                    yield child
+
+
+def _zstd_decompress(raw: bytes, usize: int) -> bytes:
+    from numcodecs.zstd import Zstd
+
+    declared = _zstd_content_size(raw)
+    if declared is not None and declared != usize:
+        raise ValueError(f"zstd frame declares {declared} bytes")
+    return bytes(Zstd().decode(raw))
+
+
+def _zstd_content_size(raw: bytes) -> int | None:
+    """Frame_Content_Size of a zstd frame header, or None when absent."""
+    if len(raw) < 6 or raw[:4] != b"\x28\xb5\x2f\xfd":
+        raise ValueError("not a zstd frame")
+    fhd = raw[4]
+    fcs_flag, single = fhd >> 6, (fhd >> 5) & 1
+    did = (0, 1, 2, 4)[fhd & 3]
+    pos = 5 + (0 if single else 1) + did
+    size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if size == 0:
+        return None
+    if len(raw) < pos + size:
+        raise ValueError("truncated zstd frame header")
+    value = int.from_bytes(raw[pos : pos + size], "little")
+    return value + 256 if size == 2 else value
+
+
+def _deflate64_decompress(raw: bytes, e: zf.Entry, path: str) -> bytes:
+    try:
+        import inflate64
+    except ImportError:
+        raise UnsupportedEntryError(
+            f"{path}: entry {e.name!r} uses ZIP compression method 9 (DEFLATE64); install "
+            "the inflate64 package to read it"
+        ) from None
+    return bytes(inflate64.Inflater().inflate(raw))

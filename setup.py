@@ -1,0 +1,31 @@
+"""Build the private compiled modules; all metadata lives in pyproject.toml."""
+
+import os
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+
+def ext(name: str, **kwargs: object) -> Extension:
+    """One compiled module: ``_ext/<name>.pyx`` -> ``dafzarr.<name>``."""
+    return Extension(f"dafzarr.{name}", [f"_ext/{name}.pyx"], include_dirs=["_ext"], **kwargs)
+
+
+extensions = [
+    ext("_posix"),  # file mapping at a fixed base, flock, msync/fsync, CRC-32 kernels
+]
+
+directives = {"language_level": 3, "embedsignature": True}
+if os.environ.get("DAFZARR_LINETRACE") == "1":  # opt-in line tracing for Cython coverage
+    directives["linetrace"] = True
+    for e in extensions:
+        e.define_macros.append(("CYTHON_TRACE_NOGIL", "1"))
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        include_path=["_ext"],
+        build_dir="build/cython",
+        compiler_directives=directives,
+    )
+)

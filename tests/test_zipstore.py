@@ -1,0 +1,462 @@
+"""MmapZipStore: exact bytes, round trips, append-only rules, lifetime and locking."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dafzarr import (
+    AppendOnlyError,
+    ArchiveLockedError,
+    CorruptArchiveError,
+    MmapZipStore,
+    RecoveryWarning,
+)
+from dafzarr import _zipformat as zf
+
+from .common import check_zip_tools_accept
+
+EMPTY_HEX = (
+    "504b06062c000000000000001e032d00000000000000000000000000000000000000000000000000"
+    "00000000000000000000000000000000504b06070000000000000000000000000100000050"
+    "4b050600000000ffffffffffffffffffffffff0000"
+)
+
+# The one-entry archive of the format description: `zarr.json` = {"zarr_format":2}.
+ONE_ENTRY_DUMP = """
+0000: 504b0304 2d000008 00000000 21001006 9e75ffff ffffffff ffff0900 19007a61
+0020: 72722e6a 736f6e01 00100011 00000000 00000011 00000000 000000f1 da010000
+0040: 7b227a61 72725f66 6f726d61 74223a32 7d504b01 021e032d 00000800 00000021
+0060: 0010069e 75ffffff ffffffff ff09001c 00000000 00000000 00a481ff ffffff7a
+0080: 6172722e 6a736f6e 01001800 11000000 00000000 11000000 00000000 00000000
+00a0: 00000000 504b0606 2c000000 00000000 1e032d00 00000000 00000000 01000000
+00c0: 00000000 01000000 00000000 53000000 00000000 51000000 00000000 504b0607
+00e0: 00000000 a4000000 00000000 01000000 504b0506 00000000 ffffffff ffffffff
+0100: ffffffff 0000
+"""
+
+
+def _hex(text: str) -> bytes:
+    return bytes.fromhex("".join(text.split()))
+
+
+def _dump(text: str) -> bytes:
+    """Bytes of a hex dump whose lines start with an ``offset:`` column."""
+    return _hex("".join(line.split(":", 1)[1] for line in text.strip().splitlines()))
+
+
+# --- exact bytes ----------------------------------------------------------------------------
+
+
+def test_empty_archive_golden_bytes(tmp_path: Path) -> None:
+    p = tmp_path / "e.zip"
+    with MmapZipStore(p, "w") as store:
+        assert len(store) == 0
+    data = p.read_bytes()
+    assert len(data) == 98
+    assert data == _hex(EMPTY_HEX) == zf.EMPTY_ARCHIVE
+    with zipfile.ZipFile(p) as z:
+        assert z.namelist() == []
+
+
+def test_one_entry_golden_bytes(tmp_path: Path) -> None:
+    p = tmp_path / "one.zip"
+    with MmapZipStore(p, "w") as store:
+        store["zarr.json"] = b'{"zarr_format":2}'
+    data = p.read_bytes()
+    assert len(data) == 262
+    assert data == _dump(ONE_ENTRY_DUMP)
+    assert zlib.crc32(b'{"zarr_format":2}') == 0x759E0610
+    check_zip_tools_accept(p)
+
+
+@pytest.mark.parametrize("residue", range(8))
+def test_alignment_padding_at_every_residue(tmp_path: Path, residue: int) -> None:
+    # The first entry's header is at 0: u = 30 + n + 20, so the name length sets u % 8.
+    n = 8 + (residue - 50) % 8
+    name = "k" * n
+    assert (zf.LFH_SIZE + n + 20) % 8 == residue
+    expected = {0: 0, 1: 7, 2: 6, 3: 5, 4: 4, 5: 11, 6: 10, 7: 9}[residue]
+    p = tmp_path / "pad.zip"
+    with MmapZipStore(p, "w") as store:
+        store[name] = b"payload"
+        store["second"] = b"x" * (residue + 1)  # a second entry at another residue
+    data = p.read_bytes()
+    (extra_len,) = struct.unpack_from("<H", data, 28)
+    assert extra_len == 20 + expected
+    if expected:
+        field = 30 + n + 20
+        tag, size = struct.unpack_from("<HH", data, field)
+        assert (tag, size) == (0xDAF1, expected - 4)
+        assert data[field + 4 : field + expected] == bytes(expected - 4)
+    with MmapZipStore(p) as store:
+        for info in store.info():
+            assert info["data_offset"] % 8 == 0
+    check_zip_tools_accept(p)
+
+
+def test_central_directory_and_trailer_bytes(tmp_path: Path) -> None:
+    p = tmp_path / "many.zip"
+    values = {f"a/{i}": os.urandom(i * 13) for i in range(40)}
+    with MmapZipStore(p, "w") as store:
+        for k, v in values.items():
+            store[k] = v
+    data = p.read_bytes()
+    # Rebuild the expected archive from the layout rules alone.
+    expected = bytearray()
+    cd = bytearray()
+    for k, v in values.items():
+        off = len(expected)
+        crc = zlib.crc32(v)
+        expected += zf.local_header(k.encode(), len(v), crc, off) + v
+        cd += zf.central_entry(k.encode(), len(v), crc, off)
+    expected += cd + zf.trailer(len(values), len(cd), len(expected))
+    assert data == bytes(expected)
+
+
+# --- round trips ----------------------------------------------------------------------------
+
+
+def test_round_trip_and_reopen(tmp_path: Path) -> None:
+    p = tmp_path / "rt.zip"
+    rng = np.random.default_rng(1)
+    values: dict[str, bytes] = {
+        ".zgroup": b'{"zarr_format":2}',
+        "empty": b"",
+        "sub/beta": b"beta",
+        "sub/gamma/.zarray": b"{}",
+        "unicod\u00e9/\u65e5\u672c/\U0001f600": "utf-8 name".encode(),
+        "big": rng.integers(0, 256, 3 << 20, dtype=np.uint8).tobytes(),
+    }
+    with MmapZipStore(p, "w+") as store:
+        for k, v in values.items():
+            store[k] = v
+        store["array"] = np.arange(1000, dtype=np.int32)
+        assert store.keys()[: len(values)] == list(values)
+        assert bytes(store["sub/beta"]) == b"beta"
+    with MmapZipStore(p, "r") as store:
+        assert len(store) == len(values) + 1
+        for k, v in values.items():
+            assert bytes(store[k]) == v
+        assert "missing" not in store
+        with pytest.raises(KeyError):
+            store["missing"]
+        arr = store.try_mmap_entry_as("array", np.int32, (1000,))
+        assert arr is not None and np.array_equal(arr, np.arange(1000))
+        del arr
+    with MmapZipStore(p, "r+") as store:  # reopen and append
+        store["later"] = b"appended"
+    with MmapZipStore(p) as store:
+        assert store.keys()[-1] == "later"
+    check_zip_tools_accept(p)
+    with zipfile.ZipFile(p) as z:
+        assert z.read("big") == values["big"]
+        assert z.read("unicod\u00e9/\u65e5\u672c/\U0001f600") == b"utf-8 name"
+
+
+def test_noncontiguous_and_typed_values(tmp_path: Path) -> None:
+    p = tmp_path / "t.zip"
+    a = np.arange(100, dtype=np.float64).reshape(10, 10)
+    with MmapZipStore(p, "w") as store:
+        store["f"] = a.T  # Fortran-ordered view: stored in C order of the given array
+        store["mv"] = memoryview(np.arange(5, dtype=np.int16))
+        assert bytes(store["f"]) == np.ascontiguousarray(a.T).tobytes()
+        assert bytes(store["mv"]) == np.arange(5, dtype=np.int16).tobytes()
+        with pytest.raises(TypeError):
+            store["bad"] = "not bytes"  # type: ignore[assignment]
+
+
+def test_many_entries_past_zip16_counts(tmp_path: Path) -> None:
+    p = tmp_path / "n.zip"
+    n = 70_000
+    with MmapZipStore(p, "w") as store, store.batch():
+        for i in range(n):
+            store[f"c/{i}"] = i.to_bytes(4, "little")
+    with MmapZipStore(p) as store:
+        assert len(store) == n
+        assert bytes(store["c/65536"]) == (65536).to_bytes(4, "little")
+    with zipfile.ZipFile(p) as z:
+        assert len(z.infolist()) == n
+
+
+def test_name_limits(tmp_path: Path) -> None:
+    p = tmp_path / "names.zip"
+    with MmapZipStore(p, "w") as store:
+        store["n" * 65535] = b"ok"
+        with pytest.raises(ValueError, match="65535"):
+            store["n" * 65536] = b"too long"
+        for bad in ["", "/abs", "a/../b", "..", "a//b", "dir/", "nul\x00x", "back\\slash"]:
+            with pytest.raises(ValueError):
+                store[bad] = b"x"
+        assert len(store) == 1
+    with MmapZipStore(p) as store:
+        assert bytes(store["n" * 65535]) == b"ok"
+
+
+# --- append-only semantics ------------------------------------------------------------------
+
+
+def test_append_only_errors(tmp_path: Path) -> None:
+    p = tmp_path / "ao.zip"
+    with MmapZipStore(p, "w") as store:
+        store["k"] = b"value"
+        store["k"] = b"value"  # identical bytes: nothing to do
+        with pytest.raises(AppendOnlyError, match=r"append-only.*'k'"):
+            store["k"] = b"other"
+        with pytest.raises(AppendOnlyError, match="'k'"):
+            del store["k"]
+        with pytest.raises(AppendOnlyError, match="'k'"):
+            store.reserve_entry("k", 10)
+        with pytest.raises(KeyError):
+            del store["absent"]
+        assert len(store) == 1
+    with MmapZipStore(p) as store:
+        assert bytes(store["k"]) == b"value"
+
+
+def test_max_file_size(tmp_path: Path) -> None:
+    p = tmp_path / "m.zip"
+    with MmapZipStore(p, "w", max_file_size=256) as store:
+        with pytest.raises(ValueError, match="max_file_size"):
+            store["big"] = bytes(1024)
+        store["small"] = b"fits"
+    with MmapZipStore(p) as store:
+        assert store.keys() == ["small"]
+
+
+def test_modes(tmp_path: Path) -> None:
+    p = tmp_path / "modes.zip"
+    with pytest.raises(FileNotFoundError):
+        MmapZipStore(p, "r")
+    with pytest.raises(FileNotFoundError):
+        MmapZipStore(p, "r+")
+    with pytest.raises(ValueError, match="invalid mode"):
+        MmapZipStore(p, "a")  # type: ignore[arg-type]
+    with MmapZipStore(p, "w+") as store:
+        store["a"] = b"1"
+    with MmapZipStore(p, "w+") as store:  # w+ keeps what is there
+        assert "a" in store
+    with MmapZipStore(p, "w") as store:  # w truncates
+        assert len(store) == 0
+    with MmapZipStore(p, "r") as store:
+        assert store.read_only
+        with pytest.raises(ValueError, match="read-only"):
+            store["x"] = b"1"
+
+
+def test_read_only_open_never_modifies(tmp_path: Path) -> None:
+    p = tmp_path / "ro.zip"
+    with MmapZipStore(p, "w") as store:
+        store["a"] = b"1" * 100
+    blob = p.read_bytes() + b"\x00" * 5000  # junk after the trailer
+    p.write_bytes(blob)
+    with pytest.raises(CorruptArchiveError, match="r\\+"):
+        MmapZipStore(p, "r").keys()
+    assert p.read_bytes() == blob
+    with pytest.warns(RecoveryWarning, match="5000 bytes"), MmapZipStore(p, "r+") as store:
+        assert bytes(store["a"]) == b"1" * 100
+    check_zip_tools_accept(p)
+
+
+# --- zero copy, reservations, batches -------------------------------------------------------
+
+
+def test_zero_copy_views_survive_growth(tmp_path: Path) -> None:
+    p = tmp_path / "zc.zip"
+    store = MmapZipStore(p, "w")
+    store["first"] = np.arange(1 << 16, dtype=np.float64)
+    first = store.try_mmap_entry_as("first", np.float64, 1 << 16)
+    assert first is not None and not first.flags.writeable and not first.flags.owndata
+    assert store._fm is not None
+    base = store._fm.address
+    for i in range(50):  # grow the file well past its first size
+        store[f"more/{i}"] = np.full(1 << 15, i, dtype=np.float64)
+    assert store._fm.address == base
+    assert first[12345] == 12345.0 and first.sum() == np.arange(1 << 16).sum()
+    view = store["more/3"]
+    with pytest.raises(BufferError, match="view"):
+        store.close()
+    del first, view
+    store.close()
+    store.close()  # idempotent
+
+
+def test_try_mmap_entry_as_cases(tmp_path: Path) -> None:
+    p = tmp_path / "t.zip"
+    with MmapZipStore(p, "w") as store:
+        store["f8"] = np.arange(12, dtype="<f8")
+        store["odd"] = b"123"
+        store["empty"] = b""
+        assert store.try_mmap_entry_as("absent", "f8", 12) is None
+        assert store.try_mmap_entry_as("f8", "f8", 11) is None  # wrong size
+        a = store.try_mmap_entry_as("f8", "f8", (3, 4))
+        assert a is not None and a.shape == (3, 4) and a[2, 3] == 11
+        f = store.try_mmap_entry_as("f8", "f8", (4, 3), order="F")
+        assert f is not None and f[0, 1] == 4 and f.flags.f_contiguous
+        e = store.try_mmap_entry_as("empty", "i4", (0, 5))
+        assert e is not None and e.shape == (0, 5)
+        del a, f
+
+
+def test_reserve_and_patch(tmp_path: Path) -> None:
+    p = tmp_path / "r.zip"
+    with MmapZipStore(p, "w") as store:
+        store["before"] = b"b" * 10
+        view = store.reserve_entry("res", 4096)
+        assert view.flags.writeable and view.dtype == np.uint8 and not view.any()
+        view[:] = np.arange(4096) % 251
+        crc = store.patch_entry_crc("res")
+        assert crc == zlib.crc32((np.arange(4096) % 251).astype(np.uint8).tobytes())
+        assert store.reserve_entry("zero", 0).size == 0
+        store["after"] = b"a"
+        del view
+    with MmapZipStore(p) as store:
+        assert store.keys() == ["before", "res", "zero", "after"]
+        assert bytes(store["res"]) == (np.arange(4096) % 251).astype(np.uint8).tobytes()
+    check_zip_tools_accept(p)
+
+
+def test_unpatched_reservation_rolled_back(tmp_path: Path) -> None:
+    p = tmp_path / "u.zip"
+    with MmapZipStore(p, "w") as store:
+        store["keep"] = b"k"
+        view = store.reserve_entry("unfinished", 32)
+        view[:] = 1
+        del view
+    with MmapZipStore(p, "r") as store:  # read-only: sees it, does not repair
+        assert "unfinished" in store
+    with pytest.warns(RecoveryWarning, match="unfinished"), MmapZipStore(p, "r+") as store:
+        assert store.keys() == ["keep"]
+        store["new"] = b"n"
+    with MmapZipStore(p) as store:
+        assert store.keys() == ["keep", "new"]
+    check_zip_tools_accept(p)
+
+
+def test_unpatched_reservation_in_the_middle_rolls_back_the_rest(tmp_path: Path) -> None:
+    p = tmp_path / "u2.zip"
+    with MmapZipStore(p, "w") as store:
+        store["a"] = b"a"
+        store.reserve_entry("mid", 16)[:] = 9
+        store["b"] = b"b"  # appended after the unpatched reservation
+    with pytest.warns(RecoveryWarning), MmapZipStore(p, "r+") as store:
+        assert store.keys() == ["a"]
+    check_zip_tools_accept(p)
+
+
+def test_batch_commits_once_and_rolls_back_on_error(tmp_path: Path) -> None:
+    p = tmp_path / "b.zip"
+    with MmapZipStore(p, "w") as store:
+        store["base"] = b"0"
+        with store.batch():
+            for i in range(100):
+                store[f"x/{i}"] = bytes([i]) * i
+            assert "x/99" in store
+        size_after_batch = os.path.getsize(p)
+        with pytest.raises(RuntimeError, match="boom"), store.batch():
+            store["y/0"] = b"doomed"
+            store["y/1"] = b"doomed too" * 1000
+            raise RuntimeError("boom")
+        assert "y/0" not in store and len(store) == 101
+        store["z"] = b"after"
+        assert os.path.getsize(p) >= size_after_batch
+    with MmapZipStore(p) as store:
+        assert store.keys() == ["base", *[f"x/{i}" for i in range(100)], "z"]
+    check_zip_tools_accept(p)
+
+
+# --- locking and recovery -------------------------------------------------------------------
+
+
+def test_second_writer_refused(tmp_path: Path) -> None:
+    p = tmp_path / "lock.zip"
+    writer = MmapZipStore(p, "w")
+    writer["a"] = b"1"
+    with pytest.raises(ArchiveLockedError, match="one writer"):
+        MmapZipStore(p, "r+").keys()
+    code = (
+        "import sys, dafzarr\n"
+        "try:\n"
+        f"    dafzarr.MmapZipStore({str(p)!r}, 'r+').keys()\n"
+        "except dafzarr.ArchiveLockedError:\n"
+        "    sys.exit(3)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 3, res.stderr
+    with MmapZipStore(p, "r") as reader:  # readers take no lock
+        assert reader.keys() == ["a"]
+    writer.close()
+    with MmapZipStore(p, "r+") as again:
+        assert again.keys() == ["a"]
+
+
+def test_interrupted_creation_is_completed(tmp_path: Path) -> None:
+    p = tmp_path / "c.zip"
+    for cut in (0, 1, 50, 97):
+        p.write_bytes(zf.EMPTY_ARCHIVE[:cut])
+        with MmapZipStore(p, "r+") as store:
+            assert len(store) == 0
+        assert p.read_bytes() == zf.EMPTY_ARCHIVE
+
+
+def test_zero_tail_after_interrupted_growth(tmp_path: Path) -> None:
+    p = tmp_path / "z.zip"
+    with MmapZipStore(p, "w") as store:
+        store["a"] = b"A" * 1000
+    good = p.read_bytes()
+    p.write_bytes(good + bytes(3 << 20))  # an interrupted append grew the file by 3 MiB
+    with pytest.warns(RecoveryWarning), MmapZipStore(p, "r+") as store:
+        assert bytes(store["a"]) == b"A" * 1000
+    assert p.read_bytes() == good
+
+
+def test_durable_mode(tmp_path: Path) -> None:
+    p = tmp_path / "d.zip"
+    with MmapZipStore(p, "w", durable=True) as store:
+        store["a"] = np.arange(10000)
+        with store.batch():
+            store["b"] = b"b"
+            store["c"] = b"c" * 70000
+        store.reserve_entry("r", 100)[:] = 5
+        store.patch_entry_crc("r")
+    with MmapZipStore(p) as store:
+        assert store.keys() == ["a", "b", "c", "r"]
+    check_zip_tools_accept(p)
+
+
+def test_pickle_round_trip(tmp_path: Path) -> None:
+    import pickle
+
+    p = tmp_path / "p.zip"
+    with MmapZipStore(p, "w") as store:
+        store["a"] = b"1"
+        clone = pickle.loads(pickle.dumps(store))
+        assert clone == store and clone.mode == "r+"
+    with clone:
+        assert bytes(clone["a"]) == b"1"
+
+
+@pytest.mark.slow
+def test_offsets_past_4_gib(tmp_path: Path) -> None:
+    p = tmp_path / "huge.zip"
+    with MmapZipStore(p, "w") as store:
+        store["head"] = b"h"
+        view = store.reserve_entry("hole", (4 << 30) + 123)  # sparse: nothing touched
+        del view
+        store.patch_entry_crc("hole")
+        store["tail"] = b"past 4 GiB"
+        tail = [i for i in store.info() if i["name"] == "tail"][0]
+        assert tail["header_offset"] > 1 << 32
+    with MmapZipStore(p) as store:
+        assert bytes(store["tail"]) == b"past 4 GiB"
+    with zipfile.ZipFile(p) as z:
+        assert z.read("tail") == b"past 4 GiB"
+        assert z.getinfo("hole").file_size == (4 << 30) + 123
