@@ -349,7 +349,7 @@ def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) ->
     data = lfh + LFH_SIZE + n_len + e_len
     if data > limit or entry.csize > limit - data:
         raise _bad(path, f"entry {entry.name!r}: data runs past the central directory")
-    return data
+    return int(data)
 
 
 def local_header_matches(read: Reader, entry: Entry, limit: int) -> bool:
@@ -381,7 +381,7 @@ def local_header_matches(read: Reader, entry: Entry, limit: int) -> bool:
         elif (csize, usize) != (entry.csize, entry.usize):
             return False
     data = name_start + n_len + e_len
-    return data + entry.csize <= limit
+    return bool(data + entry.csize <= limit)
 
 
 def _local_zip64_sizes(extra: bytes) -> tuple[int, int] | None:

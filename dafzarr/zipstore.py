@@ -931,13 +931,11 @@ class MmapZipStore(Store):
         for key, i in list(self._index.items()):
             e = self._entries[i]
             try:
-                data = self._read(e)
-                if e.method == 0 and crc32(data) != e.crc:
-                    bad.append(key)
+                with self._read(e) as data:  # releases the view
+                    if e.method == 0 and crc32(data) != e.crc:
+                        bad.append(key)
             except (CorruptArchiveError, UnsupportedEntryError):
                 bad.append(key)
-            finally:
-                data = None  # release the view
         return bad
 
     def info(self) -> list[dict[str, Any]]:
