@@ -38,8 +38,12 @@ cdef extern from *:
     #ifndef MAP_NORESERVE
     #define MAP_NORESERVE 0
     #endif
+    #ifndef MADV_POPULATE_WRITE
+    #define MADV_POPULATE_WRITE 23
+    #endif
     """
     int MAP_NORESERVE
+    int MADV_POPULATE_WRITE
 
 cdef extern from "_crc32_kernel.h" nogil:
     uint32_t dz_crc32(uint32_t crc, const unsigned char* src, size_t n)
@@ -55,6 +59,7 @@ dz_crc_init()  # build tables and pick the kernel once, under the GIL
 cdef size_t PAGE = <size_t>sysconf(_SC_PAGESIZE)
 # Below this many bytes a copy or CRC is cheaper than releasing and retaking the GIL.
 cdef size_t NOGIL_THRESHOLD = 1 << 16
+cdef size_t HUGE = 1 << 21  # the huge-page size the writable base is aligned to
 
 PAGE_SIZE = PAGE
 CRC32_KERNEL = dz_crc_kernel_name().decode()
@@ -106,6 +111,8 @@ cdef class FileMapping:
 
     cdef int _fd
     cdef char* _base
+    cdef char* _region  # start of the whole reservation (munmap target)
+    cdef size_t _region_len
     cdef size_t _reserved
     cdef size_t _size
     cdef size_t _mapped_end
@@ -116,6 +123,8 @@ cdef class FileMapping:
     def __cinit__(self):
         self._fd = -1
         self._base = NULL
+        self._region = NULL
+        self._region_len = 0
         self._reserved = 0
         self._size = 0
         self._mapped_end = 0
@@ -159,16 +168,22 @@ cdef class FileMapping:
                     f"{path}: the file is {st.st_size} bytes, more than the {reserve} bytes "
                     "of address space reserved for it (raise max_file_size)"
                 )
-            c_reserve = _round_up(<size_t>reserve)
+            # Reserve one extra huge-page span and start the file at a 2 MiB boundary: the
+            # kernel maps page-cache folios larger than 4 KiB only where virtual and file
+            # offsets agree modulo their size, and stores into fresh pages of an unaligned
+            # base ran an order of magnitude slower in measurements.
+            c_reserve = (<size_t>reserve + HUGE - 1) & ~(HUGE - 1)
             if c_reserve == 0:
-                c_reserve = PAGE
+                c_reserve = HUGE
             with nogil:
-                p = mmap(NULL, c_reserve, PROT_NONE,
+                p = mmap(NULL, c_reserve + HUGE, PROT_NONE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
                 err = errno if p == MAP_FAILED else 0
             if p == MAP_FAILED:
                 _raise_errno(err, path)
-            self._base = <char*>p
+            self._region = <char*>p
+            self._region_len = c_reserve + HUGE
+            self._base = <char*>((<size_t>p + HUGE - 1) & ~(HUGE - 1))
             self._reserved = c_reserve
             self._overlay(0, self._size)
         elif self._size > 0:
@@ -178,6 +193,8 @@ cdef class FileMapping:
             if p == MAP_FAILED:
                 _raise_errno(err, self.path)
             self._base = <char*>p
+            self._region = <char*>p
+            self._region_len = self._size
             self._reserved = _round_up(self._size)
             self._mapped_end = self._reserved
 
@@ -205,6 +222,17 @@ cdef class FileMapping:
         stop = _round_up(<size_t>(offset + length))
         n[0] = stop - start[0] if stop > start[0] else 0
         return n[0] != 0
+
+    cdef void _populate(self, Py_ssize_t offset, Py_ssize_t length) noexcept nogil:
+        """Fault in the page tables of a destination range in one call (Linux >= 5.14).
+
+        A best-effort hint: stores into fresh file pages otherwise take one fault per page.
+        Failure (older kernels: EINVAL) changes nothing.
+        """
+        cdef size_t start = <size_t>offset & ~(PAGE - 1)
+        cdef size_t stop = _round_up(<size_t>(offset + length))
+        if length >= <Py_ssize_t>(1 << 20):
+            madvise(self._base + start, stop - start, MADV_POPULATE_WRITE)
 
     cdef int _overlay(self, size_t old_size, size_t new_size) except -1:
         """Make the mapped pages cover exactly [0, new_size) of the file."""
@@ -331,6 +359,7 @@ cdef class FileMapping:
             self._check_range(offset, buf.len)
             if <size_t>buf.len >= NOGIL_THRESHOLD:
                 with nogil:
+                    self._populate(offset, buf.len)
                     c_crc = dz_crc32_copy(c_crc, <unsigned char*>self._base + offset,
                                           <const unsigned char*>buf.buf, <size_t>buf.len)
             else:
@@ -504,8 +533,9 @@ cdef class FileMapping:
         self._release()
 
     cdef void _release(self) noexcept nogil:
-        if self._base != NULL:
-            munmap(self._base, self._reserved)
+        if self._region != NULL:
+            munmap(self._region, self._region_len)
+            self._region = NULL
             self._base = NULL
         if self._fd != -1:
             c_close(self._fd)  # also releases the flock

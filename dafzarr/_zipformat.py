@@ -13,6 +13,7 @@ bytes actually present before it is used.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,9 +93,12 @@ def alignment_padding(lfh_offset: int, name_length: int) -> int:
     return t if t >= 4 else t + ALIGNMENT
 
 
-def local_header(name: bytes, size: int, crc: int, lfh_offset: int) -> bytes:
+def local_header(
+    name: bytes, size: int, crc: int, lfh_offset: int, pad: int | None = None
+) -> bytes:
     """The local file header of a stored entry written at ``lfh_offset``."""
-    pad = alignment_padding(lfh_offset, len(name))
+    if pad is None:
+        pad = alignment_padding(lfh_offset, len(name))
     head = _LFH.pack(
         LFH_SIG, VERSION_NEEDED, FLAG_UTF8, 0, 0, DOS_DATE_1980, crc, U32_MAX, U32_MAX,
         len(name), 20 + pad,
@@ -256,13 +260,16 @@ def _decode_name(raw: bytes, flags: int, path: object, index: int) -> str:
     return name
 
 
+_RELATIVE_PART = re.compile(r"(?:^|/)\.\.?(?:/|$)")
+
+
 def check_entry_name(name: str, path: object) -> None:
     """Refuse names that are unsafe to map to files (``..``, absolute, NUL)."""
     if "\x00" in name:
         raise _bad(path, f"entry name contains NUL: {name!r}")
     if name.startswith("/") or "\\" in name:
         raise _bad(path, f"unsafe entry name: {name!r}")
-    if any(part in (".", "..") for part in name.split("/")):
+    if "." in name and _RELATIVE_PART.search(name):
         raise _bad(path, f"unsafe entry name (relative path component): {name!r}")
 
 

@@ -522,13 +522,25 @@ class MmapZipStore(Store):
             fm.resize(tr.end)
             if self.durable:
                 fm.fsync()
+        gap = self._cd_offset - data_end if not dropped else 0
+        if gap > 0:
+            # An interrupted commit left dead bytes before the directory: move it down (the
+            # same crash-safe placement as a commit), so the archive is exactly the layout
+            # every reader expects (unzip rejects an empty archive whose directory is not
+            # at offset 0).
+            self._tx = _Txn(len(self._entries), len(self._cd), data_end, data_end,
+                            self._cd_offset, fm.size)
+            self._place_directory(fm, self._tx)
+            self._tx = None
         self._data_end = min(data_end, self._cd_offset)
-        if dropped or junk:
+        if dropped or junk or gap > 0:
             what = []
             if dropped:
                 what.append(f"rolled back {len(dropped)} incomplete entries {dropped[:10]!r}")
             if junk:
                 what.append(f"removed {junk} bytes after the end of the archive")
+            if gap > 0:
+                what.append(f"closed a gap of {gap} bytes before the central directory")
             warnings.warn(
                 f"{self.path}: recovered from an interrupted write: " + "; ".join(what),
                 RecoveryWarning,
@@ -668,6 +680,16 @@ class MmapZipStore(Store):
         del self._cd[tx.cd_len0 :]
         self._cd_offset = tx.live_cd
         self._data_end = tx.start
+        if fm is not None and not fm.closed and fm.exports == 0 and tx.live_cd > tx.start:
+            # Close the gap the abandoned entries left (no view can point into it).
+            gap = _Txn(tx.n0, tx.cd_len0, tx.start, tx.start, tx.live_cd, fm.size)
+            try:
+                self._tx = gap
+                self._place_directory(fm, gap)
+            except (OSError, ValueError):
+                pass  # still a valid archive; the next writable open closes the gap
+            finally:
+                self._tx = None
 
     def _add_entry(
         self, fm: FileMapping, tx: _Txn, key: str, raw: bytes, data: memoryview | None, size: int
@@ -694,7 +716,7 @@ class MmapZipStore(Store):
         else:
             crc = fm.write_crc32(data_offset, data)
         _step("entry:data")
-        fm.write(w, zf.local_header(raw, size, crc, w))
+        fm.write(w, zf.local_header(raw, size, crc, w, pad))
         _step("entry:header")
         record = zf.central_entry(raw, size, crc, w)
         entry = zf.Entry(

@@ -1,0 +1,628 @@
+"""Benchmarks of MmapZipStore against zarr's ZipStore and LocalStore, Python's zipfile,
+memcpy and the CRC-32 implementations at hand.
+
+Run from the project root::
+
+    python -m benchmarks.bench_zipstore [--quick] [--only a,b,c,d,e]
+
+Suites (each runs the peers alternately on the same data in the same process):
+
+a. zarr v2 group of 100 x 8 MiB float64 arrays (one chunk each, no compressor, random
+   data): write, warm read, and read into a reused pre-faulted output array.
+b. ``try_mmap_entry_as`` + ``.sum()`` vs the sum of an in-memory array and ``np.copyto``
+   (memcpy); cost of ``try_mmap_entry_as`` for a 1 KiB and a 1 GiB entry.
+c. 100-byte appends: batched, singly (each append a commit), vs ``zipfile`` in mode "a".
+d. one large array appended with ``store[key] = arr`` vs memcpy of the same size.
+e. CRC-32: ``dafzarr._posix.crc32`` vs ``zlib.crc32`` vs ``isal.isal_zlib.crc32``.
+
+Speed is never asserted: the script prints absolute figures, ratios and whether the
+project's targets are met. Data is random and regenerated on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import zipfile
+import zlib
+from typing import Any, ClassVar
+
+import numpy as np
+import zarr
+from zarr.core.buffer import cpu
+from zarr.storage import LocalStore, ZipStore
+
+import dafzarr
+from dafzarr import MmapZipStore, _posix
+
+from . import common as c
+
+isal_zlib: Any
+try:
+    from isal import isal_zlib
+except ImportError:  # pragma: no cover - isal is a declared benchmark dependency
+    isal_zlib = None
+
+
+# --- Shared data -----------------------------------------------------------------------
+
+_ARRAYS: dict[tuple[int, int], list[np.ndarray]] = {}
+
+
+def zarr_dataset() -> list[np.ndarray]:
+    """The suite-(a) arrays: 100 x 8 MiB float64 (quick: 20 x 1 MiB), random, per process."""
+    count, n = (20, 131_072) if c.quick() else (100, 1_048_576)
+    if (count, n) not in _ARRAYS:
+        rng = np.random.default_rng()
+        _ARRAYS.clear()
+        _ARRAYS[(count, n)] = [rng.random(n) for _ in range(count)]
+    return _ARRAYS[(count, n)]
+
+
+def _names(count: int) -> list[str]:
+    return [f"a{i:03d}" for i in range(count)]
+
+
+def write_group(store: Any, arrays: list[np.ndarray]) -> None:
+    g = zarr.open_group(store=store, mode="w", zarr_format=2)
+    for name, x in zip(_names(len(arrays)), arrays, strict=True):
+        a = g.create_array(name, shape=x.shape, chunks=x.shape, dtype=x.dtype, compressors=None)
+        a[...] = x
+
+
+def read_group(store: Any, names: list[str], out: np.ndarray | None = None) -> None:
+    g: Any = zarr.open_group(store=store, mode="r", use_consolidated=False)
+    if out is None:
+        for name in names:
+            g[name][...]
+    else:
+        buf = cpu.NDBuffer.from_numpy_array(out)
+        for name in names:
+            g[name].get_basic_selection(Ellipsis, out=buf)
+
+
+def _ratio_target(other: str, factor: float) -> Any:
+    def target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+        if other not in peers:
+            return f"≥ {factor:g}x {other}: not measured", False
+        r = s.speedup_over(peers[other])
+        return f"≥ {factor:g}x {other} (is {r:.2f}x)", r >= factor
+
+    return target
+
+
+def _size_a(s: Any) -> str:
+    return f"{s.count} x {c.human_bytes(s.nbytes / s.count)}"
+
+
+class _TempDirSuite:
+    # asv: one call per sample (each call writes hundreds of MB or is internally looped).
+    number = 1
+    repeat = 3
+    warmup_time = 0.0
+    timeout = 600
+
+    def _mktemp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-", dir=tempfile.gettempdir())
+        self.dir = self._tmp.name
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def teardown(self, *params: Any) -> None:
+        self._tmp.cleanup()
+
+
+# --- (a) zarr write / read -------------------------------------------------------------
+
+
+class ZarrWrite(_TempDirSuite):
+    """Write a zarr v2 group through zarr-python into each store."""
+
+    label = "a"
+    baseline = ("ZipStore",)
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 4, True: 3}
+    _outputs: ClassVar[dict[str, str]] = {
+        "time_write_mmapzip": "mmapzip.zip",
+        "time_write_zipstore": "zipstore.zip",
+        "time_write_localstore": "localstore",
+    }
+
+    def setup(self) -> None:
+        self._mktemp()
+        self.arrays = zarr_dataset()
+        self.count = len(self.arrays)
+        self.nbytes = sum(x.nbytes for x in self.arrays)
+
+    def prepare(self, name: str) -> None:
+        c.remove(self._path(self._outputs[name]))
+
+    @c.bench("zarr write", "MmapZipStore", c.MB, lambda s: s.nbytes, size=_size_a)
+    def time_write_mmapzip(self) -> None:
+        p = self._path("mmapzip.zip")
+        c.remove(p)  # no-op under the runner (prepare did it); needed under asv
+        store = MmapZipStore(p, "w")
+        write_group(store, self.arrays)
+        store.close()
+
+    @c.bench("zarr write", "ZipStore", c.MB, lambda s: s.nbytes, size=_size_a)
+    def time_write_zipstore(self) -> None:
+        p = self._path("zipstore.zip")
+        c.remove(p)
+        store = ZipStore(p, mode="w")
+        write_group(store, self.arrays)
+        store.close()
+
+    @c.bench("zarr write", "LocalStore", c.MB, lambda s: s.nbytes, size=_size_a)
+    def time_write_localstore(self) -> None:
+        p = self._path("localstore")
+        c.remove(p)
+        store = LocalStore(p)
+        write_group(store, self.arrays)
+        store.close()
+
+    # Peak memory of the writers (asv only; the table reports times).
+    def peakmem_write_mmapzip(self) -> None:
+        self.time_write_mmapzip()
+
+    def peakmem_write_zipstore(self) -> None:
+        self.time_write_zipstore()
+
+    def peakmem_write_localstore(self) -> None:
+        self.time_write_localstore()
+
+
+class ZarrRead(_TempDirSuite):
+    """Warm reads (page cache) through zarr-python: open store + group, ``a[...]`` each array."""
+
+    label = "a"
+    baseline = ("ZipStore",)
+
+    def setup(self) -> None:
+        self._mktemp()
+        self.arrays = zarr_dataset()
+        self.count = len(self.arrays)
+        self.nbytes = sum(x.nbytes for x in self.arrays)
+        self.names = _names(self.count)
+        self.p_mmap = self._path("mmapzip.zip")
+        self.p_zip = self._path("zipstore.zip")
+        self.p_local = self._path("localstore")
+        s = MmapZipStore(self.p_mmap, "w")
+        write_group(s, self.arrays)
+        s.close()
+        z = ZipStore(self.p_zip, mode="w")
+        write_group(z, self.arrays)
+        z.close()
+        write_group(LocalStore(self.p_local), self.arrays)
+        # Every store must give back the data, or the timings mean nothing.
+        for i in (0, self.count - 1):
+            for store in (MmapZipStore(self.p_mmap, "r"), MmapZipStore(self.p_zip, "r"),
+                          ZipStore(self.p_zip, mode="r"), LocalStore(self.p_local, read_only=True)):
+                g: Any = zarr.open_group(store=store, mode="r", use_consolidated=False)
+                got = g[self.names[i]][...]
+                if not np.array_equal(got, self.arrays[i]):
+                    raise AssertionError(f"{store!r} returned wrong data for {self.names[i]}")
+                del g, got
+                store.close()
+        # One output array, reused by every "prealloc" read and faulted in once here.
+        self.out = np.ones_like(self.arrays[0])
+
+    # Plain reads: zarr allocates each output array.
+    @c.bench("zarr read warm", "MmapZipStore", c.MB, lambda s: s.nbytes, size=_size_a,
+             target=_ratio_target("ZipStore", 2.0))
+    def time_read_mmapzip(self) -> None:
+        store = MmapZipStore(self.p_mmap, "r")
+        read_group(store, self.names)
+        store.close()
+
+    @c.bench("zarr read warm", "MmapZipStore (ZipStore's file)", c.MB, lambda s: s.nbytes,
+             size=_size_a)
+    def time_read_mmapzip_foreign(self) -> None:
+        store = MmapZipStore(self.p_zip, "r")
+        read_group(store, self.names)
+        store.close()
+
+    @c.bench("zarr read warm", "ZipStore", c.MB, lambda s: s.nbytes, size=_size_a)
+    def time_read_zipstore(self) -> None:
+        store = ZipStore(self.p_zip, mode="r")
+        read_group(store, self.names)
+        store.close()
+
+    @c.bench("zarr read warm", "LocalStore", c.MB, lambda s: s.nbytes, size=_size_a)
+    def time_read_localstore(self) -> None:
+        store = LocalStore(self.p_local, read_only=True)
+        read_group(store, self.names)
+        store.close()
+
+    # "prealloc": get_basic_selection(..., out=NDBuffer) into one reused, pre-faulted array.
+    @c.bench("zarr read warm prealloc", "MmapZipStore", c.MB, lambda s: s.nbytes, size=_size_a)
+    def time_read_prealloc_mmapzip(self) -> None:
+        store = MmapZipStore(self.p_mmap, "r")
+        read_group(store, self.names, self.out)
+        store.close()
+
+    @c.bench("zarr read warm prealloc", "ZipStore", c.MB, lambda s: s.nbytes, size=_size_a)
+    def time_read_prealloc_zipstore(self) -> None:
+        store = ZipStore(self.p_zip, mode="r")
+        read_group(store, self.names, self.out)
+        store.close()
+
+    @c.bench("zarr read warm prealloc", "LocalStore", c.MB, lambda s: s.nbytes, size=_size_a)
+    def time_read_prealloc_localstore(self) -> None:
+        store = LocalStore(self.p_local, read_only=True)
+        read_group(store, self.names, self.out)
+        store.close()
+
+
+# --- (b) raw zero-copy reads -----------------------------------------------------------
+
+_MAP_CALLS = 5000
+
+
+def _o1_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+    small = peers.get("1 KiB entry")
+    if small is None:
+        return "O(1): 1 KiB entry not measured", False
+    # Best of the samples: for a few microseconds per call, noise only ever adds time.
+    r = s.best_rate / small.best_rate
+    text = (f"O(1): best {s.best_rate:.2f} µs ({s.peer}) vs {small.best_rate:.2f} µs "
+            f"(1 KiB), x{r:.2f}; ≤ 2 counts as O(1)")
+    return text, r <= 2.0
+
+
+def _mapped(store: MmapZipStore, key: str, n: int) -> np.ndarray:
+    x = store.try_mmap_entry_as(key, np.float64, n)
+    if x is None:
+        raise AssertionError(f"try_mmap_entry_as({key!r}) returned None")
+    return x
+
+
+class RawMmapRead(_TempDirSuite):
+    """Zero-copy ``try_mmap_entry_as`` + ``.sum()`` vs in-memory sum and memcpy."""
+
+    label = "b"
+    baseline = ("numpy sum (in memory)", "np.copyto (memcpy)", "1 KiB entry")
+
+    def setup(self) -> None:
+        self._mktemp()
+        self.nbytes = 64 * c.MiB if c.quick() else c.GiB
+        self.n = self.nbytes // 8
+        self.arr = np.random.default_rng().random(self.n)
+        self.path = self._path("raw.zip")
+        w = MmapZipStore(self.path, "w")
+        w["big"] = self.arr
+        w["small"] = np.random.default_rng().random(128)  # 1 KiB
+        w.close()
+        self.store = MmapZipStore(self.path, "r")
+        if self.store.try_mmap_entry_as("small", np.float64, 128) is None:
+            raise AssertionError("try_mmap_entry_as('small') returned None")
+        # The mapped view must hold the data (and the sum must be of the same numbers).
+        if _mapped(self.store, "big", self.n).sum() != self.arr.sum():
+            raise AssertionError("mapped entry differs from the array written")
+        self.dst = np.ones_like(self.arr)  # pre-faulted memcpy destination
+        self.calls = _MAP_CALLS
+
+    def teardown(self, *params: Any) -> None:
+        self.store.close()
+        super().teardown()
+
+    @c.bench("sum float64 ({nbytes_h})", "try_mmap_entry_as + .sum() (open store)", c.MB,
+             lambda s: s.nbytes, size=lambda s: c.human_bytes(s.nbytes))
+    def time_sum_mmap(self) -> None:
+        _mapped(self.store, "big", self.n).sum()
+
+    @c.bench("sum float64 ({nbytes_h})", "open + try_mmap_entry_as + .sum() + close", c.MB,
+             lambda s: s.nbytes, size=lambda s: c.human_bytes(s.nbytes))
+    def time_sum_mmap_fresh_open(self) -> None:
+        store = MmapZipStore(self.path, "r")
+        x = _mapped(store, "big", self.n)
+        x.sum()
+        del x
+        store.close()
+
+    @c.bench("sum float64 ({nbytes_h})", "numpy sum (in memory)", c.MB, lambda s: s.nbytes,
+             size=lambda s: c.human_bytes(s.nbytes))
+    def time_sum_inmemory(self) -> None:
+        self.arr.sum()
+
+    @c.bench("sum float64 ({nbytes_h})", "np.copyto (memcpy)", c.MB, lambda s: s.nbytes,
+             size=lambda s: c.human_bytes(s.nbytes))
+    def time_memcpy(self) -> None:
+        np.copyto(self.dst, self.arr)
+
+    @property
+    def nbytes_h(self) -> str:
+        return c.human_bytes(self.nbytes)
+
+    @c.bench("try_mmap_entry_as cost", "1 KiB entry", c.PER_CALL, lambda s: s.calls,
+             size=lambda s: f"{s.calls} calls")
+    def time_map_small(self) -> None:
+        f, n = self.store.try_mmap_entry_as, 128
+        for _ in range(self.calls):
+            f("small", np.float64, n)
+
+    @c.bench("try_mmap_entry_as cost", "{nbytes_h} entry", c.PER_CALL, lambda s: s.calls,
+             size=lambda s: f"{s.calls} calls", target=_o1_target)
+    def time_map_large(self) -> None:
+        f, n = self.store.try_mmap_entry_as, self.n
+        for _ in range(self.calls):
+            f("big", np.float64, n)
+
+
+# --- (c) small appends -----------------------------------------------------------------
+
+_ENTRY = 100
+
+
+def _batched_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+    return f"≥ 50,000 entries/s (is {s.median_rate:,.0f})", s.median_rate >= 50_000
+
+
+class SmallAppends(_TempDirSuite):
+    """100-byte entries appended to a new archive: batched, singly, commit per entry.
+
+    Python's zipfile in mode "a" writes entries over the old central directory and rewrites
+    the directory only on close(): not crash-safe, so "zipfile 'a'" is a lower bound for a
+    crash-safe append. "reopen+close each" commits per entry like a single MmapZipStore
+    append (each rewrites the whole directory, so both are O(N) per append: N is stated).
+    """
+
+    label = "c"
+    baseline = ("zipfile 'a'", "zipfile 'a' reopen+close each")
+    # Long samples with little memory churn: warmed up in setup, three counted rounds.
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 3}
+    bench_warmup: ClassVar[dict[bool, int]] = {False: 0, True: 0}
+
+    def setup(self) -> None:
+        self._mktemp()
+        q = c.quick()
+        self.n_batch = 10_000 if q else 100_000
+        self.n_single = 1_000 if q else 5_000
+        self.n_commit = 200 if q else 500
+        self.keys = [f"small/{i:06d}" for i in range(self.n_batch)]
+        self.values = [os.urandom(_ENTRY) for _ in range(self.n_batch)]
+        self.items = list(zip(self.keys, self.values, strict=True))
+        # Instead of a full warm-up round (about 25 s): every method once on a few entries.
+        sizes = (self.n_batch, self.n_single, self.n_commit)
+        self.n_batch, self.n_single, self.n_commit = 2_000, 500, 50
+        for name in c.time_methods(type(self)):
+            getattr(self, name)()
+        self.n_batch, self.n_single, self.n_commit = sizes
+
+    def prepare(self, name: str) -> None:
+        c.remove(self._path(name + ".zip"))
+
+    def _fresh(self, name: str) -> str:
+        p = self._path(name + ".zip")
+        c.remove(p)
+        return p
+
+    @c.bench("100-byte appends, one batch", "MmapZipStore batch()", c.ENTRIES,
+             lambda s: s.n_batch, size=lambda s: f"N = {s.n_batch:,}", target=_batched_target)
+    def time_batched_mmapzip(self) -> None:
+        store = MmapZipStore(self._fresh("time_batched_mmapzip"), "w")
+        with store.batch():
+            for k, v in self.items[: self.n_batch]:
+                store[k] = v
+        store.close()
+
+    @c.bench("100-byte appends, one batch", "zipfile 'a'", c.ENTRIES, lambda s: s.n_batch,
+             size=lambda s: f"N = {s.n_batch:,}")
+    def time_batched_zipfile(self) -> None:
+        with zipfile.ZipFile(self._fresh("time_batched_zipfile"), "a", zipfile.ZIP_STORED) as z:
+            for k, v in self.items[: self.n_batch]:
+                z.writestr(k, v)
+
+    @c.bench("100-byte appends, singly", "MmapZipStore (commit each)", c.ENTRIES,
+             lambda s: s.n_single, size=lambda s: f"N = {s.n_single:,}")
+    def time_single_mmapzip(self) -> None:
+        store = MmapZipStore(self._fresh("time_single_mmapzip"), "w")
+        for k, v in self.items[: self.n_single]:
+            store[k] = v
+        store.close()
+
+    @c.bench("100-byte appends, singly", "zipfile 'a'", c.ENTRIES, lambda s: s.n_single,
+             size=lambda s: f"N = {s.n_single:,}")
+    def time_single_zipfile(self) -> None:
+        with zipfile.ZipFile(self._fresh("time_single_zipfile"), "a", zipfile.ZIP_STORED) as z:
+            for k, v in self.items[: self.n_single]:
+                z.writestr(k, v)
+
+    @c.bench("100-byte appends, commit each", "MmapZipStore (commit each)", c.ENTRIES,
+             lambda s: s.n_commit, size=lambda s: f"N = {s.n_commit:,}")
+    def time_commit_mmapzip(self) -> None:
+        store = MmapZipStore(self._fresh("time_commit_mmapzip"), "w")
+        for k, v in self.items[: self.n_commit]:
+            store[k] = v
+        store.close()
+
+    @c.bench("100-byte appends, commit each", "zipfile 'a' reopen+close each", c.ENTRIES,
+             lambda s: s.n_commit, size=lambda s: f"N = {s.n_commit:,}")
+    def time_commit_zipfile(self) -> None:
+        p = self._fresh("time_commit_zipfile")
+        for k, v in self.items[: self.n_commit]:
+            with zipfile.ZipFile(p, "a", zipfile.ZIP_STORED) as z:
+                z.writestr(k, v)
+
+
+# --- (d) large append ------------------------------------------------------------------
+
+
+def _memcpy_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+    m = peers.get("np.copyto (memcpy, pre-faulted)")
+    if m is None:
+        return "≥ 50% of memcpy: not measured", False
+    r = s.speedup_over(m)
+    return f"≥ 50% of memcpy (is {100 * r:.1f}%)", r >= 0.5
+
+
+class LargeAppend(_TempDirSuite):
+    """One large numpy array appended with ``store[key] = arr`` vs memcpy of the same size."""
+
+    label = "d"
+    baseline = ("np.copyto (memcpy, pre-faulted)",)
+
+    def setup(self) -> None:
+        self._mktemp()
+        self.nbytes = 64 * c.MiB if c.quick() else 512 * c.MiB
+        self.arr = np.random.default_rng().random(self.nbytes // 8)
+        self.dst = np.ones_like(self.arr)
+        self.path = self._path("large.zip")
+        self.fpath = self._path("large.bin")
+
+    def prepare(self, name: str) -> None:
+        c.remove(self.path)
+        c.remove(self.fpath)
+
+    def _size(self) -> str:
+        return c.human_bytes(self.nbytes)
+
+    @c.bench("append one large array", "MmapZipStore store[key] = arr", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size(), target=_memcpy_target)
+    def time_append_mmapzip(self) -> None:
+        c.remove(self.path)
+        store = MmapZipStore(self.path, "w")
+        store["x"] = self.arr
+        store.close()
+
+    @c.bench("append one large array", "np.copyto (memcpy, pre-faulted)", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size())
+    def time_memcpy(self) -> None:
+        np.copyto(self.dst, self.arr)
+
+    @c.bench("append one large array", "arr.copy() (fresh pages)", c.MB, lambda s: s.nbytes,
+             size=lambda s: s._size())
+    def time_copy_fresh(self) -> None:
+        self.arr.copy()
+
+    @c.bench("append one large array", "open + f.write + close (new file)", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size())
+    def time_file_write(self) -> None:
+        c.remove(self.fpath)
+        with open(self.fpath, "wb") as f:
+            f.write(self.arr.data.cast("B"))
+
+    # Peak memory of the writers (asv only; the table reports times).
+    def peakmem_append_mmapzip(self) -> None:
+        self.time_append_mmapzip()
+
+    def peakmem_file_write(self) -> None:
+        self.time_file_write()
+
+
+# --- (e) CRC-32 ------------------------------------------------------------------------
+
+
+class Crc32(_TempDirSuite):
+    """CRC-32 (the ZIP polynomial) of an in-memory buffer, repeated to ~64 MiB per sample."""
+
+    label = "e"
+    baseline = ("zlib.crc32",)
+    params: ClassVar[list[int]] = [256 * c.KiB, 8 * c.MiB, 256 * c.MiB]
+    param_names: ClassVar[list[str]] = ["size"]
+
+    def setup(self, size: int) -> None:
+        self._mktemp()
+        if c.quick():
+            size = min(size, 32 * c.MiB)
+        self.size = size
+        self.reps = max(1, (64 * c.MiB) // size)
+        self.buf = np.random.default_rng().integers(0, 256, size, dtype=np.uint8).data
+        want = zlib.crc32(self.buf)
+        got = {"dafzarr": _posix.crc32(self.buf)}
+        if isal_zlib is not None:
+            got["isal"] = isal_zlib.crc32(self.buf)
+        for k, v in got.items():
+            if v != want:
+                raise AssertionError(f"{k} CRC-32 {v:#x} != zlib's {want:#x}")
+
+    @property
+    def size_h(self) -> str:
+        return c.human_bytes(self.size)
+
+    @c.bench("CRC-32 {size_h}", f"dafzarr._posix.crc32 ({_posix.CRC32_KERNEL})", c.MB,
+             lambda s: s.size * s.reps, size=lambda s: f"{s.size_h} x {s.reps}")
+    def time_crc_dafzarr(self) -> None:
+        f, b = _posix.crc32, self.buf
+        for _ in range(self.reps):
+            f(b)
+
+    @c.bench("CRC-32 {size_h}", "zlib.crc32", c.MB, lambda s: s.size * s.reps,
+             size=lambda s: f"{s.size_h} x {s.reps}")
+    def time_crc_zlib(self) -> None:
+        f, b = zlib.crc32, self.buf
+        for _ in range(self.reps):
+            f(b)
+
+    if isal_zlib is not None:
+
+        @c.bench("CRC-32 {size_h}", "isal.isal_zlib.crc32", c.MB, lambda s: s.size * s.reps,
+                 size=lambda s: f"{s.size_h} x {s.reps}")
+        def time_crc_isal(self) -> None:
+            f, b = isal_zlib.crc32, self.buf
+            for _ in range(self.reps):
+                f(b)
+
+
+# --- Command line ----------------------------------------------------------------------
+
+SUITES: dict[str, list[type]] = {
+    "a": [ZarrWrite, ZarrRead],
+    "b": [RawMmapRead],
+    "c": [SmallAppends],
+    "d": [LargeAppend],
+    "e": [Crc32],
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_zipstore", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b,c,d,e)")
+    ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
+    args = ap.parse_args(argv)
+    if args.quick:
+        c.set_quick(True)
+    only = [s.strip() for s in args.only.split(",") if s.strip()] or list(SUITES)
+    unknown = [s for s in only if s not in SUITES]
+    if unknown:
+        ap.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(SUITES)}")
+    rounds = args.rounds or (3 if c.quick() else 5)
+    warmup = 1
+
+    load0 = c.loadavg()
+    t0 = time.perf_counter()
+    results: list[c.Stats] = []
+    for key in only:
+        for cls in SUITES[key]:
+            results.extend(c.run_suite(cls, rounds=rounds, warmup=warmup, log=c.eprint))
+    elapsed = time.perf_counter() - t0
+
+    table, targets = c.markdown_table(results)
+    print(f"## MmapZipStore benchmarks ({'quick' if c.quick() else 'full'} mode)\n")
+    print(c.environment([
+        (f"* dafzarr {dafzarr.__version__} (CRC-32 kernel: {_posix.CRC32_KERNEL}), zarr "
+         f"{zarr.__version__}, isal {'yes' if isal_zlib is not None else 'absent'}"),
+        (f"* data under {tempfile.gettempdir()}; peers alternate within each round; "
+         f"{warmup} warm-up round + {rounds} counted rounds (n column: samples per row)"),
+        f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
+    ]))
+    print()
+    print(table)
+    print()
+    print("Rates use MB = 10^6 bytes. **median** is the rate at the median time; ratio = how "
+          "many times faster than the named peer (medians). zipfile 'a' writes its central "
+          "directory only on close (not crash-safe); MmapZipStore commits each single append. "
+          "Targets are informational.")
+    if targets:
+        met = sum(ok for _, ok in targets)
+        print(f"\nTargets met: {met} / {len(targets)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

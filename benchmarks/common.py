@@ -1,0 +1,309 @@
+"""Timing helpers shared by the benchmark suites.
+
+Suites are asv-compatible classes (``setup``/``teardown``, ``params``/``param_names``,
+``time_*`` methods). Each ``time_*`` method is tagged with :func:`bench`: which operation it
+measures, for which peer, and how much work one call does. :func:`run_suite` then runs every
+``time_*`` method of a suite in rotating order, round after round, so that the peers share the
+same machine state (page cache, host memory, other load); the table reports medians and
+bests of the rounds and the ratio of each peer to the operation's baseline.
+
+On a small, shared VM the same measurement moves by up to 2x between runs, and memory that
+stays free for about a second goes back to the host (the next first touch then costs about
+3 ms/MiB). Hence: a warm-up round that is not counted, no pauses between samples, outputs
+removed right before the sample that rewrites them (so the freed pages are reused at once),
+and comparisons only between peers measured in the same run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+
+# Set by ``--quick`` (or DAFZARR_BENCH_QUICK=1 in the environment, e.g. under asv).
+_QUICK = os.environ.get("DAFZARR_BENCH_QUICK", "") not in ("", "0")
+
+
+def set_quick(flag: bool) -> None:
+    global _QUICK
+    _QUICK = bool(flag)
+
+
+def quick() -> bool:
+    """True in ``--quick`` mode: small sizes, fewer rounds."""
+    return _QUICK
+
+
+def human_bytes(n: float) -> str:
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def remove(path: str | os.PathLike[str]) -> None:
+    """Delete a file or directory tree if it exists (outside the timed region)."""
+    p = os.fspath(path)
+    if os.path.isdir(p) and not os.path.islink(p):
+        shutil.rmtree(p)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p)
+
+
+# --- Tagging benchmarks ----------------------------------------------------------------
+
+# Units: a rate in MB/s (amount in bytes, MB = 1e6 bytes), entries/s (amount in entries),
+# or a duration per call in microseconds (amount = calls per sample).
+MB = "MB/s"
+ENTRIES = "entries/s"
+PER_CALL = "us/call"
+
+
+@dataclass(frozen=True)
+class Meta:
+    op: str  # the operation (one block of rows in the table)
+    peer: str  # who performs it
+    unit: str  # MB, ENTRIES or PER_CALL
+    amount: Callable[[Any], float]  # work done by one call, from the set-up suite
+    size: Callable[[Any], str] | None = None  # the "size / N" column
+    target: Callable[[Stats, dict[str, Stats]], tuple[str, bool]] | None = None
+
+
+def bench(
+    op: str,
+    peer: str,
+    unit: str,
+    amount: Callable[[Any], float],
+    *,
+    size: Callable[[Any], str] | None = None,
+    target: Callable[[Stats, dict[str, Stats]], tuple[str, bool]] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Tag a ``time_*`` method. ``op`` and ``peer`` may use ``{attr}`` fields of the suite.
+
+    ``target(stats, peers)`` gets this row's stats and the op's stats by peer and returns the
+    text for the target column and whether it is met (informational: nothing is asserted).
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.bench_meta = Meta(op, peer, unit, amount, size, target)  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+# --- Running ---------------------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    suite: str
+    op: str
+    peer: str
+    unit: str
+    size: str
+    amount: float
+    samples: list[float] = field(default_factory=list)
+    meta: Meta | None = None
+    baseline: tuple[str, ...] = ()
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def best(self) -> float:
+        return min(self.samples)
+
+    def rate(self, t: float) -> float:
+        """The figure of merit for duration ``t``: higher is better except for PER_CALL."""
+        if self.unit == MB:
+            return self.amount / t / 1e6
+        if self.unit == ENTRIES:
+            return self.amount / t
+        return t / self.amount * 1e6
+
+    @property
+    def median_rate(self) -> float:
+        return self.rate(self.median)
+
+    @property
+    def best_rate(self) -> float:
+        return self.rate(self.best)
+
+    def speedup_over(self, other: Stats) -> float:
+        """How many times faster this row is than ``other`` (by medians)."""
+        return (other.median / other.amount) / (self.median / self.amount)
+
+
+class _Attrs(dict[str, Any]):
+    """``str.format_map`` mapping that reads attributes (and properties) of an object."""
+
+    def __init__(self, obj: Any) -> None:
+        super().__init__()
+        self.obj = obj
+
+    def __missing__(self, key: str) -> Any:
+        return getattr(self.obj, key)
+
+
+def _param_sets(cls: type) -> list[tuple[Any, ...]]:
+    params = getattr(cls, "params", None)
+    if params is None:
+        return [()]
+    if getattr(cls, "param_names", None) and len(cls.param_names) == 1:  # type: ignore[attr-defined]
+        return [(p,) for p in params]
+    return list(itertools.product(*params))
+
+
+def time_methods(cls: type) -> list[str]:
+    """The ``time_*`` methods in the order they are defined (the table's row order)."""
+    names = [n for n in dir(cls) if n.startswith("time_")]
+    return sorted(names, key=lambda n: getattr(cls, n).__code__.co_firstlineno)
+
+
+def run_suite(
+    cls: type, *, rounds: int, warmup: int, log: Callable[[str], None] | None = None
+) -> list[Stats]:
+    """Run all ``time_*`` methods of ``cls`` alternately; one Stats per method and params.
+
+    Each round runs every method once, starting one method later than the previous round
+    (A B C, B C A, C A B, ...). A suite may define ``prepare(method_name)`` (called before
+    each sample, untimed: remove the outputs the sample will rewrite) and attributes
+    ``bench_rounds``/``bench_warmup`` to override the counts.
+    """
+    rounds = getattr(cls, "bench_rounds", {}).get(quick(), rounds)
+    warmup = getattr(cls, "bench_warmup", {}).get(quick(), warmup)
+    out: list[Stats] = []
+    for params in _param_sets(cls):
+        suite = cls()
+        t_setup = time.perf_counter()
+        suite.setup(*params)
+        if log:
+            log(f"{cls.__name__}{list(params) or ''}: set up in "
+                f"{time.perf_counter() - t_setup:.1f} s")
+        try:
+            names = time_methods(cls)
+            fns = {n: getattr(suite, n) for n in names}
+            samples: dict[str, list[float]] = {n: [] for n in names}
+            prepare = getattr(suite, "prepare", None)
+            for r in range(warmup + rounds):
+                k = r % len(names)
+                for n in names[k:] + names[:k]:
+                    if prepare is not None:
+                        prepare(n)
+                    gc.collect()
+                    gc.disable()
+                    try:
+                        t0 = time.perf_counter()
+                        fns[n]()
+                        dt = time.perf_counter() - t0
+                    finally:
+                        gc.enable()
+                    if r >= warmup:
+                        samples[n].append(dt)
+            fields = _Attrs(suite)
+            for n in names:
+                meta: Meta = fns[n].bench_meta
+                out.append(
+                    Stats(
+                        suite=getattr(cls, "label", cls.__name__),
+                        op=meta.op.format_map(fields),
+                        peer=meta.peer.format_map(fields),
+                        unit=meta.unit,
+                        size=meta.size(suite) if meta.size else "",
+                        amount=float(meta.amount(suite)),
+                        samples=samples[n],
+                        meta=meta,
+                        baseline=tuple(getattr(cls, "baseline", ())),
+                    )
+                )
+        finally:
+            suite.teardown(*params)
+    return out
+
+
+# --- Reporting -------------------------------------------------------------------------
+
+
+def _fmt_rate(v: float, unit: str) -> str:
+    if unit == MB:
+        return f"{v:,.0f} MB/s"
+    if unit == ENTRIES:
+        return f"{v:,.0f} entries/s"
+    return f"{v:,.2f} µs/call"
+
+
+def _fmt_time(t: float) -> str:
+    if t >= 0.1:
+        return f"{t:.3f}"
+    if t >= 1e-3:
+        return f"{t:.4f}"
+    return f"{t:.2e}"
+
+
+def markdown_table(results: Sequence[Stats]) -> tuple[str, list[tuple[str, bool]]]:
+    """The Markdown table, and the (text, met) of every target in it."""
+    by_op: dict[tuple[str, str], dict[str, Stats]] = {}
+    for s in results:
+        by_op.setdefault((s.suite, s.op), {})[s.peer] = s
+    head = ("suite", "operation", "peer", "size / N", "n", "median s", "best s",
+            "**median**", "best", "ratio", "target")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    targets: list[tuple[str, bool]] = []
+    for s in results:
+        peers = by_op[(s.suite, s.op)]
+        ratios = []
+        for b in s.baseline:
+            if b in peers and b != s.peer:
+                ratios.append(f"{s.speedup_over(peers[b]):.2f}x {b}")
+            elif b == s.peer:
+                ratios.append("baseline")
+        target = ""
+        if s.meta is not None and s.meta.target is not None:
+            text, ok = s.meta.target(s, peers)
+            target = f"**{'PASS' if ok else 'MISS'}** {text}"
+            targets.append((f"{s.op} / {s.peer}: {text}", ok))
+        row = (s.suite, s.op, s.peer, s.size, str(len(s.samples)), _fmt_time(s.median),
+               _fmt_time(s.best), f"**{_fmt_rate(s.median_rate, s.unit)}**",
+               _fmt_rate(s.best_rate, s.unit), "; ".join(ratios) or "—", target)
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines), targets
+
+
+def loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def environment(extra: Iterable[str] = ()) -> str:
+    import numpy as np
+
+    lines = [
+        (f"* {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {platform.platform()}, "
+         f"{os.cpu_count()} CPUs"),
+        f"* Python {platform.python_version()}, numpy {np.__version__}",
+    ]
+    lines.extend(extra)
+    return "\n".join(lines)
+
+
+def eprint(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
