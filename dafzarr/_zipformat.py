@@ -13,6 +13,7 @@ bytes actually present before it is used.
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 from collections.abc import Callable
@@ -335,7 +336,7 @@ def _zip64_fields(
 def check_no_overlap(entries: list[Entry], path: object) -> None:
     """Refuse archives whose entries share bytes (the overlapping-entry zip bomb)."""
     spans = sorted((e.lfh_offset, e.lfh_offset + LFH_SIZE + e.csize, e.name) for e in entries)
-    for (a0, a1, an), (b0, _b1, bn) in zip(spans, spans[1:], strict=False):
+    for (a0, a1, an), (b0, _b1, bn) in itertools.pairwise(spans):
         if b0 < a1:
             if b0 == a0:
                 raise _bad(path, f"entries {an!r} and {bn!r} share one local header")

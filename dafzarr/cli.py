@@ -152,7 +152,8 @@ def _demo(args: argparse.Namespace) -> int:
                 file=out,
             )
             view = store.try_mmap_entry_as("counts/0", "int64", counts.shape)
-            assert view is not None and np.array_equal(view, counts)
+            if view is None or not np.array_equal(view, counts):
+                raise RuntimeError("the zero-copy view of counts/0 does not match")
             print(
                 "  zero-copy: try_mmap_entry_as('counts/0') is a read-only numpy view of the "
                 f"mapped file (writeable={view.flags.writeable}, owns data={view.flags.owndata})",

@@ -44,6 +44,7 @@ import math
 import os
 import struct
 import threading
+import types
 import warnings
 import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -963,16 +964,14 @@ class MmapZipStore(Store):
     def info(self) -> list[dict[str, Any]]:
         """One dict per entry of the central directory, in archive order (``dafzarr zip ls``)."""
         self._ensure_open_sync()
-        out = []
-        for e in self._entries:
-            out.append(
-                {
-                    "name": e.name, "method": e.method, "compressed_size": e.csize,
-                    "size": e.usize, "crc32": e.crc, "header_offset": e.lfh_offset,
-                    "data_offset": self._data_offset(e) if not e.is_dir else None,
-                }
-            )
-        return out
+        return [
+            {
+                "name": e.name, "method": e.method, "compressed_size": e.csize,
+                "size": e.usize, "crc32": e.crc, "header_offset": e.lfh_offset,
+                "data_offset": self._data_offset(e) if not e.is_dir else None,
+            }
+            for e in self._entries
+        ]
 
     # --- Mapping API --------------------------------------------------------------------
 
@@ -1031,7 +1030,12 @@ class MmapZipStore(Store):
                 self._reset_state()
             super().close()
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
         if exc_type is None:
             self.close()
             return

@@ -133,7 +133,7 @@ def test_round_trip_and_reopen(tmp_path: Path) -> None:
         "empty": b"",
         "sub/beta": b"beta",
         "sub/gamma/.zarray": b"{}",
-        "unicod\u00e9/\u65e5\u672c/\U0001f600": "utf-8 name".encode(),
+        "unicod\u00e9/\u65e5\u672c/\U0001f600": b"utf-8 name",
         "big": rng.integers(0, 256, 3 << 20, dtype=np.uint8).tobytes(),
     }
     with MmapZipStore(p, "w+") as store:
@@ -453,7 +453,7 @@ def test_offsets_past_4_gib(tmp_path: Path) -> None:
         del view
         store.patch_entry_crc("hole")
         store["tail"] = b"past 4 GiB"
-        tail = [i for i in store.info() if i["name"] == "tail"][0]
+        tail = next(i for i in store.info() if i["name"] == "tail")
         assert tail["header_offset"] > 1 << 32
     with MmapZipStore(p) as store:
         assert bytes(store["tail"]) == b"past 4 GiB"
