@@ -162,6 +162,7 @@ class Entry:
     cd_pos: int  # offset of this entry's record inside the central directory bytes
     cd_len: int
     data_offset: int = -1  # resolved lazily from the local header
+    end_limit: int = -1  # the data must end before this offset (the next local header)
 
     @property
     def is_dir(self) -> bool:
@@ -334,13 +335,20 @@ def _zip64_fields(
 
 
 def check_no_overlap(entries: list[Entry], path: object) -> None:
-    """Refuse archives whose entries share bytes (the overlapping-entry zip bomb)."""
-    spans = sorted((e.lfh_offset, e.lfh_offset + LFH_SIZE + e.csize, e.name) for e in entries)
-    for (a0, a1, an), (b0, _b1, bn) in itertools.pairwise(spans):
-        if b0 < a1:
-            if b0 == a0:
-                raise _bad(path, f"entries {an!r} and {bn!r} share one local header")
-            raise _bad(path, f"entries {an!r} and {bn!r} overlap")
+    """Refuse archives whose entries share bytes (the overlapping-entry zip bomb).
+
+    Each entry occupies at least its fixed header, its name and its data; the local extra
+    field's length is only known from the local header, so each entry also records where
+    the next local header starts (``end_limit``), which its data may not pass.
+    """
+    order = sorted(entries, key=lambda e: e.lfh_offset)
+    for a, b in itertools.pairwise(order):
+        if b.lfh_offset == a.lfh_offset:
+            raise _bad(path, f"entries {a.name!r} and {b.name!r} share one local header")
+        a_len = len(a.name.encode("utf-8" if a.flags & FLAG_UTF8 else "cp437", "replace"))
+        if b.lfh_offset < a.lfh_offset + LFH_SIZE + a_len + a.csize:
+            raise _bad(path, f"entries {a.name!r} and {b.name!r} overlap")
+        a.end_limit = b.lfh_offset
 
 
 def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) -> int:

@@ -447,16 +447,27 @@ class MmapZipStore(Store):
     ) -> tuple[zf.Trailer, list[zf.Entry], bytes] | None:
         """The latest end record in the file whose directory validates, at any distance."""
         sig = _U32.pack(zf.EOCD_SIG)
+        cd_sig = _U32.pack(zf.CD_SIG)
         end = fm.size
+        rejected: set[tuple[int, int, int]] = set()
         while True:
             pos = fm.rfind(sig, 0, end)
             if pos < 0:
                 return None
+            end = pos + len(sig) - 1
             try:
                 tr = zf.read_trailer_at(fm.read, fm.size, pos, self.path)
+            except CorruptArchiveError:
+                continue
+            claim = (tr.cd_offset, tr.cd_size, tr.n_entries)
+            # Cheap rejections first: a directory that does not start with a record, or one
+            # already refused for an earlier candidate, is never copied and parsed again.
+            if claim in rejected or (tr.n_entries and fm.read(tr.cd_offset, 4) != cd_sig):
+                continue
+            try:
                 entries, cd = self._parse(fm.read, tr)
             except CorruptArchiveError:
-                end = pos + len(sig) - 1
+                rejected.add(claim)
                 continue
             return tr, entries, cd
 
@@ -469,7 +480,12 @@ class MmapZipStore(Store):
             return True  # foreign compressed entries are taken as valid without decoding
         if e.csize != e.usize:
             return False
-        off = zf.resolve_data_offset(fm.read, e, limit, self.path)
+        if e.end_limit >= 0:
+            limit = min(limit, e.end_limit)
+        try:
+            off = zf.resolve_data_offset(fm.read, e, limit, self.path)
+        except CorruptArchiveError:
+            return False
         e.data_offset = off
         if fm.crc32(off, e.csize) != e.crc:
             return False
@@ -479,6 +495,8 @@ class MmapZipStore(Store):
         return True
 
     def _entry_end(self, fm: FileMapping, e: zf.Entry, limit: int) -> int:
+        if e.end_limit >= 0:
+            limit = min(limit, e.end_limit)
         if e.data_offset < 0:
             e.data_offset = zf.resolve_data_offset(fm.read, e, limit, self.path)
         return e.data_offset + e.csize
@@ -857,7 +875,8 @@ class MmapZipStore(Store):
     def _data_offset(self, e: zf.Entry) -> int:
         if e.data_offset < 0:
             assert self._fm is not None
-            e.data_offset = zf.resolve_data_offset(self._fm.read, e, self._limit, self.path)
+            limit = self._limit if e.end_limit < 0 else min(self._limit, e.end_limit)
+            e.data_offset = zf.resolve_data_offset(self._fm.read, e, limit, self.path)
         return e.data_offset
 
     def _read(self, e: zf.Entry) -> memoryview:
@@ -941,7 +960,9 @@ class MmapZipStore(Store):
         if e.csize != nbytes:
             return None
         if nbytes == 0:
-            return np.empty(shp, dt, order=order)
+            empty = np.empty(shp, dt, order=order)
+            empty.flags.writeable = False  # read-only, like every other view it returns
+            return empty
         off = self._data_offset(e)
         if (fm.address + off) % dt.alignment:
             return None
@@ -1228,7 +1249,13 @@ def _zstd_decompress(raw: bytes, usize: int) -> bytes:
     declared = _zstd_content_size(raw)
     if declared is not None and declared != usize:
         raise ValueError(f"zstd frame declares {declared} bytes")
-    return bytes(Zstd().decode(raw))
+    if usize == 0:
+        return b""  # (numcodecs cannot decode an empty frame; the CRC check still runs)
+    # Decoding into a buffer of exactly the declared size bounds the memory a frame
+    # without a content size (or a lying one) can make us allocate.
+    out = bytearray(usize)
+    Zstd().decode(raw, out=out)
+    return bytes(out)
 
 
 def _zstd_content_size(raw: bytes) -> int | None:
