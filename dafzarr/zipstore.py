@@ -532,11 +532,9 @@ class MmapZipStore(Store):
             del self._entries[first_bad:]
             del self._cd[cut:]
             self._install(self._entries, bytes(self._cd), tr)
-            self._tx = _Txn(first_bad, len(self._cd), data_end, data_end, tr.cd_offset, tr.end)
             if junk:
                 fm.resize(tr.end)
-            self._place_directory(fm, self._tx)
-            self._tx = None
+            self._move_directory(fm, data_end)
         elif junk:
             fm.resize(tr.end)
             if self.durable:
@@ -547,10 +545,7 @@ class MmapZipStore(Store):
             # same crash-safe placement as a commit), so the archive is exactly the layout
             # every reader expects (unzip rejects an empty archive whose directory is not
             # at offset 0).
-            self._tx = _Txn(len(self._entries), len(self._cd), data_end, data_end,
-                            self._cd_offset, fm.size)
-            self._place_directory(fm, self._tx)
-            self._tx = None
+            self._move_directory(fm, data_end)
         self._data_end = min(data_end, self._cd_offset)
         if dropped or junk or gap > 0:
             what = []
@@ -671,6 +666,20 @@ class MmapZipStore(Store):
         self._data_end = w
         self._limit = w
 
+    def _move_directory(self, fm: FileMapping, data_end: int) -> None:
+        """Make the in-memory CD live right after ``data_end``, through the commit placement.
+
+        Used to roll back entries and to close a gap before the directory: the live CD is
+        where ``self._cd_offset`` says, and the file ends with its trailer.
+        """
+        tx = _Txn(len(self._entries), len(self._cd), data_end, data_end, self._cd_offset,
+                  fm.size)
+        self._tx = tx
+        try:
+            self._place_directory(fm, tx)
+        finally:
+            self._tx = None
+
     def _end(self, fm: FileMapping, tx: _Txn) -> None:
         tx.depth -= 1
         if tx.depth:
@@ -701,14 +710,9 @@ class MmapZipStore(Store):
         self._data_end = tx.start
         if fm is not None and not fm.closed and fm.exports == 0 and tx.live_cd > tx.start:
             # Close the gap the abandoned entries left (no view can point into it).
-            gap = _Txn(tx.n0, tx.cd_len0, tx.start, tx.start, tx.live_cd, fm.size)
-            try:
-                self._tx = gap
-                self._place_directory(fm, gap)
-            except (OSError, ValueError):
-                pass  # still a valid archive; the next writable open closes the gap
-            finally:
-                self._tx = None
+            with contextlib.suppress(OSError, ValueError):
+                # On failure it is still a valid archive; the next writable open closes it.
+                self._move_directory(fm, tx.start)
 
     def _add_entry(
         self, fm: FileMapping, tx: _Txn, key: str, raw: bytes, data: memoryview | None, size: int
