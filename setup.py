@@ -12,7 +12,8 @@ def ext(name: str, **kwargs: object) -> Extension:
 
 
 extensions = [
-    ext("_posix"),  # file mapping at a fixed base, flock, msync/fsync, CRC-32 kernels
+    # file mapping at a fixed base, flock, msync/fsync, CRC-32 kernels (threaded for large ranges)
+    ext("_posix", extra_compile_args=["-pthread"], extra_link_args=["-pthread"]),
 ]
 
 directives = {"language_level": 3, "embedsignature": True}

@@ -9,7 +9,7 @@ from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_FillInfo, PyObject_GetBuffe
 from cpython.buffer cimport PyBuffer_Release, PyBUF_SIMPLE
 from cpython.exc cimport PyErr_CheckSignals
 from libc.errno cimport EINTR, EINVAL, ENOSYS, EOPNOTSUPP, errno
-from libc.stdint cimport uint32_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 from posix.fcntl cimport O_CLOEXEC, O_RDONLY, O_RDWR, posix_fallocate
 from posix.fcntl cimport open as c_open
@@ -51,6 +51,14 @@ cdef extern from "_crc32_kernel.h" nogil:
     const char* dz_crc_kernel_name()
     void dz_crc_init()
 
+cdef extern from "_crc32_parallel.h" nogil:
+    uint32_t dz_crc32_copy_mt(uint32_t crc, unsigned char* dst, const unsigned char* src,
+                              size_t n, int populate)
+    uint32_t dz_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+    void dz_set_threads(int n)
+    int dz_get_threads()
+    int DZ_MAX_THREADS
+
 # --- Python imports --------------------------------------------------------------------
 import os
 
@@ -59,6 +67,8 @@ dz_crc_init()  # build tables and pick the kernel once, under the GIL
 cdef size_t PAGE = <size_t>sysconf(_SC_PAGESIZE)
 # Below this many bytes a copy or CRC is cheaper than releasing and retaking the GIL.
 cdef size_t NOGIL_THRESHOLD = 1 << 16
+# From this many bytes a store into fresh pages populates them first, in one call.
+cdef Py_ssize_t POPULATE_THRESHOLD = 1 << 20
 cdef size_t HUGE = 1 << 21  # the huge-page size the writable base is aligned to
 
 PAGE_SIZE = PAGE
@@ -87,12 +97,52 @@ def crc32(data, unsigned int crc=0):
     try:
         if <size_t>buf.len >= NOGIL_THRESHOLD:
             with nogil:
-                c_crc = dz_crc32(c_crc, <const unsigned char*>buf.buf, <size_t>buf.len)
+                c_crc = dz_crc32_copy_mt(c_crc, NULL, <const unsigned char*>buf.buf,
+                                         <size_t>buf.len, 0)
         else:
             c_crc = dz_crc32(c_crc, <const unsigned char*>buf.buf, <size_t>buf.len)
     finally:
         PyBuffer_Release(&buf)
     return c_crc
+
+
+def crc32_combine(unsigned int crc_a, unsigned int crc_b, unsigned long long len_b):
+    """The CRC-32 of ``A + B`` from ``crc32(A)``, ``crc32(B)`` and ``len(B)``."""
+    return dz_crc32_combine(crc_a, crc_b, len_b)
+
+
+def set_threads(int n):
+    """Use up to ``n`` threads (1 to 16) for one large copy or CRC; returns the previous value.
+
+    A range is split only into slices of at least 16 MiB, so small entries never pay for a
+    thread. The default is the number of CPUs this process may run on, at most 8, or the
+    ``DAFZARR_NUM_THREADS`` environment variable.
+    """
+    cdef int previous = dz_get_threads()
+    if n < 1 or n > DZ_MAX_THREADS:
+        raise ValueError(f"thread count must be between 1 and {DZ_MAX_THREADS}, not {n}")
+    dz_set_threads(n)
+    return previous
+
+
+def get_threads():
+    """The number of threads one large copy or CRC may use (see :func:`set_threads`)."""
+    return dz_get_threads()
+
+
+def _default_threads():
+    env = os.environ.get("DAFZARR_NUM_THREADS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"DAFZARR_NUM_THREADS must be an integer, not {env!r}") from None
+        return max(1, min(n, DZ_MAX_THREADS))
+    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else (os.cpu_count() or 1), 8))
+
+
+dz_set_threads(_default_threads())
 
 
 # --- The mapping -----------------------------------------------------------------------
@@ -223,17 +273,6 @@ cdef class FileMapping:
         n[0] = stop - start[0] if stop > start[0] else 0
         return n[0] != 0
 
-    cdef void _populate(self, Py_ssize_t offset, Py_ssize_t length) noexcept nogil:
-        """Fault in the page tables of a destination range in one call (Linux >= 5.14).
-
-        A best-effort hint: stores into fresh file pages otherwise take one fault per page.
-        Failure (older kernels: EINVAL) changes nothing.
-        """
-        cdef size_t start = <size_t>offset & ~(PAGE - 1)
-        cdef size_t stop = _round_up(<size_t>(offset + length))
-        if length >= <Py_ssize_t>(1 << 20):
-            madvise(self._base + start, stop - start, MADV_POPULATE_WRITE)
-
     cdef int _overlay(self, size_t old_size, size_t new_size) except -1:
         """Make the mapped pages cover exactly [0, new_size) of the file."""
         cdef size_t new_end = _round_up(new_size)
@@ -359,9 +398,9 @@ cdef class FileMapping:
             self._check_range(offset, buf.len)
             if <size_t>buf.len >= NOGIL_THRESHOLD:
                 with nogil:
-                    self._populate(offset, buf.len)
-                    c_crc = dz_crc32_copy(c_crc, <unsigned char*>self._base + offset,
-                                          <const unsigned char*>buf.buf, <size_t>buf.len)
+                    c_crc = dz_crc32_copy_mt(c_crc, <unsigned char*>self._base + offset,
+                                             <const unsigned char*>buf.buf, <size_t>buf.len,
+                                             buf.len >= POPULATE_THRESHOLD)
             else:
                 c_crc = dz_crc32_copy(c_crc, <unsigned char*>self._base + offset,
                                       <const unsigned char*>buf.buf, <size_t>buf.len)
@@ -434,7 +473,8 @@ cdef class FileMapping:
         self._check_range(offset, length)
         if <size_t>length >= NOGIL_THRESHOLD:
             with nogil:
-                c_crc = dz_crc32(c_crc, <const unsigned char*>self._base + offset, <size_t>length)
+                c_crc = dz_crc32_copy_mt(c_crc, NULL, <const unsigned char*>self._base + offset,
+                                         <size_t>length, 0)
         else:
             c_crc = dz_crc32(c_crc, <const unsigned char*>self._base + offset, <size_t>length)
         return c_crc

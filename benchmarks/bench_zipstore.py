@@ -12,7 +12,8 @@ a. zarr v2 group of 100 x 8 MiB float64 arrays (one chunk each, no compressor, r
 b. ``try_mmap_entry_as`` + ``.sum()`` vs the sum of an in-memory array and ``np.copyto``
    (memcpy); cost of ``try_mmap_entry_as`` for a 1 KiB and a 1 GiB entry.
 c. 100-byte appends: batched, singly (each append a commit), vs ``zipfile`` in mode "a".
-d. one large array appended with ``store[key] = arr`` vs memcpy of the same size.
+d. one large array appended with ``store[key] = arr`` (with all copy threads, and with one)
+   vs memcpy of the same size.
 e. CRC-32: ``dafzarr._posix.crc32`` vs ``zlib.crc32`` vs ``isal.isal_zlib.crc32``.
 
 Speed is never asserted: the script prints absolute figures, ratios and whether the
@@ -487,6 +488,15 @@ class LargeAppend(_TempDirSuite):
         store = MmapZipStore(self.path, "w")
         store["x"] = self.arr
         store.close()
+
+    @c.bench("append one large array", "MmapZipStore, one copy thread", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size())
+    def time_append_mmapzip_one_thread(self) -> None:
+        previous = _posix.set_threads(1)
+        try:
+            self.time_append_mmapzip()
+        finally:
+            _posix.set_threads(previous)
 
     @c.bench("append one large array", "np.copyto (memcpy, pre-faulted)", c.MB,
              lambda s: s.nbytes, size=lambda s: s._size())

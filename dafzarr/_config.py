@@ -34,6 +34,7 @@ def show_config(file: Any = None) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         **BUILD_INFO,
+        "copy_threads": _posix.get_threads(),
         "numpy": _version("numpy"),
         "zarr": _version("zarr"),
         "numcodecs": _version("numcodecs"),
