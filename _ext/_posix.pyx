@@ -58,6 +58,9 @@ cdef extern from "_crc32_parallel.h" nogil:
     void dz_set_threads(int n)
     int dz_get_threads()
     int DZ_MAX_THREADS
+    size_t DZ_MIN_SLICE
+    int dz_pwrite_all(int fd, off_t offset, const unsigned char* src, size_t n)
+    int dz_crc32_pwrite(int fd, off_t offset, const unsigned char* src, size_t n, uint32_t* crc)
 
 # --- Python imports --------------------------------------------------------------------
 import os
@@ -69,6 +72,10 @@ cdef size_t PAGE = <size_t>sysconf(_SC_PAGESIZE)
 cdef size_t NOGIL_THRESHOLD = 1 << 16
 # From this many bytes a store into fresh pages populates them first, in one call.
 cdef Py_ssize_t POPULATE_THRESHOLD = 1 << 20
+# From this many bytes a write goes through pwrite(2), not stores into the mapping: for pages
+# not yet in the page tables (the growing end of an archive) the kernel's write path avoids a
+# fault and a page_mkwrite per page, 4-5x faster on ext4.
+cdef Py_ssize_t PWRITE_THRESHOLD = 1 << 14
 cdef size_t HUGE = 1 << 21  # the huge-page size the writable base is aligned to
 
 PAGE_SIZE = PAGE
@@ -372,15 +379,19 @@ cdef class FileMapping:
     def write(self, Py_ssize_t offset, data):
         """Store a bytes-like object at ``offset`` (inside the current size)."""
         cdef Py_buffer buf
+        cdef int err = 0
         self._check_open()
         if not self.writable:
             raise ValueError(f"{self.path} is mapped read-only")
         PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
         try:
             self._check_range(offset, buf.len)
-            if <size_t>buf.len >= NOGIL_THRESHOLD:
+            if buf.len >= PWRITE_THRESHOLD:
                 with nogil:
-                    memcpy(self._base + offset, buf.buf, <size_t>buf.len)
+                    err = dz_pwrite_all(self._fd, <off_t>offset,
+                                        <const unsigned char*>buf.buf, <size_t>buf.len)
+                if err:
+                    _raise_errno(err, self.path)
             else:
                 memcpy(self._base + offset, buf.buf, <size_t>buf.len)
         finally:
@@ -390,17 +401,26 @@ cdef class FileMapping:
         """Store ``data`` at ``offset`` and return its CRC-32, reading the source once."""
         cdef Py_buffer buf
         cdef uint32_t c_crc = crc
+        cdef int err = 0
         self._check_open()
         if not self.writable:
             raise ValueError(f"{self.path} is mapped read-only")
         PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
         try:
             self._check_range(offset, buf.len)
-            if <size_t>buf.len >= NOGIL_THRESHOLD:
+            if dz_get_threads() > 1 and <size_t>buf.len >= 2 * DZ_MIN_SLICE:
+                # Large enough to split: every thread faults in, copies and checksums a slice
+                # of the mapping (pwrite would serialise them on the inode's lock).
                 with nogil:
                     c_crc = dz_crc32_copy_mt(c_crc, <unsigned char*>self._base + offset,
                                              <const unsigned char*>buf.buf, <size_t>buf.len,
                                              buf.len >= POPULATE_THRESHOLD)
+            elif buf.len >= PWRITE_THRESHOLD:
+                with nogil:
+                    err = dz_crc32_pwrite(self._fd, <off_t>offset,
+                                          <const unsigned char*>buf.buf, <size_t>buf.len, &c_crc)
+                if err:
+                    _raise_errno(err, self.path)
             else:
                 c_crc = dz_crc32_copy(c_crc, <unsigned char*>self._base + offset,
                                       <const unsigned char*>buf.buf, <size_t>buf.len)

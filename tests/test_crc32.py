@@ -196,3 +196,23 @@ def test_thread_count_from_environment() -> None:
     env = {**os.environ, "DAFZARR_NUM_THREADS": "many"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode != 0 and "DAFZARR_NUM_THREADS" in out.stderr
+
+
+@pytest.mark.parametrize("n", [(1 << 14) - 1, 1 << 14, 700_001])
+def test_large_writes_through_the_kernel(tmp_path: Path, n: int) -> None:
+    # From 16 KiB on, write() and write_crc32() go through pwrite(2): the bytes must be
+    # visible through the mapping and in the file at once, and nothing around them change.
+    data = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+    p = tmp_path / "w.bin"
+    p.write_bytes(b"\xee" * (2 * n + 100))
+    with _posix.FileMapping(str(p), True, 4 << 20) as fm:
+        fm.write(3, data)
+        assert fm.write_crc32(n + 50, data, 11) == zlib.crc32(data, 11)
+        assert fm.read(3, n) == data.tobytes() == fm.read(n + 50, n)
+        raw = p.read_bytes()
+        assert raw[3 : 3 + n] == data.tobytes() == raw[n + 50 : 2 * n + 50]
+        assert raw[:3] == b"\xee" * 3 and raw[3 + n : n + 50] == b"\xee" * 47
+        assert raw[2 * n + 50 :] == b"\xee" * 50
+        with pytest.raises(IndexError, match="outside"):
+            fm.write(n + 101, data)  # one byte past the mapped size: refused before any byte moves
+        assert p.read_bytes() == raw
