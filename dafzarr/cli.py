@@ -36,14 +36,17 @@ def _zip_ls(args: argparse.Namespace) -> int:
         rows = store.info()
     print(f"{'size':>12} {'stored':>12} {'method':>6} {'crc32':>8} {'offset':>12}  name")
     for r in rows:
-        offset = "" if r["data_offset"] is None else str(r["data_offset"])
+        offset = "BAD" if r["error"] else "" if r["data_offset"] is None else str(r["data_offset"])
         print(
             f"{r['size']:>12} {r['compressed_size']:>12} {r['method']:>6} {r['crc32']:08x} "
             f"{offset:>12}  {r['name']}"
         )
     total = sum(r["size"] for r in rows)
     print(f"{len(rows)} entries, {_human(total)} of data in {args.path}")
-    return 0
+    bad = [r for r in rows if r["error"]]
+    for r in bad:
+        print(f"damaged: {r['error']}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def _zip_verify(args: argparse.Namespace) -> int:

@@ -987,16 +987,29 @@ class MmapZipStore(Store):
         return bad
 
     def info(self) -> list[dict[str, Any]]:
-        """One dict per entry of the central directory, in archive order (``dafzarr zip ls``)."""
+        """One dict per entry of the central directory, in archive order (``dafzarr zip ls``).
+
+        Keys: ``name``, ``method``, ``compressed_size``, ``size``, ``crc32``,
+        ``header_offset``, ``data_offset`` (None for directories and damaged entries) and
+        ``error`` (None, or why the entry's local header cannot be used): one damaged entry
+        does not hide the others.
+        """
         self._ensure_open_sync()
-        return [
-            {
+        rows = []
+        for e in self._entries:
+            data_offset: int | None = None
+            error: str | None = None
+            if not e.is_dir:
+                try:
+                    data_offset = self._data_offset(e)
+                except CorruptArchiveError as exc:
+                    error = str(exc)
+            rows.append({
                 "name": e.name, "method": e.method, "compressed_size": e.csize,
                 "size": e.usize, "crc32": e.crc, "header_offset": e.lfh_offset,
-                "data_offset": self._data_offset(e) if not e.is_dir else None,
-            }
-            for e in self._entries
-        ]
+                "data_offset": data_offset, "error": error,
+            })
+        return rows
 
     # --- Mapping API --------------------------------------------------------------------
 

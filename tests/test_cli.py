@@ -59,3 +59,28 @@ def test_config() -> None:
     script = Path(sys.executable).parent / "dafzarr"  # the installed console script
     res = subprocess.run([str(script), "--version"], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.startswith("dafzarr ")
+
+
+def test_zip_ls_lists_every_entry_past_a_damaged_header(tmp_path: Path) -> None:
+    p = tmp_path / "a.zip"
+    with MmapZipStore(p, "w") as store:
+        store["first"] = b"1" * 100
+        store["second"] = b"2" * 100
+        store["third"] = b"3" * 100
+    infos = MmapZipStore(p).info()
+    header = next(i["header_offset"] for i in infos if i["name"] == "second")
+    blob = bytearray(p.read_bytes())
+    assert blob[header : header + 4] == b"PK\x03\x04"
+    blob[header : header + 4] = b"XXXX"  # the central directory still lists the entry
+    p.write_bytes(bytes(blob))
+
+    with MmapZipStore(p) as store:
+        rows = {r["name"]: r for r in store.info()}
+    assert rows["second"]["data_offset"] is None and "second" in rows["second"]["error"]
+    assert rows["first"]["error"] is None and rows["third"]["error"] is None
+    assert rows["third"]["data_offset"] is not None
+
+    res = run("zip", "ls", str(p))
+    assert res.returncode == 1
+    assert all(name in res.stdout for name in ("first", "second", "third"))
+    assert "BAD" in res.stdout and "damaged:" in res.stderr and "second" in res.stderr
