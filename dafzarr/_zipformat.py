@@ -255,7 +255,7 @@ def find_trailer(read: Reader, size: int, path: object) -> Trailer:
 
 def _decode_name(raw: bytes, flags: int, path: object, index: int) -> str:
     try:
-        name = raw.decode("utf-8") if flags & FLAG_UTF8 else raw.decode("cp437")
+        name = _name_text(raw, flags)
     except UnicodeDecodeError:
         raise _bad(path, f"entry {index} has a name that is not valid UTF-8: {raw!r}") from None
     check_entry_name(name, path)
@@ -368,36 +368,58 @@ def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) ->
     return int(data)
 
 
+@dataclass(slots=True)
+class _LocalHeader:
+    flags: int
+    method: int
+    crc: int
+    csize: int  # from the ZIP64 extra when the 32-bit fields hold 0xFFFFFFFF
+    usize: int
+    raw_name: bytes
+    data_offset: int
+    sizes_missing: bool  # 0xFFFFFFFF sizes without a ZIP64 extra to resolve them
+
+
+def _read_local_header(read: Reader, pos: int, limit: int) -> _LocalHeader | None:
+    """The local header at ``pos`` if its fixed part, name and extra lie below ``limit``."""
+    if pos + LFH_SIZE > limit:
+        return None
+    sig, _need, flags, method, _t, _d, crc, csize, usize, n_len, e_len = _LFH.unpack(
+        read(pos, LFH_SIZE)
+    )
+    name_start = pos + LFH_SIZE
+    data = name_start + n_len + e_len
+    if sig != LFH_SIG or data > limit:
+        return None
+    missing = False
+    if U32_MAX in (csize, usize):
+        sizes = _local_zip64_sizes(read(name_start + n_len, e_len))
+        if sizes is None:
+            missing = True
+        else:
+            usize, csize = sizes
+    return _LocalHeader(flags, method, crc, csize, usize, read(name_start, n_len), data, missing)
+
+
+def _name_text(raw: bytes, flags: int) -> str:
+    """An entry name as text (UnicodeDecodeError if the UTF-8 flag lies)."""
+    return raw.decode("utf-8") if flags & FLAG_UTF8 else raw.decode("cp437")
+
+
 def local_header_matches(read: Reader, entry: Entry, limit: int) -> bool:
     """Whether the local header of an entry agrees with its central-directory record."""
-    lfh = entry.lfh_offset
-    if lfh + LFH_SIZE > limit:
+    h = _read_local_header(read, entry.lfh_offset, limit)
+    if h is None or h.method != entry.method:
         return False
-    sig, _need, _flags, method, _t, _d, _crc, csize, usize, n_len, e_len = _LFH.unpack(
-        read(lfh, LFH_SIZE)
-    )
-    if sig != LFH_SIG or method != entry.method:
-        return False
-    name_start = lfh + LFH_SIZE
-    if name_start + n_len + e_len > limit:
-        return False
-    raw = read(name_start, n_len)
     try:
-        name = raw.decode("utf-8") if entry.flags & FLAG_UTF8 else raw.decode("cp437")
+        if _name_text(h.raw_name, entry.flags) != entry.name:
+            return False
     except UnicodeDecodeError:
         return False
-    if name != entry.name:
+    sizes_known = not entry.flags & FLAG_DATA_DESCRIPTOR and not h.sizes_missing
+    if sizes_known and (h.csize, h.usize) != (entry.csize, entry.usize):
         return False
-    if not entry.flags & FLAG_DATA_DESCRIPTOR:
-        if U32_MAX in (csize, usize):
-            extra = read(name_start + n_len, e_len)
-            z = _local_zip64_sizes(extra)
-            if z is not None and z != (entry.usize, entry.csize):
-                return False
-        elif (csize, usize) != (entry.csize, entry.usize):
-            return False
-    data = name_start + n_len + e_len
-    return bool(data + entry.csize <= limit)
+    return bool(h.data_offset + entry.csize <= limit)
 
 
 def _local_zip64_sizes(extra: bytes) -> tuple[int, int] | None:
@@ -436,27 +458,14 @@ def read_local_record(read: Reader, pos: int, size: int, path: object) -> LocalR
     Self-describing: no data descriptor, no encryption, sizes in the header (or its ZIP64
     extra), name and data inside the first ``size`` bytes.
     """
-    if pos + LFH_SIZE > size:
+    h = _read_local_header(read, pos, size)
+    if h is None or h.sizes_missing or h.flags & (FLAG_DATA_DESCRIPTOR | FLAG_ENCRYPTED):
         return None
-    sig, _need, flags, method, _t, _d, crc, csize, usize, n_len, e_len = _LFH.unpack(
-        read(pos, LFH_SIZE)
-    )
-    if sig != LFH_SIG or flags & (FLAG_DATA_DESCRIPTOR | FLAG_ENCRYPTED):
-        return None
-    data = pos + LFH_SIZE + n_len + e_len
-    if data > size:
-        return None
-    raw = read(pos + LFH_SIZE, n_len)
     try:
-        name = raw.decode("utf-8") if flags & FLAG_UTF8 else raw.decode("cp437")
+        name = _name_text(h.raw_name, h.flags)
         check_entry_name(name, path)
     except (UnicodeDecodeError, CorruptArchiveError):
         return None
-    if U32_MAX in (csize, usize):
-        sizes = _local_zip64_sizes(read(pos + LFH_SIZE + n_len, e_len))
-        if sizes is None:
-            return None
-        usize, csize = sizes
-    if csize > size - data:
+    if h.csize > size - h.data_offset:
         return None
-    return LocalRecord(raw, name, flags, method, crc, csize, usize, data)
+    return LocalRecord(h.raw_name, name, h.flags, h.method, h.crc, h.csize, h.usize, h.data_offset)
