@@ -348,8 +348,10 @@ class ZarrDaf:
         if b.consolidates:
             if not self._read_only:
                 self._rebuild_consolidated()
-            elif not b.exists(".zmetadata" if layout is lay.V2 else "zarr.json"):
-                with contextlib.suppress(OSError):
+            elif (not b.exists(".zmetadata")) if layout is lay.V2 else (
+                "consolidated_metadata" not in _json(b.get("zarr.json"), where)
+            ):
+                with contextlib.suppress(OSError):  # a read-only file system: read anyway
                     self._rebuild_consolidated()
 
     def _create_fresh(self) -> None:
@@ -460,7 +462,7 @@ class ZarrDaf:
         except Exception as exc:
             raise ValueError(f"{self._path}: can't read array {path!r}: {exc}") from exc
         if isinstance(info.dtype, str):
-            out = _as_strings(out.astype(str) if out.dtype.kind != "O" else out)
+            out = _as_strings(out.astype(object) if out.dtype.kind != "O" else out)
         elif out.dtype != info.dtype:
             out = out.astype(info.dtype)
         if not out.flags.c_contiguous:
@@ -1093,6 +1095,8 @@ class ZarrDaf:
         pairs = [(rows_axis, columns_axis)]
         if relayout and rows_axis != columns_axis:
             pairs.append((columns_axis, rows_axis))
+        if not sp.issparse(value):
+            value = np.asarray(value)
         items = self._matrix_items(rows_axis, columns_axis, name, value, indtype)
         if len(pairs) == 2:
             flipped = value.T if sp.issparse(value) or np.ndim(value) else value
