@@ -95,6 +95,8 @@ class ArrayInfo:
     chunk_key: str  # the key of its single chunk (meaningful when canonical)
     canonical: bool  # one uncompressed chunk covering the whole array
     fill: Any  # the fill value for a missing chunk
+    packed: bool = False  # a DataAxesFormats.jl single-shard packed array
+    meta: Any = None  # the parsed document
 
 
 class Layout:
@@ -298,7 +300,8 @@ class V3Layout(Layout):
             and endian_ok
             and not meta.get("storage_transformers")
         )
-        return ArrayInfo(path, dtype, shape, key, canonical, meta.get("fill_value"))
+        return ArrayInfo(path, dtype, shape, key, canonical, meta.get("fill_value"),
+                         packed=is_packed(meta), meta=meta)
 
     def elide(self, dtype: np.dtype[Any] | str, data: Any) -> bool:
         arr = np.asarray(data)
@@ -369,3 +372,17 @@ def check_version(version: Any, where: str, *, v3: bool) -> None:
                 f"for the daf zarr group: {where}\nthe code supports version: 1.0"
             )
         raise ValueError(text)
+
+
+def is_packed(meta: dict[str, Any]) -> bool:
+    """Whether a v3 array document describes one whole-array ``sharding_indexed`` shard
+    (DataAxesFormats.jl's packed arrays)."""
+    codecs = meta.get("codecs") or []
+    if len(codecs) != 1 or not isinstance(codecs[0], dict):
+        return False
+    if codecs[0].get("name") != "sharding_indexed":
+        return False
+    outer = (meta.get("chunk_grid") or {}).get("configuration", {}).get("chunk_shape")
+    return isinstance(outer, list) and [int(n) for n in outer] == [
+        max(1, int(n)) for n in meta.get("shape", [])
+    ]

@@ -37,6 +37,7 @@ from ._backends import (
     ZipBackend,
     acquire_zip_store,
 )
+from ._packed import read_packed
 
 __all__ = ["ZarrDaf", "memory_daf", "open_daf", "parse_daf_path"]
 
@@ -447,6 +448,14 @@ class ZarrDaf:
             out = np.full(shape, zero, dtype=dt)
             out.flags.writeable = False
             return out
+        if info.packed:
+            shard = self._backend.get(info.chunk_key)
+            if shard is None:
+                out = np.full(shape, info.fill or ("" if isinstance(info.dtype, str) else 0),
+                              dtype=object if isinstance(info.dtype, str) else info.dtype)
+                out.flags.writeable = False
+                return out
+            return read_packed(info.meta, shard, info.dtype, where)
         return self._read_foreign(path, info)
 
     def _read_foreign(self, path: str, info: lay.ArrayInfo) -> np.ndarray[Any, Any]:
