@@ -27,6 +27,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +93,12 @@ class Backend:
         data = self.get(key)
         if data is None:
             return None
+        return self._as_array(data, dtype, shape)
+
+    @staticmethod
+    def _as_array(
+        data: Any, dtype: np.dtype[Any], shape: tuple[int, ...]
+    ) -> np.ndarray[Any, Any] | None:
         mv = memoryview(data).cast("B")
         if mv.nbytes != int(np.prod(shape)) * dtype.itemsize:
             return None
@@ -451,29 +458,70 @@ class HttpBackend(Backend):
     kind = "http"
     read_only = True
 
+    #: Flat arrays at least this large are fetched as parallel ``Range`` requests of
+    #: ``stripe`` bytes each (a server that ignores ``Range`` answers the first with the
+    #: whole body, which is used as is).
+    range_threshold = 8 << 20
+    stripe = 4 << 20
+    workers = 4
+
     def __init__(self, url: str, *, timeout: float = 60.0) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.meta: dict[str, bytes] = {}
+        self.requests = 0  # GETs issued (for tests and diagnostics)
 
     def fetch(self, key: str, byte_range: tuple[int, int] | None = None) -> bytes | None:
         """GET ``<url>/<key>`` (a 404 is ``None``, a missing chunk); other errors raise."""
-        req = urllib.request.Request(f"{self.url}/{key}")
-        if byte_range is not None:
-            req.add_header("Range", f"bytes={byte_range[0]}-{byte_range[1] - 1}")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                body: bytes = resp.read()
-                status = resp.status
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise OSError(errno.EIO, f"HTTP {exc.code} for {self.url}/{key}") from None
-        except urllib.error.URLError as exc:
-            raise OSError(errno.EIO, f"can't fetch {self.url}/{key}: {exc.reason}") from None
+        body, status = self._get(key, byte_range)
+        if body is None:
+            return None
         if byte_range is not None and status == 200:
             body = body[byte_range[0] : byte_range[1]]  # the server ignored Range
         return body
+
+    def _get(self, key: str, byte_range: tuple[int, int] | None) -> tuple[bytes | None, int]:
+        req = urllib.request.Request(f"{self.url}/{key}")
+        if byte_range is not None:
+            req.add_header("Range", f"bytes={byte_range[0]}-{byte_range[1] - 1}")
+        self.requests += 1
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return resp.read(), resp.status
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            if exc.code == 404:
+                return None, exc.code
+            raise OSError(errno.EIO, f"HTTP {exc.code} for {self.url}/{key}") from None
+        except urllib.error.URLError as exc:
+            raise OSError(errno.EIO, f"can't fetch {self.url}/{key}: {exc.reason}") from None
+
+    def mmap_as(
+        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...]
+    ) -> np.ndarray[Any, Any] | None:
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        if nbytes < self.range_threshold:
+            return super().mmap_as(key, dtype, shape)
+        first, status = self._get(key, (0, self.stripe))
+        if first is None:
+            return None
+        if status == 200:  # the whole body
+            return super()._as_array(first, dtype, shape)
+        out = np.empty(nbytes, np.uint8)
+        out[: len(first)] = np.frombuffer(first, np.uint8)
+        ranges = [(a, min(a + self.stripe, nbytes)) for a in range(len(first), nbytes,
+                                                                   self.stripe)]
+
+        def one(r: tuple[int, int]) -> None:
+            body, code = self._get(key, r)
+            if body is None or len(body) != r[1] - r[0]:
+                raise OSError(errno.EIO, f"HTTP range {r} of {self.url}/{key}: status {code}, "
+                              f"{0 if body is None else len(body)} bytes")
+            out[r[0] : r[1]] = np.frombuffer(body, np.uint8)
+
+        with ThreadPoolExecutor(self.workers) as pool:
+            list(pool.map(one, ranges))
+        return _readonly(out.view(dtype).reshape(shape))
 
     def get(self, key: str) -> Any:
         if key in self.meta:
