@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import mmap
 import os
 import shutil
@@ -48,6 +49,8 @@ __all__ = [
     "release_zip_store",
 ]
 
+# Linux maps every page of a populated mapping at once (a sparse read touches them all).
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 _METADATA_NAMES = (".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json")
 
 
@@ -87,9 +90,11 @@ class Backend:
         raise NotImplementedError
 
     def mmap_as(
-        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...]
+        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...], *, populate: bool = False
     ) -> np.ndarray[Any, Any] | None:
-        """A read-only array over the key's bytes (zero-copy where possible), or ``None``."""
+        """A read-only array over the key's bytes (zero-copy where possible), or ``None``.
+
+        ``populate``: the caller will read every byte (map the pages at once)."""
         data = self.get(key)
         if data is None:
             return None
@@ -100,7 +105,7 @@ class Backend:
         data: Any, dtype: np.dtype[Any], shape: tuple[int, ...]
     ) -> np.ndarray[Any, Any] | None:
         mv = memoryview(data).cast("B")
-        if mv.nbytes != int(np.prod(shape)) * dtype.itemsize:
+        if mv.nbytes != math.prod(shape) * dtype.itemsize:
             return None
         return _readonly(np.frombuffer(mv, dtype).reshape(shape))
 
@@ -143,16 +148,30 @@ class DirectoryBackend(Backend):
         self.root = root
         self.read_only = read_only
         self._fills: dict[str, np.memmap[Any, Any]] = {}
+        # Metadata documents by key, with the (inode, size, mtime) they were read at: a
+        # lookup then costs one stat, and a file replaced by any writer is read again.
+        self._docs: dict[str, tuple[tuple[int, int, int], bytes]] = {}
 
     def _path(self, key: str) -> str:
         return os.path.join(self.root, *key.split("/"))
 
     def get(self, key: str) -> Any:
+        path = self._path(key)
+        is_doc = key.rsplit("/", 1)[-1] in _METADATA_NAMES
         try:
-            with open(self._path(key), "rb") as f:
-                return f.read()
+            if is_doc:
+                st = os.stat(path)
+                stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+                cached = self._docs.get(key)
+                if cached is not None and cached[0] == stamp:
+                    return cached[1]
+            with open(path, "rb") as f:
+                data = f.read()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+        if is_doc and len(data) == stamp[1]:
+            self._docs[key] = (stamp, data)
+        return data
 
     def exists(self, key: str) -> bool:
         return os.path.isfile(self._path(key))
@@ -197,9 +216,9 @@ class DirectoryBackend(Backend):
         return out
 
     def mmap_as(
-        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...]
+        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...], *, populate: bool = False
     ) -> np.ndarray[Any, Any] | None:
-        nbytes = int(np.prod(shape)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         try:
             fd = os.open(self._path(key), os.O_RDONLY | os.O_CLOEXEC)
         except (FileNotFoundError, NotADirectoryError):
@@ -209,7 +228,8 @@ class DirectoryBackend(Backend):
                 return None
             if nbytes == 0:
                 return _readonly(np.empty(shape, dtype))
-            m = mmap.mmap(fd, nbytes, access=mmap.ACCESS_READ)
+            flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
+            m = mmap.mmap(fd, nbytes, flags=flags, prot=mmap.PROT_READ)
         finally:
             os.close(fd)
         return _readonly(np.frombuffer(m, dtype).reshape(shape))
@@ -418,7 +438,7 @@ class ZipBackend(Backend):
         return [k[n:] for k in self.store if k.startswith(head)]
 
     def mmap_as(
-        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...]
+        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...], *, populate: bool = False
     ) -> np.ndarray[Any, Any] | None:
         arr = self.store.try_mmap_entry_as(self.prefix + key, dtype, shape)
         if arr is None:
@@ -497,9 +517,9 @@ class HttpBackend(Backend):
             raise OSError(errno.EIO, f"can't fetch {self.url}/{key}: {exc.reason}") from None
 
     def mmap_as(
-        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...]
+        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...], *, populate: bool = False
     ) -> np.ndarray[Any, Any] | None:
-        nbytes = int(np.prod(shape)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         if nbytes < self.range_threshold:
             return super().mmap_as(key, dtype, shape)
         first, status = self._get(key, (0, self.stripe))

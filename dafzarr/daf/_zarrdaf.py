@@ -9,8 +9,10 @@ make it visible (children before parents), then the consolidated metadata (direc
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
+import math
 import os
 import shutil
 import threading
@@ -189,14 +191,26 @@ def _default_indtype(size: int) -> np.dtype[Any]:
 
 
 def _zero_based(idx: np.ndarray[Any, Any], bound: int, where: str) -> np.ndarray[Any, Any]:
-    """1-based stored indices -> 0-based int32/int64 indices checked against ``bound``."""
-    out_dt = np.int32 if max(bound, idx.size) < (1 << 31) - 1 else np.int64
-    if idx.size:
-        lo, hi = int(idx.min()), int(idx.max())
-        if lo < 1 or hi > bound:
-            raise ValueError(f"{where}: stored index out of range 1..{bound} (found {lo}..{hi})")
-    out: np.ndarray[Any, Any] = np.subtract(idx, 1, dtype=out_dt, casting="unsafe")
-    return out
+    """1-based stored indices -> 0-based signed indices, each checked to be in ``0..bound-1``.
+
+    Two passes over the data: ``idx - 1`` in the unsigned type of the same width (so a stored
+    0 wraps to the largest value), then one maximum. The result is viewed as signed, with no
+    further copy (scipy accepts int32 and int64 indices).
+    """
+    if idx.dtype.itemsize < 4:
+        idx = idx.astype(np.int32)
+    unsigned = np.dtype(f"<u{idx.dtype.itemsize}")
+    signed = np.dtype(f"<i{idx.dtype.itemsize}")
+    out: np.ndarray[Any, Any] = np.subtract(idx.view(unsigned), unsigned.type(1), dtype=unsigned)
+    if out.size:
+        top = int(out.max())
+        if top >= bound or top > np.iinfo(signed).max:
+            bad = int(idx.view(unsigned)[out.argmax()]) if top < (1 << 63) else "?"
+            raise ValueError(f"{where}: stored 1-based index {bad} is out of range 1..{bound}"
+                             if top != np.iinfo(unsigned).max else
+                             f"{where}: stored index out of range 1..{bound} (found 0 or "
+                             "a negative index)")
+    return out.view(signed)
 
 
 # --- The data set -----------------------------------------------------------------------------
@@ -408,13 +422,13 @@ class ZarrDaf:
         doc = self._backend.get(self._layout.array_marker(path))
         if doc is None:
             raise DafMissingError(f"missing array: {path}\nin the daf data: {self._name_or_path}")
-        return self._layout.parse_array(path, doc)
+        return _parse_array(self._layout.zarr_format, path, bytes(doc))
 
     @property
     def _name_or_path(self) -> str:
         return getattr(self, "_name", self._path)
 
-    def _read_array(self, path: str) -> np.ndarray[Any, Any]:
+    def _read_array(self, path: str, *, populate: bool = False) -> np.ndarray[Any, Any]:
         """The array at ``path`` in Zarr shape and C order; zero-copy when canonical."""
         info = self._array_info(path)
         shape = info.shape
@@ -422,7 +436,7 @@ class ZarrDaf:
         if info.canonical:
             if isinstance(info.dtype, str):
                 data = self._backend.get(info.chunk_key)
-                count = int(np.prod(shape))
+                count = math.prod(shape)
                 if data is None:
                     fill = info.fill if isinstance(info.fill, str) else ""
                     out = np.full(shape, fill, dtype=object)
@@ -431,18 +445,18 @@ class ZarrDaf:
                 out.flags.writeable = False
                 return out
             dt = info.dtype
-            if int(np.prod(shape)) == 0:
+            if math.prod(shape) == 0:
                 empty = np.empty(shape, dt)
                 empty.flags.writeable = False
                 return empty
-            arr = self._backend.mmap_as(info.chunk_key, dt, shape)
+            arr = self._backend.mmap_as(info.chunk_key, dt, shape, populate=populate)
             if arr is not None:
                 return arr
             data = self._backend.get(info.chunk_key)
             if data is not None:
                 raise ValueError(
                     f"{where}: chunk {info.chunk_key!r} holds {memoryview(data).nbytes} bytes, "
-                    f"expected {int(np.prod(shape)) * dt.itemsize}"
+                    f"expected {math.prod(shape) * dt.itemsize}"
                 )
             zero = 0 if info.fill is None else info.fill
             out = np.full(shape, zero, dtype=dt)
@@ -683,6 +697,9 @@ class ZarrDaf:
 
     def axis_length(self, axis: str) -> int:
         self._require_axis(axis)
+        return self._axis_len(axis)
+
+    def _axis_len(self, axis: str) -> int:
         shape = self._array_info(_join("axes", axis)).shape
         return int(shape[0]) if shape else 0
 
@@ -787,7 +804,7 @@ class ZarrDaf:
         kind = self._node_kind(path)
         if kind is None:
             return None
-        n = self.axis_length(axis)
+        n = self._axis_len(axis)
         if kind == "array":
             arr = self._read_array(path)
             if arr.shape != (n,):
@@ -973,8 +990,8 @@ class ZarrDaf:
                 raise ValueError(f"{self._path}: matrix {path!r} has Zarr shape {arr.shape}, "
                                  f"expected {(nc, nr)} (reversed {rows} x {cols})")
             return arr.T
-        colptr = self._read_array(_join(path, "colptr"))
-        rowval = self._read_array(_join(path, "rowval"))
+        colptr = self._read_array(_join(path, "colptr"), populate=True)
+        rowval = self._read_array(_join(path, "rowval"), populate=True)
         if self._node_kind(_join(path, "nzval")) == "array":
             nzval = self._read_array(_join(path, "nzval"))
         else:
@@ -990,9 +1007,12 @@ class ZarrDaf:
                              f"for {rowval.size} stored values")
         indptr = _zero_based(colptr, rowval.size + 1, f"{where}/colptr")
         indices = _zero_based(rowval, nr, f"{where}/rowval")
-        if indices.dtype != indptr.dtype:
-            indptr = indptr.astype(np.int64)
-            indices = indices.astype(np.int64)
+        if indices.dtype != indptr.dtype:  # scipy wants one index type; colptr is short
+            if indptr.dtype.itemsize > indices.dtype.itemsize and rowval.size < (1 << 31) - 1:
+                indptr = indptr.astype(indices.dtype)
+            else:
+                indptr = indptr.astype(np.int64)
+                indices = indices.astype(np.int64)
         cls = sp.csc_array if sparse_class == "csc_array" else sp.csc_matrix
         return cls((nzval, indices, indptr), shape=(nr, nc), copy=False)
 
@@ -1062,10 +1082,10 @@ class ZarrDaf:
                 raise ValueError(f"value shape: {value.shape}\nis different from the axes: "
                                  f"{rows} x {cols} shape: {(nr, nc)}\n"
                                  f"in the daf data: {self._name}")
-            csc = sp.csc_matrix(value)
-            csc = csc.copy() if csc is value else csc
-            csc.sum_duplicates()
-            csc.sort_indices()
+            csc = sp.csc_matrix(value)  # shares the arrays of a CSC input
+            if not csc.has_canonical_format:  # never reorder the caller's arrays in place
+                csc = csc.copy()
+                csc.sum_duplicates()
             dt = lay.element_type(csc.data.dtype, where)
             idt = _index_dtype(indtype, max(nr, csc.nnz), where)
             items = self._array_items(_join(path, "colptr"),
@@ -1184,7 +1204,7 @@ class ZarrDaf:
             try:
                 for part, dt, shape in parts:
                     apath = _join(path, part)
-                    nbytes = int(np.prod(shape)) * dt.itemsize
+                    nbytes = math.prod(shape) * dt.itemsize
                     if nbytes:
                         key = L.chunk_key(apath, len(shape))
                         keys.append(key)
@@ -1365,6 +1385,12 @@ class ZarrDaf:
         info = self._array_info(_join(path, part))
         dt = "bool" if part in ("nzind", "rowval") else info.dtype
         return f"{dt} sparse ({info.shape[0]} nonzeros)"
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_array(zarr_format: int, path: str, doc: bytes) -> lay.ArrayInfo:
+    """Parsed array documents, by content (documents are small; parsing is not)."""
+    return lay.layout_for(zarr_format).parse_array(path, doc)
 
 
 def _json(doc: Any, where: str) -> dict[str, Any]:
