@@ -85,14 +85,7 @@ def read_group(store: Any, names: list[str], out: np.ndarray | None = None) -> N
             g[name].get_basic_selection(Ellipsis, out=buf)
 
 
-def _ratio_target(other: str, factor: float) -> Any:
-    def target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
-        if other not in peers:
-            return f"≥ {factor:g}x {other}: not measured", False
-        r = s.speedup_over(peers[other])
-        return f"≥ {factor:g}x {other} (is {r:.2f}x)", r >= factor
-
-    return target
+_ratio_target = c.ratio_target
 
 
 def _size_a(s: Any) -> str:

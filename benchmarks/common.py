@@ -106,6 +106,18 @@ def bench(
     return deco
 
 
+def ratio_target(other: str, factor: float) -> Callable[[Stats, dict[str, Stats]], tuple[str, bool]]:
+    """A ``target=`` for :func:`bench`: at least ``factor`` times faster than peer ``other``."""
+
+    def target(s: Stats, peers: dict[str, Stats]) -> tuple[str, bool]:
+        if other not in peers:
+            return f"≥ {factor:g}x {other}: not measured", False
+        r = s.speedup_over(peers[other])
+        return f"≥ {factor:g}x {other} (is {r:.2f}x)", r >= factor
+
+    return target
+
+
 # --- Running ---------------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 """dafzarr: storing and addressing array data without copies.
 
 * :class:`MmapZipStore` - an append-only, crash-safe, zero-copy Zarr store over one ZIP file.
+* :func:`open_daf`, :func:`memory_daf`, :class:`ZarrDaf` - the Daf data-axes format on Zarr.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ except ImportError as _exc:  # pragma: no cover - depends on how the package was
     raise
 
 from ._config import show_config
+from .daf import ZarrDaf, memory_daf, open_daf
 from .errors import (
     AppendOnlyError,
     ArchiveLockedError,
@@ -38,6 +40,9 @@ __all__ = [
     "MmapZipStore",
     "RecoveryWarning",
     "UnsupportedEntryError",
+    "ZarrDaf",
     "__version__",
+    "memory_daf",
+    "open_daf",
     "show_config",
 ]

@@ -90,6 +90,105 @@ def _zip_cat(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- dafzarr daf ... ----------------------------------------------------------------------
+
+
+def _daf_info(args: argparse.Namespace) -> int:
+    from .daf import open_daf
+
+    d = open_daf(args.path, "r")
+    try:
+        sys.stdout.write(d.description())
+    finally:
+        d.close()
+    return 0
+
+
+def _daf_ls(args: argparse.Namespace) -> int:
+    from .daf import open_daf
+
+    d = open_daf(args.path, "r")
+    try:
+        for name in sorted(d.scalars_set()):
+            print(f"scalar  {name} = {d.get_scalar(name)!r}")
+        axes = sorted(d.axes_set())
+        for axis in axes:
+            print(f"axis    {axis} ({d.axis_length(axis)} entries)")
+        for axis in axes:
+            for name in sorted(d.vectors_set(axis)):
+                print(f"vector  {axis}/{name}: {d._describe(f'vectors/{axis}/{name}')}")
+        for rows in axes:
+            for cols in axes:
+                for name in sorted(d.matrices_set(rows, cols, relayout=False)):
+                    what = d._describe(f"matrices/{rows}/{cols}/{name}")
+                    print(f"matrix  {rows},{cols}/{name}: {what}")
+    finally:
+        d.close()
+    return 0
+
+
+def _daf_convert(args: argparse.Namespace) -> int:
+    from .daf import copy_daf, open_daf
+
+    t0 = time.perf_counter()
+    src = open_daf(args.source, "r")
+    try:
+        fmt = args.zarr_format or src.zarr_format
+        dst = open_daf(args.destination, "w", zarr_format=fmt)
+        try:
+            copy_daf(src, dst, progress=not args.quiet)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    print(f"{args.source} -> {args.destination} (zarr v{fmt}) in "
+          f"{time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+def _demo_daf(out: Any, root: str) -> None:
+    """The Daf step of ``dafzarr demo``: build a small data set, convert it, read it back."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from .daf import copy_daf, open_daf
+
+    rng = np.random.default_rng(0)
+    cells, genes = 2000, 500
+    umis = sp.random(cells, genes, density=0.02, format="csc", dtype="float32", rng=rng)
+    umis.data[:] = rng.integers(1, 50, umis.nnz)
+    path = os.path.join(root, "example.daf.zarr")
+    t0 = time.perf_counter()
+    d = open_daf(path, "w")
+    d.set_scalar("organism", "example")
+    d.add_axis("cell", [f"cell{i}" for i in range(cells)])
+    d.add_axis("gene", [f"gene{i}" for i in range(genes)])
+    d.set_vector("cell", "total_umis", np.asarray(umis.sum(axis=1)).ravel())
+    d.set_vector("gene", "is_marker", rng.random(genes) < 0.05)
+    d.set_matrix("cell", "gene", "UMIs", umis)
+    with d.empty_dense_matrix("cell", "gene", "fraction", "float32") as frac:
+        frac[:] = umis.toarray() / np.maximum(1, np.asarray(umis.sum(axis=1)))
+    print(f"Daf demo: wrote {path} ({cells} cells x {genes} genes, sparse UMIs, a dense "
+          f"fraction matrix) in {time.perf_counter() - t0:.3f} s", file=out)
+    zpath = os.path.join(root, "example.daf.zarr.zip")
+    d.close()
+    z = open_daf(zpath, "w")
+    src = open_daf(path, "r")
+    copy_daf(src, z)
+    src.close()
+    z.close()
+    back = open_daf(zpath, "r")
+    got = back.get_np_matrix("cell", "gene", "UMIs")
+    assert (got != umis).nnz == 0, "UMIs do not round-trip"
+    frac_back = back.get_np_matrix("cell", "gene", "fraction")
+    print(f"  converted to {zpath} ({_human(os.path.getsize(zpath))}); read back: UMIs "
+          f"{got.shape} nnz {got.nnz}, fraction is a zero-copy view "
+          f"(owns data={frac_back.flags.owndata}, column-major={frac_back.flags.f_contiguous})",
+          file=out)
+    del frac_back
+    back.close()
+
+
 # --- dafzarr demo -------------------------------------------------------------------------
 
 
@@ -175,6 +274,7 @@ def _demo(args: argparse.Namespace) -> int:
         peer = zarr.open_group(store=zarr.storage.ZipStore(path, mode="r"), mode="r")
         assert np.array_equal(np.asarray(_array(peer, "temperature")[:]), temperature)
         print("  zarr.storage.ZipStore opens the same archive with identical values", file=out)
+        _demo_daf(out, root)
         if args.dir:
             print(f"  kept {path}", file=out)
     print("demo finished: OK", file=out)
@@ -212,6 +312,25 @@ def _parser() -> argparse.ArgumentParser:
     cat.add_argument("path")
     cat.add_argument("key")
     cat.set_defaults(func=_zip_cat)
+
+    dafcmd = sub.add_parser("daf", help="inspect and convert Daf data sets stored as Zarr")
+    dsub = dafcmd.add_subparsers(dest="daf_command", required=True)
+    for name, func, text in (
+        ("info", _daf_info, "describe a data set"),
+        ("ls", _daf_ls, "list every scalar, axis, vector and matrix"),
+    ):
+        p = dsub.add_parser(name, help=text)
+        p.add_argument("path", help="X.daf.zarr, X.daf.zarr.zip, X.dafs.zarr.zip#/group or URL")
+        p.set_defaults(func=func)
+    conv = dsub.add_parser(
+        "convert", help="copy a data set to another path (directory <-> ZIP, v2 <-> v3)"
+    )
+    conv.add_argument("source")
+    conv.add_argument("destination", help="created or truncated")
+    conv.add_argument("--zarr-format", type=int, choices=(2, 3), default=None,
+                      help="layout of the destination (default: the source's)")
+    conv.add_argument("--quiet", action="store_true", help="no progress report on stderr")
+    conv.set_defaults(func=_daf_convert)
     return parser
 
 

@@ -12,6 +12,10 @@ __all__ = [
     "AppendOnlyError",
     "ArchiveLockedError",
     "CorruptArchiveError",
+    "DafExistsError",
+    "DafFormatError",
+    "DafMissingError",
+    "DafReadOnlyError",
     "DafzarrError",
     "RecoveryWarning",
     "UnsupportedEntryError",
@@ -40,3 +44,22 @@ class ArchiveLockedError(DafzarrError, BlockingIOError):
 
 class RecoveryWarning(UserWarning):
     """A writable open repaired an archive left behind by an interrupted writer."""
+
+
+class DafFormatError(DafzarrError, ValueError):
+    """A path, store or name is not a valid Daf data set (or not for this operation)."""
+
+
+class DafReadOnlyError(DafzarrError, PermissionError):
+    """A writer was called on a Daf data set opened read-only."""
+
+
+class DafMissingError(DafzarrError, KeyError):
+    """A scalar, axis, vector or matrix that was asked for does not exist."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class DafExistsError(DafzarrError, ValueError):
+    """A property exists already and ``overwrite`` was not given."""

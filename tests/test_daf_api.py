@@ -1,0 +1,467 @@
+"""ZarrDaf's API: modes and their errors, names, append-only ZIPs, sub-dafs, shared stores,
+in-place fills, read-only handles."""
+
+from __future__ import annotations
+
+import gc
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import dafzarr
+from dafzarr import AppendOnlyError, ArchiveLockedError, MmapZipStore
+from dafzarr.errors import (
+    DafExistsError,
+    DafFormatError,
+    DafMissingError,
+    DafReadOnlyError,
+    DafzarrError,
+)
+
+from .common import check_zip_tools_accept
+
+# --- Paths and modes ----------------------------------------------------------------------------
+
+
+def test_invalid_mode(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="invalid mode: a"):
+        dafzarr.open_daf(tmp_path / "x.daf.zarr", "a")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("x.zarr", "can't parse as ZarrDaf path: .*x.zarr\nexpected one of: <stem>.daf.zarr"),
+        ("x.daf.zarr.zip#/g", "can't address a sub-daf in a singular ZarrDaf path"),
+        ("x.dafs.zarr.zip", "missing '#/<group>' in plural ZarrDaf path"),
+        ("x.dafs.zarr.zip#/", "empty group name after '#/' in ZarrDaf path"),
+        ("x.dafs.zarr.zip#/a/../b", "invalid group name: '..'"),
+    ],
+)
+def test_bad_paths(tmp_path: Path, path: str, message: str) -> None:
+    with pytest.raises(DafFormatError, match=message):
+        dafzarr.open_daf(f"{tmp_path}/{path}", "w+")
+
+
+@pytest.mark.parametrize("mode", ["r", "r+"])
+def test_missing_stores(tmp_path: Path, mode: str) -> None:
+    root = tmp_path / "x.daf.zarr"
+    with pytest.raises(FileNotFoundError, match=f"no such directory: {root}"):
+        dafzarr.open_daf(root, mode)  # type: ignore[arg-type]
+    path = tmp_path / "x.daf.zarr.zip"
+    with pytest.raises(FileNotFoundError, match=f"no such file: {path}"):
+        dafzarr.open_daf(path, mode)  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        dafzarr.open_daf(f"{tmp_path}/m.dafs.zarr.zip#/g", mode)  # type: ignore[arg-type]
+    assert not root.exists() and not path.exists()
+
+
+def test_not_a_group_and_not_a_daf(tmp_path: Path) -> None:
+    import zarr
+
+    root = tmp_path / "x.daf.zarr"
+    root.mkdir()
+    with pytest.raises(DafFormatError, match=f"not a zarr group: {root}"):
+        dafzarr.open_daf(root, "r")
+    g = zarr.open_group(str(root), mode="w", zarr_format=2)
+    g.create_group("other")
+    for mode in ("r", "r+"):
+        with pytest.raises(DafFormatError, match=f"not a daf data set: {root}"):
+            dafzarr.open_daf(root, mode)  # type: ignore[arg-type]
+    d = dafzarr.open_daf(root, "w+")  # adopted
+    d.add_axis("cell", ["a"])
+    assert dafzarr.open_daf(root, "r").axes_set() == {"cell"}
+    assert (root / "other" / ".zgroup").is_file()
+    root3 = tmp_path / "y.daf.zarr"
+    zarr.open_group(str(root3), mode="w", zarr_format=3, attributes={"keep": 1})
+    with pytest.raises(DafFormatError, match="not a daf data set"):
+        dafzarr.open_daf(root3, "r")
+    dafzarr.open_daf(root3, "w+").close()
+    assert zarr.open_group(str(root3), mode="r").attrs.asdict() == {"keep": 1, "daf": [1, 0]}
+
+
+def test_incompatible_versions(tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "x.daf.zarr"
+    dafzarr.open_daf(root, "w").close()
+    (root / "daf" / "0").write_bytes(b"\x02\x00")
+    with pytest.raises(ValueError, match=(
+        f"incompatible format version: 2.0\nfor the daf zarr group: {root}\n"
+        "the code supports version: 1.0"
+    )):
+        dafzarr.open_daf(root)
+    root3 = tmp_path / "y.daf.zarr"
+    dafzarr.open_daf(root3, "w", zarr_format=3).close()
+    doc = json.loads((root3 / "zarr.json").read_bytes())
+    doc["attributes"]["daf"] = [1, 1]
+    (root3 / "zarr.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=(
+        "incompatible format version: 1.1\nthe code supports version: 1.0\n"
+        f"in daf zarr group: {root3}"
+    )):
+        dafzarr.open_daf(root3)
+
+
+def test_mode_w_truncates_and_w_plus_keeps(tmp_path: Path) -> None:
+    for rel in ("x.daf.zarr", "x.daf.zarr.zip"):
+        path = tmp_path / rel
+        dafzarr.open_daf(path, "w").set_scalar("a", 1).close()
+        d = dafzarr.open_daf(path, "w+")
+        assert d.scalars_set() == {"a"}
+        d.close()
+        d = dafzarr.open_daf(path, "w")
+        assert d.scalars_set() == set()
+        d.close()
+
+
+def test_mode_r_is_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "x.daf.zarr"
+    w = dafzarr.open_daf(path, "w")
+    w.add_axis("cell", ["a", "b"]).set_vector("cell", "v", [1, 2])
+    w.close()
+    r = dafzarr.open_daf(path)
+    assert r.read_only
+    assert repr(r).startswith("ReadOnly ZarrDaf ") and r.name.endswith(".read_only")
+    for call in (
+        lambda: r.set_scalar("x", 1),
+        lambda: r.add_axis("gene", ["g"]),
+        lambda: r.set_vector("cell", "w", [1, 2]),
+        lambda: r.delete_vector("cell", "v"),
+        lambda: r.delete_axis("cell"),
+        lambda: r.set_matrix("cell", "cell", "m", np.eye(2)),
+    ):
+        with pytest.raises(DafReadOnlyError, match="can't modify the read-only daf data"):
+            call()
+    with pytest.raises(DafReadOnlyError), r.empty_dense_vector("cell", "e", "int8") as v:
+        v[:] = 1
+    assert r.vectors_set("cell") == {"v"}
+
+
+# --- Names ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "a\0b", ".zarray", "zarr.json", ".zgroup"])
+def test_invalid_names_are_rejected(bad: str) -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["a"])
+    with pytest.raises(DafFormatError, match="name"):
+        d.set_scalar(bad, 1)
+    with pytest.raises(DafFormatError, match="name"):
+        d.add_axis(bad, ["a"])
+    with pytest.raises(DafFormatError, match="name"):
+        d.set_vector("cell", bad, [1])
+    with pytest.raises(DafFormatError, match="name"):
+        d.set_matrix("cell", "cell", bad, [[1]])
+    assert d.scalars_set() == set() and d.axes_set() == {"cell"}
+
+
+def test_reserved_vector_names() -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["a", "b"])
+    for name in ("name", "index"):
+        with pytest.raises(DafFormatError, match=f"setting the reserved vector: {name}"):
+            d.set_vector("cell", name, ["x", "y"])
+    assert list(d.get_np_vector("cell", "name")) == ["a", "b"]
+    assert list(d.get_np_vector("cell", "index")) == [0, 1]
+
+
+def test_default_names(tmp_path: Path) -> None:
+    path = tmp_path / "named.daf.zarr"
+    w = dafzarr.open_daf(path, "w")
+    assert w.name == str(path) or w.name.startswith(f"{path}#")
+    w.set_scalar("name", "from-scalar!")
+    w.close()
+    assert dafzarr.open_daf(path, "r+").name == "from-scalar!"
+    assert dafzarr.open_daf(path, "r+", name="given!").name == "given!"
+    a, b = dafzarr.memory_daf(name="twice"), dafzarr.memory_daf(name="twice")
+    assert (a.name, b.name) == ("twice", "twice#2")
+
+
+# --- Properties: existence, overwrite, delete -----------------------------------------------------
+
+
+def test_missing_and_existing_properties() -> None:
+    d = dafzarr.memory_daf(name="props!")
+    with pytest.raises(DafMissingError, match="missing scalar: s\nin the daf data: props!"):
+        d.get_scalar("s")
+    assert d.get_scalar("s", default=None) is None
+    assert d.get_scalar("s", default=3) == 3
+    with pytest.raises(DafMissingError, match="missing axis: cell"):
+        d.get_np_vector("cell", "v")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
+    with pytest.raises(DafFormatError, match="non-unique entries for new axis: dup"):
+        d.add_axis("dup", ["a", "a"])
+    with pytest.raises(DafExistsError, match="existing axis: cell"):
+        d.add_axis("cell", ["q"])
+    with pytest.raises(DafMissingError, match="missing vector: v\nfor the axis: cell"):
+        d.get_np_vector("cell", "v")
+    assert d.get_np_vector("cell", "v", default=1.5).tolist() == [1.5] * 3
+    assert d.get_np_vector("cell", "v", default=None) is None
+    d.set_vector("cell", "v", [1, 2, 3])
+    with pytest.raises(DafExistsError, match="existing vector: v\nfor the axis: cell"):
+        d.set_vector("cell", "v", [1, 2, 3])
+    d.set_vector("cell", "v", sp.csr_matrix([[0, 0, 4]]), overwrite=True)
+    assert d.get_np_vector("cell", "v").tolist() == [0, 0, 4]
+    d.set_vector("cell", "v", np.array([7, 8, 9]), overwrite=True)  # sparse -> dense
+    assert d.get_np_vector("cell", "v").tolist() == [7, 8, 9]
+    with pytest.raises(ValueError, match="value length: 2\nis different from axis: cell"):
+        d.set_vector("cell", "w", [1, 2])
+    with pytest.raises(ValueError, match="value shape"):
+        d.set_matrix("cell", "gene", "m", np.zeros((2, 3)))
+    with pytest.raises(TypeError, match="unsupported element type complex128"):
+        d.set_vector("cell", "c", np.zeros(3, complex))
+    with pytest.raises(TypeError, match="unsupported element type float16"):
+        d.set_scalar("h", np.float16(1))
+    d.set_matrix("cell", "gene", "m", np.ones((3, 2)))
+    with pytest.raises(DafExistsError, match="existing matrix: m\nfor the rows axis: cell"):
+        d.set_matrix("cell", "gene", "m", np.ones((3, 2)))
+    with pytest.raises(DafMissingError, match="missing matrix: q\nfor the rows axis: cell"):
+        d.get_np_matrix("cell", "gene", "q")
+    assert d.get_np_matrix("cell", "gene", "q", default=0).shape == (3, 2)
+    d.delete_matrix("gene", "cell", "m")
+    assert not d.has_matrix("cell", "gene", "m")
+    d.delete_vector("cell", "v")
+    d.delete_vector("cell", "v", must_exist=False)
+    with pytest.raises(DafMissingError):
+        d.delete_vector("cell", "v")
+    d.set_scalar("s", 1)
+    d.set_scalar("s", "now a string", overwrite=True)
+    assert d.get_scalar("s") == "now a string"
+    d.delete_scalar("s")
+    assert not d.has_scalar("s")
+
+
+def test_delete_axis_removes_its_data(tmp_path: Path) -> None:
+    d = dafzarr.open_daf(tmp_path / "x.daf.zarr", "w")
+    d.add_axis("cell", ["a", "b"]).add_axis("gene", ["x"])
+    d.set_vector("cell", "v", [1, 2]).set_matrix("cell", "gene", "m", [[1], [2]])
+    d.set_vector("gene", "w", [5])
+    d.delete_axis("cell")
+    assert d.axes_set() == {"gene"}
+    assert not (tmp_path / "x.daf.zarr" / "matrices" / "cell").exists()
+    assert not (tmp_path / "x.daf.zarr" / "matrices" / "gene" / "cell").exists()
+    d.add_axis("cell", ["p", "q", "r"])
+    assert d.vectors_set("cell") == set()
+    assert not d.has_matrix("cell", "gene", "m")
+    assert d.get_np_vector("gene", "w").tolist() == [5]
+
+
+def test_pandas_views() -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["a", "b"]).add_axis("gene", ["x", "y", "z"])
+    d.set_vector("cell", "v", pd.Series([1.0, 2.0], index=["a", "b"]))
+    with pytest.raises(ValueError, match="index does not match"):
+        d.set_vector("cell", "w", pd.Series([1.0, 2.0], index=["b", "a"]))
+    s = d.get_pd_vector("cell", "v")
+    assert list(s.index) == ["a", "b"] and s["b"] == 2.0
+    d.set_matrix("cell", "gene", "m", np.arange(6).reshape(2, 3))
+    frame = d.get_pd_matrix("cell", "gene", "m")
+    assert frame.loc["b", "z"] == 5
+    d.set_matrix("cell", "gene", "s", sp.csc_matrix(np.eye(2, 3)))
+    assert d.get_pd_matrix("cell", "gene", "s").loc["b", "y"] == 1.0
+    assert d.axis_np_indices("gene", ["z", "x"]).tolist() == [2, 0]
+    assert d.axis_np_indices("gene", ["", "q"], allow_empty=True, allow_missing=True).tolist() \
+        == [-1, -1]
+    with pytest.raises(DafMissingError, match="missing entry: 'q'"):
+        d.axis_np_indices("gene", ["q"])
+
+
+def test_description(tmp_path: Path) -> None:
+    d = dafzarr.open_daf(tmp_path / "x.daf.zarr", "w", name="desc!")
+    d.add_axis("cell", ["a", "b"]).set_scalar("n", 3)
+    d.set_matrix("cell", "cell", "s", sp.csc_matrix(np.eye(2)))
+    text = d.description()
+    assert "name: desc!\ntype: ZarrDaf\n" in text
+    assert f"path: {tmp_path / 'x.daf.zarr'}\nmode: w\n" in text
+    assert "cell: 2 entries" in text and "cell,cell/s: float64 sparse (2 nonzeros)" in text
+
+
+# --- ZIP: append-only, sub-dafs, shared stores ---------------------------------------------------
+
+APPEND_ONLY = "can't delete or overwrite properties in a zip-backed ZarrDaf; the ZIP backend is " \
+    "append-only"
+
+
+def test_zip_is_append_only(tmp_path: Path) -> None:
+    path = tmp_path / "x.daf.zarr.zip"
+    d = dafzarr.open_daf(path, "w")
+    d.add_axis("cell", ["a", "b"]).set_scalar("s", 1).set_vector("cell", "v", [1, 2])
+    d.set_matrix("cell", "cell", "m", np.eye(2))
+    size = os.path.getsize(path)
+    for call, what in (
+        (lambda: d.delete_scalar("s"), "scalar s"),
+        (lambda: d.set_scalar("s", 2, overwrite=True), "scalar s"),
+        (lambda: d.delete_axis("cell"), "axis cell"),
+        (lambda: d.add_axis("cell", ["q"], overwrite=True), "axis cell"),
+        (lambda: d.delete_vector("cell", "v"), "vector v of the axis cell"),
+        (lambda: d.set_vector("cell", "v", [3, 4], overwrite=True), "vector v of the axis cell"),
+        (lambda: d.delete_matrix("cell", "cell", "m"), "matrix m"),
+        (lambda: d.set_matrix("cell", "cell", "m", np.eye(2), overwrite=True), "matrix m"),
+    ):
+        with pytest.raises(AppendOnlyError, match=f"{APPEND_ONLY}: {what}"):
+            call()
+    assert os.path.getsize(path) == size
+    d.set_scalar("new", 2, overwrite=True)  # overwrite of an absent property is a plain set
+    d.close()
+    r = dafzarr.open_daf(path)
+    assert r.get_scalar("s") == 1 and r.get_np_vector("cell", "v").tolist() == [1, 2]
+    assert not any(n.endswith(".zmetadata") for n in zipfile.ZipFile(path).namelist())
+    check_zip_tools_accept(path)
+
+
+def test_two_dafs_in_one_zip_append_independently(tmp_path: Path) -> None:
+    base = f"{tmp_path}/both.dafs.zarr.zip"
+    a = dafzarr.open_daf(f"{base}#/first", "w+")
+    b = dafzarr.open_daf(f"{base}#/nested/second", "w+", zarr_format=3)
+    for i in range(3):  # interleaved appends
+        a.set_scalar(f"a{i}", i)
+        b.set_scalar(f"b{i}", -i)
+    a.add_axis("cell", ["x", "y"]).set_vector("cell", "v", [1.5, 2.5])
+    b.add_axis("gene", ["g"])
+    a.close()
+    b.close()
+    names = zipfile.ZipFile(tmp_path / "both.dafs.zarr.zip").namelist()
+    assert all(n.startswith(("first/", "nested/second/")) for n in names)
+    assert ".zgroup" not in names and "zarr.json" not in names
+    ra = dafzarr.open_daf(f"{base}#/first")
+    rb = dafzarr.open_daf(f"{base}#/nested/second")
+    assert ra.scalars_set() == {"a0", "a1", "a2"} and ra.zarr_format == 2
+    assert rb.scalars_set() == {"b0", "b1", "b2"} and rb.zarr_format == 3
+    assert ra.axes_set() == {"cell"} and rb.axes_set() == {"gene"}
+    assert ra.path == f"{base}#/first"
+    with pytest.raises(DafFormatError, match=f"not a zarr group: {base}#/missing"):
+        dafzarr.open_daf(f"{base}#/missing")
+    ra.close()
+    rb.close()
+    with pytest.raises(AppendOnlyError, match="can't truncate a sub-daf inside a zip-backed"):
+        dafzarr.open_daf(f"{base}#/first", "w")
+    fresh = dafzarr.open_daf(f"{base}#/third", "w")  # mode w on a new sub-daf creates it
+    fresh.set_scalar("c", 1)
+    fresh.close()
+    assert dafzarr.open_daf(f"{base}#/first").get_scalar("a2") == 2
+
+
+def test_handles_on_one_zip_share_one_store(tmp_path: Path) -> None:
+    path = tmp_path / "x.daf.zarr.zip"
+    w1 = dafzarr.open_daf(path, "w")
+    w2 = dafzarr.open_daf(path, "r+")  # a second writable handle in-process: shared, no lock
+    r = dafzarr.open_daf(path, "r")
+    w1.add_axis("cell", ["a"])
+    w2.set_vector("cell", "v", [3])
+    assert r.get_np_vector("cell", "v").tolist() == [3]  # sees writes of the shared store
+    assert w1._backend.store is w2._backend.store is r._backend.store  # type: ignore[attr-defined]
+    # Another process-level writer (a separate store object) is locked out.
+    with pytest.raises(ArchiveLockedError):
+        MmapZipStore(path, "r+")._ensure_open_sync()
+    with pytest.raises(DafzarrError, match=r"can't truncate .*: it is open in this process"):
+        dafzarr.open_daf(path, "w")
+    view = r.get_np_vector("cell", "v")
+    for d in (w1, w2, r):
+        d.close()
+    # A view is alive: the store lingers, and the next open reuses it.
+    again = dafzarr.open_daf(path, "r+")
+    assert again.get_np_vector("cell", "v").tolist() == [3]
+    again.close()
+    assert view.tolist() == [3]
+    del view
+    gc.collect()
+    dafzarr.open_daf(path, "w").close()  # truncation once nothing maps the file
+
+
+def test_read_only_store_blocks_writable_open_while_in_use(tmp_path: Path) -> None:
+    path = tmp_path / "x.daf.zarr.zip"
+    dafzarr.open_daf(path, "w").set_scalar("a", 1).close()
+    r = dafzarr.open_daf(path, "r")
+    with pytest.raises(DafzarrError, match="open \\(read-only\\) in this process"):
+        dafzarr.open_daf(path, "r+")
+    r.close()
+    w = dafzarr.open_daf(path, "r+")
+    w.set_scalar("b", 2)
+    w.close()
+
+
+def test_handles_are_released_when_collected(tmp_path: Path) -> None:
+    path = tmp_path / "x.daf.zarr.zip"
+    dafzarr.open_daf(path, "w").set_scalar("a", 1)  # never closed explicitly
+    gc.collect()
+    with MmapZipStore(path, "r+") as store:  # the lock was released
+        assert "scalars/a/0" in store
+
+
+# --- Two-phase fills ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip", "m.dafs.zarr.zip#/g"])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_empty_fills(tmp_path: Path, rel: str | None, zarr_format: int) -> None:
+    path = None if rel is None else f"{tmp_path}/{rel}"
+    d = dafzarr.memory_daf(zarr_format=zarr_format) if path is None else dafzarr.open_daf(
+        path, "w+", zarr_format=zarr_format)
+    d.add_axis("cell", [f"c{i}" for i in range(6)]).add_axis("gene", ["a", "b", "c"])
+    with d.empty_dense_vector("cell", "dv", "float32") as v:
+        assert v.shape == (6,) and v.dtype == np.float32 and v.flags.writeable
+        v[:] = np.arange(6)
+    with d.empty_dense_matrix("cell", "gene", "dm", "int16") as m:
+        assert m.shape == (6, 3) and m.flags.f_contiguous
+        m[:] = np.arange(18).reshape(6, 3)
+    with d.empty_sparse_vector("cell", "sv", "uint8", 2) as (nzind, nzval):
+        assert nzind.dtype == np.uint32
+        nzind[:] = [2, 5]
+        nzval[:] = [7, 9]
+    with d.empty_sparse_matrix("cell", "gene", "sm", "float64", 3) as (colptr, rowval, nzval):
+        assert colptr.tolist() == [1, 4, 4, 4]
+        colptr[:] = [1, 2, 2, 4]
+        rowval[:] = [6, 1, 3]
+        nzval[:] = [0.5, 1.5, 2.5]
+    del v, m, nzind, nzval, colptr, rowval
+    r = d.read_only_view() if path is None else (d.close(), dafzarr.open_daf(path))[1]
+    assert r.get_np_vector("cell", "dv").tolist() == list(range(6))
+    assert np.array_equal(r.get_np_matrix("cell", "gene", "dm"), np.arange(18).reshape(6, 3))
+    assert r.get_np_vector("cell", "sv").tolist() == [0, 7, 0, 0, 9, 0]
+    expected = np.zeros((6, 3))
+    expected[5, 0], expected[0, 2], expected[2, 2] = 0.5, 1.5, 2.5
+    assert np.array_equal(r.get_np_matrix("cell", "gene", "sm").toarray(), expected)
+    if path is not None and ".zip" in path:
+        container = path.split("#")[0]
+        r.close()
+        with MmapZipStore(container, "r") as store:
+            assert store.verify() == []  # the CRCs were patched after the fill
+        check_zip_tools_accept(container)
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+def test_failed_fill_leaves_nothing(tmp_path: Path, rel: str | None) -> None:
+    path = None if rel is None else str(tmp_path / rel)
+    d = dafzarr.memory_daf() if path is None else dafzarr.open_daf(path, "w")
+    d.add_axis("cell", ["a", "b", "c"])
+    with pytest.raises(RuntimeError, match="boom"), d.empty_dense_vector("cell", "v", "int64"):
+        raise RuntimeError("boom")
+    with pytest.raises(ValueError, match="nzind must be increasing 1-based"), \
+            d.empty_sparse_vector("cell", "s", "float32", 2) as (nzind, _nzval):
+        nzind[:] = [3, 1]
+    with pytest.raises(ValueError, match="colptr must be a 1-based CSC"), \
+            d.empty_sparse_matrix("cell", "cell", "m", "float32", 1) as (colptr, _r, _v):
+        colptr[:] = [1, 1, 1, 1]
+    assert d.vectors_set("cell") == set() and d.matrices_set("cell", "cell") == set()
+    with d.empty_dense_vector("cell", "v", "int64") as v:  # the name is free again
+        v[:] = 4
+    assert d.get_np_vector("cell", "v").tolist() == [4, 4, 4]
+    if path is not None:
+        d.close()
+        assert dafzarr.open_daf(path).vectors_set("cell") == {"v"}
+        if path.endswith(".zip"):
+            check_zip_tools_accept(path)
+
+
+def test_fill_rejects_strings() -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["a"])
+    with pytest.raises(TypeError, match="numeric or bool"), \
+            d.empty_dense_vector("cell", "v", "str"):
+        pass
