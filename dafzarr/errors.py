@@ -13,8 +13,11 @@ __all__ = [
     "ArchiveLockedError",
     "CorruptArchiveError",
     "DafzarrError",
+    "IncompatibleSourcesError",
     "RecoveryWarning",
     "UnsupportedEntryError",
+    "UnsupportedHDF5Error",
+    "UnsupportedVariableWarning",
 ]
 
 
@@ -40,3 +43,23 @@ class ArchiveLockedError(DafzarrError, BlockingIOError):
 
 class RecoveryWarning(UserWarning):
     """A writable open repaired an archive left behind by an interrupted writer."""
+
+
+class UnsupportedHDF5Error(DafzarrError, ValueError):
+    """An HDF5/NetCDF4 variable cannot be represented as byte-range references.
+
+    The message names the file, the variable and the feature at fault (filter, per-chunk
+    filter mask, data type or layout).
+    """
+
+
+class IncompatibleSourcesError(DafzarrError, ValueError):
+    """Files cannot be combined into one virtual dataset without changing their meaning.
+
+    The message names the files, the variable and the mismatch (dtype, codecs, chunk shape,
+    packing or time attributes, misaligned or overlapping placement).
+    """
+
+
+class UnsupportedVariableWarning(UserWarning):
+    """A variable was skipped (``on_unsupported="skip"``) because it cannot be referenced."""
