@@ -58,6 +58,7 @@ _HDF5_VERSION = tuple(int(x) for x in h5py.version.hdf5_version.split(".")[:3])
 _CHUNK_ADDR_NEEDS_USERBLOCK = _HDF5_VERSION < (1, 14, 4)
 
 OnUnsupported = Literal["raise", "skip"]
+_MAX_COORD = 10_000_000  # coordinate values read during a scan (elements)
 
 
 # --- Records ---------------------------------------------------------------------------
@@ -166,6 +167,7 @@ class ScanResult:
     groups: dict[str, dict[str, Any]]
     dimensions: dict[str, int]
     file_size: int
+    coords: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Variable:
         return self.variables[name]
@@ -196,6 +198,10 @@ class ScanResult:
             "groups": self.groups,
             "dimensions": self.dimensions,
             "file_size": self.file_size,
+            "coords": {
+                k: [a.dtype.str, base64.b64encode(a.tobytes()).decode("ascii")]
+                for k, a in self.coords.items()
+            },
             "variables": [v.metadata() for v in self.variables.values()],
         }
         return table.replace_schema_metadata({b"dafzarr.scan": dumps(meta).encode()})
@@ -241,6 +247,10 @@ class ScanResult:
             groups=meta["groups"],
             dimensions=meta["dimensions"],
             file_size=meta["file_size"],
+            coords={
+                k: np.frombuffer(base64.b64decode(b), dtype=np.dtype(dt))
+                for k, (dt, b) in meta["coords"].items()
+            },
         )
 
 
@@ -466,6 +476,22 @@ def scan(
                     raise
                 warnings.warn(f"skipped: {exc}", UnsupportedVariableWarning, stacklevel=2)
         dimensions = {k.lstrip("/"): v for k, v in dim_len.items()}
+        # Values of coordinate variables (1-D, named after their dimension), for composing
+        # files along a dimension; read here so only tables cross process boundaries.
+        coords = {}
+        for name, v in out.items():
+            if (
+                len(v.dims) == 1
+                and v.dims[0] == name.rpartition("/")[2]
+                and v.dtype[1] in "iuf"
+                and v.shape[0] <= _MAX_COORD
+            ):
+                data = np.asarray(datasets[name][()], dtype=np.dtype(v.dtype))
+                if data.shape != v.shape:  # a shorter coordinate on an unlimited dimension
+                    full = np.full(v.shape, datasets[name].fillvalue, dtype=data.dtype)
+                    full[: data.shape[0]] = data
+                    data = full
+                coords[name] = data
     return ScanResult(
         path=p,
         url=url,
@@ -473,6 +499,7 @@ def scan(
         groups=groups,
         dimensions=dimensions,
         file_size=os.path.getsize(p),
+        coords=coords,
     )
 
 

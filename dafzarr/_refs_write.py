@@ -24,6 +24,7 @@ __all__ = [
     "VirtualArray",
     "VirtualDataset",
     "as_virtual",
+    "inline_small_chunks",
     "to_kerchunk_json",
     "write_parquet",
 ]
@@ -86,6 +87,7 @@ class VirtualDataset:
     paths: list[str]
     arrays: dict[str, VirtualArray]
     groups: dict[str, dict[str, Any]]
+    placement: pa.Table | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The consolidated zarr v2 metadata (decoded JSON objects, as ``.zmetadata`` holds)."""
@@ -100,35 +102,37 @@ class VirtualDataset:
         return meta
 
 
-def _from_variable(v: Variable, inline_threshold: int, source: str) -> VirtualArray:
-    idx = np.where(v.offset >= 0, 0, -1).astype(np.int32)
-    raw = dict(v.raw)
-    if inline_threshold > 0:
-        small = np.flatnonzero((v.offset >= 0) & (v.size < inline_threshold))
-        if small.size:
-            raw.update(_read_ranges(source, v, small))
-            idx[list(raw)] = -1
+def _from_variable(v: Variable) -> VirtualArray:
     return VirtualArray(
         name=v.name,
         zarray=v.zarray(),
         zattrs=v.zattrs(),
-        path_index=idx,
+        path_index=np.where(v.offset >= 0, 0, -1).astype(np.int32),
         offset=v.offset,
         size=v.size,
-        raw=raw,
+        raw=dict(v.raw),
     )
 
 
-def _read_ranges(source: str, v: Variable, which: npt.NDArray[np.intp]) -> dict[int, bytes]:
-    """The stored bytes of some chunks (never ones readers would take for base64 text)."""
-    out = {}
-    with open(source, "rb") as fh:
-        for i in which.tolist():
-            fh.seek(int(v.offset[i]))
-            b = fh.read(int(v.size[i]))
-            if not b.startswith(b"base64:"):
-                out[i] = b
-    return out
+def inline_small_chunks(vds: VirtualDataset, access: list[str], threshold: int) -> None:
+    """Copy chunks smaller than ``threshold`` bytes into the references (in place).
+
+    ``access[i]`` is a readable local copy of ``vds.paths[i]``. Chunks whose bytes start
+    with ``base64:`` stay references (fsspec would decode such inline bytes).
+    """
+    if threshold <= 0:
+        return
+    for a in vds.arrays.values():
+        small = np.flatnonzero((a.path_index >= 0) & (a.size < threshold))
+        for k in np.unique(a.path_index[small]).tolist():
+            which = small[a.path_index[small] == k]
+            with open(access[k], "rb") as fh:
+                for i in which.tolist():
+                    fh.seek(int(a.offset[i]))
+                    b = fh.read(int(a.size[i]))
+                    if not b.startswith(b"base64:"):
+                        a.raw[i] = b
+                        a.path_index[i] = -1
 
 
 def as_virtual(
@@ -141,11 +145,10 @@ def as_virtual(
     """
     if isinstance(dataset, VirtualDataset):
         return dataset
-    arrays = {
-        name: _from_variable(v, inline_threshold, dataset.path)
-        for name, v in dataset.variables.items()
-    }
-    return VirtualDataset(paths=[dataset.url], arrays=arrays, groups=dict(dataset.groups))
+    arrays = {name: _from_variable(v) for name, v in dataset.variables.items()}
+    vds = VirtualDataset(paths=[dataset.url], arrays=arrays, groups=dict(dataset.groups))
+    inline_small_chunks(vds, [dataset.path], inline_threshold)
+    return vds
 
 
 # --- Parquet -------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from ._refs_compose import PLACEMENT_SCHEMA, compose, mosaic_sources, place, scan_many, virtualize
 from ._refs_scan import HIDDEN_ATTRIBUTES, ScanResult, Variable, scan
 from ._refs_write import (
     REFS_SCHEMA,
@@ -22,13 +23,19 @@ from ._refs_write import (
 
 __all__ = [
     "HIDDEN_ATTRIBUTES",
+    "PLACEMENT_SCHEMA",
     "REFS_SCHEMA",
     "ScanResult",
     "Variable",
     "VirtualArray",
     "VirtualDataset",
     "as_virtual",
+    "compose",
+    "mosaic_sources",
+    "place",
     "scan",
+    "scan_many",
     "to_kerchunk_json",
+    "virtualize",
     "write_parquet",
 ]

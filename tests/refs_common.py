@@ -78,6 +78,13 @@ def assert_same_values(got: xr.Dataset, want: xr.Dataset, names: list[str] | Non
             np.testing.assert_array_equal(a, b, err_msg=name)
 
 
+def open_mf(files: list[Path], **kw: Any) -> xr.Dataset:
+    """The originals through xarray: concatenated along time, other variables from one file."""
+    return xr.open_mfdataset(
+        files, combine="by_coords", data_vars="minimal", coords="minimal", compat="override", **kw
+    ).load()
+
+
 def kerchunk_refs(path: Path) -> dict[str, Any]:
     """kerchunk's references for one file, without inlining."""
     from kerchunk.hdf import SingleHdf5ToZarr
