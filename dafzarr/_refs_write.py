@@ -245,6 +245,8 @@ def write_parquet(
                     write_statistics=False,
                     row_group_size=max(1, stop - start),
                 )
+        if vds.placement is not None:  # for `dafzarr refs check` and for the user
+            pq.write_table(vds.placement, tmp / ".placement.parquet")
         doc = {"metadata": vds.metadata(), "record_size": record_size}
         (tmp / ".zmetadata").write_text(dumps(doc), encoding="utf-8")
         _publish(tmp, out)

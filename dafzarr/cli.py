@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
+from . import __version__, _refs_cli
 from ._config import show_config
 from .errors import DafzarrError, RecoveryWarning
 from .zipstore import MmapZipStore
@@ -174,6 +174,7 @@ def _demo(args: argparse.Namespace) -> int:
         print("  zarr.storage.ZipStore opens the same archive with identical values", file=out)
         if args.dir:
             print(f"  kept {path}", file=out)
+        _refs_cli.demo_step(root, out)
     print("demo finished: OK", file=out)
     return 0
 
@@ -209,6 +210,7 @@ def _parser() -> argparse.ArgumentParser:
     cat.add_argument("path")
     cat.add_argument("key")
     cat.set_defaults(func=_zip_cat)
+    _refs_cli.add_parser(sub)
     return parser
 
 
