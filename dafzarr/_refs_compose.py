@@ -17,7 +17,13 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ._refs_scan import OnUnsupported, ScanResult, Variable, chunk_grid, scan
-from ._refs_write import VirtualArray, VirtualDataset, inline_small_chunks, write_parquet
+from ._refs_write import (
+    VirtualArray,
+    VirtualDataset,
+    inline_small_chunks,
+    used_groups,
+    write_parquet,
+)
 from .errors import IncompatibleSourcesError
 
 __all__ = [
@@ -358,8 +364,7 @@ def compose(
             continue
         _check_alignment(name, pieces, lo, shape)
         arrays[name] = _place_refs(name, [i for i, _ in items], pieces, lo, shape)
-    groups = dict(scans[0].groups)
-    return VirtualDataset(paths=paths, arrays=arrays, groups=groups)
+    return VirtualDataset(paths=paths, arrays=arrays, groups=used_groups(scans[0], arrays))
 
 
 def _inline_coordinate(

@@ -8,6 +8,7 @@ import math
 import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,15 @@ class VirtualDataset:
         return meta
 
 
+def used_groups(dataset: ScanResult, arrays: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The root group and the groups that hold (or lead to) one of ``arrays``."""
+    keep = {""}
+    for name in arrays:
+        parts = name.split("/")[:-1]
+        keep.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return {g: a for g, a in dataset.groups.items() if g in keep}
+
+
 def _from_variable(v: Variable) -> VirtualArray:
     return VirtualArray(
         name=v.name,
@@ -146,7 +156,7 @@ def as_virtual(
     if isinstance(dataset, VirtualDataset):
         return dataset
     arrays = {name: _from_variable(v) for name, v in dataset.variables.items()}
-    vds = VirtualDataset(paths=[dataset.url], arrays=arrays, groups=dict(dataset.groups))
+    vds = VirtualDataset(paths=[dataset.url], arrays=arrays, groups=used_groups(dataset, arrays))
     inline_small_chunks(vds, [dataset.path], inline_threshold)
     return vds
 
