@@ -8,7 +8,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -138,6 +139,19 @@ def _scan_table(access: str, public: str, on_unsupported: OnUnsupported) -> pa.T
     return scan(access, url=public, on_unsupported=on_unsupported).to_arrow()
 
 
+def _worker_context() -> BaseContext:
+    """Workers forked from a single-threaded server that has imported the scanner once.
+
+    Forking this (possibly multi-threaded) process would be unsafe; spawning imports numpy,
+    h5py and pyarrow again in every worker. Where fork servers do not exist, spawn.
+    """
+    if "forkserver" not in get_all_start_methods():
+        return get_context("spawn")
+    ctx = get_context("forkserver")
+    ctx.set_forkserver_preload(["dafzarr._refs_compose"])
+    return ctx
+
+
 def _is_dask_client(obj: Any) -> bool:
     return hasattr(obj, "map") and hasattr(obj, "gather") and hasattr(obj, "scheduler_info")
 
@@ -178,7 +192,7 @@ def scan_many(
     else:
         if not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be None, an int >= 1 or a dask Client: {workers!r}")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as ex:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
             futs = {
                 ex.submit(_scan_table, a, p, on_unsupported): i
                 for i, (a, p) in enumerate(zip(access, public, strict=True))

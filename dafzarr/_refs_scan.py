@@ -344,44 +344,63 @@ def _codec(code: int, cd: tuple[int, ...], itemsize: int, where: str) -> dict[st
 
 
 # --- Scanning ----------------------------------------------------------------------------
-def _is_dimension_only(ds: h5py.Dataset) -> bool:
-    name = ds.attrs.get("NAME") if "NAME" in ds.attrs else None
+# Hidden attributes the scanner itself needs (read raw, once per dataset).
+_NEEDED_RAW = ("CLASS", "NAME", "DIMENSION_LIST", "_FillValue")
+
+
+def _read_attrs(attrs: h5py.AttributeManager) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each attribute read once: (visible ones as JSON data, raw values the scanner needs)."""
+    visible: dict[str, Any] = {}
+    raw: dict[str, Any] = {}
+    for key in attrs:
+        if key in HIDDEN_ATTRIBUTES and key not in _NEEDED_RAW:
+            continue
+        try:
+            value = attrs[key]
+        except (OSError, TypeError, ValueError):  # types h5py cannot read (e.g. vlen of vlen)
+            continue
+        if key in _NEEDED_RAW:
+            raw[key] = value
+        if key not in HIDDEN_ATTRIBUTES:
+            visible[key] = attr_to_json(value)
+    return visible, raw
+
+
+def _is_dimension_only(raw: dict[str, Any]) -> bool:
+    name = raw.get("NAME")
     return isinstance(name, bytes) and name.startswith(_DIMENSION_ONLY)
 
 
 def _collect(f: h5py.File) -> tuple[list[str], list[str]]:
-    """Dataset and group paths, in creation order where tracked (no I/O in the visitor)."""
+    """Dataset and group paths (names only: no object is opened while visiting)."""
     datasets: list[str] = []
     groups: list[str] = []
 
-    def visit(name: str, obj: Any) -> None:
-        if isinstance(obj, h5py.Dataset):
-            datasets.append(name)
-        elif isinstance(obj, h5py.Group):
-            groups.append(name)
+    def visit(name: bytes, info: Any) -> None:
+        if info.type == h5py.h5o.TYPE_DATASET:
+            datasets.append(name.decode("utf-8"))
+        elif info.type == h5py.h5o.TYPE_GROUP and name != b".":
+            groups.append(name.decode("utf-8"))
 
-    f.visititems(visit)
+    h5py.h5o.visit(f.id, visit, info=True)
     return datasets, groups
 
 
-def _dimension_scales(f: h5py.File, ds: h5py.Dataset) -> list[str] | None:
+def _dimension_scales(f: h5py.File, raw: dict[str, Any], ndim: int) -> list[str] | None:
     """HDF5 paths of the dimension scales attached to each axis, from ``DIMENSION_LIST``."""
-    if "DIMENSION_LIST" not in ds.attrs:
+    dl = raw.get("DIMENSION_LIST")
+    if dl is None:
         return None
+    out = []
     try:
-        dl = ds.attrs["DIMENSION_LIST"]
-        out = []
         for axis_refs in dl:
-            refs = list(np.atleast_1d(axis_refs))
-            if not refs:
+            refs = np.atleast_1d(axis_refs)
+            if not refs.size:
                 return None
-            name = f[refs[0]].name
-            if name is None:
-                return None
-            out.append(name)
+            out.append(h5py.h5r.get_name(refs[0], f.id).decode("utf-8"))
     except (KeyError, ValueError, TypeError, OSError):
         return None
-    return out if len(out) == ds.ndim else None
+    return out if len(out) == ndim else None
 
 
 def _user_block(f: h5py.File) -> int:
@@ -429,24 +448,27 @@ def scan(
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
     with h5py.File(p, "r") as f:
         ds_names, group_names = _collect(f)
-        groups = {"": _attrs(f.attrs)}
+        groups = {"": _read_attrs(f.attrs)[0]}
         for g in group_names:
-            groups[g] = _attrs(f[g].attrs)
+            groups[g] = _read_attrs(f[g].attrs)[0]
         user_block = _user_block(f) if _CHUNK_ADDR_NEEDS_USERBLOCK else 0
 
         # Dimension lengths: a scale's length is the largest extent of any axis attached to
         # it (netCDF's length of an unlimited dimension).
         datasets: dict[str, h5py.Dataset] = {}
+        attrs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         scales: dict[str, list[str] | None] = {}
         dim_len: dict[str, int] = {}
         dimension_only: set[str] = set()
         for name in ds_names:
             ds = f[name]
             datasets[name] = ds
-            if _is_dimension_only(ds):
+            attrs[name] = _read_attrs(ds.attrs)
+            raw = attrs[name][1]
+            if _is_dimension_only(raw):
                 dimension_only.add(name)
-            sc = _dimension_scales(f, ds)
-            if ds.attrs.get("CLASS") == b"DIMENSION_SCALE" and ds.ndim == 1:
+            sc = _dimension_scales(f, raw, ds.ndim)
+            if raw.get("CLASS") == b"DIMENSION_SCALE" and ds.ndim == 1:
                 sc = [ds.name]  # a dimension scale names its own dimension
             scales[name] = sc
             if sc is not None:
@@ -470,7 +492,7 @@ def scan(
             sc = scales[name]
             assert sc is not None  # every remaining dataset got scales or phony dimensions
             try:
-                out[name] = _scan_dataset(ds, name, sc, dim_len, user_block, where)
+                out[name] = _scan_dataset(ds, name, sc, dim_len, attrs[name], user_block, where)
             except UnsupportedHDF5Error as exc:
                 if on_unsupported == "raise":
                     raise
@@ -503,19 +525,6 @@ def scan(
     )
 
 
-def _attrs(attrs: h5py.AttributeManager) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in attrs:
-        if key in HIDDEN_ATTRIBUTES:
-            continue
-        try:
-            value = attrs[key]
-        except (OSError, TypeError, ValueError):  # types h5py cannot read (e.g. vlen of vlen)
-            continue
-        out[key] = attr_to_json(value)
-    return out
-
-
 def _dtype_of(ds: h5py.Dataset, where: str) -> tuple[np.dtype[Any], bool]:
     """The numpy dtype and whether the data are variable-length strings."""
     dt = ds.dtype
@@ -538,6 +547,7 @@ def _scan_dataset(
     name: str,
     scales: list[str],
     dim_len: dict[str, int],
+    ds_attrs: tuple[dict[str, Any], dict[str, Any]],
     user_block: int,
     where: str,
 ) -> Variable:
@@ -563,9 +573,9 @@ def _scan_dataset(
     fill_raw = ds.fillvalue if not vlen else None
     # vlen strings: no fill (xarray would mask a "" fill, turning empty strings into NaN)
     fill_value = encode_fill(fill_raw, dtype) if not vlen else None
-    attrs = _attrs(ds.attrs)
-    if "_FillValue" in attrs and not vlen:
-        declared = np.asarray(ds.attrs["_FillValue"]).astype(dtype, copy=False).ravel()
+    attrs = dict(ds_attrs[0])
+    if "_FillValue" in ds_attrs[1] and not vlen:
+        declared = np.asarray(ds_attrs[1]["_FillValue"]).astype(dtype, copy=False).ravel()
         hdf5_fill = np.asarray(fill_raw, dtype=dtype).ravel()
         if declared.size != 1 or not np.array_equal(declared, hdf5_fill, equal_nan=True):
             raise UnsupportedHDF5Error(
