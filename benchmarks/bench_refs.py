@@ -37,6 +37,7 @@ import numpy as np
 
 import dafzarr
 from dafzarr import _h5chunks, refs
+from dafzarr._refs_cli import write_daily_netcdf
 
 from . import common as c
 
@@ -243,30 +244,6 @@ class WriteParquet(_TempDirSuite):
 
 
 # --- (c) many daily files -> one store -----------------------------------------------------------
-def _make_daily(path: str, day: int) -> None:
-    import netCDF4
-
-    rng = np.random.default_rng(day)
-    with netCDF4.Dataset(path, "w") as ds:
-        ds.createDimension("time", None)
-        ds.createDimension("lat", 180)
-        ds.createDimension("lon", 360)
-        t = ds.createVariable("time", "f8", ("time",))
-        t.units = "days since 1981-09-01"
-        t[:] = [day]
-        lat = ds.createVariable("lat", "f4", ("lat",))
-        lat[:] = np.linspace(-89.5, 89.5, 180)
-        lon = ds.createVariable("lon", "f4", ("lon",))
-        lon[:] = np.linspace(0.5, 359.5, 360)
-        for name in ("sst", "anom"):
-            v = ds.createVariable(
-                name, "i2", ("time", "lat", "lon"), zlib=True, shuffle=True,
-                chunksizes=(1, 90, 180), fill_value=-999,
-            )  # fmt: skip
-            v.scale_factor, v.units = 0.01, "degC"
-            v[:] = rng.integers(-200, 3000, size=(1, 180, 360))
-
-
 class ManyFiles(_TempDirSuite):
     """Daily files (2 chunked variables of 4 chunks + 3 coordinates each) -> one parquet store."""
 
@@ -279,7 +256,7 @@ class ManyFiles(_TempDirSuite):
         self.nfiles = 40 if c.quick() else 1000
         self.files = [self._path(f"day{d:05d}.nc") for d in range(self.nfiles)]
         for d, p in enumerate(self.files):
-            _make_daily(p, d)
+            write_daily_netcdf(p, d, shape=(180, 360), variables=("sst", "anom"))
         vds = refs.virtualize(self.files, None, progress=False)
         if vds.arrays["sst"].zarray["shape"] != [self.nfiles, 180, 360]:
             raise AssertionError("dafzarr composed the wrong shape")

@@ -13,7 +13,14 @@ from typing import Any, TextIO
 
 import numpy as np
 
-__all__ = ["PLACEMENT_FILE", "add_parser", "check_store", "demo_step", "open_reference_group"]
+__all__ = [
+    "PLACEMENT_FILE",
+    "add_parser",
+    "check_store",
+    "demo_step",
+    "open_reference_group",
+    "write_daily_netcdf",
+]
 
 # Where a composed store keeps its placement table (readers ignore files not in .zmetadata).
 PLACEMENT_FILE = ".placement.parquet"
@@ -213,10 +220,39 @@ def add_parser(sub: Any) -> None:
 
 
 # --- demo ------------------------------------------------------------------------------------
+def write_daily_netcdf(
+    path: str, day: int, *, shape: tuple[int, int], variables: tuple[str, ...] = ("sst",)
+) -> str:
+    """A small OISST-like daily NetCDF4 file: one time step, packed i2 variables."""
+    import netCDF4
+
+    nlat, nlon = shape
+    rng = np.random.default_rng(day)
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("lat", nlat)
+        ds.createDimension("lon", nlon)
+        t = ds.createVariable("time", "f8", ("time",))
+        t.units = "days since 1981-09-01"
+        t[:] = [day]
+        lat = ds.createVariable("lat", "f4", ("lat",))
+        lat[:] = np.linspace(-90 + 90 / nlat, 90 - 90 / nlat, nlat)
+        lon = ds.createVariable("lon", "f4", ("lon",))
+        lon[:] = np.linspace(180 / nlon, 360 - 180 / nlon, nlon)
+        for name in variables:
+            v = ds.createVariable(
+                name, "i2", ("time", "lat", "lon"), zlib=True, shuffle=True,
+                chunksizes=(1, nlat // 2, nlon // 2), fill_value=-999,
+            )  # fmt: skip
+            v.scale_factor, v.units = 0.01, "degC"
+            v[:] = rng.integers(-200, 3000, size=(1, nlat, nlon))
+    return path
+
+
 def demo_step(root: str, out: TextIO) -> None:
     """Generate three daily NetCDF4 files, build one store, open it with xarray."""
     try:
-        import netCDF4
+        import netCDF4  # noqa: F401
         import xarray as xr
     except ImportError as exc:
         print(f"Virtual reference store demo skipped: {exc.name} is not installed", file=out)
@@ -225,28 +261,10 @@ def demo_step(root: str, out: TextIO) -> None:
     from . import refs
 
     print("Virtual reference store demo: NetCDF4 files -> kerchunk-Parquet", file=out)
-    files = []
-    rng = np.random.default_rng(1)
-    for day in range(3):
-        path = os.path.join(root, f"sst_{day}.nc")
-        with netCDF4.Dataset(path, "w") as ds:
-            ds.createDimension("time", None)
-            ds.createDimension("lat", 90)
-            ds.createDimension("lon", 180)
-            t = ds.createVariable("time", "f8", ("time",))
-            t.units = "days since 2020-01-01"
-            t[:] = [day]
-            lat = ds.createVariable("lat", "f4", ("lat",))
-            lat[:] = np.linspace(-89, 89, 90)
-            lon = ds.createVariable("lon", "f4", ("lon",))
-            lon[:] = np.linspace(0, 358, 180)
-            v = ds.createVariable(
-                "sst", "i2", ("time", "lat", "lon"), zlib=True, shuffle=True,
-                chunksizes=(1, 45, 90), fill_value=-999,
-            )  # fmt: skip
-            v.scale_factor, v.units = 0.01, "degC"
-            v[:] = rng.integers(0, 3000, size=(1, 90, 180))
-        files.append(path)
+    files = [
+        write_daily_netcdf(os.path.join(root, f"sst_{day}.nc"), day, shape=(90, 180))
+        for day in range(3)
+    ]
     store = os.path.join(root, "sst.refs")
     t0 = time.perf_counter()
     vds = refs.virtualize(files, store, progress=False)
