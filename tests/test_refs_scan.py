@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -413,3 +416,51 @@ def test_differing_fillvalue_attribute_is_refused(tmp_path: Path) -> None:
 def test_missing_file() -> None:
     with pytest.raises(FileNotFoundError):
         refs.scan("/nonexistent/file.nc")
+
+
+PLUGIN_WRITER = """
+import sys, h5py, hdf5plugin, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    data = np.arange(1000.0).reshape(10, 100)
+    f.create_dataset("z", data=data, chunks=(5, 50), **hdf5plugin.Zstd(clevel=5))
+    f.create_dataset("b", data=data, chunks=(5, 50),
+                     **hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE))
+"""
+
+
+def test_zstd_and_blosc_filters(tmp_path: Path) -> None:
+    pytest.importorskip("hdf5plugin")
+    path = tmp_path / "plugins.h5"
+    # Written in a child process without HDF5_PLUGIN_PATH: importing netCDF4 points it at
+    # netCDF4's own plugins, built against netCDF4's bundled HDF5, and h5py's HDF5 then fails
+    # in them ("error during user callback").
+    env = {k: v for k, v in os.environ.items() if k != "HDF5_PLUGIN_PATH"}
+    subprocess.run(
+        [sys.executable, "-c", PLUGIN_WRITER, str(path)], check=True, timeout=120, env=env
+    )
+    r = refs.scan(path)
+    assert r["z"].filters == [{"id": "zstd", "level": 5}]
+    assert r["b"].filters == [
+        {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
+    ]
+    got = open_refs(refs.write_parquet(r, tmp_path / "store"), decode_cf=False).load()
+    data = np.arange(1000.0).reshape(10, 100)
+    for name in ("z", "b"):
+        np.testing.assert_array_equal(got[name].values, data, err_msg=name)
+
+
+def test_inline_threshold(tmp_path: Path) -> None:
+    path = make_cf(tmp_path / "cf.nc")
+    r = refs.scan(path)
+    vds = refs.as_virtual(r, inline_threshold=100)
+    tas = vds.arrays["tas"]
+    small = (r["tas"].offset >= 0) & (r["tas"].size < 100)
+    assert small.any() and set(tas.raw) == set(np.flatnonzero(small).tolist())
+    assert (tas.path_index[small] == -1).all()
+    store = refs.write_parquet(r, tmp_path / "store", inline_threshold=100)
+    t = pq.read_table(store / "tas" / "refs.0.parq")
+    assert t.column("raw").null_count == t.num_rows - int(small.sum())
+    with pandas_missing_chunk_workaround():
+        got = open_refs(store, decode_cf=False).load()
+    with xr.open_dataset(path, decode_cf=False) as want:
+        assert_same_values(got, want)
