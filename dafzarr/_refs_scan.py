@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from . import _h5chunks
-from .errors import UnsupportedHDF5Error, UnsupportedVariableWarning
+from .errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
 
 __all__ = ["HIDDEN_ATTRIBUTES", "ScanResult", "Variable", "scan"]
 
@@ -446,74 +446,98 @@ def scan(
     if url is None:
         url = Path(p).resolve().as_uri()
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
-    with h5py.File(p, "r") as f:
-        ds_names, group_names = _collect(f)
-        groups = {"": _read_attrs(f.attrs)[0]}
-        for g in group_names:
-            groups[g] = _read_attrs(f[g].attrs)[0]
-        user_block = _user_block(f) if _CHUNK_ADDR_NEEDS_USERBLOCK else 0
+    try:
+        f = h5py.File(p, "r")
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if os.path.isfile(p) and not h5py.is_hdf5(p):
+            raise UnsupportedHDF5Error(
+                f"{p}: not an HDF5/NetCDF4 file (netCDF3 classic, GRIB and other formats "
+                "cannot be scanned)"
+            ) from exc
+        raise H5Error(f"{p}: HDF5 cannot open the file: {exc}") from exc
+    with f:
+        try:
+            return _scan_file(f, p, url, wanted, on_unsupported)
+        except (UnsupportedHDF5Error, H5Error):
+            raise
+        except (RuntimeError, OSError, ValueError, KeyError, TypeError) as exc:
+            raise H5Error(f"{p}: {exc}") from exc
 
-        # Dimension lengths: a scale's length is the largest extent of any axis attached to
-        # it (netCDF's length of an unlimited dimension).
-        datasets: dict[str, h5py.Dataset] = {}
-        attrs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        scales: dict[str, list[str] | None] = {}
-        dim_len: dict[str, int] = {}
-        dimension_only: set[str] = set()
-        for name in ds_names:
-            ds = f[name]
-            datasets[name] = ds
-            attrs[name] = _read_attrs(ds.attrs)
-            raw = attrs[name][1]
-            if _is_dimension_only(raw):
-                dimension_only.add(name)
-            sc = _dimension_scales(f, raw, ds.ndim)
-            if raw.get("CLASS") == b"DIMENSION_SCALE" and ds.ndim == 1:
-                sc = [ds.name]  # a dimension scale names its own dimension
-            scales[name] = sc
-            if sc is not None:
-                for axis, key in enumerate(sc):
-                    dim_len[key] = max(dim_len.get(key, 0), int(ds.shape[axis]))
 
-        phony: dict[int, str] = {}  # arrays without dimension scales: one name per length
-        for name in ds_names:
-            if scales[name] is None and name not in dimension_only:
-                for n in datasets[name].shape:
-                    phony.setdefault(int(n), f"/phony_dim_{len(phony)}")
-                    dim_len[phony[int(n)]] = int(n)
-                scales[name] = [phony[int(n)] for n in datasets[name].shape]
+def _scan_file(
+    f: h5py.File, p: str, url: str, wanted: set[str] | None, on_unsupported: OnUnsupported
+) -> ScanResult:
+    ds_names, group_names = _collect(f)
+    groups = {"": _read_attrs(f.attrs)[0]}
+    for g in group_names:
+        groups[g] = _read_attrs(f[g].attrs)[0]
+    user_block = _user_block(f) if _CHUNK_ADDR_NEEDS_USERBLOCK else 0
 
-        out: dict[str, Variable] = {}
-        for name in ds_names:
-            if name in dimension_only or (wanted is not None and name not in wanted):
-                continue
-            ds = datasets[name]
-            where = f"{p}: variable {name!r}"
-            sc = scales[name]
-            assert sc is not None  # every remaining dataset got scales or phony dimensions
-            try:
-                out[name] = _scan_dataset(ds, name, sc, dim_len, attrs[name], user_block, where)
-            except UnsupportedHDF5Error as exc:
-                if on_unsupported == "raise":
-                    raise
-                warnings.warn(f"skipped: {exc}", UnsupportedVariableWarning, stacklevel=2)
-        dimensions = {k.lstrip("/"): v for k, v in dim_len.items()}
-        # Values of coordinate variables (1-D, named after their dimension), for composing
-        # files along a dimension; read here so only tables cross process boundaries.
-        coords = {}
-        for name, v in out.items():
-            if (
-                len(v.dims) == 1
-                and v.dims[0] == name.rpartition("/")[2]
-                and v.dtype[1] in "iuf"
-                and v.shape[0] <= _MAX_COORD
-            ):
-                data = np.asarray(datasets[name][()], dtype=np.dtype(v.dtype))
-                if data.shape != v.shape:  # a shorter coordinate on an unlimited dimension
-                    full = np.full(v.shape, datasets[name].fillvalue, dtype=data.dtype)
-                    full[: data.shape[0]] = data
-                    data = full
-                coords[name] = data
+    # Dimension lengths: a scale's length is the largest extent of any axis attached to
+    # it (netCDF's length of an unlimited dimension).
+    datasets: dict[str, h5py.Dataset] = {}
+    attrs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    scales: dict[str, list[str] | None] = {}
+    dim_len: dict[str, int] = {}
+    dimension_only: set[str] = set()
+    for name in ds_names:
+        ds = f[name]
+        datasets[name] = ds
+        attrs[name] = _read_attrs(ds.attrs)
+        raw = attrs[name][1]
+        if _is_dimension_only(raw):
+            dimension_only.add(name)
+        sc = _dimension_scales(f, raw, ds.ndim)
+        if raw.get("CLASS") == b"DIMENSION_SCALE" and ds.ndim == 1:
+            sc = [ds.name]  # a dimension scale names its own dimension
+        scales[name] = sc
+        if sc is not None:
+            for axis, key in enumerate(sc):
+                dim_len[key] = max(dim_len.get(key, 0), int(ds.shape[axis]))
+
+    phony: dict[int, str] = {}  # arrays without dimension scales: one name per length
+    for name in ds_names:
+        if scales[name] is None and name not in dimension_only:
+            for n in datasets[name].shape:
+                phony.setdefault(int(n), f"/phony_dim_{len(phony)}")
+                dim_len[phony[int(n)]] = int(n)
+            scales[name] = [phony[int(n)] for n in datasets[name].shape]
+
+    out: dict[str, Variable] = {}
+    for name in ds_names:
+        if name in dimension_only or (wanted is not None and name not in wanted):
+            continue
+        ds = datasets[name]
+        where = f"{p}: variable {name!r}"
+        sc = scales[name]
+        assert sc is not None  # every remaining dataset got scales or phony dimensions
+        try:
+            out[name] = _scan_dataset(ds, name, sc, dim_len, attrs[name], user_block, where)
+        except UnsupportedHDF5Error as exc:
+            if on_unsupported == "raise":
+                raise
+            warnings.warn(f"skipped: {exc}", UnsupportedVariableWarning, stacklevel=3)
+        except (RuntimeError, OSError, ValueError, KeyError, TypeError) as exc:
+            raise H5Error(f"{where}: {exc}") from exc
+    dimensions = {k.lstrip("/"): v for k, v in dim_len.items()}
+    # Values of coordinate variables (1-D, named after their dimension), for composing
+    # files along a dimension; read here so only tables cross process boundaries.
+    coords = {}
+    for name, v in out.items():
+        if (
+            len(v.dims) == 1
+            and v.dims[0] == name.rpartition("/")[2]
+            and v.dtype[1] in "iuf"
+            and v.shape[0] <= _MAX_COORD
+        ):
+            data = np.asarray(datasets[name][()], dtype=np.dtype(v.dtype))
+            if data.shape != v.shape:  # a shorter coordinate on an unlimited dimension
+                full = np.full(v.shape, datasets[name].fillvalue, dtype=data.dtype)
+                full[: data.shape[0]] = data
+                data = full
+            coords[name] = data
     return ScanResult(
         path=p,
         url=url,

@@ -13,6 +13,7 @@ __all__ = [
     "ArchiveLockedError",
     "CorruptArchiveError",
     "DafzarrError",
+    "H5Error",
     "IncompatibleSourcesError",
     "RecoveryWarning",
     "UnsupportedEntryError",
@@ -63,3 +64,10 @@ class IncompatibleSourcesError(DafzarrError, ValueError):
 
 class UnsupportedVariableWarning(UserWarning):
     """A variable was skipped (``on_unsupported="skip"``) because it cannot be referenced."""
+
+
+class H5Error(DafzarrError, RuntimeError):
+    """HDF5 failed while reading a file (damaged, truncated or inconsistent).
+
+    The message names the file (and the variable, when one was being read).
+    """

@@ -18,7 +18,7 @@ import xarray as xr
 import zarr
 
 from dafzarr import _h5chunks, refs
-from dafzarr.errors import UnsupportedHDF5Error, UnsupportedVariableWarning
+from dafzarr.errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
 
 from .refs_common import (
     assert_same_values,
@@ -464,3 +464,19 @@ def test_inline_threshold(tmp_path: Path) -> None:
         got = open_refs(store, decode_cf=False).load()
     with xr.open_dataset(path, decode_cf=False) as want:
         assert_same_values(got, want)
+
+
+def test_not_hdf5_and_truncated_files(tmp_path: Path) -> None:
+    from scipy.io import netcdf_file
+
+    nc3 = tmp_path / "classic.nc"
+    with netcdf_file(nc3, "w") as f:
+        f.createDimension("x", 3)
+        f.createVariable("v", "i4", ("x",))[:] = [1, 2, 3]
+    with pytest.raises(UnsupportedHDF5Error, match=r"classic\.nc: not an HDF5/NetCDF4 file"):
+        refs.scan(nc3)
+    whole = make_cf(tmp_path / "cf.nc")
+    cut = tmp_path / "cut.nc"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(H5Error, match=r"cut\.nc"):
+        refs.scan(cut)
