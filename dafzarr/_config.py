@@ -25,6 +25,9 @@ BUILD_INFO: dict[str, Any] = {
     "page_size": _posix.PAGE_SIZE,
     "free_threading": False,
 }
+BUILD_INFO["compiled_modules"].append("dafzarr._h5chunks")
+BUILD_INFO["h5chunks_capsule"] = "h5py.defs.__pyx_capi__['H5Dchunk_iter']"
+
 
 
 def show_config(file: Any = None) -> dict[str, Any]:

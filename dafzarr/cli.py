@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
+from . import __version__, _refs_cli
 from ._config import show_config
 from .errors import DafzarrError, RecoveryWarning
 from .zipstore import MmapZipStore
@@ -277,6 +277,7 @@ def _demo(args: argparse.Namespace) -> int:
         _demo_daf(out, root)
         if args.dir:
             print(f"  kept {path}", file=out)
+        _refs_cli.demo_step(root, out)
     print("demo finished: OK", file=out)
     return 0
 
@@ -331,6 +332,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="layout of the destination (default: the source's)")
     conv.add_argument("--quiet", action="store_true", help="no progress report on stderr")
     conv.set_defaults(func=_daf_convert)
+    _refs_cli.add_parser(sub)
     return parser
 
 

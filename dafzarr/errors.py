@@ -17,8 +17,12 @@ __all__ = [
     "DafMissingError",
     "DafReadOnlyError",
     "DafzarrError",
+    "H5Error",
+    "IncompatibleSourcesError",
     "RecoveryWarning",
     "UnsupportedEntryError",
+    "UnsupportedHDF5Error",
+    "UnsupportedVariableWarning",
 ]
 
 
@@ -63,3 +67,30 @@ class DafMissingError(DafzarrError, KeyError):
 
 class DafExistsError(DafzarrError, ValueError):
     """A property exists already and ``overwrite`` was not given."""
+
+
+class UnsupportedHDF5Error(DafzarrError, ValueError):
+    """An HDF5/NetCDF4 variable cannot be represented as byte-range references.
+
+    The message names the file, the variable and the feature at fault (filter, per-chunk
+    filter mask, data type or layout).
+    """
+
+
+class IncompatibleSourcesError(DafzarrError, ValueError):
+    """Files cannot be combined into one virtual dataset without changing their meaning.
+
+    The message names the files, the variable and the mismatch (dtype, codecs, chunk shape,
+    packing or time attributes, misaligned or overlapping placement).
+    """
+
+
+class UnsupportedVariableWarning(UserWarning):
+    """A variable was skipped (``on_unsupported="skip"``) because it cannot be referenced."""
+
+
+class H5Error(DafzarrError, RuntimeError):
+    """HDF5 failed while reading a file (damaged, truncated or inconsistent).
+
+    The message names the file (and the variable, when one was being read).
+    """

@@ -1,0 +1,401 @@
+"""Benchmarks of the virtual-reference scanner and writer against kerchunk and VirtualiZarr.
+
+Run from the project root::
+
+    python -m benchmarks.bench_refs [--quick] [--only a,b,c]
+
+Suites (each runs the peers alternately on the same data in the same process):
+
+a. One chunked variable of 100,000 chunks (f4 (1000, 1000), chunks (1, 10), gzip + shuffle;
+   quick: 10,000): ``dafzarr.refs.scan`` vs the bare ``H5Dchunk_iter`` walk into numpy
+   columns (``dafzarr._h5chunks.chunk_index``, the C call), h5py's ``chunk_iter`` with a
+   Python callback, kerchunk's ``SingleHdf5ToZarr`` (no inlining) and VirtualiZarr's
+   ``HDFParser`` (``loadable_variables=[]``).
+b. Writing those 100,000 references as kerchunk-Parquet: ``dafzarr.refs.write_parquet`` vs
+   kerchunk's ``refs_to_dataframe`` (from kerchunk's reference dict).
+c. 1,000 daily NetCDF4 files (quick: 40) -> one store: ``dafzarr.refs.virtualize`` (one
+   process, and two processes) vs kerchunk ``SingleHdf5ToZarr`` + ``MultiZarrToZarr`` +
+   ``refs_to_dataframe`` vs VirtualiZarr ``open_virtual_mfdataset`` + ``to_kerchunk(parquet)``.
+
+Peak traced Python memory of one scan per peer (suite a) is printed after the table.
+Speed is never asserted; targets are informational.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+import warnings
+from typing import Any, ClassVar
+
+import h5py
+import numpy as np
+
+import dafzarr
+from dafzarr import _h5chunks, refs
+from dafzarr._refs_cli import write_daily_netcdf
+
+from . import common as c
+
+# Peers print deprecation and zarr-v3 codec warnings on every call; keep the table readable.
+warnings.filterwarnings("ignore")
+
+
+def _ratio_target(peer: str, factor: float, *, within: bool = False) -> Any:
+    def target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+        if peer not in peers:
+            return f"{peer} not measured", False
+        r = s.speedup_over(peers[peer])
+        if within:
+            return f"within {factor:g}x of {peer}: {1 / r:.2f}x its time", 1 / r <= factor
+        return f">= {factor:g}x {peer}: {r:.1f}x", r >= factor
+
+    return target
+
+
+class _TempDirSuite:
+    number = 1
+    repeat = 3
+    warmup_time = 0.0
+    timeout = 1800
+
+    def _mktemp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-refs-")
+        self.dir = self._tmp.name
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def teardown(self, *params: Any) -> None:
+        self._tmp.cleanup()
+
+
+# --- (a) one variable, 100,000 chunks ---------------------------------------------------------
+def _make_many_chunks(path: str, rows: int) -> None:
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset(
+            "a", shape=(rows, 1000), chunks=(1, 10), dtype="f4", compression="gzip", shuffle=True
+        )
+        d[:] = np.random.default_rng().random((rows, 1000), dtype="f4")
+
+
+def _kerchunk_translate(path: str) -> dict[str, Any]:
+    from kerchunk.hdf import SingleHdf5ToZarr
+
+    return dict(SingleHdf5ToZarr(path, inline_threshold=0).translate())
+
+
+def _vz_registry() -> Any:
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+
+    return ObjectStoreRegistry({"file://": LocalStore()})
+
+
+def _vz_open(path: str) -> Any:
+    from virtualizarr import open_virtual_dataset
+    from virtualizarr.parsers import HDFParser
+
+    return open_virtual_dataset(
+        url=path, registry=_vz_registry(), parser=HDFParser(), loadable_variables=[]
+    )
+
+
+def _size_chunks(s: Any) -> str:
+    return f"{s.nchunks:,} chunks"
+
+
+class ScanVariable(_TempDirSuite):
+    """Chunk index of one variable: every peer produces (key, offset, size) for all chunks."""
+
+    label = "a"
+    baseline = ("kerchunk SingleHdf5ToZarr", "H5Dchunk_iter -> numpy (C walk)")
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
+
+    def setup(self) -> None:
+        self._mktemp()
+        rows = 100 if c.quick() else 1000
+        self.nchunks = rows * 100
+        self.path = self._path("many.h5")
+        _make_many_chunks(self.path, rows)
+        got = refs.scan(self.path)["a"]
+        kc = _kerchunk_translate(self.path)["refs"]
+        for key in ("a/0.0", f"a/{rows - 1}.99"):
+            i = np.ravel_multi_index(tuple(int(x) for x in key[2:].split(".")), got.grid)
+            if kc[key][1:] != [int(got.offset[i]), int(got.size[i])]:
+                raise AssertionError(f"{key}: dafzarr and kerchunk disagree")
+
+    @c.bench(
+        "scan 1 variable",
+        "dafzarr refs.scan",
+        c.ENTRIES,
+        lambda s: s.nchunks,
+        size=_size_chunks,
+        target=_ratio_target("kerchunk SingleHdf5ToZarr", 30),
+    )
+    def time_dafzarr_scan(self) -> None:
+        refs.scan(self.path)
+
+    @c.bench(
+        "scan 1 variable",
+        "dafzarr refs.scan (vs C walk)",
+        c.ENTRIES,
+        lambda s: s.nchunks,
+        size=_size_chunks,
+        target=_ratio_target("H5Dchunk_iter -> numpy (C walk)", 2, within=True),
+    )
+    def time_dafzarr_scan_again(self) -> None:
+        refs.scan(self.path)
+
+    @c.bench(
+        "scan 1 variable",
+        "H5Dchunk_iter -> numpy (C walk)",
+        c.ENTRIES,
+        lambda s: s.nchunks,
+        size=_size_chunks,
+    )
+    def time_c_walk(self) -> None:
+        n = self.nchunks
+        with h5py.File(self.path, "r") as f:
+            o, z, m = np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.uint32)
+            _h5chunks.chunk_index(f["a"].id, (1, 10), (n // 100, 100), o, z, m)
+
+    @c.bench(
+        "scan 1 variable",
+        "h5py chunk_iter (Python callback)",
+        c.ENTRIES,
+        lambda s: s.nchunks,
+        size=_size_chunks,
+    )
+    def time_h5py_chunk_iter(self) -> None:
+        out: list[Any] = []
+        with h5py.File(self.path, "r") as f:
+            f["a"].id.chunk_iter(out.append)
+
+    @c.bench(
+        "scan 1 variable",
+        "kerchunk SingleHdf5ToZarr",
+        c.ENTRIES,
+        lambda s: s.nchunks,
+        size=_size_chunks,
+    )
+    def time_kerchunk(self) -> None:
+        _kerchunk_translate(self.path)
+
+    @c.bench(
+        "scan 1 variable",
+        "VirtualiZarr HDFParser",
+        c.ENTRIES,
+        lambda s: s.nchunks,
+        size=_size_chunks,
+    )
+    def time_virtualizarr(self) -> None:
+        _vz_open(self.path).close()
+
+
+# --- (b) writing the references ---------------------------------------------------------------
+class WriteParquet(_TempDirSuite):
+    """kerchunk-Parquet of one 100,000-chunk variable."""
+
+    label = "b"
+    baseline = ("kerchunk refs_to_dataframe",)
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
+
+    def setup(self) -> None:
+        self._mktemp()
+        rows = 100 if c.quick() else 1000
+        self.nchunks = rows * 100
+        path = self._path("many.h5")
+        _make_many_chunks(path, rows)
+        self.scanned = refs.scan(path)
+        self.kc = _kerchunk_translate(path)
+
+    def prepare(self, name: str) -> None:
+        c.remove(self._path("out_dafzarr"))
+        c.remove(self._path("out_kerchunk"))
+
+    @c.bench(
+        "write parquet",
+        "dafzarr write_parquet",
+        c.ENTRIES,
+        lambda s: s.nchunks,
+        size=_size_chunks,
+        target=lambda s, p: (f"< 0.1 s: {s.median:.3f} s", s.median < 0.1),
+    )
+    def time_dafzarr(self) -> None:
+        c.remove(self._path("out_dafzarr"))
+        refs.write_parquet(self.scanned, self._path("out_dafzarr"))
+
+    @c.bench(
+        "write parquet",
+        "kerchunk refs_to_dataframe",
+        c.ENTRIES,
+        lambda s: s.nchunks,
+        size=_size_chunks,
+    )
+    def time_kerchunk(self) -> None:
+        from kerchunk.df import refs_to_dataframe
+
+        refs_to_dataframe(self.kc, self._path("out_kerchunk"))
+
+
+# --- (c) many daily files -> one store -----------------------------------------------------------
+class ManyFiles(_TempDirSuite):
+    """Daily files (2 chunked variables of 4 chunks + 3 coordinates each) -> one parquet store."""
+
+    label = "c"
+    baseline = ("kerchunk Single+MultiZarrToZarr+parquet",)
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 2, True: 2}
+
+    def setup(self) -> None:
+        self._mktemp()
+        self.nfiles = 40 if c.quick() else 1000
+        self.files = [self._path(f"day{d:05d}.nc") for d in range(self.nfiles)]
+        for d, p in enumerate(self.files):
+            write_daily_netcdf(p, d, shape=(180, 360), variables=("sst", "anom"))
+        vds = refs.virtualize(self.files, None, progress=False)
+        if vds.arrays["sst"].zarray["shape"] != [self.nfiles, 180, 360]:
+            raise AssertionError("dafzarr composed the wrong shape")
+
+    def prepare(self, name: str) -> None:
+        for out in ("out_dafzarr", "out_dafzarr2", "out_kerchunk", "out_vz"):
+            c.remove(self._path(out))
+
+    @c.bench(
+        "files -> store",
+        "dafzarr virtualize",
+        c.ENTRIES,
+        lambda s: s.nfiles,
+        size=lambda s: f"{s.nfiles} files",
+        target=_ratio_target("kerchunk Single+MultiZarrToZarr+parquet", 10),
+    )
+    def time_dafzarr(self) -> None:
+        c.remove(self._path("out_dafzarr"))
+        refs.virtualize(self.files, self._path("out_dafzarr"), progress=False)
+
+    @c.bench(
+        "files -> store",
+        "dafzarr virtualize workers=2",
+        c.ENTRIES,
+        lambda s: s.nfiles,
+        size=lambda s: f"{s.nfiles} files",
+    )
+    def time_dafzarr_workers(self) -> None:
+        c.remove(self._path("out_dafzarr2"))
+        refs.virtualize(self.files, self._path("out_dafzarr2"), workers=2, progress=False)
+
+    @c.bench(
+        "files -> store",
+        "kerchunk Single+MultiZarrToZarr+parquet",
+        c.ENTRIES,
+        lambda s: s.nfiles,
+        size=lambda s: f"{s.nfiles} files",
+    )
+    def time_kerchunk(self) -> None:
+        from kerchunk.combine import MultiZarrToZarr
+        from kerchunk.df import refs_to_dataframe
+
+        singles = [_kerchunk_translate(p) for p in self.files]
+        combined = MultiZarrToZarr(
+            singles, concat_dims=["time"], identical_dims=["lat", "lon"], remote_protocol="file"
+        ).translate()
+        refs_to_dataframe(combined, self._path("out_kerchunk"))
+
+    @c.bench(
+        "files -> store",
+        "VirtualiZarr open_virtual_mfdataset+parquet",
+        c.ENTRIES,
+        lambda s: s.nfiles,
+        size=lambda s: f"{s.nfiles} files",
+    )
+    def time_virtualizarr(self) -> None:
+        from virtualizarr import open_virtual_mfdataset
+        from virtualizarr.parsers import HDFParser
+
+        vds = open_virtual_mfdataset(
+            self.files, registry=_vz_registry(), parser=HDFParser(), concat_dim="time",
+            combine="nested", data_vars="minimal", coords="minimal", compat="override",
+            loadable_variables=["time", "lat", "lon"],
+        )  # fmt: skip
+        vds.vz.to_kerchunk(self._path("out_vz"), format="parquet")
+
+
+# --- Peak memory -------------------------------------------------------------------------------
+def peak_memory(rows: int) -> list[str]:
+    """Peak traced Python allocations of one scan of the 100,000-chunk variable per peer."""
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="dafzarr-bench-refs-") as d:
+        path = os.path.join(d, "many.h5")
+        _make_many_chunks(path, rows)
+        n = rows * 100
+        for peer, fn in (
+            ("dafzarr refs.scan", lambda: refs.scan(path)),
+            ("kerchunk SingleHdf5ToZarr", lambda: _kerchunk_translate(path)),
+            ("VirtualiZarr HDFParser", lambda: _vz_open(path).close()),
+        ):
+            tracemalloc.start()
+            result = fn()
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            del result
+            lines.append(f"* peak traced memory, {peer}: {c.human_bytes(peak)} "
+                         f"({peak / n:.0f} bytes per reference)")  # fmt: skip
+    return lines
+
+
+SUITES: dict[str, list[type]] = {"a": [ScanVariable], "b": [WriteParquet], "c": [ManyFiles]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_refs", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b,c)")
+    ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
+    args = ap.parse_args(argv)
+    if args.quick:
+        c.set_quick(True)
+    only = [s.strip() for s in args.only.split(",") if s.strip()] or list(SUITES)
+    unknown = [s for s in only if s not in SUITES]
+    if unknown:
+        ap.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(SUITES)}")
+    rounds = args.rounds or (3 if c.quick() else 5)
+    load0 = c.loadavg()
+    t0 = time.perf_counter()
+    results: list[c.Stats] = []
+    for key in only:
+        for cls in SUITES[key]:
+            results.extend(c.run_suite(cls, rounds=rounds, warmup=1, log=c.eprint))
+    memory = peak_memory(100 if c.quick() else 1000) if "a" in only else []
+    elapsed = time.perf_counter() - t0
+
+    import kerchunk
+    import virtualizarr
+
+    table, targets = c.markdown_table(results)
+    print(f"## Virtual reference benchmarks ({'quick' if c.quick() else 'full'} mode)\n")
+    print(c.environment([
+        (f"* dafzarr {dafzarr.__version__}, h5py {h5py.version.version} (HDF5 "
+         f"{h5py.version.hdf5_version}), kerchunk {kerchunk.__version__}, VirtualiZarr "
+         f"{virtualizarr.__version__}"),
+        "* peers alternate within each round; 1 warm-up round (n column: counted samples)",
+        f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
+        *memory,
+    ]))  # fmt: skip
+    print()
+    print(table)
+    print()
+    print("Rates are references (suites a, b) or files (suite c) per second at the median "
+          "time; ratio = how many times faster than the named peer (medians). Targets are "
+          "informational.")  # fmt: skip
+    if targets:
+        print(f"\nTargets met: {sum(ok for _, ok in targets)} / {len(targets)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

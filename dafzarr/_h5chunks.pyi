@@ -1,0 +1,18 @@
+"""Stub of the compiled chunk-index walker (``_ext/_h5chunks.pyx``)."""
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+CHUNK_ITER_SIGNATURE: str
+MAX_RANK: int
+
+def chunk_index(
+    dsid: Any,
+    chunks: tuple[int, ...],
+    grid: tuple[int, ...],
+    offsets: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    masks: npt.NDArray[np.uint32],
+) -> int: ...

@@ -1,0 +1,77 @@
+"""``dafzarr refs build|info|check``, run as real subprocesses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .test_refs_compose import days
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dafzarr", "refs", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_build_info_check(tmp_path: Path) -> None:
+    files = [str(f) for f in days(tmp_path)]
+    store = tmp_path / "store"
+    res = run("build", str(store), *files, "--save-placement", str(tmp_path / "p.parquet"))
+    assert res.returncode == 0, res.stderr
+    assert "5 arrays, 13 references into 3 files" in res.stdout
+    assert "scanning [" in res.stderr  # the progress bar
+    assert pq.read_table(tmp_path / "p.parquet").num_rows == 9
+    res = run("info", str(store))
+    assert res.returncode == 0, res.stderr
+    assert "sst" in res.stdout and "(6, 6, 8)" in res.stdout and "3 referenced files" in res.stdout
+    res = run("check", str(store))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "8 of 8 sampled chunks equal their source" in res.stdout
+    # existing stores are only replaced on request
+    res = run("build", "-q", str(store), *files)
+    assert res.returncode == 2 and "exists" in res.stderr
+    assert run("build", "-q", "--overwrite", str(store), *files).returncode == 0
+
+
+def test_check_finds_wrong_references(tmp_path: Path) -> None:
+    files = [str(f) for f in days(tmp_path)]
+    store = tmp_path / "store"
+    assert run("build", "-q", str(store), *files).returncode == 0
+    refs_file = store / "sst" / "refs.0.parq"
+    t = pq.read_table(refs_file)
+    offset = t["offset"].to_numpy().copy()
+    size = t["size"].to_numpy().copy()
+    offset[[0, 1]], size[[0, 1]] = offset[[1, 0]], size[[1, 0]]  # two chunks swapped
+    t = t.set_column(1, t.schema.field("offset"), pa.array(offset))
+    t = t.set_column(2, t.schema.field("size"), pa.array(size))
+    pq.write_table(t, refs_file)
+    res = run("check", str(store), "--sample", "20")
+    assert res.returncode == 1
+    assert "BAD  sst chunk 0.0.0" in res.stdout and "BAD  sst chunk 0.1.0" in res.stdout
+
+
+def test_build_public_prefix_and_refusal(tmp_path: Path) -> None:
+    files = [str(f) for f in days(tmp_path, n=2)]
+    store = tmp_path / "store"
+    res = run("build", "-q", str(store), *files, "--public-prefix", "https://example.org/sst/")
+    assert res.returncode == 0, res.stderr
+    paths = set(pq.read_table(store / "sst" / "refs.0.parq")["path"].to_pylist())
+    assert paths == {"https://example.org/sst/day0.nc", "https://example.org/sst/day1.nc"}
+    bad = tmp_path / "szip.h5"
+    with h5py.File(bad, "w") as f:
+        f.create_dataset("v", data=np.arange(100.0), chunks=(10,), compression="szip")
+    res = run("build", "-q", str(tmp_path / "s2"), str(bad))
+    assert res.returncode == 2
+    assert f"{bad}: variable 'v': unsupported filter szip (HDF5 filter id 4)" in res.stderr
+    res = run("build", "-q", "--skip-unsupported", str(tmp_path / "s3"), str(bad))
+    assert res.returncode == 0 and "skipped" in res.stderr
