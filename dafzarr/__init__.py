@@ -1,6 +1,8 @@
 """dafzarr: storing and addressing array data without copies.
 
 * :class:`MmapZipStore` - an append-only, crash-safe, zero-copy Zarr store over one ZIP file.
+* :class:`ArrayFile` - many n-dimensional arrays in one object, with delta sidecars
+  (file-compatible with the ``array-format`` container).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ except ImportError as _exc:  # pragma: no cover - depends on how the package was
     raise
 
 from ._config import show_config
+from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
 from .errors import (
     AppendOnlyError,
     ArchiveLockedError,
@@ -33,8 +36,12 @@ __version__ = "0.1.0"
 __all__ = [
     "AppendOnlyError",
     "ArchiveLockedError",
+    "ArrayFile",
+    "ArrayStats",
     "CorruptArchiveError",
     "DafzarrError",
+    "DeltaCache",
+    "FileConfig",
     "MmapZipStore",
     "RecoveryWarning",
     "UnsupportedEntryError",
