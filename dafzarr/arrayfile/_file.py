@@ -234,6 +234,9 @@ class _Layer:
     blocks: dict[int, tuple[int, int, int, str | None]]
     arrays: dict[str, _LayerArray]
     stats_cache: dict[tuple[str, int], tuple[Any, Any, int]] = field(default_factory=dict)
+    # unique per loaded generation: cache keys never match bytes of another generation, even
+    # if a file system reuses an inode number and timestamp for a rewritten sidecar
+    token: int = field(default_factory=lambda: next(_tokens))
 
 
 class _PendingArray:
@@ -796,7 +799,7 @@ class ArrayFile:
         return None
 
     def _block(self, layer: _Layer, bid: int) -> Any:
-        ck = (self._backend.ident, layer.key, layer.version, bid)
+        ck = (self._backend.ident, layer.key, layer.version, layer.token, bid)
         block = self._cache.blocks.get(ck)
         if block is not None:
             return block
