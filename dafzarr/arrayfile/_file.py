@@ -541,6 +541,8 @@ class ArrayFile:
                 raise self._corrupt(key, f"block {b['id']} uses the unknown codec {codec!r}")
             if data_end is not None and b["file_offset"] + b["compressed_size"] > data_end:
                 raise self._corrupt(key, f"block {b['id']} lies outside the data region")
+            if codec is None and b["compressed_size"] != b["uncompressed_size"]:
+                raise self._corrupt(key, f"uncompressed block {b['id']} has two sizes")
             if b["uncompressed_size"] > U32_MAX + (1 << 32):
                 raise self._corrupt(key, f"block {b['id']} claims {b['uncompressed_size']} bytes")
             blocks[b["id"]] = (b["file_offset"], b["compressed_size"], b["uncompressed_size"],
@@ -821,17 +823,31 @@ class ArrayFile:
         self._cache.blocks.put(ck, block)
         return block
 
-    def _raw_chunk(self, loc: Any) -> Any:
+    def _raw_chunk(self, loc: Any, *, direct: bool = False) -> Any:
+        """The stored bytes of a chunk. ``direct``: a lone chunk of an uncompressed block
+        that is not cached is read by itself (a range read of the chunk, not of the block)."""
         if loc[0] == "p":
             _, bid, off, size, _ = loc[1]
             assert self._alloc is not None
             return self._alloc.chunk(self._cache, bid, off, size)
         layer, la, row = loc
         bid, off, size = (int(x) for x in la.table.addrs[row])
+        if direct:
+            meta = layer.blocks.get(bid)
+            if meta is not None and meta[3] is None and self._cache.blocks.get(
+                (self._backend.ident, layer.key, layer.version, layer.token, bid)
+            ) is None:
+                start = meta[0] + off
+                data = self._backend.read(layer.key, layer.version, start, start + size)
+                if len(data) != size:
+                    raise self._corrupt(layer.key, f"block {bid} is truncated")
+                return data
         return memoryview(self._block(layer, bid))[off : off + size]
 
-    def _chunk_values(self, meta: _Meta, coord: tuple[int, ...], loc: Any) -> np.ndarray:
-        raw = self._raw_chunk(loc)
+    def _chunk_values(
+        self, meta: _Meta, coord: tuple[int, ...], loc: Any, *, direct: bool = False
+    ) -> np.ndarray:
+        raw = self._raw_chunk(loc, direct=direct)
         cshape = _clipped(meta, coord)
         try:
             return decode_chunk(meta.require_info(), raw, cshape)
@@ -853,12 +869,20 @@ class ArrayFile:
             meta = self._meta(name)
             info = meta.require_info()
             st, sh = _region(meta, start, shape)
+            pieces = list(_chunks_in(meta, st, sh))
+            lone = len(pieces) == 1
+            if lone and pieces[0][1] == pieces[0][2] and sh == _clipped(meta, pieces[0][0]):
+                # exactly one whole chunk: decode it straight into the result
+                coord = pieces[0][0]
+                loc = self._locate(meta, meta.key(coord))
+                if loc is not None:
+                    return self._chunk_values(meta, coord, loc, direct=True).copy()
             out = np.full(sh, meta.element(), dtype=info.np_dtype)
-            for coord, dst, src in _chunks_in(meta, st, sh):
+            for coord, dst, src in pieces:
                 loc = self._locate(meta, meta.key(coord))
                 if loc is None:
                     continue
-                out[dst] = self._chunk_values(meta, coord, loc)[src]
+                out[dst] = self._chunk_values(meta, coord, loc, direct=lone)[src]
             return out
 
     async def read_array_async(
