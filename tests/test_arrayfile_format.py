@@ -347,3 +347,30 @@ def test_unknown_version_and_32bit_layout(tmp_path: Path) -> None:
     (tmp_path / "o.af").write_bytes(bytes(old) + b"\0" * 48 + struct.pack("<Q", 96) + b"ARRF")
     with pytest.raises(CorruptArrayFileError, match=r"o\.af"):
         ArrayFile.open(tmp_path / "o.af")
+
+
+@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+def test_compressed_blocks_use_the_crate_wire_format(tmp_path: Path, codec: str) -> None:
+    with ArrayFile.create(tmp_path / "z.af", config=FileConfig(codec=codec)) as f:
+        f.define_array("a", "u2", ["x"], [5000], [1000])
+        f.write_array("a", [0], np.arange(5000, dtype="u2"))
+    data = (tmp_path / "z.1.af").read_bytes()
+    (block,) = _footer_of(data)["blocks"]
+    assert block["codec"] == ("Named", codec) and block["uncompressed_size"] == 10000
+    raw = data[block["file_offset"] : block["file_offset"] + block["compressed_size"]]
+    if codec == "lz4":
+        import lz4.block
+
+        # lz4_flex::compress_prepend_size: a 4-byte LE length, then one LZ4 block
+        assert struct.unpack("<I", raw[:4])[0] == 10000
+        plain = lz4.block.decompress(raw[4:], uncompressed_size=10000)
+    else:
+        from numcodecs import Zstd
+
+        assert raw[:4] == b"\x28\xb5\x2f\xfd"  # one standard zstd frame
+        plain = bytes(Zstd().decode(raw))
+    assert plain == np.arange(5000, dtype="<u2").tobytes()
+
+
+def _footer_of(data: bytes) -> dict[str, Any]:
+    return fmt.decode_footer(_payload(data, fmt.FOOTER_MAGIC))

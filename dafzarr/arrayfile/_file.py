@@ -186,12 +186,12 @@ class _Meta:
         for g in grid:
             total *= g
         if total < (1 << 62):
-            strides = np.ones(len(grid), np.int64)
-            for i in range(len(grid) - 2, -1, -1):
-                strides[i] = strides[i + 1] * grid[i + 1]
-            return (coords.astype(np.int64) @ strides).tolist() if len(grid) else [0] * len(
-                coords
-            )
+            keys = np.zeros(len(coords), np.int64)
+            for axis, g in enumerate(grid):
+                keys *= g
+                keys += coords[:, axis]
+            out: list[int] = keys.tolist()
+            return out
         return [self.key(c) for c in coords.tolist()]
 
     def copy(self) -> _Meta:
@@ -588,14 +588,12 @@ class ArrayFile:
             raise self._corrupt(key, f"array {meta.name!r}: chunk coordinates of wrong length")
         if len(meta.shape) and np.any(table.coords >= np.asarray(meta.grid, np.uint64)):
             raise self._corrupt(key, f"array {meta.name!r}: a chunk lies outside the array")
-        bids = np.unique(table.addrs[:, 0])
+        bids, inverse = np.unique(table.addrs[:, 0], return_inverse=True)
         usize = np.array([blocks.get(int(b), (0, 0, -1, None))[2] for b in bids], np.int64)
         if np.any(usize < 0):
             raise self._corrupt(key, f"array {meta.name!r}: a chunk names a missing block")
-        limit = dict(zip(bids.tolist(), usize.tolist(), strict=True))
         ends = table.addrs[:, 1].astype(np.int64) + table.addrs[:, 2]
-        lim = np.vectorize(limit.__getitem__, otypes=[np.int64])(table.addrs[:, 0])
-        if np.any(ends > lim):
+        if np.any(ends > usize[inverse.reshape(-1)]):
             raise self._corrupt(key, f"array {meta.name!r}: a chunk runs past its block")
 
     def _load_stats(self) -> None:
