@@ -374,3 +374,38 @@ def test_compressed_blocks_use_the_crate_wire_format(tmp_path: Path, codec: str)
 
 def _footer_of(data: bytes) -> dict[str, Any]:
     return fmt.decode_footer(_payload(data, fmt.FOOTER_MAGIC))
+
+
+def test_open_v5_file_set_and_keep_writing_v5(tmp_path: Path) -> None:
+    # a 0.11/0.12 file set: v5 footers with a v5-only attribute value, stats generation 1
+    footer = fmt.empty_footer(version=5)
+    (tmp_path / "n.af").write_bytes(fmt.encode_footer(footer))
+    side = fmt.empty_footer(version=5, overlay_index=1, hint="n.af")
+    side["blocks"] = [{"id": 0, "file_offset": 0, "compressed_size": 4,
+                       "uncompressed_size": 4, "codec": ("None",)}]
+    side["attr_keys"] = ["blob", "tags"]
+    side["attr_values"] = [("Binary", b"\x00\x01"), ("StringList", ["a", "b"])]
+    side["arrays"] = [{
+        "name": "x", "dtype": ("UInt8",),
+        "layout": {"shape": [4], "dimension_names": ["i"],
+                   "storage": {"chunk_shape": [4], "chunks": fmt.ChunkTable(
+                       np.array([[0]], np.uint32), np.array([[0, 0, 4]], np.uint32))}},
+        "fill_value": None, "deleted": False,
+        "attributes": ("U16", [{"k": 0, "v": 0}, {"k": 1, "v": 1}]),
+    }]
+    (tmp_path / "n.1.af").write_bytes(b"\x01\x02\x03\x04" + fmt.encode_footer(side))
+    (tmp_path / "n.stats").write_bytes(fmt.encode_stats(
+        [{"name": "x", "min": ("UInt", 1), "max": ("UInt", 4), "null_count": 0,
+          "row_count": 4}], generation=1))
+    with ArrayFile.open(tmp_path / "n.af") as f:
+        assert f.read_array("x").tolist() == [1, 2, 3, 4]
+        assert f.attributes("x") == {"blob": b"\x00\x01", "tags": ["a", "b"]}
+        s = f.array_stats("x")
+        assert s is not None and (s.min, s.max) == (1, 4)
+        f.write_array("x", [0], np.array([9], "u1"))
+    assert _footer_of((tmp_path / "n.2.af").read_bytes())["version"] == 5
+    gen, stats = fmt.decode_stats((tmp_path / "n.stats").read_bytes()[:-12])
+    assert gen == 1 and stats[0]["max"] == ("UInt", 9)
+    with ArrayFile.open(tmp_path / "n.af") as f:
+        assert f.read_array("x").tolist() == [9, 2, 3, 4]
+        assert f.attributes("x")["blob"] == b"\x00\x01"

@@ -272,7 +272,17 @@ def test_compact_failure_while_deleting_sidecars_reads_the_same(tmp_path: Path) 
     # oldest first: .1 and .2 are gone, .3 and .4 remain above the new base
     assert [Path(c).name for c in calls] == ["f.1.af", "f.2.af", "f.3.af"]
     assert _sidecars(tmp_path) == ["f.3.af", "f.4.af"]
+    # the same handle goes on above the remaining sidecars (not at .1, below them)
+    f._backend.delete = real_delete  # type: ignore[method-assign]
+    f.write_array("a", [0], np.array([-7], "i2"))
+    f.flush()
+    assert _sidecars(tmp_path) == ["f.3.af", "f.4.af", "f.5.af"]
+    expected[0] = -7
     f.close(flush=False)
+    with ArrayFile.open(tmp_path / "f.af") as g:
+        assert (g.read_array("a") == expected).all()
+    (tmp_path / "f.5.af").unlink()
+    expected[0] = 0
     with ArrayFile.open(tmp_path / "f.af") as g:
         assert (g.read_array("a") == expected).all()
         g.write_array("a", [5], np.array([99], "i2"))

@@ -1135,11 +1135,14 @@ class ArrayFile:
             base = self._write_layer(entries, alloc.finish(), base=True)
             old = self._layers[1:]
             self._layers = [base]
-            for layer in old:  # oldest first
-                self._backend.delete(layer.key)
-            # sidecars written meanwhile by other writers stay, above the new base
-            for number, skey in self._discover():
-                self._layers.append(self._load_layer(skey, number))
+            try:
+                for layer in old:  # oldest first: what remains always reads the same
+                    self._backend.delete(layer.key)
+            finally:
+                # sidecars left by a failed delete, or written meanwhile by other writers,
+                # stay above the new base; the next sidecar number must exceed theirs
+                for number, skey in self._discover():
+                    self._layers.append(self._load_layer(skey, number))
             self._write_stats(stats)
 
     async def compact_async(self) -> None:
