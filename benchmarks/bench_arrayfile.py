@@ -128,7 +128,7 @@ class ManyArrays(_Suite):
         self._af_remove(stem)
         with ArrayFile.create(self._path(f"{stem}.af"), config=self._af_config()) as f:
             for name, x in zip(self.names, self.arrays, strict=True):
-                f.define_array(name, x.dtype, ["t"], x.shape, [self.chunk])
+                f.define_array(name, x.dtype, ["t"], x.shape, chunk_shape=[self.chunk])
                 f.write_array(name, [0], x)
 
     def _write_group(self, store: Any) -> None:
@@ -240,7 +240,7 @@ class BigArray(_Suite):
     def _write_af(self, stem: str) -> None:
         self._af_remove(stem)
         with ArrayFile.create(self._path(f"{stem}.af"), config=self._af_config()) as f:
-            f.define_array("x", self.x.dtype, ["y", "x"], self.x.shape, self.chunks)
+            f.define_array("x", self.x.dtype, ["y", "x"], self.x.shape, chunk_shape=self.chunks)
             f.write_array("x", [0, 0], self.x)
 
     def _write_zarr(self, name: str) -> None:

@@ -40,7 +40,7 @@ def script(path: str, ack: Callable[[str], None]) -> None:
     f = ArrayFile.create(path, config=cfg)
     ack("created")
     for i in range(N_ROUNDS):
-        f.define_array(f"a{i}", "i4", ["x"], [40], [7])
+        f.define_array(f"a{i}", "i4", ["x"], [40], chunk_shape=[7])
         f.write_array(f"a{i}", [0], values(i, 0))
         f.set_attribute(f"a{i}", "round", i)
         if i >= 1:
@@ -51,7 +51,7 @@ def script(path: str, ack: Callable[[str], None]) -> None:
             f.compact()
             ack("compacted 1")
     f.delete("a0")
-    f.define_array("a0", "i4", ["x"], [40], [7], fill_value=-5)
+    f.define_array("a0", "i4", ["x"], [40], chunk_shape=[7], fill_value=-5)
     f.write_array("a0", [14], values(0, 2)[14:21])
     f.flush()
     ack("redefined a0")

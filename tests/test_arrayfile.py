@@ -58,11 +58,11 @@ def test_roundtrip_all_fixed_types(make: Factory, codec: str | None) -> None:
     data = {}
     for dt in DTYPES:
         x = (rng.random((23, 17)) * 100).astype(dt)
-        f.define_array(dt, dt, ["r", "c"], x.shape, [5, 4])
+        f.define_array(dt, dt, ["r", "c"], x.shape, chunk_shape=[5, 4])
         f.write_array(dt, [0, 0], x)
         data[dt] = x
     t = np.array(["2020-01-01T00:00:00.000000001", "1969-12-31", "NaT"], "datetime64[ns]")
-    f.define_array("ts", "datetime64[ns]", ["t"], [3], [2])
+    f.define_array("ts", "datetime64[ns]", ["t"], [3], chunk_shape=[2])
     f.write_array("ts", [0], t)
     for dt, x in data.items():
         np.testing.assert_array_equal(f.read_array(dt), x)
@@ -79,7 +79,7 @@ def test_roundtrip_all_fixed_types(make: Factory, codec: str | None) -> None:
 
 def test_partial_writes_and_regions(make: Factory) -> None:
     f = make(block_target_size=1000)
-    f.define_array("a", "i8", ["x", "y", "z"], [9, 8, 7], [4, 3, 5], fill_value=-1)
+    f.define_array("a", "i8", ["x", "y", "z"], [9, 8, 7], chunk_shape=[4, 3, 5], fill_value=-1)
     model = np.full((9, 8, 7), -1, "i8")
     rng = np.random.default_rng(1)
     for _ in range(25):
@@ -106,9 +106,9 @@ def test_partial_writes_and_regions(make: Factory) -> None:
 def test_variable_length_types(make: Factory) -> None:
     f = make()
     words = np.array([["cat", "", "elephant"], ["é", "日本", "x" * 100]], dtype=object)
-    f.define_array("s", str, ["r", "c"], [2, 3], [1, 2])
+    f.define_array("s", str, ["r", "c"], [2, 3], chunk_shape=[1, 2])
     f.write_array("s", [0, 0], words)
-    f.define_array("b", bytes, ["n"], [4], [3])
+    f.define_array("b", bytes, ["n"], [4], chunk_shape=[3])
     f.write_array("b", [1], np.array([b"\x00\xff", b"", b"zz"], dtype=object))
     f.flush()
     f.write_array("s", [1, 1], np.array([["new"]], dtype=object))  # partial rewrite
@@ -158,11 +158,11 @@ def test_fill_values_follow_the_crate_casts(make: Factory) -> None:
 
 def test_statistics_rules(make: Factory) -> None:
     f = make()
-    f.define_array("f", "f8", ["x"], [6], [2], fill_value=0.0)
+    f.define_array("f", "f8", ["x"], [6], chunk_shape=[2], fill_value=0.0)
     f.write_array("f", [0], np.array([0.0, -3.0, 5.0, np.nan]))
     f.define_array("i", "i4", ["x"], [4], fill_value=7)
     f.write_array("i", [0], np.array([7, 7, 1, 9], "i4"))
-    f.define_array("e", "u2", ["x"], [4], [2], fill_value=1)
+    f.define_array("e", "u2", ["x"], [4], chunk_shape=[2], fill_value=1)
     f.write_array("e", [0], np.array([1, 1], "u2"))
     f.flush()
     s = f.array_stats("f")
@@ -203,9 +203,9 @@ def test_validation_errors(make: Factory) -> None:
     with pytest.raises(OverflowError, match="u32"):
         f.define_array("neg", "u1", ["x"], [-1])
     with pytest.raises(OverflowError, match="chunk"):
-        f.define_array("huge", "f8", ["x", "y"], [2**31, 2**31], [2**16, 2**16])
+        f.define_array("huge", "f8", ["x", "y"], [2**31, 2**31], chunk_shape=[2**16, 2**16])
     with pytest.raises(ValueError, match="axes"):
-        f.define_array("c", "f4", ["x"], [4], [2, 2])
+        f.define_array("c", "f4", ["x"], [4], chunk_shape=[2, 2])
     with pytest.raises(ValueError, match="dimension names"):
         f.define_array("d", "f4", ["x", "y"], [4])
     with pytest.raises(TypeError, match="unsupported dtype"):
@@ -247,7 +247,7 @@ def test_shared_cache_budget(tmp_path: Path) -> None:
     cfg = FileConfig(codec=None, block_target_size=1000, cache=cache)
     files = [ArrayFile.create(tmp_path / f"f{i}.af", config=cfg) for i in range(3)]
     for i, f in enumerate(files):
-        f.define_array("a", "u1", ["x"], [5000], [1000])
+        f.define_array("a", "u1", ["x"], [5000], chunk_shape=[1000])
         f.write_array("a", [0], np.full(5000, i, "u1"))
         f.flush()
     for i, f in enumerate(files):
@@ -269,7 +269,7 @@ def test_context_manager_flushes_only_on_success(tmp_path: Path) -> None:
 
 async def test_async_twins(tmp_path: Path) -> None:
     f = await ArrayFile.create_async(tmp_path / "a.af")
-    f.define_array("a", "i2", ["x"], [10], [3])
+    f.define_array("a", "i2", ["x"], [10], chunk_shape=[3])
     await f.write_array_async("a", [2], np.arange(5, dtype="i2"))
     await f.flush_async()
     await f.compact_async()

@@ -275,9 +275,9 @@ def test_million_chunk_table_decodes() -> None:
 
 def _sample_file(tmp_path: Path) -> Path:
     with ArrayFile.create(tmp_path / "h.af", config=FileConfig(codec="lz4")) as f:
-        f.define_array("v", "i4", ["x", "y"], [10, 6], [3, 4], fill_value=7)
+        f.define_array("v", "i4", ["x", "y"], [10, 6], chunk_shape=[3, 4], fill_value=7)
         f.write_array("v", [0, 0], np.arange(60, dtype="i4").reshape(10, 6))
-        f.define_array("s", str, ["n"], [5], [2])
+        f.define_array("s", str, ["n"], [5], chunk_shape=[2])
         f.write_array("s", [0], np.array(["a", "bb", "", "dddd", "e" * 40], dtype=object))
         f.set_attribute("v", "units", "m/s")
     return tmp_path / "h.1.af"
@@ -352,7 +352,7 @@ def test_unknown_version_and_32bit_layout(tmp_path: Path) -> None:
 @pytest.mark.parametrize("codec", ["lz4", "zstd"])
 def test_compressed_blocks_use_the_crate_wire_format(tmp_path: Path, codec: str) -> None:
     with ArrayFile.create(tmp_path / "z.af", config=FileConfig(codec=codec)) as f:
-        f.define_array("a", "u2", ["x"], [5000], [1000])
+        f.define_array("a", "u2", ["x"], [5000], chunk_shape=[1000])
         f.write_array("a", [0], np.arange(5000, dtype="u2"))
     data = (tmp_path / "z.1.af").read_bytes()
     (block,) = _footer_of(data)["blocks"]

@@ -34,7 +34,7 @@ def test_flush_writes_numbered_sidecars_and_compact_removes_them(tmp_path: Path)
     f.flush()  # nothing pending: no sidecar
     assert _sidecars(tmp_path) == []
     for i in range(3):
-        f.define_array(f"a{i}", "i4", ["x"], [100], [10])
+        f.define_array(f"a{i}", "i4", ["x"], [100], chunk_shape=[10])
         f.write_array(f"a{i}", [0], np.arange(100, dtype="i4") + i)
         f.flush()
     assert _sidecars(tmp_path) == ["f.1.af", "f.2.af", "f.3.af"]
@@ -132,7 +132,7 @@ def test_crate_bug_deleted_data_comes_back(tmp_path: Path, flush_between: bool) 
     # crate: a tombstone falls through to older layers, and compact unions every layer's
     # coords, so unwritten chunks of a re-defined array show the pre-delete data
     f = ArrayFile.create(tmp_path / "f.af", config=CFG)
-    f.define_array("a", "i8", ["x"], [20], [5], fill_value=0)
+    f.define_array("a", "i8", ["x"], [20], chunk_shape=[5], fill_value=0)
     f.write_array("a", [0], np.arange(1, 21))
     f.set_attribute("a", "old", 1)
     f.flush()
@@ -140,7 +140,7 @@ def test_crate_bug_deleted_data_comes_back(tmp_path: Path, flush_between: bool) 
     assert "a" not in f and f.list_arrays() == []
     if flush_between:
         f.flush()
-    f.define_array("a", "i8", ["x"], [20], [5], fill_value=0)
+    f.define_array("a", "i8", ["x"], [20], chunk_shape=[5], fill_value=0)
     f.write_array("a", [5], np.full(5, -1))
     expected = np.zeros(20, "i8")
     expected[5:10] = -1
@@ -233,7 +233,7 @@ def test_discovery_rules(tmp_path: Path) -> None:
 
 def test_compact_failure_before_base_keeps_everything(tmp_path: Path) -> None:
     f = ArrayFile.create(tmp_path / "f.af", config=CFG)
-    f.define_array("a", "i2", ["x"], [6], [2])
+    f.define_array("a", "i2", ["x"], [6], chunk_shape=[2])
     f.write_array("a", [0], np.arange(6, dtype="i2"))
     f.flush()
     before = {n: (tmp_path / n).read_bytes() for n in ("f.af", "f.1.af")}
@@ -252,7 +252,7 @@ def test_compact_failure_before_base_keeps_everything(tmp_path: Path) -> None:
 
 def test_compact_failure_while_deleting_sidecars_reads_the_same(tmp_path: Path) -> None:
     f = ArrayFile.create(tmp_path / "f.af", config=CFG)
-    f.define_array("a", "i2", ["x"], [6], [2])
+    f.define_array("a", "i2", ["x"], [6], chunk_shape=[2])
     for i in range(4):
         f.write_array("a", [i], np.full(2, 10 * i, "i2"))
         f.flush()
@@ -325,7 +325,7 @@ def test_open_reads_one_suffix_per_layer(tmp_path: Path) -> None:
 
 def test_large_footer_needs_a_second_read(tmp_path: Path) -> None:
     with ArrayFile.create(tmp_path / "f.af", config=CFG) as f:
-        f.define_array("many", "u1", ["x", "y"], [100, 100], [1, 1])
+        f.define_array("many", "u1", ["x", "y"], [100, 100], chunk_shape=[1, 1])
         f.write_array("many", [0, 0], np.ones((100, 100), "u1"))
     assert (tmp_path / "f.1.af").stat().st_size > 65536 * 4
     with ArrayFile.open(tmp_path / "f.af") as f:

@@ -23,7 +23,7 @@ def test_roundtrip_flush_compact_reopen(s3: S3Server) -> None:
     store = s3.new_store()
     cfg = FileConfig(codec="lz4", block_target_size=500)
     with ArrayFile.create((store, "runs/exp.af"), config=cfg) as f:
-        f.define_array("sig", "f8", ["t", "c"], [60, 3], [16, 2], fill_value=np.nan)
+        f.define_array("sig", "f8", ["t", "c"], [60, 3], chunk_shape=[16, 2], fill_value=np.nan)
         f.write_array("sig", [0, 0], np.arange(90.0).reshape(30, 3))
         f.set_attribute("sig", "units", "mV")
         f.flush()

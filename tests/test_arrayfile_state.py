@@ -77,7 +77,7 @@ def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
                 fill = 0 if fill_arg is None else fill_arg
                 npd = dtype
             self.f.define_array(name, str if dtype == "str" else dtype,
-                                [f"d{i}" for i in range(ndim)], shape, chunks, fill_arg)
+                                [f"d{i}" for i in range(ndim)], shape, chunk_shape=chunks, fill_value=fill_arg)
             self.model.arrays[name] = {
                 "data": np.full(shape, fill, dtype=npd), "attrs": {}, "dtype": dtype,
             }

@@ -676,6 +676,7 @@ class ArrayFile:
         dtype: Any,
         dim_names: Sequence[str],
         shape: Sequence[int],
+        *,
         chunk_shape: Sequence[int] | None = None,
         fill_value: Any = None,
     ) -> None:
