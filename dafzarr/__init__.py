@@ -2,6 +2,8 @@
 
 * :class:`MmapZipStore` - an append-only, crash-safe, zero-copy Zarr store over one ZIP file.
 * :func:`open_daf`, :func:`memory_daf`, :class:`ZarrDaf` - the Daf data-axes format on Zarr.
+* :class:`ArrayFile` - many n-dimensional arrays in one object, with delta sidecars
+  (file-compatible with the ``array-format`` container).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ except ImportError as _exc:  # pragma: no cover - depends on how the package was
     raise
 
 from ._config import show_config
+from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
 from .daf import ZarrDaf, memory_daf, open_daf
 from .errors import (
     AppendOnlyError,
@@ -35,8 +38,12 @@ __version__ = "0.1.0"
 __all__ = [
     "AppendOnlyError",
     "ArchiveLockedError",
+    "ArrayFile",
+    "ArrayStats",
     "CorruptArchiveError",
     "DafzarrError",
+    "DeltaCache",
+    "FileConfig",
     "MmapZipStore",
     "RecoveryWarning",
     "UnsupportedEntryError",

@@ -1,0 +1,29 @@
+"""ArrayFile: many n-dimensional arrays in one object (the ``array-format`` container).
+
+File-compatible with the Rust crate ``array-format`` (footer v4 written, v4 and v5 read), with
+delta sidecars, compaction, statistics and local, in-memory and object-store backends.
+"""
+
+from __future__ import annotations
+
+from ._cache import DeltaCache
+from ._file import (
+    ArrayExistsError,
+    ArrayFile,
+    ArrayInfo,
+    ArrayNotFoundError,
+    ArrayStats,
+    CorruptArrayFileError,
+    FileConfig,
+)
+
+__all__ = [
+    "ArrayExistsError",
+    "ArrayFile",
+    "ArrayInfo",
+    "ArrayNotFoundError",
+    "ArrayStats",
+    "CorruptArrayFileError",
+    "DeltaCache",
+    "FileConfig",
+]

@@ -1,0 +1,307 @@
+"""Where the objects of an ArrayFile live: local files, process memory, or any obstore store.
+
+Every backend offers the same few blocking calls: read the tail of an object together with its
+size and a version token (one request), read a byte range of a given version, put an object
+atomically (optionally create-only, so two writers never replace each other's sidecar), delete,
+and list the objects next to a key (one level only, never a recursive listing of a bucket).
+
+The version token identifies one immutable generation of an object (inode/mtime/size for local
+files, the ETag for object stores); caches key their entries by it, so bytes read before an
+object was replaced are never served for the new object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import os
+import posixpath
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["Backend", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
+
+Buffer = bytes | bytearray | memoryview
+
+
+class Tail:
+    """The last bytes of an object, with its total size and version token."""
+
+    __slots__ = ("data", "size", "version")
+
+    def __init__(self, data: Buffer, size: int, version: str) -> None:
+        self.data = data
+        self.size = size
+        self.version = version
+
+
+class Backend:
+    """Abstract object access; keys are '/'-separated names (absolute paths for files)."""
+
+    ident: str
+
+    def tail(self, key: str, n: int) -> Tail:
+        raise NotImplementedError
+
+    def read(self, key: str, version: str, start: int, end: int) -> Buffer:
+        raise NotImplementedError
+
+    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+        """Store ``parts`` concatenated as ``key`` atomically; return the new version token.
+
+        With ``create_only``, raise :class:`FileExistsError` if ``key`` exists.
+        """
+        raise NotImplementedError
+
+    def delete(self, key: str) -> None:
+        """Remove ``key``; a missing key is not an error."""
+        raise NotImplementedError
+
+    def siblings(self, key: str) -> list[str]:
+        """The keys in the same directory/prefix level as ``key`` (not recursive)."""
+        raise NotImplementedError
+
+    def exists(self, key: str) -> bool:
+        raise NotImplementedError
+
+    def release(self, key: str) -> None:
+        """Forget any handle kept open for ``key``."""
+
+    def close(self) -> None:
+        """Release every handle."""
+
+
+# --- Local files -----------------------------------------------------------------------
+
+
+def _local_version(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+
+
+class LocalBackend(Backend):
+    """Files on a POSIX file system; writes go to a temporary file then are renamed or linked.
+
+    An open descriptor is kept per object version, so a reader keeps seeing the generation
+    it opened even after the name is replaced.
+    """
+
+    def __init__(self) -> None:
+        self.ident = "file"
+        self._fds: dict[str, tuple[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def _fd(self, key: str, version: str | None) -> tuple[str, int]:
+        with self._lock:
+            cur = self._fds.get(key)
+            if cur is not None and (version is None or cur[0] == version):
+                return cur
+        fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            v = _local_version(os.fstat(fd))
+            if version is not None and v != version:
+                raise FileNotFoundError(
+                    errno.ESTALE, f"{key} was replaced since it was opened", key
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        with self._lock:
+            old = self._fds.pop(key, None)
+            self._fds[key] = (v, fd)
+        if old is not None:
+            os.close(old[1])
+        return v, fd
+
+    def tail(self, key: str, n: int) -> Tail:
+        self.release(key)
+        version, fd = self._fd(key, None)
+        size = os.fstat(fd).st_size
+        start = max(0, size - n)
+        return Tail(os.pread(fd, size - start, start), size, version)
+
+    def read(self, key: str, version: str, start: int, end: int) -> Buffer:
+        _, fd = self._fd(key, version)
+        data = os.pread(fd, end - start, start)
+        if len(data) != end - start:
+            raise EOFError(f"{key}: short read of [{start}, {end})")
+        return data
+
+    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+        directory = os.path.dirname(key) or "."
+        tmp = os.path.join(directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                with open(fd, "wb", closefd=False) as f:
+                    f.writelines(parts)
+                os.fsync(fd)
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            if create_only:
+                os.link(tmp, key)  # fails with EEXIST: never replaces another writer's object
+            else:
+                os.replace(tmp, key)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        _fsync_dir(directory)
+        return _local_version(os.stat(key)) if create_only else _local_version(st)
+
+    def delete(self, key: str) -> None:
+        self.release(key)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(key)
+        _fsync_dir(os.path.dirname(key) or ".")
+
+    def siblings(self, key: str) -> list[str]:
+        directory = os.path.dirname(key) or "."
+        return [os.path.join(directory, name) for name in os.listdir(directory)]
+
+    def exists(self, key: str) -> bool:
+        return os.path.exists(key)
+
+    def release(self, key: str) -> None:
+        with self._lock:
+            cur = self._fds.pop(key, None)
+        if cur is not None:
+            os.close(cur[1])
+
+    def close(self) -> None:
+        with self._lock:
+            fds, self._fds = self._fds, {}
+        for _, fd in fds.values():
+            os.close(fd)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# --- Process memory --------------------------------------------------------------------
+
+_counter = itertools.count(1)
+
+
+class MemoryBackend(Backend):
+    """Objects held in a dict (``ArrayFile.create_memory``); nothing survives the process."""
+
+    def __init__(self) -> None:
+        self.ident = f"memory-{next(_counter)}"
+        self._objects: dict[str, tuple[str, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def _get(self, key: str) -> tuple[str, bytes]:
+        try:
+            return self._objects[key]
+        except KeyError:
+            raise FileNotFoundError(errno.ENOENT, "no such object", key) from None
+
+    def tail(self, key: str, n: int) -> Tail:
+        version, data = self._get(key)
+        return Tail(memoryview(data)[max(0, len(data) - n) :], len(data), version)
+
+    def read(self, key: str, version: str, start: int, end: int) -> Buffer:
+        v, data = self._get(key)
+        if v != version:
+            raise FileNotFoundError(errno.ESTALE, "object replaced since it was opened", key)
+        return memoryview(data)[start:end]
+
+    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+        data = b"".join(parts)
+        with self._lock:
+            if create_only and key in self._objects:
+                raise FileExistsError(errno.EEXIST, "object exists", key)
+            version = str(next(_counter))
+            self._objects[key] = (version, data)
+        return version
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._objects.pop(key, None)
+
+    def siblings(self, key: str) -> list[str]:
+        parent = posixpath.dirname(key)
+        return [k for k in list(self._objects) if posixpath.dirname(k) == parent]
+
+    def exists(self, key: str) -> bool:
+        return key in self._objects
+
+
+# --- obstore ---------------------------------------------------------------------------
+
+
+class ObstoreBackend(Backend):
+    """Any obstore store (local, memory, S3, GCS, Azure, HTTP for reading).
+
+    Opening costs one suffix-range GET per object; range reads are pinned to the ETag seen at
+    open time (``if_match``), so a replaced object raises instead of returning mixed bytes.
+    Sidecars are created with ``mode="create"`` (a conditional, create-only PUT).
+    """
+
+    def __init__(self, store: Any) -> None:
+        try:
+            import obstore
+        except ImportError as exc:  # pragma: no cover - depends on the installation
+            raise ImportError(
+                "object-store targets need the optional dependency obstore "
+                "(pip install 'dafzarr[obstore]')"
+            ) from exc
+        self._obs = obstore
+        self.store = store
+        self.ident = f"obstore-{id(store):x}"
+
+    @staticmethod
+    def _version(meta: Any) -> str:
+        return f"{meta.get('e_tag')}|{meta.get('version')}|{meta['size']}"
+
+    def tail(self, key: str, n: int) -> Tail:
+        res = self._obs.get(self.store, key, options={"range": {"suffix": n}})
+        data = res.bytes()
+        return Tail(memoryview(data), int(res.meta["size"]), self._version(res.meta))
+
+    def read(self, key: str, version: str, start: int, end: int) -> Buffer:
+        etag = version.split("|", 1)[0]
+        options: dict[str, Any] = {"range": (start, end)}
+        if etag != "None":
+            options["if_match"] = etag
+        return memoryview(self._obs.get(self.store, key, options=options).bytes())  # type: ignore[arg-type]
+
+    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+        from obstore.exceptions import AlreadyExistsError
+
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        try:
+            res = self._obs.put(
+                self.store, key, data, mode="create" if create_only else "overwrite"
+            )
+        except AlreadyExistsError as exc:
+            raise FileExistsError(errno.EEXIST, "object exists", key) from exc
+        etag = res.get("e_tag")
+        if etag is None:  # some stores do not return one: ask
+            meta = self._obs.head(self.store, key)
+            return self._version(meta)
+        return f"{etag}|{res.get('version')}|{len(data)}"
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._obs.delete(self.store, key)
+
+    def siblings(self, key: str) -> list[str]:
+        parent = posixpath.dirname(key)
+        listing = self._obs.list_with_delimiter(self.store, parent or None)
+        return [str(o["path"]) for o in listing["objects"]]
+
+    def exists(self, key: str) -> bool:
+        try:
+            self._obs.head(self.store, key)
+        except FileNotFoundError:
+            return False
+        return True

@@ -1,0 +1,312 @@
+"""The array-format footer (v4 and v5) and statistics file, in rkyv 0.8's archived layout.
+
+An ``.af`` object is ``[blocks][rkyv footer][footer_size: u64 LE]["ARRF"]``; a ``.stats``
+object is ``[rkyv StatsFile][size: u64 LE]["ARST"]``. This module turns those bytes into Python
+values and back. Footers are dictionaries mirroring the archived structs; enum values are
+tuples ``(variant, *fields)``; each array's chunk table is a :class:`ChunkTable` of numpy
+arrays, decoded and encoded without a Python loop over chunks.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _rkyv as r
+
+__all__ = [
+    "FOOTER_MAGIC",
+    "STATS_MAGIC",
+    "ChunkTable",
+    "CorruptFooterError",
+    "decode_footer",
+    "decode_stats",
+    "empty_footer",
+    "encode_footer",
+    "encode_stats",
+    "split_trailer",
+]
+
+FOOTER_MAGIC = b"ARRF"
+STATS_MAGIC = b"ARST"
+TRAILER = 12
+
+
+class CorruptFooterError(ValueError):
+    """Raised by this module; the caller adds the name of the object at fault."""
+
+
+# --- Chunk tables ----------------------------------------------------------------------
+
+
+@dataclass
+class ChunkTable:
+    """The chunks of one array in one layer: ``coords`` (n, ndim) and ``addrs`` (n, 3)
+    = (block id, offset in the decompressed block, size), both uint32, in stored order."""
+
+    coords: npt.NDArray[np.uint32]
+    addrs: npt.NDArray[np.uint32]
+
+    def __len__(self) -> int:
+        return int(self.addrs.shape[0])
+
+    @classmethod
+    def empty(cls, ndim: int) -> ChunkTable:
+        return cls(np.zeros((0, ndim), np.uint32), np.zeros((0, 3), np.uint32))
+
+
+_ENTRY = np.dtype(
+    [("coff", "<i8"), ("clen", "<u8"), ("blk", "<u4"), ("off", "<u4"), ("size", "<u4"),
+     ("pad", "<u4")]
+)
+assert _ENTRY.itemsize == 32
+
+
+class _ChunkTableType(r.Vec):
+    """``Vec<ChunkEntry>``, ``ChunkEntry = {coord: Vec<u32>, address: (u32, u32, u32)}``."""
+
+    def __init__(self) -> None:
+        super().__init__(r.Struct([], 32, 8))
+
+    def read(self, dec: r.Decoder, pos: int) -> ChunkTable:
+        start, n = self.locate(dec, pos)
+        if n == 0:
+            return ChunkTable.empty(0)
+        entries = np.frombuffer(dec.buf, _ENTRY, count=n, offset=start)
+        lens = entries["clen"]
+        ndim = int(lens[0])
+        if ndim > 64 or not np.all(lens == ndim):
+            raise r.RkyvError(f"chunk table at {pos}: coordinates of different lengths")
+        cpos = entries["coff"] + (start + 32 * np.arange(n, dtype=np.int64))
+        if ndim == 0:
+            return ChunkTable(np.zeros((n, 0), np.uint32), _addrs(entries))
+        if cpos.min() < 0 or int(cpos.max()) + 4 * ndim > dec.n or np.any(cpos % 4):
+            raise r.RkyvError(f"chunk table at {pos}: a coordinate lies outside the payload")
+        words = np.frombuffer(dec.buf, "<u4", count=dec.n // 4)
+        coords = words[(cpos // 4)[:, None] + np.arange(ndim)]
+        return ChunkTable(coords.astype(np.uint32, copy=False), _addrs(entries))
+
+    def deps(self, enc: r.Encoder, value: Any) -> Any:
+        table: ChunkTable = value
+        n = len(table)
+        ndim = table.coords.shape[1] if table.coords.ndim == 2 else 0
+        enc.pad(4)
+        cstart = enc.pos
+        enc.out += np.ascontiguousarray(table.coords, dtype="<u4").tobytes()
+        enc.pad(8)
+        start = enc.pos
+        entries = np.zeros(n, _ENTRY)
+        idx = np.arange(n, dtype=np.int64)
+        entries["coff"] = (cstart + idx * 4 * ndim) - (start + 32 * idx)
+        entries["clen"] = ndim
+        entries["blk"] = table.addrs[:, 0]
+        entries["off"] = table.addrs[:, 1]
+        entries["size"] = table.addrs[:, 2]
+        enc.out += entries.tobytes()
+        return (start, n)
+
+
+def _addrs(entries: np.ndarray) -> npt.NDArray[np.uint32]:
+    out = np.empty((entries.shape[0], 3), np.uint32)
+    out[:, 0] = entries["blk"]
+    out[:, 1] = entries["off"]
+    out[:, 2] = entries["size"]
+    return out
+
+
+# --- Schema ----------------------------------------------------------------------------
+
+_V32 = r.Vec(r.U32)
+_CODEC = r.Enum({0: ("None", []), 1: ("Named", [(r.STRING, 8)])}, 24, 8)
+_BLOCK = r.Struct(
+    [("id", r.U32, 0), ("file_offset", r.U64, 8), ("compressed_size", r.U64, 16),
+     ("uncompressed_size", r.U64, 24), ("codec", _CODEC, 32)],
+    56, 8,
+)
+
+
+def _dtype() -> r.Type:
+    return _DTYPE
+
+
+_UNIT_DTYPES = {
+    0: "Bool", 1: "Int8", 2: "Int16", 3: "Int32", 4: "Int64", 5: "UInt8", 6: "UInt16",
+    7: "UInt32", 8: "UInt64", 9: "Float32", 10: "Float64", 11: "String", 12: "Binary",
+    15: "TimestampNs",
+}
+_dt_variants: dict[int, tuple[str, Sequence[tuple[r.Type, int]]]] = {
+    tag: (name, []) for tag, name in _UNIT_DTYPES.items()
+}
+_dt_variants[13] = ("FixedSizeList", [(r.Box(_dtype), 8), (r.U32, 16)])
+_dt_variants[14] = ("List", [(r.Box(_dtype), 8)])
+_DTYPE = r.Enum(_dt_variants, 24, 8)
+
+_FILL = r.Enum(
+    {0: ("Bool", [(r.BOOL, 1)]), 1: ("Int", [(r.I64, 8)]), 2: ("UInt", [(r.U64, 8)]),
+     3: ("Float", [(r.F64, 8)]), 4: ("String", [(r.STRING, 8)]),
+     5: ("TimestampNs", [(r.I64, 8)])},
+    24, 8,
+)
+_ATTRS = r.Enum(
+    {0: ("U16", [(r.Vec(r.Struct([("k", r.U16, 0), ("v", r.U16, 2)], 4, 2)), 8)]),
+     1: ("U32", [(r.Vec(r.Struct([("k", r.U32, 0), ("v", r.U32, 4)], 8, 4)), 8)]),
+     2: ("U64", [(r.Vec(r.Struct([("k", r.U64, 0), ("v", r.U64, 8)], 16, 8)), 8)])},
+    24, 8,
+)
+_STORAGE = r.Struct([("chunk_shape", _V32, 0), ("chunks", _ChunkTableType(), 16)], 32, 8)
+_LAYOUT = r.Struct(
+    [("shape", _V32, 0), ("dimension_names", r.Vec(r.STRING), 16), ("storage", _STORAGE, 32)],
+    64, 8,
+)
+_ARRAY = r.Struct(
+    [("name", r.STRING, 0), ("dtype", _DTYPE, 16), ("layout", _LAYOUT, 40),
+     ("fill_value", r.Option(_FILL), 104), ("deleted", r.BOOL, 136),
+     ("attributes", _ATTRS, 144)],
+    168, 8,
+)
+
+_AV4: dict[int, tuple[str, Sequence[tuple[r.Type, int]]]] = {
+    0: ("Bool", [(r.BOOL, 1)]), 1: ("Int8", [(r.I8, 1)]), 2: ("Int16", [(r.I16, 2)]),
+    3: ("Int32", [(r.I32, 4)]), 4: ("Int64", [(r.I64, 8)]), 5: ("UInt8", [(r.U8, 1)]),
+    6: ("UInt16", [(r.U16, 2)]), 7: ("UInt32", [(r.U32, 4)]), 8: ("UInt64", [(r.U64, 8)]),
+    9: ("Float32", [(r.F32, 4)]), 10: ("Float64", [(r.F64, 8)]), 11: ("String", [(r.STRING, 8)]),
+}
+_AV5 = dict(_AV4)
+_AV5[12] = ("Binary", [(r.Bytes(), 8)])
+for _tag, (_name, _elem) in enumerate(
+    [("BoolList", r.BOOL), ("Int8List", r.I8), ("Int16List", r.I16), ("Int32List", r.I32),
+     ("Int64List", r.I64), ("UInt8List", r.U8), ("UInt16List", r.U16), ("UInt32List", r.U32),
+     ("UInt64List", r.U64), ("Float32List", r.F32), ("Float64List", r.F64),
+     ("StringList", r.STRING), ("BinaryList", r.Bytes())],
+    start=13,
+):
+    _AV5[_tag] = (_name, [(r.Vec(_elem), 8)])
+
+
+def _footer_type(version: int) -> r.Struct:
+    av = r.Enum(_AV4 if version == 4 else _AV5, 24, 8)
+    return r.Struct(
+        [("version", r.U32, 0), ("blocks", r.Vec(_BLOCK), 8), ("arrays", r.Vec(_ARRAY), 24),
+         ("attr_keys", r.Vec(r.STRING), 40), ("attr_values", r.Vec(av), 56),
+         ("overlay_index", r.U32, 72), ("base_file_hint", r.STRING, 80)],
+        96, 8,
+    )
+
+
+FOOTERS = {4: _footer_type(4), 5: _footer_type(5)}
+
+_STAT = r.Enum(
+    {0: ("Int", [(r.I64, 8)]), 1: ("UInt", [(r.U64, 8)]), 2: ("Float", [(r.F64, 8)]),
+     3: ("Bytes", [(r.Bytes(), 8)]), 4: ("TimestampNs", [(r.I64, 8)])},
+    24, 8,
+)
+_ARRAY_STATS = r.Struct(
+    [("name", r.STRING, 0), ("min", r.Option(_STAT), 16), ("max", r.Option(_STAT), 48),
+     ("null_count", r.U64, 80), ("row_count", r.U64, 88)],
+    96, 8,
+)
+_STATS_V0 = r.Struct([("arrays", r.Vec(_ARRAY_STATS), 0)], 16, 8)
+_STATS_V1 = r.Struct([("version", r.U32, 0), ("arrays", r.Vec(_ARRAY_STATS), 8)], 24, 8)
+
+
+# --- Trailer and top level -------------------------------------------------------------
+
+
+def split_trailer(tail: bytes | bytearray | memoryview, magic: bytes, total_size: int) -> int:
+    """The payload size announced by the 12-byte trailer at the end of ``tail``.
+
+    ``tail`` holds the last bytes of an object of ``total_size`` bytes.
+    """
+    if total_size < TRAILER or len(tail) < TRAILER:
+        raise CorruptFooterError(f"{total_size} bytes is too short for the 12-byte trailer")
+    t = bytes(tail[-TRAILER:])
+    if t[8:] != magic:
+        raise CorruptFooterError(f"the trailer magic is {t[8:]!r}, expected {magic!r}")
+    (size,) = struct.unpack("<Q", t[:8])
+    if size > total_size - TRAILER:
+        raise CorruptFooterError(
+            f"the trailer announces a {size}-byte footer in a {total_size}-byte object"
+        )
+    if size % 8:
+        raise CorruptFooterError(f"the footer size {size} is not a multiple of 8")
+    return int(size)
+
+
+def decode_footer(payload: bytes | memoryview) -> dict[str, Any]:
+    """Decode a footer payload (v4 or v5)."""
+    if len(payload) < 96:
+        raise CorruptFooterError(f"a {len(payload)}-byte footer is smaller than its root")
+    (version,) = struct.unpack_from("<I", payload, len(payload) - 96)
+    if version not in FOOTERS:
+        raise CorruptFooterError(
+            f"footer version {version} is not supported (this reader knows 4 and 5)"
+        )
+    try:
+        footer: dict[str, Any] = r.decode_root(FOOTERS[version], payload)
+    except (r.RkyvError, UnicodeDecodeError, struct.error) as exc:
+        raise CorruptFooterError(
+            f"footer v{version} does not decode ({exc}); files written by array-format 0.7 "
+            "or older use 32-bit pointers and are not supported"
+        ) from exc
+    return footer
+
+
+def encode_footer(footer: dict[str, Any]) -> bytes:
+    """The footer payload followed by the trailer."""
+    payload = r.encode_root(FOOTERS[footer["version"]], footer)
+    return payload + struct.pack("<Q", len(payload)) + FOOTER_MAGIC
+
+
+def empty_footer(*, version: int = 4, overlay_index: int = 0, hint: str = "") -> dict[str, Any]:
+    return {
+        "version": version, "blocks": [], "arrays": [], "attr_keys": [], "attr_values": [],
+        "overlay_index": overlay_index, "base_file_hint": hint,
+    }
+
+
+def decode_stats(payload: bytes | memoryview) -> tuple[int, list[dict[str, Any]]]:
+    """Decode a stats payload; return (generation 0 or 1, entries).
+
+    Generation 0 (crate 0.10/0.11) has the root ``{arrays}``; generation 1 (0.12) has
+    ``{version, arrays}``. Both keep ``arrays`` in the last 16 bytes, so the generation is
+    told apart by where the element array ends: right before the root in both cases.
+    """
+    n = len(payload)
+    if n == 16:
+        gen = 0
+    elif n == 24 and struct.unpack_from("<I", payload, 0)[0] == 1:
+        gen = 1
+    elif n >= 24:
+        dec = r.Decoder(payload)
+        try:
+            start, count = _STATS_V0.fields[0][1].locate(dec, n - 16)  # type: ignore[attr-defined]
+        except r.RkyvError as exc:
+            raise CorruptFooterError(f"the stats table does not decode ({exc})") from exc
+        end = start + 96 * count
+        if end == n - 16:
+            gen = 0
+        elif end == n - 24:
+            gen = 1
+        else:
+            raise CorruptFooterError("the stats table does not end at its root")
+    else:
+        raise CorruptFooterError(f"a {n}-byte stats payload is too short")
+    try:
+        root = r.decode_root(_STATS_V1 if gen else _STATS_V0, payload)
+    except (r.RkyvError, UnicodeDecodeError, struct.error) as exc:
+        raise CorruptFooterError(f"the stats table does not decode ({exc})") from exc
+    return gen, root["arrays"]
+
+
+def encode_stats(entries: list[dict[str, Any]], *, generation: int = 0) -> bytes:
+    """The stats payload (generation 0 unless told otherwise) followed by the trailer."""
+    if generation == 0:
+        payload = r.encode_root(_STATS_V0, {"arrays": entries})
+    else:
+        payload = r.encode_root(_STATS_V1, {"version": 1, "arrays": entries})
+    return payload + struct.pack("<Q", len(payload)) + STATS_MAGIC
