@@ -465,3 +465,23 @@ def test_fill_rejects_strings() -> None:
     with pytest.raises(TypeError, match="numeric or bool"), \
             d.empty_dense_vector("cell", "v", "str"):
         pass
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr"])
+def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
+    """Out-of-range stored indices give a clear error, never a crash in scipy."""
+    d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(tmp_path / rel, "w")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
+    d.set_matrix("cell", "gene", "m", sp.csc_matrix(np.eye(3, 2)), relayout=False)
+    d.set_vector("cell", "v", sp.csr_matrix(np.array([[0, 1.0, 0]])))
+    items = d._array_items("matrices/cell/gene/m/rowval", np.array([1, 4], np.int64),
+                           np.dtype(np.int64))
+    d._backend.delete_tree("matrices/cell/gene/m/rowval")
+    d._write(items)
+    with pytest.raises(ValueError, match=r"rowval: stored 1-based index 4 is out of range 1..3"):
+        d.get_np_matrix("cell", "gene", "m")
+    items = d._array_items("vectors/cell/v/nzind", np.array([0], np.int64), np.dtype(np.int64))
+    d._backend.delete_tree("vectors/cell/v/nzind")
+    d._write(items)
+    with pytest.raises(ValueError, match=r"nzind: stored index out of range 1..3 \(found 0"):
+        d.get_np_vector("cell", "v")

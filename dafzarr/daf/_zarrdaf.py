@@ -18,6 +18,7 @@ import shutil
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -190,26 +191,50 @@ def _default_indtype(size: int) -> np.dtype[Any]:
     return np.dtype(np.uint32) if size <= 0xFFFF_FFFF else np.dtype(np.uint64)
 
 
+# Index conversion runs in blocks small enough that the range check reads the block just
+# written from cache, on a few threads (numpy releases the GIL) for large arrays.
+_BLOCK = 1 << 18
+_PARALLEL_MIN = 1 << 22
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _shift_block(src: np.ndarray[Any, Any], out: np.ndarray[Any, Any], lo: int, hi: int) -> int:
+    top = 0
+    one = out.dtype.type(1)
+    for a in range(lo, hi, _BLOCK):
+        b = min(a + _BLOCK, hi)
+        np.subtract(src[a:b], one, out=out[a:b])
+        top = max(top, int(out[a:b].max()))
+    return top
+
+
 def _zero_based(idx: np.ndarray[Any, Any], bound: int, where: str) -> np.ndarray[Any, Any]:
     """1-based stored indices -> 0-based signed indices, each checked to be in ``0..bound-1``.
 
-    Two passes over the data: ``idx - 1`` in the unsigned type of the same width (so a stored
-    0 wraps to the largest value), then one maximum. The result is viewed as signed, with no
-    further copy (scipy accepts int32 and int64 indices).
+    ``idx - 1`` is computed in the unsigned type of the same width (so a stored 0 wraps to the
+    largest value) and its maximum checked; the result is viewed as signed with no further
+    copy (scipy accepts int32 and int64 indices).
     """
     if idx.dtype.itemsize < 4:
         idx = idx.astype(np.int32)
     unsigned = np.dtype(f"<u{idx.dtype.itemsize}")
     signed = np.dtype(f"<i{idx.dtype.itemsize}")
-    out: np.ndarray[Any, Any] = np.subtract(idx.view(unsigned), unsigned.type(1), dtype=unsigned)
-    if out.size:
-        top = int(out.max())
-        if top >= bound or top > np.iinfo(signed).max:
-            bad = int(idx.view(unsigned)[out.argmax()]) if top < (1 << 63) else "?"
-            raise ValueError(f"{where}: stored 1-based index {bad} is out of range 1..{bound}"
-                             if top != np.iinfo(unsigned).max else
-                             f"{where}: stored index out of range 1..{bound} (found 0 or "
-                             "a negative index)")
+    src = idx.view(unsigned)
+    out: np.ndarray[Any, Any] = np.empty(src.shape, unsigned)
+    n = src.size
+    if n >= _PARALLEL_MIN and _THREADS > 1:
+        step = -(-n // _THREADS)
+        with ThreadPoolExecutor(_THREADS) as pool:
+            tops = list(pool.map(lambda lo: _shift_block(src, out, lo, min(lo + step, n)),
+                                 range(0, n, step)))
+        top = max(tops)
+    else:
+        top = _shift_block(src, out, 0, n) if n else 0
+    if n and (top >= bound or top > np.iinfo(signed).max):
+        if top > np.iinfo(signed).max:  # a stored 0 (wrapped) or a negative index
+            raise ValueError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
+                             "negative index)")
+        raise ValueError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
     return out.view(signed)
 
 
