@@ -485,3 +485,32 @@ def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
     d._write(items)
     with pytest.raises(ValueError, match=r"nzind: stored index out of range 1..3 \(found 0"):
         d.get_np_vector("cell", "v")
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+def test_relayout_matrix_and_sparse_classes(tmp_path: Path, rel: str | None) -> None:
+    d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(tmp_path / rel, "w")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
+    dense = np.arange(6, dtype="int32").reshape(3, 2)
+    sparse = sp.csr_matrix(np.array([[0, 1], [2, 0], [0, 0]], "float32"))
+    d.set_matrix("cell", "gene", "d", dense, relayout=False)
+    d.set_matrix("cell", "gene", "s", sparse, relayout=False)
+    assert not d.has_matrix("gene", "cell", "s", relayout=False)
+    got = d.get_np_matrix("gene", "cell", "s")  # transposed on read (a copy)
+    assert isinstance(got, sp.csc_matrix) and np.array_equal(got.toarray(), sparse.T.toarray())
+    d.relayout_matrix("cell", "gene", "d").relayout_matrix("cell", "gene", "s")
+    assert d.has_matrix("gene", "cell", "d", relayout=False)
+    back = d.get_np_matrix("gene", "cell", "d")
+    assert back.flags.f_contiguous and not back.flags.owndata and np.array_equal(back, dense.T)
+    arr = d.get_np_matrix("gene", "cell", "s", sparse_class="csc_array")
+    assert isinstance(arr, sp.csc_array) and np.array_equal(arr.toarray(), sparse.T.toarray())
+    with pytest.raises(DafExistsError, match="existing matrix: d\nfor the rows axis: gene"):
+        d.relayout_matrix("cell", "gene", "d")
+    with pytest.raises(DafFormatError, match="can't relayout square matrix"):
+        d.relayout_matrix("cell", "cell", "d")
+    with pytest.raises(DafMissingError, match="missing matrix: q"):
+        d.relayout_matrix("cell", "gene", "q")
+    view = d.read_only_view()
+    view.close()  # a view does not own the store: the data set stays usable
+    assert d.get_np_matrix("cell", "gene", "d")[2, 1] == 5
+    d.close()

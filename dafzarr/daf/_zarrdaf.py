@@ -274,6 +274,8 @@ class ZarrDaf:
         self._mode: Mode = mode
         self._read_only = mode == "r"
         self._cmeta: dict[str, Any] | None = None
+        self._cstamp: Any = None
+        self._lock = threading.RLock()
         self._backend: Backend
         self._axis_cache: dict[str, np.ndarray[Any, Any]] = {}
         self._finalizer: Any = None
@@ -536,17 +538,33 @@ class ZarrDaf:
 
     def _write(self, items: list[tuple[str, Any]]) -> None:
         b = self._backend
-        b.put(items)
-        if b.consolidates:
-            self._note_written([k for k, _ in items])
+        with self._lock:
+            b.put(items)
+            if b.consolidates:
+                self._note_written([k for k, _ in items])
 
     def _delete_node(self, path: str) -> None:
-        self._backend.delete_tree(path)
-        if self._backend.consolidates and self._cmeta is not None:
-            head = path + "/"
-            for key in [k for k in self._cmeta if k == path or k.startswith(head)]:
-                del self._cmeta[key]
-            self._flush_consolidated()
+        with self._lock:
+            self._backend.delete_tree(path)
+            if self._backend.consolidates:
+                if not self._consolidated_current():
+                    self._rebuild_consolidated()
+                    return
+                assert self._cmeta is not None
+                head = path + "/"
+                for key in [k for k in self._cmeta if k == path or k.startswith(head)]:
+                    del self._cmeta[key]
+                self._flush_consolidated()
+
+    def _consolidated_doc(self) -> str:
+        return ".zmetadata" if self._layout is lay.V2 else "zarr.json"
+
+    def _consolidated_current(self) -> bool:
+        """Whether the stored consolidated metadata is the one this handle wrote last (no
+        other handle or process has changed the data set since); else it is rebuilt."""
+        return self._cmeta is not None and self._cstamp == self._backend.stamp(
+            self._consolidated_doc()
+        )
 
     # --- Consolidated metadata (directories) -------------------------------------------------
 
@@ -560,9 +578,10 @@ class ZarrDaf:
         return key[: -len("/zarr.json")]
 
     def _note_written(self, keys: list[str]) -> None:
-        if self._cmeta is None:
+        if not self._consolidated_current():
             self._rebuild_consolidated()
             return
+        assert self._cmeta is not None
         changed = False
         for key in keys:
             ckey = self._consolidated_key(key)
@@ -599,6 +618,7 @@ class ZarrDaf:
                 "metadata": lay.sort_consolidated(self._cmeta),
             }
             self._backend.put([("zarr.json", json.dumps(root, separators=(",", ":")).encode())])
+        self._cstamp = self._backend.stamp(self._consolidated_doc())
 
     # --- Checks ----------------------------------------------------------------------------------
 
@@ -647,10 +667,8 @@ class ZarrDaf:
 
     def close(self) -> None:
         """Release the store (ZIP: drop this handle's share of the archive)."""
-        if self._finalizer is not None:
+        if self._finalizer is not None:  # only the opening handle owns a ZIP store share
             self._finalizer()
-        else:
-            self._backend.close()
 
     def __enter__(self) -> Self:
         return self
