@@ -514,3 +514,23 @@ def test_relayout_matrix_and_sparse_classes(tmp_path: Path, rel: str | None) -> 
     view.close()  # a view does not own the store: the data set stays usable
     assert d.get_np_matrix("cell", "gene", "d")[2, 1] == 5
     d.close()
+
+
+def test_damaged_stores_give_clear_errors(tmp_path: Path) -> None:
+    root = tmp_path / "x.daf.zarr"
+    d = dafzarr.open_daf(root, "w")
+    d.add_axis("cell", ["a", "b", "c"]).set_vector("cell", "v", np.arange(3.0))
+    d.set_vector("cell", "s", np.array(["x", "y", "z"]))
+    d.set_scalar("bad_json", 1)
+    d.close()
+    (root / "vectors/cell/v/0").write_bytes(b"\0" * 7)  # truncated chunk
+    (root / "vectors/cell/s/0").write_bytes(b"\x03\0\0\0\xff\xff\xff\x7f")  # bad vlen
+    (root / "scalars/bad_json/.zarray").write_text("{not json")
+    r = dafzarr.open_daf(root)
+    with pytest.raises(ValueError, match=r"vectors/cell/v.*holds 7 bytes, expected 24"):
+        r.get_np_vector("cell", "v")
+    with pytest.raises(ValueError, match="vectors/cell/s"):
+        r.get_np_vector("cell", "s")
+    with pytest.raises(ValueError, match="invalid Zarr metadata at 'scalars/bad_json'"):
+        r.get_scalar("bad_json")
+    assert list(r.axis_np_entries("cell")) == ["a", "b", "c"]  # the rest still reads

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dafzarr
-from dafzarr.errors import RecoveryWarning
+from dafzarr.errors import CorruptArchiveError, RecoveryWarning
 
 from .common import check_zip_tools_accept
 
@@ -69,15 +69,23 @@ def test_sigkill_during_writes(tmp_path: Path, rel: str, zarr_format: int) -> No
     seen = 0
     for delay in (0.05, 0.23):
         _run_and_kill(path, zarr_format, delay)
-        r = dafzarr.open_daf(path, "r")  # what a reader sees right after the crash
-        count = _check(r)
-        r.close()
-        assert count >= max(seen, 2)
+        try:
+            r = dafzarr.open_daf(path, "r")  # what a reader sees right after the crash
+        except CorruptArchiveError as exc:
+            # Killed inside a ZIP commit (while the central directory was being moved): the
+            # store's read-only open does not scan back; a writable open recovers (below).
+            assert rel.endswith(".zip") and "a writable open" in str(exc)  # noqa: PT017
+        else:
+            count = _check(r)
+            r.close()
+            assert count >= max(seen, 2)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RecoveryWarning)  # the ZIP's writable recovery
             w = dafzarr.open_daf(path, "r+")
-            seen = _check(w)
+            count = _check(w)
             w.close()
+        assert count >= max(seen, 2)
+        seen = count
     if rel.endswith(".zip"):
         check_zip_tools_accept(path)
     else:
