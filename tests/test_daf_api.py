@@ -534,3 +534,18 @@ def test_damaged_stores_give_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="invalid Zarr metadata at 'scalars/bad_json'"):
         r.get_scalar("bad_json")
     assert list(r.axis_np_entries("cell")) == ["a", "b", "c"]  # the rest still reads
+
+
+def test_scalars_broadcast() -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["a", "b"]).add_axis("gene", ["x", "y", "z"])
+    d.set_matrix("cell", "gene", "ones", np.float32(1))
+    d.set_matrix("cell", "gene", "seven", 7)
+    d.set_matrix("cell", "gene", "text", "t")
+    d.set_vector("cell", "flag", True)
+    d.set_vector("cell", "half", np.array(0.5))
+    assert d.get_np_matrix("cell", "gene", "ones").dtype == np.float32
+    assert d.get_np_matrix("gene", "cell", "seven").tolist() == [[7, 7]] * 3
+    assert d.get_np_matrix("cell", "gene", "text")[1, 2] == "t"
+    assert d.get_np_vector("cell", "flag").tolist() == [True, True]
+    assert d.get_np_vector("cell", "half").tolist() == [0.5, 0.5]

@@ -1140,7 +1140,8 @@ class ZarrDaf:
             items += self._layout.group_docs(path).items()
             return items
         if np.ndim(value) == 0:
-            arr0, dt = _scalar_array(value, where)
+            scalar = value[()] if isinstance(value, np.ndarray) else value  # keeps its dtype
+            arr0, dt = _scalar_array(scalar, where)
             value = np.full((nr, nc), arr0[0], dtype=object if isinstance(dt, str) else dt)
         arr = np.asarray(value)
         if arr.shape != (nr, nc):
