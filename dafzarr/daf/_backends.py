@@ -248,6 +248,8 @@ class DirectoryBackend(Backend):
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
         path = self._path(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a leftover file may be mapped somewhere: never truncate it
         with open(path, "wb") as f:
             f.truncate(nbytes)
         if nbytes == 0:
