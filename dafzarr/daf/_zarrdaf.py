@@ -651,10 +651,12 @@ class ZarrDaf:
 
     @property
     def mode(self) -> str:
+        """The mode the data set was opened with."""
         return self._mode
 
     @property
     def read_only(self) -> bool:
+        """Whether writers raise (mode ``r``, HTTP, read-only views)."""
         return self._read_only
 
     @property
@@ -690,9 +692,11 @@ class ZarrDaf:
     # --- Scalars -------------------------------------------------------------------------------
 
     def has_scalar(self, name: str) -> bool:
+        """Whether the scalar exists."""
         return self._node_kind(_join("scalars", name)) == "array"
 
     def scalars_set(self) -> set[str]:
+        """The names of all scalars."""
         return {n for n in self._backend.children("scalars") if self.has_scalar(n)}
 
     def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
@@ -721,6 +725,7 @@ class ZarrDaf:
         return self
 
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> ZarrDaf:
+        """Delete a scalar (``must_exist=False``: no error if it is missing)."""
         self._check_writable()
         if not self.has_scalar(name):
             if must_exist:
@@ -733,12 +738,15 @@ class ZarrDaf:
     # --- Axes --------------------------------------------------------------------------------------
 
     def has_axis(self, axis: str) -> bool:
+        """Whether the axis exists."""
         return self._node_kind(_join("axes", axis)) == "array"
 
     def axes_set(self) -> set[str]:
+        """The names of all axes."""
         return {n for n in self._backend.children("axes") if self.has_axis(n)}
 
     def axis_length(self, axis: str) -> int:
+        """The number of entries of an axis."""
         self._require_axis(axis)
         return self._axis_len(axis)
 
@@ -828,12 +836,14 @@ class ZarrDaf:
     # --- Vectors -----------------------------------------------------------------------------------
 
     def has_vector(self, axis: str, name: str) -> bool:
+        """Whether the vector exists (``name`` and ``index`` always do)."""
         self._require_axis(axis)
         if name in _RESERVED_VECTORS:
             return True
         return self._node_kind(_join("vectors", axis, name)) is not None
 
     def vectors_set(self, axis: str) -> set[str]:
+        """The names of the vectors stored on an axis."""
         self._require_axis(axis)
         base = _join("vectors", axis)
         return {n for n in self._backend.children(base) if self._node_kind(_join(base, n))}
@@ -984,6 +994,7 @@ class ZarrDaf:
         self._delete_node(path)
 
     def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> ZarrDaf:
+        """Delete a vector (``must_exist=False``: no error if it is missing)."""
         self._check_writable()
         self._require_axis(axis)
         path = _join("vectors", axis, name)
@@ -1003,6 +1014,7 @@ class ZarrDaf:
 
     def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
                    relayout: bool = True) -> bool:
+        """Whether the matrix exists (with ``relayout``, in either layout)."""
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         if self._matrix_kind(rows_axis, columns_axis, name) is not None:
@@ -1011,6 +1023,7 @@ class ZarrDaf:
 
     def matrices_set(self, rows_axis: str, columns_axis: str, *,
                      relayout: bool = True) -> set[str]:
+        """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         pairs = [(rows_axis, columns_axis)]
@@ -1208,6 +1221,7 @@ class ZarrDaf:
 
     def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
                       must_exist: bool = True, relayout: bool = True) -> ZarrDaf:
+        """Delete a matrix (with ``relayout``, both layouts)."""
         self._check_writable()
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
