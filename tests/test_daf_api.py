@@ -465,3 +465,87 @@ def test_fill_rejects_strings() -> None:
     with pytest.raises(TypeError, match="numeric or bool"), \
             d.empty_dense_vector("cell", "v", "str"):
         pass
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr"])
+def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
+    """Out-of-range stored indices give a clear error, never a crash in scipy."""
+    d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(tmp_path / rel, "w")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
+    d.set_matrix("cell", "gene", "m", sp.csc_matrix(np.eye(3, 2)), relayout=False)
+    d.set_vector("cell", "v", sp.csr_matrix(np.array([[0, 1.0, 0]])))
+    items = d._array_items("matrices/cell/gene/m/rowval", np.array([1, 4], np.int64),
+                           np.dtype(np.int64))
+    d._backend.delete_tree("matrices/cell/gene/m/rowval")
+    d._write(items)
+    with pytest.raises(ValueError, match=r"rowval: stored 1-based index 4 is out of range 1..3"):
+        d.get_np_matrix("cell", "gene", "m")
+    items = d._array_items("vectors/cell/v/nzind", np.array([0], np.int64), np.dtype(np.int64))
+    d._backend.delete_tree("vectors/cell/v/nzind")
+    d._write(items)
+    with pytest.raises(ValueError, match=r"nzind: stored index out of range 1..3 \(found 0"):
+        d.get_np_vector("cell", "v")
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+def test_relayout_matrix_and_sparse_classes(tmp_path: Path, rel: str | None) -> None:
+    d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(tmp_path / rel, "w")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
+    dense = np.arange(6, dtype="int32").reshape(3, 2)
+    sparse = sp.csr_matrix(np.array([[0, 1], [2, 0], [0, 0]], "float32"))
+    d.set_matrix("cell", "gene", "d", dense, relayout=False)
+    d.set_matrix("cell", "gene", "s", sparse, relayout=False)
+    assert not d.has_matrix("gene", "cell", "s", relayout=False)
+    got = d.get_np_matrix("gene", "cell", "s")  # transposed on read (a copy)
+    assert isinstance(got, sp.csc_matrix) and np.array_equal(got.toarray(), sparse.T.toarray())
+    d.relayout_matrix("cell", "gene", "d").relayout_matrix("cell", "gene", "s")
+    assert d.has_matrix("gene", "cell", "d", relayout=False)
+    back = d.get_np_matrix("gene", "cell", "d")
+    assert back.flags.f_contiguous and not back.flags.owndata and np.array_equal(back, dense.T)
+    arr = d.get_np_matrix("gene", "cell", "s", sparse_class="csc_array")
+    assert isinstance(arr, sp.csc_array) and np.array_equal(arr.toarray(), sparse.T.toarray())
+    with pytest.raises(DafExistsError, match="existing matrix: d\nfor the rows axis: gene"):
+        d.relayout_matrix("cell", "gene", "d")
+    with pytest.raises(DafFormatError, match="can't relayout square matrix"):
+        d.relayout_matrix("cell", "cell", "d")
+    with pytest.raises(DafMissingError, match="missing matrix: q"):
+        d.relayout_matrix("cell", "gene", "q")
+    view = d.read_only_view()
+    view.close()  # a view does not own the store: the data set stays usable
+    assert d.get_np_matrix("cell", "gene", "d")[2, 1] == 5
+    d.close()
+
+
+def test_damaged_stores_give_clear_errors(tmp_path: Path) -> None:
+    root = tmp_path / "x.daf.zarr"
+    d = dafzarr.open_daf(root, "w")
+    d.add_axis("cell", ["a", "b", "c"]).set_vector("cell", "v", np.arange(3.0))
+    d.set_vector("cell", "s", np.array(["x", "y", "z"]))
+    d.set_scalar("bad_json", 1)
+    d.close()
+    (root / "vectors/cell/v/0").write_bytes(b"\0" * 7)  # truncated chunk
+    (root / "vectors/cell/s/0").write_bytes(b"\x03\0\0\0\xff\xff\xff\x7f")  # bad vlen
+    (root / "scalars/bad_json/.zarray").write_text("{not json")
+    r = dafzarr.open_daf(root)
+    with pytest.raises(ValueError, match=r"vectors/cell/v.*holds 7 bytes, expected 24"):
+        r.get_np_vector("cell", "v")
+    with pytest.raises(ValueError, match="vectors/cell/s"):
+        r.get_np_vector("cell", "s")
+    with pytest.raises(ValueError, match="invalid Zarr metadata at 'scalars/bad_json'"):
+        r.get_scalar("bad_json")
+    assert list(r.axis_np_entries("cell")) == ["a", "b", "c"]  # the rest still reads
+
+
+def test_scalars_broadcast() -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["a", "b"]).add_axis("gene", ["x", "y", "z"])
+    d.set_matrix("cell", "gene", "ones", np.float32(1))
+    d.set_matrix("cell", "gene", "seven", 7)
+    d.set_matrix("cell", "gene", "text", "t")
+    d.set_vector("cell", "flag", True)
+    d.set_vector("cell", "half", np.array(0.5))
+    assert d.get_np_matrix("cell", "gene", "ones").dtype == np.float32
+    assert d.get_np_matrix("gene", "cell", "seven").tolist() == [[7, 7]] * 3
+    assert d.get_np_matrix("cell", "gene", "text")[1, 2] == "t"
+    assert d.get_np_vector("cell", "flag").tolist() == [True, True]
+    assert d.get_np_vector("cell", "half").tolist() == [0.5, 0.5]

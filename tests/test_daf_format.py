@@ -324,3 +324,23 @@ def test_julia_packed_fixtures_read(fixtures_dir: Path, variant: str) -> None:
     assert sparse.nnz == 2000 and sparse[0, 0] == 1 and sparse[0, 1] == 1201
     assert sparse[:, 0].toarray().ravel().tolist() == list(range(1, 1201))
     assert (d.get_np_matrix("gene", "cell", "sparse") != sparse.T).nnz == 0
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_consolidated_metadata_with_two_writers(tmp_path: Path, zarr_format: int) -> None:
+    """Two writable handles on one directory: each write sees the other's changes."""
+    root = tmp_path / "x.daf.zarr"
+    a = dafzarr.open_daf(root, "w", zarr_format=zarr_format)
+    b = dafzarr.open_daf(root, "r+")
+    a.add_axis("cell", ["c1", "c2"])
+    b.set_scalar("from_b", 1)
+    a.set_vector("cell", "from_a", [1, 2])
+    b.delete_scalar("from_b")
+    b.set_scalar("again_b", 2)
+    doc = "zarr.json" if zarr_format == 3 else ".zmetadata"
+    incremental = json.loads(_read(root / doc))
+    dafzarr.open_daf(root, "r+").close()  # a writable open rebuilds it from the tree
+    assert json.loads(_read(root / doc)) == incremental
+    g: Any = zarr.open_group(str(root), mode="r")
+    assert sorted(g["scalars"].array_keys()) == ["again_b"]
+    assert g["vectors/cell/from_a"][:].tolist() == [1, 2]

@@ -137,3 +137,24 @@ def test_large_arrays_use_range_requests(
         ranges = [h for h in _Ranged.seen if h]
         assert len(ranges) == 10 + 1  # 10 stripes, plus the probe of the elided chunk
         assert "bytes=0-16383" in ranges
+
+
+def test_served_julia_fixtures(fixtures_dir: Path) -> None:
+    """The Julia-written stores (flat and packed) read over HTTP as from disk."""
+    from .test_daf_format import check_example
+
+    root = fixtures_dir / "julia-daf"
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        check_example(dafzarr.open_daf(f"{base}/daf030-flat.daf.zarr"))
+        packed = dafzarr.open_daf(f"{base}/zpk/gz.daf.zarr")
+        assert packed.get_scalar("name") == "packed!"
+        assert packed.get_np_vector("cell", "label")[1199] == "v1200"
+        assert packed.get_np_matrix("cell", "gene", "sparse").nnz == 2000
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -124,6 +124,10 @@ class Backend:
     def abandon(self, key: str) -> None:
         """Drop a reservation whose fill failed."""
 
+    def stamp(self, key: str) -> Any:
+        """Something that changes whenever the key is rewritten (directories: its stat)."""
+        return None
+
     def zarr_store(self) -> tuple[Store, str]:
         """A zarr-python store and the root path in it, for layouts dafzarr does not map."""
         return _BackendStore(self), ""
@@ -175,6 +179,13 @@ class DirectoryBackend(Backend):
 
     def exists(self, key: str) -> bool:
         return os.path.isfile(self._path(key))
+
+    def stamp(self, key: str) -> Any:
+        try:
+            st = os.stat(self._path(key))
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def put(self, items: Iterable[tuple[str, Any]]) -> None:
         for key, data in items:
@@ -237,6 +248,8 @@ class DirectoryBackend(Backend):
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
         path = self._path(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a leftover file may be mapped somewhere: never truncate it
         with open(path, "wb") as f:
             f.truncate(nbytes)
         if nbytes == 0:

@@ -18,6 +18,7 @@ import shutil
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, Self
 
 import numpy as np
@@ -190,26 +191,50 @@ def _default_indtype(size: int) -> np.dtype[Any]:
     return np.dtype(np.uint32) if size <= 0xFFFF_FFFF else np.dtype(np.uint64)
 
 
+# Index conversion runs in blocks small enough that the range check reads the block just
+# written from cache, on a few threads (numpy releases the GIL) for large arrays.
+_BLOCK = 1 << 18
+_PARALLEL_MIN = 1 << 22
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _shift_block(src: np.ndarray[Any, Any], out: np.ndarray[Any, Any], lo: int, hi: int) -> int:
+    top = 0
+    one = out.dtype.type(1)
+    for a in range(lo, hi, _BLOCK):
+        b = min(a + _BLOCK, hi)
+        np.subtract(src[a:b], one, out=out[a:b])
+        top = max(top, int(out[a:b].max()))
+    return top
+
+
 def _zero_based(idx: np.ndarray[Any, Any], bound: int, where: str) -> np.ndarray[Any, Any]:
     """1-based stored indices -> 0-based signed indices, each checked to be in ``0..bound-1``.
 
-    Two passes over the data: ``idx - 1`` in the unsigned type of the same width (so a stored
-    0 wraps to the largest value), then one maximum. The result is viewed as signed, with no
-    further copy (scipy accepts int32 and int64 indices).
+    ``idx - 1`` is computed in the unsigned type of the same width (so a stored 0 wraps to the
+    largest value) and its maximum checked; the result is viewed as signed with no further
+    copy (scipy accepts int32 and int64 indices).
     """
     if idx.dtype.itemsize < 4:
         idx = idx.astype(np.int32)
     unsigned = np.dtype(f"<u{idx.dtype.itemsize}")
     signed = np.dtype(f"<i{idx.dtype.itemsize}")
-    out: np.ndarray[Any, Any] = np.subtract(idx.view(unsigned), unsigned.type(1), dtype=unsigned)
-    if out.size:
-        top = int(out.max())
-        if top >= bound or top > np.iinfo(signed).max:
-            bad = int(idx.view(unsigned)[out.argmax()]) if top < (1 << 63) else "?"
-            raise ValueError(f"{where}: stored 1-based index {bad} is out of range 1..{bound}"
-                             if top != np.iinfo(unsigned).max else
-                             f"{where}: stored index out of range 1..{bound} (found 0 or "
-                             "a negative index)")
+    src = idx.view(unsigned)
+    out: np.ndarray[Any, Any] = np.empty(src.shape, unsigned)
+    n = src.size
+    if n >= _PARALLEL_MIN and _THREADS > 1:
+        step = -(-n // _THREADS)
+        with ThreadPoolExecutor(_THREADS) as pool:
+            tops = list(pool.map(lambda lo: _shift_block(src, out, lo, min(lo + step, n)),
+                                 range(0, n, step)))
+        top = max(tops)
+    else:
+        top = _shift_block(src, out, 0, n) if n else 0
+    if n and (top >= bound or top > np.iinfo(signed).max):
+        if top > np.iinfo(signed).max:  # a stored 0 (wrapped) or a negative index
+            raise ValueError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
+                             "negative index)")
+        raise ValueError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
     return out.view(signed)
 
 
@@ -249,6 +274,8 @@ class ZarrDaf:
         self._mode: Mode = mode
         self._read_only = mode == "r"
         self._cmeta: dict[str, Any] | None = None
+        self._cstamp: Any = None
+        self._lock = threading.RLock()
         self._backend: Backend
         self._axis_cache: dict[str, np.ndarray[Any, Any]] = {}
         self._finalizer: Any = None
@@ -511,17 +538,33 @@ class ZarrDaf:
 
     def _write(self, items: list[tuple[str, Any]]) -> None:
         b = self._backend
-        b.put(items)
-        if b.consolidates:
-            self._note_written([k for k, _ in items])
+        with self._lock:
+            b.put(items)
+            if b.consolidates:
+                self._note_written([k for k, _ in items])
 
     def _delete_node(self, path: str) -> None:
-        self._backend.delete_tree(path)
-        if self._backend.consolidates and self._cmeta is not None:
-            head = path + "/"
-            for key in [k for k in self._cmeta if k == path or k.startswith(head)]:
-                del self._cmeta[key]
-            self._flush_consolidated()
+        with self._lock:
+            self._backend.delete_tree(path)
+            if self._backend.consolidates:
+                if not self._consolidated_current():
+                    self._rebuild_consolidated()
+                    return
+                assert self._cmeta is not None
+                head = path + "/"
+                for key in [k for k in self._cmeta if k == path or k.startswith(head)]:
+                    del self._cmeta[key]
+                self._flush_consolidated()
+
+    def _consolidated_doc(self) -> str:
+        return ".zmetadata" if self._layout is lay.V2 else "zarr.json"
+
+    def _consolidated_current(self) -> bool:
+        """Whether the stored consolidated metadata is the one this handle wrote last (no
+        other handle or process has changed the data set since); else it is rebuilt."""
+        return self._cmeta is not None and self._cstamp == self._backend.stamp(
+            self._consolidated_doc()
+        )
 
     # --- Consolidated metadata (directories) -------------------------------------------------
 
@@ -535,9 +578,10 @@ class ZarrDaf:
         return key[: -len("/zarr.json")]
 
     def _note_written(self, keys: list[str]) -> None:
-        if self._cmeta is None:
+        if not self._consolidated_current():
             self._rebuild_consolidated()
             return
+        assert self._cmeta is not None
         changed = False
         for key in keys:
             ckey = self._consolidated_key(key)
@@ -574,6 +618,7 @@ class ZarrDaf:
                 "metadata": lay.sort_consolidated(self._cmeta),
             }
             self._backend.put([("zarr.json", json.dumps(root, separators=(",", ":")).encode())])
+        self._cstamp = self._backend.stamp(self._consolidated_doc())
 
     # --- Checks ----------------------------------------------------------------------------------
 
@@ -606,10 +651,12 @@ class ZarrDaf:
 
     @property
     def mode(self) -> str:
+        """The mode the data set was opened with."""
         return self._mode
 
     @property
     def read_only(self) -> bool:
+        """Whether writers raise (mode ``r``, HTTP, read-only views)."""
         return self._read_only
 
     @property
@@ -622,10 +669,8 @@ class ZarrDaf:
 
     def close(self) -> None:
         """Release the store (ZIP: drop this handle's share of the archive)."""
-        if self._finalizer is not None:
+        if self._finalizer is not None:  # only the opening handle owns a ZIP store share
             self._finalizer()
-        else:
-            self._backend.close()
 
     def __enter__(self) -> Self:
         return self
@@ -647,9 +692,11 @@ class ZarrDaf:
     # --- Scalars -------------------------------------------------------------------------------
 
     def has_scalar(self, name: str) -> bool:
+        """Whether the scalar exists."""
         return self._node_kind(_join("scalars", name)) == "array"
 
     def scalars_set(self) -> set[str]:
+        """The names of all scalars."""
         return {n for n in self._backend.children("scalars") if self.has_scalar(n)}
 
     def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
@@ -678,6 +725,7 @@ class ZarrDaf:
         return self
 
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> ZarrDaf:
+        """Delete a scalar (``must_exist=False``: no error if it is missing)."""
         self._check_writable()
         if not self.has_scalar(name):
             if must_exist:
@@ -690,12 +738,15 @@ class ZarrDaf:
     # --- Axes --------------------------------------------------------------------------------------
 
     def has_axis(self, axis: str) -> bool:
+        """Whether the axis exists."""
         return self._node_kind(_join("axes", axis)) == "array"
 
     def axes_set(self) -> set[str]:
+        """The names of all axes."""
         return {n for n in self._backend.children("axes") if self.has_axis(n)}
 
     def axis_length(self, axis: str) -> int:
+        """The number of entries of an axis."""
         self._require_axis(axis)
         return self._axis_len(axis)
 
@@ -785,12 +836,14 @@ class ZarrDaf:
     # --- Vectors -----------------------------------------------------------------------------------
 
     def has_vector(self, axis: str, name: str) -> bool:
+        """Whether the vector exists (``name`` and ``index`` always do)."""
         self._require_axis(axis)
         if name in _RESERVED_VECTORS:
             return True
         return self._node_kind(_join("vectors", axis, name)) is not None
 
     def vectors_set(self, axis: str) -> set[str]:
+        """The names of the vectors stored on an axis."""
         self._require_axis(axis)
         base = _join("vectors", axis)
         return {n for n in self._backend.children(base) if self._node_kind(_join(base, n))}
@@ -941,6 +994,7 @@ class ZarrDaf:
         self._delete_node(path)
 
     def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> ZarrDaf:
+        """Delete a vector (``must_exist=False``: no error if it is missing)."""
         self._check_writable()
         self._require_axis(axis)
         path = _join("vectors", axis, name)
@@ -960,6 +1014,7 @@ class ZarrDaf:
 
     def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
                    relayout: bool = True) -> bool:
+        """Whether the matrix exists (with ``relayout``, in either layout)."""
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         if self._matrix_kind(rows_axis, columns_axis, name) is not None:
@@ -968,6 +1023,7 @@ class ZarrDaf:
 
     def matrices_set(self, rows_axis: str, columns_axis: str, *,
                      relayout: bool = True) -> set[str]:
+        """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         pairs = [(rows_axis, columns_axis)]
@@ -1097,7 +1153,8 @@ class ZarrDaf:
             items += self._layout.group_docs(path).items()
             return items
         if np.ndim(value) == 0:
-            arr0, dt = _scalar_array(value, where)
+            scalar = value[()] if isinstance(value, np.ndarray) else value  # keeps its dtype
+            arr0, dt = _scalar_array(scalar, where)
             value = np.full((nr, nc), arr0[0], dtype=object if isinstance(dt, str) else dt)
         arr = np.asarray(value)
         if arr.shape != (nr, nc):
@@ -1164,6 +1221,7 @@ class ZarrDaf:
 
     def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
                       must_exist: bool = True, relayout: bool = True) -> ZarrDaf:
+        """Delete a matrix (with ``relayout``, both layouts)."""
         self._check_writable()
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
