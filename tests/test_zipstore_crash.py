@@ -209,16 +209,19 @@ def _run_random_case(case: RandomCase, workdir: Path, base: Path) -> ChildRun:
     workdir.mkdir(parents=True)
     path = workdir / "archive.zip"
     shutil.copyfile(base, path)
+    # Unbuffered binary pipes: readline() then takes exactly the first line (a raw file reads
+    # byte by byte up to the newline). A buffered reader could pull later lines into its
+    # buffer, where communicate(), which reads the descriptors directly, would not see them.
     proc = subprocess.Popen(
         [sys.executable, CHILD, "random", str(path), str(case.seed)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        bufsize=0,
     )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
-        if first == "ready\n":
+        if first == b"ready\n":
             time.sleep(case.delay)
         proc.kill()  # SIGKILL
         out, err = proc.communicate(timeout=CHILD_TIMEOUT)
@@ -226,7 +229,7 @@ def _run_random_case(case: RandomCase, workdir: Path, base: Path) -> ChildRun:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return ChildRun(path, proc.returncode, first + out, err)
+    return ChildRun(path, proc.returncode, (first + out).decode(), err.decode())
 
 
 class Runner:
