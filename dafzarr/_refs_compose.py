@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ._refs_scan import OnUnsupported, ScanResult, Variable, chunk_grid, scan
+from ._refs_scan import OnUnsupported, ScanResult, Variable, chunk_grid, file_url, scan
 from ._refs_write import (
     VirtualArray,
     VirtualDataset,
@@ -49,7 +49,7 @@ _MUST_AGREE = ("scale_factor", "add_offset", "_Unsigned", "units", "calendar")
 
 # --- Sources ---------------------------------------------------------------------------------
 def _as_url(path: str) -> str:
-    return path if "://" in path else Path(path).resolve().as_uri()
+    return path if "://" in path else file_url(path)
 
 
 def mosaic_sources(
@@ -88,7 +88,7 @@ def mosaic_sources(
             seen.add(item)
     if check_sizes:
         for a, p in zip(acc, pub, strict=True):
-            if p.startswith("file://"):
+            if p.startswith("file://") and p != file_url(a):
                 local = Path(p.removeprefix("file://"))
                 if local.exists() and local.stat().st_size != Path(a).stat().st_size:
                     raise IncompatibleSourcesError(
@@ -148,7 +148,8 @@ def _worker_context() -> BaseContext:
     if "forkserver" not in get_all_start_methods():
         return get_context("spawn")
     ctx = get_context("forkserver")
-    ctx.set_forkserver_preload(["dafzarr._refs_compose"])
+    # pyarrow imports pandas on first use (about a second); import it once, in the server.
+    ctx.set_forkserver_preload(["dafzarr._refs_compose", "pandas"])
     return ctx
 
 

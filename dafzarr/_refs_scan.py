@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import _h5chunks
 from .errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
 
-__all__ = ["HIDDEN_ATTRIBUTES", "ScanResult", "Variable", "scan"]
+__all__ = ["HIDDEN_ATTRIBUTES", "ScanResult", "Variable", "file_url", "scan"]
 
 # netCDF-C / HDF5 dimension-scale bookkeeping; exact names only (``_NCPROPERTIES`` is ordinary).
 HIDDEN_ATTRIBUTES = frozenset(
@@ -260,6 +260,11 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, allow_nan=True, separators=(",", ":"))
 
 
+def file_url(path: str | os.PathLike[str]) -> str:
+    """``file://`` URL of a local path (absolute; symbolic links are kept, not resolved)."""
+    return Path(os.path.abspath(path)).as_uri()
+
+
 def chunk_grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
     """``ceil(shape / chunks)`` per axis; a 0-d array has one chunk."""
     if not shape:
@@ -444,7 +449,7 @@ def scan(
         raise ValueError(f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}")
     p = os.fspath(path)
     if url is None:
-        url = Path(p).resolve().as_uri()
+        url = file_url(p)
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
     try:
         f = h5py.File(p, "r")
