@@ -305,7 +305,7 @@ def attr_to_json(value: Any) -> Any:
     if isinstance(value, str):
         return value
     if isinstance(value, np.ndarray):
-        if value.dtype.kind == "O" or value.dtype.kind == "S":
+        if value.dtype.kind in "OSc":
             items = [attr_to_json(v) for v in value.ravel().tolist()]
         else:
             items = value.ravel().tolist()
@@ -313,9 +313,13 @@ def attr_to_json(value: Any) -> Any:
             return items[0]
         return items
     if isinstance(value, np.generic):
-        return value.item() if not isinstance(value, np.bytes_) else attr_to_json(bytes(value))
+        return attr_to_json(value.item() if not isinstance(value, np.bytes_) else bytes(value))
     if isinstance(value, h5py.Reference):
         return None
+    if isinstance(value, complex):
+        return [value.real, value.imag]
+    if isinstance(value, list):
+        return [attr_to_json(v) for v in value]
     return value
 
 

@@ -175,3 +175,41 @@ def test_missing_chunks_without_pandas_workaround(netcdf_dir: Path, tmp_path: Pa
     store = refs.write_parquet(refs.scan(netcdf_dir / GOES), tmp_path / "store")
     root = zarr.open_group(open_store(store), mode="r", zarr_format=2)
     assert root["goes_imager_projection"][...] == -2147483647
+
+
+# HDF5 files shipped inside installed packages (h5py's and scipy's test data).
+PACKAGED = [
+    ("h5py", "tests/data_files/compound-dtype-complex.h5"),
+    ("h5py", "tests/data_files/vlen_string_dset.h5"),
+    ("h5py", "tests/data_files/vlen_string_dset_utc.h5"),
+    ("h5py", "tests/data_files/vlen_string_s390x.h5"),
+    ("scipy", "io/matlab/tests/data/testhdf5_7.4_GLNX86.mat"),  # 512-byte user block
+]
+
+
+@pytest.mark.parametrize(("package", "relpath"), PACKAGED)
+def test_packaged_hdf5_files(tmp_path: Path, package: str, relpath: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(package)
+    path = Path(mod.__file__).parent / relpath  # type: ignore[arg-type]
+    if not path.is_file():
+        pytest.skip(f"{package} ships no {relpath}")
+    r = refs.scan(path)
+    assert r.variables
+    root = zarr.open_group(
+        open_store(refs.write_parquet(r, tmp_path / "store")), mode="r", zarr_format=2
+    )
+    with h5py.File(path) as f:
+        for name, v in r.variables.items():
+            got = root[name][...]
+            want = f[name][()]
+            if v.dtype == "|O":
+                assert [str(x) for x in got.ravel()] == [
+                    x.decode() if isinstance(x, bytes) else str(x) for x in want.ravel()
+                ], name
+            else:
+                assert got.dtype == np.dtype(v.dtype), name
+                assert got.tobytes() == np.asarray(want, dtype=got.dtype).tobytes(), name
+    if "complex" in relpath:
+        assert r["c16"].attrs["c2"] == [0.0, -3.4] and r["c16"].fill_value == [0.0, 0.0]
