@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -243,8 +244,9 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
     for s in scans:
         if dim not in s.dimensions:
             raise IncompatibleSourcesError(f"{s.path}: has no dimension {dim!r}")
-    if all(dim in s.coords for s in scans):
+    if all(dim in s.coords and s.coords[dim].size for s in scans):
         order = sorted(range(len(scans)), key=lambda i: float(scans[i].coords[dim][0]))
+        _check_coordinate_order(dim, [scans[i] for i in order])
     else:
         order = list(range(len(scans)))
     rows = []
@@ -260,6 +262,23 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
                 rows.append((s.url, name, [0] * len(v.shape)))
         start += s.dimensions[dim]
     return _placement(rows)
+
+
+def _check_coordinate_order(dim: str, scans: list[ScanResult]) -> None:
+    """Concatenated coordinate values must increase strictly: no file overlaps the next."""
+    for s in scans:
+        values = s.coords[dim]
+        if values.size > 1 and not np.all(np.diff(values) > 0):
+            raise IncompatibleSourcesError(
+                f"{s.path}: coordinate {dim!r} does not increase strictly within the file"
+            )
+    for a, b in itertools.pairwise(scans):
+        last, first = a.coords[dim][-1], b.coords[dim][0]
+        if not last < first:
+            raise IncompatibleSourcesError(
+                f"overlapping sources along {dim!r}: {a.path} ends at {last!r} and {b.path} "
+                f"starts at {first!r}"
+            )
 
 
 def _placement(rows: Iterable[tuple[str, str, list[int]]]) -> pa.Table:
