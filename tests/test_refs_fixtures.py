@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import h5py
@@ -163,6 +164,14 @@ def test_fixture_cf_decoding(netcdf_dir: Path, tmp_path: Path) -> None:
     assert np.isnan(gold["RADIANCE"].attrs["_FILLVALUE"])
     assert "_NCPROPERTIES" in gold.groups[""] and "_NCProperties" not in gold.groups[""]
     assert refs.scan(netcdf_dir / "issue1152.nc")["v"].attrs["missing_value"] == "-1.e+34f"
+    # Policy: non-finite attribute values stay bare NaN/Infinity tokens (what Python's json,
+    # zarr-python and xarray read back); fill values use the strings "NaN"/"Infinity".
+    gold_store = refs.write_parquet(gold, tmp_path / "gold")
+    text = (gold_store / ".zmetadata").read_text()
+    assert '"_FILLVALUE":NaN' in text
+    meta = json.loads(text)["metadata"]
+    assert np.isnan(meta["RADIANCE/.zattrs"]["_FILLVALUE"])
+    assert meta["RADIANCE/.zarray"]["fill_value"] == pytest.approx(9.96921e36, rel=1e-6)
 
 
 @pytest.mark.xfail(
