@@ -381,17 +381,24 @@ def _is_dimension_only(raw: dict[str, Any]) -> bool:
 
 
 def _collect(f: h5py.File) -> tuple[list[str], list[str]]:
-    """Dataset and group paths (names only: no object is opened while visiting)."""
+    """Dataset and group paths, from the link names (no object is opened while visiting).
+
+    Object info (``H5Ovisit``'s) would also measure each dataset's chunk index, a walk of
+    the whole index per dataset; link names cost nothing of the kind.
+    """
+    names: list[bytes] = []
+    f.id.links.visit(names.append)
     datasets: list[str] = []
     groups: list[str] = []
-
-    def visit(name: bytes, info: Any) -> None:
-        if info.type == h5py.h5o.TYPE_DATASET:
-            datasets.append(name.decode("utf-8"))
-        elif info.type == h5py.h5o.TYPE_GROUP and name != b".":
-            groups.append(name.decode("utf-8"))
-
-    h5py.h5o.visit(f.id, visit, info=True)
+    for raw in names:
+        try:
+            obj = h5py.h5o.open(f.id, raw)
+        except (KeyError, OSError, ValueError):  # dangling soft or external link
+            continue
+        if isinstance(obj, h5py.h5d.DatasetID):
+            datasets.append(raw.decode("utf-8"))
+        elif isinstance(obj, h5py.h5g.GroupID):
+            groups.append(raw.decode("utf-8"))
     return datasets, groups
 
 
