@@ -381,7 +381,7 @@ def _is_dimension_only(raw: dict[str, Any]) -> bool:
 
 
 def _collect(f: h5py.File) -> tuple[list[str], list[str]]:
-    """Dataset and group paths, from the link names (no object is opened while visiting).
+    """Dataset and group paths of hard links (no object is opened while visiting).
 
     Object info (``H5Ovisit``'s) would also measure each dataset's chunk index, a walk of
     the whole index per dataset; link names cost nothing of the kind.
@@ -391,6 +391,10 @@ def _collect(f: h5py.File) -> tuple[list[str], list[str]]:
     datasets: list[str] = []
     groups: list[str] = []
     for raw in names:
+        # Soft links name objects reached through their hard link anyway; external links
+        # point into other files, whose byte offsets must not be written against this one.
+        if f.id.links.get_info(raw).type != h5py.h5l.TYPE_HARD:
+            continue
         try:
             obj = h5py.h5o.open(f.id, raw)
         except (KeyError, OSError, ValueError):  # dangling soft or external link
