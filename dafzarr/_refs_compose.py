@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -17,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ._refs_scan import OnUnsupported, ScanResult, Variable, chunk_grid, scan
+from ._refs_scan import OnUnsupported, ScanResult, Variable, chunk_grid, file_url, scan
 from ._refs_write import (
     VirtualArray,
     VirtualDataset,
@@ -49,7 +50,7 @@ _MUST_AGREE = ("scale_factor", "add_offset", "_Unsigned", "units", "calendar")
 
 # --- Sources ---------------------------------------------------------------------------------
 def _as_url(path: str) -> str:
-    return path if "://" in path else Path(path).resolve().as_uri()
+    return path if "://" in path else file_url(path)
 
 
 def mosaic_sources(
@@ -88,7 +89,7 @@ def mosaic_sources(
             seen.add(item)
     if check_sizes:
         for a, p in zip(acc, pub, strict=True):
-            if p.startswith("file://"):
+            if p.startswith("file://") and p != file_url(a):
                 local = Path(p.removeprefix("file://"))
                 if local.exists() and local.stat().st_size != Path(a).stat().st_size:
                     raise IncompatibleSourcesError(
@@ -148,7 +149,8 @@ def _worker_context() -> BaseContext:
     if "forkserver" not in get_all_start_methods():
         return get_context("spawn")
     ctx = get_context("forkserver")
-    ctx.set_forkserver_preload(["dafzarr._refs_compose"])
+    # pyarrow imports pandas on first use (about a second); import it once, in the server.
+    ctx.set_forkserver_preload(["dafzarr._refs_compose", "pandas"])
     return ctx
 
 
@@ -242,8 +244,9 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
     for s in scans:
         if dim not in s.dimensions:
             raise IncompatibleSourcesError(f"{s.path}: has no dimension {dim!r}")
-    if all(dim in s.coords for s in scans):
+    if all(dim in s.coords and s.coords[dim].size for s in scans):
         order = sorted(range(len(scans)), key=lambda i: float(scans[i].coords[dim][0]))
+        _check_coordinate_order(dim, [scans[i] for i in order])
     else:
         order = list(range(len(scans)))
     rows = []
@@ -259,6 +262,23 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
                 rows.append((s.url, name, [0] * len(v.shape)))
         start += s.dimensions[dim]
     return _placement(rows)
+
+
+def _check_coordinate_order(dim: str, scans: list[ScanResult]) -> None:
+    """Concatenated coordinate values must increase strictly: no file overlaps the next."""
+    for s in scans:
+        values = s.coords[dim]
+        if values.size > 1 and not np.all(np.diff(values) > 0):
+            raise IncompatibleSourcesError(
+                f"{s.path}: coordinate {dim!r} does not increase strictly within the file"
+            )
+    for a, b in itertools.pairwise(scans):
+        last, first = a.coords[dim][-1], b.coords[dim][0]
+        if not last < first:
+            raise IncompatibleSourcesError(
+                f"overlapping sources along {dim!r}: {a.path} ends at {last!r} and {b.path} "
+                f"starts at {first!r}"
+            )
 
 
 def _placement(rows: Iterable[tuple[str, str, list[int]]]) -> pa.Table:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from . import _h5chunks
 from .errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
 
-__all__ = ["HIDDEN_ATTRIBUTES", "ScanResult", "Variable", "scan"]
+__all__ = ["HIDDEN_ATTRIBUTES", "ScanResult", "Variable", "file_url", "scan"]
 
 # netCDF-C / HDF5 dimension-scale bookkeeping; exact names only (``_NCPROPERTIES`` is ordinary).
 HIDDEN_ATTRIBUTES = frozenset(
@@ -260,6 +260,11 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, allow_nan=True, separators=(",", ":"))
 
 
+def file_url(path: str | os.PathLike[str]) -> str:
+    """``file://`` URL of a local path (absolute; symbolic links are kept, not resolved)."""
+    return Path(os.path.abspath(path)).as_uri()
+
+
 def chunk_grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
     """``ceil(shape / chunks)`` per axis; a 0-d array has one chunk."""
     if not shape:
@@ -300,7 +305,7 @@ def attr_to_json(value: Any) -> Any:
     if isinstance(value, str):
         return value
     if isinstance(value, np.ndarray):
-        if value.dtype.kind == "O" or value.dtype.kind == "S":
+        if value.dtype.kind in "OSc":
             items = [attr_to_json(v) for v in value.ravel().tolist()]
         else:
             items = value.ravel().tolist()
@@ -308,9 +313,13 @@ def attr_to_json(value: Any) -> Any:
             return items[0]
         return items
     if isinstance(value, np.generic):
-        return value.item() if not isinstance(value, np.bytes_) else attr_to_json(bytes(value))
+        return attr_to_json(value.item() if not isinstance(value, np.bytes_) else bytes(value))
     if isinstance(value, h5py.Reference):
         return None
+    if isinstance(value, complex):
+        return [value.real, value.imag]
+    if isinstance(value, list):
+        return [attr_to_json(v) for v in value]
     return value
 
 
@@ -372,17 +381,28 @@ def _is_dimension_only(raw: dict[str, Any]) -> bool:
 
 
 def _collect(f: h5py.File) -> tuple[list[str], list[str]]:
-    """Dataset and group paths (names only: no object is opened while visiting)."""
+    """Dataset and group paths of hard links (no object is opened while visiting).
+
+    Object info (``H5Ovisit``'s) would also measure each dataset's chunk index, a walk of
+    the whole index per dataset; link names cost nothing of the kind.
+    """
+    names: list[bytes] = []
+    f.id.links.visit(names.append)
     datasets: list[str] = []
     groups: list[str] = []
-
-    def visit(name: bytes, info: Any) -> None:
-        if info.type == h5py.h5o.TYPE_DATASET:
-            datasets.append(name.decode("utf-8"))
-        elif info.type == h5py.h5o.TYPE_GROUP and name != b".":
-            groups.append(name.decode("utf-8"))
-
-    h5py.h5o.visit(f.id, visit, info=True)
+    for raw in names:
+        # Soft links name objects reached through their hard link anyway; external links
+        # point into other files, whose byte offsets must not be written against this one.
+        if f.id.links.get_info(raw).type != h5py.h5l.TYPE_HARD:
+            continue
+        try:
+            obj = h5py.h5o.open(f.id, raw)
+        except (KeyError, OSError, ValueError):  # dangling soft or external link
+            continue
+        if isinstance(obj, h5py.h5d.DatasetID):
+            datasets.append(raw.decode("utf-8"))
+        elif isinstance(obj, h5py.h5g.GroupID):
+            groups.append(raw.decode("utf-8"))
     return datasets, groups
 
 
@@ -444,7 +464,7 @@ def scan(
         raise ValueError(f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}")
     p = os.fspath(path)
     if url is None:
-        url = Path(p).resolve().as_uri()
+        url = file_url(p)
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
     try:
         f = h5py.File(p, "r")

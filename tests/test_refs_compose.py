@@ -130,6 +130,15 @@ def test_refuses_misaligned_concat(tmp_path: Path) -> None:
     )
 
 
+def test_refuses_overlapping_coordinates(tmp_path: Path) -> None:
+    a = make_day(tmp_path / "a.nc", 0, ntime=2)
+    b = make_day(tmp_path / "b.nc", 1, ntime=2)  # times 1, 2: overlaps a's 0, 1
+    with pytest.raises(IncompatibleSourcesError, match="overlapping sources along 'time'") as e:
+        refs.virtualize([a, b], tmp_path / "store", progress=False)
+    assert "a.nc ends at" in str(e.value) and "b.nc starts at" in str(e.value)
+    assert not (tmp_path / "store").exists()
+
+
 def test_refuses_overlapping_sources(tmp_path: Path) -> None:
     a = make_day(tmp_path / "a.nc", 0)
     b = make_day(tmp_path / "b.nc", 4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import h5py
@@ -163,6 +164,14 @@ def test_fixture_cf_decoding(netcdf_dir: Path, tmp_path: Path) -> None:
     assert np.isnan(gold["RADIANCE"].attrs["_FILLVALUE"])
     assert "_NCPROPERTIES" in gold.groups[""] and "_NCProperties" not in gold.groups[""]
     assert refs.scan(netcdf_dir / "issue1152.nc")["v"].attrs["missing_value"] == "-1.e+34f"
+    # Policy: non-finite attribute values stay bare NaN/Infinity tokens (what Python's json,
+    # zarr-python and xarray read back); fill values use the strings "NaN"/"Infinity".
+    gold_store = refs.write_parquet(gold, tmp_path / "gold")
+    text = (gold_store / ".zmetadata").read_text()
+    assert '"_FILLVALUE":NaN' in text
+    meta = json.loads(text)["metadata"]
+    assert np.isnan(meta["RADIANCE/.zattrs"]["_FILLVALUE"])
+    assert meta["RADIANCE/.zarray"]["fill_value"] == pytest.approx(9.96921e36, rel=1e-6)
 
 
 @pytest.mark.xfail(
@@ -175,3 +184,41 @@ def test_missing_chunks_without_pandas_workaround(netcdf_dir: Path, tmp_path: Pa
     store = refs.write_parquet(refs.scan(netcdf_dir / GOES), tmp_path / "store")
     root = zarr.open_group(open_store(store), mode="r", zarr_format=2)
     assert root["goes_imager_projection"][...] == -2147483647
+
+
+# HDF5 files shipped inside installed packages (h5py's and scipy's test data).
+PACKAGED = [
+    ("h5py", "tests/data_files/compound-dtype-complex.h5"),
+    ("h5py", "tests/data_files/vlen_string_dset.h5"),
+    ("h5py", "tests/data_files/vlen_string_dset_utc.h5"),
+    ("h5py", "tests/data_files/vlen_string_s390x.h5"),
+    ("scipy", "io/matlab/tests/data/testhdf5_7.4_GLNX86.mat"),  # 512-byte user block
+]
+
+
+@pytest.mark.parametrize(("package", "relpath"), PACKAGED)
+def test_packaged_hdf5_files(tmp_path: Path, package: str, relpath: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(package)
+    path = Path(mod.__file__).parent / relpath  # type: ignore[arg-type]
+    if not path.is_file():
+        pytest.skip(f"{package} ships no {relpath}")
+    r = refs.scan(path)
+    assert r.variables
+    root = zarr.open_group(
+        open_store(refs.write_parquet(r, tmp_path / "store")), mode="r", zarr_format=2
+    )
+    with h5py.File(path) as f:
+        for name, v in r.variables.items():
+            got = root[name][...]
+            want = f[name][()]
+            if v.dtype == "|O":
+                assert [str(x) for x in got.ravel()] == [
+                    x.decode() if isinstance(x, bytes) else str(x) for x in want.ravel()
+                ], name
+            else:
+                assert got.dtype == np.dtype(v.dtype), name
+                assert got.tobytes() == np.asarray(want, dtype=got.dtype).tobytes(), name
+    if "complex" in relpath:
+        assert r["c16"].attrs["c2"] == [0.0, -3.4] and r["c16"].fill_value == [0.0, 0.0]

@@ -480,3 +480,16 @@ def test_not_hdf5_and_truncated_files(tmp_path: Path) -> None:
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     with pytest.raises(H5Error, match=r"cut\.nc"):
         refs.scan(cut)
+
+
+def test_soft_and_external_links_are_not_variables(tmp_path: Path) -> None:
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f.create_dataset("elsewhere", data=np.arange(10.0), chunks=(5,))
+    path = tmp_path / "links.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("real", data=np.arange(4))
+        f["soft"] = h5py.SoftLink("/real")
+        f["ext"] = h5py.ExternalLink(str(other), "/elsewhere")
+        f["dangling"] = h5py.SoftLink("/nowhere")
+    assert set(refs.scan(path).variables) == {"real"}
