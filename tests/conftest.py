@@ -18,9 +18,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 @pytest.fixture
 def fixtures_dir() -> Path:
-    """Golden files written by other implementations (absent in a user's clone: skip)."""
-    for parent in Path(__file__).resolve().parents[1:4]:
-        path = parent / "shared" / "fixtures"
-        if path.is_dir():
-            return path
-    pytest.skip("golden fixtures (../shared/fixtures) are not available")
+    """Golden files written by other implementations (absent in a user's clone: skip).
+
+    ``../shared/fixtures`` next to the checkout, or the directory ``DAFZARR_FIXTURES`` names.
+    """
+    env = os.environ.get("DAFZARR_FIXTURES")
+    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+    if not path.is_dir():
+        pytest.skip(f"golden fixtures ({path}) are not available")
+    return path

@@ -25,13 +25,12 @@ GOLDEN = {
 
 
 @pytest.fixture
-def golden() -> Path:
-    """The crate-layout golden files (skip when the shared fixtures are not next to the tree)."""
-    for parent in Path(__file__).resolve().parents:
-        path = parent / "shared" / "fixtures" / "array-format"
-        if path.is_dir():
-            return path
-    pytest.skip("array-format golden files are not available")
+def golden(fixtures_dir: Path) -> Path:
+    """The crate-layout golden files (skip when the shared fixtures lack them)."""
+    path = fixtures_dir / "array-format"
+    if not path.is_dir():
+        pytest.skip("array-format golden files are not available")
+    return path
 
 
 def _payload(data: bytes, magic: bytes) -> bytes:

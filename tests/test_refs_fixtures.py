@@ -18,13 +18,12 @@ from .refs_common import chunk_refs, open_refs, open_store, pandas_missing_chunk
 
 
 @pytest.fixture
-def netcdf_dir() -> Path:
+def netcdf_dir(fixtures_dir: Path) -> Path:
     """``shared/fixtures/netcdf`` next to the checkout (absent in a user's clone: skip)."""
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "fixtures" / "netcdf"
-        if candidate.is_dir():
-            return candidate
-    pytest.skip("the shared NetCDF fixtures are not available")
+    path = fixtures_dir / "netcdf"
+    if not path.is_dir():
+        pytest.skip("the shared NetCDF fixtures are not available")
+    return path
 
 
 GOES = "20171025_2056.Cloud_Top_Height.nc"
