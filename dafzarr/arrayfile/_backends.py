@@ -19,7 +19,7 @@ import os
 import posixpath
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["Backend", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
@@ -49,7 +49,7 @@ class Backend:
     def read(self, key: str, version: str, start: int, end: int) -> Buffer:
         raise NotImplementedError
 
-    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+    def put(self, key: str, parts: Iterable[Buffer], *, create_only: bool) -> str:
         """Store ``parts`` concatenated as ``key`` atomically; return the new version token.
 
         With ``create_only``, raise :class:`FileExistsError` if ``key`` exists.
@@ -129,7 +129,7 @@ class LocalBackend(Backend):
             raise EOFError(f"{key}: short read of [{start}, {end})")
         return data
 
-    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+    def put(self, key: str, parts: Iterable[Buffer], *, create_only: bool) -> str:
         directory = os.path.dirname(key) or "."
         tmp = os.path.join(directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -214,7 +214,7 @@ class MemoryBackend(Backend):
             raise FileNotFoundError(errno.ESTALE, "object replaced since it was opened", key)
         return memoryview(data)[start:end]
 
-    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+    def put(self, key: str, parts: Iterable[Buffer], *, create_only: bool) -> str:
         data = b"".join(parts)
         with self._lock:
             if create_only and key in self._objects:
@@ -274,10 +274,10 @@ class ObstoreBackend(Backend):
             options["if_match"] = etag
         return memoryview(self._obs.get(self.store, key, options=options).bytes())  # type: ignore[arg-type]
 
-    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+    def put(self, key: str, parts: Iterable[Buffer], *, create_only: bool) -> str:
         from obstore.exceptions import AlreadyExistsError
 
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        data = b"".join(parts)
         try:
             res = self._obs.put(
                 self.store, key, data, mode="create" if create_only else "overwrite"

@@ -26,6 +26,7 @@ import asyncio
 import itertools
 import os
 import posixpath
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -289,16 +290,46 @@ def _decompress(codec: str | None, data: Any, usize: int) -> Any:
     return out
 
 
+class _Spilled:
+    """A sealed block moved to the allocator's temporary file."""
+
+    __slots__ = ("fd", "length", "offset")
+
+    def __init__(self, fd: int, offset: int, length: int) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read(self) -> bytes:
+        return os.pread(self.fd, self.length, self.offset)
+
+
+def _materialise(stored: Any) -> Any:
+    return stored.read() if isinstance(stored, _Spilled) else stored
+
+
 class _Allocator:
-    """Packs chunk payloads into blocks of about ``target`` bytes, compressing full blocks."""
+    """Packs chunk payloads into blocks of about ``target`` bytes, compressing full blocks.
+
+    Sealed blocks stay in memory up to ``spill_bytes`` in total; past that they go to an
+    anonymous temporary file, so a large flush or compaction does not need its size in RAM.
+    """
+
+    spill_bytes = 256 * MiB
 
     def __init__(self, config: FileConfig) -> None:
         self.codec = config.codec
         self.level = config.zstd_level
         self.target = config.block_target_size
-        self.sealed: list[tuple[Any, int]] = []  # (stored bytes, uncompressed size)
+        self.sealed: list[tuple[Any, int]] = []  # (stored bytes or _Spilled, uncompressed size)
         self.cur = bytearray()
         self.token = next(_tokens)
+        self._in_memory = 0
+        self._spool: Any = None
+        self._spool_end = 0
 
     def append(self, data: Any) -> tuple[int, int, int]:
         size = len(data) if not isinstance(data, memoryview) else data.nbytes
@@ -311,27 +342,46 @@ class _Allocator:
         return bid, off, size
 
     def seal(self) -> None:
-        if self.cur:
-            raw = self.cur
-            self.sealed.append((_compress(self.codec, self.level, raw), len(raw)))
-            self.cur = bytearray()
+        if not self.cur:
+            return
+        raw = self.cur
+        stored: Any = _compress(self.codec, self.level, raw)
+        self.cur = bytearray()
+        if self._spool is None and self._in_memory + len(stored) > self.spill_bytes:
+            self._spool = tempfile.TemporaryFile(prefix="dafzarr-af-")  # noqa: SIM115
+        if self._spool is not None:
+            n = os.pwrite(self._spool.fileno(), stored, self._spool_end)
+            if n != len(stored):
+                raise OSError(f"short write to the temporary block file ({n} bytes)")
+            stored = _Spilled(self._spool.fileno(), self._spool_end, n)
+            self._spool_end += n
+        else:
+            self._in_memory += len(stored)
+        self.sealed.append((stored, len(raw)))
 
     def chunk(self, cache: DeltaCache, bid: int, off: int, size: int) -> bytes:
         if bid == len(self.sealed):
             return bytes(self.cur[off : off + size])
         stored, usize = self.sealed[bid]
         if self.codec is None:
+            if isinstance(stored, _Spilled):
+                return os.pread(stored.fd, size, stored.offset + off)
             return bytes(stored[off : off + size])
         ck = ("pending", self.token, bid)
         block = cache.blocks.get(ck)
         if block is None:
-            block = _decompress(self.codec, stored, usize)
+            block = _decompress(self.codec, _materialise(stored), usize)
             cache.blocks.put(ck, block)
         return bytes(block[off : off + size])
 
     def finish(self) -> list[tuple[Any, int]]:
         self.seal()
         return self.sealed
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
 
 
 # --- Attribute dictionaries ------------------------------------------------------------
@@ -979,10 +1029,15 @@ class ArrayFile:
             "attr_keys": attrs.keys, "attr_values": attrs.values,
             "overlay_index": 0, "base_file_hint": "" if base else self._hint,
         }
-        parts = [stored for stored, _ in blocks]
+        stored_parts = [stored for stored, _ in blocks]
+
+        def parts(data: bytes) -> Iterator[Any]:
+            yield from map(_materialise, stored_parts)
+            yield data
+
         if base:
             data = fmt.encode_footer(footer)
-            version = self._backend.put(self._key, [*parts, data], create_only=False)
+            version = self._backend.put(self._key, parts(data), create_only=False)
             return self._layer_from_footer(self._key, 0, version, footer)
         number = max(layer.number for layer in self._layers) + 1
         while True:
@@ -992,7 +1047,7 @@ class ArrayFile:
             data = fmt.encode_footer(footer)
             key = f"{self._stem}.{number}.af"
             try:
-                version = self._backend.put(key, [*parts, data], create_only=True)
+                version = self._backend.put(key, parts(data), create_only=True)
             except FileExistsError:
                 number += 1  # another writer took this number: never replace its sidecar
                 continue
@@ -1023,6 +1078,8 @@ class ArrayFile:
                     layer.stats_cache[(p.meta.name, key)] = stats
         self._pending = {}
         self._alloc = None
+        if alloc is not None:
+            alloc.close()
         self._update_stats(pending)
 
     # --- Statistics --------------------------------------------------------------------
@@ -1117,23 +1174,26 @@ class ArrayFile:
             self._check_open()
             self._flush()
             alloc = _Allocator(self._config)
-            entries = []
-            stats = []
-            for name in self.list_arrays():
-                meta = self._meta(name)
-                chunks = self._visible_chunks(meta)
-                order = sorted(chunks)
-                coords = np.zeros((len(order), len(meta.shape)), np.uint32)
-                addrs = np.zeros((len(order), 3), np.uint32)
-                for i, key in enumerate(order):
-                    loc = chunks[key]
-                    raw = self._raw_chunk(loc)
-                    addrs[i] = alloc.append(raw)
-                    coords[i] = loc[1].table.coords[loc[2]]
-                entries.append((meta, False, fmt.ChunkTable(coords, addrs)))
-                if meta.info is not None:
-                    stats.append(self._compute_stats(meta, chunks))
-            base = self._write_layer(entries, alloc.finish(), base=True)
+            try:
+                entries = []
+                stats = []
+                for name in self.list_arrays():
+                    meta = self._meta(name)
+                    chunks = self._visible_chunks(meta)
+                    order = sorted(chunks)
+                    coords = np.zeros((len(order), len(meta.shape)), np.uint32)
+                    addrs = np.zeros((len(order), 3), np.uint32)
+                    for i, key in enumerate(order):
+                        loc = chunks[key]
+                        raw = self._raw_chunk(loc)
+                        addrs[i] = alloc.append(raw)
+                        coords[i] = loc[1].table.coords[loc[2]]
+                    entries.append((meta, False, fmt.ChunkTable(coords, addrs)))
+                    if meta.info is not None:
+                        stats.append(self._compute_stats(meta, chunks))
+                base = self._write_layer(entries, alloc.finish(), base=True)
+            finally:
+                alloc.close()
             old = self._layers[1:]
             self._layers = [base]
             try:
@@ -1163,6 +1223,8 @@ class ArrayFile:
             finally:
                 self._closed = True
                 self._pending = {}
+                if self._alloc is not None:
+                    self._alloc.close()
                 self._alloc = None
                 self._backend.close()
 
