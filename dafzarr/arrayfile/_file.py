@@ -241,11 +241,12 @@ class _Layer:
 
 
 class _PendingArray:
-    __slots__ = ("chunks", "deleted", "meta", "recreated", "tomb_meta")
+    __slots__ = ("chunks", "deleted", "fresh", "meta", "recreated", "tomb_meta")
 
     def __init__(self, meta: _Meta, *, deleted: bool = False, recreated: bool = False) -> None:
         self.meta = meta
         self.deleted = deleted
+        self.fresh = False  # defined since the last flush
         # deleted and defined again before one flush: the tombstone (of tomb_meta) is
         # written in a sidecar of its own below the new definition
         self.recreated = recreated
@@ -503,8 +504,10 @@ class ArrayFile:
         """Create a new, empty file set at ``target`` (``FileExistsError`` if one exists)."""
         backend, key, hint = _target(target)
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
-        if self._discover():
-            raise FileExistsError(f"{key}: sidecars of an earlier file set exist next to it")
+        if self._discover() or backend.exists(self._stem + ".stats"):
+            raise FileExistsError(
+                f"{key}: sidecars or statistics of an earlier file set exist next to it"
+            )
         data = fmt.encode_footer(fmt.empty_footer())
         version = backend.put(key, [data], create_only=True)
         self._layers = [self._layer_from_footer(key, 0, version, fmt.empty_footer())]
@@ -779,6 +782,7 @@ class ArrayFile:
             meta = _Meta(name, (info.tag,), info, shape_t, dims, cs, fill)
             self._pending.pop(name, None)
             new = self._pending[name] = _PendingArray(meta, recreated=p is not None)
+            new.fresh = True
             if p is not None:
                 new.tomb_meta = p.tomb_meta
 
@@ -1134,11 +1138,11 @@ class ArrayFile:
         table = {e["name"]: e for e in self._stats}
         changed = False
         for name, p in pending.items():
-            if p.deleted:
-                changed |= table.pop(name, None) is not None
-            elif p.chunks and p.meta.info is not None:
+            if p.chunks and not p.deleted and p.meta.info is not None:
                 table[name] = self._compute_stats(p.meta, self._visible_chunks(p.meta))
                 changed = True
+            elif p.deleted or p.fresh:  # gone, or defined anew without data yet
+                changed |= table.pop(name, None) is not None
         if changed:
             self._write_stats(list(table.values()))
 
