@@ -307,3 +307,16 @@ def test_pending_blocks_spill_to_a_temporary_file(
         f.compact()
     with ArrayFile.open(tmp_path / "s.af") as g:
         np.testing.assert_array_equal(g.read_array("x"), x)
+
+
+def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dafzarr.arrayfile import _types
+
+    f = ArrayFile.create(tmp_path / "w.af")
+    f.define_array("s", str, ["n"], [4], chunk_shape=[2])
+    f.write_array("s", [0], ["a", "b", "c", "d"])
+    monkeypatch.setattr(_types, "U32_MAX", 50)  # a small stand-in for the 4 GiB limit
+    with pytest.raises(OverflowError, match="u32"):
+        f.write_array("s", [0], ["x", "y", "z" * 40, "w" * 40])  # the second chunk overflows
+    assert f.read_array("s").tolist() == ["a", "b", "c", "d"]
+    f.close()

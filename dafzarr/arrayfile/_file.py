@@ -475,7 +475,8 @@ class ArrayFile:
     leaving it with an exception closes without writing the pending changes.
 
     One handle may be shared by threads (operations are serialised). The ``*_async``
-    methods run the blocking work in a worker thread.
+    methods run the blocking work in a worker thread. A handle dropped without
+    :meth:`close` discards its unflushed changes.
     """
 
     def __init__(
@@ -954,10 +955,7 @@ class ArrayFile:
             info = meta.require_info()
             arr = _as_array(info, data, name)
             st, sh = _region(meta, start, arr.shape, write=True)
-            p = self._pending_for_write(name)
-            meta = p.meta
-            if self._alloc is None:
-                self._alloc = _Allocator(self._config)
+            encoded = []  # every chunk is encoded before any is stored: all or nothing
             for coord, dst, src in _chunks_in(meta, st, sh):
                 cshape = _clipped(meta, coord)
                 key = meta.key(coord)
@@ -971,8 +969,12 @@ class ArrayFile:
                     else:
                         values = self._chunk_values(meta, coord, loc).copy()
                     values[src] = piece
-                payload = encode_chunk(info, values)
-                stats = chunk_stats(info, meta.fill, values)
+                encoded.append((key, coord, encode_chunk(info, values),
+                                chunk_stats(info, meta.fill, values)))
+            p = self._pending_for_write(name)
+            if self._alloc is None:
+                self._alloc = _Allocator(self._config)
+            for key, coord, payload, stats in encoded:
                 bid, off, size = self._alloc.append(payload)
                 p.chunks[key] = (coord, bid, off, size, stats)
 
