@@ -11,6 +11,7 @@ a. many arrays: 1,000 x 1 MiB float64 arrays (quick: 100), 128 KiB chunks. Write
    open and read all back.
 b. one 1 GiB float64 array (quick: 64 MiB) in a 64 x 64 grid of chunks: write, full read,
    and 200 random single-chunk reads on an open handle (zarr: shards of 8 x 8 chunks).
+c. a footer of 1,000,000 chunk entries: decode it, and open a file holding it.
 
 Each suite runs with no compression and with LZ4 (ArrayFile: LZ4 blocks; the zarr peers: the
 numcodecs LZ4 codec on each chunk). Speed is never asserted: the script prints figures,
@@ -319,14 +320,65 @@ class BigArray(_Suite):
             self._ia[self._region(i, j)]
 
 
-SUITES: dict[str, list[type]] = {"a": [ManyArrays], "b": [BigArray]}
+# --- (c) footer decoding --------------------------------------------------------------
+
+
+class Footer:
+    """Decode a footer holding 1,000,000 chunk entries (2-D), and open a file with it."""
+
+    label = "c"
+    baseline = ()
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
+
+    def setup(self) -> None:
+        from dafzarr.arrayfile import _format as fmt
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-af-")
+        self.n = 1_000_000
+        coords = np.stack(np.unravel_index(np.arange(self.n), (1000, 1000)), axis=1)
+        addrs = np.zeros((self.n, 3), np.uint32)
+        addrs[:, 1] = np.arange(self.n) % 1024 * 8
+        addrs[:, 2] = 8
+        footer = fmt.empty_footer()
+        footer["blocks"] = [{"id": 0, "file_offset": 0, "compressed_size": 8192,
+                             "uncompressed_size": 8192, "codec": ("None",)}]
+        footer["arrays"] = [{
+            "name": "grid", "dtype": ("Float64",),
+            "layout": {"shape": [1000, 1000], "dimension_names": ["y", "x"],
+                       "storage": {"chunk_shape": [1, 1], "chunks": fmt.ChunkTable(
+                           coords.astype(np.uint32), addrs)}},
+            "fill_value": None, "deleted": False, "attributes": ("U16", []),
+        }]
+        self.data = fmt.encode_footer(footer)
+        self.path = os.path.join(self._tmp.name, "grid.af")
+        with open(self.path, "wb") as f:
+            f.write(bytes(8192) + self.data)
+
+    def teardown(self) -> None:
+        self._tmp.cleanup()
+
+    @c.bench("footer: decode 1M chunk entries", "ArrayFile", c.ENTRIES, lambda s: s.n,
+             size=lambda s: c.human_bytes(len(s.data)))
+    def time_decode(self) -> None:
+        from dafzarr.arrayfile import _format as fmt
+
+        fmt.decode_footer(self.data[:-12])
+
+    @c.bench("footer: open + first chunk read", "ArrayFile", c.ENTRIES, lambda s: s.n,
+             size=lambda s: c.human_bytes(len(s.data)))
+    def time_open(self) -> None:
+        with ArrayFile.open(self.path) as f:
+            f.read_array("grid", [500, 500], [1, 1])
+
+
+SUITES: dict[str, list[type]] = {"a": [ManyArrays], "b": [BigArray], "c": [Footer]}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_arrayfile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
-    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b)")
+    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b,c)")
     ap.add_argument("--codecs", default="none,lz4", help="comma-separated: none,lz4")
     ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
     args = ap.parse_args(argv)
@@ -346,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     results: list[c.Stats] = []
     for key in only:
         for cls in SUITES[key]:
-            cls.params = codecs  # type: ignore[attr-defined]
+            if hasattr(cls, "params"):
+                cls.params = codecs  # type: ignore[attr-defined]
             results.extend(c.run_suite(cls, rounds=rounds, warmup=warmup, log=c.eprint))
     elapsed = time.perf_counter() - t0
     table, targets = c.markdown_table(results)
