@@ -286,16 +286,20 @@ def test_exported_from_package() -> None:
 
 
 @pytest.mark.parametrize("codec", [None, "lz4"])
+@pytest.mark.parametrize("where", ["local", "obstore-memory"])
 def test_pending_blocks_spill_to_a_temporary_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str | None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str | None, where: str
 ) -> None:
     from dafzarr.arrayfile import _file
 
     monkeypatch.setattr(_file._Allocator, "spill_bytes", 3000)
     rng = np.random.default_rng(5)
     x = rng.integers(0, 1000, (40, 50)).astype("i8")
-    with ArrayFile.create(tmp_path / "s.af", config=FileConfig(codec=codec,
-                                                             block_target_size=1000)) as f:
+    target: Any = tmp_path / "s.af"
+    if where != "local":
+        target = (pytest.importorskip("obstore.store").MemoryStore(), "s.af")
+    with ArrayFile.create(target, config=FileConfig(codec=codec,
+                                                    block_target_size=1000)) as f:
         f.define_array("x", "i8", ["r", "c"], x.shape, chunk_shape=[7, 9])
         f.write_array("x", [0, 0], x)
         f.write_array("x", [3, 4], np.full((2, 2), -1))  # read-modify-write of spilled chunks
@@ -305,7 +309,7 @@ def test_pending_blocks_spill_to_a_temporary_file(
         f.flush()
         np.testing.assert_array_equal(f.read_array("x"), x)
         f.compact()
-    with ArrayFile.open(tmp_path / "s.af") as g:
+    with ArrayFile.open(target) as g:
         np.testing.assert_array_equal(g.read_array("x"), x)
 
 

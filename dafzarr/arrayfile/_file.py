@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import DafzarrError
 from . import _format as fmt
-from ._backends import Backend, LocalBackend, MemoryBackend, ObstoreBackend
+from ._backends import Backend, FileRange, LocalBackend, MemoryBackend, ObstoreBackend
 from ._cache import DeltaCache
 from ._types import (
     U32_MAX,
@@ -291,25 +291,8 @@ def _decompress(codec: str | None, data: Any, usize: int) -> Any:
     return out
 
 
-class _Spilled:
-    """A sealed block moved to the allocator's temporary file."""
-
-    __slots__ = ("fd", "length", "offset")
-
-    def __init__(self, fd: int, offset: int, length: int) -> None:
-        self.fd = fd
-        self.offset = offset
-        self.length = length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def read(self) -> bytes:
-        return os.pread(self.fd, self.length, self.offset)
-
-
 def _materialise(stored: Any) -> Any:
-    return stored.read() if isinstance(stored, _Spilled) else stored
+    return stored.read() if isinstance(stored, FileRange) else stored
 
 
 class _Allocator:
@@ -321,11 +304,12 @@ class _Allocator:
 
     spill_bytes = 256 * MiB
 
-    def __init__(self, config: FileConfig) -> None:
+    def __init__(self, config: FileConfig, spill_dir: str | None = None) -> None:
+        self.spill_dir = spill_dir
         self.codec = config.codec
         self.level = config.zstd_level
         self.target = config.block_target_size
-        self.sealed: list[tuple[Any, int]] = []  # (stored bytes or _Spilled, uncompressed size)
+        self.sealed: list[tuple[Any, int]] = []  # (stored bytes or FileRange, uncompressed size)
         self.cur = bytearray()
         self.token = next(_tokens)
         self._in_memory = 0
@@ -349,12 +333,14 @@ class _Allocator:
         stored: Any = _compress(self.codec, self.level, raw)
         self.cur = bytearray()
         if self._spool is None and self._in_memory + len(stored) > self.spill_bytes:
-            self._spool = tempfile.TemporaryFile(prefix="dafzarr-af-")  # noqa: SIM115
+            self._spool = tempfile.TemporaryFile(  # noqa: SIM115
+                prefix=".dafzarr-af-", dir=self.spill_dir
+            )
         if self._spool is not None:
             n = os.pwrite(self._spool.fileno(), stored, self._spool_end)
             if n != len(stored):
                 raise OSError(f"short write to the temporary block file ({n} bytes)")
-            stored = _Spilled(self._spool.fileno(), self._spool_end, n)
+            stored = FileRange(self._spool.fileno(), self._spool_end, n)
             self._spool_end += n
         else:
             self._in_memory += len(stored)
@@ -365,7 +351,7 @@ class _Allocator:
             return bytes(self.cur[off : off + size])
         stored, usize = self.sealed[bid]
         if self.codec is None:
-            if isinstance(stored, _Spilled):
+            if isinstance(stored, FileRange):
                 return os.pread(stored.fd, size, stored.offset + off)
             return bytes(stored[off : off + size])
         ck = ("pending", self.token, bid)
@@ -973,7 +959,7 @@ class ArrayFile:
                                 chunk_stats(info, meta.fill, values)))
             p = self._pending_for_write(name)
             if self._alloc is None:
-                self._alloc = _Allocator(self._config)
+                self._alloc = _Allocator(self._config, self._spill_dir())
             for key, coord, payload, stats in encoded:
                 bid, off, size = self._alloc.append(payload)
                 p.chunks[key] = (coord, bid, off, size, stats)
@@ -993,6 +979,11 @@ class ArrayFile:
     async def flush_async(self) -> None:
         """:meth:`flush` in a worker thread."""
         await asyncio.to_thread(self.flush)
+
+    def _spill_dir(self) -> str | None:
+        """Where blocks beyond the memory budget go: next to a local file set (same file
+        system, so a flush copies them in the kernel), else the temporary directory."""
+        return os.path.dirname(self._key) if isinstance(self._backend, LocalBackend) else None
 
     def _footer_version(self) -> int:
         return int(self._layers[-1].footer["version"])
@@ -1038,7 +1029,7 @@ class ArrayFile:
         stored_parts = [stored for stored, _ in blocks]
 
         def parts(data: bytes) -> Iterator[Any]:
-            yield from map(_materialise, stored_parts)
+            yield from stored_parts
             yield data
 
         if base:
@@ -1179,7 +1170,7 @@ class ArrayFile:
         with self._lock:
             self._check_open()
             self._flush()
-            alloc = _Allocator(self._config)
+            alloc = _Allocator(self._config, self._spill_dir())
             try:
                 entries = []
                 stats = []
