@@ -10,7 +10,8 @@ a. many arrays: 1,000 x 1 MiB float64 arrays (quick: 100), 128 KiB chunks. Write
    (ArrayFile: define + write + flush; zarr: one array per shard; Icechunk: one commit), then
    open and read all back.
 b. one 1 GiB float64 array (quick: 64 MiB) in a 64 x 64 grid of chunks: write, full read,
-   and 200 random single-chunk reads on an open handle (zarr: shards of 8 x 8 chunks).
+   and 200 random single-chunk reads on an open handle (zarr: shards of 8 x 8 chunks);
+   ArrayFile also with 1 MiB blocks instead of the default 8 MiB for the random reads.
 c. a footer of 1,000,000 chunk entries: decode it, and open a file holding it.
 
 Each suite runs with no compression and with LZ4 (ArrayFile: LZ4 blocks; the zarr peers: the
@@ -37,6 +38,7 @@ from dafzarr import ArrayFile, FileConfig
 
 from . import common as c
 
+icechunk: Any
 try:
     import icechunk
 except ImportError:  # pragma: no cover - icechunk is a declared benchmark dependency
@@ -71,6 +73,7 @@ class _Suite:
     params: ClassVar[list[str]] = ["none", "lz4"]
     param_names: ClassVar[list[str]] = ["codec"]
     baseline = ("zarr sharded", "icechunk")
+    codec: str | None = None
 
     def _mktemp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-af-")
@@ -220,6 +223,13 @@ class BigArray(_Suite):
         self._write_af("read")
         self._write_zarr("read.zarr")
         self._write_icechunk("read.ic")
+        # the same data in 1 MiB blocks: a random chunk read decompresses 1 MiB, not 8 MiB
+        self._af_remove("small")
+        with ArrayFile.create(self._path("small.af"), config=FileConfig(
+                codec=self.codec, block_target_size=1 << 20)) as f:
+            f.define_array("x", self.x.dtype, ["y", "x"], self.x.shape, chunk_shape=self.chunks)
+            f.write_array("x", [0, 0], self.x)
+        self._af_small = ArrayFile.open(self._path("small.af"), config=self._af_config())
         self._af = ArrayFile.open(self._path("read.af"), config=self._af_config())
         self._za: Any = zarr.open_array(LocalStore(self._path("read.zarr"), read_only=True),
                                         mode="r")
@@ -228,6 +238,7 @@ class BigArray(_Suite):
 
     def teardown(self, *params: Any) -> None:
         self._af.close()
+        self._af_small.close()
         super().teardown()
 
     def prepare(self, name: str) -> None:
@@ -306,6 +317,14 @@ class BigArray(_Suite):
         a, b = self.chunks
         for i, j in self.picks:
             self._af.read_array("x", [i * a, j * b], [a, b])
+
+    @c.bench("1 array: random chunk reads", "ArrayFile, 1 MiB blocks", c.PER_CALL,
+             lambda s: s.n_random, size=lambda s: s._rsize(),
+             target=_ratio_target("zarr sharded", 2.0))
+    def time_random_arrayfile_1mib_blocks(self) -> None:
+        a, b = self.chunks
+        for i, j in self.picks:
+            self._af_small.read_array("x", [i * a, j * b], [a, b])
 
     @c.bench("1 array: random chunk reads", "zarr sharded", c.PER_CALL, lambda s: s.n_random,
              size=lambda s: s._rsize())
@@ -399,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in only:
         for cls in SUITES[key]:
             if hasattr(cls, "params"):
-                cls.params = codecs  # type: ignore[attr-defined]
+                cls.params = codecs
             results.extend(c.run_suite(cls, rounds=rounds, warmup=warmup, log=c.eprint))
     elapsed = time.perf_counter() - t0
     table, targets = c.markdown_table(results)
