@@ -10,7 +10,9 @@ a. many arrays: 1,000 x 1 MiB float64 arrays (quick: 100), 128 KiB chunks. Write
    (ArrayFile: define + write + flush; zarr: one array per shard; Icechunk: one commit), then
    open and read all back.
 b. one 1 GiB float64 array (quick: 64 MiB) in a 64 x 64 grid of chunks: write, full read,
-   and 200 random single-chunk reads on an open handle (zarr: shards of 8 x 8 chunks).
+   and 200 random single-chunk reads on an open handle (zarr: shards of 8 x 8 chunks);
+   ArrayFile also with 1 MiB blocks instead of the default 8 MiB for the random reads.
+c. a footer of 1,000,000 chunk entries: decode it, and open a file holding it.
 
 Each suite runs with no compression and with LZ4 (ArrayFile: LZ4 blocks; the zarr peers: the
 numcodecs LZ4 codec on each chunk). Speed is never asserted: the script prints figures,
@@ -36,6 +38,7 @@ from dafzarr import ArrayFile, FileConfig
 
 from . import common as c
 
+icechunk: Any
 try:
     import icechunk
 except ImportError:  # pragma: no cover - icechunk is a declared benchmark dependency
@@ -70,6 +73,7 @@ class _Suite:
     params: ClassVar[list[str]] = ["none", "lz4"]
     param_names: ClassVar[list[str]] = ["codec"]
     baseline = ("zarr sharded", "icechunk")
+    codec: str | None = None
 
     def _mktemp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-af-")
@@ -215,10 +219,18 @@ class BigArray(_Suite):
         self.x = np.cumsum(rng.standard_normal((rows, cols)), axis=1).round(3)
         self.nbytes = self.x.nbytes
         self.chunk_nbytes = self.chunks[0] * self.chunks[1] * 8
+        self._rng = rng
         self.picks = [(int(i), int(j)) for i, j in rng.integers(0, 64, (self.n_random, 2))]
         self._write_af("read")
         self._write_zarr("read.zarr")
         self._write_icechunk("read.ic")
+        # the same data in 1 MiB blocks: a random chunk read decompresses 1 MiB, not 8 MiB
+        self._af_remove("small")
+        with ArrayFile.create(self._path("small.af"), config=FileConfig(
+                codec=self.codec, block_target_size=1 << 20)) as f:
+            f.define_array("x", self.x.dtype, ["y", "x"], self.x.shape, chunk_shape=self.chunks)
+            f.write_array("x", [0, 0], self.x)
+        self._af_small = ArrayFile.open(self._path("small.af"), config=self._af_config())
         self._af = ArrayFile.open(self._path("read.af"), config=self._af_config())
         self._za: Any = zarr.open_array(LocalStore(self._path("read.zarr"), read_only=True),
                                         mode="r")
@@ -227,6 +239,7 @@ class BigArray(_Suite):
 
     def teardown(self, *params: Any) -> None:
         self._af.close()
+        self._af_small.close()
         super().teardown()
 
     def prepare(self, name: str) -> None:
@@ -236,6 +249,10 @@ class BigArray(_Suite):
             c.remove(self._path("w.zarr"))
         elif name == "time_write_icechunk":
             c.remove(self._path("w.ic"))
+        elif name.startswith("time_random_"):
+            # fresh chunks for every sample: a block cache warmed by an earlier sample of the
+            # same picks would measure memory, not the read path
+            self.picks = [(int(i), int(j)) for i, j in self._rng.integers(0, 64, (self.n_random, 2))]
 
     def _write_af(self, stem: str) -> None:
         self._af_remove(stem)
@@ -306,6 +323,14 @@ class BigArray(_Suite):
         for i, j in self.picks:
             self._af.read_array("x", [i * a, j * b], [a, b])
 
+    @c.bench("1 array: random chunk reads", "ArrayFile, 1 MiB blocks", c.PER_CALL,
+             lambda s: s.n_random, size=lambda s: s._rsize(),
+             target=_ratio_target("zarr sharded", 2.0))
+    def time_random_arrayfile_1mib_blocks(self) -> None:
+        a, b = self.chunks
+        for i, j in self.picks:
+            self._af_small.read_array("x", [i * a, j * b], [a, b])
+
     @c.bench("1 array: random chunk reads", "zarr sharded", c.PER_CALL, lambda s: s.n_random,
              size=lambda s: s._rsize())
     def time_random_zarr(self) -> None:
@@ -319,14 +344,65 @@ class BigArray(_Suite):
             self._ia[self._region(i, j)]
 
 
-SUITES: dict[str, list[type]] = {"a": [ManyArrays], "b": [BigArray]}
+# --- (c) footer decoding --------------------------------------------------------------
+
+
+class Footer:
+    """Decode a footer holding 1,000,000 chunk entries (2-D), and open a file with it."""
+
+    label = "c"
+    baseline = ()
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
+
+    def setup(self) -> None:
+        from dafzarr.arrayfile import _format as fmt
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-af-")
+        self.n = 1_000_000
+        coords = np.stack(np.unravel_index(np.arange(self.n), (1000, 1000)), axis=1)
+        addrs = np.zeros((self.n, 3), np.uint32)
+        addrs[:, 1] = np.arange(self.n) % 1024 * 8
+        addrs[:, 2] = 8
+        footer = fmt.empty_footer()
+        footer["blocks"] = [{"id": 0, "file_offset": 0, "compressed_size": 8192,
+                             "uncompressed_size": 8192, "codec": ("None",)}]
+        footer["arrays"] = [{
+            "name": "grid", "dtype": ("Float64",),
+            "layout": {"shape": [1000, 1000], "dimension_names": ["y", "x"],
+                       "storage": {"chunk_shape": [1, 1], "chunks": fmt.ChunkTable(
+                           coords.astype(np.uint32), addrs)}},
+            "fill_value": None, "deleted": False, "attributes": ("U16", []),
+        }]
+        self.data = fmt.encode_footer(footer)
+        self.path = os.path.join(self._tmp.name, "grid.af")
+        with open(self.path, "wb") as f:
+            f.write(bytes(8192) + self.data)
+
+    def teardown(self) -> None:
+        self._tmp.cleanup()
+
+    @c.bench("footer: decode 1M chunk entries", "ArrayFile", c.ENTRIES, lambda s: s.n,
+             size=lambda s: c.human_bytes(len(s.data)))
+    def time_decode(self) -> None:
+        from dafzarr.arrayfile import _format as fmt
+
+        fmt.decode_footer(self.data[:-12])
+
+    @c.bench("footer: open + first chunk read", "ArrayFile", c.ENTRIES, lambda s: s.n,
+             size=lambda s: c.human_bytes(len(s.data)))
+    def time_open(self) -> None:
+        with ArrayFile.open(self.path) as f:
+            f.read_array("grid", [500, 500], [1, 1])
+
+
+SUITES: dict[str, list[type]] = {"a": [ManyArrays], "b": [BigArray], "c": [Footer]}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_arrayfile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
-    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b)")
+    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b,c)")
     ap.add_argument("--codecs", default="none,lz4", help="comma-separated: none,lz4")
     ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
     args = ap.parse_args(argv)
@@ -346,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     results: list[c.Stats] = []
     for key in only:
         for cls in SUITES[key]:
-            cls.params = codecs  # type: ignore[attr-defined]
+            if hasattr(cls, "params"):
+                cls.params = codecs
             results.extend(c.run_suite(cls, rounds=rounds, warmup=warmup, log=c.eprint))
     elapsed = time.perf_counter() - t0
     table, targets = c.markdown_table(results)

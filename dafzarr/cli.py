@@ -275,11 +275,51 @@ def _demo(args: argparse.Namespace) -> int:
         assert np.array_equal(np.asarray(_array(peer, "temperature")[:]), temperature)
         print("  zarr.storage.ZipStore opens the same archive with identical values", file=out)
         _demo_daf(out, root)
+        _demo_arrayfile(root, out)
         if args.dir:
             print(f"  kept {path}", file=out)
         _refs_cli.demo_step(root, out)
     print("demo finished: OK", file=out)
     return 0
+
+
+def _demo_arrayfile(root: str, out: Any) -> None:
+    """The ArrayFile step of ``dafzarr demo``: arrays, a sidecar per flush, compaction."""
+    import numpy as np
+
+    from .arrayfile import ArrayFile, FileConfig
+
+    path = os.path.join(root, "example.af")
+    for name in os.listdir(root):
+        if name.startswith("example.") and name.endswith((".af", ".stats")):
+            os.unlink(os.path.join(root, name))
+    rng = np.random.default_rng(1)
+    signal = rng.normal(0, 1, size=(10_000, 4)).astype("float32")
+    print("ArrayFile demo: many arrays in one object, with delta sidecars", file=out)
+    with ArrayFile.create(path, config=FileConfig(codec="lz4")) as f:
+        f.define_array("signal", "f4", ["t", "ch"], signal.shape, chunk_shape=[2048, 4])
+        f.write_array("signal", [0, 0], signal)
+        f.set_attribute("signal", "units", "mV")
+        f.define_array("channels", str, ["ch"], [4])
+        f.write_array("channels", [0], ["Fz", "Cz", "Pz", "Oz"])
+        f.flush()
+        f.write_array("signal", [100, 0], np.zeros((10, 4), "float32"))
+        signal[100:110] = 0
+        f.flush()
+        layers = f.num_layers
+        f.compact()
+    with ArrayFile.open(path) as f:
+        assert np.array_equal(f.read_array("signal"), signal), "signal does not round-trip"
+        stats = f.array_stats("signal")
+        print(
+            f"  {layers} layers compacted into {os.path.basename(path)} "
+            f"({_human(os.path.getsize(path))}): arrays {f.list_arrays()}, units "
+            f"{f.get_attribute('signal', 'units')!r}, channels {f.read_array('channels').tolist()}",
+            file=out,
+        )
+        if stats is not None:
+            print(f"  statistics: min {stats.min:.3f}, max {stats.max:.3f}, "
+                  f"{stats.row_count} values", file=out)
 
 
 # --- entry point --------------------------------------------------------------------------

@@ -283,3 +283,44 @@ async def test_async_twins(tmp_path: Path) -> None:
 def test_exported_from_package() -> None:
     for name in ("ArrayFile", "FileConfig", "DeltaCache", "ArrayStats"):
         assert name in dafzarr.__all__ and getattr(dafzarr, name) is not None
+
+
+@pytest.mark.parametrize("codec", [None, "lz4"])
+@pytest.mark.parametrize("where", ["local", "obstore-memory"])
+def test_pending_blocks_spill_to_a_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str | None, where: str
+) -> None:
+    from dafzarr.arrayfile import _file
+
+    monkeypatch.setattr(_file._Allocator, "spill_bytes", 3000)
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 1000, (40, 50)).astype("i8")
+    target: Any = tmp_path / "s.af"
+    if where != "local":
+        target = (pytest.importorskip("obstore.store").MemoryStore(), "s.af")
+    with ArrayFile.create(target, config=FileConfig(codec=codec,
+                                                    block_target_size=1000)) as f:
+        f.define_array("x", "i8", ["r", "c"], x.shape, chunk_shape=[7, 9])
+        f.write_array("x", [0, 0], x)
+        f.write_array("x", [3, 4], np.full((2, 2), -1))  # read-modify-write of spilled chunks
+        x[3:5, 4:6] = -1
+        assert f._alloc is not None and f._alloc._spool is not None
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        f.flush()
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        f.compact()
+    with ArrayFile.open(target) as g:
+        np.testing.assert_array_equal(g.read_array("x"), x)
+
+
+def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dafzarr.arrayfile import _types
+
+    f = ArrayFile.create(tmp_path / "w.af")
+    f.define_array("s", str, ["n"], [4], chunk_shape=[2])
+    f.write_array("s", [0], ["a", "b", "c", "d"])
+    monkeypatch.setattr(_types, "U32_MAX", 50)  # a small stand-in for the 4 GiB limit
+    with pytest.raises(OverflowError, match="u32"):
+        f.write_array("s", [0], ["x", "y", "z" * 40, "w" * 40])  # the second chunk overflows
+    assert f.read_array("s").tolist() == ["a", "b", "c", "d"]
+    f.close()

@@ -330,3 +330,29 @@ def test_large_footer_needs_a_second_read(tmp_path: Path) -> None:
     assert (tmp_path / "f.1.af").stat().st_size > 65536 * 4
     with ArrayFile.open(tmp_path / "f.af") as f:
         assert (f.read_array("many") == 1).all()
+
+
+def test_redefined_array_shows_no_old_statistics(tmp_path: Path) -> None:
+    with ArrayFile.create(tmp_path / "f.af", config=CFG) as f:
+        f.define_array("a", "i4", ["x"], [4])
+        f.write_array("a", [0], np.array([5, 6, 7, 8], "i4"))
+        f.flush()
+        assert f.array_stats("a") is not None
+        f.delete("a")
+        f.define_array("a", "i4", ["x"], [4])
+        f.flush()
+        assert f.array_stats("a") is None
+    with ArrayFile.open(tmp_path / "f.af") as f:
+        assert f.array_stats("a") is None
+
+
+def test_create_refuses_leftovers_of_an_earlier_file_set(tmp_path: Path) -> None:
+    with ArrayFile.create(tmp_path / "f.af", config=CFG) as f:
+        f.define_array("a", "i4", ["x"], [4])
+        f.write_array("a", [0], np.arange(4, dtype="i4"))
+    (tmp_path / "f.af").unlink()
+    with pytest.raises(FileExistsError, match="sidecars"):
+        ArrayFile.create(tmp_path / "f.af")
+    (tmp_path / "f.1.af").unlink()
+    with pytest.raises(FileExistsError, match="statistics"):
+        ArrayFile.create(tmp_path / "f.af")

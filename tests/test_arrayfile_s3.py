@@ -63,6 +63,9 @@ def test_open_costs_one_suffix_get_per_layer(s3: S3Server) -> None:
     layer_gets = [ln for ln in lines if re.search(r'GET /[^ ?]+\.af HTTP', ln)]
     assert len(layer_gets) == 4, lines
     assert not [ln for ln in lines if 'HEAD ' in ln]
+    # sidecars are found by listing one level (with a delimiter), never the whole bucket
+    lists = [ln for ln in lines if re.search(r"GET /[^ /?]+\?", ln)]
+    assert len(lists) == 1 and "delimiter=/" in lists[0] and "prefix=p/" in lists[0], lists
     assert g.read_array("a1").tolist() == [1] * 5
     g.close()
 

@@ -19,12 +19,56 @@ import os
 import posixpath
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["Backend", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
+__all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
 
 Buffer = bytes | bytearray | memoryview
+
+
+class FileRange:
+    """Bytes of an open temporary file, passed to :meth:`Backend.put` without reading them
+    into memory first (a local put copies them in the kernel)."""
+
+    __slots__ = ("fd", "length", "offset")
+
+    def __init__(self, fd: int, offset: int, length: int) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read(self) -> bytes:
+        data = os.pread(self.fd, self.length, self.offset)
+        if len(data) != self.length:
+            raise EOFError(f"short read of a temporary block file ({len(data)} bytes)")
+        return data
+
+
+def _joined(parts: Iterable[Any]) -> bytes:
+    return b"".join(p.read() if isinstance(p, FileRange) else p for p in parts)
+
+
+def _copy_range(src: FileRange, dst_fd: int) -> None:
+    """Append ``src`` to ``dst_fd`` (at its file position), in the kernel where possible."""
+    offset, left = src.offset, src.length
+    while left:
+        try:
+            n = os.copy_file_range(src.fd, dst_fd, left, offset)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+            n = 0
+        if n == 0:  # not supported here: an ordinary copy
+            data = os.pread(src.fd, min(left, 8 << 20), offset)
+            if not data:
+                raise EOFError("short read of a temporary block file")
+            n = os.write(dst_fd, data)
+        offset += n
+        left -= n
 
 
 class Tail:
@@ -49,7 +93,7 @@ class Backend:
     def read(self, key: str, version: str, start: int, end: int) -> Buffer:
         raise NotImplementedError
 
-    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+    def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         """Store ``parts`` concatenated as ``key`` atomically; return the new version token.
 
         With ``create_only``, raise :class:`FileExistsError` if ``key`` exists.
@@ -129,14 +173,19 @@ class LocalBackend(Backend):
             raise EOFError(f"{key}: short read of [{start}, {end})")
         return data
 
-    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+    def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         directory = os.path.dirname(key) or "."
         tmp = os.path.join(directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
             try:
                 with open(fd, "wb", closefd=False) as f:
-                    f.writelines(parts)
+                    for part in parts:
+                        if isinstance(part, FileRange):
+                            f.flush()
+                            _copy_range(part, fd)
+                        else:
+                            f.write(part)
                 os.fsync(fd)
                 st = os.fstat(fd)
             finally:
@@ -214,8 +263,8 @@ class MemoryBackend(Backend):
             raise FileNotFoundError(errno.ESTALE, "object replaced since it was opened", key)
         return memoryview(data)[start:end]
 
-    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
-        data = b"".join(parts)
+    def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
+        data = _joined(parts)
         with self._lock:
             if create_only and key in self._objects:
                 raise FileExistsError(errno.EEXIST, "object exists", key)
@@ -274,10 +323,10 @@ class ObstoreBackend(Backend):
             options["if_match"] = etag
         return memoryview(self._obs.get(self.store, key, options=options).bytes())  # type: ignore[arg-type]
 
-    def put(self, key: str, parts: Sequence[Buffer], *, create_only: bool) -> str:
+    def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         from obstore.exceptions import AlreadyExistsError
 
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        data = _joined(parts)
         try:
             res = self._obs.put(
                 self.store, key, data, mode="create" if create_only else "overwrite"

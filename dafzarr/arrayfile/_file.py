@@ -26,6 +26,7 @@ import asyncio
 import itertools
 import os
 import posixpath
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ import numpy as np
 
 from ..errors import DafzarrError
 from . import _format as fmt
-from ._backends import Backend, LocalBackend, MemoryBackend, ObstoreBackend
+from ._backends import Backend, FileRange, LocalBackend, MemoryBackend, ObstoreBackend
 from ._cache import DeltaCache
 from ._types import (
     U32_MAX,
@@ -240,11 +241,12 @@ class _Layer:
 
 
 class _PendingArray:
-    __slots__ = ("chunks", "deleted", "meta", "recreated", "tomb_meta")
+    __slots__ = ("chunks", "deleted", "fresh", "meta", "recreated", "tomb_meta")
 
     def __init__(self, meta: _Meta, *, deleted: bool = False, recreated: bool = False) -> None:
         self.meta = meta
         self.deleted = deleted
+        self.fresh = False  # defined since the last flush
         # deleted and defined again before one flush: the tombstone (of tomb_meta) is
         # written in a sidecar of its own below the new definition
         self.recreated = recreated
@@ -289,16 +291,30 @@ def _decompress(codec: str | None, data: Any, usize: int) -> Any:
     return out
 
 
-class _Allocator:
-    """Packs chunk payloads into blocks of about ``target`` bytes, compressing full blocks."""
+def _materialise(stored: Any) -> Any:
+    return stored.read() if isinstance(stored, FileRange) else stored
 
-    def __init__(self, config: FileConfig) -> None:
+
+class _Allocator:
+    """Packs chunk payloads into blocks of about ``target`` bytes, compressing full blocks.
+
+    Sealed blocks stay in memory up to ``spill_bytes`` in total; past that they go to an
+    anonymous temporary file, so a large flush or compaction does not need its size in RAM.
+    """
+
+    spill_bytes = 256 * MiB
+
+    def __init__(self, config: FileConfig, spill_dir: str | None = None) -> None:
+        self.spill_dir = spill_dir
         self.codec = config.codec
         self.level = config.zstd_level
         self.target = config.block_target_size
-        self.sealed: list[tuple[Any, int]] = []  # (stored bytes, uncompressed size)
+        self.sealed: list[tuple[Any, int]] = []  # (stored bytes or FileRange, uncompressed size)
         self.cur = bytearray()
         self.token = next(_tokens)
+        self._in_memory = 0
+        self._spool: Any = None
+        self._spool_end = 0
 
     def append(self, data: Any) -> tuple[int, int, int]:
         size = len(data) if not isinstance(data, memoryview) else data.nbytes
@@ -311,27 +327,48 @@ class _Allocator:
         return bid, off, size
 
     def seal(self) -> None:
-        if self.cur:
-            raw = self.cur
-            self.sealed.append((_compress(self.codec, self.level, raw), len(raw)))
-            self.cur = bytearray()
+        if not self.cur:
+            return
+        raw = self.cur
+        stored: Any = _compress(self.codec, self.level, raw)
+        self.cur = bytearray()
+        if self._spool is None and self._in_memory + len(stored) > self.spill_bytes:
+            self._spool = tempfile.TemporaryFile(  # noqa: SIM115
+                prefix=".dafzarr-af-", dir=self.spill_dir
+            )
+        if self._spool is not None:
+            n = os.pwrite(self._spool.fileno(), stored, self._spool_end)
+            if n != len(stored):
+                raise OSError(f"short write to the temporary block file ({n} bytes)")
+            stored = FileRange(self._spool.fileno(), self._spool_end, n)
+            self._spool_end += n
+        else:
+            self._in_memory += len(stored)
+        self.sealed.append((stored, len(raw)))
 
     def chunk(self, cache: DeltaCache, bid: int, off: int, size: int) -> bytes:
         if bid == len(self.sealed):
             return bytes(self.cur[off : off + size])
         stored, usize = self.sealed[bid]
         if self.codec is None:
+            if isinstance(stored, FileRange):
+                return os.pread(stored.fd, size, stored.offset + off)
             return bytes(stored[off : off + size])
         ck = ("pending", self.token, bid)
         block = cache.blocks.get(ck)
         if block is None:
-            block = _decompress(self.codec, stored, usize)
+            block = _decompress(self.codec, _materialise(stored), usize)
             cache.blocks.put(ck, block)
         return bytes(block[off : off + size])
 
     def finish(self) -> list[tuple[Any, int]]:
         self.seal()
         return self.sealed
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
 
 
 # --- Attribute dictionaries ------------------------------------------------------------
@@ -424,7 +461,8 @@ class ArrayFile:
     leaving it with an exception closes without writing the pending changes.
 
     One handle may be shared by threads (operations are serialised). The ``*_async``
-    methods run the blocking work in a worker thread.
+    methods run the blocking work in a worker thread. A handle dropped without
+    :meth:`close` discards its unflushed changes.
     """
 
     def __init__(
@@ -453,8 +491,10 @@ class ArrayFile:
         """Create a new, empty file set at ``target`` (``FileExistsError`` if one exists)."""
         backend, key, hint = _target(target)
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
-        if self._discover():
-            raise FileExistsError(f"{key}: sidecars of an earlier file set exist next to it")
+        if self._discover() or backend.exists(self._stem + ".stats"):
+            raise FileExistsError(
+                f"{key}: sidecars or statistics of an earlier file set exist next to it"
+            )
         data = fmt.encode_footer(fmt.empty_footer())
         version = backend.put(key, [data], create_only=True)
         self._layers = [self._layer_from_footer(key, 0, version, fmt.empty_footer())]
@@ -729,6 +769,7 @@ class ArrayFile:
             meta = _Meta(name, (info.tag,), info, shape_t, dims, cs, fill)
             self._pending.pop(name, None)
             new = self._pending[name] = _PendingArray(meta, recreated=p is not None)
+            new.fresh = True
             if p is not None:
                 new.tomb_meta = p.tomb_meta
 
@@ -900,10 +941,7 @@ class ArrayFile:
             info = meta.require_info()
             arr = _as_array(info, data, name)
             st, sh = _region(meta, start, arr.shape, write=True)
-            p = self._pending_for_write(name)
-            meta = p.meta
-            if self._alloc is None:
-                self._alloc = _Allocator(self._config)
+            encoded = []  # every chunk is encoded before any is stored: all or nothing
             for coord, dst, src in _chunks_in(meta, st, sh):
                 cshape = _clipped(meta, coord)
                 key = meta.key(coord)
@@ -917,8 +955,12 @@ class ArrayFile:
                     else:
                         values = self._chunk_values(meta, coord, loc).copy()
                     values[src] = piece
-                payload = encode_chunk(info, values)
-                stats = chunk_stats(info, meta.fill, values)
+                encoded.append((key, coord, encode_chunk(info, values),
+                                chunk_stats(info, meta.fill, values)))
+            p = self._pending_for_write(name)
+            if self._alloc is None:
+                self._alloc = _Allocator(self._config, self._spill_dir())
+            for key, coord, payload, stats in encoded:
                 bid, off, size = self._alloc.append(payload)
                 p.chunks[key] = (coord, bid, off, size, stats)
 
@@ -937,6 +979,11 @@ class ArrayFile:
     async def flush_async(self) -> None:
         """:meth:`flush` in a worker thread."""
         await asyncio.to_thread(self.flush)
+
+    def _spill_dir(self) -> str | None:
+        """Where blocks beyond the memory budget go: next to a local file set (same file
+        system, so a flush copies them in the kernel), else the temporary directory."""
+        return os.path.dirname(self._key) if isinstance(self._backend, LocalBackend) else None
 
     def _footer_version(self) -> int:
         return int(self._layers[-1].footer["version"])
@@ -979,10 +1026,15 @@ class ArrayFile:
             "attr_keys": attrs.keys, "attr_values": attrs.values,
             "overlay_index": 0, "base_file_hint": "" if base else self._hint,
         }
-        parts = [stored for stored, _ in blocks]
+        stored_parts = [stored for stored, _ in blocks]
+
+        def parts(data: bytes) -> Iterator[Any]:
+            yield from stored_parts
+            yield data
+
         if base:
             data = fmt.encode_footer(footer)
-            version = self._backend.put(self._key, [*parts, data], create_only=False)
+            version = self._backend.put(self._key, parts(data), create_only=False)
             return self._layer_from_footer(self._key, 0, version, footer)
         number = max(layer.number for layer in self._layers) + 1
         while True:
@@ -992,7 +1044,7 @@ class ArrayFile:
             data = fmt.encode_footer(footer)
             key = f"{self._stem}.{number}.af"
             try:
-                version = self._backend.put(key, [*parts, data], create_only=True)
+                version = self._backend.put(key, parts(data), create_only=True)
             except FileExistsError:
                 number += 1  # another writer took this number: never replace its sidecar
                 continue
@@ -1023,6 +1075,8 @@ class ArrayFile:
                     layer.stats_cache[(p.meta.name, key)] = stats
         self._pending = {}
         self._alloc = None
+        if alloc is not None:
+            alloc.close()
         self._update_stats(pending)
 
     # --- Statistics --------------------------------------------------------------------
@@ -1077,11 +1131,11 @@ class ArrayFile:
         table = {e["name"]: e for e in self._stats}
         changed = False
         for name, p in pending.items():
-            if p.deleted:
-                changed |= table.pop(name, None) is not None
-            elif p.chunks and p.meta.info is not None:
+            if p.chunks and not p.deleted and p.meta.info is not None:
                 table[name] = self._compute_stats(p.meta, self._visible_chunks(p.meta))
                 changed = True
+            elif p.deleted or p.fresh:  # gone, or defined anew without data yet
+                changed |= table.pop(name, None) is not None
         if changed:
             self._write_stats(list(table.values()))
 
@@ -1116,24 +1170,27 @@ class ArrayFile:
         with self._lock:
             self._check_open()
             self._flush()
-            alloc = _Allocator(self._config)
-            entries = []
-            stats = []
-            for name in self.list_arrays():
-                meta = self._meta(name)
-                chunks = self._visible_chunks(meta)
-                order = sorted(chunks)
-                coords = np.zeros((len(order), len(meta.shape)), np.uint32)
-                addrs = np.zeros((len(order), 3), np.uint32)
-                for i, key in enumerate(order):
-                    loc = chunks[key]
-                    raw = self._raw_chunk(loc)
-                    addrs[i] = alloc.append(raw)
-                    coords[i] = loc[1].table.coords[loc[2]]
-                entries.append((meta, False, fmt.ChunkTable(coords, addrs)))
-                if meta.info is not None:
-                    stats.append(self._compute_stats(meta, chunks))
-            base = self._write_layer(entries, alloc.finish(), base=True)
+            alloc = _Allocator(self._config, self._spill_dir())
+            try:
+                entries = []
+                stats = []
+                for name in self.list_arrays():
+                    meta = self._meta(name)
+                    chunks = self._visible_chunks(meta)
+                    order = sorted(chunks)
+                    coords = np.zeros((len(order), len(meta.shape)), np.uint32)
+                    addrs = np.zeros((len(order), 3), np.uint32)
+                    for i, key in enumerate(order):
+                        loc = chunks[key]
+                        raw = self._raw_chunk(loc)
+                        addrs[i] = alloc.append(raw)
+                        coords[i] = loc[1].table.coords[loc[2]]
+                    entries.append((meta, False, fmt.ChunkTable(coords, addrs)))
+                    if meta.info is not None:
+                        stats.append(self._compute_stats(meta, chunks))
+                base = self._write_layer(entries, alloc.finish(), base=True)
+            finally:
+                alloc.close()
             old = self._layers[1:]
             self._layers = [base]
             try:
@@ -1163,6 +1220,8 @@ class ArrayFile:
             finally:
                 self._closed = True
                 self._pending = {}
+                if self._alloc is not None:
+                    self._alloc.close()
                 self._alloc = None
                 self._backend.close()
 
