@@ -138,6 +138,12 @@ def test_zero_dimensional_array(make: Factory) -> None:
     assert f.read_array("scalar").shape == () and f.read_array("scalar")[()] == 7.0
     stats = f.array_stats("scalar")
     assert stats == ArrayStats(7.0, 7.0, 0, 1)
+    f.define_array("word", str, [], [])
+    assert f.read_array("word").shape == () and f.read_array("word")[()] == ""
+    f.write_array("word", [], np.array("hello", dtype=object))
+    f.flush()
+    got = f.read_array("word")
+    assert got.shape == () and got[()] == "hello"
 
 
 def test_fill_values_follow_the_crate_casts(make: Factory) -> None:

@@ -8,7 +8,6 @@ S3-compatible server.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import shutil
 import tempfile
@@ -40,13 +39,22 @@ class _Model:
         self.arrays: dict[str, dict[str, Any]] = {}
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
-        return copy.deepcopy(self.arrays)
+        # ndarray.copy, not deepcopy: a deep copy of a 0-d object array is its element
+        return {n: {**m, "data": m["data"].copy(), "attrs": dict(m["attrs"])}
+                for n, m in self.arrays.items()}
 
 
 def _region(draw: Any, shape: tuple[int, ...], min_size: int) -> tuple[list[int], list[int]]:
     start = [draw(st.integers(0, s - 1)) for s in shape]
     size = [draw(st.integers(min_size, s - a)) for s, a in zip(shape, start, strict=True)]
     return start, size
+
+
+def _index(start: list[int], size: list[int]) -> Any:
+    """The model's index of a region (``...`` for 0-d, so the result stays an array)."""
+    if not start:
+        return ...
+    return tuple(slice(a, a + k) for a, k in zip(start, size, strict=True))
 
 
 def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
@@ -96,7 +104,7 @@ def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
             else:
                 values = np.array(ints, dtype=m["dtype"]).reshape(size)
             self.f.write_array(name, start, values)
-            m["data"][tuple(slice(a, a + k) for a, k in zip(start, size, strict=True))] = values
+            m["data"][_index(start, size)] = values
 
         @precondition(lambda self: self.model.arrays)
         @rule(data=st.data())
@@ -106,7 +114,7 @@ def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
             shape = m["data"].shape
             start, size = _region(data.draw, shape, 0) if shape else ([], [])
             got = self.f.read_array(name, start, size)
-            want = m["data"][tuple(slice(a, a + k) for a, k in zip(start, size, strict=True))]
+            want = m["data"][_index(start, size)]
             assert got.shape == want.shape
             assert got.tolist() == want.tolist()
 
@@ -145,7 +153,8 @@ def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
         @rule()
         def drop_and_reopen(self) -> None:
             self.f.close(flush=False)
-            self.model.arrays = copy.deepcopy(self.committed)
+            self.model.arrays = self.committed
+            self.committed = self.model.snapshot()
             self.f = ArrayFile.open(self.target, config=self.config)
 
         @invariant()

@@ -1300,9 +1300,12 @@ def _region(
 
 def _chunks_in(
     meta: _Meta, start: tuple[int, ...], shape: tuple[int, ...]
-) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...]]]:
+) -> Iterator[tuple[tuple[int, ...], tuple[Any, ...], tuple[Any, ...]]]:
     """(chunk coord, slice of the region, slice of the clipped chunk) for each chunk hit."""
     if any(n == 0 for n in shape):
+        return
+    if not shape:  # 0-d: index with ``...`` so object arrays yield arrays, not elements
+        yield (), (Ellipsis,), (Ellipsis,)
         return
     ranges = [
         range(a // c, (a + n - 1) // c + 1)
