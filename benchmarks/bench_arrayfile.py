@@ -21,7 +21,6 @@ ratios and whether the targets are met. Data is random-walk floats, regenerated 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -399,53 +398,34 @@ SUITES: dict[str, list[type]] = {"a": [ManyArrays], "b": [BigArray], "c": [Foote
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_arrayfile", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
-    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b,c)")
+    ap = c.argument_parser("python -m benchmarks.bench_arrayfile", __doc__, SUITES)
     ap.add_argument("--codecs", default="none,lz4", help="comma-separated: none,lz4")
-    ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
     args = ap.parse_args(argv)
-    if args.quick:
-        c.set_quick(True)
+    only = c.selected_suites(ap, args, list(SUITES))
     if icechunk is None:
         ap.error("the icechunk peer is missing: pip install 'dafzarr[bench]'")
-    only = [s.strip() for s in args.only.split(",") if s.strip()] or list(SUITES)
-    unknown = [s for s in only if s not in SUITES]
-    if unknown:
-        ap.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(SUITES)}")
     codecs = [s.strip() for s in args.codecs.split(",") if s.strip()]
-    rounds = args.rounds or 3
-    warmup = 1
-    load0 = c.loadavg()
-    t0 = time.perf_counter()
-    results: list[c.Stats] = []
     for key in only:
         for cls in SUITES[key]:
             if hasattr(cls, "params"):
                 cls.params = codecs
-            results.extend(c.run_suite(cls, rounds=rounds, warmup=warmup, log=c.eprint))
+    rounds = args.rounds or 3
+    load0 = c.loadavg()
+    t0 = time.perf_counter()
+    results = c.run_suites(SUITES, only, rounds)
     elapsed = time.perf_counter() - t0
-    table, targets = c.markdown_table(results)
-    print(f"## ArrayFile benchmarks ({'quick' if c.quick() else 'full'} mode)\n")
-    print(c.environment([
+    c.report("ArrayFile benchmarks", [
         (f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, icechunk "
          f"{icechunk.__version__}"),
         (f"* data under {tempfile.gettempdir()}; peers alternate within each round; "
-         f"{warmup} warm-up round + {rounds} counted rounds (n column: samples per row)"),
+         f"1 warm-up round + {rounds} counted rounds (n column: samples per row)"),
         f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
-    ]))
-    print()
-    print(table)
-    print()
-    print("Rates use MB = 10^6 bytes; random reads are in µs per chunk read (lower is "
-          "better). ratio = how many times faster than the named peer (medians). Targets are "
-          "informational.")
-    if targets:
-        met = sum(ok for _, ok in targets)
-        print(f"\nTargets met: {met} / {len(targets)}")
+    ], results, (
+        "Rates use MB = 10^6 bytes; random reads are in µs per chunk read (lower is "
+        "better). ratio = how many times faster than the named peer (medians). Targets are "
+        "informational."
+    ))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -448,60 +448,45 @@ def memory_report(the_seed: int) -> str:
     return "\n".join(rows)
 
 
-SUITES = {"write": [Write], "read": [Read]}
+SUITES: dict[str, list[type]] = {"write": [Write], "read": [Read]}
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_daf", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
-    ap.add_argument("--only", default="", help="comma-separated parts: write,read,memory")
-    ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
+    parts = ["write", "read", "memory"]
+    ap = c.argument_parser("python -m benchmarks.bench_daf", __doc__, parts)
     ap.add_argument("--seed", type=int, default=None, help="reuse a printed seed")
     ap.add_argument("--child", nargs=3, metavar=("TASK", "PATH", "SEED"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.quick:
-        c.set_quick(True)
+    only = c.selected_suites(ap, args, parts)
     if args.child:
         child(args.child[0], args.child[1], int(args.child[2]))
         return 0
     global _SEED
     if args.seed is not None:
         _SEED = args.seed
-    parts = [s.strip() for s in args.only.split(",") if s.strip()] or ["write", "read", "memory"]
     rounds = args.rounds or 3
     load0 = c.loadavg()
     t0 = time.perf_counter()
     c.eprint(f"seed {seed()}; generating data ...")
-    results: list[c.Stats] = []
-    for key in parts:
-        for cls in SUITES.get(key, []):
-            results.extend(c.run_suite(cls, rounds=rounds, warmup=1, log=c.eprint))
-    mem = memory_report(seed()) if "memory" in parts else ""
+    results = c.run_suites(SUITES, only, rounds)
+    mem = memory_report(seed()) if "memory" in only else ""
     elapsed = time.perf_counter() - t0
     cells, genes, density = sizes()
-    print(f"## ZarrDaf benchmarks ({'quick' if c.quick() else 'full'} mode)\n")
-    print(c.environment([
+    c.report("ZarrDaf benchmarks", [
         f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, h5py {h5py.__version__}",
         (f"* {cells:,} cells x {genes:,} genes at {density:.0%} (float32 UMIs), {N_VECTORS} "
-        f"per-cell vectors, a {N_PCS}-column dense PCA; seed {seed()}"),
+         f"per-cell vectors, a {N_PCS}-column dense PCA; seed {seed()}"),
         f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
-    ]))
-    if results:
-        table, targets = c.markdown_table(results)
-        print()
-        print(table)
-        print("\nMB/s count the sparse matrix's bytes (data + indices + indptr). Vector and "
-              "matrix reads are per call on an open data set.")
-        if targets:
-            print(f"\nTargets met: {sum(ok for _, ok in targets)} / {len(targets)}")
+    ], results, (
+        "MB/s count the sparse matrix's bytes (data + indices + indptr). Vector and matrix "
+        "reads are per call on an open data set."
+    ))
     if mem:
         print("\n### Peak resident memory (child processes)\n")
         print(mem)
         print("\nThe fill writes the matrix into reserved ZIP entries through the mapping; "
               "its pages count as resident until the kernel writes them back.")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,7 +23,6 @@ Speed is never asserted; targets are informational.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -351,51 +350,32 @@ SUITES: dict[str, list[type]] = {"a": [ScanVariable], "b": [WriteParquet], "c": 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_refs", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
-    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b,c)")
-    ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
+    ap = c.argument_parser("python -m benchmarks.bench_refs", __doc__, SUITES)
     args = ap.parse_args(argv)
-    if args.quick:
-        c.set_quick(True)
-    only = [s.strip() for s in args.only.split(",") if s.strip()] or list(SUITES)
-    unknown = [s for s in only if s not in SUITES]
-    if unknown:
-        ap.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(SUITES)}")
+    only = c.selected_suites(ap, args, list(SUITES))
     rounds = args.rounds or (3 if c.quick() else 5)
     load0 = c.loadavg()
     t0 = time.perf_counter()
-    results: list[c.Stats] = []
-    for key in only:
-        for cls in SUITES[key]:
-            results.extend(c.run_suite(cls, rounds=rounds, warmup=1, log=c.eprint))
+    results = c.run_suites(SUITES, only, rounds)
     memory = peak_memory(100 if c.quick() else 1000) if "a" in only else []
     elapsed = time.perf_counter() - t0
 
     import kerchunk
     import virtualizarr
 
-    table, targets = c.markdown_table(results)
-    print(f"## Virtual reference benchmarks ({'quick' if c.quick() else 'full'} mode)\n")
-    print(c.environment([
+    c.report("Virtual reference benchmarks", [
         (f"* dafzarr {dafzarr.__version__}, h5py {h5py.version.version} (HDF5 "
          f"{h5py.version.hdf5_version}), kerchunk {kerchunk.__version__}, VirtualiZarr "
          f"{virtualizarr.__version__}"),
         "* peers alternate within each round; 1 warm-up round (n column: counted samples)",
         f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
         *memory,
-    ]))  # fmt: skip
-    print()
-    print(table)
-    print()
-    print("Rates are references (suites a, b) or files (suite c) per second at the median "
-          "time; ratio = how many times faster than the named peer (medians). Targets are "
-          "informational.")  # fmt: skip
-    if targets:
-        print(f"\nTargets met: {sum(ok for _, ok in targets)} / {len(targets)}")
+    ], results, (
+        "Rates are references (suites a, b) or files (suite c) per second at the median "
+        "time; ratio = how many times faster than the named peer (medians). Targets are "
+        "informational."
+    ))  # fmt: skip
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

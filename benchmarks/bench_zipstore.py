@@ -22,7 +22,6 @@ project's targets are met. Data is random and regenerated on every run.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -582,50 +581,28 @@ SUITES: dict[str, list[type]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_zipstore", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
-    ap.add_argument("--only", default="", help="comma-separated suites to run (a,b,c,d,e)")
-    ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
+    ap = c.argument_parser("python -m benchmarks.bench_zipstore", __doc__, SUITES)
     args = ap.parse_args(argv)
-    if args.quick:
-        c.set_quick(True)
-    only = [s.strip() for s in args.only.split(",") if s.strip()] or list(SUITES)
-    unknown = [s for s in only if s not in SUITES]
-    if unknown:
-        ap.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(SUITES)}")
+    only = c.selected_suites(ap, args, list(SUITES))
     rounds = args.rounds or (3 if c.quick() else 5)
-    warmup = 1
-
     load0 = c.loadavg()
     t0 = time.perf_counter()
-    results: list[c.Stats] = []
-    for key in only:
-        for cls in SUITES[key]:
-            results.extend(c.run_suite(cls, rounds=rounds, warmup=warmup, log=c.eprint))
+    results = c.run_suites(SUITES, only, rounds)
     elapsed = time.perf_counter() - t0
-
-    table, targets = c.markdown_table(results)
-    print(f"## MmapZipStore benchmarks ({'quick' if c.quick() else 'full'} mode)\n")
-    print(c.environment([
-        (f"* dafzarr {dafzarr.__version__} (CRC-32 kernel: {_posix.CRC32_KERNEL}), zarr "
-         f"{zarr.__version__}, isal {'yes' if isal_zlib is not None else 'absent'}"),
+    c.report("MmapZipStore benchmarks", [
+        (f"* dafzarr {dafzarr.__version__} (CRC-32 kernel: {_posix.CRC32_KERNEL}, "
+         f"{_posix.get_threads()} copy threads), zarr {zarr.__version__}, isal "
+         f"{'yes' if isal_zlib is not None else 'absent'}"),
         (f"* data under {tempfile.gettempdir()}; peers alternate within each round; "
-         f"{warmup} warm-up round + {rounds} counted rounds (n column: samples per row)"),
+         f"1 warm-up round + {rounds} counted rounds (n column: samples per row)"),
         f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
-    ]))
-    print()
-    print(table)
-    print()
-    print("Rates use MB = 10^6 bytes. **median** is the rate at the median time; ratio = how "
-          "many times faster than the named peer (medians). zipfile 'a' writes its central "
-          "directory only on close (not crash-safe); MmapZipStore commits each single append. "
-          "Targets are informational.")
-    if targets:
-        met = sum(ok for _, ok in targets)
-        print(f"\nTargets met: {met} / {len(targets)}")
+    ], results, (
+        "Rates use MB = 10^6 bytes. **median** is the rate at the median time; ratio = how "
+        "many times faster than the named peer (medians). zipfile 'a' writes its central "
+        "directory only on close (not crash-safe); MmapZipStore commits each single append. "
+        "Targets are informational."
+    ))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,6 +16,7 @@ and comparisons only between peers measured in the same run.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import itertools
@@ -319,3 +320,55 @@ def environment(extra: Iterable[str] = ()) -> str:
 
 def eprint(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+# --- The command line every benchmark module shares ---------------------------------------
+
+
+def argument_parser(prog: str, doc: str | None, suites: Iterable[str]) -> argparse.ArgumentParser:
+    """``--quick``, ``--only`` (suite keys) and ``--rounds``; modules add their own options."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    ap.add_argument("--only", default="", help=f"comma-separated suites ({','.join(suites)})")
+    ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
+    return ap
+
+
+def selected_suites(
+    ap: argparse.ArgumentParser, args: argparse.Namespace, suites: Sequence[str]
+) -> list[str]:
+    """Apply ``--quick`` and return the suite keys ``--only`` names (all by default)."""
+    if args.quick:
+        set_quick(True)
+    only = [s.strip() for s in args.only.split(",") if s.strip()] or list(suites)
+    unknown = [s for s in only if s not in suites]
+    if unknown:
+        ap.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(suites)}")
+    return only
+
+
+def run_suites(
+    suites: dict[str, list[type]], only: Iterable[str], rounds: int, warmup: int = 1
+) -> list[Stats]:
+    """Every suite class of the selected keys, in order."""
+    results: list[Stats] = []
+    for key in only:
+        for cls in suites.get(key, []):
+            results.extend(run_suite(cls, rounds=rounds, warmup=warmup, log=eprint))
+    return results
+
+
+def report(title: str, env: Iterable[str], results: Sequence[Stats], notes: str) -> None:
+    """Print the Markdown report: title, environment, table, notes and the targets met."""
+    print(f"## {title} ({'quick' if quick() else 'full'} mode)\n")
+    print(environment(env))
+    if not results:
+        return
+    table, targets = markdown_table(results)
+    print()
+    print(table)
+    print()
+    print(notes)
+    if targets:
+        print(f"\nTargets met: {sum(ok for _, ok in targets)} / {len(targets)}")
