@@ -87,6 +87,15 @@ class _Suite:
     def _af_config(self) -> FileConfig:
         return FileConfig(codec=self.codec)
 
+    def prepare(self, name: str) -> None:
+        """Remove the output a write sample is about to make, right before it."""
+        if name == "time_write_arrayfile":
+            self._af_remove("w")
+        elif name == "time_write_zarr":
+            c.remove(self._path("w.zarr"))
+        elif name == "time_write_icechunk":
+            c.remove(self._path("w.ic"))
+
     def _af_remove(self, stem: str) -> None:
         for name in os.listdir(self.dir):
             if name.startswith(stem + "."):
@@ -118,14 +127,6 @@ class ManyArrays(_Suite):
         self._write_af("read")
         self._write_zarr("read.zarr")
         self._write_icechunk("read.ic")
-
-    def prepare(self, name: str) -> None:
-        if name == "time_write_arrayfile":
-            self._af_remove("w")
-        elif name == "time_write_zarr":
-            c.remove(self._path("w.zarr"))
-        elif name == "time_write_icechunk":
-            c.remove(self._path("w.ic"))
 
     def _write_af(self, stem: str) -> None:
         self._af_remove(stem)
@@ -242,13 +243,8 @@ class BigArray(_Suite):
         super().teardown()
 
     def prepare(self, name: str) -> None:
-        if name == "time_write_arrayfile":
-            self._af_remove("w")
-        elif name == "time_write_zarr":
-            c.remove(self._path("w.zarr"))
-        elif name == "time_write_icechunk":
-            c.remove(self._path("w.ic"))
-        elif name.startswith("time_random_"):
+        super().prepare(name)
+        if name.startswith("time_random_"):
             # fresh chunks for every sample: a block cache warmed by an earlier sample of the
             # same picks would measure memory, not the read path
             self.picks = [(int(i), int(j)) for i, j in self._rng.integers(0, 64, (self.n_random, 2))]
