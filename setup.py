@@ -15,6 +15,7 @@ extensions = [
     # file mapping at a fixed base, flock, msync/fsync, CRC-32 kernels (threaded for large ranges)
     ext("_posix", extra_compile_args=["-pthread"], extra_link_args=["-pthread"]),
     ext("_h5chunks"),  # H5Dchunk_iter through h5py's C-API capsule: no HDF5 headers, no link
+    ext("_lz4seg"),  # LZ4 block sequence walk: ArrayFile's independently decodable segments
 ]
 
 directives = {"language_level": 3, "embedsignature": True}

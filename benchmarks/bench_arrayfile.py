@@ -10,8 +10,10 @@ a. many arrays: 1,000 x 1 MiB float64 arrays (quick: 100), 128 KiB chunks. Write
    (ArrayFile: define + write + flush; zarr: one array per shard; Icechunk: one commit), then
    open and read all back.
 b. one 1 GiB float64 array (quick: 64 MiB) in a 64 x 64 grid of chunks: write, full read,
-   and 200 random single-chunk reads on an open handle (zarr: shards of 8 x 8 chunks);
-   ArrayFile also with 1 MiB blocks instead of the default 8 MiB for the random reads.
+   and 200 random single-chunk reads on an open handle (zarr: shards of 8 x 8 chunks) whose
+   chunk cache is emptied before every sample, so every read goes to the file; ArrayFile also
+   with 1 MiB blocks instead of the default 8 MiB. An LZ4 block written by dafzarr is made of
+   independently decodable segments, so a chunk read decodes its segment, not its block.
 c. a footer of 1,000,000 chunk entries: decode it, and open a file holding it.
 
 Each suite runs with no compression and with LZ4 (ArrayFile: LZ4 blocks; the zarr peers: the
@@ -33,7 +35,7 @@ import zarr
 from zarr.storage import LocalStore
 
 import dafzarr
-from dafzarr import ArrayFile, FileConfig
+from dafzarr import ArrayFile, DeltaCache, FileConfig
 
 from . import common as c
 
@@ -230,8 +232,12 @@ class BigArray(_Suite):
                 codec=self.codec, block_target_size=1 << 20)) as f:
             f.define_array("x", self.x.dtype, ["y", "x"], self.x.shape, chunk_shape=self.chunks)
             f.write_array("x", [0, 0], self.x)
-        self._af_small = ArrayFile.open(self._path("small.af"), config=self._af_config())
-        self._af = ArrayFile.open(self._path("read.af"), config=self._af_config())
+        # caches of their own, emptied before each random-read sample (see prepare)
+        self._caches = [DeltaCache(), DeltaCache()]
+        self._af_small = ArrayFile.open(self._path("small.af"), config=FileConfig(
+            codec=self.codec, cache=self._caches[0]))
+        self._af = ArrayFile.open(self._path("read.af"), config=FileConfig(
+            codec=self.codec, cache=self._caches[1]))
         self._za: Any = zarr.open_array(LocalStore(self._path("read.zarr"), read_only=True),
                                         mode="r")
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self._path("read.ic")))
@@ -248,6 +254,8 @@ class BigArray(_Suite):
             # fresh chunks for every sample: a block cache warmed by an earlier sample of the
             # same picks would measure memory, not the read path
             self.picks = [(int(i), int(j)) for i, j in self._rng.integers(0, 64, (self.n_random, 2))]
+            for cache in self._caches:
+                cache.clear()
 
     def _write_af(self, stem: str) -> None:
         self._af_remove(stem)

@@ -27,6 +27,7 @@ from hypothesis.stateful import (
 )
 
 from dafzarr import ArrayFile, FileConfig
+from dafzarr.arrayfile import _segments as seg
 
 from ._moto_s3 import S3Server, moto_s3
 
@@ -63,11 +64,14 @@ def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
             super().__init__()
             self.target = new_target()
             self.config = FileConfig(codec="lz4", block_target_size=64)
+            # blocks of several independently decoded LZ4 segments (one per chunk here)
+            self.segment_min, seg.SEGMENT_MIN = seg.SEGMENT_MIN, 8
             self.f = ArrayFile.create(self.target, config=self.config)
             self.model = _Model()
             self.committed = self.model.snapshot()
 
         def teardown(self) -> None:
+            seg.SEGMENT_MIN = self.segment_min
             self.f.close(flush=False)
 
         @rule(data=st.data(), name=st.sampled_from(NAMES), dtype=st.sampled_from(DTYPES))

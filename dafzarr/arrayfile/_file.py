@@ -18,6 +18,9 @@ Where this implementation deliberately departs from the crate:
 * :meth:`compact` writes the new base first (atomic replace), then deletes sidecars oldest
   first: every intermediate state reads the same data.
 * Caches are keyed by object version, so nothing read before a ``compact`` is served after it.
+* An LZ4 block is still one LZ4 block for every reader, but is made of independently
+  compressed segments of whole chunks, found through a table between the blocks and the
+  footer (which other readers skip): a chunk read decodes its segment, not its 8 MiB block.
 """
 
 from __future__ import annotations
@@ -37,7 +40,15 @@ import numpy as np
 
 from ..errors import DafzarrError
 from . import _format as fmt
-from ._backends import Backend, FileRange, LocalBackend, MemoryBackend, ObstoreBackend
+from . import _segments as seg
+from ._backends import (
+    Backend,
+    FileRange,
+    LocalBackend,
+    MemoryBackend,
+    ObstoreBackend,
+    Tail,
+)
 from ._cache import DeltaCache
 from ._types import (
     U32_MAX,
@@ -67,6 +78,7 @@ __all__ = [
 
 MiB = 1 << 20
 _TAIL_READ = 64 * 1024  # one suffix read per layer covers footers up to this size
+_MAX_SEGMENT_TABLE = 256 << 20  # a larger gap before the footer is not a segment table
 _tokens = itertools.count(1)
 
 
@@ -235,6 +247,9 @@ class _Layer:
     blocks: dict[int, tuple[int, int, int, str | None]]
     arrays: dict[str, _LayerArray]
     stats_cache: dict[tuple[str, int], tuple[Any, Any, int]] = field(default_factory=dict)
+    # LZ4 segment tables by block id; None until read from between the blocks and the footer
+    segments: dict[int, Any] | None = None
+    gap: tuple[int, int] = (0, 0)  # where a segment table can be: [last block end, footer)
     # unique per loaded generation: cache keys never match bytes of another generation, even
     # if a file system reuses an inode number and timestamp for a rewritten sidecar
     token: int = field(default_factory=lambda: next(_tokens))
@@ -300,6 +315,8 @@ class _Allocator:
 
     Sealed blocks stay in memory up to ``spill_bytes`` in total; past that they go to an
     anonymous temporary file, so a large flush or compaction does not need its size in RAM.
+    LZ4 blocks are made of independently decodable segments of whole chunks (see
+    :mod:`._segments`), so a read of one chunk decompresses its segment, not its block.
     """
 
     spill_bytes = 256 * MiB
@@ -309,8 +326,10 @@ class _Allocator:
         self.codec = config.codec
         self.level = config.zstd_level
         self.target = config.block_target_size
-        self.sealed: list[tuple[Any, int]] = []  # (stored bytes or FileRange, uncompressed size)
+        # (stored bytes or FileRange, uncompressed size, LZ4 segment table or None)
+        self.sealed: list[tuple[Any, int, Any]] = []
         self.cur = bytearray()
+        self.bounds = [0]  # segment boundaries in cur
         self.token = next(_tokens)
         self._in_memory = 0
         self._spool: Any = None
@@ -322,6 +341,8 @@ class _Allocator:
             raise OverflowError(f"a {size}-byte chunk does not fit the format's u32 sizes")
         bid, off = len(self.sealed), len(self.cur)
         self.cur += data
+        if len(self.cur) - self.bounds[-1] >= seg.SEGMENT_MIN:
+            self.bounds.append(len(self.cur))
         if len(self.cur) >= self.target:
             self.seal()
         return bid, off, size
@@ -330,8 +351,16 @@ class _Allocator:
         if not self.cur:
             return
         raw = self.cur
-        stored: Any = _compress(self.codec, self.level, raw)
+        table = None
+        stored: Any
+        if self.codec == "lz4":
+            if self.bounds[-1] != len(raw):
+                self.bounds.append(len(raw))
+            stored, table = seg.compress(raw, self.bounds)
+        else:
+            stored = _compress(self.codec, self.level, raw)
         self.cur = bytearray()
+        self.bounds = [0]
         if self._spool is None and self._in_memory + len(stored) > self.spill_bytes:
             self._spool = tempfile.TemporaryFile(  # noqa: SIM115
                 prefix=".dafzarr-af-", dir=self.spill_dir
@@ -344,12 +373,12 @@ class _Allocator:
             self._spool_end += n
         else:
             self._in_memory += len(stored)
-        self.sealed.append((stored, len(raw)))
+        self.sealed.append((stored, len(raw), table))
 
     def chunk(self, cache: DeltaCache, bid: int, off: int, size: int) -> bytes:
         if bid == len(self.sealed):
             return bytes(self.cur[off : off + size])
-        stored, usize = self.sealed[bid]
+        stored, usize, _ = self.sealed[bid]
         if self.codec is None:
             if isinstance(stored, FileRange):
                 return os.pread(stored.fd, size, stored.offset + off)
@@ -361,7 +390,7 @@ class _Allocator:
             cache.blocks.put(ck, block)
         return bytes(block[off : off + size])
 
-    def finish(self) -> list[tuple[Any, int]]:
+    def finish(self) -> list[tuple[Any, int, Any]]:
         self.seal()
         return self.sealed
 
@@ -548,7 +577,8 @@ class ArrayFile:
     def _corrupt(self, key: str, msg: str) -> CorruptArrayFileError:
         return CorruptArrayFileError(f"{key}: {msg}")
 
-    def _read_tail_object(self, key: str, magic: bytes) -> tuple[memoryview, str, int]:
+    def _read_tail_object(self, key: str, magic: bytes) -> tuple[memoryview, int, Tail]:
+        """The payload before the trailer, where it starts, and the suffix read."""
         tail = self._backend.tail(key, _TAIL_READ)
         try:
             n = fmt.split_trailer(tail.data, magic, tail.size)
@@ -560,19 +590,26 @@ class ArrayFile:
             payload = memoryview(bytes(head) + bytes(tail.data[: len(tail.data) - 12]))
         else:
             payload = memoryview(tail.data)[have - n : have]
-        return payload, tail.version, tail.size - 12 - n
+        return payload, tail.size - 12 - n, tail
 
     def _load_layer(self, key: str, number: int) -> _Layer:
-        payload, version, data_end = self._read_tail_object(key, fmt.FOOTER_MAGIC)
+        payload, data_end, tail = self._read_tail_object(key, fmt.FOOTER_MAGIC)
+        version = tail.version
         try:
             footer = fmt.decode_footer(payload)
         except fmt.CorruptFooterError as exc:
             raise self._corrupt(key, str(exc)) from exc
-        return self._layer_from_footer(key, number, version, footer, data_end=data_end)
+        layer = self._layer_from_footer(key, number, version, footer, data_end=data_end)
+        lo, hi = layer.gap
+        tail_start = tail.size - len(tail.data)
+        if hi > lo >= tail_start:  # the suffix read already holds the segment table
+            layer.segments = seg.decode_table(
+                memoryview(tail.data)[lo - tail_start : hi - tail_start], layer.blocks)
+        return layer
 
     def _layer_from_footer(
         self, key: str, number: int, version: str, footer: dict[str, Any],
-        data_end: int | None = None,
+        data_end: int | None = None, segments: dict[int, Any] | None = None,
     ) -> _Layer:
         blocks: dict[int, tuple[int, int, int, str | None]] = {}
         for b in footer["blocks"]:
@@ -597,7 +634,14 @@ class ArrayFile:
             else:
                 table = fmt.ChunkTable.empty(len(meta.shape))
             arrays[meta.name] = _LayerArray(meta, bool(a["deleted"]), table)
-        return _Layer(key, number, version, footer, blocks, arrays)
+        layer = _Layer(key, number, version, footer, blocks, arrays, segments=segments)
+        if segments is None:
+            blocks_end = max((b[0] + b[1] for b in blocks.values()), default=0)
+            if data_end is None or not any(b[3] == "lz4" for b in blocks.values()):
+                layer.segments = {}
+            else:
+                layer.gap = (blocks_end, data_end)
+        return layer
 
     def _meta_from_footer(
         self, key: str, a: dict[str, Any], keys: list[str], values: list[Any]
@@ -840,6 +884,45 @@ class ArrayFile:
                 return (layer, la, row)
         return None
 
+    def _segment_tables(self, layer: _Layer) -> dict[int, Any]:
+        """The layer's LZ4 segment tables, read on first use (one range read)."""
+        if layer.segments is None:
+            lo, hi = layer.gap
+            if hi - lo < 32 or hi - lo > _MAX_SEGMENT_TABLE:
+                layer.segments = {}
+            else:
+                data = self._backend.read(layer.key, layer.version, lo, hi)
+                layer.segments = seg.decode_table(data, layer.blocks)
+        return layer.segments
+
+    def _segment(self, layer: _Layer, bid: int, off: int, size: int) -> Any:
+        """Chunk bytes from the LZ4 segment that holds them, or None to decode the block."""
+        table = self._segment_tables(layer).get(bid)
+        if table is None:
+            return None
+        boff, csize, usize, _ = layer.blocks[bid]
+        i, out_lo, out_hi, in_lo, in_hi = seg.segment_span(table, off, usize, csize)
+        if off + size > out_hi:
+            return None  # not written by a segmenting writer: chunks straddle segments
+        ck = (self._backend.ident, layer.key, layer.version, layer.token, bid, i)
+        data = self._cache.blocks.get(ck)
+        if data is None:
+            raw = self._cache.io.get(ck[:-1])
+            stored: Any
+            if raw is not None:
+                stored = memoryview(raw)[in_lo:in_hi]
+            else:
+                stored = self._backend.read(layer.key, layer.version, boff + in_lo, boff + in_hi)
+                if len(stored) != in_hi - in_lo:
+                    raise self._corrupt(layer.key, f"block {bid} is truncated")
+            try:
+                data = seg.decode_segment(table, i, stored, usize, csize)
+            except Exception as exc:
+                raise self._corrupt(
+                    layer.key, f"block {bid}, segment {i} does not decode ({exc})") from exc
+            self._cache.blocks.put(ck, data)
+        return memoryview(data)[off - out_lo : off - out_lo + size]
+
     def _block(self, layer: _Layer, bid: int) -> Any:
         ck = (self._backend.ident, layer.key, layer.version, layer.token, bid)
         block = self._cache.blocks.get(ck)
@@ -882,6 +965,13 @@ class ArrayFile:
                 if len(data) != size:
                     raise self._corrupt(layer.key, f"block {bid} is truncated")
                 return data
+        meta = layer.blocks.get(bid)
+        if meta is not None and meta[3] == "lz4" and self._cache.blocks.get(
+            (self._backend.ident, layer.key, layer.version, layer.token, bid)
+        ) is None:
+            chunk = self._segment(layer, bid, off, size)
+            if chunk is not None:
+                return chunk
         return memoryview(self._block(layer, bid))[off : off + size]
 
     def _chunk_values(
@@ -1009,24 +1099,34 @@ class ArrayFile:
         }
 
     def _write_layer(
-        self, entries: list[tuple[_Meta, bool, fmt.ChunkTable]], blocks: list[tuple[Any, int]],
+        self, entries: list[tuple[_Meta, bool, fmt.ChunkTable]],
+        blocks: list[tuple[Any, int, Any]],
         *, base: bool,
     ) -> _Layer:
         attrs = self._attr_dict()
         block_meta = []
         offset = 0
-        for i, (stored, usize) in enumerate(blocks):
+        tables = {}
+        for i, (stored, usize, table) in enumerate(blocks):
             codec = ("None",) if self._config.codec is None else ("Named", self._config.codec)
             block_meta.append({"id": i, "file_offset": offset, "compressed_size": len(stored),
                                "uncompressed_size": usize, "codec": codec})
             offset += len(stored)
+            if table is not None:
+                tables[i] = (table, len(stored), usize)
+        # LZ4 segment tables go between the blocks and the footer, where other readers,
+        # which address blocks by offset, never look
+        segment_table = seg.encode_table(tables)
+        segments = {i: t[0].astype(np.int64) for i, t in tables.items()}
         arrays = [self._array_entry(m, d, t, attrs) for m, d, t in entries]
         footer = {
             "version": self._footer_version(), "blocks": block_meta, "arrays": arrays,
             "attr_keys": attrs.keys, "attr_values": attrs.values,
             "overlay_index": 0, "base_file_hint": "" if base else self._hint,
         }
-        stored_parts = [stored for stored, _ in blocks]
+        stored_parts = [b[0] for b in blocks]
+        if segment_table:
+            stored_parts.append(segment_table)
 
         def parts(data: bytes) -> Iterator[Any]:
             yield from stored_parts
@@ -1035,7 +1135,7 @@ class ArrayFile:
         if base:
             data = fmt.encode_footer(footer)
             version = self._backend.put(self._key, parts(data), create_only=False)
-            return self._layer_from_footer(self._key, 0, version, footer)
+            return self._layer_from_footer(self._key, 0, version, footer, segments=segments)
         number = max(layer.number for layer in self._layers) + 1
         while True:
             if number > U32_MAX:
@@ -1048,7 +1148,7 @@ class ArrayFile:
             except FileExistsError:
                 number += 1  # another writer took this number: never replace its sidecar
                 continue
-            return self._layer_from_footer(key, number, version, footer)
+            return self._layer_from_footer(key, number, version, footer, segments=segments)
 
     def _flush(self) -> None:
         if not self._pending:

@@ -1,0 +1,3 @@
+"""Stub of the compiled LZ4 sequence walker (``_ext/_lz4seg.pyx``)."""
+
+def lz4_runs(data: bytes | bytearray | memoryview) -> tuple[int, int, int, int, int, int]: ...
