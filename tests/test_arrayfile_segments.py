@@ -8,6 +8,7 @@ the whole block.
 
 from __future__ import annotations
 
+import itertools
 import os
 import zlib
 from pathlib import Path
@@ -55,7 +56,7 @@ def _check_spliced(pieces: list[bytes]) -> None:
     e = table.astype(np.int64)
     csize = len(stored)
     assert seg._valid(e, csize, len(raw))
-    starts = [lo for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]
+    starts = [lo for lo, hi in itertools.pairwise(bounds) if hi > lo]
     assert e[:, 0].tolist() == starts
     for i, lo in enumerate(starts):
         _, out_lo, out_hi, in_lo, in_hi = seg.segment_span(e, lo, len(raw), csize)

@@ -9,6 +9,7 @@ are a subset of the original ones with the right bytes, to which a new entry can
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import struct
 import tracemalloc
@@ -873,6 +874,19 @@ def run_fuzz_example(base: Base, workdir: Path, data: st.DataObject) -> None:
         buf = buf[: data.draw(st.integers(0, len(buf)), label="length")]
     p = workdir / f"{base.name}-mutated.zip"
     p.write_bytes(bytes(buf))
+    try:
+        _check_mutated(base, workdir, p)
+    except AssertionError as exc:
+        # keep the archive: later examples (and shrinking) overwrite the working copy
+        kept = workdir / f"failing-{base.name}-{hashlib.sha1(buf).hexdigest()[:12]}.zip"
+        kept.write_bytes(bytes(buf))
+        original = kept.with_name(f"base-{base.name}.zip")
+        original.write_bytes(base.data)
+        exc.add_note(f"mutated archive kept at {kept}; its unmutated base at {original}")
+        raise
+
+
+def _check_mutated(base: Base, workdir: Path, p: Path) -> None:
     out = read_only(p)
     assert_fuzz_outcome(out, base)
     try:
@@ -890,7 +904,7 @@ def run_fuzz_example(base: Base, workdir: Path, data: st.DataObject) -> None:
             store = MmapZipStore(w, "r+")
             store.keys()
         except DafzarrError:
-            assert w.read_bytes() == bytes(buf), "a refused writable open modified the file"
+            assert w.read_bytes() == p.read_bytes(), "a refused writable open modified the file"
             return
         try:
             store[APPENDED_KEY] = APPENDED
@@ -911,7 +925,8 @@ FUZZ_BASES = ["ours", "zipfile-deflate"]
 
 @pytest.mark.parametrize("base_name", FUZZ_BASES)
 @settings(
-    max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=200, deadline=None, database=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_fuzz_mutated_archives(
@@ -923,7 +938,8 @@ def test_fuzz_mutated_archives(
 @pytest.mark.slow
 @pytest.mark.parametrize("base_name", FUZZ_BASES)
 @settings(
-    max_examples=10_000, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=10_000, deadline=None, database=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(data=st.data())
 def test_fuzz_mutated_archives_long(
