@@ -1,7 +1,8 @@
-"""LZ4 blocks of independently decodable segments and the segment table beside them.
+"""Compressed blocks of independently decodable segments and the segment table beside them.
 
-Every block dafzarr writes must stay one valid LZ4 block for any other reader (checked with
-the reference decoder, which enforces the format's end-of-block rules), and the segment table
+Every block dafzarr writes must stay one valid LZ4 block (or zstd stream) for any other reader
+(checked with the reference decoders; LZ4's enforces the format's end-of-block rules), and the
+segment table
 must only ever speed reads up: a missing, damaged or mismatched table falls back to decoding
 the whole block.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import subprocess
 import zlib
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numcodecs import Zstd
 
 from dafzarr import ArrayFile, DeltaCache, FileConfig
 from dafzarr._lz4seg import lz4_runs
@@ -51,18 +55,31 @@ def _check_spliced(pieces: list[bytes]) -> None:
     # one valid LZ4 block with the crate's size prefix, for every decoder
     assert int.from_bytes(stored[:4], "little") == len(raw)
     assert lz4.block.decompress(stored[4:], uncompressed_size=len(raw)) == raw
+    _check_table(pieces, bounds, raw, stored, table, "lz4")
+    if not raw:
+        return  # no empty block is ever written
+    zstored, ztable = seg.compress_zstd(raw, bounds, 3)
+    whole = bytearray(len(raw))
+    Zstd().decode(zstored, out=whole)
+    assert whole == raw
+    _check_table(pieces, bounds, raw, zstored, ztable, "zstd")
+
+
+def _check_table(pieces: list[bytes], bounds: list[int], raw: bytes, stored: bytes,
+                 table: Any, codec: str) -> None:
     if table is None:
+        assert sum(map(bool, pieces)) <= 1
         return
     e = table.astype(np.int64)
     csize = len(stored)
-    assert seg._valid(e, csize, len(raw))
+    assert seg._valid(e, csize, len(raw), codec)
     starts = [lo for lo, hi in itertools.pairwise(bounds) if hi > lo]
     assert e[:, 0].tolist() == starts
     for i, lo in enumerate(starts):
         _, out_lo, out_hi, in_lo, in_hi = seg.segment_span(e, lo, len(raw), csize)
         assert out_lo == lo
-        assert bytes(seg.decode_segment(e, i, stored[in_lo:in_hi], len(raw), csize)) == \
-            raw[out_lo:out_hi]
+        got = seg.decode_segment(e, i, stored[in_lo:in_hi], len(raw), csize, codec)
+        assert bytes(got) == raw[out_lo:out_hi]
 
 
 @settings(max_examples=300, deadline=None)
@@ -96,8 +113,8 @@ def _walk(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 
 
 def _write(path: Path, arrays: dict[str, tuple[np.ndarray, tuple[int, ...]]],
-           **config: Any) -> None:
-    with ArrayFile.create(path, config=FileConfig(codec="lz4", **config)) as f:
+           codec: str, **config: Any) -> None:
+    with ArrayFile.create(path, config=FileConfig(codec=codec, **config)) as f:
         for name, (x, chunks) in arrays.items():
             f.define_array(name, x.dtype, [f"d{i}" for i in range(x.ndim)], x.shape,
                            chunk_shape=chunks)
@@ -118,9 +135,15 @@ def _crate_view(obj: Path) -> dict[int, bytes]:
     out = {}
     for b in footer["blocks"]:
         stored = data[b["file_offset"] : b["file_offset"] + b["compressed_size"]]
+        usize = b["uncompressed_size"]
+        if b["codec"] == ("Named", "zstd"):  # zstd::bulk::decompress reads every frame
+            whole = bytearray(usize)
+            Zstd().decode(stored, out=whole)
+            out[b["id"]] = bytes(whole)
+            continue
         assert b["codec"] == ("Named", "lz4")
-        assert int.from_bytes(stored[:4], "little") == b["uncompressed_size"]
-        out[b["id"]] = lz4.block.decompress(stored[4:], uncompressed_size=b["uncompressed_size"])
+        assert int.from_bytes(stored[:4], "little") == usize
+        out[b["id"]] = lz4.block.decompress(stored[4:], uncompressed_size=usize)
     return out
 
 
@@ -131,15 +154,16 @@ ARRAYS = {
 }
 
 
-@pytest.fixture
-def lz4_file(tmp_path: Path) -> Path:
+@pytest.fixture(params=["lz4", "zstd"])
+def seg_file(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]:
     path = tmp_path / "seg.af"
-    _write(path, ARRAYS, block_target_size=1 << 20)
-    return path
+    _write(path, ARRAYS, request.param, block_target_size=1 << 20)
+    return path, request.param
 
 
-def test_chunk_reads_use_segments_and_match(lz4_file: Path) -> None:
-    with ArrayFile.open(lz4_file, config=FileConfig(codec="lz4")) as f:
+def test_chunk_reads_use_segments_and_match(seg_file: tuple[Path, str]) -> None:
+    path, codec = seg_file
+    with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
         layer = f._layers[-1]
         tables = f._segment_tables(layer)
         assert len(tables) == len(layer.blocks) > 1
@@ -159,9 +183,10 @@ def test_chunk_reads_use_segments_and_match(lz4_file: Path) -> None:
             np.testing.assert_array_equal(f.read_array(name), x)
 
 
-def test_other_readers_see_plain_blocks(lz4_file: Path) -> None:
+def test_other_readers_see_plain_blocks(seg_file: tuple[Path, str]) -> None:
     """Blocks decode whole, by footer offset, to exactly the chunks the footer addresses."""
-    with ArrayFile.open(lz4_file, config=FileConfig(codec="lz4")) as f:
+    path, codec = seg_file
+    with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
         layer = f._layers[-1]
         blocks = _crate_view(Path(layer.key))
         for name, (x, chunks) in ARRAYS.items():
@@ -184,8 +209,11 @@ def _without_table(obj: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", ["removed", "flipped", "mismatched"])
-def test_unusable_table_falls_back_to_whole_blocks(lz4_file: Path, damage: str) -> None:
-    obj = _data_object(lz4_file)
+def test_unusable_table_falls_back_to_whole_blocks(
+    seg_file: tuple[Path, str], damage: str
+) -> None:
+    path, codec = seg_file
+    obj = _data_object(path)
     if damage == "removed":
         _without_table(obj)
     else:
@@ -206,7 +234,7 @@ def test_unusable_table_falls_back_to_whole_blocks(lz4_file: Path, damage: str) 
                     + seg.TRAILER_MAGIC)
             data[pos:end] = new
         obj.write_bytes(bytes(data))
-    with ArrayFile.open(lz4_file, config=FileConfig(codec="lz4")) as f:
+    with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
         layer = f._layers[-1]
         tables = f._segment_tables(layer)
         assert (0 not in tables) if damage == "mismatched" else tables == {}
@@ -214,11 +242,12 @@ def test_unusable_table_falls_back_to_whole_blocks(lz4_file: Path, damage: str) 
             np.testing.assert_array_equal(f.read_array(name), x)
 
 
-def test_segments_survive_sidecars_and_compact(tmp_path: Path) -> None:
+@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+def test_segments_survive_sidecars_and_compact(tmp_path: Path, codec: str) -> None:
     path = tmp_path / "c.af"
     x = _walk((128, 2048), 5)
     cache = DeltaCache()
-    with ArrayFile.create(path, config=FileConfig(codec="lz4", cache=cache)) as f:
+    with ArrayFile.create(path, config=FileConfig(codec=codec, cache=cache)) as f:
         f.define_array("x", x.dtype, ["a", "b"], x.shape, chunk_shape=(32, 512))
         f.write_array("x", [0, 0], x)
         f.flush()
@@ -229,7 +258,7 @@ def test_segments_survive_sidecars_and_compact(tmp_path: Path) -> None:
         assert all(f._segment_tables(layer) for layer in f._layers[1:])
         f.compact()
         assert f.num_layers == 1 and f._segment_tables(f._layers[0])
-    with ArrayFile.open(path, config=FileConfig(codec="lz4")) as f:
+    with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
         np.testing.assert_array_equal(f.read_array("x", [32, 512], [32, 512]), x[32:64, 512:1024])
         np.testing.assert_array_equal(f.read_array("x"), x)
     assert len(_crate_view(path)) >= 1
@@ -252,3 +281,23 @@ def test_table_outside_the_suffix_read_costs_one_range_read(tmp_path: Path) -> N
                                       x[16:32, 1024:2048])
         assert layer.segments
         np.testing.assert_array_equal(f.read_array("a399"), np.arange(16.0) + 399)
+
+
+@pytest.mark.skipif(shutil.which("zstd") is None, reason="the zstd command-line tool is missing")
+def test_zstd_tool_reads_segmented_blocks(tmp_path: Path) -> None:
+    """The reference zstd decoder reads a block of several frames as the block's bytes."""
+    path = tmp_path / "z.af"
+    _write(path, ARRAYS, "zstd", block_target_size=1 << 20)
+    obj = _data_object(path)
+    blocks = _crate_view(obj)
+    data = obj.read_bytes()
+    n = fmt.split_trailer(data[-64 << 10:], fmt.FOOTER_MAGIC, len(data))
+    footer = fmt.decode_footer(data[len(data) - 12 - n : len(data) - 12])
+    multi = 0
+    for b in footer["blocks"]:
+        stored = data[b["file_offset"] : b["file_offset"] + b["compressed_size"]]
+        multi += stored.count(b"\x28\xb5\x2f\xfd") > 1  # zstd frame magic
+        out = subprocess.run(["zstd", "-d", "-c", "-q"], input=stored, capture_output=True,
+                             check=True).stdout
+        assert out == blocks[b["id"]]
+    assert multi  # at least one block really is several frames

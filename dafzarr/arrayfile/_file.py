@@ -273,18 +273,6 @@ class _PendingArray:
 # --- Block codecs and the block allocator ----------------------------------------------
 
 
-def _compress(codec: str | None, level: int, raw: bytes | bytearray) -> bytes | bytearray:
-    if codec is None:
-        return raw
-    if codec == "lz4":
-        import lz4.block
-
-        return lz4.block.compress(raw, store_size=True)  # type: ignore[no-any-return]
-    from numcodecs import Zstd
-
-    return bytes(Zstd(level=level).encode(raw))
-
-
 def _decompress(codec: str | None, data: Any, usize: int) -> Any:
     if codec is None:
         out = data
@@ -353,12 +341,14 @@ class _Allocator:
         raw = self.cur
         table = None
         stored: Any
+        if self.bounds[-1] != len(raw):
+            self.bounds.append(len(raw))
         if self.codec == "lz4":
-            if self.bounds[-1] != len(raw):
-                self.bounds.append(len(raw))
             stored, table = seg.compress(raw, self.bounds)
+        elif self.codec == "zstd":
+            stored, table = seg.compress_zstd(raw, self.bounds, self.level)
         else:
-            stored = _compress(self.codec, self.level, raw)
+            stored = raw
         self.cur = bytearray()
         self.bounds = [0]
         if self._spool is None and self._in_memory + len(stored) > self.spill_bytes:
@@ -637,7 +627,7 @@ class ArrayFile:
         layer = _Layer(key, number, version, footer, blocks, arrays, segments=segments)
         if segments is None:
             blocks_end = max((b[0] + b[1] for b in blocks.values()), default=0)
-            if data_end is None or not any(b[3] == "lz4" for b in blocks.values()):
+            if data_end is None or not any(b[3] in seg.CODECS for b in blocks.values()):
                 layer.segments = {}
             else:
                 layer.gap = (blocks_end, data_end)
@@ -896,11 +886,12 @@ class ArrayFile:
         return layer.segments
 
     def _segment(self, layer: _Layer, bid: int, off: int, size: int) -> Any:
-        """Chunk bytes from the LZ4 segment that holds them, or None to decode the block."""
+        """Chunk bytes from the segment that holds them, or None to decode the whole block."""
         table = self._segment_tables(layer).get(bid)
         if table is None:
             return None
-        boff, csize, usize, _ = layer.blocks[bid]
+        boff, csize, usize, codec = layer.blocks[bid]
+        assert codec is not None  # tables are only kept for compressed blocks
         i, out_lo, out_hi, in_lo, in_hi = seg.segment_span(table, off, usize, csize)
         if off + size > out_hi:
             return None  # not written by a segmenting writer: chunks straddle segments
@@ -916,7 +907,7 @@ class ArrayFile:
                 if len(stored) != in_hi - in_lo:
                     raise self._corrupt(layer.key, f"block {bid} is truncated")
             try:
-                data = seg.decode_segment(table, i, stored, usize, csize)
+                data = seg.decode_segment(table, i, stored, usize, csize, codec)
             except Exception as exc:
                 raise self._corrupt(
                     layer.key, f"block {bid}, segment {i} does not decode ({exc})") from exc
@@ -966,7 +957,7 @@ class ArrayFile:
                     raise self._corrupt(layer.key, f"block {bid} is truncated")
                 return data
         meta = layer.blocks.get(bid)
-        if meta is not None and meta[3] == "lz4" and self._cache.blocks.get(
+        if meta is not None and meta[3] in seg.CODECS and self._cache.blocks.get(
             (self._backend.ident, layer.key, layer.version, layer.token, bid)
         ) is None:
             chunk = self._segment(layer, bid, off, size)

@@ -1,4 +1,4 @@
-"""LZ4 blocks made of independently decodable segments, and the table that finds them.
+"""Compressed blocks made of independently decodable segments, and the table that finds them.
 
 A block of the format is one LZ4 *block* (4-byte size prefix, as ``lz4_flex`` writes): any
 reader must decompress it from its first byte. A random read of one 256 KiB chunk would then
@@ -6,6 +6,9 @@ decompress up to 8 MiB. dafzarr's writer instead compresses runs of whole chunks
 :data:`SEGMENT_MIN` bytes (*segments*) independently and splices them into one valid LZ4 block:
 the trailing literals of a segment are merged into the first sequence of the next, so no match
 crosses a segment boundary. Every LZ4 decoder reads the block as before.
+
+Zstd blocks get the same treatment more simply: a block is a sequence of zstd frames, one per
+segment, which every zstd decoder (``zstd::bulk::decompress`` included) reads as one stream.
 
 Where each segment starts in the compressed stream is recorded in a *segment table* written
 between the last block and the footer. The footer addresses blocks by offset, so other readers
@@ -24,7 +27,8 @@ Table layout (little-endian)::
 An entry describes the state of the LZ4 stream where a segment starts: at uncompressed
 offset ``out`` the byte at compressed offset ``in`` (counted from the block's first stored
 byte, size prefix included) is a literal of a run that has ``rest`` literals left from there
-and ``before`` literals before it, whose token has match nibble ``nibble``.
+and ``before`` literals before it, whose token has match nibble ``nibble``. For zstd, ``in``
+is where the segment's frame starts and the other fields are 0.
 """
 
 from __future__ import annotations
@@ -105,6 +109,25 @@ def compress(raw: Any, bounds: list[int]) -> tuple[bytes, npt.NDArray[np.uint32]
     return b"".join(out), np.array(entries, dtype=np.uint32).reshape(-1, _FIELDS)
 
 
+def compress_zstd(
+    raw: Any, bounds: list[int], level: int
+) -> tuple[bytes, npt.NDArray[np.uint32] | None]:
+    """Zstd-compress ``raw`` as one frame per segment ``[bounds[i], bounds[i + 1])``."""
+    from numcodecs import Zstd
+
+    codec = Zstd(level=level)
+    view = memoryview(raw).cast("B")
+    spans = [(lo, hi) for lo, hi in itertools.pairwise(bounds) if hi > lo]
+    if len(spans) <= 1:
+        return bytes(codec.encode(view)), None
+    frames = [bytes(codec.encode(view[lo:hi])) for lo, hi in spans]
+    starts = np.cumsum([0] + [len(f) for f in frames[:-1]])
+    entries = np.zeros((len(spans), _FIELDS), np.uint32)
+    entries[:, 0] = [lo for lo, _ in spans]
+    entries[:, 1] = starts
+    return b"".join(frames), entries
+
+
 def encode_table(tables: dict[int, tuple[npt.NDArray[np.uint32], int, int]]) -> bytes:
     """The segment table of a layer: ``{block id: (entries, compressed, uncompressed)}``."""
     if not tables:
@@ -149,20 +172,27 @@ def decode_table(
         e = e.astype(np.int64)
         pos += size
         meta = blocks.get(bid)
-        if meta is None or meta[3] != "lz4" or (meta[1], meta[2]) != (csize, usize):
+        if meta is None or meta[3] not in CODECS or (meta[1], meta[2]) != (csize, usize):
             continue
-        if count and _valid(e, csize, usize):
+        if count and _valid(e, csize, usize, meta[3]):
             out[bid] = e
     return out
 
 
-def _valid(e: npt.NDArray[np.int64], csize: int, usize: int) -> bool:
+CODECS = ("lz4", "zstd")
+"""Block codecs whose blocks can be made of segments."""
+
+
+def _valid(e: npt.NDArray[np.int64], csize: int, usize: int, codec: str = "lz4") -> bool:
     out, inp, rest, nib, before = e.T
+    ordered = bool(
+        out[0] == 0 and np.all(np.diff(out) > 0) and out[-1] < usize
+        and np.all(np.diff(inp) > 0) and inp[-1] < csize
+    )
+    if codec == "zstd":
+        return ordered and inp[0] == 0 and not (rest.any() or nib.any() or before.any())
     return bool(
-        out[0] == 0
-        and np.all(np.diff(out) > 0) and out[-1] < usize
-        and np.all(np.diff(inp) > 0)
-        and np.all(inp - before >= 5) and np.all(inp + rest <= csize)
+        ordered and np.all(inp - before >= 5) and np.all(inp + rest <= csize)
         and np.all(nib <= 15)
     )
 
@@ -179,7 +209,7 @@ def segment_span(e: npt.NDArray[np.int64], off: int, usize: int, csize: int) -> 
 
 
 def decode_segment(
-    e: npt.NDArray[np.int64], i: int, stored: Any, usize: int, csize: int
+    e: npt.NDArray[np.int64], i: int, stored: Any, usize: int, csize: int, codec: str = "lz4"
 ) -> Any:
     """Decode segment ``i`` from ``stored``, the block's bytes ``[in start, in end)``."""
     import lz4.block
@@ -189,6 +219,12 @@ def decode_segment(
     n = (usize if last else int(e[i + 1, 0])) - out_lo
     rest, nib = int(e[i, 2]), int(e[i, 3])
     src = memoryview(stored).cast("B")
+    if codec == "zstd":
+        from numcodecs import Zstd
+
+        out = bytearray(n)
+        Zstd().decode(src, out=out)
+        return out
     if rest >= n:  # the whole segment is literals of one run
         if len(src) < n:
             raise ValueError("the segment's literals are truncated")
