@@ -123,15 +123,19 @@ def central_entry(
     return head + name + _CD_ZIP64.pack(ZIP64_EXTRA_ID, 24, usize, size, lfh_offset)
 
 
-def trailer(n_entries: int, cd_size: int, cd_offset: int) -> bytes:
-    """The 98-byte ZIP64 end-of-central-directory region."""
+def trailer(n_entries: int, cd_size: int, cd_offset: int, comment_len: int = 0) -> bytes:
+    """The 98-byte ZIP64 end-of-central-directory region.
+
+    ``comment_len`` is the length of the archive comment that follows it, which the caller
+    writes (before these bytes, so a complete end record implies a complete comment).
+    """
     return (
         _ZIP64_EOCD.pack(
             ZIP64_EOCD_SIG, 44, VERSION_MADE_BY, VERSION_NEEDED, 0, 0, n_entries, n_entries,
             cd_size, cd_offset,
         )
         + _LOCATOR.pack(ZIP64_LOCATOR_SIG, 0, cd_offset + cd_size, 1)
-        + _EOCD.pack(EOCD_SIG, 0, 0, U16_MAX, U16_MAX, U32_MAX, U32_MAX, 0)
+        + _EOCD.pack(EOCD_SIG, 0, 0, U16_MAX, U16_MAX, U32_MAX, U32_MAX, comment_len)
     )
 
 
@@ -178,6 +182,7 @@ class Trailer:
     n_entries: int
     start: int  # offset of the first trailer record (ZIP64 EOCD, or EOCD when not ZIP64)
     end: int  # one past the last byte of the end record and its comment
+    comment: int = 0  # length of the archive comment, the last bytes before ``end``
 
 
 def _bad(path: object, what: str) -> CorruptArchiveError:
@@ -225,7 +230,7 @@ def read_trailer_at(read: Reader, size: int, eocd: int, path: object) -> Trailer
     # Every central-directory record has at least 46 bytes.
     if n_total * CD_SIZE > cd_size:
         raise _bad(path, f"{n_total} entries cannot fit in a {cd_size}-byte central directory")
-    return Trailer(cd_offset, cd_size, n_total, start, end)
+    return Trailer(cd_offset, cd_size, n_total, start, end, comment)
 
 
 def find_trailer(read: Reader, size: int, path: object) -> Trailer:

@@ -8,7 +8,9 @@ committed.
 --- The commit protocol -------------------------------------------------------------------
 
 State: committed entries end at ``E`` (where the next local header goes); the live central
-directory (CD) sits at ``C >= E`` followed by the 98-byte trailer, which ends at EOF ``S``.
+directory (CD) sits at ``C >= E`` followed by the 98-byte trailer and the archive comment
+(kept from a foreign archive, usually empty), which end at EOF ``S``. The comment is written
+before the end record, so a complete end record implies a complete comment.
 Readers find the live CD through the trailer at EOF. A commit never stores into the bytes of
 the live CD + trailer:
 
@@ -249,6 +251,7 @@ class MmapZipStore(Store):
     def _reset_state(self) -> None:
         self._entries: list[zf.Entry] = []
         self._index: dict[str, int] = {}
+        self._comment = b""
         self._cd = bytearray()
         self._cd_offset = 0
         self._data_end = 0
@@ -316,7 +319,10 @@ class MmapZipStore(Store):
         if self.durable:
             fm.fsync()
 
-    def _install(self, entries: list[zf.Entry], cd: bytes, tr: zf.Trailer) -> None:
+    def _install(
+        self, entries: list[zf.Entry], cd: bytes, tr: zf.Trailer, comment: bytes = b""
+    ) -> None:
+        self._comment = comment
         self._entries = entries
         self._cd = bytearray(cd)
         self._cd_offset = tr.cd_offset
@@ -355,7 +361,7 @@ class MmapZipStore(Store):
                 f"{e}\n(if a writer was interrupted, a writable open - mode 'r+' - recovers "
                 f"the archive, or run: dafzarr zip repair {self.path})"
             ) from None
-        self._install(entries, cd, tr)
+        self._install(entries, cd, tr, read(tr.end - tr.comment, tr.comment))
 
     def _load_writable(self, fm: FileMapping) -> None:
         size = fm.size
@@ -378,7 +384,7 @@ class MmapZipStore(Store):
                     "automatically"
                 ) from None
             tr, entries, cd = found
-        self._install(entries, cd, tr)
+        self._install(entries, cd, tr, fm.read(tr.end - tr.comment, tr.comment))
         self._recover(fm, tr)
 
     def _salvage(self, fm: FileMapping) -> bool:
@@ -422,7 +428,7 @@ class MmapZipStore(Store):
             pos = rec.data_offset + rec.csize
         if not entries:
             return False
-        final_end = pos + len(cd) + zf.TRAILER_SIZE
+        final_end = pos + len(cd) + zf.TRAILER_SIZE  # the comment went with the end record
         if final_end > size:
             self._check_size(final_end, "the rebuilt central directory")
             fm.resize(final_end)
@@ -567,7 +573,25 @@ class MmapZipStore(Store):
         # A commit may briefly hold a second copy of the central directory past the final
         # end of the file; the directory is never larger than the file, so twice the limit
         # (plus room for two trailers) always suffices. Address space costs no memory.
-        return 2 * self.max_file_size + 2 * zf.TRAILER_SIZE
+        return 2 * self.max_file_size + 2 * (zf.TRAILER_SIZE + zf.MAX_COMMENT)
+
+    @property
+    def comment(self) -> bytes:
+        """The archive comment (kept, byte for byte, by every append)."""
+        self._ensure_open_sync()
+        return self._comment
+
+    def _trailer_len(self) -> int:
+        return zf.TRAILER_SIZE + len(self._comment)
+
+    def _write_trailer(self, fm: FileMapping, at: int, n: int, cd_size: int, cd_at: int) -> None:
+        """The end records (and the archive comment) of a directory at ``cd_at``.
+
+        The comment goes first: a complete end record implies a complete comment.
+        """
+        if self._comment:
+            fm.write(at + zf.TRAILER_SIZE, self._comment)
+        fm.write(at, zf.trailer(n, cd_size, cd_at, len(self._comment)))
 
     def _check_size(self, required: int, what: str) -> None:
         """Refuse a commit whose final file size would pass ``max_file_size``."""
@@ -605,18 +629,19 @@ class MmapZipStore(Store):
         if end <= tx.live_cd:
             return
         live_len = tx.cd_len0
-        limit = self._reserve_size() - live_len - zf.TRAILER_SIZE
+        tlen = self._trailer_len()
+        limit = self._reserve_size() - live_len - tlen
         new_cd = max(tx.live_end, min(end + room, limit))
-        new_end = new_cd + live_len + zf.TRAILER_SIZE
+        new_end = new_cd + live_len + tlen
         self._check_reserve(new_end, what)
         fm.resize(new_end)
         _step("relocate:resized")
         fm.write(new_cd, memoryview(self._cd)[:live_len])
         _step("relocate:cd")
-        fm.write(new_cd + live_len, zf.trailer(tx.n0, live_len, new_cd))
+        self._write_trailer(fm, new_cd + live_len, tx.n0, live_len, new_cd)
         _step("relocate:trailer")
         if self.durable:
-            fm.msync(new_cd, live_len + zf.TRAILER_SIZE)
+            fm.msync(new_cd, live_len + tlen)
             fm.fsync()
         tx.dirty.append((tx.live_cd, tx.live_end))
         tx.live_cd, tx.live_end = new_cd, new_end
@@ -626,12 +651,12 @@ class MmapZipStore(Store):
         cd = memoryview(self._cd)
         w, size = tx.write, len(self._cd)
         n = len(self._entries)
-        final_end = w + size + zf.TRAILER_SIZE
-        record = zf.trailer(n, size, w)
+        tlen = self._trailer_len()
+        final_end = w + size + tlen
         if final_end <= tx.live_cd:
             fm.write(w, cd)
             _step("commit:cd")
-            fm.write(w + size, record)
+            self._write_trailer(fm, w + size, n, size, w)
             _step("commit:trailer")
             if self.durable:
                 fm.msync(tx.start, final_end - tx.start)
@@ -640,24 +665,24 @@ class MmapZipStore(Store):
             _step("commit:truncated")
         else:
             x = max(tx.live_end, final_end)
-            self._check_reserve(x + size + zf.TRAILER_SIZE, "the central directory")
-            fm.resize(x + size + zf.TRAILER_SIZE)
+            self._check_reserve(x + size + tlen, "the central directory")
+            fm.resize(x + size + tlen)
             _step("commit:x-resized")
             fm.write(x, cd)
             _step("commit:x-cd")
-            fm.write(x + size, zf.trailer(n, size, x))  # commit point: complete and at EOF
+            self._write_trailer(fm, x + size, n, size, x)  # commit point: complete, at EOF
             _step("commit:x-trailer")
             tx.committed = True
             self._cd_offset, self._data_end, self._limit = x, w, w
             if self.durable:
-                fm.msync(tx.start, x + size + zf.TRAILER_SIZE - tx.start)
+                fm.msync(tx.start, x + size + tlen - tx.start)
                 fm.fsync()
             fm.write(w, cd)
             _step("commit:cd")
-            fm.write(w + size, record)
+            self._write_trailer(fm, w + size, n, size, w)
             _step("commit:trailer")
             if self.durable:
-                fm.msync(w, size + zf.TRAILER_SIZE)
+                fm.msync(w, size + tlen)
             fm.resize(final_end)
             _step("commit:truncated")
         if self.durable:
@@ -721,13 +746,9 @@ class MmapZipStore(Store):
         pad = zf.alignment_padding(w, len(raw))
         header_len = zf.LFH_SIZE + len(raw) + 20 + pad
         entry_cd_len = zf.CD_SIZE + len(raw) + 28
-        room = (
-            len(self._cd) + entry_cd_len + zf.TRAILER_SIZE
-            if not tx.batch
-            else max(len(self._cd) + entry_cd_len + zf.TRAILER_SIZE, w - tx.start, 1 << 16)
-        )
-        self._check_size(w + header_len + size + len(self._cd) + entry_cd_len + zf.TRAILER_SIZE,
-                         repr(key))
+        tail = len(self._cd) + entry_cd_len + self._trailer_len()  # directory + end records
+        room = tail if not tx.batch else max(tail, w - tx.start, 1 << 16)
+        self._check_size(w + header_len + size + tail, repr(key))
         self._make_room(fm, tx, header_len + size, room, repr(key))
         data_offset = w + header_len
         if data is None:

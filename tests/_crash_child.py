@@ -60,6 +60,12 @@ PENDING: dict[str, tuple[str, int]] = {
 }
 
 
+# A base archive ending with an archive comment (as zipped OME-Zarr writes one): every
+# commit and every recovery must keep it byte for byte.
+COMMENT = b'{"ome": {"version": "0.5", "jsonFirst": true}, "note": "' + b"c" * 200 + b'"}'
+COMMENTED = ("many+comment",)
+
+
 def base_entries(base: str) -> tuple[tuple[str, int], ...]:
     """The committed entries of a base archive (a pending reservation is not committed)."""
     return BASES[base.split("+")[0]]
@@ -88,6 +94,7 @@ OPS: dict[str, Op] = {
         Op("big2m", "many", "append", (("new/big2m", 2 * 1024 * 1024 + 3),)),
         Op("zero", "many", "append", (("new/zero", 0),)),
         Op("first", "empty", "append", (("new/first", 10),)),
+        Op("small-comment", "many+comment", "append", (("new/small", 10),)),
         # 50 entries with 70 KiB ones among them: the live CD is relocated several times
         Op(
             "batch50",
@@ -100,6 +107,18 @@ OPS: dict[str, Op] = {
         Op(
             "batch50x",
             "many",
+            "batch",
+            _batch("xbatch", [[0, 100, 1000, 3000][i % 4] for i in range(50)]),
+        ),
+        Op(
+            "batch50-comment",
+            "many+comment",
+            "batch",
+            _batch("batch", [[0, 100, 70 * 1024, 3000, 10][i % 5] for i in range(50)]),
+        ),
+        Op(
+            "batch50x-comment",
+            "many+comment",
             "batch",
             _batch("xbatch", [[0, 100, 1000, 3000][i % 4] for i in range(50)]),
         ),

@@ -36,6 +36,8 @@ from dafzarr import CorruptArchiveError, MmapZipStore, RecoveryWarning
 
 from ._crash_child import (
     BASES,
+    COMMENT,
+    COMMENTED,
     OPS,
     PENDING,
     RANDOM_BASE,
@@ -90,7 +92,7 @@ class KillCase:
 
 def _kill_cases() -> list[KillCase]:
     cases = []
-    for op in ("small", "big70k", "big2m", "zero", "first"):
+    for op in ("small", "big70k", "big2m", "zero", "first", "small-comment"):
         cases += [KillCase(op, s, 1, SINGLE_EXPECT[s]) for s in SINGLE_STEPS]
     # batch50 relocates the live CD 5 times and commits below it
     for step, nth in [
@@ -108,7 +110,8 @@ def _kill_cases() -> list[KillCase]:
         ("commit:trailer", 1),
         ("commit:truncated", 1),
     ]:
-        cases.append(KillCase("batch50", step, nth, "new" if step == "commit:truncated" else "old"))
+        for op in ("batch50", "batch50-comment"):
+            cases.append(KillCase(op, step, nth, "new" if step == "commit:truncated" else "old"))
     # batch50x commits past EOF first: the commit point is "commit:x-trailer"
     for step, nth, expect in [
         ("relocate:resized", 1, "old"),
@@ -124,6 +127,7 @@ def _kill_cases() -> list[KillCase]:
         ("commit:truncated", 1, "new"),
     ]:
         cases.append(KillCase("batch50x", step, nth, expect))
+        cases.append(KillCase("batch50x-comment", step, nth, expect))
     # a reservation killed during its commit is never patched: rolled back whatever the step
     cases += [KillCase("reserve", s, 1, "old") for s in SINGLE_STEPS]
     cases += [
@@ -272,6 +276,11 @@ def build_archive(path: Path, entries: Entries) -> None:
 
 def build_base(path: Path, name: str) -> None:
     build_archive(path, list(base_entries(name)))
+    if name in COMMENTED:  # give the end record a comment: set its length, append it
+        data = bytearray(path.read_bytes())
+        assert data[-2:] == b"\0\0"
+        data[-2:] = len(COMMENT).to_bytes(2, "little")
+        path.write_bytes(bytes(data) + COMMENT)
     if name in PENDING:  # end with a filled reservation whose CRC was never patched
         key, size = PENDING[name]
         store = MmapZipStore(path, "r+")
@@ -284,7 +293,7 @@ def build_base(path: Path, name: str) -> None:
 @pytest.fixture(scope="module")
 def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("bases")
-    names = set(BASES) | set(PENDING)
+    names = set(BASES) | set(PENDING) | set(COMMENTED)
     out = {}
     for name in sorted(names):
         out[name] = root / f"{name}.zip"
@@ -451,6 +460,9 @@ def test_sigkill_at_step(case: KillCase, runner: Runner) -> None:
     )
     keys = check_recovery(run.path, intended, allowed, {n_old, n_all}, unsettled)
     assert len(keys) in allowed
+    if op.base in COMMENTED:  # the comment survived the crash, the recovery and an append
+        with zipfile.ZipFile(run.path) as z:
+            assert z.comment == COMMENT
     shutil.rmtree(run.path.parent)
 
 

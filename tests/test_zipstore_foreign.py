@@ -214,6 +214,50 @@ def test_non_zip64_archive_with_comment(tmp_path: Path, comment: bytes) -> None:
     assert p.read_bytes() == raw
 
 
+@pytest.mark.parametrize(
+    "comment",
+    [b"an archive comment", b'{"ome": {"version": "0.5", "jsonFirst": true}}',
+     b"fake end record PK\x05\x06" + bytes(18) + b" inside", b"#" * 0xFFFF],
+    ids=["short", "json", "fake-signature", "max-length"],
+)
+def test_appends_keep_the_archive_comment(tmp_path: Path, comment: bytes) -> None:
+    """Zipped OME-Zarr keeps metadata in the archive comment: appends must not drop it."""
+    p = tmp_path / "comment.zip"
+    data = {"zarr.json": b'{"zarr_format": 3}', "a/c/0": b"alpha" * 1000}
+    with zipfile.ZipFile(p, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for k, v in data.items():
+            z.writestr(k, v)
+        z.comment = comment
+    with MmapZipStore(p, "r") as store:
+        assert store.comment == comment
+    store = MmapZipStore(p, "r+")
+    try:
+        store["one"] = b"first"
+        big = np.arange(300_000, dtype="<i8").tobytes()  # relocates the directory
+        store["big"] = big
+        with store.batch():
+            for i in range(40):
+                store[f"batch/{i}"] = bytes([i]) * (i * 997)
+        view = store.reserve_entry("reserved", 64)
+        view[:] = np.frombuffer(b"r" * 64, np.uint8)
+        del view
+        store.patch_entry_crc("reserved")
+    finally:
+        store.close()
+    data.update({"one": b"first", "big": big, "reserved": b"r" * 64})
+    data.update({f"batch/{i}": bytes([i]) * (i * 997) for i in range(40)})
+    assert p.read_bytes().endswith(comment)
+    with MmapZipStore(p, "r") as store:
+        assert store.comment == comment
+        assert read_all(store) == data
+    if b"PK\x05\x06" not in comment:  # zipfile mistakes the fake signature for the record
+        with zipfile.ZipFile(p) as z:
+            assert z.comment == comment
+            assert z.testzip() is None
+        assert ours_vs_zipfile(p) == data
+        check_zip_tools_accept(p)
+
+
 def test_unaligned_stored_entries_copy_path(tmp_path: Path) -> None:
     """Stored data at every residue mod 8: correct bytes always, arrays only when aligned."""
     p = tmp_path / "unaligned.zip"
