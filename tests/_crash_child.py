@@ -85,6 +85,12 @@ def _batch(prefix: str, sizes: list[int]) -> tuple[tuple[str, int], ...]:
     return tuple((f"{prefix}/{i:02d}", s) for i, s in enumerate(sizes))
 
 
+# 50 entries with 70 KiB ones among them: the live CD is relocated several times
+_BATCH50 = _batch("batch", [[0, 100, 70 * 1024, 3000, 10][i % 5] for i in range(50)])
+# 50 entries that fill the room left before the relocated CD: the new CD does not fit below
+# the live copy and is committed past EOF first ("commit:x-*")
+_BATCH50X = _batch("xbatch", [[0, 100, 1000, 3000][i % 4] for i in range(50)])
+
 OPS: dict[str, Op] = {
     op.name: op
     for op in (
@@ -95,33 +101,10 @@ OPS: dict[str, Op] = {
         Op("zero", "many", "append", (("new/zero", 0),)),
         Op("first", "empty", "append", (("new/first", 10),)),
         Op("small-comment", "many+comment", "append", (("new/small", 10),)),
-        # 50 entries with 70 KiB ones among them: the live CD is relocated several times
-        Op(
-            "batch50",
-            "many",
-            "batch",
-            _batch("batch", [[0, 100, 70 * 1024, 3000, 10][i % 5] for i in range(50)]),
-        ),
-        # 50 entries that fill the room left before the relocated CD: the new CD does not
-        # fit below the live copy and is committed past EOF first ("commit:x-*")
-        Op(
-            "batch50x",
-            "many",
-            "batch",
-            _batch("xbatch", [[0, 100, 1000, 3000][i % 4] for i in range(50)]),
-        ),
-        Op(
-            "batch50-comment",
-            "many+comment",
-            "batch",
-            _batch("batch", [[0, 100, 70 * 1024, 3000, 10][i % 5] for i in range(50)]),
-        ),
-        Op(
-            "batch50x-comment",
-            "many+comment",
-            "batch",
-            _batch("xbatch", [[0, 100, 1000, 3000][i % 4] for i in range(50)]),
-        ),
+        Op("batch50", "many", "batch", _BATCH50),
+        Op("batch50x", "many", "batch", _BATCH50X),
+        Op("batch50-comment", "many+comment", "batch", _BATCH50),
+        Op("batch50x-comment", "many+comment", "batch", _BATCH50X),
         # reserve, fill, patch
         Op("reserve", "many", "reserve", (("res/entry", 1000),)),
         # reserve, fill, never patch: exit normally / SIGKILL itself
