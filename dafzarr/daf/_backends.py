@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import math
 import mmap
 import os
@@ -66,6 +67,10 @@ class Backend:
     read_only = False
     append_only = False
     consolidates = False  # keeps consolidated metadata (directories only)
+
+    def consolidation_lock(self) -> contextlib.AbstractContextManager[None]:
+        """Held while the consolidated metadata is checked and rewritten."""
+        return contextlib.nullcontext()
 
     def get(self, key: str) -> Any:
         """The bytes of a key (a buffer, zero-copy where possible), or ``None``."""
@@ -158,6 +163,31 @@ class DirectoryBackend(Backend):
 
     def _path(self, key: str) -> str:
         return os.path.join(self.root, *key.split("/"))
+
+    @contextlib.contextmanager
+    def consolidation_lock(self) -> Iterator[None]:
+        """An advisory lock on the directory itself, across processes.
+
+        Each writer checks whether the consolidated metadata is still the one it wrote and
+        then rewrites it; without the lock, two processes can both pass the check and the
+        later rewrite drops the other's new arrays. Locking the directory's own descriptor
+        adds no file to the data set. Where the file system refuses locks (some network
+        file systems), writes proceed unlocked, as before.
+        """
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            yield
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def get(self, key: str) -> Any:
         path = self._path(key)

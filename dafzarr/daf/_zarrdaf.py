@@ -389,12 +389,13 @@ class ZarrDaf:
                 self._adopt()
         if b.consolidates:
             if not self._read_only:
-                self._rebuild_consolidated()
+                with b.consolidation_lock():
+                    self._rebuild_consolidated()
             elif (not b.exists(".zmetadata")) if layout is lay.V2 else (
                 "consolidated_metadata" not in _json(b.get("zarr.json"), where)
             ):
-                with contextlib.suppress(OSError):  # a read-only file system: read anyway
-                    self._rebuild_consolidated()
+                with contextlib.suppress(OSError), b.consolidation_lock():
+                    self._rebuild_consolidated()  # a read-only file system: read anyway
 
     def _create_fresh(self) -> None:
         L = self._layout
@@ -541,20 +542,25 @@ class ZarrDaf:
         with self._lock:
             b.put(items)
             if b.consolidates:
-                self._note_written([k for k, _ in items])
+                with b.consolidation_lock():
+                    self._note_written([k for k, _ in items])
 
     def _delete_node(self, path: str) -> None:
         with self._lock:
             self._backend.delete_tree(path)
             if self._backend.consolidates:
-                if not self._consolidated_current():
-                    self._rebuild_consolidated()
-                    return
-                assert self._cmeta is not None
-                head = path + "/"
-                for key in [k for k in self._cmeta if k == path or k.startswith(head)]:
-                    del self._cmeta[key]
-                self._flush_consolidated()
+                with self._backend.consolidation_lock():
+                    self._delete_consolidated(path)
+
+    def _delete_consolidated(self, path: str) -> None:
+        if not self._consolidated_current():
+            self._rebuild_consolidated()
+            return
+        assert self._cmeta is not None
+        head = path + "/"
+        for key in [k for k in self._cmeta if k == path or k.startswith(head)]:
+            del self._cmeta[key]
+        self._flush_consolidated()
 
     def _consolidated_doc(self) -> str:
         return ".zmetadata" if self._layout is lay.V2 else "zarr.json"
