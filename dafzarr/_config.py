@@ -20,12 +20,11 @@ def _version(dist: str) -> str | None:
 
 
 BUILD_INFO: dict[str, Any] = {
-    "compiled_modules": ["dafzarr._posix"],
+    "compiled_modules": ["dafzarr._posix", "dafzarr._h5chunks", "dafzarr._lz4seg"],
     "crc32_kernel": _posix.CRC32_KERNEL,
     "page_size": _posix.PAGE_SIZE,
     "free_threading": False,
 }
-BUILD_INFO["compiled_modules"].append("dafzarr._h5chunks")
 BUILD_INFO["h5chunks_capsule"] = "h5py.defs.__pyx_capi__['H5Dchunk_iter']"
 
 
