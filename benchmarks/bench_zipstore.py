@@ -381,7 +381,7 @@ class SmallAppends(_TempDirSuite):
         # Instead of a full warm-up round (about 25 s): every method once on a few entries.
         sizes = (self.n_batch, self.n_single, self.n_commit)
         self.n_batch, self.n_single, self.n_commit = 2_000, 500, 50
-        for name in c.time_methods(type(self)):
+        for name in c.timed_methods(type(self)):
             getattr(self, name)()
         self.n_batch, self.n_single, self.n_commit = sizes
 

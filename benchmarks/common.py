@@ -101,8 +101,16 @@ def bench(
     """
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        fn.bench_meta = Meta(op, peer, unit, amount, size, target)  # type: ignore[attr-defined]
-        return fn
+        # asv passes a parametrized suite's parameters to every timed method; the suites
+        # keep them from setup(), so the method ignores them (no __wrapped__: asv reads
+        # this signature, not the original's)
+        def timed(self: Any, *params: Any) -> Any:
+            return fn(self)
+
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(timed, attr, getattr(fn, attr))
+        timed.bench_meta = Meta(op, peer, unit, amount, size, target)  # type: ignore[attr-defined]
+        return timed
 
     return deco
 
@@ -183,7 +191,7 @@ def _param_sets(cls: type) -> list[tuple[Any, ...]]:
     return list(itertools.product(*params))
 
 
-def time_methods(cls: type) -> list[str]:
+def timed_methods(cls: type) -> list[str]:
     """The ``time_*`` methods in the order they are defined (the table's row order)."""
     names = [n for n in dir(cls) if n.startswith("time_")]
     return sorted(names, key=lambda n: getattr(cls, n).__code__.co_firstlineno)
@@ -210,7 +218,7 @@ def run_suite(
             log(f"{cls.__name__}{list(params) or ''}: set up in "
                 f"{time.perf_counter() - t_setup:.1f} s")
         try:
-            names = time_methods(cls)
+            names = timed_methods(cls)
             fns = {n: getattr(suite, n) for n in names}
             samples: dict[str, list[float]] = {n: [] for n in names}
             prepare = getattr(suite, "prepare", None)
