@@ -16,3 +16,9 @@ def chunk_index(
     sizes: npt.NDArray[np.int64],
     masks: npt.NDArray[np.uint32],
 ) -> int: ...
+
+SLOW: object
+
+def read_attrs(
+    objid: Any, dataset: bool, skip: frozenset[bytes]
+) -> list[tuple[bytes, Any]] | None: ...
