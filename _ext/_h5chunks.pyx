@@ -6,11 +6,15 @@ taken from h5py's exported C API (``h5py.defs.__pyx_capi__``), so it runs on the
 library instance as h5py's identifiers and needs no HDF5 headers at build time.
 """
 # --- C imports -----------------------------------------------------------------
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport int64_t, uint32_t
 
 from _hdf5_api cimport (
     H5Aget_name_fn,
+    H5Aopen_fn,
+    H5Dvlen_reclaim_fn,
+    H5Rget_name_fn,
     H5Aopen_by_idx_fn,
     H5Aread_fn,
     H5D_chunk_iter_op_t,
@@ -187,6 +191,10 @@ cdef dict _SIGNATURES = {
     "H5Tget_cset": "H5T_cset_t (hid_t)",
     "H5Tclose": "herr_t (hid_t)",
     "H5Aread": "herr_t (hid_t, hid_t, void *)",
+    "H5Aopen": "hid_t (hid_t, char *, hid_t)",
+    "H5Tget_super": "hid_t (hid_t)",
+    "H5Rget_name": "Py_ssize_t (hid_t, H5R_type_t, void *, char *, size_t)",
+    "H5Dvlen_reclaim": "herr_t (hid_t, hid_t, hid_t, void *)",
 }
 
 
@@ -225,6 +233,10 @@ cdef size_of_hid_fn _Tget_size = <size_of_hid_fn>_capi("H5Tget_size")
 cdef int_of_hid_fn _Tget_cset = <int_of_hid_fn>_capi("H5Tget_cset")
 cdef herr_of_hid_fn _Tclose = <herr_of_hid_fn>_capi("H5Tclose")
 cdef H5Aread_fn _Aread = <H5Aread_fn>_capi("H5Aread")
+cdef H5Aopen_fn _Aopen = <H5Aopen_fn>_capi("H5Aopen")
+cdef hid_of_hid_fn _Tget_super = <hid_of_hid_fn>_capi("H5Tget_super")
+cdef H5Rget_name_fn _Rget_name = <H5Rget_name_fn>_capi("H5Rget_name")
+cdef H5Dvlen_reclaim_fn _Dvlen_reclaim = <H5Dvlen_reclaim_fn>_capi("H5Dvlen_reclaim")
 
 cdef int _INDEX_NAME = h5py.h5.INDEX_NAME
 cdef int _INDEX_CRT_ORDER = h5py.h5.INDEX_CRT_ORDER
@@ -235,6 +247,8 @@ cdef int _S_SIMPLE = h5py.h5s.SIMPLE
 cdef int _T_INTEGER = h5py.h5t.INTEGER
 cdef int _T_FLOAT = h5py.h5t.FLOAT
 cdef int _T_STRING = h5py.h5t.STRING
+cdef int _T_VLEN = h5py.h5t.VLEN
+cdef int _R_OBJECT = h5py.h5r.OBJECT
 cdef int _CSET_ASCII = h5py.h5t.CSET_ASCII
 cdef int _CSET_UTF8 = h5py.h5t.CSET_UTF8
 
@@ -382,3 +396,85 @@ def read_attrs(objid, bint dataset, skip):
             finally:
                 _Aclose(aid)
     return out
+
+
+# --- Dimension scales ------------------------------------------------------------------------
+ctypedef struct _hvl_t:
+    size_t len
+    void *p
+
+# Memory type of DIMENSION_LIST: variable-length sequences of object references.
+_VLEN_REF = h5py.h5t.py_create(h5py.vlen_dtype(h5py.ref_dtype), logical=True)
+cdef hid_t _VLEN_REF_ID = _VLEN_REF.id
+cdef hid_t _REF_OBJ_ID = h5py.h5t.STD_REF_OBJ.id
+
+
+def scale_names(dsid, fid):
+    """The paths (bytes) of the first dimension scale attached to each axis of ``dsid``.
+
+    Reads ``DIMENSION_LIST`` (a 1-D attribute of variable-length object references) and
+    names each axis' first reference relative to the file ``fid``, as ``h5py.h5r.get_name``
+    does. None when an axis has no scale; :data:`SLOW` for anything else (another layout of
+    the attribute, a reference without a name, an HDF5 error): ask h5py then.
+    """
+    cdef hid_t loc, floc, aid = -1, sid = -1, tid = -1, sup = -1
+    cdef int ndim, k
+    cdef hsize_t n = 0
+    cdef _hvl_t *buf = NULL
+    cdef bint have = False
+    cdef Py_ssize_t length
+    cdef char namebuf[256]
+    with _phil:
+        loc = dsid.id
+        floc = fid.id
+        try:
+            aid = _Aopen(loc, b"DIMENSION_LIST", 0)
+            sid = _Aget_space(aid)
+            if _Sget_simple_extent_type(sid) != _S_SIMPLE:
+                return SLOW
+            ndim = _Sget_simple_extent_dims(sid, NULL, NULL)
+            if ndim != 1:
+                return SLOW
+            _Sget_simple_extent_dims(sid, &n, NULL)
+            tid = _Aget_type(aid)
+            if _Tget_class(tid) != _T_VLEN:
+                return SLOW
+            sup = _Tget_super(tid)
+            if _Tequal(sup, _REF_OBJ_ID) <= 0:
+                return SLOW
+            if n == 0:
+                return []
+            buf = <_hvl_t *>PyMem_Calloc(n, sizeof(_hvl_t))
+            if buf == NULL:
+                raise MemoryError()
+            _Aread(aid, _VLEN_REF_ID, buf)
+            have = True
+            out = []
+            for k in range(<int>n):
+                if buf[k].len == 0:
+                    return None
+                length = _Rget_name(floc, _R_OBJECT, buf[k].p, NULL, 0)
+                if length <= 0:
+                    return SLOW
+                if length < <Py_ssize_t>sizeof(namebuf):
+                    _Rget_name(floc, _R_OBJECT, buf[k].p, namebuf, sizeof(namebuf))
+                    out.append(namebuf[:length])
+                else:
+                    big = bytearray(length + 1)
+                    _Rget_name(floc, _R_OBJECT, buf[k].p, <char *>big, length + 1)
+                    out.append(bytes(big[:length]))
+            return out
+        except Exception:
+            return SLOW
+        finally:
+            if have:
+                _Dvlen_reclaim(_VLEN_REF_ID, sid, 0, buf)
+            PyMem_Free(buf)
+            if sup >= 0:
+                _Tclose(sup)
+            if tid >= 0:
+                _Tclose(tid)
+            if sid >= 0:
+                _Sclose(sid)
+            if aid >= 0:
+                _Aclose(aid)

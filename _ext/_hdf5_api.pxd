@@ -33,3 +33,6 @@ ctypedef Py_ssize_t (*H5Aget_name_fn)(hid_t, size_t, char *) except *
 ctypedef int (*H5Sget_simple_extent_dims_fn)(hid_t, hsize_t *, hsize_t *) except *
 ctypedef int (*htri_of_hid_hid_fn)(hid_t, hid_t) except *
 ctypedef herr_t (*H5Aread_fn)(hid_t, hid_t, void *) except *
+ctypedef hid_t (*H5Aopen_fn)(hid_t, char *, hid_t) except *
+ctypedef Py_ssize_t (*H5Rget_name_fn)(hid_t, int, void *, char *, size_t) except *
+ctypedef herr_t (*H5Dvlen_reclaim_fn)(hid_t, hid_t, hid_t, void *) except *

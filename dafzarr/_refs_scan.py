@@ -358,6 +358,9 @@ _NEEDED_RAW = ("CLASS", "NAME", "DIMENSION_LIST", "_FillValue")
 _NOT_READ = frozenset(k.encode() for k in HIDDEN_ATTRIBUTES.difference(_NEEDED_RAW))
 
 
+_DEFERRED = object()  # an attribute left for its user to read
+
+
 class _Parent:
     """What :class:`h5py.AttributeManager` needs of an object: its identifier."""
 
@@ -393,6 +396,9 @@ def _read_attrs(oid: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         items = [(_decode_name(k), v) for k, v in listed]
     for key, value in items:
         if key in HIDDEN_ATTRIBUTES and key not in _NEEDED_RAW:
+            continue
+        if key == "DIMENSION_LIST" and value is _h5chunks.SLOW:
+            raw[key] = _DEFERRED  # read by _dimension_scales, which needs only the names
             continue
         if value is _h5chunks.SLOW:
             try:
@@ -437,12 +443,26 @@ def _collect(fid: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return datasets, groups
 
 
-def _dimension_scales(fid: Any, raw: dict[str, Any], ndim: int) -> list[str] | None:
+def _dimension_scales(fid: Any, dsid: Any, raw: dict[str, Any], ndim: int) -> list[str] | None:
     """HDF5 paths of the dimension scales attached to each axis, from ``DIMENSION_LIST``."""
     dl = raw.get("DIMENSION_LIST")
     if dl is None:
         return None
     out = []
+    if dl is _DEFERRED:
+        names = _h5chunks.scale_names(dsid, fid)
+        if names is None:  # an axis without a scale
+            return None
+        if names is not _h5chunks.SLOW:
+            try:
+                out = [n.decode("utf-8") for n in names]
+            except ValueError:
+                return None
+            return out if len(out) == ndim else None
+        try:
+            dl = h5py.AttributeManager(_Parent(dsid))["DIMENSION_LIST"]
+        except (OSError, TypeError, ValueError):  # as _read_attrs: an unreadable attribute
+            return None
     try:
         for axis_refs in dl:
             refs = np.atleast_1d(axis_refs)
@@ -583,7 +603,7 @@ def _scan_file(
         raw = attrs[name][1]
         if _is_dimension_only(raw):
             dimension_only.add(name)
-        sc = _dimension_scales(fid, raw, len(ds_shape))
+        sc = _dimension_scales(fid, dsid, raw, len(ds_shape))
         if raw.get("CLASS") == b"DIMENSION_SCALE" and len(ds_shape) == 1:
             own: Any = _decode_name(h5py.h5i.get_name(dsid))
             sc = [own]  # a dimension scale names its own dimension
@@ -648,6 +668,8 @@ def _scan_file(
 def _dtype_of(ds: Any, where: str) -> tuple[np.dtype[Any], bool]:
     """The numpy dtype and whether the data are variable-length strings."""
     dt = ds.dtype
+    if dt.metadata is None and dt.kind in "iuf":  # what the checks below let through
+        return np.dtype(dt.str), False
     info = h5py.check_string_dtype(dt)
     if info is not None and info.length is None:
         return np.dtype(object), True
