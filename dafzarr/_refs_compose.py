@@ -89,6 +89,8 @@ def mosaic_sources(
             seen.add(item)
     if check_sizes:
         for a, p in zip(acc, pub, strict=True):
+            if public is None and "://" not in a:
+                continue  # p is file_url(a)
             if p.startswith("file://") and p != file_url(a):
                 local = Path(p.removeprefix("file://"))
                 if local.exists() and local.stat().st_size != Path(a).stat().st_size:
@@ -348,6 +350,12 @@ def _check_overlap(
                 f"variable {name!r}: scalar placed from {pieces[0][0].path} and {pieces[1][0].path}"
             )
         return
+    # Boxes that are disjoint along one axis cannot overlap: with the pieces sorted along it,
+    # each ends where (or before) the next starts. Only otherwise compare every pair.
+    for axis in range(lo.shape[1]):
+        order = np.argsort(lo[:, axis], kind="stable")
+        if np.all(hi[order[:-1], axis] <= lo[order[1:], axis]):
+            return
     inter = np.all((lo[:, None, :] < hi[None, :, :]) & (lo[None, :, :] < hi[:, None, :]), axis=2)
     np.fill_diagonal(inter, False)
     if inter.any():
