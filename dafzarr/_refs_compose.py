@@ -138,8 +138,23 @@ class _Progress:
 
 # --- Scanning many files ------------------------------------------------------------------
 def _scan_table(access: str, public: str, on_unsupported: OnUnsupported) -> pa.Table:
-    """Scan one file into one Arrow table (the only thing sent between processes)."""
+    """Scan one file into one Arrow table (what is sent back from a dask cluster)."""
     return scan(access, url=public, on_unsupported=on_unsupported).to_arrow()
+
+
+def _scan_batch(
+    access: list[str], public: list[str], on_unsupported: OnUnsupported
+) -> list[ScanResult]:
+    """Scan several files in a local worker process (results return pickled, in one message)."""
+    return [
+        scan(a, url=p, on_unsupported=on_unsupported) for a, p in zip(access, public, strict=True)
+    ]
+
+
+# Files per task for local processes: enough tasks per worker to balance the load, few enough
+# that a task costs much more than sending it and its results.
+_BATCH_MAX = 64
+_TASKS_PER_WORKER = 8
 
 
 def _worker_context() -> BaseContext:
@@ -169,8 +184,9 @@ def scan_many(
 ) -> list[ScanResult]:
     """Scan every source file, in the order of ``sources``.
 
-    ``workers=None`` or ``1`` scans in this process; ``workers=N`` uses N local processes; a
-    ``dask.distributed.Client`` runs the scans on its cluster. Only Arrow tables travel back.
+    ``workers=None`` or ``1`` scans in this process; ``workers=N`` uses N local processes
+    (files handed out in batches, results sent back pickled); a ``dask.distributed.Client``
+    runs the scans on its cluster, one task per file, and only Arrow tables travel back.
     """
     table = _sources_table(sources)
     access = table.column("access").to_pylist()
@@ -196,14 +212,20 @@ def scan_many(
     else:
         if not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be None, an int >= 1 or a dask Client: {workers!r}")
+        n = len(access)
+        batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
         with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
             futs = {
-                ex.submit(_scan_table, a, p, on_unsupported): i
-                for i, (a, p) in enumerate(zip(access, public, strict=True))
+                ex.submit(
+                    _scan_batch, access[i : i + batch], public[i : i + batch], on_unsupported
+                ): i
+                for i in range(0, n, batch)
             }
             for fut in as_completed(futs):
-                results[futs[fut]] = ScanResult.from_arrow(fut.result())
-                bar.step()
+                done = fut.result()
+                start = futs[fut]
+                results[start : start + len(done)] = done
+                bar.step(len(done))
     return [r for r in results if r is not None]
 
 
