@@ -20,6 +20,11 @@ import pyarrow as pa
 from . import _h5chunks
 from .errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
 
+try:  # how h5py.File encodes file names for HDF5
+    from h5py._hl.compat import filename_encode as _filename_encode
+except ImportError:
+    _filename_encode = os.fsencode
+
 __all__ = ["HIDDEN_ATTRIBUTES", "ScanResult", "Variable", "file_url", "scan"]
 
 # netCDF-C / HDF5 dimension-scale bookkeeping; exact names only (``_NCPROPERTIES`` is ordinary).
@@ -481,14 +486,24 @@ def _user_block(fid: Any) -> int:
 _FAPL: Any = None
 
 
+def _file_access() -> Any:
+    """The file access properties ``h5py.File(path, "r")`` uses by default."""
+    try:
+        from h5py._hl.files import make_fapl
+
+        return make_fapl(None)
+    except (ImportError, TypeError):  # h5py reorganised its helpers: its defaults by hand
+        fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+        fapl.set_libver_bounds(h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_LATEST)
+        return fapl
+
+
 def _open(p: str) -> Any:
     """``h5py.File(p, "r")``'s file identifier, without the high-level File around it."""
     global _FAPL
     if _FAPL is None:
-        from h5py._hl.files import make_fapl
-
-        _FAPL = make_fapl(None)  # h5py.File's default file access properties
-    return h5py.h5f.open(os.fsencode(p), h5py.h5f.ACC_RDONLY, fapl=_FAPL)
+        _FAPL = _file_access()
+    return h5py.h5f.open(_filename_encode(p), h5py.h5f.ACC_RDONLY, fapl=_FAPL)
 
 
 def _fillvalue(dsid: Any, dcpl: Any) -> Any:
