@@ -392,10 +392,11 @@ def _read_attrs(oid: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """
     visible: dict[str, Any] = {}
     raw: dict[str, Any] = {}
-    manager = h5py.AttributeManager(_Parent(oid))
+    manager: Any = None
     listed = _h5chunks.read_attrs(oid, isinstance(oid, h5py.h5d.DatasetID), _NOT_READ)
     items: list[tuple[Any, Any]]
     if listed is None:
+        manager = h5py.AttributeManager(_Parent(oid))
         items = [(key, _h5chunks.SLOW) for key in manager]
     else:
         items = [(_decode_name(k), v) for k, v in listed]
@@ -406,6 +407,8 @@ def _read_attrs(oid: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             raw[key] = _DEFERRED  # read by _dimension_scales, which needs only the names
             continue
         if value is _h5chunks.SLOW:
+            if manager is None:
+                manager = h5py.AttributeManager(_Parent(oid))
             try:
                 value = manager[key]
             except (OSError, TypeError, ValueError):  # types h5py cannot read (vlen of vlen)
@@ -513,9 +516,8 @@ def _fillvalue(dsid: Any, dcpl: Any) -> Any:
     return arr[0]
 
 
-def _read_all(dsid: Any) -> npt.NDArray[Any]:
+def _read_all(dsid: Any, shape: tuple[int, ...]) -> npt.NDArray[Any]:
     """All values of a dataset of a numeric type, as ``Dataset[()]`` reads them."""
-    shape = tuple(dsid.shape)
     arr = np.zeros(shape, dtype=dsid.dtype)
     if arr.size:
         dsid.read(h5py.h5s.ALL, h5py.h5s.ALL, arr)
@@ -643,7 +645,9 @@ def _scan_file(
         sc = scales[name]
         assert sc is not None  # every remaining dataset got scales or phony dimensions
         try:
-            out[name] = _scan_dataset(ds, name, sc, dim_len, attrs[name], user_block, where)
+            out[name] = _scan_dataset(
+                ds, name, shapes[name], sc, dim_len, attrs[name], user_block, where
+            )
         except UnsupportedHDF5Error as exc:
             if on_unsupported == "raise":
                 raise
@@ -662,7 +666,7 @@ def _scan_file(
             and v.shape[0] <= _MAX_COORD
         ):
             dsid = datasets[name]
-            data = np.asarray(_read_all(dsid), dtype=np.dtype(v.dtype))
+            data = np.asarray(_read_all(dsid, shapes[name]), dtype=np.dtype(v.dtype))
             if data.shape != v.shape:  # a shorter coordinate on an unlimited dimension
                 fill = _fillvalue(dsid, dsid.get_create_plist())
                 full = np.full(v.shape, fill, dtype=data.dtype)
@@ -702,6 +706,7 @@ def _dtype_of(ds: Any, where: str) -> tuple[np.dtype[Any], bool]:
 def _scan_dataset(
     ds: Any,
     name: str,
+    own_shape: tuple[int, ...],
     scales: list[str],
     dim_len: dict[str, int],
     ds_attrs: tuple[dict[str, Any], dict[str, Any]],
@@ -719,7 +724,6 @@ def _scan_dataset(
     pipeline = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
     filters = [_codec(int(c), tuple(cd), dtype.itemsize, where) for c, _, cd, _ in pipeline]
 
-    own_shape = tuple(int(s) for s in ds.shape)
     shape = tuple(dim_len[k] for k in scales)
     dims = tuple(k.rsplit("/", 1)[-1] for k in scales)
     if layout_code == h5py.h5d.CHUNKED:
