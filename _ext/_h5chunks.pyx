@@ -195,6 +195,8 @@ cdef dict _SIGNATURES = {
     "H5Tget_super": "hid_t (hid_t)",
     "H5Rget_name": "Py_ssize_t (hid_t, H5R_type_t, void *, char *, size_t)",
     "H5Dvlen_reclaim": "herr_t (hid_t, hid_t, hid_t, void *)",
+    "H5Dget_type": "hid_t (hid_t)",
+    "H5Pget_fill_value": "herr_t (hid_t, hid_t, void *)",
 }
 
 
@@ -237,6 +239,8 @@ cdef H5Aopen_fn _Aopen = <H5Aopen_fn>_capi("H5Aopen")
 cdef hid_of_hid_fn _Tget_super = <hid_of_hid_fn>_capi("H5Tget_super")
 cdef H5Rget_name_fn _Rget_name = <H5Rget_name_fn>_capi("H5Rget_name")
 cdef H5Dvlen_reclaim_fn _Dvlen_reclaim = <H5Dvlen_reclaim_fn>_capi("H5Dvlen_reclaim")
+cdef hid_of_hid_fn _Dget_type = <hid_of_hid_fn>_capi("H5Dget_type")
+cdef H5Aread_fn _Pget_fill_value = <H5Aread_fn>_capi("H5Pget_fill_value")
 
 cdef int _INDEX_NAME = h5py.h5.INDEX_NAME
 cdef int _INDEX_CRT_ORDER = h5py.h5.INDEX_CRT_ORDER
@@ -311,11 +315,7 @@ cdef object _read_one(hid_t aid):
         tid = _Aget_type(aid)
         tclass = _Tget_class(tid)
         if tclass == _T_INTEGER or tclass == _T_FLOAT:
-            dtype = None
-            for i in range(len(_NUMERIC_IDS)):
-                if _Tequal(tid, <hid_t>_NUMERIC_IDS[i]) > 0:
-                    dtype = _NUMERIC_DTYPES[i]
-                    break
+            dtype = _numeric_dtype(tid)
             if dtype is None:
                 return SLOW
             mid = tid
@@ -341,6 +341,15 @@ cdef object _read_one(hid_t aid):
             _Tclose(tid)
         if sid >= 0:
             _Sclose(sid)
+
+
+cdef object _numeric_dtype(hid_t tid):
+    """The numpy dtype of a standard integer or IEEE float type, or None."""
+    cdef Py_ssize_t i
+    for i in range(len(_NUMERIC_IDS)):
+        if _Tequal(tid, <hid_t>_NUMERIC_IDS[i]) > 0:
+            return _NUMERIC_DTYPES[i]
+    return None
 
 
 cdef int _read_into(hid_t aid, hid_t mid, object arr) except -1:
@@ -478,3 +487,34 @@ def scale_names(dsid, fid):
                 _Sclose(sid)
             if aid >= 0:
                 _Aclose(aid)
+
+
+# --- Datasets of plain numbers -------------------------------------------------------------
+def numeric_info(dsid):
+    """``(dtype, fill value)`` of a dataset of a standard integer or IEEE float type.
+
+    The dtype is the one h5py gives ``dsid.dtype`` for such a type, the fill value what
+    h5py's ``Dataset.fillvalue`` returns (a numpy scalar of that dtype). None for any other
+    type or on an HDF5 error: ask h5py then.
+    """
+    cdef hid_t loc, tid = -1, pid = -1
+    cdef char[::1] buf
+    with _phil:
+        loc = dsid.id
+        try:
+            tid = _Dget_type(loc)
+            dtype = _numeric_dtype(tid)
+            if dtype is None:
+                return None
+            pid = _Dget_create_plist(loc)
+            arr = np.zeros((1,), dtype=dtype)
+            buf = arr.view(np.uint8).view("b")
+            _Pget_fill_value(pid, tid, &buf[0])
+            return dtype, arr[0]
+        except Exception:
+            return None
+        finally:
+            if pid >= 0:
+                _Pclose(pid)
+            if tid >= 0:
+                _Tclose(tid)

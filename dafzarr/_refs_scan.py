@@ -516,9 +516,9 @@ def _fillvalue(dsid: Any, dcpl: Any) -> Any:
     return arr[0]
 
 
-def _read_all(dsid: Any, shape: tuple[int, ...]) -> npt.NDArray[Any]:
-    """All values of a dataset of a numeric type, as ``Dataset[()]`` reads them."""
-    arr = np.zeros(shape, dtype=dsid.dtype)
+def _read_all(dsid: Any, shape: tuple[int, ...], dtype: Any) -> npt.NDArray[Any]:
+    """All values of a dataset of a numeric type (``dtype``: h5py's), as ``Dataset[()]``."""
+    arr = np.zeros(shape, dtype=dtype)
     if arr.size:
         dsid.read(h5py.h5s.ALL, h5py.h5s.ALL, arr)
     return arr
@@ -638,6 +638,7 @@ def _scan_file(
             scales[name] = [phony[n] for n in shapes[name]]
 
     out: dict[str, Variable] = {}
+    numeric: dict[str, tuple[np.dtype[Any], Any] | None] = {}
     for name, ds in datasets.items():
         if name in dimension_only or (wanted is not None and name not in wanted):
             continue
@@ -645,8 +646,9 @@ def _scan_file(
         sc = scales[name]
         assert sc is not None  # every remaining dataset got scales or phony dimensions
         try:
+            numeric[name] = _h5chunks.numeric_info(ds)
             out[name] = _scan_dataset(
-                ds, name, shapes[name], sc, dim_len, attrs[name], user_block, where
+                ds, name, shapes[name], numeric[name], sc, dim_len, attrs[name], user_block, where
             )
         except UnsupportedHDF5Error as exc:
             if on_unsupported == "raise":
@@ -666,9 +668,11 @@ def _scan_file(
             and v.shape[0] <= _MAX_COORD
         ):
             dsid = datasets[name]
-            data = np.asarray(_read_all(dsid, shapes[name]), dtype=np.dtype(v.dtype))
+            info = numeric[name]
+            file_dtype = dsid.dtype if info is None else info[0]
+            data = np.asarray(_read_all(dsid, shapes[name], file_dtype), dtype=np.dtype(v.dtype))
             if data.shape != v.shape:  # a shorter coordinate on an unlimited dimension
-                fill = _fillvalue(dsid, dsid.get_create_plist())
+                fill = _fillvalue(dsid, dsid.get_create_plist()) if info is None else info[1]
                 full = np.full(v.shape, fill, dtype=data.dtype)
                 full[: data.shape[0]] = data
                 data = full
@@ -707,13 +711,15 @@ def _scan_dataset(
     ds: Any,
     name: str,
     own_shape: tuple[int, ...],
+    numeric: tuple[np.dtype[Any], Any] | None,
     scales: list[str],
     dim_len: dict[str, int],
     ds_attrs: tuple[dict[str, Any], dict[str, Any]],
     user_block: int,
     where: str,
 ) -> Variable:
-    dtype, vlen = _dtype_of(ds, where)
+    # Standard integers and floats: dtype and fill value from the extension, as h5py's.
+    dtype, vlen = (numeric[0], False) if numeric is not None else _dtype_of(ds, where)
     dcpl = ds.get_create_plist()
     layout_code = dcpl.get_layout()
     if layout_code == h5py.h5d.VIRTUAL:
@@ -731,7 +737,10 @@ def _scan_dataset(
     else:
         chunks = tuple(max(1, s) for s in shape)
 
-    fill_raw = _fillvalue(ds, dcpl) if not vlen else None
+    if vlen:
+        fill_raw = None
+    else:
+        fill_raw = numeric[1] if numeric is not None else _fillvalue(ds, dcpl)
     # vlen strings: no fill (xarray would mask a "" fill, turning empty strings into NaN)
     fill_value = encode_fill(fill_raw, dtype) if not vlen else None
     attrs = dict(ds_attrs[0])
