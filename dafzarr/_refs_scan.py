@@ -180,7 +180,7 @@ class ScanResult:
     def to_arrow(self) -> pa.Table:
         """All references of the file in one Arrow table; metadata in the schema.
 
-        This is what crosses process boundaries in parallel scans (see :meth:`from_arrow`).
+        This is what a dask cluster sends back in parallel scans (see :meth:`from_arrow`).
         """
         parts = []
         for v in self.variables.values():
@@ -658,7 +658,7 @@ def _scan_file(
             raise H5Error(f"{where}: {exc}") from exc
     dimensions = {k.lstrip("/"): v for k, v in dim_len.items()}
     # Values of coordinate variables (1-D, named after their dimension), for composing
-    # files along a dimension; read here so only tables cross process boundaries.
+    # files along a dimension; read here so that workers send back everything compose needs.
     coords = {}
     for name, v in out.items():
         if (
