@@ -6,14 +6,35 @@ taken from h5py's exported C API (``h5py.defs.__pyx_capi__``), so it runs on the
 library instance as h5py's identifiers and needs no HDF5 headers at build time.
 """
 # --- C imports -----------------------------------------------------------------
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.pycapsule cimport PyCapsule_GetName, PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport int64_t, uint32_t
 
-from _hdf5_api cimport H5D_chunk_iter_op_t, H5Dchunk_iter_fn, haddr_t, hid_t, hsize_t
+from _hdf5_api cimport (
+    H5Aget_name_fn,
+    H5Aopen_fn,
+    H5Dvlen_reclaim_fn,
+    H5Rget_name_fn,
+    H5Aopen_by_idx_fn,
+    H5Aread_fn,
+    H5D_chunk_iter_op_t,
+    H5Dchunk_iter_fn,
+    H5Pget_attr_creation_order_fn,
+    H5Sget_simple_extent_dims_fn,
+    haddr_t,
+    herr_of_hid_fn,
+    hid_of_hid_fn,
+    hid_t,
+    hsize_t,
+    htri_of_hid_hid_fn,
+    int_of_hid_fn,
+    size_of_hid_fn,
+)
 
 # --- Python imports ------------------------------------------------------------
 import h5py
 import h5py.defs
+import numpy as np
 from h5py._objects import phil as _phil
 
 # --- The capsule ----------------------------------------------------------------
@@ -139,3 +160,361 @@ def chunk_index(dsid, tuple chunks, tuple grid, int64_t[::1] offsets not None,
             raise ValueError(f"chunk at element offset {where} lies outside the chunk grid {grid}")
         raise ValueError(f"chunk at element offset {where} was reported twice")
     return v.count
+
+
+# --- Attributes ---------------------------------------------------------------------------
+# Reading an attribute through h5py's AttributeManager creates half a dozen identifier objects
+# (attribute, type, space, memory type), each registered with h5py; on small files that is most
+# of the scan. `read_attrs` reads the common kinds (standard integers and IEEE floats, fixed-
+# length strings; scalar or simple dataspaces) with plain HDF5 calls into exactly the values
+# AttributeManager returns, and leaves every other attribute to it (the value SLOW).
+SLOW = object()
+
+cdef dict _SIGNATURES = {
+    "H5Aget_num_attrs": "int (hid_t)",
+    "H5Dget_create_plist": "hid_t (hid_t)",
+    "H5Gget_create_plist": "hid_t (hid_t)",
+    "H5Pget_attr_creation_order": "herr_t (hid_t, unsigned int *)",
+    "H5Pclose": "herr_t (hid_t)",
+    "H5Aopen_by_idx": "hid_t (hid_t, char *, H5_index_t, H5_iter_order_t, hsize_t, hid_t, hid_t)",
+    "H5Aget_name": "Py_ssize_t (hid_t, size_t, char *)",
+    "H5Aclose": "herr_t (hid_t)",
+    "H5Aget_space": "hid_t (hid_t)",
+    "H5Aget_type": "hid_t (hid_t)",
+    "H5Sget_simple_extent_type": "H5S_class_t (hid_t)",
+    "H5Sget_simple_extent_dims": "int (hid_t, hsize_t *, hsize_t *)",
+    "H5Sclose": "herr_t (hid_t)",
+    "H5Tget_class": "enum H5T_class_t (hid_t)",
+    "H5Tequal": "htri_t (hid_t, hid_t)",
+    "H5Tis_variable_str": "htri_t (hid_t)",
+    "H5Tget_size": "size_t (hid_t)",
+    "H5Tget_cset": "H5T_cset_t (hid_t)",
+    "H5Tclose": "herr_t (hid_t)",
+    "H5Aread": "herr_t (hid_t, hid_t, void *)",
+    "H5Aopen": "hid_t (hid_t, char *, hid_t)",
+    "H5Tget_super": "hid_t (hid_t)",
+    "H5Rget_name": "Py_ssize_t (hid_t, H5R_type_t, void *, char *, size_t)",
+    "H5Dvlen_reclaim": "herr_t (hid_t, hid_t, hid_t, void *)",
+    "H5Dget_type": "hid_t (hid_t)",
+    "H5Pget_fill_value": "herr_t (hid_t, hid_t, void *)",
+}
+
+
+cdef void *_capi(str name) except NULL:
+    capsule = getattr(h5py.defs, "__pyx_capi__", {}).get(name)
+    if capsule is None or not PyCapsule_IsValid(capsule, PyCapsule_GetName(capsule)):
+        raise ImportError(f"h5py {h5py.version.version} does not export {name}")
+    got = (<bytes>PyCapsule_GetName(capsule)).decode("ascii")
+    if got != _SIGNATURES[name]:
+        raise ImportError(
+            f"h5py {h5py.version.version} exports {name} with the signature {got!r}, "
+            f"expected {_SIGNATURES[name]!r}"
+        )
+    return PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+
+
+cdef int_of_hid_fn _Aget_num_attrs = <int_of_hid_fn>_capi("H5Aget_num_attrs")
+cdef hid_of_hid_fn _Dget_create_plist = <hid_of_hid_fn>_capi("H5Dget_create_plist")
+cdef hid_of_hid_fn _Gget_create_plist = <hid_of_hid_fn>_capi("H5Gget_create_plist")
+cdef H5Pget_attr_creation_order_fn _Pget_attr_creation_order = (
+    <H5Pget_attr_creation_order_fn>_capi("H5Pget_attr_creation_order"))
+cdef herr_of_hid_fn _Pclose = <herr_of_hid_fn>_capi("H5Pclose")
+cdef H5Aopen_by_idx_fn _Aopen_by_idx = <H5Aopen_by_idx_fn>_capi("H5Aopen_by_idx")
+cdef H5Aget_name_fn _Aget_name = <H5Aget_name_fn>_capi("H5Aget_name")
+cdef herr_of_hid_fn _Aclose = <herr_of_hid_fn>_capi("H5Aclose")
+cdef hid_of_hid_fn _Aget_space = <hid_of_hid_fn>_capi("H5Aget_space")
+cdef hid_of_hid_fn _Aget_type = <hid_of_hid_fn>_capi("H5Aget_type")
+cdef int_of_hid_fn _Sget_simple_extent_type = <int_of_hid_fn>_capi("H5Sget_simple_extent_type")
+cdef H5Sget_simple_extent_dims_fn _Sget_simple_extent_dims = (
+    <H5Sget_simple_extent_dims_fn>_capi("H5Sget_simple_extent_dims"))
+cdef herr_of_hid_fn _Sclose = <herr_of_hid_fn>_capi("H5Sclose")
+cdef int_of_hid_fn _Tget_class = <int_of_hid_fn>_capi("H5Tget_class")
+cdef htri_of_hid_hid_fn _Tequal = <htri_of_hid_hid_fn>_capi("H5Tequal")
+cdef int_of_hid_fn _Tis_variable_str = <int_of_hid_fn>_capi("H5Tis_variable_str")
+cdef size_of_hid_fn _Tget_size = <size_of_hid_fn>_capi("H5Tget_size")
+cdef int_of_hid_fn _Tget_cset = <int_of_hid_fn>_capi("H5Tget_cset")
+cdef herr_of_hid_fn _Tclose = <herr_of_hid_fn>_capi("H5Tclose")
+cdef H5Aread_fn _Aread = <H5Aread_fn>_capi("H5Aread")
+cdef H5Aopen_fn _Aopen = <H5Aopen_fn>_capi("H5Aopen")
+cdef hid_of_hid_fn _Tget_super = <hid_of_hid_fn>_capi("H5Tget_super")
+cdef H5Rget_name_fn _Rget_name = <H5Rget_name_fn>_capi("H5Rget_name")
+cdef H5Dvlen_reclaim_fn _Dvlen_reclaim = <H5Dvlen_reclaim_fn>_capi("H5Dvlen_reclaim")
+cdef hid_of_hid_fn _Dget_type = <hid_of_hid_fn>_capi("H5Dget_type")
+cdef H5Aread_fn _Pget_fill_value = <H5Aread_fn>_capi("H5Pget_fill_value")
+
+cdef int _INDEX_NAME = h5py.h5.INDEX_NAME
+cdef int _INDEX_CRT_ORDER = h5py.h5.INDEX_CRT_ORDER
+cdef int _ITER_INC = h5py.h5.ITER_INC
+cdef unsigned _CRT_ORDER_TRACKED = h5py.h5p.CRT_ORDER_TRACKED
+cdef int _S_SCALAR = h5py.h5s.SCALAR
+cdef int _S_SIMPLE = h5py.h5s.SIMPLE
+cdef int _T_INTEGER = h5py.h5t.INTEGER
+cdef int _T_FLOAT = h5py.h5t.FLOAT
+cdef int _T_STRING = h5py.h5t.STRING
+cdef int _T_VLEN = h5py.h5t.VLEN
+cdef int _R_OBJECT = h5py.h5r.OBJECT
+cdef int _CSET_ASCII = h5py.h5t.CSET_ASCII
+cdef int _CSET_UTF8 = h5py.h5t.CSET_UTF8
+
+# Standard numeric file types and the numpy dtype h5py gives them; an attribute of a type
+# equal to one of these is read with that type as memory type (no conversion), as h5py does.
+_NUMERIC = []
+for _order, _tag in (("<", "LE"), (">", "BE")):
+    for _bits in (8, 16, 32, 64):
+        for _kind, _prefix in (("i", "STD_I"), ("u", "STD_U")):
+            _NUMERIC.append((getattr(h5py.h5t, f"{_prefix}{_bits}{_tag}"),
+                             np.dtype(f"{_order}{_kind}{_bits // 8}")))
+    for _bits in (32, 64):
+        _NUMERIC.append((getattr(h5py.h5t, f"IEEE_F{_bits}{_tag}"),
+                         np.dtype(f"{_order}f{_bits // 8}")))
+# Most common first: little-endian doubles, floats, ints, shorts.
+_NUMERIC.sort(key=lambda t: (t[1].byteorder == ">", t[1].kind == "u",
+                             {"f": 0, "i": 1, "u": 1}[t[1].kind], -t[1].itemsize))
+cdef list _NUMERIC_IDS = [t.id for t, _ in _NUMERIC]
+cdef list _NUMERIC_DTYPES = [d for _, d in _NUMERIC]
+
+# Fixed-length strings: h5py's own memory type and dtype for (size, cset), made on first use.
+cdef dict _STRINGS = {}
+
+
+cdef tuple _string_type(size_t size, int cset):
+    key = (size, cset)
+    got = _STRINGS.get(key)
+    if got is None:
+        dt = h5py.h5t.string_dtype("utf-8" if cset == _CSET_UTF8 else "ascii", <Py_ssize_t>size)
+        mtype = h5py.h5t.py_create(dt)
+        got = _STRINGS[key] = (mtype, mtype.id, dt)
+    return <tuple>got
+
+
+cdef object _read_one(hid_t aid):
+    """The value AttributeManager would return, or SLOW for kinds left to it."""
+    cdef hid_t sid = -1
+    cdef hid_t tid = -1
+    cdef int sclass, tclass, ndim, k
+    cdef hsize_t dims[_MAX_RANK]
+    cdef hid_t mid
+    cdef Py_ssize_t i
+    cdef object arr, dtype
+    try:
+        sid = _Aget_space(aid)
+        sclass = _Sget_simple_extent_type(sid)
+        if sclass == _S_SCALAR:
+            ndim = 0
+        elif sclass == _S_SIMPLE:
+            ndim = _Sget_simple_extent_dims(sid, NULL, NULL)
+            if not 0 < ndim <= _MAX_RANK:
+                return SLOW
+            _Sget_simple_extent_dims(sid, dims, NULL)
+            for k in range(ndim):
+                if dims[k] == 0:
+                    return SLOW
+        else:
+            return SLOW  # null dataspace: h5py.Empty
+        shape = tuple([dims[k] for k in range(ndim)])
+        tid = _Aget_type(aid)
+        tclass = _Tget_class(tid)
+        if tclass == _T_INTEGER or tclass == _T_FLOAT:
+            dtype = _numeric_dtype(tid)
+            if dtype is None:
+                return SLOW
+            mid = tid
+        elif tclass == _T_STRING:
+            if _Tis_variable_str(tid) != 0:
+                return SLOW
+            k = _Tget_cset(tid)
+            if k != _CSET_ASCII and k != _CSET_UTF8:
+                return SLOW
+            mtype, mid_obj, dtype = _string_type(_Tget_size(tid), k)
+            mid = <hid_t>mid_obj
+        else:
+            return SLOW
+        arr = np.zeros(shape, dtype=dtype)
+        _read_into(aid, mid, arr)
+        if ndim == 0:
+            return arr[()]
+        return arr
+    except Exception:
+        return SLOW  # AttributeManager reproduces the failure, or reads it after all
+    finally:
+        if tid >= 0:
+            _Tclose(tid)
+        if sid >= 0:
+            _Sclose(sid)
+
+
+cdef object _numeric_dtype(hid_t tid):
+    """The numpy dtype of a standard integer or IEEE float type, or None."""
+    cdef Py_ssize_t i
+    for i in range(len(_NUMERIC_IDS)):
+        if _Tequal(tid, <hid_t>_NUMERIC_IDS[i]) > 0:
+            return _NUMERIC_DTYPES[i]
+    return None
+
+
+cdef int _read_into(hid_t aid, hid_t mid, object arr) except -1:
+    cdef char[::1] buf = arr.reshape(-1).view(np.uint8).view("b")
+    if buf.shape[0]:
+        _Aread(aid, mid, &buf[0])
+    return 0
+
+
+def read_attrs(objid, bint dataset, skip):
+    """``[(name, value), ...]`` of an object's attributes in h5py's iteration order.
+
+    ``objid`` is an open ``DatasetID`` (``dataset`` true) or ``GroupID``; names (bytes) in
+    ``skip`` are listed with value None and not read; other values are what h5py's
+    ``AttributeManager`` returns, or :data:`SLOW` where it has to be asked. Returns None when
+    the attributes cannot be listed this way (then ask h5py for everything).
+    """
+    cdef hid_t loc, pid, aid
+    cdef unsigned order = 0
+    cdef int n, i, idx_type
+    cdef Py_ssize_t length
+    cdef char namebuf[256]
+    cdef bytes name
+    out = []
+    with _phil:
+        loc = objid.id  # `objid` stays referenced by this frame
+        try:
+            n = _Aget_num_attrs(loc)
+            pid = _Dget_create_plist(loc) if dataset else _Gget_create_plist(loc)
+            try:
+                _Pget_attr_creation_order(pid, &order)
+            finally:
+                _Pclose(pid)
+        except Exception:
+            return None
+        idx_type = _INDEX_CRT_ORDER if order & _CRT_ORDER_TRACKED else _INDEX_NAME
+        for i in range(n):
+            try:
+                aid = _Aopen_by_idx(loc, b".", idx_type, _ITER_INC, <hsize_t>i, 0, 0)
+            except Exception:
+                return None
+            try:
+                length = _Aget_name(aid, sizeof(namebuf), namebuf)
+                if length < <Py_ssize_t>sizeof(namebuf):
+                    name = namebuf[:length]
+                else:
+                    big = bytearray(length + 1)
+                    _Aget_name(aid, length + 1, <char *>big)
+                    name = bytes(big[:length])
+                out.append((name, None if name in skip else _read_one(aid)))
+            except Exception:
+                return None
+            finally:
+                _Aclose(aid)
+    return out
+
+
+# --- Dimension scales ------------------------------------------------------------------------
+ctypedef struct _hvl_t:
+    size_t len
+    void *p
+
+# Memory type of DIMENSION_LIST: variable-length sequences of object references.
+_VLEN_REF = h5py.h5t.py_create(h5py.vlen_dtype(h5py.ref_dtype), logical=True)
+cdef hid_t _VLEN_REF_ID = _VLEN_REF.id
+cdef hid_t _REF_OBJ_ID = h5py.h5t.STD_REF_OBJ.id
+
+
+def scale_names(dsid, fid):
+    """The paths (bytes) of the first dimension scale attached to each axis of ``dsid``.
+
+    Reads ``DIMENSION_LIST`` (a 1-D attribute of variable-length object references) and
+    names each axis' first reference relative to the file ``fid``, as ``h5py.h5r.get_name``
+    does. None when an axis has no scale; :data:`SLOW` for anything else (another layout of
+    the attribute, a reference without a name, an HDF5 error): ask h5py then.
+    """
+    cdef hid_t loc, floc, aid = -1, sid = -1, tid = -1, sup = -1
+    cdef int ndim, k
+    cdef hsize_t n = 0
+    cdef _hvl_t *buf = NULL
+    cdef bint have = False
+    cdef Py_ssize_t length
+    cdef char namebuf[256]
+    with _phil:
+        loc = dsid.id
+        floc = fid.id
+        try:
+            aid = _Aopen(loc, b"DIMENSION_LIST", 0)
+            sid = _Aget_space(aid)
+            if _Sget_simple_extent_type(sid) != _S_SIMPLE:
+                return SLOW
+            ndim = _Sget_simple_extent_dims(sid, NULL, NULL)
+            if ndim != 1:
+                return SLOW
+            _Sget_simple_extent_dims(sid, &n, NULL)
+            tid = _Aget_type(aid)
+            if _Tget_class(tid) != _T_VLEN:
+                return SLOW
+            sup = _Tget_super(tid)
+            if _Tequal(sup, _REF_OBJ_ID) <= 0:
+                return SLOW
+            if n == 0:
+                return []
+            buf = <_hvl_t *>PyMem_Calloc(n, sizeof(_hvl_t))
+            if buf == NULL:
+                raise MemoryError()
+            _Aread(aid, _VLEN_REF_ID, buf)
+            have = True
+            out = []
+            for k in range(<int>n):
+                if buf[k].len == 0:
+                    return None
+                length = _Rget_name(floc, _R_OBJECT, buf[k].p, NULL, 0)
+                if length <= 0:
+                    return SLOW
+                if length < <Py_ssize_t>sizeof(namebuf):
+                    _Rget_name(floc, _R_OBJECT, buf[k].p, namebuf, sizeof(namebuf))
+                    out.append(namebuf[:length])
+                else:
+                    big = bytearray(length + 1)
+                    _Rget_name(floc, _R_OBJECT, buf[k].p, <char *>big, length + 1)
+                    out.append(bytes(big[:length]))
+            return out
+        except Exception:
+            return SLOW
+        finally:
+            if have:
+                _Dvlen_reclaim(_VLEN_REF_ID, sid, 0, buf)
+            PyMem_Free(buf)
+            if sup >= 0:
+                _Tclose(sup)
+            if tid >= 0:
+                _Tclose(tid)
+            if sid >= 0:
+                _Sclose(sid)
+            if aid >= 0:
+                _Aclose(aid)
+
+
+# --- Datasets of plain numbers -------------------------------------------------------------
+def numeric_info(dsid):
+    """``(dtype, fill value)`` of a dataset of a standard integer or IEEE float type.
+
+    The dtype is the one h5py gives ``dsid.dtype`` for such a type, the fill value what
+    h5py's ``Dataset.fillvalue`` returns (a numpy scalar of that dtype). None for any other
+    type or on an HDF5 error: ask h5py then.
+    """
+    cdef hid_t loc, tid = -1, pid = -1
+    cdef char[::1] buf
+    with _phil:
+        loc = dsid.id
+        try:
+            tid = _Dget_type(loc)
+            dtype = _numeric_dtype(tid)
+            if dtype is None:
+                return None
+            pid = _Dget_create_plist(loc)
+            arr = np.zeros((1,), dtype=dtype)
+            buf = arr.view(np.uint8).view("b")
+            _Pget_fill_value(pid, tid, &buf[0])
+            return dtype, arr[0]
+        except Exception:
+            return None
+        finally:
+            if pid >= 0:
+                _Pclose(pid)
+            if tid >= 0:
+                _Tclose(tid)

@@ -19,3 +19,20 @@ ctypedef int (*H5D_chunk_iter_op_t)(const hsize_t *offset, unsigned filter_mask,
 # h5py's wrapper of H5Dchunk_iter: raises and returns -1 on failure.
 ctypedef herr_t (*H5Dchunk_iter_fn)(hid_t dset_id, hid_t dxpl_id, H5D_chunk_iter_op_t op,
                                     void *op_data) except -1
+
+# Attribute, datatype, dataspace and property-list functions used to read attributes without
+# h5py's per-object wrappers (h5py's error-translating wrappers: a Python exception is set on
+# failure, hence `except *`). Enumerations are passed and returned as C ints.
+ctypedef int (*int_of_hid_fn)(hid_t) except *
+ctypedef hid_t (*hid_of_hid_fn)(hid_t) except *
+ctypedef herr_t (*herr_of_hid_fn)(hid_t) except *
+ctypedef size_t (*size_of_hid_fn)(hid_t) except *
+ctypedef herr_t (*H5Pget_attr_creation_order_fn)(hid_t, unsigned int *) except *
+ctypedef hid_t (*H5Aopen_by_idx_fn)(hid_t, char *, int, int, hsize_t, hid_t, hid_t) except *
+ctypedef Py_ssize_t (*H5Aget_name_fn)(hid_t, size_t, char *) except *
+ctypedef int (*H5Sget_simple_extent_dims_fn)(hid_t, hsize_t *, hsize_t *) except *
+ctypedef int (*htri_of_hid_hid_fn)(hid_t, hid_t) except *
+ctypedef herr_t (*H5Aread_fn)(hid_t, hid_t, void *) except *
+ctypedef hid_t (*H5Aopen_fn)(hid_t, char *, hid_t) except *
+ctypedef Py_ssize_t (*H5Rget_name_fn)(hid_t, int, void *, char *, size_t) except *
+ctypedef herr_t (*H5Dvlen_reclaim_fn)(hid_t, hid_t, hid_t, void *) except *

@@ -89,6 +89,8 @@ def mosaic_sources(
             seen.add(item)
     if check_sizes:
         for a, p in zip(acc, pub, strict=True):
+            if public is None and "://" not in a:
+                continue  # p is file_url(a)
             if p.startswith("file://") and p != file_url(a):
                 local = Path(p.removeprefix("file://"))
                 if local.exists() and local.stat().st_size != Path(a).stat().st_size:
@@ -136,8 +138,23 @@ class _Progress:
 
 # --- Scanning many files ------------------------------------------------------------------
 def _scan_table(access: str, public: str, on_unsupported: OnUnsupported) -> pa.Table:
-    """Scan one file into one Arrow table (the only thing sent between processes)."""
+    """Scan one file into one Arrow table (what is sent back from a dask cluster)."""
     return scan(access, url=public, on_unsupported=on_unsupported).to_arrow()
+
+
+def _scan_batch(
+    access: list[str], public: list[str], on_unsupported: OnUnsupported
+) -> list[ScanResult]:
+    """Scan several files in a local worker process (results return pickled, in one message)."""
+    return [
+        scan(a, url=p, on_unsupported=on_unsupported) for a, p in zip(access, public, strict=True)
+    ]
+
+
+# Files per task for local processes: enough tasks per worker to balance the load, few enough
+# that a task costs much more than sending it and its results.
+_BATCH_MAX = 64
+_TASKS_PER_WORKER = 8
 
 
 def _worker_context() -> BaseContext:
@@ -167,8 +184,9 @@ def scan_many(
 ) -> list[ScanResult]:
     """Scan every source file, in the order of ``sources``.
 
-    ``workers=None`` or ``1`` scans in this process; ``workers=N`` uses N local processes; a
-    ``dask.distributed.Client`` runs the scans on its cluster. Only Arrow tables travel back.
+    ``workers=None`` or ``1`` scans in this process; ``workers=N`` uses N local processes
+    (files handed out in batches, results sent back pickled); a ``dask.distributed.Client``
+    runs the scans on its cluster, one task per file, and only Arrow tables travel back.
     """
     table = _sources_table(sources)
     access = table.column("access").to_pylist()
@@ -194,14 +212,20 @@ def scan_many(
     else:
         if not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be None, an int >= 1 or a dask Client: {workers!r}")
+        n = len(access)
+        batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
         with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
             futs = {
-                ex.submit(_scan_table, a, p, on_unsupported): i
-                for i, (a, p) in enumerate(zip(access, public, strict=True))
+                ex.submit(
+                    _scan_batch, access[i : i + batch], public[i : i + batch], on_unsupported
+                ): i
+                for i in range(0, n, batch)
             }
             for fut in as_completed(futs):
-                results[futs[fut]] = ScanResult.from_arrow(fut.result())
-                bar.step()
+                done = fut.result()
+                start = futs[fut]
+                results[start : start + len(done)] = done
+                bar.step(len(done))
     return [r for r in results if r is not None]
 
 
@@ -348,6 +372,12 @@ def _check_overlap(
                 f"variable {name!r}: scalar placed from {pieces[0][0].path} and {pieces[1][0].path}"
             )
         return
+    # Boxes that are disjoint along one axis cannot overlap: with the pieces sorted along it,
+    # each ends where (or before) the next starts. Only otherwise compare every pair.
+    for axis in range(lo.shape[1]):
+        order = np.argsort(lo[:, axis], kind="stable")
+        if np.all(hi[order[:-1], axis] <= lo[order[1:], axis]):
+            return
     inter = np.all((lo[:, None, :] < hi[None, :, :]) & (lo[None, :, :] < hi[:, None, :]), axis=2)
     np.fill_diagonal(inter, False)
     if inter.any():

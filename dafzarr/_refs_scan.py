@@ -20,6 +20,11 @@ import pyarrow as pa
 from . import _h5chunks
 from .errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
 
+try:  # how h5py.File encodes file names for HDF5
+    from h5py._hl.compat import filename_encode as _filename_encode
+except ImportError:
+    _filename_encode = os.fsencode
+
 __all__ = ["HIDDEN_ATTRIBUTES", "ScanResult", "Variable", "file_url", "scan"]
 
 # netCDF-C / HDF5 dimension-scale bookkeeping; exact names only (``_NCPROPERTIES`` is ordinary).
@@ -175,7 +180,7 @@ class ScanResult:
     def to_arrow(self) -> pa.Table:
         """All references of the file in one Arrow table; metadata in the schema.
 
-        This is what crosses process boundaries in parallel scans (see :meth:`from_arrow`).
+        This is what a dask cluster sends back in parallel scans (see :meth:`from_arrow`).
         """
         parts = []
         for v in self.variables.values():
@@ -355,19 +360,59 @@ def _codec(code: int, cd: tuple[int, ...], itemsize: int, where: str) -> dict[st
 # --- Scanning ----------------------------------------------------------------------------
 # Hidden attributes the scanner itself needs (read raw, once per dataset).
 _NEEDED_RAW = ("CLASS", "NAME", "DIMENSION_LIST", "_FillValue")
+_NOT_READ = frozenset(k.encode() for k in HIDDEN_ATTRIBUTES.difference(_NEEDED_RAW))
 
 
-def _read_attrs(attrs: h5py.AttributeManager) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Each attribute read once: (visible ones as JSON data, raw values the scanner needs)."""
+_DEFERRED = object()  # an attribute left for its user to read
+
+
+class _Parent:
+    """What :class:`h5py.AttributeManager` needs of an object: its identifier."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, oid: Any) -> None:
+        self.id = oid
+
+
+def _decode_name(raw: bytes) -> str | bytes:
+    """An HDF5 name as h5py gives it: UTF-8 text, or the bytes when they are not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _read_attrs(oid: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each attribute read once: (visible ones as JSON data, raw values the scanner needs).
+
+    ``oid`` is an open ``GroupID`` or ``DatasetID``. Common attribute kinds are read by the
+    extension directly; the others (and everything, if the extension cannot list them)
+    through h5py's ``AttributeManager``, with the same values either way.
+    """
     visible: dict[str, Any] = {}
     raw: dict[str, Any] = {}
-    for key in attrs:
+    manager: Any = None
+    listed = _h5chunks.read_attrs(oid, isinstance(oid, h5py.h5d.DatasetID), _NOT_READ)
+    items: list[tuple[Any, Any]]
+    if listed is None:
+        manager = h5py.AttributeManager(_Parent(oid))
+        items = [(key, _h5chunks.SLOW) for key in manager]
+    else:
+        items = [(_decode_name(k), v) for k, v in listed]
+    for key, value in items:
         if key in HIDDEN_ATTRIBUTES and key not in _NEEDED_RAW:
             continue
-        try:
-            value = attrs[key]
-        except (OSError, TypeError, ValueError):  # types h5py cannot read (e.g. vlen of vlen)
+        if key == "DIMENSION_LIST" and value is _h5chunks.SLOW:
+            raw[key] = _DEFERRED  # read by _dimension_scales, which needs only the names
             continue
+        if value is _h5chunks.SLOW:
+            if manager is None:
+                manager = h5py.AttributeManager(_Parent(oid))
+            try:
+                value = manager[key]
+            except (OSError, TypeError, ValueError):  # types h5py cannot read (vlen of vlen)
+                continue
         if key in _NEEDED_RAW:
             raw[key] = value
         if key not in HIDDEN_ATTRIBUTES:
@@ -380,51 +425,103 @@ def _is_dimension_only(raw: dict[str, Any]) -> bool:
     return isinstance(name, bytes) and name.startswith(_DIMENSION_ONLY)
 
 
-def _collect(f: h5py.File) -> tuple[list[str], list[str]]:
-    """Dataset and group paths of hard links (no object is opened while visiting).
+def _collect(fid: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Datasets and groups reached through hard links: path -> open identifier.
 
-    Object info (``H5Ovisit``'s) would also measure each dataset's chunk index, a walk of
-    the whole index per dataset; link names cost nothing of the kind.
+    Links are listed first (no object is opened while visiting): object info (``H5Ovisit``'s)
+    would also measure each dataset's chunk index, a walk of the whole index per dataset.
     """
     names: list[bytes] = []
-    f.id.links.visit(names.append)
-    datasets: list[str] = []
-    groups: list[str] = []
+    fid.links.visit(names.append)
+    datasets: dict[str, Any] = {}
+    groups: dict[str, Any] = {}
     for raw in names:
         # Soft links name objects reached through their hard link anyway; external links
         # point into other files, whose byte offsets must not be written against this one.
-        if f.id.links.get_info(raw).type != h5py.h5l.TYPE_HARD:
+        if fid.links.get_info(raw).type != h5py.h5l.TYPE_HARD:
             continue
         try:
-            obj = h5py.h5o.open(f.id, raw)
+            obj = h5py.h5o.open(fid, raw)
         except (KeyError, OSError, ValueError):  # dangling soft or external link
             continue
         if isinstance(obj, h5py.h5d.DatasetID):
-            datasets.append(raw.decode("utf-8"))
+            datasets[raw.decode("utf-8")] = obj
         elif isinstance(obj, h5py.h5g.GroupID):
-            groups.append(raw.decode("utf-8"))
+            groups[raw.decode("utf-8")] = obj
     return datasets, groups
 
 
-def _dimension_scales(f: h5py.File, raw: dict[str, Any], ndim: int) -> list[str] | None:
+def _dimension_scales(fid: Any, dsid: Any, raw: dict[str, Any], ndim: int) -> list[str] | None:
     """HDF5 paths of the dimension scales attached to each axis, from ``DIMENSION_LIST``."""
     dl = raw.get("DIMENSION_LIST")
     if dl is None:
         return None
     out = []
+    if dl is _DEFERRED:
+        names = _h5chunks.scale_names(dsid, fid)
+        if names is None:  # an axis without a scale
+            return None
+        if names is not _h5chunks.SLOW:
+            try:
+                out = [n.decode("utf-8") for n in names]
+            except ValueError:
+                return None
+            return out if len(out) == ndim else None
+        try:
+            dl = h5py.AttributeManager(_Parent(dsid))["DIMENSION_LIST"]
+        except (OSError, TypeError, ValueError):  # as _read_attrs: an unreadable attribute
+            return None
     try:
         for axis_refs in dl:
             refs = np.atleast_1d(axis_refs)
             if not refs.size:
                 return None
-            out.append(h5py.h5r.get_name(refs[0], f.id).decode("utf-8"))
+            out.append(h5py.h5r.get_name(refs[0], fid).decode("utf-8"))
     except (KeyError, ValueError, TypeError, OSError):
         return None
     return out if len(out) == ndim else None
 
 
-def _user_block(f: h5py.File) -> int:
-    return int(f.id.get_create_plist().get_userblock())
+def _user_block(fid: Any) -> int:
+    return int(fid.get_create_plist().get_userblock())
+
+
+_FAPL: Any = None
+
+
+def _file_access() -> Any:
+    """The file access properties ``h5py.File(path, "r")`` uses by default."""
+    try:
+        from h5py._hl.files import make_fapl
+
+        return make_fapl(None)
+    except (ImportError, TypeError):  # h5py reorganised its helpers: its defaults by hand
+        fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+        fapl.set_libver_bounds(h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_LATEST)
+        return fapl
+
+
+def _open(p: str) -> Any:
+    """``h5py.File(p, "r")``'s file identifier, without the high-level File around it."""
+    global _FAPL
+    if _FAPL is None:
+        _FAPL = _file_access()
+    return h5py.h5f.open(_filename_encode(p), h5py.h5f.ACC_RDONLY, fapl=_FAPL)
+
+
+def _fillvalue(dsid: Any, dcpl: Any) -> Any:
+    """The HDF5 fill value as h5py's ``Dataset.fillvalue`` gives it."""
+    arr = np.zeros((1,), dtype=dsid.dtype)
+    dcpl.get_fill_value(arr)
+    return arr[0]
+
+
+def _read_all(dsid: Any, shape: tuple[int, ...], dtype: Any) -> npt.NDArray[Any]:
+    """All values of a dataset of a numeric type (``dtype``: h5py's), as ``Dataset[()]``."""
+    arr = np.zeros(shape, dtype=dtype)
+    if arr.size:
+        dsid.read(h5py.h5s.ALL, h5py.h5s.ALL, arr)
+    return arr
 
 
 def scan(
@@ -467,7 +564,7 @@ def scan(
         url = file_url(p)
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
     try:
-        f = h5py.File(p, "r")
+        fid = _open(p)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -477,64 +574,82 @@ def scan(
                 "cannot be scanned)"
             ) from exc
         raise H5Error(f"{p}: HDF5 cannot open the file: {exc}") from exc
-    with f:
-        try:
-            return _scan_file(f, p, url, wanted, on_unsupported)
-        except (UnsupportedHDF5Error, H5Error):
-            raise
-        except (RuntimeError, OSError, ValueError, KeyError, TypeError) as exc:
-            raise H5Error(f"{p}: {exc}") from exc
+    opened: list[Any] = []
+    try:
+        return _scan_file(fid, opened, p, url, wanted, on_unsupported)
+    except (UnsupportedHDF5Error, H5Error):
+        raise
+    except (RuntimeError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise H5Error(f"{p}: {exc}") from exc
+    finally:
+        # As h5py.File.close: every object of the file closed, then the file itself.
+        for oid in opened:
+            if oid.valid:
+                oid.close()
+        fid.close()
 
 
 def _scan_file(
-    f: h5py.File, p: str, url: str, wanted: set[str] | None, on_unsupported: OnUnsupported
+    fid: Any,
+    opened: list[Any],
+    p: str,
+    url: str,
+    wanted: set[str] | None,
+    on_unsupported: OnUnsupported,
 ) -> ScanResult:
-    ds_names, group_names = _collect(f)
-    groups = {"": _read_attrs(f.attrs)[0]}
-    for g in group_names:
-        groups[g] = _read_attrs(f[g].attrs)[0]
-    user_block = _user_block(f) if _CHUNK_ADDR_NEEDS_USERBLOCK else 0
+    root = h5py.h5g.open(fid, b"/")
+    opened.append(root)
+    datasets, group_ids = _collect(fid)
+    opened.extend(datasets.values())
+    opened.extend(group_ids.values())
+    groups = {"": _read_attrs(root)[0]}
+    for g, gid in group_ids.items():
+        groups[g] = _read_attrs(gid)[0]
+    user_block = _user_block(fid) if _CHUNK_ADDR_NEEDS_USERBLOCK else 0
 
     # Dimension lengths: a scale's length is the largest extent of any axis attached to
     # it (netCDF's length of an unlimited dimension).
-    datasets: dict[str, h5py.Dataset] = {}
     attrs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     scales: dict[str, list[str] | None] = {}
+    shapes: dict[str, tuple[int, ...]] = {}
     dim_len: dict[str, int] = {}
     dimension_only: set[str] = set()
-    for name in ds_names:
-        ds = f[name]
-        datasets[name] = ds
-        attrs[name] = _read_attrs(ds.attrs)
+    for name, dsid in datasets.items():
+        shapes[name] = ds_shape = tuple(int(n) for n in dsid.shape)
+        attrs[name] = _read_attrs(dsid)
         raw = attrs[name][1]
         if _is_dimension_only(raw):
             dimension_only.add(name)
-        sc = _dimension_scales(f, raw, ds.ndim)
-        if raw.get("CLASS") == b"DIMENSION_SCALE" and ds.ndim == 1:
-            sc = [ds.name]  # a dimension scale names its own dimension
+        sc = _dimension_scales(fid, dsid, raw, len(ds_shape))
+        if raw.get("CLASS") == b"DIMENSION_SCALE" and len(ds_shape) == 1:
+            own: Any = _decode_name(h5py.h5i.get_name(dsid))
+            sc = [own]  # a dimension scale names its own dimension
         scales[name] = sc
         if sc is not None:
             for axis, key in enumerate(sc):
-                dim_len[key] = max(dim_len.get(key, 0), int(ds.shape[axis]))
+                dim_len[key] = max(dim_len.get(key, 0), ds_shape[axis])
 
     phony: dict[int, str] = {}  # arrays without dimension scales: one name per length
-    for name in ds_names:
+    for name in datasets:
         if scales[name] is None and name not in dimension_only:
-            for n in datasets[name].shape:
-                phony.setdefault(int(n), f"/phony_dim_{len(phony)}")
-                dim_len[phony[int(n)]] = int(n)
-            scales[name] = [phony[int(n)] for n in datasets[name].shape]
+            for n in shapes[name]:
+                phony.setdefault(n, f"/phony_dim_{len(phony)}")
+                dim_len[phony[n]] = n
+            scales[name] = [phony[n] for n in shapes[name]]
 
     out: dict[str, Variable] = {}
-    for name in ds_names:
+    numeric: dict[str, tuple[np.dtype[Any], Any] | None] = {}
+    for name, ds in datasets.items():
         if name in dimension_only or (wanted is not None and name not in wanted):
             continue
-        ds = datasets[name]
         where = f"{p}: variable {name!r}"
         sc = scales[name]
         assert sc is not None  # every remaining dataset got scales or phony dimensions
         try:
-            out[name] = _scan_dataset(ds, name, sc, dim_len, attrs[name], user_block, where)
+            numeric[name] = _h5chunks.numeric_info(ds)
+            out[name] = _scan_dataset(
+                ds, name, shapes[name], numeric[name], sc, dim_len, attrs[name], user_block, where
+            )
         except UnsupportedHDF5Error as exc:
             if on_unsupported == "raise":
                 raise
@@ -543,7 +658,7 @@ def _scan_file(
             raise H5Error(f"{where}: {exc}") from exc
     dimensions = {k.lstrip("/"): v for k, v in dim_len.items()}
     # Values of coordinate variables (1-D, named after their dimension), for composing
-    # files along a dimension; read here so only tables cross process boundaries.
+    # files along a dimension; read here so that workers send back everything compose needs.
     coords = {}
     for name, v in out.items():
         if (
@@ -552,9 +667,13 @@ def _scan_file(
             and v.dtype[1] in "iuf"
             and v.shape[0] <= _MAX_COORD
         ):
-            data = np.asarray(datasets[name][()], dtype=np.dtype(v.dtype))
+            dsid = datasets[name]
+            info = numeric[name]
+            file_dtype = dsid.dtype if info is None else info[0]
+            data = np.asarray(_read_all(dsid, shapes[name], file_dtype), dtype=np.dtype(v.dtype))
             if data.shape != v.shape:  # a shorter coordinate on an unlimited dimension
-                full = np.full(v.shape, datasets[name].fillvalue, dtype=data.dtype)
+                fill = _fillvalue(dsid, dsid.get_create_plist()) if info is None else info[1]
+                full = np.full(v.shape, fill, dtype=data.dtype)
                 full[: data.shape[0]] = data
                 data = full
             coords[name] = data
@@ -569,9 +688,11 @@ def _scan_file(
     )
 
 
-def _dtype_of(ds: h5py.Dataset, where: str) -> tuple[np.dtype[Any], bool]:
+def _dtype_of(ds: Any, where: str) -> tuple[np.dtype[Any], bool]:
     """The numpy dtype and whether the data are variable-length strings."""
     dt = ds.dtype
+    if dt.metadata is None and dt.kind in "iuf":  # what the checks below let through
+        return np.dtype(dt.str), False
     info = h5py.check_string_dtype(dt)
     if info is not None and info.length is None:
         return np.dtype(object), True
@@ -587,16 +708,19 @@ def _dtype_of(ds: h5py.Dataset, where: str) -> tuple[np.dtype[Any], bool]:
 
 
 def _scan_dataset(
-    ds: h5py.Dataset,
+    ds: Any,
     name: str,
+    own_shape: tuple[int, ...],
+    numeric: tuple[np.dtype[Any], Any] | None,
     scales: list[str],
     dim_len: dict[str, int],
     ds_attrs: tuple[dict[str, Any], dict[str, Any]],
     user_block: int,
     where: str,
 ) -> Variable:
-    dtype, vlen = _dtype_of(ds, where)
-    dcpl = ds.id.get_create_plist()
+    # Standard integers and floats: dtype and fill value from the extension, as h5py's.
+    dtype, vlen = (numeric[0], False) if numeric is not None else _dtype_of(ds, where)
+    dcpl = ds.get_create_plist()
     layout_code = dcpl.get_layout()
     if layout_code == h5py.h5d.VIRTUAL:
         raise UnsupportedHDF5Error(f"{where}: HDF5 virtual datasets (VDS) are not supported")
@@ -606,15 +730,17 @@ def _scan_dataset(
     pipeline = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
     filters = [_codec(int(c), tuple(cd), dtype.itemsize, where) for c, _, cd, _ in pipeline]
 
-    own_shape = tuple(int(s) for s in ds.shape)
     shape = tuple(dim_len[k] for k in scales)
     dims = tuple(k.rsplit("/", 1)[-1] for k in scales)
-    if layout == "chunked" and ds.chunks is not None:
-        chunks = tuple(int(c) for c in ds.chunks)
+    if layout_code == h5py.h5d.CHUNKED:
+        chunks = tuple(int(c) for c in dcpl.get_chunk())
     else:
         chunks = tuple(max(1, s) for s in shape)
 
-    fill_raw = ds.fillvalue if not vlen else None
+    if vlen:
+        fill_raw = None
+    else:
+        fill_raw = numeric[1] if numeric is not None else _fillvalue(ds, dcpl)
     # vlen strings: no fill (xarray would mask a "" fill, turning empty strings into NaN)
     fill_value = encode_fill(fill_raw, dtype) if not vlen else None
     attrs = dict(ds_attrs[0])
@@ -636,7 +762,8 @@ def _scan_dataset(
     raw: dict[int, bytes] = {}
 
     if vlen:
-        data = ds.asstr()[()] if ds.ndim else np.array(ds.asstr()[()], dtype=object)
+        dset = h5py.Dataset(ds, readonly=True)
+        data = dset.asstr()[()] if dset.ndim else np.array(dset.asstr()[()], dtype=object)
         full = np.empty(shape, dtype=object)
         full[...] = ""
         full[tuple(slice(0, s) for s in own_shape)] = data
@@ -650,20 +777,20 @@ def _scan_dataset(
     elif layout == "compact":
         if filters:
             raise UnsupportedHDF5Error(f"{where}: compact dataset with filters")
-        data = np.asarray(ds[()], dtype=dtype)
+        data = np.asarray(h5py.Dataset(ds, readonly=True)[()], dtype=dtype)
         if own_shape != shape:
             full_arr = np.full(shape, np.asarray(fill_raw, dtype=dtype), dtype=dtype)
             full_arr[tuple(slice(0, s) for s in own_shape)] = data
             data = full_arr
         raw[0] = data.tobytes()
     elif layout == "contiguous":
-        addr = ds.id.get_offset()
-        nbytes = int(ds.id.get_storage_size())
+        addr = ds.get_offset()
+        nbytes = int(ds.get_storage_size())
         if addr is not None and nbytes > 0:
             offset[0] = int(addr)
             size[0] = nbytes
     else:
-        _h5chunks.chunk_index(ds.id, chunks, grid, offset, size, mask)
+        _h5chunks.chunk_index(ds, chunks, grid, offset, size, mask)
         if user_block:
             offset[offset >= 0] += user_block
         bad = np.flatnonzero(mask)
