@@ -17,7 +17,6 @@ from _hdf5_api cimport (
     H5Rget_name_fn,
     H5Aopen_by_idx_fn,
     H5Aread_fn,
-    H5D_chunk_iter_op_t,
     H5Dchunk_iter_fn,
     H5Pget_attr_creation_order_fn,
     H5Sget_simple_extent_dims_fn,
@@ -90,20 +89,20 @@ ctypedef struct _Visitor:
 cdef int _visit(const hsize_t *offset, unsigned filter_mask, haddr_t addr, hsize_t size,
                 void *op_data) noexcept nogil:
     cdef _Visitor *v = <_Visitor *>op_data
-    cdef int k
+    cdef int k, j
     cdef hsize_t idx
     cdef int64_t fi = 0
     for k in range(v.ndim):
         idx = offset[k] // v.chunk[k]
         if idx >= v.grid[k]:
-            for k in range(v.ndim):
-                v.bad[k] = offset[k]
+            for j in range(v.ndim):
+                v.bad[j] = offset[j]
             v.error = 1
             return -1
         fi += <int64_t>idx * v.stride[k]
     if v.offsets[fi] != -1:
-        for k in range(v.ndim):
-            v.bad[k] = offset[k]
+        for j in range(v.ndim):
+            v.bad[j] = offset[j]
         v.error = 2
         return -1
     v.offsets[fi] = <int64_t>addr
@@ -294,7 +293,6 @@ cdef object _read_one(hid_t aid):
     cdef int sclass, tclass, ndim, k
     cdef hsize_t dims[_MAX_RANK]
     cdef hid_t mid
-    cdef Py_ssize_t i
     cdef object arr, dtype
     try:
         sid = _Aget_space(aid)
@@ -325,7 +323,7 @@ cdef object _read_one(hid_t aid):
             k = _Tget_cset(tid)
             if k != _CSET_ASCII and k != _CSET_UTF8:
                 return SLOW
-            mtype, mid_obj, dtype = _string_type(_Tget_size(tid), k)
+            _mtype, mid_obj, dtype = _string_type(_Tget_size(tid), k)  # cached: stays alive
             mid = <hid_t>mid_obj
         else:
             return SLOW
