@@ -428,7 +428,10 @@ def compose(
             continue
         _check_alignment(name, pieces, lo, shape)
         arrays[name] = _place_refs(name, [i for i, _ in items], pieces, lo, shape)
-    return VirtualDataset(paths=paths, arrays=arrays, groups=used_groups(scans[0], arrays))
+    # Global and group attributes come from the same file as the arrays' own attributes: the
+    # first one placed (the earliest along the concatenation), whatever order files were given
+    first = by_url[src[0]][1] if src else scans[0]
+    return VirtualDataset(paths=paths, arrays=arrays, groups=used_groups(first, arrays))
 
 
 def _inline_coordinate(

@@ -83,6 +83,21 @@ def test_virtualize_equals_open_mfdataset(tmp_path: Path) -> None:
     assert int(got_cf["sst"].isnull().sum()) == 3
 
 
+def test_attributes_come_from_the_first_file_along_the_concatenation(tmp_path: Path) -> None:
+    """Global and array attributes describe the same file, whatever order files are given in."""
+    files = days(tmp_path)
+    for i, f in enumerate(files):
+        with netCDF4.Dataset(f, "a") as ds:
+            ds.history = f"made as file {i}"
+            ds["sst"].comment = f"from file {i}"
+    vds = refs.virtualize(files[::-1], tmp_path / "store", progress=False)
+    got = open_refs(tmp_path / "store", decode_cf=False)
+    assert got.attrs["history"] == "made as file 0"
+    assert got["sst"].attrs["comment"] == "from file 0"
+    assert vds.placement is not None
+    assert vds.placement.column("source").to_pylist()[0].endswith("day0.nc")
+
+
 def test_concat_dim_is_found_or_asked_for(tmp_path: Path) -> None:
     files = days(tmp_path)
     scans = refs.scan_many(files, progress=False)
