@@ -476,7 +476,10 @@ def _dimension_scales(fid: Any, dsid: Any, raw: dict[str, Any], ndim: int) -> li
             refs = np.atleast_1d(axis_refs)
             if not refs.size:
                 return None
-            out.append(h5py.h5r.get_name(refs[0], fid).decode("utf-8"))
+            name = h5py.h5r.get_name(refs[0], fid)
+            if name is None:  # a reference to an object without a path (dangling)
+                return None
+            out.append(name.decode("utf-8"))
     except (KeyError, ValueError, TypeError, OSError):
         return None
     return out if len(out) == ndim else None

@@ -493,3 +493,26 @@ def test_soft_and_external_links_are_not_variables(tmp_path: Path) -> None:
         f["ext"] = h5py.ExternalLink(str(other), "/elsewhere")
         f["dangling"] = h5py.SoftLink("/nowhere")
     assert set(refs.scan(path).variables) == {"real"}
+
+
+def test_dimension_scale_without_a_path(tmp_path: Path) -> None:
+    """A DIMENSION_LIST reference to a scale whose link was deleted: phony dimension names."""
+    p = tmp_path / "dangling.h5"
+    with h5py.File(p, "w") as f:
+        x = f.create_dataset("x", data=np.arange(4.0))
+        x.make_scale("x")
+        v = f.create_dataset("v", data=np.arange(4.0) * 2)
+        v.dims[0].attach_scale(x)
+        y = f.create_dataset("y", data=np.arange(3.0))
+        y.make_scale("y")
+        w = f.create_dataset("w", data=np.ones((4, 3)))
+        w.dims[0].attach_scale(x)
+        w.dims[1].attach_scale(y)
+        del f["y"]  # w's second reference now names no path
+    with h5py.File(p, "r") as f:
+        ref = f["w"].attrs["DIMENSION_LIST"][1][0]
+        assert h5py.h5r.get_name(ref, f.id) is None
+    r = refs.scan(p)
+    assert r["v"].dims == ("x",)
+    assert len(r["w"].dims) == 2 and r["w"].dims[0].startswith("phony_dim")
+    np.testing.assert_array_equal(r["w"].shape, (4, 3))
