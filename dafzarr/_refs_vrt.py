@@ -32,13 +32,55 @@ def _match(filename: str, vrt_dir: Path, access: list[str]) -> int:
     )
 
 
+def _check_whole_source(
+    slab: ET.Element | None, scan: ScanResult, name: str, path: Path
+) -> None:
+    """Refuse a ``<SourceSlab>`` that selects less than the whole source array.
+
+    GDAL writes a slab for every source (``gdal mdim mosaic``: offset 0, the source's own
+    size as count, step 1); such a slab is the whole array. A count of 0 means "to the end".
+    """
+    if slab is None:
+        return
+    shape = scan.variables[name].shape  # netCDF dimension lengths, as GDAL reports them
+    n = len(shape)
+
+    def values(attr: str, default: int) -> list[int]:
+        text = slab.get(attr, "").strip()
+        if not text:
+            return [default] * n
+        try:
+            got = [int(x) for x in text.replace(" ", ",").split(",") if x]
+        except ValueError:
+            got = []
+        if len(got) != n:
+            raise IncompatibleSourcesError(
+                f"{path}: SourceSlab {attr} {text!r} for {name!r} does not give {n} integers"
+            )
+        return got
+
+    offset, count, step = values("offset", 0), values("count", 0), values("step", 1)
+    whole = (
+        all(o == 0 for o in offset) and all(s == 1 for s in step)
+        and all(c in (0, size) for c, size in zip(count, shape, strict=True))
+    )
+    if not whole:
+        raise IncompatibleSourcesError(
+            f"{path}: the <SourceSlab> of {name!r} in {scan.path} (offset {offset}, count "
+            f"{count}, step {step}) selects part of its {list(shape)} elements; byte "
+            "references cannot subset chunks"
+        )
+
+
 def placement_from_vrt(
     vrt: str | os.PathLike[str], sources: pa.Table, scans: Sequence[ScanResult]
 ) -> pa.Table:
     """The placement table described by a multidimensional VRT's ``<Source>`` elements.
 
     Each ``<Array>``'s sources give (``SourceFilename``, ``SourceArray``, ``DestSlab
-    offset``); ``SourceSlab`` subsetting is refused (references cannot subset a chunk).
+    offset``); a ``SourceSlab`` must select the whole source array (as ``gdal mdim mosaic``
+    writes it), and subsetting, ``SourceTranspose`` and ``SourceView`` are refused
+    (references cannot subset or transform a chunk).
     Coordinate variables of each file follow the offsets of the arrays that use them.
     """
     path = Path(vrt)
@@ -55,11 +97,12 @@ def placement_from_vrt(
             for src in array.findall("Source"):
                 fname = (src.findtext("SourceFilename") or "").strip()
                 sarr = (src.findtext("SourceArray") or array.get("name") or "").strip("/")
-                if src.find("SourceSlab") is not None:
-                    raise IncompatibleSourcesError(
-                        f"{path}: array {array.get('name')!r} subsets {fname!r} with "
-                        "<SourceSlab>; byte references cannot subset chunks"
-                    )
+                for tag in ("SourceTranspose", "SourceView"):
+                    if src.find(tag) is not None:
+                        raise IncompatibleSourcesError(
+                            f"{path}: array {array.get('name')!r} reads {fname!r} through "
+                            f"<{tag}>; byte references cannot transform chunks"
+                        )
                 k = _match(fname, path.parent, access)
                 scan = by_access[access[k]]
                 name = f"{gname}/{sarr}" if gname and "/" not in sarr else sarr
@@ -67,6 +110,7 @@ def placement_from_vrt(
                     raise IncompatibleSourcesError(
                         f"{scan.path}: no variable {name!r} (from {path})"
                     )
+                _check_whole_source(src.find("SourceSlab"), scan, name, path)
                 var = scan.variables[name]
                 slab = src.find("DestSlab")
                 text = slab.get("offset", "") if slab is not None else ""

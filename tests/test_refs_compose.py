@@ -239,24 +239,32 @@ def test_dask_client(tmp_path: Path) -> None:
 
 
 # --- GDAL multidimensional VRT as the placement ----------------------------------------------
-def _vrt_like_gdal(files: list[Path], out: Path) -> Path:
-    """A VRT with the element structure GDAL documents for multidimensional VRTs.
+def _vrt_like_gdal(files: list[Path], out: Path, count: str = "2,6,8") -> Path:
+    """A VRT as ``gdal mdim mosaic`` (GDAL >= 3.12) writes one, element for element.
 
-    Used where ``gdal mdim mosaic`` (GDAL >= 3.12) is not installed; the test below runs the
-    real tool when it is.
+    GDAL's serializer gives every source a ``<SourceSlab>`` (offset 0, the source's own size,
+    step 1) and a ``<DestSlab>``, and the indexing variables inline values. Used where the
+    tool is not installed; the test below runs the real tool when it is.
     """
     root = ET.Element("VRTDataset")
     group = ET.SubElement(root, "Group", name="/")
     for name, size in (("time", 2 * len(files)), ("lat", 6), ("lon", 8)):
-        ET.SubElement(group, "Dimension", name=name, size=str(size))
+        ET.SubElement(group, "Dimension", name=name, size=str(size), indexingVariable=name)
+    for name, size in (("time", 2 * len(files)), ("lat", 6), ("lon", 8)):
+        coord = ET.SubElement(group, "Array", name=name)
+        ET.SubElement(coord, "DataType").text = "Float64"
+        ET.SubElement(coord, "DimensionRef", ref=name)
+        ET.SubElement(coord, "InlineValues", offset="0", count=str(size)).text = " ".join(
+            str(float(v)) for v in range(size))
     array = ET.SubElement(group, "Array", name="sst")
     ET.SubElement(array, "DataType").text = "Int16"
     for d in ("time", "lat", "lon"):
         ET.SubElement(array, "DimensionRef", ref=d)
     for i, f in enumerate(files):
         src = ET.SubElement(array, "Source")
-        ET.SubElement(src, "SourceFilename").text = f.name  # relative to the VRT
+        ET.SubElement(src, "SourceFilename", relativetoVRT="1").text = f.name
         ET.SubElement(src, "SourceArray").text = "/sst"
+        ET.SubElement(src, "SourceSlab", offset="0,0,0", count=count, step="1,1,1")
         ET.SubElement(src, "DestSlab", offset=f"{2 * i},0,0")
     ET.ElementTree(root).write(out)
     return out
@@ -269,6 +277,15 @@ def test_vrt_placement(tmp_path: Path) -> None:
     assert set(vds.arrays) == {"sst", "time", "lat", "lon"}  # coordinates follow "sst"
     got = open_refs(tmp_path / "store", decode_cf=False).load()
     assert_same_values(got, open_mf(files, decode_cf=False), names=["sst", "time"])
+
+
+@pytest.mark.parametrize("count", ["1,6,8", "2,6,4", "2,6"])
+def test_vrt_placement_refuses_part_of_a_source(tmp_path: Path, count: str) -> None:
+    files = days(tmp_path)
+    vrt = _vrt_like_gdal(files, tmp_path / "mosaic.vrt", count=count)
+    with pytest.raises(IncompatibleSourcesError, match="SourceSlab"):
+        refs.virtualize(files, tmp_path / "store", placement=vrt, progress=False)
+    assert not (tmp_path / "store").exists()
 
 
 def test_vrt_placement_from_gdal(tmp_path: Path) -> None:
