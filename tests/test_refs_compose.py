@@ -288,6 +288,39 @@ def test_vrt_placement_refuses_part_of_a_source(tmp_path: Path, count: str) -> N
     assert not (tmp_path / "store").exists()
 
 
+def test_vrt_placement_written_by_gdal(tmp_path: Path) -> None:
+    """VRTs serialized by GDAL itself (gdalmdimtranslate: the serializer gdal mdim mosaic
+    uses), one per file, their sources gathered into one array as a mosaic has them."""
+    tool = shutil.which("gdalmdimtranslate")
+    if tool is None:
+        pytest.skip("GDAL's gdalmdimtranslate is not installed")
+    files = days(tmp_path)
+    written = []
+    for f in files:
+        out = f.with_suffix(".vrt")
+        subprocess.run([tool, str(f), str(out), "-of", "VRT"], check=True, capture_output=True)
+        written.append(ET.parse(out).getroot())
+    # a single file: GDAL's own VRT as it is
+    one = tmp_path / "one"
+    one.mkdir()
+    vds = refs.virtualize([files[0]], one / "store", placement=files[0].with_suffix(".vrt"),
+                          progress=False)
+    assert vds.arrays["sst"].zarray["shape"] == [2, 6, 8]
+    # the mosaic: every file's GDAL-written <Source> of sst, placed along time
+    root = written[0]
+    array = next(a for a in root.iter("Array") if a.get("name") == "sst")
+    for i, other in enumerate(written[1:], start=1):
+        src = next(a for a in other.iter("Array") if a.get("name") == "sst").find("Source")
+        assert src is not None and src.find("SourceSlab") is not None
+        src.find("DestSlab").set("offset", f"{2 * i},0,0")  # type: ignore[union-attr]
+        array.append(src)
+    vrt = tmp_path / "mosaic.vrt"
+    ET.ElementTree(root).write(vrt)
+    refs.virtualize(files, tmp_path / "store", placement=vrt, progress=False)
+    got = open_refs(tmp_path / "store", decode_cf=False).load()
+    assert_same_values(got, open_mf(files, decode_cf=False), names=["sst", "time"])
+
+
 def test_vrt_placement_from_gdal(tmp_path: Path) -> None:
     gdal = shutil.which("gdal")
     if gdal is None:
