@@ -56,35 +56,15 @@ def _zarr_codecs(codec: str | None) -> Any:
     return [LZ4()]
 
 
-def _ratio_target(other: str, factor: float) -> Any:
-    def target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
-        if other not in peers:
-            return f"≥ {factor:g}x {other}: not measured", False
-        r = s.speedup_over(peers[other])
-        return f"≥ {factor:g}x {other} (is {r:.2f}x)", r >= factor
-
-    return target
+_ratio_target = c.ratio_target
 
 
-class _Suite:
-    number = 1
-    repeat = 3
-    warmup_time = 0.0
-    timeout = 1800
+class _Suite(c.TempDirSuite):
     params: ClassVar[list[str]] = ["none", "lz4"]
     param_names: ClassVar[list[str]] = ["codec"]
     baseline = ("zarr sharded", "icechunk")
     codec: str | None = None
-
-    def _mktemp(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-af-")
-        self.dir = self._tmp.name
-
-    def _path(self, name: str) -> str:
-        return os.path.join(self.dir, name)
-
-    def teardown(self, *params: Any) -> None:
-        self._tmp.cleanup()
+    temp_prefix = "dafzarr-bench-af-"
 
     def _af_config(self) -> FileConfig:
         return FileConfig(codec=self.codec)

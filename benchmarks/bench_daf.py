@@ -185,23 +185,17 @@ def _size(s: Any) -> str:
     return f"{cells:,} x {genes:,}, nnz {s.nnz:,}"
 
 
-class _Suite:
-    number = 1
-    repeat = 3
-    timeout = 1800
+class _Suite(c.TempDirSuite):
+    temp_prefix = "dafzarr-bench-daf-"
 
     def setup(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-daf-")
-        self.dir = self._tmp.name
+        self._mktemp()
         self.d = dataset()
         self.nnz = self.d["X"].nnz
         self.nbytes = data_bytes(self.d["X"])
 
     def p(self, name: str) -> str:
-        return os.path.join(self.dir, name)
-
-    def teardown(self) -> None:
-        self._tmp.cleanup()
+        return self._path(name)
 
 
 class Write(_Suite):

@@ -44,33 +44,11 @@ from . import common as c
 warnings.filterwarnings("ignore")
 
 
-def _ratio_target(peer: str, factor: float, *, within: bool = False) -> Any:
-    def target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
-        if peer not in peers:
-            return f"{peer} not measured", False
-        r = s.speedup_over(peers[peer])
-        if within:
-            return f"within {factor:g}x of {peer}: {1 / r:.2f}x its time", 1 / r <= factor
-        return f">= {factor:g}x {peer}: {r:.1f}x", r >= factor
-
-    return target
+_ratio_target = c.ratio_target
 
 
-class _TempDirSuite:
-    number = 1
-    repeat = 3
-    warmup_time = 0.0
-    timeout = 1800
-
-    def _mktemp(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-refs-")
-        self.dir = self._tmp.name
-
-    def _path(self, name: str) -> str:
-        return os.path.join(self.dir, name)
-
-    def teardown(self, *params: Any) -> None:
-        self._tmp.cleanup()
+class _TempDirSuite(c.TempDirSuite):
+    temp_prefix = "dafzarr-bench-refs-"
 
 
 # --- (a) one variable, 100,000 chunks ---------------------------------------------------------

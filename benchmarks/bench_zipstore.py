@@ -91,22 +91,9 @@ def _size_a(s: Any) -> str:
     return f"{s.count} x {c.human_bytes(s.nbytes / s.count)}"
 
 
-class _TempDirSuite:
+class _TempDirSuite(c.TempDirSuite):
     # asv: one call per sample (each call writes hundreds of MB or is internally looped).
-    number = 1
-    repeat = 3
-    warmup_time = 0.0
     timeout = 600
-
-    def _mktemp(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-", dir=tempfile.gettempdir())
-        self.dir = self._tmp.name
-
-    def _path(self, name: str) -> str:
-        return os.path.join(self.dir, name)
-
-    def teardown(self, *params: Any) -> None:
-        self._tmp.cleanup()
 
 
 # --- (a) zarr write / read -------------------------------------------------------------

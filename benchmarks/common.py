@@ -25,6 +25,7 @@ import platform
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -115,16 +116,45 @@ def bench(
     return deco
 
 
-def ratio_target(other: str, factor: float) -> Callable[[Stats, dict[str, Stats]], tuple[str, bool]]:
-    """A ``target=`` for :func:`bench`: at least ``factor`` times faster than peer ``other``."""
+def ratio_target(
+    other: str, factor: float, *, within: bool = False
+) -> Callable[[Stats, dict[str, Stats]], tuple[str, bool]]:
+    """A ``target=`` for :func:`bench`: at least ``factor`` times faster than peer ``other``
+    (``within``: at most ``factor`` times its time)."""
 
     def target(s: Stats, peers: dict[str, Stats]) -> tuple[str, bool]:
         if other not in peers:
-            return f"≥ {factor:g}x {other}: not measured", False
+            return f"{other}: not measured", False
         r = s.speedup_over(peers[other])
+        if within:
+            return f"within {factor:g}x of {other} (is {1 / r:.2f}x its time)", 1 / r <= factor
         return f"≥ {factor:g}x {other} (is {r:.2f}x)", r >= factor
 
     return target
+
+
+class TempDirSuite:
+    """Base of the suites: one call per sample, data under a temporary directory.
+
+    ``_mktemp()`` (in ``setup``) makes the directory, ``_path(name)`` names a file in it and
+    ``teardown`` removes it. asv reads ``number``/``repeat``/``warmup_time``/``timeout``.
+    """
+
+    number = 1
+    repeat = 3
+    warmup_time = 0.0
+    timeout = 1800
+    temp_prefix = "dafzarr-bench-"
+
+    def _mktemp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix=self.temp_prefix)
+        self.dir = self._tmp.name
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def teardown(self, *params: Any) -> None:
+        self._tmp.cleanup()
 
 
 # --- Running ---------------------------------------------------------------------------
