@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 import warnings
 from typing import Any, ClassVar
 
@@ -394,16 +393,12 @@ def main(argv: list[str] | None = None) -> int:
             if hasattr(cls, "params"):
                 cls.params = codecs
     rounds = args.rounds or 3
-    load0 = c.loadavg()
-    t0 = time.perf_counter()
-    results = c.run_suites(SUITES, only, rounds)
-    elapsed = time.perf_counter() - t0
+    with c.RunClock() as clock:
+        results = c.run_suites(SUITES, only, rounds)
     c.report("ArrayFile benchmarks", [
         (f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, icechunk "
          f"{icechunk.__version__}"),
-        (f"* data under {tempfile.gettempdir()}; peers alternate within each round; "
-         f"1 warm-up round + {rounds} counted rounds (n column: samples per row)"),
-        f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
+        *clock.lines(rounds),
     ], results, (
         "Rates use MB = 10^6 bytes; random reads are in µs per chunk read (lower is "
         "better). ratio = how many times faster than the named peer (medians). Targets are "

@@ -33,7 +33,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any, ClassVar
 
 import h5py
@@ -459,18 +458,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed is not None:
         _SEED = args.seed
     rounds = args.rounds or 3
-    load0 = c.loadavg()
-    t0 = time.perf_counter()
-    c.eprint(f"seed {seed()}; generating data ...")
-    results = c.run_suites(SUITES, only, rounds)
-    mem = memory_report(seed()) if "memory" in only else ""
-    elapsed = time.perf_counter() - t0
+    with c.RunClock() as clock:
+        c.eprint(f"seed {seed()}; generating data ...")
+        results = c.run_suites(SUITES, only, rounds)
+        mem = memory_report(seed()) if "memory" in only else ""
     cells, genes, density = sizes()
     c.report("ZarrDaf benchmarks", [
         f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, h5py {h5py.__version__}",
         (f"* {cells:,} cells x {genes:,} genes at {density:.0%} (float32 UMIs), {N_VECTORS} "
          f"per-cell vectors, a {N_PCS}-column dense PCA; seed {seed()}"),
-        f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
+        *clock.lines(rounds),
     ], results, (
         "MB/s count the sparse matrix's bytes (data + indices + indptr). Vector and matrix "
         "reads are per call on an open data set."

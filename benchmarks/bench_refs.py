@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 import tracemalloc
 import warnings
 from typing import Any, ClassVar
@@ -332,11 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     only = c.selected_suites(ap, args, list(SUITES))
     rounds = args.rounds or (3 if c.quick() else 5)
-    load0 = c.loadavg()
-    t0 = time.perf_counter()
-    results = c.run_suites(SUITES, only, rounds)
-    memory = peak_memory(100 if c.quick() else 1000) if "a" in only else []
-    elapsed = time.perf_counter() - t0
+    with c.RunClock() as clock:
+        results = c.run_suites(SUITES, only, rounds)
+        memory = peak_memory(100 if c.quick() else 1000) if "a" in only else []
 
     import kerchunk
     import virtualizarr
@@ -345,8 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         (f"* dafzarr {dafzarr.__version__}, h5py {h5py.version.version} (HDF5 "
          f"{h5py.version.hdf5_version}), kerchunk {kerchunk.__version__}, VirtualiZarr "
          f"{virtualizarr.__version__}"),
-        "* peers alternate within each round; 1 warm-up round (n column: counted samples)",
-        f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
+        *clock.lines(rounds),
         *memory,
     ], results, (
         "Rates are references (suites a, b) or files (suite c) per second at the median "

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-import time
 import zipfile
 import zlib
 from typing import Any, ClassVar
@@ -572,17 +570,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     only = c.selected_suites(ap, args, list(SUITES))
     rounds = args.rounds or (3 if c.quick() else 5)
-    load0 = c.loadavg()
-    t0 = time.perf_counter()
-    results = c.run_suites(SUITES, only, rounds)
-    elapsed = time.perf_counter() - t0
+    with c.RunClock() as clock:
+        results = c.run_suites(SUITES, only, rounds)
     c.report("MmapZipStore benchmarks", [
         (f"* dafzarr {dafzarr.__version__} (CRC-32 kernel: {_posix.CRC32_KERNEL}, "
          f"{_posix.get_threads()} copy threads), zarr {zarr.__version__}, isal "
          f"{'yes' if isal_zlib is not None else 'absent'}"),
-        (f"* data under {tempfile.gettempdir()}; peers alternate within each round; "
-         f"1 warm-up round + {rounds} counted rounds (n column: samples per row)"),
-        f"* load average at start {load0}, at end {c.loadavg()}; total {elapsed:.0f} s",
+        *clock.lines(rounds),
     ], results, (
         "Rates use MB = 10^6 bytes. **median** is the rate at the median time; ratio = how "
         "many times faster than the named peer (medians). zipfile 'a' writes its central "

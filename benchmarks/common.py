@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -384,6 +384,29 @@ def selected_suites(
     if unknown:
         ap.error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(suites)}")
     return only
+
+
+class RunClock:
+    """Load average and wall time around a whole benchmark run, for the report's header.
+
+    ``with RunClock() as clock: ...`` then ``clock.lines(rounds)``.
+    """
+
+    def __enter__(self) -> Self:
+        self.load0 = loadavg()
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.elapsed = time.perf_counter() - self.t0
+
+    def lines(self, rounds: int) -> list[str]:
+        return [
+            (f"* data under {tempfile.gettempdir()}; peers alternate within each round; "
+             f"1 warm-up round + {rounds} counted rounds (n column: samples per row)"),
+            (f"* load average at start {self.load0}, at end {loadavg()}; total "
+             f"{self.elapsed:.0f} s"),
+        ]
 
 
 def run_suites(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,16 @@ def fixtures_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"golden fixtures ({path}) are not available")
     return path
+
+
+@pytest.fixture
+def fixture_set(fixtures_dir: Path) -> Callable[[str], Path]:
+    """``fixture_set(name)``: the golden-file directory ``name`` (skip when it is absent)."""
+
+    def get(name: str) -> Path:
+        path = fixtures_dir / name
+        if not path.is_dir():
+            pytest.skip(f"the shared fixtures have no {name}/ directory")
+        return path
+
+    return get

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,9 @@ GOLDEN = {
 
 
 @pytest.fixture
-def golden(fixtures_dir: Path) -> Path:
+def golden(fixture_set: Callable[[str], Path]) -> Path:
     """The crate-layout golden files (skip when the shared fixtures lack them)."""
-    path = fixtures_dir / "array-format"
-    if not path.is_dir():
-        pytest.skip("array-format golden files are not available")
-    return path
+    return fixture_set("array-format")
 
 
 def _payload(data: bytes, magic: bytes) -> bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
@@ -18,12 +19,9 @@ from .refs_common import chunk_refs, open_refs, open_store, pandas_missing_chunk
 
 
 @pytest.fixture
-def netcdf_dir(fixtures_dir: Path) -> Path:
+def netcdf_dir(fixture_set: Callable[[str], Path]) -> Path:
     """``shared/fixtures/netcdf`` next to the checkout (absent in a user's clone: skip)."""
-    path = fixtures_dir / "netcdf"
-    if not path.is_dir():
-        pytest.skip("the shared NetCDF fixtures are not available")
-    return path
+    return fixture_set("netcdf")
 
 
 GOES = "20171025_2056.Cloud_Top_Height.nc"
