@@ -28,6 +28,7 @@ from .errors import (
     ArchiveLockedError,
     CorruptArchiveError,
     DafzarrError,
+    EntryExistsError,
     RecoveryWarning,
     UnsupportedEntryError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "CorruptArchiveError",
     "DafzarrError",
     "DeltaCache",
+    "EntryExistsError",
     "FileConfig",
     "MmapZipStore",
     "RecoveryWarning",

@@ -24,6 +24,10 @@ from .errors import CorruptArchiveError
 # --- Constants -------------------------------------------------------------------------
 
 LFH_SIG = 0x04034B50
+# Stands in for the signature of a local header whose entry no archive directory lists any
+# more, where that header is the first bytes of the file: tools that look for an archive at
+# the start of the file (7-Zip) would otherwise take it for a listed entry that is missing.
+DEAD_LFH_SIG = 0xADDE5A44  # b"DZ\xde\xad"
 CD_SIG = 0x02014B50
 EOCD_SIG = 0x06054B50
 ZIP64_EOCD_SIG = 0x06064B50
@@ -363,7 +367,7 @@ def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) ->
         raise _bad(path, f"entry {entry.name!r}: local header outside the archive")
     head = read(lfh, LFH_SIZE)
     sig, _need, _flags, method, _t, _d, _crc, _cs, _us, n_len, e_len = _LFH.unpack(head)
-    if sig != LFH_SIG:
+    if sig != LFH_SIG and sig != DEAD_LFH_SIG:  # a reader of an older directory may ask
         raise _bad(path, f"entry {entry.name!r}: bad local header signature at offset {lfh}")
     if method != entry.method:
         raise _bad(path, f"entry {entry.name!r}: local and central headers disagree on method")
@@ -383,10 +387,16 @@ class _LocalHeader:
     raw_name: bytes
     data_offset: int
     sizes_missing: bool  # 0xFFFFFFFF sizes without a ZIP64 extra to resolve them
+    dead: bool = False  # its signature says no directory lists it any more
 
 
-def _read_local_header(read: Reader, pos: int, limit: int) -> _LocalHeader | None:
-    """The local header at ``pos`` if its fixed part, name and extra lie below ``limit``."""
+def _read_local_header(
+    read: Reader, pos: int, limit: int, *, dead_ok: bool = False
+) -> _LocalHeader | None:
+    """The local header at ``pos`` if its fixed part, name and extra lie below ``limit``.
+
+    With ``dead_ok``, also a header marked as no longer listed (:data:`DEAD_LFH_SIG`).
+    """
     if pos + LFH_SIZE > limit:
         return None
     sig, _need, flags, method, _t, _d, crc, csize, usize, n_len, e_len = _LFH.unpack(
@@ -394,7 +404,8 @@ def _read_local_header(read: Reader, pos: int, limit: int) -> _LocalHeader | Non
     )
     name_start = pos + LFH_SIZE
     data = name_start + n_len + e_len
-    if sig != LFH_SIG or data > limit:
+    dead = sig == DEAD_LFH_SIG and dead_ok
+    if (sig != LFH_SIG and not dead) or data > limit:
         return None
     missing = False
     if U32_MAX in (csize, usize):
@@ -403,7 +414,9 @@ def _read_local_header(read: Reader, pos: int, limit: int) -> _LocalHeader | Non
             missing = True
         else:
             usize, csize = sizes
-    return _LocalHeader(flags, method, crc, csize, usize, read(name_start, n_len), data, missing)
+    return _LocalHeader(
+        flags, method, crc, csize, usize, read(name_start, n_len), data, missing, dead
+    )
 
 
 def _name_text(raw: bytes, flags: int) -> str:
@@ -455,6 +468,7 @@ class LocalRecord:
     csize: int
     usize: int
     data_offset: int
+    dead: bool = False  # marked as listed by no directory (a deleted or superseded copy)
 
 
 def read_local_record(read: Reader, pos: int, size: int, path: object) -> LocalRecord | None:
@@ -463,7 +477,7 @@ def read_local_record(read: Reader, pos: int, size: int, path: object) -> LocalR
     Self-describing: no data descriptor, no encryption, sizes in the header (or its ZIP64
     extra), name and data inside the first ``size`` bytes.
     """
-    h = _read_local_header(read, pos, size)
+    h = _read_local_header(read, pos, size, dead_ok=True)
     if h is None or h.sizes_missing or h.flags & (FLAG_DATA_DESCRIPTOR | FLAG_ENCRYPTED):
         return None
     try:
@@ -473,4 +487,6 @@ def read_local_record(read: Reader, pos: int, size: int, path: object) -> LocalR
         return None
     if h.csize > size - h.data_offset:
         return None
-    return LocalRecord(h.raw_name, name, h.flags, h.method, h.crc, h.csize, h.usize, h.data_offset)
+    return LocalRecord(
+        h.raw_name, name, h.flags, h.method, h.crc, h.csize, h.usize, h.data_offset, h.dead
+    )

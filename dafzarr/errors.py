@@ -17,6 +17,7 @@ __all__ = [
     "DafMissingError",
     "DafReadOnlyError",
     "DafzarrError",
+    "EntryExistsError",
     "H5Error",
     "IncompatibleSourcesError",
     "RecoveryWarning",
@@ -40,6 +41,10 @@ class UnsupportedEntryError(DafzarrError, ValueError):
 
 class AppendOnlyError(DafzarrError, NotImplementedError):
     """An append-only store was asked to overwrite or delete an existing entry."""
+
+
+class EntryExistsError(DafzarrError, ValueError):
+    """An operation that creates an entry found one under that key already."""
 
 
 class ArchiveLockedError(DafzarrError, BlockingIOError):

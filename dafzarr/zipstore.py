@@ -69,6 +69,7 @@ from .errors import (
     AppendOnlyError,
     ArchiveLockedError,
     CorruptArchiveError,
+    EntryExistsError,
     RecoveryWarning,
     UnsupportedEntryError,
 )
@@ -76,7 +77,7 @@ from .errors import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["MmapZipStore"]
+__all__ = ["ArchiveSpace", "MmapZipStore"]
 
 Mode = Literal["r", "r+", "w+", "w"]
 MODES: tuple[str, ...] = ("r", "r+", "w+", "w")
@@ -111,6 +112,9 @@ class _Txn:
     depth: int = 0
     batch: bool = False
     committed: bool = False  # the new directory is live (past the commit point)
+    pruned: bool = False  # an entry was superseded or deleted: the next CD leaves it out
+    done: bool = False  # committed, or abandoned (then ``failure`` says why)
+    failure: BaseException | None = None
 
 
 def _as_bytes_view(data: Any) -> memoryview:
@@ -130,6 +134,28 @@ def _as_bytes_view(data: Any) -> memoryview:
     if not mv.c_contiguous:
         mv = memoryview(mv.tobytes())
     return mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveSpace:
+    """Byte accounting of an archive (:meth:`MmapZipStore.space`)."""
+
+    entries: int  # live keys
+    live_bytes: int  # local headers and data of the live entries
+    dead_bytes: int  # superseded and deleted copies, and other unclaimed bytes
+    directory_bytes: int  # central directory, end records and comment
+    file_size: int  # once every pending write is committed
+
+    def __str__(self) -> str:
+        return (
+            f"{self.entries} entries: {self.live_bytes} live bytes, {self.dead_bytes} dead "
+            f"bytes, {self.directory_bytes} bytes of directory, {self.file_size} bytes in all"
+        )
+
+
+def _live_index(entries: Iterable[zf.Entry]) -> dict[str, zf.Entry]:
+    """Key -> entry for the non-directory entries; the last of duplicate names wins."""
+    return {e.name: e for e in entries if not e.is_dir}
 
 
 def _encode_key(key: str, path: str) -> bytes:
@@ -200,6 +226,12 @@ class MmapZipStore(Store):
         (not only a process crash) leaves a prefix of the committed entries.
     max_decompressed_size
         Compressed foreign entries that claim to decode to more bytes are refused.
+    append_only
+        Refuse to rewrite or delete an existing entry
+        (:class:`~dafzarr.errors.AppendOnlyError` naming the key), for write-once archives.
+        By default a rewrite appends a newer copy and a delete drops the key; the next
+        commit lists only live entries, and the old bytes stay in the file as dead space
+        (see :meth:`space`) until :meth:`compact`.
 
     Notes
     -----
@@ -222,6 +254,7 @@ class MmapZipStore(Store):
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         durable: bool = False,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED,
+        append_only: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"invalid mode: {mode!r} (expected one of 'r', 'r+', 'w+', 'w')")
@@ -239,6 +272,7 @@ class MmapZipStore(Store):
         self.max_file_size = int(max_file_size)
         self.durable = bool(durable)
         self.max_decompressed_size = int(max_decompressed_size)
+        self.append_only = bool(append_only)
         self._truncate_on_open = mode == "w"
         self._lock = threading.RLock()
         self._fm: FileMapping | None = None
@@ -249,8 +283,13 @@ class MmapZipStore(Store):
             _create_empty(self.path)
 
     def _reset_state(self) -> None:
+        # Entries in central-directory order (ascending local-header offset for the entries
+        # this store writes); after a rewrite or delete, until the next commit, the list
+        # still holds the superseded entries, which ``_index`` no longer points to.
         self._entries: list[zf.Entry] = []
-        self._index: dict[str, int] = {}
+        # Key -> its live entry. Readers look keys up without the lock: one dict lookup.
+        self._index: dict[str, zf.Entry] = {}
+        self._shadowed = False  # the directory repeats a name (a foreign archive)
         self._comment = b""
         self._cd = bytearray()
         self._cd_offset = 0
@@ -328,11 +367,8 @@ class MmapZipStore(Store):
         self._cd_offset = tr.cd_offset
         self._data_end = tr.cd_offset
         self._limit = tr.cd_offset
-        index: dict[str, int] = {}
-        for i, e in enumerate(entries):
-            if not e.is_dir:
-                index[e.name] = i  # the last of duplicate names wins
-        self._index = index
+        self._index = _live_index(entries)
+        self._shadowed = len(self._index) != sum(1 for e in entries if not e.is_dir)
 
     def _parse(self, read: zf.Reader, tr: zf.Trailer) -> tuple[list[zf.Entry], bytes]:
         cd = read(tr.cd_offset, tr.cd_size)
@@ -403,6 +439,9 @@ class MmapZipStore(Store):
             rec = zf.read_local_record(fm.read, pos, size, self.path)
             if rec is None or rec.name in seen:
                 break
+            if rec.dead:  # a copy that was deleted or superseded: not brought back
+                pos = rec.data_offset + rec.csize
+                continue
             e = zf.Entry(
                 rec.name, rec.method, rec.flags, rec.crc, rec.csize, rec.usize, pos, len(cd),
                 0, rec.data_offset,
@@ -545,6 +584,16 @@ class MmapZipStore(Store):
             fm.resize(tr.end)
             if self.durable:
                 fm.fsync()
+        # Deleted entries may sit between the last live entry and the directory: they are
+        # committed bytes that a reader may still map, so they stay. An interrupted
+        # commit's leftovers end in bytes that are no local record (the old directory,
+        # zeros): then the whole gap is leftovers and goes.
+        if (
+            not dropped
+            and data_end < self._cd_offset
+            and self._skip_local_records(fm, data_end, self._cd_offset) == self._cd_offset
+        ):
+            data_end = self._cd_offset
         gap = self._cd_offset - data_end if not dropped else 0
         if gap > 0:
             # An interrupted commit left dead bytes before the directory: move it down (the
@@ -566,6 +615,15 @@ class MmapZipStore(Store):
                 RecoveryWarning,
                 stacklevel=4,
             )
+
+    def _skip_local_records(self, fm: FileMapping, pos: int, limit: int) -> int:
+        """The end of the run of complete local records that starts at ``pos``."""
+        while pos < limit:
+            rec = zf.read_local_record(fm.read, pos, limit, self.path)
+            if rec is None:
+                break
+            pos = rec.data_offset + rec.csize
+        return pos
 
     # --- Writing ------------------------------------------------------------------------
 
@@ -646,11 +704,59 @@ class MmapZipStore(Store):
         tx.dirty.append((tx.live_cd, tx.live_end))
         tx.live_cd, tx.live_end = new_cd, new_end
 
+    def _live_entries(self) -> list[zf.Entry]:
+        """What the next directory lists, in order: each key's live copy, each folder once."""
+        index = self._index
+        folders = {e.name: e for e in self._entries if e.is_dir}
+        return [
+            e for e in self._entries
+            if (folders.get(e.name) if e.is_dir else index.get(e.name)) is e
+        ]
+
+    def _pruned_directory(self) -> tuple[bytes, list[zf.Entry], list[int]]:
+        """The directory without superseded, deleted and shadowed entries.
+
+        Returns its bytes, its entries and their record positions in it; the entries' own
+        ``cd_pos`` still describe ``self._cd`` until the new directory is installed.
+        """
+        keep = self._live_entries()
+        cd = self._cd
+        parts = []
+        positions = []
+        pos = 0
+        for e in keep:
+            parts.append(cd[e.cd_pos : e.cd_pos + e.cd_len])
+            positions.append(pos)
+            pos += e.cd_len
+        return b"".join(parts), keep, positions
+
     def _place_directory(self, fm: FileMapping, tx: _Txn) -> None:
-        """Make the in-memory CD live right after the data at ``tx.write`` (the commit)."""
-        cd = memoryview(self._cd)
-        w, size = tx.write, len(self._cd)
-        n = len(self._entries)
+        """Make the in-memory CD live right after the data at ``tx.write`` (the commit).
+
+        After a rewrite or delete (or on the first commit to a foreign archive that repeats
+        a name), the new directory lists only live entries; the superseded bytes stay in
+        the file as dead space, so views of them stay valid.
+        """
+        pruned: tuple[bytes, list[zf.Entry], list[int]] | None = None
+        if tx.pruned or self._shadowed:
+            pruned = self._pruned_directory()
+            cd: memoryview | bytes = pruned[0]
+            n = len(pruned[1])
+        else:
+            cd = memoryview(self._cd)
+            n = len(self._entries)
+
+        def install() -> None:  # at the commit point: memory follows the file
+            if pruned is not None:
+                data, keep, positions = pruned
+                for e, p in zip(keep, positions, strict=True):
+                    e.cd_pos = p
+                self._entries = keep
+                self._cd = bytearray(data)
+                self._shadowed = False
+                tx.pruned = False
+
+        w, size = tx.write, len(cd)
         tlen = self._trailer_len()
         final_end = w + size + tlen
         if final_end <= tx.live_cd:
@@ -662,6 +768,7 @@ class MmapZipStore(Store):
                 fm.msync(tx.start, final_end - tx.start)
                 fm.fsync()
             fm.resize(final_end)  # commit point: cuts off the old live directory
+            install()
             _step("commit:truncated")
         else:
             x = max(tx.live_end, final_end)
@@ -673,6 +780,7 @@ class MmapZipStore(Store):
             self._write_trailer(fm, x + size, n, size, x)  # commit point: complete, at EOF
             _step("commit:x-trailer")
             tx.committed = True
+            install()
             self._cd_offset, self._data_end, self._limit = x, w, w
             if self.durable:
                 fm.msync(tx.start, x + size + tlen - tx.start)
@@ -709,28 +817,52 @@ class MmapZipStore(Store):
         tx.depth -= 1
         if tx.depth:
             return
+        self._commit(fm, tx)
+
+    def _commit(self, fm: FileMapping, tx: _Txn) -> None:
+        """Make everything ``tx`` wrote durable (one directory write), or abandon it."""
+        pruned = tx.pruned or self._shadowed
         try:
-            if len(self._entries) != tx.n0 or tx.live_cd != self._cd_offset:
+            if len(self._entries) != tx.n0 or tx.live_cd != self._cd_offset or pruned:
                 self._place_directory(fm, tx)
-        except BaseException:
-            self._abort(tx)
+        except BaseException as exc:
+            self._abort(tx, exc)
             raise
         self._tx = None
+        tx.done = True
+        if pruned:
+            self._mark_unlisted_start(fm)
 
-    def _abort(self, tx: _Txn) -> None:
+    def _mark_unlisted_start(self, fm: FileMapping) -> None:
+        """Mark the local header at offset 0 when no entry there is listed any more.
+
+        The old copy stays readable for views and older readers (only the 4 signature
+        bytes change, and readers accept the mark); tools that expect the first entry of
+        the file to be listed (7-Zip) then see leading bytes instead of a missing entry.
+        """
+        if not self._entries or any(e.lfh_offset == 0 for e in self._entries):
+            return
+        if fm.size >= zf.LFH_SIZE and fm.read(0, 4) == _U32.pack(zf.LFH_SIG):
+            fm.write(0, _U32.pack(zf.DEAD_LFH_SIG))
+
+    def _abort(self, tx: _Txn, failure: BaseException | None = None) -> None:
         """Forget the entries of a failed transaction; the live CD on disk is still valid."""
         self._tx = None
+        tx.done = True
         if tx.committed:
             return  # failed after the commit point: the entries are durable, keep them
+        tx.failure = failure or RuntimeError(f"a batch of writes to {self.path} was abandoned")
         fm = self._fm
         if fm is not None and not fm.closed and fm.size > tx.live_end:
             with contextlib.suppress(OSError):
                 fm.resize(tx.live_end)  # drop a half-written copy past the live trailer
         for e in self._entries[tx.n0 :]:
-            self._index.pop(e.name, None)
             self._unpatched.discard(e.name)
         del self._entries[tx.n0 :]
         del self._cd[tx.cd_len0 :]
+        # Superseded and deleted keys come back: the committed directory still lists them.
+        self._index = _live_index(self._entries)
+        tx.pruned = False
         self._cd_offset = tx.live_cd
         self._data_end = tx.start
         if fm is not None and not fm.closed and fm.exports == 0 and tx.live_cd > tx.start:
@@ -768,62 +900,116 @@ class MmapZipStore(Store):
         )
         self._cd += record
         self._entries.append(entry)
-        self._index[key] = len(self._entries) - 1
+        if key in self._index:
+            tx.pruned = True  # a newer copy: the next directory lists only this one
+            self._unpatched.discard(key)
+        self._index[key] = entry
         tx.write = data_offset + size
         return entry
 
-    def _append(self, key: str, value: Any, *, exist_ok: bool = False) -> bool:
-        """Append one entry; return False if ``exist_ok`` and the key already exists."""
+    def _unchanged(self, e: zf.Entry, data: memoryview) -> bool:
+        """Whether ``data`` equals the entry's bytes (a rewrite that changes nothing)."""
+        if e.usize != data.nbytes:
+            return False
+        try:
+            with self._read(e) as existing:
+                return bool(existing == data)
+        except (CorruptArchiveError, UnsupportedEntryError):
+            return False  # an unreadable old copy is simply superseded
+
+    def _refuse_rewrite(self, key: str, what: str = "overwrite") -> None:
+        raise AppendOnlyError(
+            f"MmapZipStore is append-only (opened with append_only=True); cannot {what} "
+            f"entry {key!r} in {self.path}"
+        )
+
+    def _stage(
+        self, key: str, value: Any, *, exist_ok: bool = False, grouped: bool = False
+    ) -> _Txn | None:
+        """Write one entry into the open transaction (opening one); commit nothing.
+
+        Returns the transaction that will make it durable, or None when nothing was written
+        (``exist_ok`` and the key exists, or the same bytes are stored already).
+        """
         raw = _encode_key(key, self.path)
         data = _as_bytes_view(value)
         with self._lock:
             fm = self._check_writable_sync()
-            if key in self._index:
-                if exist_ok:
-                    return False
-                with self._read(self._entries[self._index[key]]) as existing:
-                    if len(existing) == len(data) and existing == data:
-                        return False  # rewriting identical bytes changes nothing
-                raise AppendOnlyError(
-                    f"MmapZipStore is append-only (ZIP backend); cannot overwrite entry "
-                    f"{key!r} in {self.path}"
-                )
-            tx = self._begin(fm)
+            existing = self._index.get(key)
+            if existing is not None:
+                if exist_ok or self._unchanged(existing, data):
+                    return None
+                if self.append_only:
+                    self._refuse_rewrite(key)
+            tx = self._begin(fm, batch=grouped)
             try:
                 self._add_entry(fm, tx, key, raw, data, data.nbytes)
-            except BaseException:
-                self._abort(tx)
+            except BaseException as exc:
+                if tx.depth == 1:
+                    self._abort(tx, exc)
+                else:
+                    tx.depth -= 1
                 raise
-            self._end(fm, tx)
-            return True
+            tx.depth -= 1  # open, with nothing holding it: the next commit takes it along
+            return tx
+
+    def _flush(self, tx: _Txn | None) -> None:
+        """Commit ``tx`` unless that happened already; raise if it was abandoned.
+
+        Inside a ``batch()`` block the block's exit commits; nothing to do here.
+        """
+        if tx is None:
+            return
+        with self._lock:
+            if not tx.done and self._tx is tx and tx.depth == 0:
+                fm = self._fm
+                assert fm is not None
+                self._commit(fm, tx)
+        if tx.done and tx.failure is not None:
+            raise CorruptArchiveError(
+                f"{self.path}: the commit that was to make this write durable failed: "
+                f"{tx.failure}"
+            ) from tx.failure
+
+    def _append(self, key: str, value: Any, *, exist_ok: bool = False) -> bool:
+        """Write one entry and commit it; False if nothing needed writing."""
+        tx = self._stage(key, value, exist_ok=exist_ok)
+        self._flush(tx)
+        return tx is not None
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[MmapZipStore]:
-        """Group appends into one commit: one central-directory write for all of them.
+        """Group writes into one commit: one central-directory write for all of them.
 
-        Inside the block, appends (``store[k] = v``, zarr writes, reservations) are written
-        but become durable together when the block exits; if the block raises, or the
-        process dies inside it, none of them survive. Other threads' writes wait for the
-        block to finish.
+        Inside the block, writes (``store[k] = v``, zarr writes, deletes, reservations)
+        are visible at once in this process but become durable together when the block
+        exits; if the block raises, or the process dies inside it, none of them survive.
+        Writes other threads make while the block is open join it.
         """
         with self._lock:
             fm = self._check_writable_sync()
             tx = self._begin(fm, batch=True)
-            try:
-                yield self
-            except BaseException:
+        try:
+            yield self
+        except BaseException as exc:
+            with self._lock:
                 if tx.depth == 1:
-                    self._abort(tx)
+                    self._abort(tx, exc)
                 else:
                     tx.depth -= 1
-                raise
+            raise
+        with self._lock:
             self._end(fm, tx)
+        if tx.failure is not None:
+            raise tx.failure
 
     def reserve_entry(self, key: str, nbytes: int) -> npt.NDArray[np.uint8]:
         """Append an entry of ``nbytes`` zero bytes and return a writable view of its data.
 
         Fill the view in place, then call :meth:`patch_entry_crc`. Until then the entry has
-        CRC 0, and the next writable open rolls it back (and every entry after it).
+        CRC 0, and the next writable open rolls it back (and every entry after it). The key
+        must not exist: a reservation cannot supersede an entry, since rolling back an
+        unfinished one would lose the old value too (delete the old entry first).
         """
         raw = _encode_key(key, self.path)
         nbytes = int(nbytes)
@@ -832,15 +1018,20 @@ class MmapZipStore(Store):
         with self._lock:
             fm = self._check_writable_sync()
             if key in self._index:
-                raise AppendOnlyError(
-                    f"MmapZipStore is append-only (ZIP backend); cannot reserve existing "
-                    f"entry {key!r} in {self.path}"
+                if self.append_only:
+                    self._refuse_rewrite(key, "reserve existing")
+                raise EntryExistsError(
+                    f"cannot reserve {key!r} in {self.path}: the entry exists; delete it "
+                    "first (a reservation cannot supersede an entry)"
                 )
             tx = self._begin(fm)
             try:
                 entry = self._add_entry(fm, tx, key, raw, None, nbytes)
-            except BaseException:
-                self._abort(tx)
+            except BaseException as exc:
+                if tx.depth == 1:
+                    self._abort(tx, exc)
+                else:
+                    tx.depth -= 1
                 raise
             self._end(fm, tx)
             if nbytes:
@@ -862,10 +1053,11 @@ class MmapZipStore(Store):
             fm.write(e.lfh_offset + zf.LFH_CRC_OFFSET, packed)
             _step("patch:header")
             self._cd[e.cd_pos + zf.CD_CRC_OFFSET : e.cd_pos + zf.CD_CRC_OFFSET + 4] = packed
-            live_n = self._tx.n0 if self._tx is not None else len(self._entries)
-            live_cd = self._tx.live_cd if self._tx is not None else self._cd_offset
-            index = self._index[key]
-            if index < live_n:  # committed: patch the live directory too, last
+            tx = self._tx
+            live_cd = tx.live_cd if tx is not None else self._cd_offset
+            # Committed entries sit in the live directory at the same position as in memory
+            # (a transaction only appends records to it until its commit).
+            if tx is None or e.cd_pos < tx.cd_len0:
                 fm.write(live_cd + e.cd_pos + zf.CD_CRC_OFFSET, packed)
                 _step("patch:cd")
             if self.durable:
@@ -880,6 +1072,8 @@ class MmapZipStore(Store):
     def _clear_sync(self) -> None:
         with self._lock:
             fm = self._check_writable_sync()
+            if self._tx is not None and self._tx.depth == 0:
+                self._commit(fm, self._tx)
             if self._tx is not None:
                 raise RuntimeError(f"cannot clear {self.path} inside a batch")
             if fm.exports:
@@ -894,8 +1088,7 @@ class MmapZipStore(Store):
     # --- Reading ------------------------------------------------------------------------
 
     def _lookup(self, key: str) -> zf.Entry | None:
-        i = self._index.get(key)
-        return None if i is None else self._entries[i]
+        return self._index.get(key)
 
     def _data_offset(self, e: zf.Entry) -> int:
         if e.data_offset < 0:
@@ -993,12 +1186,51 @@ class MmapZipStore(Store):
             return None
         return np.frombuffer(fm.view(off, nbytes), dt).reshape(shp, order=order)
 
+    def _raw_records(self) -> Iterator[tuple[zf.Entry, memoryview]]:
+        """Each live entry (directories included) with its stored bytes, in file order.
+
+        The bytes are the entry's data as it sits in the archive (still compressed for a
+        compressed foreign entry), a zero-copy view of the mapping: release it before
+        closing the store. For compaction, which copies entries without decoding them.
+        """
+        fm = self._ensure_open_sync()
+        live = [e for e in self._entries if e.is_dir or self._index.get(e.name) is e]
+        for e in sorted(live, key=lambda e: e.lfh_offset):
+            off = self._data_offset(e)
+            yield e, fm.view(off, e.csize)
+
+    def space(self) -> ArchiveSpace:
+        """How the archive's bytes are used: live entries, dead copies, directory.
+
+        Dead bytes are superseded and deleted entries (and anything else no entry claims);
+        :meth:`compact` gives them back.
+        """
+        with self._lock:
+            self._ensure_open_sync()
+            tx = self._tx
+            end = tx.write if tx is not None else self._data_end
+            live = 0
+            entries = self._live_entries()
+            for e in entries:
+                if not e.is_dir:
+                    try:
+                        live += self._data_offset(e) + e.csize - e.lfh_offset
+                    except CorruptArchiveError:
+                        live += e.csize
+            directory = len(self._cd) + self._trailer_len()
+            return ArchiveSpace(
+                entries=len(self._index),
+                live_bytes=live,
+                dead_bytes=max(end - live, 0),
+                directory_bytes=directory,
+                file_size=end + directory,
+            )
+
     def verify(self) -> list[str]:
         """CRC-check every entry; return the keys that fail (empty when all are intact)."""
         self._ensure_open_sync()
         bad = []
-        for key, i in list(self._index.items()):
-            e = self._entries[i]
+        for key, e in list(self._index.items()):
             try:
                 with self._read(e) as data:  # releases the view
                     if e.method == 0 and crc32(data) != e.crc:
@@ -1065,19 +1297,41 @@ class MmapZipStore(Store):
         return len(self._index)
 
     def _delete_sync(self, key: str, *, missing_ok: bool = True) -> None:
-        self._check_writable()
-        self._ensure_open_sync()
-        if key in self._index:
-            raise AppendOnlyError(
-                f"MmapZipStore is append-only (ZIP backend); cannot delete entry {key!r} in "
-                f"{self.path}"
-            )
-        if not missing_ok:
+        if not self._delete_keys([key]) and not missing_ok:
             raise KeyError(key)
+
+    def _delete_keys(self, keys: Iterable[str]) -> int:
+        """Drop ``keys`` from the archive in one commit; absent keys are ignored.
+
+        The entries' bytes stay in the file (dead space until :meth:`compact`), so views
+        of them stay valid. Returns how many keys were deleted.
+        """
+        self._check_writable()
+        with self._lock:
+            fm = self._check_writable_sync()
+            present = [k for k in keys if k in self._index]
+            if not present:
+                return 0
+            if self.append_only:
+                self._refuse_rewrite(present[0], "delete")
+            tx = self._begin(fm)
+            for k in present:
+                del self._index[k]
+                self._unpatched.discard(k)
+            tx.pruned = True
+            self._end(fm, tx)
+            return len(present)
+
+    def _keys_under(self, prefix: str) -> list[str]:
+        prefix = prefix.rstrip("/")
+        base = f"{prefix}/" if prefix else ""
+        return [k for k in list(self._index) if k.startswith(base)]
 
     def close(self) -> None:
         """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive."""
         with self._lock:
+            if self._tx is not None and self._tx.depth == 0 and self._fm is not None:
+                self._commit(self._fm, self._tx)  # writes whose commit is still pending
             if self._tx is not None:
                 raise RuntimeError(f"cannot close {self.path} inside a batch")
             fm = self._fm
@@ -1130,6 +1384,7 @@ class MmapZipStore(Store):
             "max_file_size": self.max_file_size,
             "durable": self.durable,
             "max_decompressed_size": self.max_decompressed_size,
+            "append_only": self.append_only,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -1139,6 +1394,7 @@ class MmapZipStore(Store):
             max_file_size=state["max_file_size"],
             durable=state["durable"],
             max_decompressed_size=state["max_decompressed_size"],
+            append_only=state.get("append_only", False),
         )
 
     # --- zarr Store API -----------------------------------------------------------------
@@ -1149,7 +1405,7 @@ class MmapZipStore(Store):
 
     @property
     def supports_deletes(self) -> bool:
-        return False
+        return not self.append_only
 
     @property
     def supports_listing(self) -> bool:
@@ -1162,6 +1418,7 @@ class MmapZipStore(Store):
             max_file_size=self.max_file_size,
             durable=self.durable,
             max_decompressed_size=self.max_decompressed_size,
+            append_only=self.append_only,
         )
 
     def _get_buffer(
@@ -1178,10 +1435,10 @@ class MmapZipStore(Store):
     async def get(
         self,
         key: str,
-        prototype: BufferPrototype,
+        prototype: BufferPrototype | None = None,
         byte_range: ByteRequest | None = None,
     ) -> Buffer | None:
-        return self._get_buffer(key, prototype, byte_range)
+        return self._get_buffer(key, prototype or default_buffer_prototype(), byte_range)
 
     def get_sync(
         self,
@@ -1211,12 +1468,21 @@ class MmapZipStore(Store):
             )
 
     async def set(self, key: str, value: Buffer) -> None:
+        """Write ``key``; durable when this returns.
+
+        Concurrent writes (zarr writes the chunks of an array concurrently) share one
+        commit: each writes its entry, yields to the event loop so the others can write
+        theirs, and the first to resume commits them all.
+        """
         self._check_writable()
         self._check_buffer(value)
         if len(value) >= _THREAD_THRESHOLD:
-            await asyncio.to_thread(self._append, key, value)
+            tx = await asyncio.to_thread(self._stage, key, value, grouped=True)
         else:
-            self._append(key, value)
+            tx = self._stage(key, value, grouped=True)
+        if tx is not None:
+            await asyncio.sleep(0)
+            self._flush(tx)
 
     def set_sync(self, key: str, value: Buffer) -> None:
         self._check_writable()
@@ -1229,24 +1495,23 @@ class MmapZipStore(Store):
         self._append(key, value, exist_ok=True)
 
     async def delete(self, key: str) -> None:
-        """No-op for an absent key (zarr deletes fill-value chunks); append-only error else."""
+        """Drop ``key`` at once (one commit); a no-op for an absent key."""
         self._delete_sync(key)
 
     def delete_sync(self, key: str) -> None:
         self._delete_sync(key)
 
     async def delete_dir(self, prefix: str) -> None:
-        """No-op when nothing is stored under ``prefix``; append-only error otherwise."""
+        """Drop every key under ``prefix/`` in one commit (all keys for ``""``)."""
         self._check_writable()
         self._ensure_open_sync()
-        prefix = prefix.rstrip("/")
-        base = f"{prefix}/" if prefix else ""
-        for key in self._index:
-            if key.startswith(base):
-                raise AppendOnlyError(
-                    f"MmapZipStore is append-only (ZIP backend); cannot delete {key!r} (under "
-                    f"{prefix!r}) in {self.path}"
-                )
+        self._delete_keys(self._keys_under(prefix))
+
+    def delete_dir_sync(self, prefix: str) -> None:
+        """Synchronous :meth:`delete_dir`."""
+        self._check_writable()
+        self._ensure_open_sync()
+        self._delete_keys(self._keys_under(prefix))
 
     async def clear(self) -> None:
         """Truncate the archive to an empty one (needs no live zero-copy views)."""

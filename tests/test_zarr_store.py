@@ -47,15 +47,16 @@ class TestMmapZipStore(StoreTests[MmapZipStore, cpu.Buffer]):
         assert store.supports_listing
 
     def test_store_supports_deletes(self, store: MmapZipStore) -> None:
-        assert not store.supports_deletes
-
-    @pytest.mark.skip(reason="append-only: the harness deletes an existing key through the writer")
-    async def test_with_read_only_store(self, open_kwargs: dict[str, Any]) -> None: ...
+        assert store.supports_deletes
 
     async def test_with_read_only_store_append_only(self, open_kwargs: dict[str, Any]) -> None:
-        # The harness's version, adapted: everything but the delete of an existing key.
-        store = await self.store_cls.open(**{**open_kwargs, "read_only": True})
+        # The harness's test of with_read_only, on a write-once store: the delete of an
+        # existing key is refused, and the handles made by with_read_only stay write-once.
+        store = await self.store_cls.open(
+            **{**open_kwargs, "read_only": True, "append_only": True}
+        )
         writer = store.with_read_only(read_only=False)
+        assert writer.append_only and not writer.supports_deletes
         assert not writer._is_open and not writer.read_only
         await writer.set("foo", self.buffer_cls.from_bytes(b"bar"))
         with pytest.raises(AppendOnlyError, match="foo"):
@@ -113,9 +114,9 @@ def test_zarr_group_round_trip(tmp_path: Path, zarr_format: int) -> None:
         assert len(zf.namelist()) == len(set(zf.namelist()))  # no duplicate entries
 
 
-def test_zarr_attribute_rewrite_is_refused(tmp_path: Path) -> None:
+def test_zarr_attribute_rewrite_is_refused_when_append_only(tmp_path: Path) -> None:
     p = tmp_path / "attrs.zip"
-    with MmapZipStore(p, "w") as store:
+    with MmapZipStore(p, "w", append_only=True) as store:
         g = zarr.open_group(store=store, mode="w", zarr_format=2)
         g.create_array("a", shape=(4,), dtype="i4")
         with pytest.raises(AppendOnlyError, match=r"\.zattrs"):

@@ -206,7 +206,8 @@ def test_name_limits(tmp_path: Path) -> None:
 
 def test_append_only_errors(tmp_path: Path) -> None:
     p = tmp_path / "ao.zip"
-    with MmapZipStore(p, "w") as store:
+    with MmapZipStore(p, "w", append_only=True) as store:
+        assert not store.supports_deletes
         store["k"] = b"value"
         store["k"] = b"value"  # identical bytes: nothing to do
         with pytest.raises(AppendOnlyError, match=r"append-only.*'k'"):
