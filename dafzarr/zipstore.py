@@ -290,6 +290,10 @@ class MmapZipStore(Store):
         # Key -> its live entry. Readers look keys up without the lock: one dict lookup.
         self._index: dict[str, zf.Entry] = {}
         self._shadowed = False  # the directory repeats a name (a foreign archive)
+        # Lowest local-header offset the directory lists (-1: none), and how far the local
+        # headers before it are marked as listed by no directory.
+        self._first_listed = -1
+        self._dead_prefix = 0
         self._comment = b""
         self._cd = bytearray()
         self._cd_offset = 0
@@ -369,6 +373,7 @@ class MmapZipStore(Store):
         self._limit = tr.cd_offset
         self._index = _live_index(entries)
         self._shadowed = len(self._index) != sum(1 for e in entries if not e.is_dir)
+        self._first_listed = min((e.lfh_offset for e in entries), default=-1)
 
     def _parse(self, read: zf.Reader, tr: zf.Trailer) -> tuple[list[zf.Entry], bytes]:
         cd = read(tr.cd_offset, tr.cd_size)
@@ -754,6 +759,7 @@ class MmapZipStore(Store):
                 self._entries = keep
                 self._cd = bytearray(data)
                 self._shadowed = False
+                self._first_listed = min((e.lfh_offset for e in keep), default=-1)
                 tx.pruned = False
 
         w, size = tx.write, len(cd)
@@ -830,20 +836,27 @@ class MmapZipStore(Store):
             raise
         self._tx = None
         tx.done = True
-        if pruned:
+        if self._first_listed > self._dead_prefix:
             self._mark_unlisted_start(fm)
 
     def _mark_unlisted_start(self, fm: FileMapping) -> None:
-        """Mark the local header at offset 0 when no entry there is listed any more.
+        """Mark the local headers before the first listed entry as listed by no directory.
 
-        The old copy stays readable for views and older readers (only the 4 signature
-        bytes change, and readers accept the mark); tools that expect the first entry of
-        the file to be listed (7-Zip) then see leading bytes instead of a missing entry.
+        Their copies stay readable for views and older readers (only the 4 signature bytes
+        of each header change, and readers accept the mark); tools that look for an archive
+        at the start of the file (7-Zip) then see leading bytes instead of entries missing
+        from the directory.
         """
-        if not self._entries or any(e.lfh_offset == 0 for e in self._entries):
-            return
-        if fm.size >= zf.LFH_SIZE and fm.read(0, 4) == _U32.pack(zf.LFH_SIG):
-            fm.write(0, _U32.pack(zf.DEAD_LFH_SIG))
+        pos, end = self._dead_prefix, self._first_listed
+        dead = _U32.pack(zf.DEAD_LFH_SIG)
+        while pos < end:
+            rec = zf.read_local_record(fm.read, pos, end, self.path)
+            if rec is None:
+                break  # not a record this store wrote: leave the bytes alone
+            if not rec.dead:
+                fm.write(pos, dead)
+            pos = rec.data_offset + rec.csize
+        self._dead_prefix = pos
 
     def _abort(self, tx: _Txn, failure: BaseException | None = None) -> None:
         """Forget the entries of a failed transaction; the live CD on disk is still valid."""
@@ -862,6 +875,7 @@ class MmapZipStore(Store):
         del self._cd[tx.cd_len0 :]
         # Superseded and deleted keys come back: the committed directory still lists them.
         self._index = _live_index(self._entries)
+        self._first_listed = min((e.lfh_offset for e in self._entries), default=-1)
         tx.pruned = False
         self._cd_offset = tx.live_cd
         self._data_end = tx.start
@@ -900,6 +914,8 @@ class MmapZipStore(Store):
         )
         self._cd += record
         self._entries.append(entry)
+        if self._first_listed < 0:
+            self._first_listed = w
         if key in self._index:
             tx.pruned = True  # a newer copy: the next directory lists only this one
             self._unpatched.discard(key)
@@ -1288,7 +1304,7 @@ class MmapZipStore(Store):
         return iter(list(self._index))
 
     def keys(self) -> list[str]:
-        """The keys, in archive order (each once, even if the archive repeats a name)."""
+        """The keys, each once (in the order of their first write since the archive opened)."""
         self._ensure_open_sync()
         return list(self._index)
 
