@@ -346,7 +346,9 @@ class MmapZipStore(Store):
 
     def _ensure_open_sync(self) -> FileMapping:
         if not self._is_open:
-            self._open_sync()
+            with self._lock:  # threads that arrive together open the store once
+                if not self._is_open:
+                    self._open_sync()
         assert self._fm is not None
         return self._fm
 
@@ -432,24 +434,25 @@ class MmapZipStore(Store):
         """Rebuild the directory by walking local headers from offset 0 (last resort).
 
         Keeps the longest run of entries whose headers are intact and whose data checks
-        (CRC of stored data; decoding with CRC check for compressed data). Returns False
-        when the file does not start with such an entry.
+        (CRC of stored data; decoding with CRC check for compressed data); of several copies
+        of a key, the newest. Copies marked as unlisted are skipped, but a deleted key whose
+        copy carries no mark comes back: the warning says so. Returns False when the file
+        does not start with such an entry.
         """
         size = fm.size
         pos = 0
-        cd = bytearray()
-        entries: list[zf.Entry] = []
-        seen: set[str] = set()
+        found: dict[str, tuple[zf.Entry, bytes]] = {}
+        copies = 0
         while True:
             rec = zf.read_local_record(fm.read, pos, size, self.path)
-            if rec is None or rec.name in seen:
+            if rec is None:
                 break
             if rec.dead:  # a copy that was deleted or superseded: not brought back
                 pos = rec.data_offset + rec.csize
                 continue
             e = zf.Entry(
-                rec.name, rec.method, rec.flags, rec.crc, rec.csize, rec.usize, pos, len(cd),
-                0, rec.data_offset,
+                rec.name, rec.method, rec.flags, rec.crc, rec.csize, rec.usize, pos, 0, 0,
+                rec.data_offset,
             )
             try:
                 if rec.method == 0:
@@ -465,13 +468,18 @@ class MmapZipStore(Store):
                 rec.raw_name, rec.csize, rec.crc, pos, method=rec.method, usize=rec.usize,
                 flags=rec.flags,
             )
-            e.cd_len = len(record)
+            copies += rec.name in found
+            found.pop(rec.name, None)  # a newer copy: it goes last, in file order
+            found[rec.name] = (e, record)
+            pos = rec.data_offset + rec.csize
+        if not found:
+            return False
+        cd = bytearray()
+        entries: list[zf.Entry] = []
+        for e, record in found.values():
+            e.cd_pos, e.cd_len = len(cd), len(record)
             cd += record
             entries.append(e)
-            seen.add(rec.name)
-            pos = rec.data_offset + rec.csize
-        if not entries:
-            return False
         final_end = pos + len(cd) + zf.TRAILER_SIZE  # the comment went with the end record
         if final_end > size:
             self._check_size(final_end, "the rebuilt central directory")
@@ -484,9 +492,15 @@ class MmapZipStore(Store):
             fm.fsync()
         self._install(entries, bytes(cd), zf.Trailer(pos, len(cd), len(entries), pos, final_end))
         self._data_end = pos
+        older = (
+            f"; {copies} older copies of rewritten keys were left out, and keys deleted "
+            "since their last write may have come back"
+            if copies else ""
+        )
         warnings.warn(
             f"{self.path}: no valid central directory was found; rebuilt it from the local "
-            f"headers of {len(entries)} intact entries (anything after them was dropped)",
+            f"headers of {len(entries)} intact entries (anything after them was dropped"
+            f"{older})",
             RecoveryWarning,
             stacklevel=4,
         )

@@ -383,3 +383,24 @@ def test_views_are_zero_copy_after_rewrites(tmp_path: Path) -> None:
         del arr
 
 
+
+
+def test_rebuild_from_local_headers_takes_the_newest_copy(tmp_path: Path) -> None:
+    p = tmp_path / "salvage.zip"
+    with MmapZipStore(p, "w") as store:
+        store["a"] = b"a1"
+        store["b"] = b"b1"
+        store["a"] = b"a2"
+        store["c"] = b"c1"
+        store["b"] = b"b2"  # a1 and b1 lie before the first listed entry: marked
+        store["d"] = b"d1"
+        store["d"] = b"d2"  # d1 carries no mark
+        data_end = store.space().live_bytes + store.space().dead_bytes
+    raw = bytearray(p.read_bytes())
+    raw[data_end:] = bytes(len(raw) - data_end)  # no directory, no trailer anywhere
+    p.write_bytes(bytes(raw))
+    with pytest.warns(RecoveryWarning, match="older copies"), MmapZipStore(p, "r+") as store:
+        assert {k: bytes(store[k]) for k in store} == {
+            "a": b"a2", "b": b"b2", "c": b"c1", "d": b"d2"
+        }
+    check_archive(p, {"a": b"a2", "b": b"b2", "c": b"c1", "d": b"d2"})
