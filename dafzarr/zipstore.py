@@ -240,9 +240,12 @@ class MmapZipStore(Store):
     ``memoryview`` (decoded bytes for compressed foreign entries), ``store[key] = data``
     appends, ``key in store``, ``iter(store)``, ``len(store)``.
 
-    One writable handle per archive: a writable open takes an exclusive ``flock`` and a
-    second one (in any process) raises :class:`~dafzarr.errors.ArchiveLockedError`.
-    Read-only handles take no lock and see the archive as it was when they opened.
+    The constructor opens the archive: a writable open takes an exclusive ``flock`` (a
+    second one, in any process, raises :class:`~dafzarr.errors.ArchiveLockedError` at
+    once), recovers an interrupted writer's archive, and mode ``"w"`` empties the archive.
+    Read-only handles take no lock and see the archive as it was when they opened. A store
+    that was unpickled opens at its first use. After :meth:`close`, the next use opens the
+    archive again (without emptying it).
     """
 
     def __init__(
@@ -256,6 +259,24 @@ class MmapZipStore(Store):
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED,
         append_only: bool = False,
     ) -> None:
+        self._configure(
+            path, mode, read_only, max_file_size, durable, max_decompressed_size, append_only
+        )
+        # Open now: a writable store holds the archive's lock from here on (a second
+        # writer is refused at once), and mode "w" has emptied the archive when this returns.
+        self._open_sync()
+
+    def _configure(
+        self,
+        path: str | os.PathLike[str],
+        mode: Mode,
+        read_only: bool | None,
+        max_file_size: int,
+        durable: bool,
+        max_decompressed_size: int,
+        append_only: bool,
+    ) -> None:
+        """Set the options and check the path; open nothing."""
         if mode not in MODES:
             raise ValueError(f"invalid mode: {mode!r} (expected one of 'r', 'r+', 'w+', 'w')")
         if read_only is None:
@@ -279,8 +300,6 @@ class MmapZipStore(Store):
         self._reset_state()
         if mode in ("r", "r+") and not os.path.exists(self.path):
             raise FileNotFoundError(errno.ENOENT, f"no such file: {self.path}", self.path)
-        if mode in ("w+", "w") and not os.path.exists(self.path):
-            _create_empty(self.path)
 
     def _reset_state(self) -> None:
         # Entries in central-directory order (ascending local-header offset for the entries
@@ -304,10 +323,17 @@ class MmapZipStore(Store):
 
     # --- Opening ------------------------------------------------------------------------
 
+    @classmethod
+    async def open(cls, *args: Any, **kwargs: Any) -> MmapZipStore:
+        """Construct (and so open) a store: zarr's ``Store.open``."""
+        return cls(*args, **kwargs)
+
     async def _open(self) -> None:
+        # After close(), or for a store made by with_read_only() or unpickled: open now
+        # (mode "w" empties the archive only at its first open).
         if self._is_open:
             raise ValueError("store is already open")
-        self._open_sync()
+        self._ensure_open_sync()
 
     def _open_sync(self) -> None:
         with self._lock:
@@ -1418,13 +1444,16 @@ class MmapZipStore(Store):
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(  # type: ignore[misc]
+        # An unpickled store (a copy sent to a worker) opens at its first use, so that
+        # unpickling a writable store next to the open original does not meet its lock.
+        self._configure(
             state["path"],
             state["mode"],
-            max_file_size=state["max_file_size"],
-            durable=state["durable"],
-            max_decompressed_size=state["max_decompressed_size"],
-            append_only=state.get("append_only", False),
+            None,
+            state["max_file_size"],
+            state["durable"],
+            state["max_decompressed_size"],
+            state.get("append_only", False),
         )
 
     # --- zarr Store API -----------------------------------------------------------------
@@ -1442,14 +1471,10 @@ class MmapZipStore(Store):
         return True
 
     def with_read_only(self, read_only: bool = False) -> MmapZipStore:
-        return type(self)(
-            self.path,
-            "r" if read_only else "r+",
-            max_file_size=self.max_file_size,
-            durable=self.durable,
-            max_decompressed_size=self.max_decompressed_size,
-            append_only=self.append_only,
-        )
+        """A store on the same archive, opened at its first use (as zarr expects)."""
+        other = type(self).__new__(type(self))
+        other.__setstate__({**self.__getstate__(), "mode": "r" if read_only else "r+"})
+        return other
 
     def _get_buffer(
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None

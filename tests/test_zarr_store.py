@@ -12,7 +12,7 @@ import zarr
 from zarr.core.buffer import Buffer, cpu, default_buffer_prototype
 from zarr.testing.store import StoreTests
 
-from dafzarr import AppendOnlyError, MmapZipStore
+from dafzarr import AppendOnlyError, ArchiveLockedError, MmapZipStore
 
 from .common import check_zip_tools_accept
 
@@ -35,6 +35,25 @@ class TestMmapZipStore(StoreTests[MmapZipStore, cpu.Buffer]):
 
     async def get(self, store: MmapZipStore, key: str) -> Buffer:
         return self.buffer_cls.from_bytes(bytes(store[key]))
+
+    @pytest.fixture
+    async def store_not_open(self, store_kwargs: dict[str, Any]) -> MmapZipStore:
+        # The constructor opens the archive; a closed store reopens at its next use.
+        store = self.store_cls(**store_kwargs)
+        assert store._is_open
+        store.close()
+        return store
+
+    def test_store_eq(self, store: MmapZipStore, store_kwargs: dict[str, Any]) -> None:
+        # The harness's version builds a second writer on the open archive; the constructor
+        # takes the writer's lock, so that one is refused at once. Equal stores come from
+        # with_read_only (opened at first use) and from pickling.
+        assert store == store  # noqa: PLR0124 - the harness checks self-equality too
+        with pytest.raises(ArchiveLockedError, match="one writer at a time"):
+            self.store_cls(**store_kwargs)
+        twin = store.with_read_only(read_only=False)
+        assert twin == store and not twin._is_open
+        assert self.store_cls(**{**store_kwargs, "read_only": True}) != store
 
     def test_store_repr(self, store: MmapZipStore) -> None:
         assert repr(store) == f"MmapZipStore({store.path!r}, mode='w+')"

@@ -461,3 +461,51 @@ def test_offsets_past_4_gib(tmp_path: Path) -> None:
     with zipfile.ZipFile(p) as z:
         assert z.read("tail") == b"past 4 GiB"
         assert z.getinfo("hole").file_size == (4 << 30) + 123
+
+
+# --- opening ---------------------------------------------------------------------------------
+
+
+def test_constructor_opens_locks_and_truncates(tmp_path: Path) -> None:
+    p = tmp_path / "eager.zip"
+    with MmapZipStore(p, "w") as store:
+        store["k"] = b"old"
+    with MmapZipStore(p, "w"):  # never touched: the archive is emptied all the same
+        pass
+    with MmapZipStore(p) as store:
+        assert store.keys() == []
+    first = MmapZipStore(p, "r+")  # never touched: it holds the writer's lock already
+    try:
+        with pytest.raises(ArchiveLockedError):
+            MmapZipStore(p, "w+")
+    finally:
+        first.close()
+
+
+def test_concurrent_first_use_opens_once(tmp_path: Path) -> None:
+    import pickle
+    import threading
+
+    p = tmp_path / "threads.zip"
+    with MmapZipStore(p, "w") as store:
+        for i in range(10):
+            store[f"k{i}"] = bytes([i]) * 10
+        reader = pickle.loads(pickle.dumps(store.with_read_only(True)))
+    assert not reader._is_open  # an unpickled store opens at its first use
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def use() -> None:
+        try:
+            barrier.wait()
+            assert bytes(reader["k3"]) == bytes([3]) * 10
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=use) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    reader.close()
