@@ -46,6 +46,7 @@ import math
 import os
 import struct
 import threading
+import time
 import types
 import warnings
 import zlib
@@ -84,6 +85,10 @@ MODES: tuple[str, ...] = ("r", "r+", "w+", "w")
 DEFAULT_MAX_FILE_SIZE = 1 << 40
 # Decoded size above which a compressed foreign entry is refused (zip-bomb guard).
 DEFAULT_MAX_DECOMPRESSED = 1 << 34
+# How long a read-only open retries an archive whose end is not a valid trailer (a writer
+# in another process may be in the middle of a commit).
+_READ_RETRY_SECONDS = 1.0
+_READ_SETTLE_SECONDS = 0.02
 # Appends at least this large run off the event loop.
 _THREAD_THRESHOLD = 1 << 20
 _U32 = struct.Struct("<I")
@@ -340,12 +345,7 @@ class MmapZipStore(Store):
             if self._is_open:
                 raise ValueError("store is already open")
             if self.read_only:
-                fm = FileMapping(self.path, False, 0)
-                try:
-                    self._load_read_only(fm)
-                except BaseException:
-                    fm.close()
-                    raise
+                fm = self._open_read_only()
             else:
                 if self.mode in ("w+", "w") and not os.path.exists(self.path):
                     _create_empty(self.path)
@@ -408,6 +408,50 @@ class MmapZipStore(Store):
         entries = zf.parse_central_directory(cd, tr, self.path)
         zf.check_no_overlap(entries, self.path)
         return entries, cd
+
+    def _open_read_only(self) -> FileMapping:
+        """Map the archive and load its directory, waiting out a writer's commit.
+
+        A writer in another process may be between two steps of a commit: the file grown
+        and its end not yet a complete trailer, or shrinking under the reader. Such a state
+        lasts milliseconds and the file changes meanwhile, so a failed load is retried on a
+        fresh mapping while the file keeps changing (for up to ``_READ_RETRY_SECONDS``). A
+        file that stays the same for ``_READ_SETTLE_SECONDS`` (an interrupted writer's
+        archive, a damaged file) is refused at once.
+        """
+        start = time.monotonic()
+        settled = start
+        seen = self._fingerprint()
+        pause = 0.0005
+        while True:
+            fm = FileMapping(self.path, False, 0)
+            try:
+                self._load_read_only(fm)
+                return fm
+            except CorruptArchiveError:
+                fm.close()
+                self._reset_state()
+                now = time.monotonic()
+                current = self._fingerprint()
+                if current != seen:
+                    seen, settled = current, now
+                if now - settled >= _READ_SETTLE_SECONDS or now - start >= _READ_RETRY_SECONDS:
+                    raise
+            except BaseException:
+                fm.close()
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+
+    def _fingerprint(self) -> tuple[int, int, int, bytes]:
+        """What changes while a writer commits: size, times and the last bytes."""
+        try:
+            with open(self.path, "rb") as f:
+                st = os.fstat(f.fileno())
+                tail = os.pread(f.fileno(), 4096, max(st.st_size - 4096, 0))
+        except OSError:
+            return (-1, -1, -1, b"")
+        return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, tail)
 
     def _load_read_only(self, fm: FileMapping) -> None:
         # The directory is read with pread, not through the mapping: a writer in another

@@ -1,0 +1,51 @@
+"""Read-only opens while a writer in another process commits: each sees a valid committed
+state (the one before a commit or the one after it), never an error or a mixed state."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from dafzarr import MmapZipStore
+
+from . import _commit_child as child
+
+CHILD = Path(child.__file__)
+
+
+def _check_state(store: MmapZipStore) -> int:
+    """The newest keys hold one of their versions; returns how many keys there are."""
+    keys = [k for k in store if not k.startswith("base/")]
+    for key in keys[-3:]:
+        assert bytes(store[key]) in (child.payload(key, 0), child.payload(key, 1)), key
+    return len(keys)
+
+
+def test_read_only_opens_during_commits(tmp_path: Path) -> None:
+    p = tmp_path / "busy.zip"
+    with MmapZipStore(p, "w") as store, store.batch():
+        for i in range(1000):  # a directory of ~80 KB: small entries overlap it
+            store[f"base/{i:05d}"] = b"b"
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), str(p)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    assert proc.stdout.readline().strip() == "ready"
+    failures: list[str] = []
+    sizes: set[int] = set()
+    for _ in range(1000):
+        try:
+            with MmapZipStore(p) as store:
+                sizes.add(_check_state(store))
+        except Exception as e:  # noqa: BLE001 - counted and reported below
+            failures.append(f"{type(e).__name__}: {e}")
+    proc.stdin.close()
+    commits = int(proc.stdout.read().strip())
+    proc.stdout.close()
+    assert proc.wait() == 0
+    assert not failures, f"{len(failures)} of 1000 opens failed, e.g. {failures[:3]}"
+    assert commits >= 200, f"only {commits} commits during the opens"
+    assert len(sizes) > 100, f"the opens saw only {len(sizes)} states"
+    print(f"{commits} commits, {len(sizes)} states seen by 1000 opens")
