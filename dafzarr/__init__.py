@@ -30,6 +30,8 @@ from .errors import (
     DafzarrError,
     EntryExistsError,
     RecoveryWarning,
+    RefusedEntryWarning,
+    UnsafeEntryNameError,
     UnsupportedEntryError,
 )
 from .zipstore import MmapZipStore
@@ -48,6 +50,8 @@ __all__ = [
     "FileConfig",
     "MmapZipStore",
     "RecoveryWarning",
+    "RefusedEntryWarning",
+    "UnsafeEntryNameError",
     "UnsupportedEntryError",
     "ZarrDaf",
     "__version__",

@@ -171,6 +171,7 @@ class Entry:
     cd_len: int
     data_offset: int = -1  # resolved lazily from the local header
     end_limit: int = -1  # the data must end before this offset (the next local header)
+    refused: str | None = None  # why the name is not served (unsafe or not UTF-8), if so
 
     @property
     def is_dir(self) -> bool:
@@ -262,26 +263,30 @@ def find_trailer(read: Reader, size: int, path: object) -> Trailer:
     raise _bad(path, "no end of central directory record at the end of the file")
 
 
-def _decode_name(raw: bytes, flags: int, path: object, index: int) -> str:
+def _decode_name(raw: bytes, flags: int) -> tuple[str, str | None]:
+    """An entry's name as text, and why it is refused (None when it is safe to serve)."""
     try:
         name = _name_text(raw, flags)
     except UnicodeDecodeError:
-        raise _bad(path, f"entry {index} has a name that is not valid UTF-8: {raw!r}") from None
-    check_entry_name(name, path)
-    return name
+        # undecodable bytes become lone surrogates: one character per byte, as in the file
+        return raw.decode("utf-8", "surrogateescape"), "its name is not valid UTF-8"
+    return name, unsafe_name_reason(name)
 
 
 _RELATIVE_PART = re.compile(r"(?:^|/)\.\.?(?:/|$)")
 
 
-def check_entry_name(name: str, path: object) -> None:
-    """Refuse names that are unsafe to map to files (``..``, absolute, NUL)."""
+def unsafe_name_reason(name: str) -> str | None:
+    """Why ``name`` is unsafe to map to a file (``..``, absolute, backslash, NUL), or None."""
     if "\x00" in name:
-        raise _bad(path, f"entry name contains NUL: {name!r}")
-    if name.startswith("/") or "\\" in name:
-        raise _bad(path, f"unsafe entry name: {name!r}")
+        return "its name contains NUL"
+    if name.startswith("/"):
+        return "its name is an absolute path"
+    if "\\" in name:
+        return "its name contains a backslash"
     if "." in name and _RELATIVE_PART.search(name):
-        raise _bad(path, f"unsafe entry name (relative path component): {name!r}")
+        return "its name has a relative path component (. or ..)"
+    return None
 
 
 def parse_central_directory(cd: bytes, trailer: Trailer, path: object) -> list[Entry]:
@@ -301,14 +306,16 @@ def parse_central_directory(cd: bytes, trailer: Trailer, path: object) -> list[E
         rec_len = CD_SIZE + n_len + e_len + c_len
         if pos + rec_len > end:
             raise _bad(path, f"central directory entry {index} runs past the directory")
-        name = _decode_name(cd[pos + CD_SIZE : pos + CD_SIZE + n_len], flags, path, index)
+        name, refused = _decode_name(cd[pos + CD_SIZE : pos + CD_SIZE + n_len], flags)
         if U32_MAX in (usize, csize, lfh) or disk == U16_MAX:
             usize, csize, lfh = _zip64_fields(
                 cd, pos + CD_SIZE + n_len, e_len, usize, csize, lfh, disk, path, name
             )
         if lfh + LFH_SIZE + n_len > limit or csize > limit:
             raise _bad(path, f"entry {name!r}: local header or data outside the archive")
-        entries.append(Entry(name, method, flags, crc, csize, usize, lfh, pos, rec_len))
+        entries.append(
+            Entry(name, method, flags, crc, csize, usize, lfh, pos, rec_len, refused=refused)
+        )
         pos += rec_len
     if pos != end:
         raise _bad(path, f"central directory has {end - pos} bytes after its last entry")
@@ -469,6 +476,7 @@ class LocalRecord:
     usize: int
     data_offset: int
     dead: bool = False  # marked as listed by no directory (a deleted or superseded copy)
+    refused: str | None = None  # why the name cannot be served, if it cannot
 
 
 def read_local_record(read: Reader, pos: int, size: int, path: object) -> LocalRecord | None:
@@ -480,13 +488,10 @@ def read_local_record(read: Reader, pos: int, size: int, path: object) -> LocalR
     h = _read_local_header(read, pos, size, dead_ok=True)
     if h is None or h.sizes_missing or h.flags & (FLAG_DATA_DESCRIPTOR | FLAG_ENCRYPTED):
         return None
-    try:
-        name = _name_text(h.raw_name, h.flags)
-        check_entry_name(name, path)
-    except (UnicodeDecodeError, CorruptArchiveError):
-        return None
+    name, refused = _decode_name(h.raw_name, h.flags)
     if h.csize > size - h.data_offset:
         return None
     return LocalRecord(
-        h.raw_name, name, h.flags, h.method, h.crc, h.csize, h.usize, h.data_offset, h.dead
+        h.raw_name, name, h.flags, h.method, h.crc, h.csize, h.usize, h.data_offset, h.dead,
+        refused,
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import __version__, _refs_cli
 from ._config import show_config
-from .errors import DafzarrError, RecoveryWarning
+from .errors import DafzarrError, RecoveryWarning, RefusedEntryWarning
 from .zipstore import MmapZipStore
 
 __all__ = ["main"]
@@ -32,11 +32,16 @@ def _human(n: float) -> str:
 
 
 def _zip_ls(args: argparse.Namespace) -> int:
-    with MmapZipStore(args.path, "r") as store:
-        rows = store.info()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RefusedEntryWarning)  # listed below, one per line
+        with MmapZipStore(args.path, "r") as store:
+            rows = store.info()
     print(f"{'size':>12} {'stored':>12} {'method':>6} {'crc32':>8} {'offset':>12}  name")
     for r in rows:
-        offset = "BAD" if r["error"] else "" if r["data_offset"] is None else str(r["data_offset"])
+        offset = (
+            "REFUSED" if r["refused"] else "BAD" if r["error"]
+            else "" if r["data_offset"] is None else str(r["data_offset"])
+        )
         print(
             f"{r['size']:>12} {r['compressed_size']:>12} {r['method']:>6} {r['crc32']:08x} "
             f"{offset:>12}  {r['name']}"
@@ -45,7 +50,7 @@ def _zip_ls(args: argparse.Namespace) -> int:
     print(f"{len(rows)} entries, {_human(total)} of data in {args.path}")
     bad = [r for r in rows if r["error"]]
     for r in bad:
-        print(f"damaged: {r['error']}", file=sys.stderr)
+        print(f"{'refused' if r['refused'] else 'damaged'}: {r['error']}", file=sys.stderr)
     return 1 if bad else 0
 
 

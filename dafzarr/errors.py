@@ -21,6 +21,8 @@ __all__ = [
     "H5Error",
     "IncompatibleSourcesError",
     "RecoveryWarning",
+    "RefusedEntryWarning",
+    "UnsafeEntryNameError",
     "UnsupportedEntryError",
     "UnsupportedHDF5Error",
     "UnsupportedVariableWarning",
@@ -49,6 +51,15 @@ class EntryExistsError(DafzarrError, ValueError):
 
 class ArchiveLockedError(DafzarrError, BlockingIOError):
     """Another handle or process holds the archive open for writing."""
+
+
+class UnsafeEntryNameError(DafzarrError, ValueError):
+    """An archive holds an entry whose name is unsafe (``..``, absolute, backslash, NUL, not
+    UTF-8), so dafzarr will not write into it (a read-only open serves the other entries)."""
+
+
+class RefusedEntryWarning(UserWarning):
+    """A read-only open found entries whose names are unsafe; they are not served."""
 
 
 class RecoveryWarning(UserWarning):

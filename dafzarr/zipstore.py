@@ -52,7 +52,7 @@ import warnings
 import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import numpy as np
 from zarr.abc.store import (
@@ -72,6 +72,8 @@ from .errors import (
     CorruptArchiveError,
     EntryExistsError,
     RecoveryWarning,
+    RefusedEntryWarning,
+    UnsafeEntryNameError,
     UnsupportedEntryError,
 )
 
@@ -159,8 +161,9 @@ class ArchiveSpace:
 
 
 def _live_index(entries: Iterable[zf.Entry]) -> dict[str, zf.Entry]:
-    """Key -> entry for the non-directory entries; the last of duplicate names wins."""
-    return {e.name: e for e in entries if not e.is_dir}
+    """Key -> entry for the non-directory entries that are served (names not refused); the
+    last of duplicate names wins."""
+    return {e.name: e for e in entries if not e.is_dir and e.refused is None}
 
 
 def _encode_key(key: str, path: str) -> bytes:
@@ -170,7 +173,9 @@ def _encode_key(key: str, path: str) -> bytes:
         raise ValueError(f"{path}: empty key")
     if key.endswith("/") or "//" in key:
         raise ValueError(f"{path}: invalid key {key!r} (empty path component)")
-    zf.check_entry_name(key, path)
+    reason = zf.unsafe_name_reason(key)
+    if reason is not None:
+        raise ValueError(f"{path}: invalid key {key!r}: {reason.replace('its name', 'it')}")
     try:
         raw = key.encode("utf-8")
     except UnicodeEncodeError:
@@ -400,7 +405,10 @@ class MmapZipStore(Store):
         self._data_end = tr.cd_offset
         self._limit = tr.cd_offset
         self._index = _live_index(entries)
-        self._shadowed = len(self._index) != sum(1 for e in entries if not e.is_dir)
+        self._refused = [e for e in entries if e.refused is not None]
+        self._shadowed = len(self._index) != sum(
+            1 for e in entries if not e.is_dir and e.refused is None
+        )
         self._first_listed = min((e.lfh_offset for e in entries), default=-1)
 
     def _parse(self, read: zf.Reader, tr: zf.Trailer) -> tuple[list[zf.Entry], bytes]:
@@ -475,6 +483,25 @@ class MmapZipStore(Store):
                 f"the archive, or run: dafzarr zip repair {self.path})"
             ) from None
         self._install(entries, cd, tr, read(tr.end - tr.comment, tr.comment))
+        if self._refused:
+            warnings.warn(
+                f"{self.path}: entries whose names are unsafe are not served: "
+                f"{self._refused_list()}",
+                RefusedEntryWarning,
+                stacklevel=5,
+            )
+
+    def _refused_list(self, most: int = 5) -> str:
+        parts = [f"{e.name!r} ({e.refused})" for e in self._refused[:most]]
+        more = len(self._refused) - most
+        return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+    def _refuse_unsafe_names(self, names: str) -> NoReturn:
+        raise UnsafeEntryNameError(
+            f"{self.path}: the archive holds entries with unsafe names ({names}), which "
+            "dafzarr does not write next to; nothing was changed. Open it read-only (mode "
+            "'r') to read every other entry, or copy them into a new archive."
+        )
 
     def _load_writable(self, fm: FileMapping) -> None:
         size = fm.size
@@ -498,6 +525,8 @@ class MmapZipStore(Store):
                 ) from None
             tr, entries, cd = found
         self._install(entries, cd, tr, fm.read(tr.end - tr.comment, tr.comment))
+        if self._refused:  # an intact archive, or not: either way, write nothing
+            self._refuse_unsafe_names(self._refused_list())
         self._recover(fm, tr)
 
     def _salvage(self, fm: FileMapping) -> bool:
@@ -534,6 +563,10 @@ class MmapZipStore(Store):
                 ok = False
             if not ok:
                 break
+            if rec.refused is not None:
+                # An intact entry the rebuilt directory could not list: rebuilding would
+                # drop it, and cutting the walk here would drop every entry after it.
+                self._refuse_unsafe_names(f"{rec.name!r} ({rec.refused}) at offset {pos}")
             record = zf.central_entry(
                 rec.raw_name, rec.csize, rec.crc, pos, method=rec.method, usize=rec.usize,
                 flags=rec.flags,
@@ -1343,16 +1376,18 @@ class MmapZipStore(Store):
         """One dict per entry of the central directory, in archive order (``dafzarr zip ls``).
 
         Keys: ``name``, ``method``, ``compressed_size``, ``size``, ``crc32``,
-        ``header_offset``, ``data_offset`` (None for directories and damaged entries) and
-        ``error`` (None, or why the entry's local header cannot be used): one damaged entry
-        does not hide the others.
+        ``header_offset``, ``data_offset`` (None for directories and damaged entries),
+        ``error`` (None, or why the entry cannot be read) and ``refused`` (None, or why its
+        name is unsafe, so that it is not served): one bad entry does not hide the others.
         """
         self._ensure_open_sync()
         rows = []
         for e in self._entries:
             data_offset: int | None = None
             error: str | None = None
-            if not e.is_dir:
+            if e.refused is not None:
+                error = f"entry {e.name!r} is not served: {e.refused}"
+            elif not e.is_dir:
                 try:
                     data_offset = self._data_offset(e)
                 except CorruptArchiveError as exc:
@@ -1360,7 +1395,7 @@ class MmapZipStore(Store):
             rows.append({
                 "name": e.name, "method": e.method, "compressed_size": e.csize,
                 "size": e.usize, "crc32": e.crc, "header_offset": e.lfh_offset,
-                "data_offset": data_offset, "error": error,
+                "data_offset": data_offset, "error": error, "refused": e.refused,
             })
         return rows
 

@@ -16,6 +16,13 @@ settings.register_profile(
 settings.register_profile("nightly", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# Child processes the tests start (crash tests, CLI runs) import dafzarr from this checkout
+# too, not from wherever an installed copy points.
+_ROOT = str(Path(__file__).resolve().parents[1])
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [_ROOT, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+)
+
 
 @pytest.fixture
 def fixtures_dir() -> Path:

@@ -21,7 +21,12 @@ import numpy as np
 import pytest
 import zarr
 
-from dafzarr import CorruptArchiveError, MmapZipStore, UnsupportedEntryError
+from dafzarr import (
+    MmapZipStore,
+    RefusedEntryWarning,
+    UnsafeEntryNameError,
+    UnsupportedEntryError,
+)
 
 from . import zipbuild as zb
 from .common import check_zip_tools_accept
@@ -358,11 +363,14 @@ def test_julia_packed_shards_are_foreign_zip_archives(fixtures_dir: Path) -> Non
                 assert np.array_equal(np.frombuffer(chunk, "<f8"), want)
             assert store.verify() == []
     # gzip variant: entry names are gzip member headers, not UTF-8 although flag 11 is set
-    # (Python's zipfile refuses them too).
+    # (Python's zipfile refuses them too): reported, not served, and never written next to.
     gz = base / "gz.daf.zarr/vectors/cell/score/c/0"
     before = gz.read_bytes()
-    with pytest.raises(CorruptArchiveError, match="UTF-8"):
-        MmapZipStore(gz).keys()
+    with pytest.warns(RefusedEntryWarning, match="UTF-8"), MmapZipStore(gz) as store:
+        assert store.keys() == []
+        assert [bool(i["refused"]) for i in store.info()] == [True, True]
+    with pytest.raises(UnsafeEntryNameError, match="UTF-8"):
+        MmapZipStore(gz, "r+")
     assert gz.read_bytes() == before
 
 
