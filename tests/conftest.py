@@ -48,3 +48,19 @@ def fixture_set(fixtures_dir: Path) -> Callable[[str], Path]:
         return path
 
     return get
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marks of xarray's test-suite, which ``test_xarray_zarr_suite`` runs.
+
+    xarray's own (unshipped) root conftest registers them; with ``--strict-markers`` an
+    unregistered mark is an error as soon as ``xarray.tests`` is imported.
+    """
+    for line in (
+        "network: (xarray's test-suite) needs the network; skipped",
+        "flaky: (xarray's test-suite) flaky; skipped, as xarray does without --run-flaky",
+        "skip_with_dask_array: (xarray's test-suite) skipped with the dask-array chunk manager",
+        "skip_if_param(**params, reason, condition=True): (xarray's test-suite) skipped when "
+        + "the test's parameters have these values",
+    ):
+        config.addinivalue_line("markers", line)
