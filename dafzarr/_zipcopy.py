@@ -333,8 +333,12 @@ def _copy_live_entries(store: MmapZipStore, writer: ArchiveWriter, progress: boo
     """
     records = store._raw_records()
     bar = Progress(len(store._live_entries()), "compacting", progress, unit="entries")
+    written: set[str] = set()
     for e, view in records:
         with view:
+            if e.name in written:  # a folder a foreign archive lists twice: once is enough
+                continue
+            written.add(e.name)
             if e.flags & zf.FLAG_ENCRYPTED:
                 raise UnsupportedEntryError(
                     f"{store.path}: entry {e.name!r} is encrypted; archives with encrypted "

@@ -212,11 +212,18 @@ def test_compact_copies_foreign_compressed_entries_as_they_are(tmp_path: Path) -
         z.comment = b"kept comment"
         z.writestr("dir/", b"")
         z.writestr("dir/deflated", text, compress_type=zipfile.ZIP_DEFLATED)
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            z.writestr("dir/", b"")  # a folder listed twice
         z.writestr("bz", text[:3000], compress_type=zipfile.ZIP_BZIP2)
         z.writestr("stored", b"plain bytes")
     with zipfile.ZipFile(p) as z:
+        assert z.namelist().count("dir/") == 2
         raw_before = {i.filename: _raw_data(p, i) for i in z.infolist()}
         info_before = {i.filename: (i.compress_type, i.CRC, i.file_size) for i in z.infolist()}
+    copy = tmp_path / "copy.zip"
+    MmapZipStore.compact(p, copy)  # from the archive as it is, folder listed twice
+    check_archive(copy, {"dir/": b"", "dir/deflated": text, "bz": text[:3000],
+                         "stored": b"plain bytes"})
     with MmapZipStore(p, "r+") as store:
         store["stored"] = b"rewritten plain bytes"
         store.compact()
@@ -395,6 +402,24 @@ def test_pack_refuses_an_existing_output_without_force(tmp_path: Path) -> None:
     check_archive(out, _files(d))
     with pytest.raises(PackSourceError, match="would be inside the directory"):
         MmapZipStore.pack(d, d / "self.zip")
+
+
+def test_force_does_not_replace_an_archive_a_writer_holds(tmp_path: Path) -> None:
+    d = tmp_path / "g.zarr"
+    zarr.open_group(d, mode="w", zarr_format=2)
+    src = tmp_path / "src.zip"
+    live = _archive_with_dead_bytes(src)
+    out = tmp_path / "out.zip"
+    with MmapZipStore(out, "w") as writer:
+        writer["mine"] = b"being written"
+        for call in (lambda: MmapZipStore.pack(d, out, force=True),
+                     lambda: MmapZipStore.compact(src, out, force=True)):
+            with pytest.raises(ArchiveLockedError, match="open for writing; it cannot be replaced"):
+                call()
+            assert _leftovers(tmp_path) == []
+        writer["mine"] = b"still the writer's archive"
+    assert _contents(out) == {"mine": b"still the writer's archive"}
+    assert _contents(src) == live
 
 
 _FSIZE_CHILD = """
