@@ -338,6 +338,38 @@ def test_pack_xarray_directory_store(tmp_path: Path, zarr_format: int) -> None:
     assert _leftovers(tmp_path) == []
 
 
+def test_pack_directory_written_by_dask_distributed_workers(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    ds = _dataset().chunk({"time": 5, "x": 10})
+    d = tmp_path / "cluster.zarr"
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        ds.to_zarr(d, zarr_format=3, consolidated=False)  # chunks written by the workers
+    out = tmp_path / "cluster.zip"
+    MmapZipStore.pack(d, out)
+    check_archive(out, _files(d))
+    back = xr.open_zarr(MmapZipStore(out), zarr_format=3, consolidated=False)
+    xr.testing.assert_identical(back.load(), ds.load())
+
+
+def test_pack_streams_files_larger_than_its_buffer(tmp_path: Path) -> None:
+    d = tmp_path / "big.zarr"
+    g = zarr.open_group(d, mode="w", zarr_format=2)
+    data = np.random.default_rng(2).random(_zipcopy._BUFFER // 8 * 2 + 13)  # 16 MiB + 104 B
+    g.create_array("a", data=data, chunks=data.shape, compressors=None)
+    out = tmp_path / "big.zip"
+    MmapZipStore.pack(d, out)
+    check_archive(out, _files(d))
+    with MmapZipStore(out) as store:
+        view = store.try_mmap_entry_as("a/0", "f8", data.shape)
+        assert view is not None and np.array_equal(view, data)
+        del view
+
+
 def test_pack_follows_links_inside_the_directory(tmp_path: Path) -> None:
     d = tmp_path / "g.zarr"
     zarr.open_group(d, mode="w", zarr_format=2)
