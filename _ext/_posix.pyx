@@ -174,7 +174,7 @@ cdef class FileMapping:
     cdef size_t _size
     cdef size_t _mapped_end
     cdef Py_ssize_t _exports
-    cdef readonly object path
+    cdef public object path  # settable: a mapping follows its file through a rename
     cdef readonly bint writable
 
     def __cinit__(self):

@@ -15,6 +15,9 @@ c. 100-byte appends: batched, singly (each append a commit), vs ``zipfile`` in m
 d. one large array appended with ``store[key] = arr`` (with all copy threads, and with one)
    vs memcpy of the same size.
 e. CRC-32: ``dafzarr._posix.crc32`` vs ``zlib.crc32`` vs ``isal.isal_zlib.crc32``.
+f. ``MmapZipStore.pack`` of a 1 GiB, 10,000-file zarr directory store vs ``zip -0 -r``.
+g. ``MmapZipStore.compact`` of a 512 MiB archive with as many dead bytes as live ones, vs
+   a plain copy (and fsync) of the compacted archive.
 
 Speed is never asserted: the script prints absolute figures, ratios and whether the
 project's targets are met. Data is random and regenerated on every run.
@@ -23,6 +26,8 @@ project's targets are met. Data is random and regenerated on every run.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import zipfile
 import zlib
@@ -554,6 +559,113 @@ class Crc32(_TempDirSuite):
                 f(b)
 
 
+# --- (f) pack a directory store, (g) compaction --------------------------------------------
+
+
+def _write_directory_store(path: str, nbytes: int, files: int) -> None:
+    """A zarr v2 directory store: one float64 array of ``files`` chunks, ``nbytes`` in all."""
+    row = max(1, nbytes // files // 8)
+    a = zarr.create_array(store=LocalStore(path), shape=(files, row), chunks=(1, row),
+                          dtype="float64", compressors=None, zarr_format=2)
+    rng = np.random.default_rng()
+    step = max(1, (64 * c.MiB) // (row * 8))
+    for i in range(0, files, step):
+        a[i : i + step] = rng.random((min(step, files - i), row))
+
+
+class Pack(_TempDirSuite):
+    """A zarr directory store packed into one archive: ``MmapZipStore.pack`` vs ``zip -0 -r``.
+
+    Both read the same files (warm in the page cache after the first round) and write a new
+    archive of stored entries; ``pack`` also fsyncs it before the rename that publishes it.
+    """
+
+    label = "f"
+    baseline = ("zip -0 -r",)
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
+
+    def setup(self) -> None:
+        self._mktemp()
+        self.nbytes = 64 * c.MiB if c.quick() else c.GiB
+        self.files = 1_000 if c.quick() else 10_000
+        self.src = self._path("store.zarr")
+        _write_directory_store(self.src, self.nbytes, self.files)
+        self.total = sum(
+            os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self.src) for f in fs
+        )
+        if shutil.which("zip") is None:
+            raise RuntimeError("the pack benchmark needs Info-ZIP's zip")
+
+    def prepare(self, name: str) -> None:
+        c.remove(self._path(name + ".zip"))
+
+    def _size(self) -> str:
+        return f"{self.files:,} files, {c.human_bytes(self.total)}"
+
+    @c.bench("pack a directory store", "MmapZipStore.pack", c.MB, lambda s: s.total,
+             size=lambda s: s._size(), target=_ratio_target("zip -0 -r", 2.0))
+    def time_pack_mmapzip(self) -> None:
+        MmapZipStore.pack(self.src, self._path("time_pack_mmapzip.zip"))
+
+    @c.bench("pack a directory store", "zip -0 -r", c.MB, lambda s: s.total,
+             size=lambda s: s._size())
+    def time_pack_zip(self) -> None:
+        subprocess.run(["zip", "-0", "-r", "-q", self._path("time_pack_zip.zip"), "."],
+                       cwd=self.src, check=True)
+
+
+class Compact(_TempDirSuite):
+    """Compaction of an archive of which half the bytes are dead (every entry rewritten once).
+
+    Peer: a plain copy of the live bytes' worth of archive (``shutil.copyfile`` + fsync of
+    the compacted result), what compaction cannot beat.
+    """
+
+    label = "g"
+    baseline = ("copy + fsync of the result",)
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
+
+    def setup(self) -> None:
+        self._mktemp()
+        nbytes = 32 * c.MiB if c.quick() else 512 * c.MiB
+        self.entries = 500 if c.quick() else 5_000
+        self.source = self._path("dead.zip")
+        rng = np.random.default_rng()
+        size = nbytes // self.entries
+        with MmapZipStore(self.source, "w") as store:
+            for _ in range(2):
+                with store.batch():
+                    for i in range(self.entries):
+                        store[f"x/{i}"] = rng.bytes(size)
+            self.space = store.space()
+        self.live = self._path("live.zip")
+        MmapZipStore.compact(self.source, self.live)
+
+    def prepare(self, name: str) -> None:
+        c.remove(self._path(name + ".zip"))
+
+    def _size(self) -> str:
+        s = self.space
+        return (f"{s.entries:,} entries, {c.human_bytes(s.live_bytes)} live + "
+                f"{c.human_bytes(s.dead_bytes)} dead")
+
+    @c.bench("compact an archive", "MmapZipStore.compact(path, out)", c.MB,
+             lambda s: s.space.live_bytes, size=lambda s: s._size())
+    def time_compact_mmapzip(self) -> None:
+        MmapZipStore.compact(self.source, self._path("time_compact_mmapzip.zip"))
+
+    @c.bench("compact an archive", "copy + fsync of the result", c.MB,
+             lambda s: s.space.live_bytes, size=lambda s: s._size())
+    def time_copy(self) -> None:
+        out = self._path("time_copy.zip")
+        shutil.copyfile(self.live, out)
+        fd = os.open(out, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 # --- Command line ----------------------------------------------------------------------
 
 SUITES: dict[str, list[type]] = {
@@ -562,6 +674,8 @@ SUITES: dict[str, list[type]] = {
     "c": [SmallAppends],
     "d": [LargeAppend],
     "e": [Crc32],
+    "f": [Pack],
+    "g": [Compact],
 }
 
 

@@ -25,10 +25,13 @@ from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
 from .daf import ZarrDaf, memory_daf, open_daf
 from .errors import (
     AppendOnlyError,
+    ArchiveInUseError,
     ArchiveLockedError,
     CorruptArchiveError,
     DafzarrError,
     EntryExistsError,
+    OutputExistsError,
+    PackSourceError,
     RecoveryWarning,
     RefusedEntryWarning,
     UnsafeEntryNameError,
@@ -40,6 +43,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AppendOnlyError",
+    "ArchiveInUseError",
     "ArchiveLockedError",
     "ArrayFile",
     "ArrayStats",
@@ -49,6 +53,8 @@ __all__ = [
     "EntryExistsError",
     "FileConfig",
     "MmapZipStore",
+    "OutputExistsError",
+    "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
     "UnsafeEntryNameError",

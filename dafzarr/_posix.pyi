@@ -34,8 +34,7 @@ class FileMapping:
     # elsewhere) and reserve `reserve` bytes of address space for the file to grow into.
     # Cython's __init__ is not introspectable, so stubtest cannot check this signature.
     def __init__(self, path: _Path, writable: bool, reserve: int = 0) -> None: ...
-    @property
-    def path(self) -> _Path: ...
+    path: _Path  # settable: a mapping follows its file through a rename
     @property
     def writable(self) -> bool: ...
     @property

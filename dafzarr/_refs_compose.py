@@ -5,19 +5,18 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.context import BaseContext
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from ._progress import Progress as _Progress
 from ._refs_scan import OnUnsupported, ScanResult, Variable, chunk_grid, file_url, scan
 from ._refs_write import (
     VirtualArray,
@@ -108,32 +107,6 @@ def _sources_table(sources: Any) -> pa.Table:
     if isinstance(sources, str | os.PathLike):
         sources = [sources]
     return mosaic_sources(list(sources))
-
-
-# --- Progress --------------------------------------------------------------------------------
-class _Progress:
-    """A plain one-line progress bar on stderr (redrawn at most 5 times a second)."""
-
-    def __init__(self, total: int, label: str, enabled: bool, stream: TextIO | None = None):
-        self.total, self.label, self.done = total, label, 0
-        self.enabled = enabled and total > 1
-        self.stream = stream or sys.stderr
-        self.start = self.last = time.monotonic()
-
-    def step(self, n: int = 1) -> None:
-        self.done += n
-        now = time.monotonic()
-        if self.enabled and (now - self.last > 0.2 or self.done == self.total):
-            self.last = now
-            width = 30
-            filled = width * self.done // max(1, self.total)
-            self.stream.write(
-                f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{self.done}/{self.total} files, {now - self.start:.1f} s"
-            )
-            if self.done == self.total:
-                self.stream.write("\n")
-            self.stream.flush()
 
 
 # --- Scanning many files ------------------------------------------------------------------

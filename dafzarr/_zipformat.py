@@ -99,16 +99,22 @@ def alignment_padding(lfh_offset: int, name_length: int) -> int:
 
 
 def local_header(
-    name: bytes, size: int, crc: int, lfh_offset: int, pad: int | None = None
+    name: bytes, size: int, crc: int, lfh_offset: int, pad: int | None = None, *,
+    method: int = 0, usize: int | None = None, flags: int = FLAG_UTF8,
 ) -> bytes:
-    """The local file header of a stored entry written at ``lfh_offset``."""
+    """The local file header of an entry written at ``lfh_offset``.
+
+    ``size`` is the stored size; ``method``, ``usize`` and ``flags`` describe a compressed
+    entry copied as it is (default: stored, ``usize == size``).
+    """
     if pad is None:
         pad = alignment_padding(lfh_offset, len(name))
+    usize = size if usize is None else usize
     head = _LFH.pack(
-        LFH_SIG, VERSION_NEEDED, FLAG_UTF8, 0, 0, DOS_DATE_1980, crc, U32_MAX, U32_MAX,
+        LFH_SIG, VERSION_NEEDED, flags, method, 0, DOS_DATE_1980, crc, U32_MAX, U32_MAX,
         len(name), 20 + pad,
     )
-    extra = _LFH_ZIP64.pack(ZIP64_EXTRA_ID, 16, size, size)
+    extra = _LFH_ZIP64.pack(ZIP64_EXTRA_ID, 16, usize, size)
     if pad:
         extra += _HH.pack(PAD_EXTRA_ID, pad - 4) + bytes(pad - 4)
     return head + name + extra

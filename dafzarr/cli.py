@@ -95,6 +95,26 @@ def _zip_cat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _zip_compact(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    before = os.path.getsize(args.path)
+    space = MmapZipStore.compact(args.path, args.output, force=args.force,
+                                 progress=not args.quiet)
+    target = args.output or args.path
+    print(f"{args.path} -> {target}: {space.entries} entries, {_human(before)} -> "
+          f"{_human(space.file_size)} ({time.perf_counter() - t0:.2f} s)")
+    return 0
+
+
+def _zip_pack(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    space = MmapZipStore.pack(args.directory, args.output, force=args.force,
+                              progress=not args.quiet)
+    print(f"{args.directory} -> {args.output}: {space.entries} entries, "
+          f"{_human(space.file_size)} ({time.perf_counter() - t0:.2f} s)")
+    return 0
+
+
 # --- dafzarr daf ... ----------------------------------------------------------------------
 
 
@@ -358,6 +378,23 @@ def _parser() -> argparse.ArgumentParser:
     cat.add_argument("path")
     cat.add_argument("key")
     cat.set_defaults(func=_zip_cat)
+    compact = zsub.add_parser(
+        "compact", help="rewrite the live entries into a fresh archive (gives dead bytes back)"
+    )
+    compact.add_argument("path")
+    compact.add_argument("-o", "--output", default=None,
+                         help="write the compacted archive here (default: in place)")
+    compact.add_argument("--force", action="store_true", help="replace an existing output")
+    compact.add_argument("--quiet", action="store_true", help="no progress report on stderr")
+    compact.set_defaults(func=_zip_compact)
+    pack = zsub.add_parser(
+        "pack", help="pack a Zarr directory store into an aligned archive"
+    )
+    pack.add_argument("directory")
+    pack.add_argument("output")
+    pack.add_argument("--force", action="store_true", help="replace an existing output")
+    pack.add_argument("--quiet", action="store_true", help="no progress report on stderr")
+    pack.set_defaults(func=_zip_pack)
 
     dafcmd = sub.add_parser("daf", help="inspect and convert Daf data sets stored as Zarr")
     dsub = dafcmd.add_subparsers(dest="daf_command", required=True)

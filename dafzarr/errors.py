@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "AppendOnlyError",
+    "ArchiveInUseError",
     "ArchiveLockedError",
     "CorruptArchiveError",
     "DafExistsError",
@@ -20,6 +21,8 @@ __all__ = [
     "EntryExistsError",
     "H5Error",
     "IncompatibleSourcesError",
+    "OutputExistsError",
+    "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
     "UnsafeEntryNameError",
@@ -60,6 +63,23 @@ class UnsafeEntryNameError(DafzarrError, ValueError):
 
 class RefusedEntryWarning(UserWarning):
     """A read-only open found entries whose names are unsafe; they are not served."""
+
+
+class ArchiveInUseError(DafzarrError, BufferError):
+    """An archive cannot be compacted in place while zero-copy views of its mapping are alive."""
+
+
+class OutputExistsError(DafzarrError, FileExistsError):
+    """An output path exists already and ``force`` was not given."""
+
+
+class PackSourceError(DafzarrError, ValueError):
+    """A directory cannot be packed into an archive as it is.
+
+    The message names the directory and the file at fault: not a Zarr store, a name that is
+    not UTF-8, a link that leads outside the directory, a file that is neither a regular file
+    nor a directory.
+    """
 
 
 class RecoveryWarning(UserWarning):

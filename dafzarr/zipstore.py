@@ -66,6 +66,7 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from . import _zipformat as zf
 from ._posix import FileMapping, crc32
+from ._zipcopy import CompactMethod, pack_directory
 from .errors import (
     AppendOnlyError,
     ArchiveLockedError,
@@ -354,15 +355,7 @@ class MmapZipStore(Store):
             else:
                 if self.mode in ("w+", "w") and not os.path.exists(self.path):
                     _create_empty(self.path)
-                try:
-                    fm = FileMapping(self.path, True, self._reserve_size())
-                except BlockingIOError as e:
-                    raise ArchiveLockedError(
-                        e.errno,
-                        f"{self.path} is already open for writing (by this or another "
-                        "process); an archive has one writer at a time",
-                        self.path,
-                    ) from None
+                fm = self._map_writable()
                 try:
                     if self._truncate_on_open:
                         self._write_empty(fm)
@@ -374,6 +367,33 @@ class MmapZipStore(Store):
                 self._truncate_on_open = False
             self._fm = fm
             self._is_open = True
+
+    def _map_writable(self) -> FileMapping:
+        """Map the archive writable, holding its lock, as it is at the path now.
+
+        A compaction replaces the file by a rename: a lock won on the file it replaced
+        (opened just before the rename) is let go, and the new file is opened instead.
+        """
+        while True:
+            try:
+                fm = FileMapping(self.path, True, self._reserve_size())
+            except BlockingIOError as e:
+                raise ArchiveLockedError(
+                    e.errno,
+                    f"{self.path} is already open for writing (by this or another "
+                    "process); an archive has one writer at a time",
+                    self.path,
+                ) from None
+            try:
+                here = os.stat(self.path)
+            except FileNotFoundError:
+                here = None
+            mapped = os.fstat(fm.fd)
+            if here is not None and (here.st_dev, here.st_ino) == (mapped.st_dev, mapped.st_ino):
+                return fm
+            fm.close()
+            if here is None:
+                raise FileNotFoundError(errno.ENOENT, f"no such file: {self.path}", self.path)
 
     def _ensure_open_sync(self) -> FileMapping:
         if not self._is_open:
@@ -1331,6 +1351,11 @@ class MmapZipStore(Store):
         for e in sorted(live, key=lambda e: e.lfh_offset):
             off = self._data_offset(e)
             yield e, fm.view(off, e.csize)
+
+    # Compaction and packing (dafzarr/_zipcopy.py): ``store.compact()`` compacts an open
+    # writable store in place; ``MmapZipStore.compact(path, out=None)`` an archive by path.
+    compact = CompactMethod()
+    pack = staticmethod(pack_directory)
 
     def space(self) -> ArchiveSpace:
         """How the archive's bytes are used: live entries, dead copies, directory.

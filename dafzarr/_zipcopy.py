@@ -1,0 +1,656 @@
+"""Compaction and packing of MmapZipStore archives: a fresh archive in one streaming pass.
+
+Both write entries in the store's own layout (each local header with its ZIP64 extra and the
+``0xDAF1`` padding that puts the data on an 8-byte boundary, the central directory right after
+the last entry, the 98-byte ZIP64 trailer, then the archive comment): byte for byte what
+appending the same entries to a new :class:`~dafzarr.MmapZipStore` in one batch writes.
+
+The new archive is written to a temporary file in the destination's directory, fsynced, and
+renamed over the destination (then the directory is fsynced): a process killed at any instant
+leaves the old file or the complete new one. Temporary files are named
+``.NAME.<pid>-<random>.dafzarr-tmp`` and are flocked while written; a later compact or pack onto
+the same destination removes those that no process holds and that are older than
+:data:`STALE_SECONDS` (the debris of a killed run); every reader ignores them.
+
+A compaction in place replaces the file by a rename and never writes into the old one, so a
+read-only handle opened before it (in any process) keeps reading the archive as it was, from
+the old file, until it reopens; the old file's space returns when the last such handle closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import functools
+import os
+import secrets
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, overload
+
+from . import _zipformat as zf
+from ._posix import FileMapping, crc32
+from ._progress import Progress
+from .errors import (
+    ArchiveInUseError,
+    ArchiveLockedError,
+    CorruptArchiveError,
+    OutputExistsError,
+    PackSourceError,
+    UnsupportedEntryError,
+)
+
+if TYPE_CHECKING:
+    from .zipstore import ArchiveSpace, MmapZipStore
+
+__all__ = ["STALE_SECONDS", "CompactMethod", "compact_path", "compact_store", "pack_directory"]
+
+PathLike = str | os.PathLike[str]
+
+# A temporary file that no process holds and that was not written for this long is debris.
+STALE_SECONDS = 60.0
+TMP_SUFFIX = ".dafzarr-tmp"
+# Files up to this size are read whole (one read, one write); larger ones stream in pieces.
+_BUFFER = 8 << 20
+# Names of Zarr metadata documents, written first so a reader finds them at the start.
+METADATA_NAMES = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json"})
+
+
+# --- Writing an archive -------------------------------------------------------------------
+
+
+def _pwrite_all(fd: int, parts: list[Any], offset: int, path: str) -> None:
+    """Write every byte of ``parts`` at ``offset`` (short writes are continued).
+
+    The views it makes are released on the way out, even when a write fails: a traceback
+    must not keep a zero-copy view of a store's mapping alive.
+    """
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
+    made = list(views)
+    try:
+        while views:
+            n = os.pwritev(fd, views, offset)
+            if n <= 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+            offset += n
+            while views and n >= len(views[0]):
+                n -= len(views[0])
+                views.pop(0)
+            if n:
+                views[0] = views[0][n:]
+                made.append(views[0])
+    finally:
+        views.clear()
+        for v in made:
+            v.release()
+
+
+class ArchiveWriter:
+    """Appends entries in the store's layout to an empty file; :meth:`finish` ends it."""
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd, self.path = fd, path
+        self.pos = 0  # where the next local header goes
+        self.cd = bytearray()
+        self.count = 0
+
+    def _place(self, raw: bytes) -> tuple[int, int]:
+        """Padding and header length of an entry named ``raw`` at the current position."""
+        pad = zf.alignment_padding(self.pos, len(raw))
+        return pad, zf.LFH_SIZE + len(raw) + 20 + pad
+
+    def _record(
+        self, raw: bytes, size: int, crc: int, pad: int, method: int, usize: int, flags: int
+    ) -> bytes:
+        header = zf.local_header(
+            raw, size, crc, self.pos, pad, method=method, usize=usize, flags=flags
+        )
+        self.cd += zf.central_entry(
+            raw, size, crc, self.pos, method=method, usize=usize, flags=flags
+        )
+        self.count += 1
+        return header
+
+    def add(
+        self, raw: bytes, data: Any, crc: int, *, method: int = 0, usize: int | None = None,
+        flags: int = zf.FLAG_UTF8,
+    ) -> None:
+        """Append an entry whose (stored) bytes and CRC-32 are known."""
+        size = len(data)
+        pad, head_len = self._place(raw)
+        header = self._record(raw, size, crc, pad, method, size if usize is None else usize,
+                              flags)
+        _pwrite_all(self.fd, [header, data], self.pos, self.path)
+        self.pos += head_len + size
+
+    def add_file(self, raw: bytes, fd: int, size: int, buf: memoryview, source: str) -> None:
+        """Append a stored entry with the ``size`` bytes of the open file ``fd``.
+
+        The data is written first and its local header last (its CRC is known only then).
+        """
+        pad, head_len = self._place(raw)
+        data_at = self.pos + head_len
+        crc = 0
+        done = 0
+        while done < size:
+            want = min(len(buf), size - done)
+            chunk = buf[:want]
+            got = 0
+            while got < want:
+                n = os.preadv(fd, [chunk[got:]], done + got)
+                if n == 0:
+                    raise PackSourceError(
+                        f"{source} shrank while being packed (from {size} bytes); "
+                        "pack a directory that no process is writing"
+                    )
+                got += n
+            crc = crc32(chunk, crc)
+            _pwrite_all(self.fd, [chunk], data_at + done, self.path)
+            done += want
+        if os.pread(fd, 1, size):
+            raise PackSourceError(
+                f"{source} grew while being packed (past {size} bytes); pack a directory "
+                "that no process is writing"
+            )
+        header = self._record(raw, size, crc, pad, 0, size, zf.FLAG_UTF8)
+        _pwrite_all(self.fd, [header], self.pos, self.path)
+        self.pos = data_at + size
+
+    def finish(self, comment: bytes = b"") -> int:
+        """Write the central directory, the trailer and ``comment``; return the file size."""
+        cd_at = self.pos
+        tail = zf.trailer(self.count, len(self.cd), cd_at, len(comment))
+        _pwrite_all(self.fd, [self.cd, tail, comment], cd_at, self.path)
+        return cd_at + len(self.cd) + len(tail) + len(comment)
+
+
+# --- Temporary files and publishing ---------------------------------------------------------
+
+
+def _fsync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_stale_temporaries(destination: str) -> list[str]:
+    """Remove the temporary files of killed runs onto ``destination``; return their paths.
+
+    A temporary file is removed when no process holds its lock and it was not written for
+    :data:`STALE_SECONDS`.
+    """
+    directory, base = os.path.split(destination)
+    prefix = f".{base}."
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(directory or ".") if n.startswith(prefix)]
+    except OSError:
+        return removed
+    for name in names:
+        if not name.endswith(TMP_SUFFIX):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or time.time() - st.st_mtime < STALE_SECONDS:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a live run is writing it
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_ino == st.st_ino:
+                    os.unlink(path)
+                    removed.append(path)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _new_temporary(destination: str) -> str:
+    """Create an empty temporary file next to ``destination``; return its path."""
+    directory, base = os.path.split(destination)
+    remove_stale_temporaries(destination)
+    while True:
+        tmp = os.path.join(directory, f".{base}.{os.getpid()}-{secrets.token_hex(4)}{TMP_SUFFIX}")
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+
+
+@contextlib.contextmanager
+def _locked_temporary(destination: str) -> Iterator[tuple[int, str]]:
+    """A flocked, empty temporary file next to ``destination``, removed on failure."""
+    tmp = _new_temporary(destination)
+    try:
+        fd = os.open(tmp, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd, tmp
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _check_destination(destination: str, force: bool) -> None:
+    """Refuse an existing destination without ``force``, and one that is a directory."""
+    if os.path.isdir(destination):
+        raise OutputExistsError(
+            errno.EISDIR, f"{destination} is a directory; give the path of the archive to write",
+            destination,
+        )
+    if os.path.lexists(destination) and not force:
+        raise OutputExistsError(
+            errno.EEXIST, f"{destination} exists; pass force=True (--force) to replace it",
+            destination,
+        )
+
+
+@contextlib.contextmanager
+def _destination_lock(destination: str) -> Iterator[None]:
+    """Hold the writer's lock of an existing archive at ``destination`` while replacing it."""
+    try:
+        fd = os.open(destination, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ArchiveLockedError(
+                errno.EWOULDBLOCK,
+                f"{destination} is open for writing; it cannot be replaced now",
+                destination,
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _publish(fd: int, tmp: str, destination: str, force: bool) -> None:
+    """fsync ``tmp`` and give it the name ``destination`` (atomically), then fsync the folder.
+
+    Without ``force`` a file that appeared at ``destination`` meanwhile is kept (a hard link
+    fails instead of replacing it; where links do not exist, the check comes just before).
+    """
+    os.fsync(fd)
+    if force:
+        with _destination_lock(destination):
+            os.rename(tmp, destination)
+    else:
+        try:
+            os.link(tmp, destination)
+        except FileExistsError:
+            raise OutputExistsError(
+                errno.EEXIST, f"{destination} exists; pass force=True (--force) to replace it",
+                destination,
+            ) from None
+        except OSError:  # a file system without hard links
+            _check_destination(destination, force=False)
+            os.rename(tmp, destination)
+        else:
+            os.unlink(tmp)
+    _fsync_directory(os.path.dirname(destination) or ".")
+
+
+def _no_space(exc: OSError, what: str, tmp: str) -> OSError:
+    """``exc`` with a message that says what was being written and that nothing was lost."""
+    if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return OSError(
+            exc.errno, f"{os.strerror(exc.errno or 0)} while writing {what} (to {tmp}, now "
+            "removed); nothing else was changed", tmp,
+        )
+    return exc
+
+
+# --- Compaction -----------------------------------------------------------------------------
+
+
+def _entry_flags(e: zf.Entry) -> int:
+    return (e.flags & ~zf.FLAG_DATA_DESCRIPTOR) | zf.FLAG_UTF8
+
+
+def _copy_live_entries(store: MmapZipStore, writer: ArchiveWriter, progress: bool) -> None:
+    """Copy every live entry of ``store``, in file order, as it is stored (never decoded).
+
+    Stored entries are CRC-checked on the way: a damaged entry stops the copy.
+    """
+    records = store._raw_records()
+    bar = Progress(len(store._live_entries()), "compacting", progress, unit="entries")
+    written: set[str] = set()
+    for e, view in records:
+        with view:
+            if e.name in written:  # a folder a foreign archive lists twice: once is enough
+                continue
+            written.add(e.name)
+            if e.flags & zf.FLAG_ENCRYPTED:
+                raise UnsupportedEntryError(
+                    f"{store.path}: entry {e.name!r} is encrypted; archives with encrypted "
+                    "entries cannot be compacted"
+                )
+            if e.method == 0 and (e.csize != e.usize or crc32(view) != e.crc):
+                raise CorruptArchiveError(
+                    f"{store.path}: entry {e.name!r} fails its CRC-32 check; compaction "
+                    f"would copy damaged data (see: dafzarr zip verify {store.path})"
+                )
+            writer.add(
+                e.name.encode("utf-8"), view, e.crc, method=e.method, usize=e.usize,
+                flags=_entry_flags(e),
+            )
+        bar.step()
+
+
+def _ready_for_compaction(store: MmapZipStore) -> FileMapping:
+    """Commit pending writes; refuse inside a batch, with views alive or reservations open."""
+    fm = store._check_writable_sync()
+    tx = store._tx
+    if tx is not None and tx.depth == 0:
+        store._commit(fm, tx)
+    if store._tx is not None:
+        raise RuntimeError(f"cannot compact {store.path} inside a batch")
+    if fm.exports:
+        import gc
+
+        gc.collect()
+    if fm.exports:
+        raise ArchiveInUseError(
+            f"cannot compact {store.path}: {fm.exports} zero-copy view(s) of its mapping are "
+            "alive (arrays from try_mmap_entry_as, memoryviews from store[key]); release them "
+            "first"
+        )
+    if store._unpatched:
+        raise ArchiveInUseError(
+            f"cannot compact {store.path}: reserved entries {sorted(store._unpatched)[:5]!r} "
+            "have no CRC yet; fill them and call patch_entry_crc first"
+        )
+    return fm
+
+
+def compact_store(store: MmapZipStore, *, progress: bool = False) -> ArchiveSpace:
+    """Compact the archive of an open writable store in place; it keeps serving the result.
+
+    Rewrites the live entries into a fresh archive (temporary file in the same directory,
+    fsync, rename), so every dead byte is given back. Raises
+    :class:`~dafzarr.errors.ArchiveInUseError` while zero-copy views of the store's mapping
+    are alive. Other threads must not use the store during the call.
+    """
+    with store._lock:
+        old = _ready_for_compaction(store)
+        real = os.path.realpath(store.path)
+        st = os.stat(real)
+        if st.st_nlink > 1:
+            raise ArchiveInUseError(
+                f"cannot compact {store.path} in place: the file has {st.st_nlink} hard links, "
+                "which would keep the old archive; compact it to another path (out=...)"
+            )
+        tmp = _new_temporary(real)
+        new: FileMapping | None = None
+        try:
+            new = FileMapping(tmp, True, store._reserve_size())  # holds the writer's lock
+            writer = ArchiveWriter(new.fd, tmp)
+            try:
+                _copy_live_entries(store, writer, progress)
+                size = writer.finish(store._comment)
+                new.resize(size)
+            except OSError as exc:
+                raise _no_space(exc, f"the compacted copy of {store.path}", tmp) from None
+            os.fchmod(new.fd, stat.S_IMODE(st.st_mode))
+            os.fsync(new.fd)
+            os.rename(tmp, real)  # the commit point
+        except BaseException:
+            if new is not None:
+                new.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync_directory(os.path.dirname(real))
+        new.path = old.path
+        store._fm = new
+        store._reset_state()
+        store._load_writable(new)
+        # A view made since the check keeps the old mapping (and the old file) alive until
+        # it goes; the old file is no longer at the path, so nothing can be lost.
+        with contextlib.suppress(BufferError):
+            old.close()
+        return store.space()
+
+
+def compact_path(
+    path: PathLike, out: PathLike | None = None, *, force: bool = False, progress: bool = False
+) -> ArchiveSpace:
+    """Compact the archive at ``path``: in place, or into a new archive ``out``.
+
+    In place (``out=None``), the archive's writer lock is held throughout (another writer is
+    refused with :class:`~dafzarr.errors.ArchiveLockedError`). Into ``out``, the source is
+    read as it is when the call starts and left unchanged; an existing ``out`` is replaced
+    only with ``force`` (otherwise :class:`~dafzarr.errors.OutputExistsError`). Returns the
+    space accounting of the compacted archive.
+    """
+    from .zipstore import MmapZipStore
+
+    source = os.path.realpath(os.fspath(path))
+    if not os.path.exists(source):
+        raise FileNotFoundError(errno.ENOENT, f"no such file: {path}", os.fspath(path))
+    target = os.path.realpath(os.fspath(out)) if out is not None else source
+    if target == source or (os.path.exists(target) and os.path.samefile(source, target)):
+        with MmapZipStore(path, "r+") as store:
+            return compact_store(store, progress=progress)
+    _check_destination(target, force)
+    with MmapZipStore(path, "r") as store, _locked_temporary(target) as (fd, tmp):
+        writer = ArchiveWriter(fd, tmp)
+        try:
+            _copy_live_entries(store, writer, progress)
+            writer.finish(store.comment)
+        except OSError as exc:
+            raise _no_space(exc, f"the compacted copy of {path} to {target}", tmp) from None
+        _publish(fd, tmp, target, force)
+    with MmapZipStore(target, "r") as result:
+        return result.space()
+
+
+# ``store.compact()`` and ``MmapZipStore.compact(path, out)`` are one attribute.
+
+
+class _CompactPath(Protocol):
+    def __call__(
+        self, path: PathLike, out: PathLike | None = None, *, force: bool = False,
+        progress: bool = False,
+    ) -> ArchiveSpace: ...
+
+
+class _CompactOpen(Protocol):
+    def __call__(self, *, progress: bool = False) -> ArchiveSpace: ...
+
+
+class CompactMethod:
+    """``store.compact()`` on an open store; ``MmapZipStore.compact(path, out)`` on the class."""
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _CompactPath: ...
+
+    @overload
+    def __get__(self, obj: MmapZipStore, owner: type[Any]) -> _CompactOpen: ...
+
+    def __get__(self, obj: MmapZipStore | None, owner: type[Any]) -> _CompactPath | _CompactOpen:
+        if obj is None:
+            return compact_path
+        bound: _CompactOpen = functools.partial(compact_store, obj)
+        return bound
+
+
+# --- Packing a directory store --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _SourceFile:
+    key: str
+    path: str
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _key_of(parts: list[bytes], root: str) -> str:
+    """The Zarr key of a file (its relative path, ``/``-separated), checked."""
+    shown = os.path.join(root, *(os.fsdecode(p) for p in parts))
+    try:
+        key = "/".join(p.decode("utf-8") for p in parts)
+    except UnicodeDecodeError:
+        raise PackSourceError(
+            f"{root}: the name of {shown!r} is not UTF-8; ZIP entry names and Zarr keys are "
+            "UTF-8 text: rename it"
+        ) from None
+    try:
+        zf.check_entry_name(key, root)
+    except CorruptArchiveError:
+        raise PackSourceError(f"{root}: {shown!r} cannot be a ZIP entry name") from None
+    if len(key.encode("utf-8")) > zf.MAX_NAME:
+        raise PackSourceError(f"{root}: the key of {shown!r} is longer than {zf.MAX_NAME} bytes")
+    return key
+
+
+def _walk(root: str) -> list[_SourceFile]:
+    """Every file under ``root`` (following links that stay inside it), checked."""
+    real_root = os.path.realpath(root)
+    files: list[_SourceFile] = []
+    top = os.stat(real_root)
+    seen = {(top.st_dev, top.st_ino)}
+    stack: list[tuple[bytes, list[bytes]]] = [(os.fsencode(root), [])]
+    while stack:
+        directory, parts = stack.pop()
+        with os.scandir(directory) as it:
+            for entry in it:
+                name_parts = [*parts, entry.name]
+                key = _key_of(name_parts, root)
+                path = os.fsdecode(entry.path)
+                if entry.is_symlink():
+                    target = os.path.realpath(path)
+                    if not _inside(target, real_root):
+                        raise PackSourceError(
+                            f"{root}: {key!r} is a symbolic link to {target}, outside the "
+                            "directory; copy the file in (or pack the directory it is in)"
+                        )
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    raise PackSourceError(f"{root}: {key!r} is a broken symbolic link") from None
+                if stat.S_ISDIR(st.st_mode):
+                    if (st.st_dev, st.st_ino) in seen:
+                        raise PackSourceError(f"{root}: {key!r} links back to a parent directory")
+                    seen.add((st.st_dev, st.st_ino))
+                    stack.append((entry.path, name_parts))
+                elif stat.S_ISREG(st.st_mode):
+                    files.append(_SourceFile(key, path))
+                else:
+                    raise PackSourceError(
+                        f"{root}: {key!r} is neither a regular file nor a directory"
+                    )
+    return files
+
+
+def _pack_order(f: _SourceFile) -> tuple[bool, list[str]]:
+    parts = f.key.split("/")
+    return parts[-1] not in METADATA_NAMES, parts
+
+
+def _check_zarr_directory(root: str) -> None:
+    if not os.path.isdir(root):
+        if not os.path.exists(root):
+            raise FileNotFoundError(errno.ENOENT, f"no such directory: {root}", root)
+        raise PackSourceError(f"{root} is not a directory")
+    if not any(os.path.isfile(os.path.join(root, n)) for n in ("zarr.json", ".zgroup", ".zarray")):
+        raise PackSourceError(
+            f"{root} is not a Zarr store: it has no zarr.json, .zgroup or .zarray at its top"
+        )
+
+
+def pack_directory(
+    directory: PathLike, out: PathLike, *, force: bool = False, progress: bool = False
+) -> ArchiveSpace:
+    """Pack a Zarr directory store (v2 or v3) into an aligned MmapZipStore archive ``out``.
+
+    Metadata documents (``.zgroup``, ``.zattrs``, ``.zarray``, ``.zmetadata``,
+    ``zarr.json``) come first, then every other file, each group sorted by path; every
+    file becomes one stored entry named by its path relative to ``directory``. One pass
+    over the data, written to a temporary file next to ``out``, fsynced and renamed: ``out``
+    is never seen half-written. An existing ``out`` is replaced only with ``force``
+    (otherwise :class:`~dafzarr.errors.OutputExistsError`); a directory that is not a Zarr
+    store, a file name that is not UTF-8, a symbolic link leading outside the directory or
+    a special file raise :class:`~dafzarr.errors.PackSourceError` before anything is
+    written. Returns the space accounting of the new archive.
+    """
+    from .zipstore import ArchiveSpace
+
+    root = os.fspath(directory)
+    _check_zarr_directory(root)
+    target = os.path.realpath(os.fspath(out))
+    if _inside(target, os.path.realpath(root)):
+        raise PackSourceError(f"{root}: the output {out} would be inside the directory")
+    _check_destination(target, force)
+    files = sorted(_walk(root), key=_pack_order)
+    bar = Progress(len(files), "packing", progress)
+    buf = memoryview(bytearray(_BUFFER + 1))  # (one byte more: see _add_small_file)
+    with _locked_temporary(target) as (fd, tmp):
+        writer = ArchiveWriter(fd, tmp)
+        try:
+            for f in files:
+                src = os.open(f.path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    size = os.fstat(src).st_size
+                    if size <= _BUFFER:
+                        _add_small_file(writer, f, src, size, buf)
+                    else:
+                        writer.add_file(f.key.encode("utf-8"), src, size, buf[:_BUFFER], f.path)
+                finally:
+                    os.close(src)
+                bar.step()
+            size = writer.finish()
+        except OSError as exc:
+            if exc.filename is not None and exc.filename != tmp:
+                raise
+            raise _no_space(exc, f"the archive of {root} ({target})", tmp) from None
+        _publish(fd, tmp, target, force)
+    return ArchiveSpace(
+        entries=writer.count, live_bytes=writer.pos, dead_bytes=0,
+        directory_bytes=size - writer.pos, file_size=size,
+    )
+
+
+def _add_small_file(
+    writer: ArchiveWriter, f: _SourceFile, fd: int, size: int, buf: memoryview
+) -> None:
+    """One read, one CRC, one write (header and data together)."""
+    chunk = buf[: size + 1]  # one byte more: a file that grew is noticed
+    got = 0
+    while got <= size:
+        n = os.preadv(fd, [chunk[got:]], got)
+        if n == 0:
+            break
+        got += n
+        if got == len(chunk):
+            break
+    if got != size:
+        what = "grew" if got > size else "shrank"
+        raise PackSourceError(
+            f"{f.path} {what} while being packed ({size} bytes when opened); pack a directory "
+            "that no process is writing"
+        )
+    data = chunk[:size]
+    writer.add(f.key.encode("utf-8"), data, crc32(data))

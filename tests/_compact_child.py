@@ -1,0 +1,41 @@
+"""Child process of the compaction and packing crash tests (``test_zipstore_compact_crash.py``).
+
+Usage::
+
+    python tests/_compact_child.py compact ARCHIVE LOG
+    python tests/_compact_child.py pack DIRECTORY OUT LOG
+
+``compact`` compacts ``ARCHIVE`` in place for ever, alternating an open store's
+``compact()`` and ``MmapZipStore.compact(path)``; ``pack`` packs ``DIRECTORY`` into ``OUT``
+for ever (``force=True``). ``ready`` is written to ``LOG`` (unbuffered) once the imports are
+done, and ``done N`` after each completed run, so the parent kills at instants inside runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(argv: list[str]) -> None:
+    from dafzarr import MmapZipStore
+
+    mode = argv[0]
+    fd = os.open(argv[-1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.write(fd, b"ready\n")
+    n = 0
+    while True:
+        if mode == "compact":
+            if n % 2:
+                MmapZipStore.compact(argv[1])
+            else:
+                with MmapZipStore(argv[1], "r+") as store:
+                    store.compact()
+        else:
+            MmapZipStore.pack(argv[1], argv[2], force=True)
+        os.write(fd, f"done {n}\n".encode())
+        n += 1
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
