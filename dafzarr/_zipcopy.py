@@ -517,10 +517,11 @@ def _key_of(parts: list[bytes], root: str) -> str:
             f"{root}: the name of {shown!r} is not UTF-8; ZIP entry names and Zarr keys are "
             "UTF-8 text: rename it"
         ) from None
-    try:
-        zf.check_entry_name(key, root)
-    except CorruptArchiveError:
-        raise PackSourceError(f"{root}: {shown!r} cannot be a ZIP entry name") from None
+    reason = zf.unsafe_name_reason(key)
+    if reason is not None:
+        raise PackSourceError(
+            f"{root}: {shown!r} cannot be a ZIP entry name: {reason.replace('its name', 'it')}"
+        )
     if len(key.encode("utf-8")) > zf.MAX_NAME:
         raise PackSourceError(f"{root}: the key of {shown!r} is longer than {zf.MAX_NAME} bytes")
     return key
