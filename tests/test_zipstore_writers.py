@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 import subprocess
+import sys
 import threading
 import zipfile
 from collections.abc import Callable, Iterator
@@ -460,7 +461,60 @@ def test_anndata_round_trip(
         anndata_assert_equal(back, adata)
         assert sp.issparse(back.X) == sparse_x and back.obs["cell_type"].dtype == "category"
         del back
+    check_archive_as_zip(path)  # the second write cleared the store: the first one is dead
+
+
+_CLEAR_UNDER_A_READER = """
+import sys, warnings
+import numpy as np, xarray as xr, anndata
+from dafzarr import MmapZipStore
+
+warnings.simplefilter("ignore")
+ds = xr.Dataset({"v": (("x",), np.arange(100_000.0))})
+with MmapZipStore(sys.argv[1], "w") as store:
+    ds.to_zarr(store, mode="w", zarr_format=3, consolidated=True,
+               encoding={"v": {"chunks": (10_000,), "compressors": None}})
+    lazy = xr.open_zarr(store)  # a read-only handle on the archive as it is now
+    anndata.AnnData(X=np.full((50, 20), 7.0, "f4")).write_zarr(store)  # clears the store
+    assert np.array_equal(lazy["v"].values, ds["v"].values)
+    assert anndata.read_zarr(store).X.sum() == 7.0 * 50 * 20
+print("ok")
+"""
+
+
+def test_clear_keeps_the_bytes_readers_map(tmp_path: Path) -> None:
+    # anndata's write_zarr clears the store first. A dataset xarray opened lazily before
+    # keeps reading its values from its own mapping (no bus error, no other entry's bytes).
+    path = tmp_path / "clear.zip"
+    res = subprocess.run([sys.executable, "-c", _CLEAR_UNDER_A_READER, str(path)],
+                         capture_output=True, text=True, timeout=300, check=False,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert res.returncode == 0 and res.stdout.strip() == "ok", (res.returncode, res.stderr)
     check_archive(path)
+
+
+@pytest.mark.filterwarnings("ignore:zarr v3 autosharding will be the default")
+def test_clear_inside_a_batch_is_part_of_it(
+    tmp_path: Path, anndata_assert_equal: Callable[..., None]
+) -> None:
+    path = tmp_path / "batch-clear.zip"
+    first, second = make_adata(sparse_x=False), make_adata(sparse_x=True)
+    with MmapZipStore(path, "w") as store, anndata.settings.override(zarr_write_format=3):
+        first.write_zarr(store)
+        with pytest.raises(RuntimeError, match="boom"), store.batch():
+            second.write_zarr(store)  # clears, then writes
+            raise RuntimeError("boom")
+        assert sp.issparse(second.X) and not sp.issparse(anndata.read_zarr(store).X)
+        with counting_commits() as seen, store.batch():
+            second.write_zarr(store)
+        assert seen["n"] == 1
+        assert sp.issparse(anndata.read_zarr(store).X)
+        sync(store.clear())
+        assert not list(store.keys())
+        first.write_zarr(store)
+    with MmapZipStore(path) as store:
+        anndata_assert_equal(anndata.read_zarr(store), first)
+    check_archive_as_zip(path)
 
 
 # --- dask and concurrency -------------------------------------------------------------------
@@ -530,6 +584,40 @@ def test_dask_write_inside_a_batch_is_one_commit(tmp_path: Path) -> None:
         back = xr.open_zarr(store).load()
         xr.testing.assert_identical(back, ds)
         check_precip_zero_copy(store, ds)
+        del back
+    check_archive(path)
+
+
+def test_dask_writes_shards_and_strings(tmp_path: Path) -> None:
+    # Format 3 shards: dask blocks fill whole shards, reads take byte ranges of them (the
+    # shard index is a suffix request), a region write reads, modifies and rewrites them.
+    rng = np.random.default_rng(11)
+    ds = xr.Dataset(
+        {"v": (("time", "x"), rng.normal(size=(32, 64))),
+         "name": (("x",), np.array([f"site-{i}" for i in range(64)], dtype=object))},
+        coords={"time": pd.date_range("2000-01-01", periods=32)},
+    )
+    enc = {"v": {"chunks": (4, 16), "shards": (8, 32), "compressors": None}}
+    expected = ds.copy(deep=True)
+    expected["v"][8:16] = 3.0
+
+    def write(store: zarr.abc.store.Store) -> None:
+        with dask.config.set(scheduler="threads", num_workers=4):
+            first = ds.isel(time=slice(0, 16)).chunk({"time": 8, "x": 32})
+            first["name"] = ds["name"]  # strings stay in memory (variable-length in zarr)
+            first.to_zarr(store, mode="w", zarr_format=3, encoding=enc, consolidated=True)
+            ds.isel(time=slice(16, 32)).drop_vars("name").chunk({"time": 8, "x": 32}).to_zarr(
+                store, mode="a", append_dim="time", consolidated=True
+            )
+            expected[["v"]].isel(time=slice(8, 16)).chunk({"time": 8, "x": 32}).to_zarr(
+                store, region="auto"
+            )
+
+    path, root = on_both(tmp_path, "shards", write)
+    check_same_as_oracle(path, root)
+    with MmapZipStore(path) as store:
+        back = xr.open_zarr(store, chunks={}).compute()
+        xr.testing.assert_identical(back, expected)
         del back
     check_archive(path)
 
