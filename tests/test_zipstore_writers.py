@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anndata
+import dask
 import numcodecs
 import numpy as np
 import pandas as pd
@@ -34,9 +36,6 @@ from dafzarr import MmapZipStore
 
 from .common import check_zip_tools_accept
 from .test_zipstore_supersede import check_archive
-
-dask = pytest.importorskip("dask")
-anndata = pytest.importorskip("anndata")
 
 pytestmark = [
     # zarr warns on every consolidated write in format 3 (xarray, anndata and zarr's own
