@@ -647,7 +647,18 @@ def test_reads_are_whole_versions_while_dask_threads_rewrite(tmp_path: Path) -> 
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
+        def array_reader() -> None:
+            # Through zarr's Array API on the same (writable) store: decoded blocks.
+            arr = zarr.open_array(store=store, path="precip", mode="r+")
+            try:
+                while not stop.is_set():
+                    for i, choices in enumerate(blocks):
+                        assert arr[2 * i : 2 * i + 2].tobytes() in choices, i
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
         threads = [threading.Thread(target=reader, args=(flag,)) for flag in (False, True)]
+        threads.append(threading.Thread(target=array_reader))
         for t in threads:
             t.start()
         try:
