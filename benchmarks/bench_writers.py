@@ -3,15 +3,15 @@ zarr's ZipStore.
 
 Run from the project root::
 
-    python -m benchmarks.bench_writers [--quick] [--only f,g]
+    python -m benchmarks.bench_writers [--quick] [--only x,y]
 
 Suites (each runs the peers alternately on the same data in the same process):
 
-f. ``xarray.Dataset.to_zarr`` of a 1 GiB float32 variable in 1,000 chunks of 1 MiB (quick:
+x. ``xarray.Dataset.to_zarr`` of a 1 GiB float32 variable in 1,000 chunks of 1 MiB (quick:
    64 MiB in 64 chunks), no compressor, so the store's own cost is what differs. zarr writes
    the chunks concurrently from its event loop; xarray then rewrites the group's metadata and
    consolidates it. ``ZipStore`` leaves duplicate names for every rewritten metadata key.
-g. 100 appends along ``time`` (``to_zarr(mode="a", append_dim="time")``) of a 1 MiB slice
+y. 100 appends along ``time`` (``to_zarr(mode="a", append_dim="time")``) of a 1 MiB slice
    each (quick: 20) to a store that already holds 16 slices: time per append. Each append
    rewrites the array's metadata and the consolidated metadata, so MmapZipStore accumulates
    superseded copies; the dead bytes after the appends are printed below the table.
@@ -97,7 +97,7 @@ class _WriterSuite(c.TempDirSuite):
 class ToZarr(_WriterSuite):
     """``to_zarr`` of one chunked variable into a fresh store."""
 
-    label = "f"
+    label = "x"
     _peer_of: ClassVar[dict[str, str]] = {
         "time_to_zarr_mmapzip": "MmapZipStore",
         "time_to_zarr_localstore": "LocalStore",
@@ -137,7 +137,7 @@ class ToZarr(_WriterSuite):
 class AppendAlongTime(_WriterSuite):
     """Appends along ``time`` to a store that holds a few slices already (time per append)."""
 
-    label = "g"
+    label = "y"
     bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 2}
     _peer_of: ClassVar[dict[str, str]] = {
         "time_append_mmapzip": "MmapZipStore",
@@ -179,7 +179,7 @@ class AppendAlongTime(_WriterSuite):
         self._append("ZipStore")
 
 
-SUITES: dict[str, list[type]] = {"f": [ToZarr], "g": [AppendAlongTime]}
+SUITES: dict[str, list[type]] = {"x": [ToZarr], "y": [AppendAlongTime]}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1222,22 +1222,6 @@ class MmapZipStore(Store):
             self._unpatched.discard(key)
             return value
 
-    def _clear_sync(self) -> None:
-        with self._lock:
-            fm = self._check_writable_sync()
-            if self._tx is not None and self._tx.depth == 0:
-                self._commit(fm, self._tx)
-            if self._tx is not None:
-                raise RuntimeError(f"cannot clear {self.path} inside a batch")
-            if fm.exports:
-                gc.collect()
-            if fm.exports:
-                raise BufferError(
-                    f"cannot clear {self.path}: {fm.exports} zero-copy view(s) of it are alive"
-                )
-            self._write_empty(fm)
-            self._reset_state()
-
     # --- Reading ------------------------------------------------------------------------
 
     def _lookup(self, key: str) -> zf.Entry | None:
@@ -1673,9 +1657,14 @@ class MmapZipStore(Store):
         self._delete_keys(self._keys_under(prefix))
 
     async def clear(self) -> None:
-        """Truncate the archive to an empty one (needs no live zero-copy views)."""
+        """Drop every key in one commit (anndata's ``write_zarr`` starts with it).
+
+        Like every delete, it leaves the bytes in the file: views and read-only handles
+        opened before keep reading them, and inside a :meth:`batch` the clear is part of it.
+        """
         self._check_writable()
-        self._clear_sync()
+        self._ensure_open_sync()
+        self._delete_keys(self._keys_under(""))
 
     async def getsize(self, key: str) -> int:
         self._ensure_open_sync()
