@@ -26,11 +26,23 @@ if importlib.util.find_spec("xarray.tests.test_backends") is None:
         allow_module_level=True,
     )
 
+import xarray as xr
 import zarr
 from xarray.tests import conftest as xr_conftest
 from xarray.tests import test_backends as xr_backends
 
 from dafzarr import MmapZipStore
+
+# Importing xarray's test package turns on its warnings for unclosed files in the whole
+# process, where a file another module's test left to the garbage collector then fails a
+# later test. It is xarray's test-suite setting: it holds while xarray's tests run here.
+xr.set_options(warn_for_unclosed_files=False)
+
+
+@pytest.fixture(autouse=True)
+def _xarray_test_options() -> Iterator[None]:
+    with xr.set_options(warn_for_unclosed_files=True):
+        yield
 
 # pytest finds fixtures in the module that collects a test and in the conftest files on its
 # path: the ones ZarrBase's tests request (from xarray's module and from xarray's tests/
