@@ -331,6 +331,9 @@ class MmapZipStore(Store):
         self._limit = 0
         self._unpatched: set[str] = set()
         self._tx: _Txn | None = None
+        # Folder entries (``zip -r`` writes them) under deleted prefixes: the next directory
+        # leaves them out.
+        self._dropped_folders: set[str] = set()
 
     # --- Opening ------------------------------------------------------------------------
 
@@ -849,7 +852,8 @@ class MmapZipStore(Store):
     def _live_entries(self) -> list[zf.Entry]:
         """What the next directory lists, in order: each key's live copy, each folder once."""
         index = self._index
-        folders = {e.name: e for e in self._entries if e.is_dir}
+        dropped = self._dropped_folders
+        folders = {e.name: e for e in self._entries if e.is_dir and e.name not in dropped}
         return [
             e for e in self._entries
             if (folders.get(e.name) if e.is_dir else index.get(e.name)) is e
@@ -897,6 +901,7 @@ class MmapZipStore(Store):
                 self._cd = bytearray(data)
                 self._shadowed = False
                 self._first_listed = min((e.lfh_offset for e in keep), default=-1)
+                self._dropped_folders.clear()
                 tx.pruned = False
 
         w, size = tx.write, len(cd)
@@ -1013,6 +1018,7 @@ class MmapZipStore(Store):
         # Superseded and deleted keys come back: the committed directory still lists them.
         self._index = _live_index(self._entries)
         self._first_listed = min((e.lfh_offset for e in self._entries), default=-1)
+        self._dropped_folders.clear()
         tx.pruned = False
         self._cd_offset = tx.live_cd
         self._data_end = tx.start
@@ -1648,13 +1654,42 @@ class MmapZipStore(Store):
         """Drop every key under ``prefix/`` in one commit (all keys for ``""``)."""
         self._check_writable()
         self._ensure_open_sync()
-        self._delete_keys(self._keys_under(prefix))
+        self._delete_dir(prefix)
 
     def delete_dir_sync(self, prefix: str) -> None:
         """Synchronous :meth:`delete_dir`."""
         self._check_writable()
         self._ensure_open_sync()
-        self._delete_keys(self._keys_under(prefix))
+        self._delete_dir(prefix)
+
+    def _delete_dir(self, prefix: str) -> None:
+        """The keys under ``prefix/`` and the folder entries there (``zip -r`` writes
+        them; listings would still show the deleted prefix), in one commit."""
+        with self._lock:
+            fm = self._check_writable_sync()
+            tx = self._begin(fm)
+            try:
+                self._delete_keys(self._keys_under(prefix))
+                self._drop_folders(tx, prefix)
+            except BaseException as exc:
+                if tx.depth == 1:
+                    self._abort(tx, exc)
+                else:
+                    tx.depth -= 1
+                raise
+            self._end(fm, tx)
+
+    def _drop_folders(self, tx: _Txn, prefix: str) -> None:
+        """Leave the folder entries under ``prefix/`` out of the next directory (an
+        append-only store keeps them: they hold no data)."""
+        if self.append_only:
+            return
+        prefix = prefix.rstrip("/")
+        base = f"{prefix}/" if prefix else ""
+        names = {e.name for e in self._entries if e.is_dir and e.name.startswith(base)}
+        if names - self._dropped_folders:
+            self._dropped_folders |= names
+            tx.pruned = True
 
     async def clear(self) -> None:
         """Drop every key in one commit (anndata's ``write_zarr`` starts with it).
