@@ -442,16 +442,24 @@ def release_zip_store(store: MmapZipStore) -> None:
 
 
 class ZipBackend(Backend):
-    """A daf in a ZIP archive, at the archive root or under ``group/`` (``.dafs.zarr.zip``)."""
+    """A daf in a ZIP archive, at the archive root or under ``group/`` (``.dafs.zarr.zip``).
+
+    Deletes and overwrites go through the store's rewrites: a deleted node's keys leave the
+    central directory at the next commit, and an overwrite deletes and writes in one batch
+    (one commit), so a crash leaves the old value or the new one. With ``append_only`` the
+    data set refuses both, as DataAxesFormats.jl's ZIP backend does.
+    """
 
     kind = "zip"
-    append_only = True
 
-    def __init__(self, store: MmapZipStore, group: str, *, read_only: bool) -> None:
+    def __init__(
+        self, store: MmapZipStore, group: str, *, read_only: bool, append_only: bool = False
+    ) -> None:
         self.store = store
         self.group = group
         self.prefix = f"{group}/" if group else ""
         self.read_only = read_only
+        self.append_only = append_only
         self._closed = False
 
     def get(self, key: str) -> Any:
@@ -473,7 +481,18 @@ class ZipBackend(Backend):
         return _children_of(self.store.keys(), full)
 
     def delete_tree(self, prefix: str) -> None:
-        raise AppendOnlyError(f"cannot delete {prefix!r} in {self.store.path}: append-only")
+        if self.append_only:
+            raise AppendOnlyError(f"cannot delete {prefix!r} in {self.describe()}: append-only")
+        full = self.prefix + prefix if prefix else self.group
+        if not full:  # never the whole archive: a data set at the root has no parent node
+            raise ValueError(f"refusing to delete every key of {self.store.path}")
+        self.store.delete_dir_sync(full)
+
+    def delete_key(self, key: str) -> None:
+        """Drop one key (a no-op when absent)."""
+        if self.append_only:
+            raise AppendOnlyError(f"cannot delete {key!r} in {self.describe()}: append-only")
+        self.store.delete_sync(self.prefix + key)
 
     def keys_under(self, prefix: str) -> list[str]:
         head = self.prefix + (prefix + "/" if prefix else "")

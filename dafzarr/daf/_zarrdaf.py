@@ -258,6 +258,9 @@ class ZarrDaf:
     zarr_format
         Layout of a newly created data set: 2 (default) or 3 (DataAxesFormats.jl 0.3.0).
         An existing store keeps its own layout.
+    append_only
+        ZIP only: refuse every delete and overwrite (``AppendOnlyError``), as
+        DataAxesFormats.jl's ZIP backend does; by default they work as on directories.
     """
 
     def __init__(
@@ -267,10 +270,12 @@ class ZarrDaf:
         *,
         name: str | None = None,
         zarr_format: int = 2,
+        append_only: bool = False,
     ) -> None:
         if mode not in _MODES:
             raise ValueError(f"invalid mode: {mode}")
         lay.layout_for(zarr_format)
+        self._stale_consolidated = False
         self._mode: Mode = mode
         self._read_only = mode == "r"
         self._cmeta: dict[str, Any] | None = None
@@ -279,6 +284,9 @@ class ZarrDaf:
         self._backend: Backend
         self._axis_cache: dict[str, np.ndarray[Any, Any]] = {}
         self._finalizer: Any = None
+        self._truncate_group = False
+        if append_only and (path is None or parse_daf_path(path)[0] != "zip"):
+            raise DafFormatError(f"append_only applies to ZIP archives only: {path}")
         if path is None:
             self._kind = "memory"
             self._path = "memory"
@@ -298,9 +306,16 @@ class ZarrDaf:
             elif kind == "directory":
                 self._backend = self._open_directory(container, mode)
             else:
-                self._backend = self._open_zip(container, group, mode)
+                self._backend = self._open_zip(container, group, mode, append_only)
             try:
-                self._init_group(zarr_format, self._path)
+                if self._truncate_group:
+                    # Mode "w" on an existing sub-daf: its keys go and a fresh data set
+                    # takes their place in one commit (the rest of the archive stays).
+                    with self._backend.transaction():
+                        self._backend.delete_tree("")
+                        self._init_group(zarr_format, self._path)
+                else:
+                    self._init_group(zarr_format, self._path)
             except BaseException:
                 self._backend.close()
                 raise
@@ -322,26 +337,27 @@ class ZarrDaf:
             os.makedirs(root, exist_ok=True)
         return DirectoryBackend(root, read_only=mode == "r")
 
-    def _open_zip(self, container: str, group: str, mode: Mode) -> Backend:
+    def _open_zip(self, container: str, group: str, mode: Mode, append_only: bool) -> Backend:
         if mode in ("r", "r+") and not os.path.isfile(container):
             raise FileNotFoundError(2, f"no such file: {container}", container)
         store_mode = mode
         if group and mode == "w":
             if os.path.isfile(container):
                 probe = acquire_zip_store(container, "r+")
-                backend = ZipBackend(probe, group, read_only=False)
-                exists = bool(backend.children(""))
-                if exists:
-                    backend.close()
-                    raise AppendOnlyError(
-                        "can't truncate a sub-daf inside a zip-backed ZarrDaf; the ZIP backend "
-                        f"is append-only: {container}#/{group}"
-                    )
+                backend = ZipBackend(probe, group, read_only=False, append_only=append_only)
+                if backend.children("") or backend.keys_under(""):
+                    if append_only:
+                        backend.close()
+                        raise AppendOnlyError(
+                            "can't truncate a sub-daf inside a zip-backed ZarrDaf; the ZIP "
+                            f"backend is append-only: {container}#/{group}"
+                        )
+                    self._truncate_group = True
                 self._finalizer = weakref.finalize(self, backend.close)
                 return backend
             store_mode = "w+"
         store = acquire_zip_store(container, store_mode)
-        backend = ZipBackend(store, group, read_only=mode == "r")
+        backend = ZipBackend(store, group, read_only=mode == "r", append_only=append_only)
         self._finalizer = weakref.finalize(self, backend.close)
         return backend
 
@@ -366,6 +382,12 @@ class ZarrDaf:
             self._create_fresh()
             return
         self._layout = layout
+        if isinstance(b, ZipBackend) and not self._read_only and not b.append_only:
+            # A ZIP made by zipping a directory carries consolidated metadata, which later
+            # changes would make stale: the first change drops it (see _drop_stale_metadata).
+            self._stale_consolidated = b.exists(".zmetadata") if layout is lay.V2 else (
+                "consolidated_metadata" in _json(b.get("zarr.json"), where)
+            )
         if layout is lay.V2:
             if b.exists("daf/.zarray"):
                 marker = self._read_array("daf")
@@ -537,17 +559,43 @@ class ZarrDaf:
         items += L.array_docs(path, dt, shape).items()
         return items
 
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """One change of the data set (a set, an overwrite, a delete): on a ZIP one commit,
+        so a crash or an error leaves the old state or the new one, never a mix."""
+        with self._lock, self._backend.transaction():
+            yield
+
+    def _drop_stale_metadata(self) -> None:
+        """Before the first change of a ZIP that carries consolidated metadata (a zipped
+        directory), drop it: a ZIP keeps none (readers list its central directory)."""
+        if not self._stale_consolidated:
+            return
+        self._stale_consolidated = False
+        b = self._backend
+        assert isinstance(b, ZipBackend)
+        if self._layout is lay.V2:
+            b.delete_key(".zmetadata")
+        else:
+            root = _json(b.get("zarr.json"), f"{self._path}/zarr.json")
+            root.pop("consolidated_metadata", None)
+            b.put([("zarr.json", json.dumps(root, separators=(",", ":")).encode())])
+
     def _write(self, items: list[tuple[str, Any]]) -> None:
         b = self._backend
         with self._lock:
-            b.put(items)
+            with b.transaction():
+                self._drop_stale_metadata()
+                b.put(items)
             if b.consolidates:
                 with b.consolidation_lock():
                     self._note_written([k for k, _ in items])
 
     def _delete_node(self, path: str) -> None:
         with self._lock:
-            self._backend.delete_tree(path)
+            with self._backend.transaction():
+                self._drop_stale_metadata()
+                self._backend.delete_tree(path)
             if self._backend.consolidates:
                 with self._backend.consolidation_lock():
                     self._delete_consolidated(path)
@@ -722,12 +770,14 @@ class ZarrDaf:
         self._check_writable()
         check_name(name, "scalar")
         data, dt = _scalar_array(value, f"scalar {name!r}")
-        if self.has_scalar(name):
-            if not overwrite:
-                raise DafExistsError(f"existing scalar: {name}\nin the daf data: {self._name}")
-            self._check_deletable(f"scalar {name}")
-            self._delete_node(_join("scalars", name))
-        self._write(self._array_items(_join("scalars", name), data, dt))
+        with self._changing():
+            if self.has_scalar(name):
+                if not overwrite:
+                    raise DafExistsError(f"existing scalar: {name}\nin the daf data: "
+                                         f"{self._name}")
+                self._check_deletable(f"scalar {name}")
+                self._delete_node(_join("scalars", name))
+            self._write(self._array_items(_join("scalars", name), data, dt))
         return self
 
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> ZarrDaf:
@@ -738,7 +788,8 @@ class ZarrDaf:
                 raise DafMissingError(f"missing scalar: {name}\nin the daf data: {self._name}")
             return self
         self._check_deletable(f"scalar {name}")
-        self._delete_node(_join("scalars", name))
+        with self._changing():
+            self._delete_node(_join("scalars", name))
         return self
 
     # --- Axes --------------------------------------------------------------------------------------
@@ -803,24 +854,26 @@ class ZarrDaf:
             raise DafFormatError(
                 f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"
             )
-        if self.has_axis(axis):
-            if not overwrite:
-                raise DafExistsError(f"existing axis: {axis}\nin the daf data: {self._name}")
-            self._check_deletable(f"axis {axis}")
-            self.delete_axis(axis)
-        L = self._layout
-        others = sorted(self.axes_set())
-        items: list[tuple[str, Any]] = []
-        for path in itertools.chain(
-            [_join("vectors", axis), _join("matrices", axis)],
-            [_join("matrices", axis, o) for o in [*others, axis]],
-            [_join("matrices", o, axis) for o in others],
-        ):
-            if self._node_kind(path) is None:
-                items += L.group_docs(path).items()
-        items += self._array_items(_join("axes", axis), names, lay.STRING)
-        self._write(items)
-        self._axis_cache.pop(axis, None)
+        with self._changing():
+            if self.has_axis(axis):
+                if not overwrite:
+                    raise DafExistsError(f"existing axis: {axis}\nin the daf data: "
+                                         f"{self._name}")
+                self._check_deletable(f"axis {axis}")
+                self.delete_axis(axis)
+            L = self._layout
+            others = sorted(self.axes_set())
+            items: list[tuple[str, Any]] = []
+            for path in itertools.chain(
+                [_join("vectors", axis), _join("matrices", axis)],
+                [_join("matrices", axis, o) for o in [*others, axis]],
+                [_join("matrices", o, axis) for o in others],
+            ):
+                if self._node_kind(path) is None:
+                    items += L.group_docs(path).items()
+            items += self._array_items(_join("axes", axis), names, lay.STRING)
+            self._write(items)
+            self._axis_cache.pop(axis, None)
         return self
 
     def delete_axis(self, axis: str, *, must_exist: bool = True) -> ZarrDaf:
@@ -831,12 +884,13 @@ class ZarrDaf:
                 raise DafMissingError(f"missing axis: {axis}\nin the daf data: {self._name}")
             return self
         self._check_deletable(f"axis {axis}")
-        self._delete_node(_join("axes", axis))
-        self._axis_cache.pop(axis, None)
-        self._delete_node(_join("vectors", axis))
-        self._delete_node(_join("matrices", axis))
-        for other in self._backend.children("matrices"):
-            self._delete_node(_join("matrices", other, axis))
+        with self._changing():
+            self._delete_node(_join("axes", axis))
+            self._axis_cache.pop(axis, None)
+            self._delete_node(_join("vectors", axis))
+            self._delete_node(_join("matrices", axis))
+            for other in self._backend.children("matrices"):
+                self._delete_node(_join("matrices", other, axis))
         return self
 
     # --- Vectors -----------------------------------------------------------------------------------
@@ -974,9 +1028,10 @@ class ZarrDaf:
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
                 data = _dense(raw, dt)
             items = self._array_items(path, data, dt)
-        self._replace(path, f"vector {name} of the axis {axis}", overwrite,
-                      f"existing vector: {name}\nfor the axis: {axis}")
-        self._write(items)
+        with self._changing():
+            self._replace(path, f"vector {name} of the axis {axis}", overwrite,
+                          f"existing vector: {name}\nfor the axis: {axis}")
+            self._write(items)
         return self
 
     def _sparse_vector_items(
@@ -1010,7 +1065,8 @@ class ZarrDaf:
                                       f"in the daf data: {self._name}")
             return self
         self._check_deletable(f"vector {name} of the axis {axis}")
-        self._delete_node(path)
+        with self._changing():
+            self._delete_node(path)
         return self
 
     # --- Matrices ----------------------------------------------------------------------------------
@@ -1193,12 +1249,14 @@ class ZarrDaf:
         if len(pairs) == 2:
             flipped = value.T if sp.issparse(value) or np.ndim(value) else value
             items += self._matrix_items(columns_axis, rows_axis, name, flipped, indtype)
-        for r, c in pairs:
-            self._replace(
-                _join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}", overwrite,
-                f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}",
-            )
-        self._write(items)
+        with self._changing():
+            for r, c in pairs:
+                self._replace(
+                    _join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}",
+                    overwrite,
+                    f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}",
+                )
+            self._write(items)
         return self
 
     def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
@@ -1216,13 +1274,14 @@ class ZarrDaf:
             )
         m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
         items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
-        self._replace(
-            _join("matrices", columns_axis, rows_axis, name),
-            f"matrix {name} of the axes {columns_axis} x {rows_axis}", overwrite,
-            f"existing matrix: {name}\nfor the rows axis: {columns_axis}\n"
-            f"and the columns axis: {rows_axis}",
-        )
-        self._write(items)
+        with self._changing():
+            self._replace(
+                _join("matrices", columns_axis, rows_axis, name),
+                f"matrix {name} of the axes {columns_axis} x {rows_axis}", overwrite,
+                f"existing matrix: {name}\nfor the rows axis: {columns_axis}\n"
+                f"and the columns axis: {rows_axis}",
+            )
+            self._write(items)
         return self
 
     def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
@@ -1243,8 +1302,9 @@ class ZarrDaf:
                 )
             return self
         self._check_deletable(f"matrix {name} of the axes {rows_axis} x {columns_axis}")
-        for r, c in found:
-            self._delete_node(_join("matrices", r, c, name))
+        with self._changing():
+            for r, c in found:
+                self._delete_node(_join("matrices", r, c, name))
         return self
 
     # --- Two-phase fills -------------------------------------------------------------------------
@@ -1258,11 +1318,12 @@ class ZarrDaf:
         """Reserve the chunks of ``parts`` (name, dtype, Zarr shape), yield them for filling,
         then publish their documents. ZIP: one batch, rolled back if the fill raises."""
         self._check_writable()
-        self._replace(path, what, overwrite, exists_text)
         L = self._layout
         b = self._backend
         sparse = parts[0][0] != ""
         with b.transaction():
+            # Inside the transaction: on a ZIP, a fill that fails keeps the old property.
+            self._replace(path, what, overwrite, exists_text)
             keys: list[str] = []
             views: list[np.ndarray[Any, Any]] = []
             try:
@@ -1506,7 +1567,7 @@ def _open_http(url: str) -> HttpBackend:
 
 def open_daf(
     path: str | os.PathLike[str], mode: Mode = "r", *, name: str | None = None,
-    zarr_format: int = 2,
+    zarr_format: int = 2, append_only: bool = False,
 ) -> ZarrDaf:
     """Open (or create) a Daf data set stored as Zarr.
 
@@ -1514,9 +1575,10 @@ def open_daf(
     ``X.dafs.zarr.zip#/group`` (one of several data sets in one ZIP), ``http(s)://...``
     (read-only). Modes: ``"r"`` read-only (writers raise), ``"r+"`` read-write, ``"w+"``
     created if missing, ``"w"`` created or truncated. ``zarr_format`` (2 or 3) is the
-    layout of a new data set; existing ones keep theirs.
+    layout of a new data set; existing ones keep theirs. ``append_only`` (ZIP only):
+    refuse deletes and overwrites, as DataAxesFormats.jl does.
     """
-    return ZarrDaf(path, mode, name=name, zarr_format=zarr_format)
+    return ZarrDaf(path, mode, name=name, zarr_format=zarr_format, append_only=append_only)
 
 
 def memory_daf(name: str = "memory", *, zarr_format: int = 2) -> ZarrDaf:
