@@ -65,6 +65,7 @@ from zarr.abc.store import (
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from . import _zipformat as zf
+from ._addrspace import fitting_max_file_size, probe_reservation, reservation_error
 from ._posix import FileMapping, crc32
 from ._zipcopy import CompactMethod, pack_directory
 from .errors import (
@@ -230,8 +231,11 @@ class MmapZipStore(Store):
         Overrides ``mode``: ``True`` opens read-only, ``False`` writable (``"r"`` becomes
         ``"r+"``). Default: read-only exactly when ``mode == "r"``.
     max_file_size
-        Address space reserved for a writable open: the largest size the archive may reach
-        while this handle is open. Reserving costs no memory.
+        The largest size the archive may reach while this handle is open; a writable open
+        reserves twice as much address space (reserving costs no memory). Default: 1 TiB,
+        or less under an address-space limit (``ulimit -v``): a quarter of the address
+        space still free. A reservation that fails raises
+        :class:`~dafzarr.errors.AddressSpaceError` naming the size and this option.
     durable
         Also ``msync``/``fsync`` at the protocol's ordering points, so that a power loss
         (not only a process crash) leaves a prefix of the committed entries.
@@ -265,11 +269,13 @@ class MmapZipStore(Store):
         mode: Mode = "r",
         *,
         read_only: bool | None = None,
-        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        max_file_size: int | None = None,
         durable: bool = False,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED,
         append_only: bool = False,
     ) -> None:
+        if max_file_size is None:
+            max_file_size = fitting_max_file_size(DEFAULT_MAX_FILE_SIZE)
         self._configure(
             path, mode, read_only, max_file_size, durable, max_decompressed_size, append_only
         )
@@ -356,6 +362,9 @@ class MmapZipStore(Store):
             if self.read_only:
                 fm = self._open_read_only()
             else:
+                # Refuse an address-space reservation that can't succeed before creating
+                # anything (under ulimit -v), with an error that names max_file_size.
+                probe_reservation(self.path, self.max_file_size, self._reserve_size())
                 if self.mode in ("w+", "w") and not os.path.exists(self.path):
                     _create_empty(self.path)
                 fm = self._map_writable()
@@ -386,6 +395,12 @@ class MmapZipStore(Store):
                     f"{self.path} is already open for writing (by this or another "
                     "process); an archive has one writer at a time",
                     self.path,
+                ) from None
+            except OSError as e:
+                if e.errno != errno.ENOMEM:
+                    raise
+                raise reservation_error(
+                    self.path, self.max_file_size, self._reserve_size()
                 ) from None
             try:
                 here = os.stat(self.path)

@@ -373,6 +373,8 @@ def test_zipped_directory_drops_its_consolidated_metadata(
 def test_options_apply_to_zip_only(tmp_path: Path) -> None:
     from dafzarr.errors import DafFormatError
 
+    with pytest.raises(DafFormatError, match="max_file_size applies to ZIP archives only"):
+        dafzarr.open_daf(tmp_path / "x.daf.zarr", "w", max_file_size=1 << 30)
     with pytest.raises(DafFormatError, match="append_only applies to ZIP archives only"):
         dafzarr.open_daf(tmp_path / "x.daf.zarr", "w", append_only=True)
     assert not (tmp_path / "x.daf.zarr").exists()

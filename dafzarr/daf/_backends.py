@@ -396,13 +396,26 @@ def _try_close(shared: _Shared) -> bool:
     return True
 
 
-def acquire_zip_store(path: str, mode: str) -> MmapZipStore:
-    """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc)."""
+def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) -> MmapZipStore:
+    """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
+
+    ``max_file_size``: see :class:`~dafzarr.zipstore.MmapZipStore` (default: one that fits
+    the process' address-space limit). A writable store in use keeps its own.
+    """
     path = os.path.abspath(path)
     writable = mode != "r"
     with _REGISTRY_LOCK:
         shared = _REGISTRY.get(path)
-        if shared is not None and (mode == "w" or (writable and not shared.writable)):
+        if (shared is not None and shared.writable and shared.refs > 0 and writable
+                and max_file_size is not None and max_file_size != shared.store.max_file_size):
+            raise DafzarrError(
+                f"can't open {path} with max_file_size = {max_file_size}: it is open for "
+                f"writing in this process with max_file_size = {shared.store.max_file_size} "
+                f"by {shared.refs} other ZarrDaf handle(s); close them first"
+            )
+        resize = (writable and max_file_size is not None and shared is not None
+                  and max_file_size != shared.store.max_file_size)
+        if shared is not None and (mode == "w" or (writable and not shared.writable) or resize):
             if shared.refs > 0:
                 what = "truncate" if mode == "w" else "open for writing"
                 raise DafzarrError(
@@ -420,7 +433,9 @@ def acquire_zip_store(path: str, mode: str) -> MmapZipStore:
             del _REGISTRY[path]
             shared = None
         if shared is None:
-            store = MmapZipStore(path, mode if writable else "r")  # type: ignore[arg-type]
+            store = MmapZipStore(
+                path, mode if writable else "r", max_file_size=max_file_size  # type: ignore[arg-type]
+            )
             store._ensure_open_sync()
             shared = _Shared(store, writable)
             _REGISTRY[path] = shared

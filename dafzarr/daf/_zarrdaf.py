@@ -258,6 +258,10 @@ class ZarrDaf:
     zarr_format
         Layout of a newly created data set: 2 (default) or 3 (DataAxesFormats.jl 0.3.0).
         An existing store keeps its own layout.
+    max_file_size
+        ZIP only: the largest size the archive may reach while it is open for writing
+        (see :class:`~dafzarr.zipstore.MmapZipStore`; default 1 TiB, or less under an
+        address-space limit such as ``ulimit -v``).
     append_only
         ZIP only: refuse every delete and overwrite (``AppendOnlyError``), as
         DataAxesFormats.jl's ZIP backend does; by default they work as on directories.
@@ -270,6 +274,7 @@ class ZarrDaf:
         *,
         name: str | None = None,
         zarr_format: int = 2,
+        max_file_size: int | None = None,
         append_only: bool = False,
     ) -> None:
         if mode not in _MODES:
@@ -285,9 +290,13 @@ class ZarrDaf:
         self._axis_cache: dict[str, np.ndarray[Any, Any]] = {}
         self._finalizer: Any = None
         self._truncate_group = False
-        if append_only and (path is None or parse_daf_path(path)[0] != "zip"):
-            raise DafFormatError(f"append_only applies to ZIP archives only: {path}")
+        if path is not None and parse_daf_path(path)[0] != "zip":
+            for option, value in (("max_file_size", max_file_size), ("append_only", append_only)):
+                if value not in (None, False):
+                    raise DafFormatError(f"{option} applies to ZIP archives only: {path}")
         if path is None:
+            if max_file_size is not None or append_only:
+                raise DafFormatError("max_file_size and append_only apply to ZIP archives only")
             self._kind = "memory"
             self._path = "memory"
             self._backend = MemoryBackend()
@@ -306,7 +315,8 @@ class ZarrDaf:
             elif kind == "directory":
                 self._backend = self._open_directory(container, mode)
             else:
-                self._backend = self._open_zip(container, group, mode, append_only)
+                self._backend = self._open_zip(container, group, mode, max_file_size,
+                                               append_only)
             try:
                 if self._truncate_group:
                     # Mode "w" on an existing sub-daf: its keys go and a fresh data set
@@ -337,13 +347,14 @@ class ZarrDaf:
             os.makedirs(root, exist_ok=True)
         return DirectoryBackend(root, read_only=mode == "r")
 
-    def _open_zip(self, container: str, group: str, mode: Mode, append_only: bool) -> Backend:
+    def _open_zip(self, container: str, group: str, mode: Mode, max_file_size: int | None,
+                  append_only: bool) -> Backend:
         if mode in ("r", "r+") and not os.path.isfile(container):
             raise FileNotFoundError(2, f"no such file: {container}", container)
         store_mode = mode
         if group and mode == "w":
             if os.path.isfile(container):
-                probe = acquire_zip_store(container, "r+")
+                probe = acquire_zip_store(container, "r+", max_file_size)
                 backend = ZipBackend(probe, group, read_only=False, append_only=append_only)
                 if backend.children("") or backend.keys_under(""):
                     if append_only:
@@ -356,7 +367,7 @@ class ZarrDaf:
                 self._finalizer = weakref.finalize(self, backend.close)
                 return backend
             store_mode = "w+"
-        store = acquire_zip_store(container, store_mode)
+        store = acquire_zip_store(container, store_mode, max_file_size)
         backend = ZipBackend(store, group, read_only=mode == "r", append_only=append_only)
         self._finalizer = weakref.finalize(self, backend.close)
         return backend
@@ -1567,7 +1578,7 @@ def _open_http(url: str) -> HttpBackend:
 
 def open_daf(
     path: str | os.PathLike[str], mode: Mode = "r", *, name: str | None = None,
-    zarr_format: int = 2, append_only: bool = False,
+    zarr_format: int = 2, max_file_size: int | None = None, append_only: bool = False,
 ) -> ZarrDaf:
     """Open (or create) a Daf data set stored as Zarr.
 
@@ -1575,10 +1586,12 @@ def open_daf(
     ``X.dafs.zarr.zip#/group`` (one of several data sets in one ZIP), ``http(s)://...``
     (read-only). Modes: ``"r"`` read-only (writers raise), ``"r+"`` read-write, ``"w+"``
     created if missing, ``"w"`` created or truncated. ``zarr_format`` (2 or 3) is the
-    layout of a new data set; existing ones keep theirs. ``append_only`` (ZIP only):
-    refuse deletes and overwrites, as DataAxesFormats.jl does.
+    layout of a new data set; existing ones keep theirs. ZIP only: ``max_file_size`` (the
+    largest size the archive may reach while open for writing) and ``append_only`` (refuse
+    deletes and overwrites); see :class:`ZarrDaf`.
     """
-    return ZarrDaf(path, mode, name=name, zarr_format=zarr_format, append_only=append_only)
+    return ZarrDaf(path, mode, name=name, zarr_format=zarr_format,
+                   max_file_size=max_file_size, append_only=append_only)
 
 
 def memory_daf(name: str = "memory", *, zarr_format: int = 2) -> ZarrDaf:
