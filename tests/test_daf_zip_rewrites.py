@@ -10,6 +10,7 @@ DataAxesFormats.jl 0.3 layout is kept).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import zarr
+from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import ZipStore
 
 import dafzarr
@@ -410,3 +412,29 @@ def test_adopting_a_consolidated_zarr_group_in_a_zip(tmp_path: Path, zarr_format
         assert g.attrs["daf"] == [1, 0]
     else:
         assert g["daf"][:].tolist() == [1, 0]
+
+
+def test_a_refused_change_keeps_writes_pending_in_the_store(tmp_path: Path) -> None:
+    """zarr writes through the same store share commits with ZarrDaf's changes: a change
+    refused for an existing property must not roll back a write still waiting for its
+    commit."""
+    path = tmp_path / "x.daf.zarr.zip"
+    d = dafzarr.open_daf(path, "w")
+    d.set_scalar("s", 1)
+    store = d._backend.store  # type: ignore[attr-defined]
+
+    async def scenario() -> None:
+        value = default_buffer_prototype().buffer.from_bytes(b"pending")
+        pending = asyncio.create_task(store.set("other/key", value))
+        await asyncio.sleep(0)  # the write is in the file, its commit not yet made
+        with pytest.raises(dafzarr.DafzarrError, match="existing scalar: s"):
+            d.set_scalar("s", 2)
+        with pytest.raises(dafzarr.DafzarrError, match="existing vector: v"):
+            d.add_axis("cell", ["a"]).set_vector("cell", "v", [1]).set_vector("cell", "v", [2])
+        await pending
+
+    asyncio.run(scenario())
+    d.close()
+    with MmapZipStore(path) as reopened:
+        assert bytes(reopened["other/key"]) == b"pending"
+    assert dafzarr.open_daf(path).get_scalar("s") == 1

@@ -571,11 +571,21 @@ class ZarrDaf:
         return items
 
     @contextlib.contextmanager
-    def _changing(self) -> Iterator[None]:
+    def _changing(self, replaces: Sequence[tuple[str, str, bool, str]] = ()) -> Iterator[None]:
         """One change of the data set (a set, an overwrite, a delete): on a ZIP one commit,
-        so a crash or an error leaves the old state or the new one, never a mix."""
-        with self._lock, self._backend.transaction():
-            yield
+        so a crash or an error leaves the old state or the new one, never a mix.
+
+        ``replaces``: ``(path, what, overwrite, exists_text)`` of each property the change
+        writes. An existing one is either refused (:meth:`_replaceable`) before the ZIP
+        batch opens, so that a refused change rolls back no write another thread has
+        waiting in the batch, or deleted inside the batch.
+        """
+        with self._lock:
+            doomed = [r[0] for r in replaces if self._replaceable(*r)]
+            with self._backend.transaction():
+                for path in doomed:
+                    self._delete_node(path)
+                yield
 
     def _drop_stale_metadata(self) -> None:
         """Before the first change of a ZIP that carries consolidated metadata (a zipped
@@ -781,14 +791,9 @@ class ZarrDaf:
         self._check_writable()
         check_name(name, "scalar")
         data, dt = _scalar_array(value, f"scalar {name!r}")
-        with self._changing():
-            if self.has_scalar(name):
-                if not overwrite:
-                    raise DafExistsError(f"existing scalar: {name}\nin the daf data: "
-                                         f"{self._name}")
-                self._check_deletable(f"scalar {name}")
-                self._delete_node(_join("scalars", name))
-            self._write(self._array_items(_join("scalars", name), data, dt))
+        path = _join("scalars", name)
+        with self._changing([(path, f"scalar {name}", overwrite, f"existing scalar: {name}")]):
+            self._write(self._array_items(path, data, dt))
         return self
 
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> ZarrDaf:
@@ -865,27 +870,34 @@ class ZarrDaf:
             raise DafFormatError(
                 f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"
             )
-        with self._changing():
-            if self.has_axis(axis):
+        with self._lock:
+            exists = self.has_axis(axis)
+            if exists:
                 if not overwrite:
                     raise DafExistsError(f"existing axis: {axis}\nin the daf data: "
                                          f"{self._name}")
                 self._check_deletable(f"axis {axis}")
-                self.delete_axis(axis)
-            L = self._layout
-            others = sorted(self.axes_set())
-            items: list[tuple[str, Any]] = []
-            for path in itertools.chain(
-                [_join("vectors", axis), _join("matrices", axis)],
-                [_join("matrices", axis, o) for o in [*others, axis]],
-                [_join("matrices", o, axis) for o in others],
-            ):
-                if self._node_kind(path) is None:
-                    items += L.group_docs(path).items()
-            items += self._array_items(_join("axes", axis), names, lay.STRING)
-            self._write(items)
-            self._axis_cache.pop(axis, None)
+            with self._changing():
+                if exists:
+                    self.delete_axis(axis)
+                self._write_axis(axis, names)
         return self
+
+    def _write_axis(self, axis: str, names: np.ndarray[Any, Any]) -> None:
+        """The axis' entries, and the groups of its vectors and matrices that are missing."""
+        L = self._layout
+        others = sorted(self.axes_set())
+        items: list[tuple[str, Any]] = []
+        for path in itertools.chain(
+            [_join("vectors", axis), _join("matrices", axis)],
+            [_join("matrices", axis, o) for o in [*others, axis]],
+            [_join("matrices", o, axis) for o in others],
+        ):
+            if self._node_kind(path) is None:
+                items += L.group_docs(path).items()
+        items += self._array_items(_join("axes", axis), names, lay.STRING)
+        self._write(items)
+        self._axis_cache.pop(axis, None)
 
     def delete_axis(self, axis: str, *, must_exist: bool = True) -> ZarrDaf:
         """Delete an axis and every vector and matrix along it."""
@@ -1039,9 +1051,8 @@ class ZarrDaf:
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
                 data = _dense(raw, dt)
             items = self._array_items(path, data, dt)
-        with self._changing():
-            self._replace(path, f"vector {name} of the axis {axis}", overwrite,
-                          f"existing vector: {name}\nfor the axis: {axis}")
+        with self._changing([(path, f"vector {name} of the axis {axis}", overwrite,
+                              f"existing vector: {name}\nfor the axis: {axis}")]):
             self._write(items)
         return self
 
@@ -1056,14 +1067,15 @@ class ZarrDaf:
         items += self._layout.group_docs(path).items()
         return items
 
-    def _replace(self, path: str, what: str, overwrite: bool, exists_text: str) -> None:
-        """Before writing ``path``: refuse, or delete the old property (``overwrite``)."""
+    def _replaceable(self, path: str, what: str, overwrite: bool, exists_text: str) -> bool:
+        """Before writing ``path``: whether a property is there to delete (``overwrite``);
+        without ``overwrite`` (or on an append-only ZIP) an existing one is refused."""
         if self._node_kind(path) is None:
-            return
+            return False
         if not overwrite:
             raise DafExistsError(f"{exists_text}\nin the daf data: {self._name}")
         self._check_deletable(what)
-        self._delete_node(path)
+        return True
 
     def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> ZarrDaf:
         """Delete a vector (``must_exist=False``: no error if it is missing)."""
@@ -1260,13 +1272,11 @@ class ZarrDaf:
         if len(pairs) == 2:
             flipped = value.T if sp.issparse(value) or np.ndim(value) else value
             items += self._matrix_items(columns_axis, rows_axis, name, flipped, indtype)
-        with self._changing():
-            for r, c in pairs:
-                self._replace(
-                    _join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}",
-                    overwrite,
-                    f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}",
-                )
+        with self._changing([
+            (_join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}", overwrite,
+             f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}")
+            for r, c in pairs
+        ]):
             self._write(items)
         return self
 
@@ -1285,13 +1295,12 @@ class ZarrDaf:
             )
         m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
         items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
-        with self._changing():
-            self._replace(
-                _join("matrices", columns_axis, rows_axis, name),
-                f"matrix {name} of the axes {columns_axis} x {rows_axis}", overwrite,
-                f"existing matrix: {name}\nfor the rows axis: {columns_axis}\n"
-                f"and the columns axis: {rows_axis}",
-            )
+        with self._changing([(
+            _join("matrices", columns_axis, rows_axis, name),
+            f"matrix {name} of the axes {columns_axis} x {rows_axis}", overwrite,
+            (f"existing matrix: {name}\nfor the rows axis: {columns_axis}\n"
+             f"and the columns axis: {rows_axis}"),
+        )]):
             self._write(items)
         return self
 
@@ -1332,9 +1341,11 @@ class ZarrDaf:
         L = self._layout
         b = self._backend
         sparse = parts[0][0] != ""
+        exists = self._replaceable(path, what, overwrite, exists_text)
         with b.transaction():
             # Inside the transaction: on a ZIP, a fill that fails keeps the old property.
-            self._replace(path, what, overwrite, exists_text)
+            if exists:
+                self._delete_node(path)
             keys: list[str] = []
             views: list[np.ndarray[Any, Any]] = []
             try:
