@@ -24,6 +24,7 @@ from ._config import show_config
 from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
 from .daf import ZarrDaf, memory_daf, open_daf
 from .errors import (
+    AddressSpaceError,
     AppendOnlyError,
     ArchiveInUseError,
     ArchiveLockedError,
@@ -42,6 +43,7 @@ from .zipstore import MmapZipStore
 __version__ = "0.1.0"
 
 __all__ = [
+    "AddressSpaceError",
     "AppendOnlyError",
     "ArchiveInUseError",
     "ArchiveLockedError",

@@ -9,6 +9,7 @@ Raw operating-system failures stay plain :class:`OSError` subclasses (``FileNotF
 from __future__ import annotations
 
 __all__ = [
+    "AddressSpaceError",
     "AppendOnlyError",
     "ArchiveInUseError",
     "ArchiveLockedError",
@@ -46,6 +47,13 @@ class UnsupportedEntryError(DafzarrError, ValueError):
 
 class AppendOnlyError(DafzarrError, NotImplementedError):
     """An append-only store was asked to overwrite or delete an existing entry."""
+
+
+class AddressSpaceError(DafzarrError, OSError):
+    """A writable archive's address-space reservation was refused (``RLIMIT_AS``).
+
+    The message names the archive, the size and the ``max_file_size`` option to lower.
+    """
 
 
 class EntryExistsError(DafzarrError, ValueError):

@@ -65,6 +65,7 @@ from zarr.abc.store import (
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from . import _zipformat as zf
+from ._addrspace import fitting_max_file_size, probe_reservation, reservation_error
 from ._posix import FileMapping, crc32
 from ._zipcopy import CompactMethod, pack_directory
 from .errors import (
@@ -230,8 +231,11 @@ class MmapZipStore(Store):
         Overrides ``mode``: ``True`` opens read-only, ``False`` writable (``"r"`` becomes
         ``"r+"``). Default: read-only exactly when ``mode == "r"``.
     max_file_size
-        Address space reserved for a writable open: the largest size the archive may reach
-        while this handle is open. Reserving costs no memory.
+        The largest size the archive may reach while this handle is open; a writable open
+        reserves twice as much address space (reserving costs no memory). Default: 1 TiB,
+        or less under an address-space limit (``ulimit -v``): a quarter of the address
+        space still free. A reservation that fails raises
+        :class:`~dafzarr.errors.AddressSpaceError` naming the size and this option.
     durable
         Also ``msync``/``fsync`` at the protocol's ordering points, so that a power loss
         (not only a process crash) leaves a prefix of the committed entries.
@@ -265,11 +269,13 @@ class MmapZipStore(Store):
         mode: Mode = "r",
         *,
         read_only: bool | None = None,
-        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        max_file_size: int | None = None,
         durable: bool = False,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED,
         append_only: bool = False,
     ) -> None:
+        if max_file_size is None:
+            max_file_size = fitting_max_file_size(DEFAULT_MAX_FILE_SIZE)
         self._configure(
             path, mode, read_only, max_file_size, durable, max_decompressed_size, append_only
         )
@@ -331,6 +337,9 @@ class MmapZipStore(Store):
         self._limit = 0
         self._unpatched: set[str] = set()
         self._tx: _Txn | None = None
+        # Folder entries (``zip -r`` writes them) under deleted prefixes: the next directory
+        # leaves them out.
+        self._dropped_folders: set[str] = set()
 
     # --- Opening ------------------------------------------------------------------------
 
@@ -353,6 +362,9 @@ class MmapZipStore(Store):
             if self.read_only:
                 fm = self._open_read_only()
             else:
+                # Refuse an address-space reservation that can't succeed before creating
+                # anything (under ulimit -v), with an error that names max_file_size.
+                probe_reservation(self.path, self.max_file_size, self._reserve_size())
                 if self.mode in ("w+", "w") and not os.path.exists(self.path):
                     _create_empty(self.path)
                 fm = self._map_writable()
@@ -383,6 +395,12 @@ class MmapZipStore(Store):
                     f"{self.path} is already open for writing (by this or another "
                     "process); an archive has one writer at a time",
                     self.path,
+                ) from None
+            except OSError as e:
+                if e.errno != errno.ENOMEM:
+                    raise
+                raise reservation_error(
+                    self.path, self.max_file_size, self._reserve_size()
                 ) from None
             try:
                 here = os.stat(self.path)
@@ -849,7 +867,8 @@ class MmapZipStore(Store):
     def _live_entries(self) -> list[zf.Entry]:
         """What the next directory lists, in order: each key's live copy, each folder once."""
         index = self._index
-        folders = {e.name: e for e in self._entries if e.is_dir}
+        dropped = self._dropped_folders
+        folders = {e.name: e for e in self._entries if e.is_dir and e.name not in dropped}
         return [
             e for e in self._entries
             if (folders.get(e.name) if e.is_dir else index.get(e.name)) is e
@@ -897,6 +916,7 @@ class MmapZipStore(Store):
                 self._cd = bytearray(data)
                 self._shadowed = False
                 self._first_listed = min((e.lfh_offset for e in keep), default=-1)
+                self._dropped_folders.clear()
                 tx.pruned = False
 
         w, size = tx.write, len(cd)
@@ -1013,6 +1033,7 @@ class MmapZipStore(Store):
         # Superseded and deleted keys come back: the committed directory still lists them.
         self._index = _live_index(self._entries)
         self._first_listed = min((e.lfh_offset for e in self._entries), default=-1)
+        self._dropped_folders.clear()
         tx.pruned = False
         self._cd_offset = tx.live_cd
         self._data_end = tx.start
@@ -1648,13 +1669,42 @@ class MmapZipStore(Store):
         """Drop every key under ``prefix/`` in one commit (all keys for ``""``)."""
         self._check_writable()
         self._ensure_open_sync()
-        self._delete_keys(self._keys_under(prefix))
+        self._delete_dir(prefix)
 
     def delete_dir_sync(self, prefix: str) -> None:
         """Synchronous :meth:`delete_dir`."""
         self._check_writable()
         self._ensure_open_sync()
-        self._delete_keys(self._keys_under(prefix))
+        self._delete_dir(prefix)
+
+    def _delete_dir(self, prefix: str) -> None:
+        """The keys under ``prefix/`` and the folder entries there (``zip -r`` writes
+        them; listings would still show the deleted prefix), in one commit."""
+        with self._lock:
+            fm = self._check_writable_sync()
+            tx = self._begin(fm)
+            try:
+                self._delete_keys(self._keys_under(prefix))
+                self._drop_folders(tx, prefix)
+            except BaseException as exc:
+                if tx.depth == 1:
+                    self._abort(tx, exc)
+                else:
+                    tx.depth -= 1
+                raise
+            self._end(fm, tx)
+
+    def _drop_folders(self, tx: _Txn, prefix: str) -> None:
+        """Leave the folder entries under ``prefix/`` out of the next directory (an
+        append-only store keeps them: they hold no data)."""
+        if self.append_only:
+            return
+        prefix = prefix.rstrip("/")
+        base = f"{prefix}/" if prefix else ""
+        names = {e.name for e in self._entries if e.is_dir and e.name.startswith(base)}
+        if names - self._dropped_folders:
+            self._dropped_folders |= names
+            tx.pruned = True
 
     async def clear(self) -> None:
         """Drop every key in one commit (anndata's ``write_zarr`` starts with it).

@@ -288,9 +288,9 @@ APPEND_ONLY = "can't delete or overwrite properties in a zip-backed ZarrDaf; the
     "append-only"
 
 
-def test_zip_is_append_only(tmp_path: Path) -> None:
+def test_zip_append_only_option(tmp_path: Path) -> None:
     path = tmp_path / "x.daf.zarr.zip"
-    d = dafzarr.open_daf(path, "w")
+    d = dafzarr.open_daf(path, "w", append_only=True)
     d.add_axis("cell", ["a", "b"]).set_scalar("s", 1).set_vector("cell", "v", [1, 2])
     d.set_matrix("cell", "cell", "m", np.eye(2))
     size = os.path.getsize(path)
@@ -340,11 +340,17 @@ def test_two_dafs_in_one_zip_append_independently(tmp_path: Path) -> None:
     ra.close()
     rb.close()
     with pytest.raises(AppendOnlyError, match="can't truncate a sub-daf inside a zip-backed"):
-        dafzarr.open_daf(f"{base}#/first", "w")
+        dafzarr.open_daf(f"{base}#/first", "w", append_only=True)
     fresh = dafzarr.open_daf(f"{base}#/third", "w")  # mode w on a new sub-daf creates it
     fresh.set_scalar("c", 1)
     fresh.close()
     assert dafzarr.open_daf(f"{base}#/first").get_scalar("a2") == 2
+    again = dafzarr.open_daf(f"{base}#/first", "w")  # truncates this sub-daf only
+    assert again.scalars_set() == set() and again.axes_set() == set()
+    again.close()
+    assert dafzarr.open_daf(f"{base}#/third").get_scalar("c") == 1
+    assert dafzarr.open_daf(f"{base}#/nested/second").scalars_set() == {"b0", "b1", "b2"}
+    check_zip_tools_accept(tmp_path / "both.dafs.zarr.zip")
 
 
 def test_handles_on_one_zip_share_one_store(tmp_path: Path) -> None:

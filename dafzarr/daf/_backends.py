@@ -396,13 +396,26 @@ def _try_close(shared: _Shared) -> bool:
     return True
 
 
-def acquire_zip_store(path: str, mode: str) -> MmapZipStore:
-    """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc)."""
+def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) -> MmapZipStore:
+    """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
+
+    ``max_file_size``: see :class:`~dafzarr.zipstore.MmapZipStore` (default: one that fits
+    the process' address-space limit). A writable store in use keeps its own.
+    """
     path = os.path.abspath(path)
     writable = mode != "r"
     with _REGISTRY_LOCK:
         shared = _REGISTRY.get(path)
-        if shared is not None and (mode == "w" or (writable and not shared.writable)):
+        if (shared is not None and shared.writable and shared.refs > 0 and writable
+                and max_file_size is not None and max_file_size != shared.store.max_file_size):
+            raise DafzarrError(
+                f"can't open {path} with max_file_size = {max_file_size}: it is open for "
+                f"writing in this process with max_file_size = {shared.store.max_file_size} "
+                f"by {shared.refs} other ZarrDaf handle(s); close them first"
+            )
+        resize = (writable and max_file_size is not None and shared is not None
+                  and max_file_size != shared.store.max_file_size)
+        if shared is not None and (mode == "w" or (writable and not shared.writable) or resize):
             if shared.refs > 0:
                 what = "truncate" if mode == "w" else "open for writing"
                 raise DafzarrError(
@@ -420,7 +433,9 @@ def acquire_zip_store(path: str, mode: str) -> MmapZipStore:
             del _REGISTRY[path]
             shared = None
         if shared is None:
-            store = MmapZipStore(path, mode if writable else "r")  # type: ignore[arg-type]
+            store = MmapZipStore(
+                path, mode if writable else "r", max_file_size=max_file_size  # type: ignore[arg-type]
+            )
             store._ensure_open_sync()
             shared = _Shared(store, writable)
             _REGISTRY[path] = shared
@@ -442,16 +457,24 @@ def release_zip_store(store: MmapZipStore) -> None:
 
 
 class ZipBackend(Backend):
-    """A daf in a ZIP archive, at the archive root or under ``group/`` (``.dafs.zarr.zip``)."""
+    """A daf in a ZIP archive, at the archive root or under ``group/`` (``.dafs.zarr.zip``).
+
+    Deletes and overwrites go through the store's rewrites: a deleted node's keys leave the
+    central directory at the next commit, and an overwrite deletes and writes in one batch
+    (one commit), so a crash leaves the old value or the new one. With ``append_only`` the
+    data set refuses both, as DataAxesFormats.jl's ZIP backend does.
+    """
 
     kind = "zip"
-    append_only = True
 
-    def __init__(self, store: MmapZipStore, group: str, *, read_only: bool) -> None:
+    def __init__(
+        self, store: MmapZipStore, group: str, *, read_only: bool, append_only: bool = False
+    ) -> None:
         self.store = store
         self.group = group
         self.prefix = f"{group}/" if group else ""
         self.read_only = read_only
+        self.append_only = append_only
         self._closed = False
 
     def get(self, key: str) -> Any:
@@ -473,7 +496,18 @@ class ZipBackend(Backend):
         return _children_of(self.store.keys(), full)
 
     def delete_tree(self, prefix: str) -> None:
-        raise AppendOnlyError(f"cannot delete {prefix!r} in {self.store.path}: append-only")
+        if self.append_only:
+            raise AppendOnlyError(f"cannot delete {prefix!r} in {self.describe()}: append-only")
+        full = self.prefix + prefix if prefix else self.group
+        if not full:  # never the whole archive: a data set at the root has no parent node
+            raise ValueError(f"refusing to delete every key of {self.store.path}")
+        self.store.delete_dir_sync(full)
+
+    def delete_key(self, key: str) -> None:
+        """Drop one key (a no-op when absent)."""
+        if self.append_only:
+            raise AppendOnlyError(f"cannot delete {key!r} in {self.describe()}: append-only")
+        self.store.delete_sync(self.prefix + key)
 
     def keys_under(self, prefix: str) -> list[str]:
         head = self.prefix + (prefix + "/" if prefix else "")

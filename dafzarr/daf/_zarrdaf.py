@@ -258,6 +258,13 @@ class ZarrDaf:
     zarr_format
         Layout of a newly created data set: 2 (default) or 3 (DataAxesFormats.jl 0.3.0).
         An existing store keeps its own layout.
+    max_file_size
+        ZIP only: the largest size the archive may reach while it is open for writing
+        (see :class:`~dafzarr.zipstore.MmapZipStore`; default 1 TiB, or less under an
+        address-space limit such as ``ulimit -v``).
+    append_only
+        ZIP only: refuse every delete and overwrite (``AppendOnlyError``), as
+        DataAxesFormats.jl's ZIP backend does; by default they work as on directories.
     """
 
     def __init__(
@@ -267,10 +274,13 @@ class ZarrDaf:
         *,
         name: str | None = None,
         zarr_format: int = 2,
+        max_file_size: int | None = None,
+        append_only: bool = False,
     ) -> None:
         if mode not in _MODES:
             raise ValueError(f"invalid mode: {mode}")
         lay.layout_for(zarr_format)
+        self._stale_consolidated = False
         self._mode: Mode = mode
         self._read_only = mode == "r"
         self._cmeta: dict[str, Any] | None = None
@@ -279,7 +289,14 @@ class ZarrDaf:
         self._backend: Backend
         self._axis_cache: dict[str, np.ndarray[Any, Any]] = {}
         self._finalizer: Any = None
+        self._truncate_group = False
+        if path is not None and parse_daf_path(path)[0] != "zip":
+            for option, value in (("max_file_size", max_file_size), ("append_only", append_only)):
+                if value not in (None, False):
+                    raise DafFormatError(f"{option} applies to ZIP archives only: {path}")
         if path is None:
+            if max_file_size is not None or append_only:
+                raise DafFormatError("max_file_size and append_only apply to ZIP archives only")
             self._kind = "memory"
             self._path = "memory"
             self._backend = MemoryBackend()
@@ -298,9 +315,17 @@ class ZarrDaf:
             elif kind == "directory":
                 self._backend = self._open_directory(container, mode)
             else:
-                self._backend = self._open_zip(container, group, mode)
+                self._backend = self._open_zip(container, group, mode, max_file_size,
+                                               append_only)
             try:
-                self._init_group(zarr_format, self._path)
+                if self._truncate_group:
+                    # Mode "w" on an existing sub-daf: its keys go and a fresh data set
+                    # takes their place in one commit (the rest of the archive stays).
+                    with self._backend.transaction():
+                        self._backend.delete_tree("")
+                        self._init_group(zarr_format, self._path)
+                else:
+                    self._init_group(zarr_format, self._path)
             except BaseException:
                 self._backend.close()
                 raise
@@ -322,26 +347,28 @@ class ZarrDaf:
             os.makedirs(root, exist_ok=True)
         return DirectoryBackend(root, read_only=mode == "r")
 
-    def _open_zip(self, container: str, group: str, mode: Mode) -> Backend:
+    def _open_zip(self, container: str, group: str, mode: Mode, max_file_size: int | None,
+                  append_only: bool) -> Backend:
         if mode in ("r", "r+") and not os.path.isfile(container):
             raise FileNotFoundError(2, f"no such file: {container}", container)
         store_mode = mode
         if group and mode == "w":
             if os.path.isfile(container):
-                probe = acquire_zip_store(container, "r+")
-                backend = ZipBackend(probe, group, read_only=False)
-                exists = bool(backend.children(""))
-                if exists:
-                    backend.close()
-                    raise AppendOnlyError(
-                        "can't truncate a sub-daf inside a zip-backed ZarrDaf; the ZIP backend "
-                        f"is append-only: {container}#/{group}"
-                    )
+                probe = acquire_zip_store(container, "r+", max_file_size)
+                backend = ZipBackend(probe, group, read_only=False, append_only=append_only)
+                if backend.children("") or backend.keys_under(""):
+                    if append_only:
+                        backend.close()
+                        raise AppendOnlyError(
+                            "can't truncate a sub-daf inside a zip-backed ZarrDaf; the ZIP "
+                            f"backend is append-only: {container}#/{group}"
+                        )
+                    self._truncate_group = True
                 self._finalizer = weakref.finalize(self, backend.close)
                 return backend
             store_mode = "w+"
-        store = acquire_zip_store(container, store_mode)
-        backend = ZipBackend(store, group, read_only=mode == "r")
+        store = acquire_zip_store(container, store_mode, max_file_size)
+        backend = ZipBackend(store, group, read_only=mode == "r", append_only=append_only)
         self._finalizer = weakref.finalize(self, backend.close)
         return backend
 
@@ -366,6 +393,12 @@ class ZarrDaf:
             self._create_fresh()
             return
         self._layout = layout
+        if isinstance(b, ZipBackend) and not self._read_only and not b.append_only:
+            # A ZIP made by zipping a directory carries consolidated metadata, which later
+            # changes would make stale: the first change drops it (see _drop_stale_metadata).
+            self._stale_consolidated = b.exists(".zmetadata") if layout is lay.V2 else (
+                "consolidated_metadata" in _json(b.get("zarr.json"), where)
+            )
         if layout is lay.V2:
             if b.exists("daf/.zarray"):
                 marker = self._read_array("daf")
@@ -537,17 +570,53 @@ class ZarrDaf:
         items += L.array_docs(path, dt, shape).items()
         return items
 
+    @contextlib.contextmanager
+    def _changing(self, replaces: Sequence[tuple[str, str, bool, str]] = ()) -> Iterator[None]:
+        """One change of the data set (a set, an overwrite, a delete): on a ZIP one commit,
+        so a crash or an error leaves the old state or the new one, never a mix.
+
+        ``replaces``: ``(path, what, overwrite, exists_text)`` of each property the change
+        writes. An existing one is either refused (:meth:`_replaceable`) before the ZIP
+        batch opens, so that a refused change rolls back no write another thread has
+        waiting in the batch, or deleted inside the batch.
+        """
+        with self._lock:
+            doomed = [r[0] for r in replaces if self._replaceable(*r)]
+            with self._backend.transaction():
+                for path in doomed:
+                    self._delete_node(path)
+                yield
+
+    def _drop_stale_metadata(self) -> None:
+        """Before the first change of a ZIP that carries consolidated metadata (a zipped
+        directory), drop it: a ZIP keeps none (readers list its central directory)."""
+        if not self._stale_consolidated:
+            return
+        self._stale_consolidated = False
+        b = self._backend
+        assert isinstance(b, ZipBackend)
+        if self._layout is lay.V2:
+            b.delete_key(".zmetadata")
+        else:
+            root = _json(b.get("zarr.json"), f"{self._path}/zarr.json")
+            root.pop("consolidated_metadata", None)
+            b.put([("zarr.json", json.dumps(root, separators=(",", ":")).encode())])
+
     def _write(self, items: list[tuple[str, Any]]) -> None:
         b = self._backend
         with self._lock:
-            b.put(items)
+            with b.transaction():
+                self._drop_stale_metadata()
+                b.put(items)
             if b.consolidates:
                 with b.consolidation_lock():
                     self._note_written([k for k, _ in items])
 
     def _delete_node(self, path: str) -> None:
         with self._lock:
-            self._backend.delete_tree(path)
+            with self._backend.transaction():
+                self._drop_stale_metadata()
+                self._backend.delete_tree(path)
             if self._backend.consolidates:
                 with self._backend.consolidation_lock():
                     self._delete_consolidated(path)
@@ -722,12 +791,9 @@ class ZarrDaf:
         self._check_writable()
         check_name(name, "scalar")
         data, dt = _scalar_array(value, f"scalar {name!r}")
-        if self.has_scalar(name):
-            if not overwrite:
-                raise DafExistsError(f"existing scalar: {name}\nin the daf data: {self._name}")
-            self._check_deletable(f"scalar {name}")
-            self._delete_node(_join("scalars", name))
-        self._write(self._array_items(_join("scalars", name), data, dt))
+        path = _join("scalars", name)
+        with self._changing([(path, f"scalar {name}", overwrite, f"existing scalar: {name}")]):
+            self._write(self._array_items(path, data, dt))
         return self
 
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> ZarrDaf:
@@ -738,7 +804,8 @@ class ZarrDaf:
                 raise DafMissingError(f"missing scalar: {name}\nin the daf data: {self._name}")
             return self
         self._check_deletable(f"scalar {name}")
-        self._delete_node(_join("scalars", name))
+        with self._changing():
+            self._delete_node(_join("scalars", name))
         return self
 
     # --- Axes --------------------------------------------------------------------------------------
@@ -803,11 +870,21 @@ class ZarrDaf:
             raise DafFormatError(
                 f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"
             )
-        if self.has_axis(axis):
-            if not overwrite:
-                raise DafExistsError(f"existing axis: {axis}\nin the daf data: {self._name}")
-            self._check_deletable(f"axis {axis}")
-            self.delete_axis(axis)
+        with self._lock:
+            exists = self.has_axis(axis)
+            if exists:
+                if not overwrite:
+                    raise DafExistsError(f"existing axis: {axis}\nin the daf data: "
+                                         f"{self._name}")
+                self._check_deletable(f"axis {axis}")
+            with self._changing():
+                if exists:
+                    self.delete_axis(axis)
+                self._write_axis(axis, names)
+        return self
+
+    def _write_axis(self, axis: str, names: np.ndarray[Any, Any]) -> None:
+        """The axis' entries, and the groups of its vectors and matrices that are missing."""
         L = self._layout
         others = sorted(self.axes_set())
         items: list[tuple[str, Any]] = []
@@ -821,7 +898,6 @@ class ZarrDaf:
         items += self._array_items(_join("axes", axis), names, lay.STRING)
         self._write(items)
         self._axis_cache.pop(axis, None)
-        return self
 
     def delete_axis(self, axis: str, *, must_exist: bool = True) -> ZarrDaf:
         """Delete an axis and every vector and matrix along it."""
@@ -831,12 +907,13 @@ class ZarrDaf:
                 raise DafMissingError(f"missing axis: {axis}\nin the daf data: {self._name}")
             return self
         self._check_deletable(f"axis {axis}")
-        self._delete_node(_join("axes", axis))
-        self._axis_cache.pop(axis, None)
-        self._delete_node(_join("vectors", axis))
-        self._delete_node(_join("matrices", axis))
-        for other in self._backend.children("matrices"):
-            self._delete_node(_join("matrices", other, axis))
+        with self._changing():
+            self._delete_node(_join("axes", axis))
+            self._axis_cache.pop(axis, None)
+            self._delete_node(_join("vectors", axis))
+            self._delete_node(_join("matrices", axis))
+            for other in self._backend.children("matrices"):
+                self._delete_node(_join("matrices", other, axis))
         return self
 
     # --- Vectors -----------------------------------------------------------------------------------
@@ -974,9 +1051,9 @@ class ZarrDaf:
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
                 data = _dense(raw, dt)
             items = self._array_items(path, data, dt)
-        self._replace(path, f"vector {name} of the axis {axis}", overwrite,
-                      f"existing vector: {name}\nfor the axis: {axis}")
-        self._write(items)
+        with self._changing([(path, f"vector {name} of the axis {axis}", overwrite,
+                              f"existing vector: {name}\nfor the axis: {axis}")]):
+            self._write(items)
         return self
 
     def _sparse_vector_items(
@@ -990,14 +1067,15 @@ class ZarrDaf:
         items += self._layout.group_docs(path).items()
         return items
 
-    def _replace(self, path: str, what: str, overwrite: bool, exists_text: str) -> None:
-        """Before writing ``path``: refuse, or delete the old property (``overwrite``)."""
+    def _replaceable(self, path: str, what: str, overwrite: bool, exists_text: str) -> bool:
+        """Before writing ``path``: whether a property is there to delete (``overwrite``);
+        without ``overwrite`` (or on an append-only ZIP) an existing one is refused."""
         if self._node_kind(path) is None:
-            return
+            return False
         if not overwrite:
             raise DafExistsError(f"{exists_text}\nin the daf data: {self._name}")
         self._check_deletable(what)
-        self._delete_node(path)
+        return True
 
     def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> ZarrDaf:
         """Delete a vector (``must_exist=False``: no error if it is missing)."""
@@ -1010,7 +1088,8 @@ class ZarrDaf:
                                       f"in the daf data: {self._name}")
             return self
         self._check_deletable(f"vector {name} of the axis {axis}")
-        self._delete_node(path)
+        with self._changing():
+            self._delete_node(path)
         return self
 
     # --- Matrices ----------------------------------------------------------------------------------
@@ -1193,12 +1272,12 @@ class ZarrDaf:
         if len(pairs) == 2:
             flipped = value.T if sp.issparse(value) or np.ndim(value) else value
             items += self._matrix_items(columns_axis, rows_axis, name, flipped, indtype)
-        for r, c in pairs:
-            self._replace(
-                _join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}", overwrite,
-                f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}",
-            )
-        self._write(items)
+        with self._changing([
+            (_join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}", overwrite,
+             f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}")
+            for r, c in pairs
+        ]):
+            self._write(items)
         return self
 
     def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
@@ -1216,13 +1295,13 @@ class ZarrDaf:
             )
         m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
         items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
-        self._replace(
+        with self._changing([(
             _join("matrices", columns_axis, rows_axis, name),
             f"matrix {name} of the axes {columns_axis} x {rows_axis}", overwrite,
-            f"existing matrix: {name}\nfor the rows axis: {columns_axis}\n"
-            f"and the columns axis: {rows_axis}",
-        )
-        self._write(items)
+            (f"existing matrix: {name}\nfor the rows axis: {columns_axis}\n"
+             f"and the columns axis: {rows_axis}"),
+        )]):
+            self._write(items)
         return self
 
     def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
@@ -1243,8 +1322,9 @@ class ZarrDaf:
                 )
             return self
         self._check_deletable(f"matrix {name} of the axes {rows_axis} x {columns_axis}")
-        for r, c in found:
-            self._delete_node(_join("matrices", r, c, name))
+        with self._changing():
+            for r, c in found:
+                self._delete_node(_join("matrices", r, c, name))
         return self
 
     # --- Two-phase fills -------------------------------------------------------------------------
@@ -1258,11 +1338,14 @@ class ZarrDaf:
         """Reserve the chunks of ``parts`` (name, dtype, Zarr shape), yield them for filling,
         then publish their documents. ZIP: one batch, rolled back if the fill raises."""
         self._check_writable()
-        self._replace(path, what, overwrite, exists_text)
         L = self._layout
         b = self._backend
         sparse = parts[0][0] != ""
+        exists = self._replaceable(path, what, overwrite, exists_text)
         with b.transaction():
+            # Inside the transaction: on a ZIP, a fill that fails keeps the old property.
+            if exists:
+                self._delete_node(path)
             keys: list[str] = []
             views: list[np.ndarray[Any, Any]] = []
             try:
@@ -1506,7 +1589,7 @@ def _open_http(url: str) -> HttpBackend:
 
 def open_daf(
     path: str | os.PathLike[str], mode: Mode = "r", *, name: str | None = None,
-    zarr_format: int = 2,
+    zarr_format: int = 2, max_file_size: int | None = None, append_only: bool = False,
 ) -> ZarrDaf:
     """Open (or create) a Daf data set stored as Zarr.
 
@@ -1514,9 +1597,12 @@ def open_daf(
     ``X.dafs.zarr.zip#/group`` (one of several data sets in one ZIP), ``http(s)://...``
     (read-only). Modes: ``"r"`` read-only (writers raise), ``"r+"`` read-write, ``"w+"``
     created if missing, ``"w"`` created or truncated. ``zarr_format`` (2 or 3) is the
-    layout of a new data set; existing ones keep theirs.
+    layout of a new data set; existing ones keep theirs. ZIP only: ``max_file_size`` (the
+    largest size the archive may reach while open for writing) and ``append_only`` (refuse
+    deletes and overwrites); see :class:`ZarrDaf`.
     """
-    return ZarrDaf(path, mode, name=name, zarr_format=zarr_format)
+    return ZarrDaf(path, mode, name=name, zarr_format=zarr_format,
+                   max_file_size=max_file_size, append_only=append_only)
 
 
 def memory_daf(name: str = "memory", *, zarr_format: int = 2) -> ZarrDaf:
