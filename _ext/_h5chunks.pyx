@@ -631,6 +631,14 @@ cdef object _type_problem(hid_t tid, int depth):
     return None
 
 
+def type_problem(typeid):
+    """:func:`storage_problem` for an ``h5py.h5t.TypeID`` (a file's type, or one being built)."""
+    if not isinstance(typeid, h5py.h5t.TypeID):
+        raise TypeError(f"expected an h5py.h5t.TypeID, got {type(typeid).__name__}")
+    with _phil:
+        return _type_problem(<hid_t>typeid.id, 0)
+
+
 def storage_problem(dsid):
     """Why the stored bytes of a dataset's values differ from what HDF5 reads, or None.
 

@@ -269,6 +269,17 @@ def test_fast_path_reads_standard_types_only(tmp_path: Path) -> None:
         assert _h5chunks.storage_problem(f["count"].id) is None
 
 
+@pytest.mark.parametrize("base", ["IEEE_F32LE", "IEEE_F64LE"])
+def test_vax_order_is_refused(base: str) -> None:
+    """HDF5 2.0 writes no VAX-ordered types to files any more; older files may hold them."""
+    t = getattr(h5py.h5t, base).copy()
+    t.set_order(h5py.h5t.ORDER_VAX)
+    assert _h5chunks.type_problem(t) == "floating-point type in VAX byte order"
+    assert _h5chunks.type_problem(getattr(h5py.h5t, base)) is None
+    with pytest.raises(TypeError, match=r"expected an h5py\.h5t\.TypeID"):
+        _h5chunks.type_problem(3)
+
+
 # --- NetCDF4 files and collections -----------------------------------------------------------
 def add_odd_variable(path: Path, case: str) -> None:
     """Add a variable ``odd`` on the file's ``lat`` dimension, written with h5py."""
