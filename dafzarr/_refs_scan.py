@@ -547,8 +547,10 @@ def scan(
         Only these variables (full paths without the leading ``/``); default: all.
     on_unsupported
         ``"raise"`` (default): an :class:`~dafzarr.errors.UnsupportedHDF5Error` naming the
-        file, variable and filter for anything that cannot be referenced (szip, scaleoffset,
-        unknown filters, non-zero per-chunk filter masks, compound or reference types);
+        file, variable and cause for anything that cannot be referenced (szip, scaleoffset,
+        unknown filters, non-zero per-chunk filter masks, compound or reference types; types
+        whose stored bytes are not numpy's encoding of the values HDF5 reads, such as
+        integers with padding bits or non-IEEE floats; data in external files);
         ``"skip"``: leave such variables out with an
         :class:`~dafzarr.errors.UnsupportedVariableWarning`.
 
