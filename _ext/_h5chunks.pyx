@@ -20,10 +20,13 @@ from _hdf5_api cimport (
     H5Dchunk_iter_fn,
     H5Pget_attr_creation_order_fn,
     H5Sget_simple_extent_dims_fn,
+    H5Tget_fields_fn,
+    H5Tget_member_type_fn,
     haddr_t,
     herr_of_hid_fn,
     hid_of_hid_fn,
     hid_t,
+    hsize_of_hid_fn,
     hsize_t,
     htri_of_hid_hid_fn,
     int_of_hid_fn,
@@ -196,6 +199,15 @@ cdef dict _SIGNATURES = {
     "H5Dvlen_reclaim": "herr_t (hid_t, hid_t, hid_t, void *)",
     "H5Dget_type": "hid_t (hid_t)",
     "H5Pget_fill_value": "herr_t (hid_t, hid_t, void *)",
+    "H5Tget_order": "H5T_order_t (hid_t)",
+    "H5Tget_precision": "hsize_t (hid_t)",
+    "H5Tget_offset": "int (hid_t)",
+    "H5Tget_fields": "herr_t (hid_t, size_t *, size_t *, size_t *, size_t *, size_t *)",
+    "H5Tget_ebias": "size_t (hid_t)",
+    "H5Tget_norm": "H5T_norm_t (hid_t)",
+    "H5Tget_strpad": "H5T_str_t (hid_t)",
+    "H5Tget_nmembers": "int (hid_t)",
+    "H5Tget_member_type": "hid_t (hid_t, unsigned int)",
 }
 
 
@@ -240,6 +252,15 @@ cdef H5Rget_name_fn _Rget_name = <H5Rget_name_fn>_capi("H5Rget_name")
 cdef H5Dvlen_reclaim_fn _Dvlen_reclaim = <H5Dvlen_reclaim_fn>_capi("H5Dvlen_reclaim")
 cdef hid_of_hid_fn _Dget_type = <hid_of_hid_fn>_capi("H5Dget_type")
 cdef H5Aread_fn _Pget_fill_value = <H5Aread_fn>_capi("H5Pget_fill_value")
+cdef int_of_hid_fn _Tget_order = <int_of_hid_fn>_capi("H5Tget_order")
+cdef hsize_of_hid_fn _Tget_precision = <hsize_of_hid_fn>_capi("H5Tget_precision")
+cdef int_of_hid_fn _Tget_offset = <int_of_hid_fn>_capi("H5Tget_offset")
+cdef H5Tget_fields_fn _Tget_fields = <H5Tget_fields_fn>_capi("H5Tget_fields")
+cdef size_of_hid_fn _Tget_ebias = <size_of_hid_fn>_capi("H5Tget_ebias")
+cdef int_of_hid_fn _Tget_norm = <int_of_hid_fn>_capi("H5Tget_norm")
+cdef int_of_hid_fn _Tget_strpad = <int_of_hid_fn>_capi("H5Tget_strpad")
+cdef int_of_hid_fn _Tget_nmembers = <int_of_hid_fn>_capi("H5Tget_nmembers")
+cdef H5Tget_member_type_fn _Tget_member_type = <H5Tget_member_type_fn>_capi("H5Tget_member_type")
 
 cdef int _INDEX_NAME = h5py.h5.INDEX_NAME
 cdef int _INDEX_CRT_ORDER = h5py.h5.INDEX_CRT_ORDER
@@ -516,3 +537,121 @@ def numeric_info(dsid):
                 _Pclose(pid)
             if tid >= 0:
                 _Tclose(tid)
+
+
+# --- Types whose stored bytes are not numpy's -------------------------------------------------
+# HDF5 converts values on every read (h5py's included) from the file's type to the memory type;
+# a reference hands readers the stored bytes unconverted. `storage_problem` names what in a
+# dataset's type makes those bytes differ from numpy's encoding of the dtype h5py reports.
+cdef int _T_BITFIELD = h5py.h5t.BITFIELD
+cdef int _T_ENUM = h5py.h5t.ENUM
+cdef int _T_ARRAY = h5py.h5t.ARRAY
+cdef int _T_COMPOUND = h5py.h5t.COMPOUND
+cdef int _T_COMPLEX = getattr(h5py.h5t, "COMPLEX", -1)  # HDF5 >= 2.0
+cdef int _ORDER_LE = h5py.h5t.ORDER_LE
+cdef int _ORDER_BE = h5py.h5t.ORDER_BE
+cdef int _ORDER_NONE = h5py.h5t.ORDER_NONE
+cdef int _ORDER_VAX = h5py.h5t.ORDER_VAX
+cdef int _NORM_IMPLIED = h5py.h5t.NORM_IMPLIED
+cdef int _STR_SPACEPAD = h5py.h5t.STR_SPACEPAD
+
+# IEEE 754 binary16/32/64 by size: (sign bit, exponent position, exponent bits, mantissa
+# position, mantissa bits, exponent bias).
+cdef dict _IEEE = {
+    2: (15, 10, 5, 0, 10, 15),
+    4: (31, 23, 8, 0, 23, 127),
+    8: (63, 52, 11, 0, 52, 1023),
+}
+
+
+cdef object _type_problem(hid_t tid, int depth):
+    """The reason stored values of ``tid`` are not numpy's bytes, or None."""
+    cdef int tclass = _Tget_class(tid)
+    cdef size_t size, spos, epos, esize, mpos, msize
+    cdef hsize_t precision
+    cdef int offset, order, k, n
+    cdef hid_t sub = -1
+    if depth > 32:
+        return "a data type nested more than 32 levels deep"
+    if tclass == _T_INTEGER or tclass == _T_BITFIELD or tclass == _T_FLOAT:
+        kind = {_T_INTEGER: "integer", _T_BITFIELD: "bitfield"}.get(tclass, "floating-point")
+        size = _Tget_size(tid)
+        order = _Tget_order(tid)
+        if order == _ORDER_VAX:
+            return f"{kind} type in VAX byte order"
+        if order != _ORDER_LE and order != _ORDER_BE and not (order == _ORDER_NONE and size == 1):
+            return f"{kind} type of byte order {order} (neither little- nor big-endian)"
+        precision = _Tget_precision(tid)
+        offset = _Tget_offset(tid)
+        if tclass != _T_FLOAT:
+            if precision != 8 * size or offset != 0:
+                return (
+                    f"{precision}-bit {kind} at bit offset {offset} in {size} byte(s) (HDF5 "
+                    f"precision/offset; readers would see the whole {8 * size}-bit words)"
+                )
+            return None
+        _Tget_fields(tid, &spos, &epos, &esize, &mpos, &msize)
+        got = (spos, epos, esize, mpos, msize, _Tget_ebias(tid))
+        if (
+            _IEEE.get(size) != got
+            or precision != 8 * size
+            or offset != 0
+            or _Tget_norm(tid) != _NORM_IMPLIED
+        ):
+            return (
+                f"non-IEEE {size}-byte floating-point format (precision {precision} at bit "
+                f"offset {offset}, sign bit {spos}, {esize}-bit exponent at bit {epos} with bias "
+                f"{got[5]}, {msize}-bit mantissa at bit {mpos})"
+            )
+        return None
+    if tclass == _T_STRING:
+        if _Tis_variable_str(tid) == 0 and _Tget_strpad(tid) == _STR_SPACEPAD:
+            return (
+                "fixed-length strings padded with spaces (H5T_STR_SPACEPAD), whose padding "
+                "HDF5 removes on reads"
+            )
+        return None
+    if tclass == _T_ENUM or tclass == _T_ARRAY or tclass == _T_COMPLEX:
+        sub = _Tget_super(tid)
+        try:
+            return _type_problem(sub, depth + 1)
+        finally:
+            _Tclose(sub)
+    if tclass == _T_COMPOUND:
+        n = _Tget_nmembers(tid)
+        for k in range(n):
+            sub = _Tget_member_type(tid, <unsigned int>k)
+            try:
+                got = _type_problem(sub, depth + 1)
+            finally:
+                _Tclose(sub)
+            if got is not None:
+                return f"compound member {k}: {got}"
+        return None
+    return None
+
+
+def type_problem(typeid):
+    """:func:`storage_problem` for an ``h5py.h5t.TypeID`` (a file's type, or one being built)."""
+    if not isinstance(typeid, h5py.h5t.TypeID):
+        raise TypeError(f"expected an h5py.h5t.TypeID, got {type(typeid).__name__}")
+    with _phil:
+        return _type_problem(<hid_t>typeid.id, 0)
+
+
+def storage_problem(dsid):
+    """Why the stored bytes of a dataset's values differ from what HDF5 reads, or None.
+
+    Integers and bitfields must use every bit of their size; floats must be IEEE 754
+    binary16/32/64; both little- or big-endian (VAX order is refused); fixed-length strings
+    must not be space-padded; enum, array, complex and compound types are checked through
+    their base and member types. ``dsid`` is an open ``h5py.h5d.DatasetID``.
+    """
+    cdef hid_t loc, tid = -1
+    with _phil:
+        loc = dsid.id  # `dsid` stays referenced by this frame
+        tid = _Dget_type(loc)
+        try:
+            return _type_problem(tid, 0)
+        finally:
+            _Tclose(tid)

@@ -36,3 +36,7 @@ ctypedef herr_t (*H5Aread_fn)(hid_t, hid_t, void *) except *
 ctypedef hid_t (*H5Aopen_fn)(hid_t, char *, hid_t) except *
 ctypedef Py_ssize_t (*H5Rget_name_fn)(hid_t, int, void *, char *, size_t) except *
 ctypedef herr_t (*H5Dvlen_reclaim_fn)(hid_t, hid_t, hid_t, void *) except *
+ctypedef hsize_t (*hsize_of_hid_fn)(hid_t) except *
+ctypedef herr_t (*H5Tget_fields_fn)(hid_t, size_t *, size_t *, size_t *, size_t *,
+                                    size_t *) except *
+ctypedef hid_t (*H5Tget_member_type_fn)(hid_t, unsigned int) except *

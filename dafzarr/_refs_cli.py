@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -15,6 +16,7 @@ import numpy as np
 
 __all__ = [
     "PLACEMENT_FILE",
+    "CheckReport",
     "add_parser",
     "check_store",
     "demo_step",
@@ -127,15 +129,29 @@ def _placement_offsets(root: Path) -> dict[tuple[str, str], list[int]]:
     }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class CheckReport:
+    """What :func:`check_store` compared: sampled chunks, and how many differed."""
+
+    checked: int
+    mismatched: int
+
+    @property
+    def ok(self) -> bool:
+        """At least one chunk was compared, and none differed."""
+        return self.checked > 0 and not self.mismatched
+
+
 def check_store(
     store: str | os.PathLike[str], *, sample: int = 5, seed: int = 0, out: TextIO | None = None
-) -> int:
+) -> CheckReport:
     """Compare a sample of each array's chunks, read through the store, with the source files.
 
     Each sampled chunk is read through fsspec + zarr and compared bit for bit with the same
     region read by h5py from the referenced file (at the position the store's placement
     table gives; identity for single-file stores). Sources must be local paths or
-    ``file://`` URLs. Returns the number of mismatching chunks.
+    ``file://`` URLs. Chunks that are missing or inlined have no source to compare with; a
+    store with no other chunks gives a report of 0 checked, which is not :attr:`~CheckReport.ok`.
     """
     import h5py
     import pyarrow.parquet as pq
@@ -183,11 +199,26 @@ def check_store(
                 key_s = ".".join(map(str, idx)) or "0"
                 print(f"BAD  {name} chunk {key_s} differs from {src}:{name}", file=out)
     print(f"{root}: {checked - bad} of {checked} sampled chunks equal their source", file=out)
-    return bad
+    return CheckReport(checked=checked, mismatched=bad)
 
 
 def _check(args: argparse.Namespace) -> int:
-    return 1 if check_store(args.store, sample=args.sample, seed=args.seed) else 0
+    report = check_store(args.store, sample=args.sample, seed=args.seed)
+    if report.mismatched:
+        print(
+            f"dafzarr: {args.store}: {report.mismatched} of {report.checked} sampled chunks "
+            "differ from their source",
+            file=sys.stderr,
+        )
+        return 1
+    if not report.checked:
+        print(
+            f"dafzarr: {args.store}: nothing was checked: the store references no chunk in a "
+            "source file (every chunk missing or inlined)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 # --- parser --------------------------------------------------------------------------------

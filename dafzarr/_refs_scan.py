@@ -547,8 +547,10 @@ def scan(
         Only these variables (full paths without the leading ``/``); default: all.
     on_unsupported
         ``"raise"`` (default): an :class:`~dafzarr.errors.UnsupportedHDF5Error` naming the
-        file, variable and filter for anything that cannot be referenced (szip, scaleoffset,
-        unknown filters, non-zero per-chunk filter masks, compound or reference types);
+        file, variable and cause for anything that cannot be referenced (szip, scaleoffset,
+        unknown filters, non-zero per-chunk filter masks, compound or reference types; types
+        whose stored bytes are not numpy's encoding of the values HDF5 reads, such as
+        integers with padding bits or non-IEEE floats; data in external files);
         ``"skip"``: leave such variables out with an
         :class:`~dafzarr.errors.UnsupportedVariableWarning`.
 
@@ -691,10 +693,19 @@ def _scan_file(
     )
 
 
-def _dtype_of(ds: Any, where: str) -> tuple[np.dtype[Any], bool]:
-    """The numpy dtype and whether the data are variable-length strings."""
-    dt = ds.dtype
-    if dt.metadata is None and dt.kind in "iuf":  # what the checks below let through
+def _dtype_of(ds: Any, where: str, problem: str | None) -> tuple[np.dtype[Any], bool]:
+    """The numpy dtype (the one h5py reads into) and whether the data are vlen strings.
+
+    ``problem`` is :func:`_h5chunks.storage_problem`'s finding, named when h5py has no
+    dtype for the type at all.
+    """
+    try:
+        dt = ds.dtype
+    except (KeyError, TypeError, ValueError) as exc:  # h5py: no numpy equivalent
+        raise UnsupportedHDF5Error(
+            f"{where}: data type without a numpy equivalent ({problem or exc})"
+        ) from exc
+    if dt.metadata is None and (dt.kind in "iu" or (dt.kind == "f" and dt.itemsize <= 8)):
         return np.dtype(dt.str), False
     info = h5py.check_string_dtype(dt)
     if info is not None and info.length is None:
@@ -705,9 +716,53 @@ def _dtype_of(ds: Any, where: str) -> tuple[np.dtype[Any], bool]:
         raise UnsupportedHDF5Error(f"{where}: object or region references are not supported")
     if dt.fields is not None:
         raise UnsupportedHDF5Error(f"{where}: compound data type {dt} is not supported")
+    if h5py.check_opaque_dtype(dt):
+        raise UnsupportedHDF5Error(
+            f"{where}: opaque HDF5 type (h5py's encoding of numpy {dt}) is not supported"
+        )
+    if dt.subdtype is not None:
+        raise UnsupportedHDF5Error(f"{where}: HDF5 array type {dt} is not supported")
     if dt.kind in "OV" or dt.hasobject:
         raise UnsupportedHDF5Error(f"{where}: data type {dt} (opaque) is not supported")
+    if dt.kind in "fc" and dt.itemsize > (8 if dt.kind == "f" else 16):
+        raise UnsupportedHDF5Error(
+            f"{where}: extended-precision type {dt} (numpy's platform long double) has no "
+            f"zarr data type{f' ({problem})' if problem else ''}"
+        )
     return np.dtype(dt.str), False
+
+
+def _complex_layout_problem(tid: Any, dt: np.dtype[Any]) -> str | None:
+    """Why a compound h5py reads as complex is not laid out as numpy's complex, or None."""
+    if not isinstance(tid, h5py.h5t.TypeCompoundID):
+        return None  # HDF5's own complex class: numpy's layout
+    real = h5py.get_config().complex_names[0].encode()
+    n = tid.get_nmembers()
+    members = {tid.get_member_name(i): tid.get_member_offset(i) for i in range(n)}
+    if (
+        tid.get_size() == dt.itemsize
+        and sorted(members.values()) == [0, dt.itemsize // 2]
+        and members.get(real) == 0
+    ):
+        return None
+    layout = ", ".join(f"{k.decode(errors='replace')} at byte {o}" for k, o in members.items())
+    return (
+        f"compound read as {dt} with its parts laid out otherwise ({layout} in "
+        f"{tid.get_size()} bytes)"
+    )
+
+
+def _check_not_external(dcpl: Any, where: str) -> None:
+    """Refuse a contiguous dataset whose data live in external files (``H5Pset_external``)."""
+    count = dcpl.get_external_count()
+    if count:
+        shown = range(min(count, 3))
+        names = ", ".join(repr(os.fsdecode(dcpl.get_external(i)[0])) for i in shown)
+        more = f" and {count - 3} more" if count > 3 else ""
+        raise UnsupportedHDF5Error(
+            f"{where}: its data are stored outside the file, in {names}{more} (HDF5 external "
+            "storage); references can only point into the file itself"
+        )
 
 
 def _scan_dataset(
@@ -721,8 +776,6 @@ def _scan_dataset(
     user_block: int,
     where: str,
 ) -> Variable:
-    # Standard integers and floats: dtype and fill value from the extension, as h5py's.
-    dtype, vlen = (numeric[0], False) if numeric is not None else _dtype_of(ds, where)
     dcpl = ds.get_create_plist()
     layout_code = dcpl.get_layout()
     if layout_code == h5py.h5d.VIRTUAL:
@@ -730,6 +783,20 @@ def _scan_dataset(
     layout = {h5py.h5d.COMPACT: "compact", h5py.h5d.CONTIGUOUS: "contiguous"}.get(
         layout_code, "chunked"
     )
+    if layout == "contiguous":
+        _check_not_external(dcpl, where)
+    # Checked for every dataset, whichever path reads its dtype. Compact data are read
+    # through HDF5 (which converts them) and inlined, so only references need numpy's bytes.
+    problem = _h5chunks.storage_problem(ds)
+    # Standard integers and floats: dtype and fill value from the extension, as h5py's.
+    dtype, vlen = (numeric[0], False) if numeric is not None else _dtype_of(ds, where, problem)
+    if problem is None and dtype.kind == "c":
+        problem = _complex_layout_problem(ds.get_type(), dtype)
+    if problem is not None and layout != "compact":
+        raise UnsupportedHDF5Error(
+            f"{where}: {problem}; its stored bytes are not the values HDF5 reads, so "
+            "references to them would decode to wrong values"
+        )
     pipeline = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
     filters = [_codec(int(c), tuple(cd), dtype.itemsize, where) for c, _, cd, _ in pipeline]
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .test_refs_compose import days
+from .test_refs_storage import N, make_file, put
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -58,6 +59,7 @@ def test_check_finds_wrong_references(tmp_path: Path) -> None:
     res = run("check", str(store), "--sample", "20")
     assert res.returncode == 1
     assert "BAD  sst chunk 0.0.0" in res.stdout and "BAD  sst chunk 0.1.0" in res.stdout
+    assert "sampled chunks differ from their source" in res.stderr
 
 
 def test_build_public_prefix_and_refusal(tmp_path: Path) -> None:
@@ -75,3 +77,31 @@ def test_build_public_prefix_and_refusal(tmp_path: Path) -> None:
     assert f"{bad}: variable 'v': unsupported filter szip (HDF5 filter id 4)" in res.stderr
     res = run("build", "-q", "--skip-unsupported", str(tmp_path / "s3"), str(bad))
     assert res.returncode == 0 and "skipped" in res.stderr
+
+
+def test_build_refuses_and_check_fails_on_nothing_checked(tmp_path: Path) -> None:
+    ext = make_file(tmp_path / "external.h5", "external", "contiguous")
+    res = run("build", "-q", str(tmp_path / "s1"), str(ext))
+    assert res.returncode == 2
+    assert f"{ext}: variable 'odd': its data are stored outside the file" in res.stderr
+    res = run("build", "-q", "--skip-unsupported", str(tmp_path / "s2"), str(ext))
+    assert res.returncode == 0 and "skipped" in res.stderr
+    res = run("check", str(tmp_path / "s2"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "of 0 sampled" not in res.stdout
+    # a store whose data are all inlined has nothing to compare with its source
+    only = tmp_path / "only.h5"
+    with h5py.File(only, "w") as f:
+        put(f, "small", h5py.h5t.STD_I32LE, np.arange(N, dtype="<i4"), "compact", False)
+    assert run("build", "-q", str(tmp_path / "s3"), str(only)).returncode == 0
+    res = run("check", str(tmp_path / "s3"))
+    assert res.returncode == 1
+    assert "nothing was checked" in res.stderr and "0 of 0 sampled chunks" in res.stdout
+    # the external dataset alone: skipped, the store is empty, and check says so
+    lone = tmp_path / "lone.h5"
+    with h5py.File(lone, "w") as f:
+        f.create_dataset("v", shape=(4,), dtype="<f8", external=[("lone.bin", 0, 32)])
+    (tmp_path / "lone.bin").write_bytes(np.arange(4.0).tobytes())
+    assert run("build", "-q", "--skip-unsupported", str(tmp_path / "s4"), str(lone)).returncode == 0
+    res = run("check", str(tmp_path / "s4"))
+    assert res.returncode == 1 and "nothing was checked" in res.stderr
