@@ -171,7 +171,7 @@ class HttpClient:
         left = deadline - time.monotonic()
         if left <= 0:
             raise _Transient("the deadline passed")
-        headers = {}
+        headers = {"Accept-Encoding": "identity"}  # lengths and ranges count stored bytes
         if byte_range is not None:
             headers["Range"] = f"bytes={byte_range[0]}-{byte_range[1] - 1}"
         timeout = urllib3.Timeout(

@@ -219,6 +219,49 @@ def test_whole_object_for_a_range_of_a_huge_object(served: Any) -> None:
     assert sum(handler.sent) < 64 << 20  # the server offered 512 MiB
 
 
+def test_whole_object_for_later_ranges_is_cut_within_max_skip(served: Any) -> None:
+    def first_range_only(h: _Handler, _i: int, data: bytes, header: str | None) -> bool:
+        if header is None or header == "bytes=0-16383":
+            return False
+        h.reply(200, data)  # another replica, which ignores Range
+        return True
+
+    url, _ = served(first_range_only)
+    assert np.array_equal(_read_v(url), VALUES)
+    with pytest.raises(HttpReadError, match=r"/cell/v/c/0: the server ignored Range "
+                       r"bytes=49152-65535 and sent the whole object; serving the range would "
+                       r"read 65536 bytes, more than the 50000 allowed"):
+        _read_v(url, HttpOptions(max_skip=50_000))
+
+
+def test_trickled_body_hits_the_total_deadline(served: Any) -> None:
+    def trickle(h: _Handler, _i: int, data: bytes, header: str | None) -> bool:
+        if header is None:
+            return False
+        start, end = _parse(header, len(data))
+        h.send_response(206)
+        h.send_header("Content-Length", str(end + 1 - start))
+        h.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        h.end_headers()
+        until = time.monotonic() + 3  # then the connection closes, the body unfinished
+        for i in range(start, end + 1):  # one byte every 50 ms: no single read times out
+            if h.stop.wait(0.05) or time.monotonic() > until:
+                break
+            try:
+                h.wfile.write(data[i : i + 1])
+                h.wfile.flush()
+            except OSError:
+                break
+        h.close_connection = True
+        return True
+
+    url, _ = served(trickle)
+    began = time.monotonic()
+    with pytest.raises(HttpDeadlineError, match=r"x\.daf\.zarr/vectors/cell/v/c/0 within 1 s"):
+        _read_v(url, HttpOptions(deadline=1.0, read_timeout=0.5))
+    assert time.monotonic() - began < 5
+
+
 def test_503_twice_then_ok_is_retried(served: Any) -> None:
     def busy(h: _Handler, i: int, _data: bytes, _header: str | None) -> bool:
         if i > 2:
