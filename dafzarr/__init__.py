@@ -21,6 +21,7 @@ except ImportError as _exc:  # pragma: no cover - depends on how the package was
     raise
 
 from ._config import show_config
+from ._http import HttpOptions
 from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
 from .daf import ZarrDaf, memory_daf, open_daf
 from .errors import (
@@ -31,6 +32,8 @@ from .errors import (
     CorruptArchiveError,
     DafzarrError,
     EntryExistsError,
+    HttpDeadlineError,
+    HttpReadError,
     OutputExistsError,
     PackSourceError,
     RecoveryWarning,
@@ -54,6 +57,9 @@ __all__ = [
     "DeltaCache",
     "EntryExistsError",
     "FileConfig",
+    "HttpDeadlineError",
+    "HttpOptions",
+    "HttpReadError",
     "MmapZipStore",
     "OutputExistsError",
     "PackSourceError",

@@ -21,6 +21,8 @@ __all__ = [
     "DafzarrError",
     "EntryExistsError",
     "H5Error",
+    "HttpDeadlineError",
+    "HttpReadError",
     "IncompatibleSourcesError",
     "OutputExistsError",
     "PackSourceError",
@@ -138,3 +140,16 @@ class H5Error(DafzarrError, RuntimeError):
 
     The message names the file (and the variable, when one was being read).
     """
+
+
+class HttpReadError(DafzarrError, OSError):
+    """A read over HTTP(S) failed or the server's answer cannot be trusted.
+
+    The message names the URL and what was wrong: a status, a ``Content-Range`` that is not
+    the range asked for, a body shorter or longer than announced or allowed, or failures that
+    persisted through every retry.
+    """
+
+
+class HttpDeadlineError(HttpReadError, TimeoutError):
+    """A read over HTTP(S) did not complete, retries included, within its total deadline."""

@@ -19,8 +19,12 @@ import os
 import posixpath
 import threading
 import uuid
+import warnings
 from collections.abc import Iterable
 from typing import Any
+
+from .._zipformat import unsafe_name_reason
+from ..errors import HttpReadError, RefusedEntryWarning
 
 __all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
 
@@ -311,17 +315,43 @@ class ObstoreBackend(Backend):
     def _version(meta: Any) -> str:
         return f"{meta.get('e_tag')}|{meta.get('version')}|{meta['size']}"
 
+    def _where(self, key: str) -> str:
+        return f"{self.store!r} {key}"
+
+    def _get(self, key: str, options: dict[str, Any]) -> Any:
+        """One ranged GET; transport failures and refused answers name the store and key."""
+        from obstore.exceptions import GenericError, NotSupportedError
+
+        try:
+            return self._obs.get(self.store, key, options=options)  # type: ignore[arg-type]
+        except (GenericError, NotSupportedError) as exc:
+            first_line = str(exc).split("\n", 1)[0]
+            raise HttpReadError(f"{self._where(key)}: {first_line}") from exc
+
     def tail(self, key: str, n: int) -> Tail:
-        res = self._obs.get(self.store, key, options={"range": {"suffix": n}})
+        res = self._get(key, {"range": {"suffix": n}})
         data = res.bytes()
-        return Tail(memoryview(data), int(res.meta["size"]), self._version(res.meta))
+        size = int(res.meta["size"])
+        first, stop = res.range
+        if (first, stop) != (max(0, size - n), size) or len(data) != stop - first:
+            raise HttpReadError(
+                f"{self._where(key)}: the last {n} bytes of a {size}-byte object were asked "
+                f"for; the answer covers [{first}, {stop}) with {len(data)} bytes"
+            )
+        return Tail(memoryview(data), size, self._version(res.meta))
 
     def read(self, key: str, version: str, start: int, end: int) -> Buffer:
         etag = version.split("|", 1)[0]
         options: dict[str, Any] = {"range": (start, end)}
         if etag != "None":
             options["if_match"] = etag
-        return memoryview(self._obs.get(self.store, key, options=options).bytes())  # type: ignore[arg-type]
+        data = memoryview(self._get(key, options).bytes())
+        if data.nbytes != end - start:
+            raise HttpReadError(
+                f"{self._where(key)}: bytes [{start}, {end}) were asked for; the answer has "
+                f"{data.nbytes} bytes"
+            )
+        return data
 
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         from obstore.exceptions import AlreadyExistsError
@@ -344,9 +374,28 @@ class ObstoreBackend(Backend):
             self._obs.delete(self.store, key)
 
     def siblings(self, key: str) -> list[str]:
+        """The listed keys next to ``key``; a listed key that is not directly next to it, or
+        whose name is unsafe (``..``, absolute, ...), is not used, and is named in a
+        :class:`~dafzarr.errors.RefusedEntryWarning`."""
         parent = posixpath.dirname(key)
         listing = self._obs.list_with_delimiter(self.store, parent or None)
-        return [str(o["path"]) for o in listing["objects"]]
+        kept, refused = [], []
+        for listed in (str(o["path"]) for o in listing["objects"]):
+            reason = unsafe_name_reason(listed)
+            if reason is None and posixpath.dirname(listed) != parent:
+                reason = f"it is not in {parent or 'the top level'}, the level listed"
+            if reason is None:
+                kept.append(listed)
+            else:
+                refused.append(f"{listed!r} ({reason.replace('its name', 'it')})")
+        if refused:
+            warnings.warn(
+                f"{self._where(key)}: listed objects whose names are unsafe are not used: "
+                + "; ".join(refused),
+                RefusedEntryWarning,
+                stacklevel=3,
+            )
+        return kept
 
     def exists(self, key: str) -> bool:
         try:

@@ -26,8 +26,6 @@ import mmap
 import os
 import shutil
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,7 +35,8 @@ import numpy as np
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
-from ..errors import AppendOnlyError, DafzarrError
+from .._http import HttpOptions, shared_client
+from ..errors import AppendOnlyError, DafzarrError, HttpReadError
 from ..zipstore import MmapZipStore, _slice
 
 __all__ = [
@@ -550,48 +549,29 @@ class ZipBackend(Backend):
 
 
 class HttpBackend(Backend):
-    """A read-only daf served over HTTP(S): metadata from one GET, chunks fetched lazily."""
+    """A read-only daf served over HTTP(S): metadata from one GET, chunks fetched lazily.
+
+    Every GET goes through :class:`~dafzarr._http.HttpClient` (checked ranges, bounded
+    bodies, retries, a total deadline per request)."""
 
     kind = "http"
     read_only = True
 
     #: Flat arrays at least this large are fetched as parallel ``Range`` requests of
-    #: ``stripe`` bytes each (a server that ignores ``Range`` answers the first with the
-    #: whole body, which is used as is).
+    #: ``stripe`` bytes each (from a server that ignores ``Range``, the first answer is the whole
+    #: object, read only if no longer than the array).
     range_threshold = 8 << 20
     stripe = 4 << 20
     workers = 4
 
-    def __init__(self, url: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, *, options: HttpOptions | None = None) -> None:
         self.url = url.rstrip("/")
-        self.timeout = timeout
+        self.client = shared_client(options)
         self.meta: dict[str, bytes] = {}
-        self.requests = 0  # GETs issued (for tests and diagnostics)
 
-    def fetch(self, key: str, byte_range: tuple[int, int] | None = None) -> bytes | None:
+    def fetch(self, key: str, *, limit: int | None = None) -> bytes | None:
         """GET ``<url>/<key>`` (a 404 is ``None``, a missing chunk); other errors raise."""
-        body, status = self._get(key, byte_range)
-        if body is None:
-            return None
-        if byte_range is not None and status == 200:
-            body = body[byte_range[0] : byte_range[1]]  # the server ignored Range
-        return body
-
-    def _get(self, key: str, byte_range: tuple[int, int] | None) -> tuple[bytes | None, int]:
-        req = urllib.request.Request(f"{self.url}/{key}")
-        if byte_range is not None:
-            req.add_header("Range", f"bytes={byte_range[0]}-{byte_range[1] - 1}")
-        self.requests += 1
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return resp.read(), resp.status
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            if exc.code == 404:
-                return None, exc.code
-            raise OSError(errno.EIO, f"HTTP {exc.code} for {self.url}/{key}") from None
-        except urllib.error.URLError as exc:
-            raise OSError(errno.EIO, f"can't fetch {self.url}/{key}: {exc.reason}") from None
+        return self.client.get(f"{self.url}/{key}", limit=limit)
 
     def mmap_as(
         self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...], *, populate: bool = False
@@ -599,10 +579,13 @@ class HttpBackend(Backend):
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes < self.range_threshold:
             return super().mmap_as(key, dtype, shape)
-        first, status = self._get(key, (0, self.stripe))
-        if first is None:
+        url = f"{self.url}/{key}"
+        probe = self.client.get_range_or_whole(url, 0, min(self.stripe, nbytes),
+                                               whole_limit=nbytes)
+        if probe is None:
             return None
-        if status == 200:  # the whole body
+        first, honoured = probe
+        if not honoured:  # the server ignores Range: the whole object, no longer than the array
             return super()._as_array(first, dtype, shape)
         out = np.empty(nbytes, np.uint8)
         out[: len(first)] = np.frombuffer(first, np.uint8)
@@ -610,10 +593,9 @@ class HttpBackend(Backend):
                                                                    self.stripe)]
 
         def one(r: tuple[int, int]) -> None:
-            body, code = self._get(key, r)
-            if body is None or len(body) != r[1] - r[0]:
-                raise OSError(errno.EIO, f"HTTP range {r} of {self.url}/{key}: status {code}, "
-                              f"{0 if body is None else len(body)} bytes")
+            body = self.client.get_range(url, r[0], r[1])
+            if body is None:
+                raise HttpReadError(f"{url}: bytes [{r[0]}, {r[1]}) vanished (HTTP 404)")
             out[r[0] : r[1]] = np.frombuffer(body, np.uint8)
 
         with ThreadPoolExecutor(self.workers) as pool:

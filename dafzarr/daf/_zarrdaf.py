@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import threading
+import warnings
 import weakref
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,12 +25,15 @@ from typing import Any, Literal, Self
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _zipformat as zipformat
+from .._http import HttpOptions
 from ..errors import (
     AppendOnlyError,
     DafExistsError,
     DafFormatError,
     DafMissingError,
     DafReadOnlyError,
+    RefusedEntryWarning,
 )
 from . import _layout as lay
 from ._backends import (
@@ -265,6 +269,9 @@ class ZarrDaf:
     append_only
         ZIP only: refuse every delete and overwrite (``AppendOnlyError``), as
         DataAxesFormats.jl's ZIP backend does; by default they work as on directories.
+    http
+        Deadline, retries and limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`);
+        default: ``HttpOptions()``.
     """
 
     def __init__(
@@ -276,6 +283,7 @@ class ZarrDaf:
         zarr_format: int = 2,
         max_file_size: int | None = None,
         append_only: bool = False,
+        http: HttpOptions | None = None,
     ) -> None:
         if mode not in _MODES:
             raise ValueError(f"invalid mode: {mode}")
@@ -311,7 +319,7 @@ class ZarrDaf:
                         f"can't open an http(s)://... ZarrDaf in mode: {mode}; the HTTP "
                         f"backend is read-only: {container}"
                     )
-                self._backend = _open_http(container)
+                self._backend = _open_http(container, http)
             elif kind == "directory":
                 self._backend = self._open_directory(container, mode)
             else:
@@ -1552,9 +1560,48 @@ def _json(doc: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _open_http(url: str) -> HttpBackend:
-    b = HttpBackend(url)
-    root = b.fetch("zarr.json")
+#: The largest metadata document (``zarr.json``, ``.zmetadata``) read over HTTP.
+_MAX_REMOTE_METADATA = 256 << 20
+
+
+def _remote_refusal(key: str, v2_document: bool) -> str | None:
+    """Why a key of a remote consolidated listing is unsafe to serve (as for local stores)."""
+    reason = zipformat.unsafe_name_reason(key)
+    if reason is not None:
+        return reason.replace("its name", "it")
+    nodes = key.split("/")[:-1] if v2_document else key.split("/")
+    for part in nodes:
+        try:
+            check_name(part, "node")
+        except DafFormatError as exc:
+            return str(exc)
+    return None
+
+
+def _remote_entries(
+    url: str, entries: dict[str, Any], v2_documents: bool
+) -> Iterator[tuple[str, Any]]:
+    """The entries whose keys are safe; the others are named in a RefusedEntryWarning."""
+    refused = []
+    for key, blob in entries.items():
+        reason = _remote_refusal(key, v2_documents)
+        if reason is None:
+            yield key, blob
+        else:
+            refused.append(f"{key!r} ({reason})")
+    if refused:
+        warnings.warn(
+            f"{url}: entries of the consolidated metadata whose names are unsafe are not "
+            f"served: {'; '.join(refused[:5])}"
+            + (f"; and {len(refused) - 5} more" if len(refused) > 5 else ""),
+            RefusedEntryWarning,
+            stacklevel=4,
+        )
+
+
+def _open_http(url: str, options: HttpOptions | None) -> HttpBackend:
+    b = HttpBackend(url, options=options)
+    root = b.fetch("zarr.json", limit=_MAX_REMOTE_METADATA)
     if root is not None:
         meta = _json(root, f"{url}/zarr.json")
         if meta.get("node_type") != "group":
@@ -1569,10 +1616,10 @@ def _open_http(url: str) -> HttpBackend:
                 "so the field is built"
             )
         b.meta["zarr.json"] = json.dumps(meta).encode()
-        for key, blob in cm["metadata"].items():
+        for key, blob in _remote_entries(f"{url}/zarr.json", cm["metadata"], False):
             b.meta[f"{key}/zarr.json"] = json.dumps(blob).encode()
         return b
-    zmeta = b.fetch(".zmetadata")
+    zmeta = b.fetch(".zmetadata", limit=_MAX_REMOTE_METADATA)
     if zmeta is None:
         raise FileNotFoundError(
             2, f"failed to fetch remote zarr group: {url}/zarr.json (nor {url}/.zmetadata)", url
@@ -1582,7 +1629,7 @@ def _open_http(url: str) -> HttpBackend:
     if not isinstance(entries, dict):
         raise DafFormatError(f"failed to open remote zarr group: {url}\nthe remote directory "
                              "must contain a consolidated .zmetadata file")
-    for key, blob in entries.items():
+    for key, blob in _remote_entries(f"{url}/.zmetadata", entries, True):
         b.meta[key] = json.dumps(blob).encode()
     return b
 
@@ -1590,6 +1637,7 @@ def _open_http(url: str) -> HttpBackend:
 def open_daf(
     path: str | os.PathLike[str], mode: Mode = "r", *, name: str | None = None,
     zarr_format: int = 2, max_file_size: int | None = None, append_only: bool = False,
+    http: HttpOptions | None = None,
 ) -> ZarrDaf:
     """Open (or create) a Daf data set stored as Zarr.
 
@@ -1599,10 +1647,11 @@ def open_daf(
     created if missing, ``"w"`` created or truncated. ``zarr_format`` (2 or 3) is the
     layout of a new data set; existing ones keep theirs. ZIP only: ``max_file_size`` (the
     largest size the archive may reach while open for writing) and ``append_only`` (refuse
-    deletes and overwrites); see :class:`ZarrDaf`.
+    deletes and overwrites); see :class:`ZarrDaf`. ``http`` sets the deadline, retries and
+    limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`).
     """
     return ZarrDaf(path, mode, name=name, zarr_format=zarr_format,
-                   max_file_size=max_file_size, append_only=append_only)
+                   max_file_size=max_file_size, append_only=append_only, http=http)
 
 
 def memory_daf(name: str = "memory", *, zarr_format: int = 2) -> ZarrDaf:
