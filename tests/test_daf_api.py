@@ -473,6 +473,60 @@ def test_fill_rejects_strings() -> None:
         pass
 
 
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+@pytest.mark.parametrize("nzind", [[2, 2], [3, 1], [2, 1], [1, 3, 3]])
+def test_sparse_vector_fill_needs_strictly_increasing_indices(
+    tmp_path: Path, rel: str | None, nzind: list[int]
+) -> None:
+    # every index is in range: only the order is wrong (a repeated index would make two
+    # stored values claim one position)
+    d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(str(tmp_path / rel), "w")
+    d.add_axis("cell", ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"vectors/cell/s/nzind must be increasing"), \
+            d.empty_sparse_vector("cell", "s", "float32", len(nzind)) as (ind, val):
+        ind[:] = nzind
+        val[:] = np.arange(len(nzind))
+    assert d.vectors_set("cell") == set()
+    with d.empty_sparse_vector("cell", "s", "float32", 2) as (ind, val):
+        ind[:] = [1, 3]
+        val[:] = [5, 6]
+    assert d.get_np_vector("cell", "s").tolist() == [5, 0, 6]
+    d.close()
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+@pytest.mark.parametrize("kind", ["coo_array", "csr_array", "dok_array"])
+def test_one_dimensional_sparse_arrays_are_sparse_vectors(
+    tmp_path: Path, rel: str | None, kind: str
+) -> None:
+    path = None if rel is None else str(tmp_path / rel)
+    d = dafzarr.memory_daf() if path is None else dafzarr.open_daf(path, "w")
+    d.add_axis("cell", [f"c{i}" for i in range(6)])
+    dense = np.array([0, 2.5, 0, 0, -1.0, 0])
+    value = getattr(sp, kind)(dense)
+    assert value.shape == (6,)
+    d.set_vector("cell", "v", value)
+    # duplicates of a COO array add up, in any input order
+    dup = sp.coo_array((np.array([1, 2, 4], np.int16), (np.array([5, 0, 5]),)), shape=(6,))
+    d.set_vector("cell", "d", dup, indtype="uint8")
+    d.set_vector("cell", "b", sp.coo_array(dense != 0))  # all-true Bool: no nzval
+    d.set_vector("cell", "e", sp.coo_array((6,), dtype=np.float32))  # no nonzeros
+    for wrong in (sp.coo_array(np.zeros(5)), sp.coo_array(np.zeros((2, 6)))):
+        with pytest.raises(ValueError, match=r"(?s)sparse value shape: \(.*axis: cell"):
+            d.set_vector("cell", "w", wrong)
+    r = d if path is None else (d.close(), dafzarr.open_daf(path))[1]
+    assert r.get_np_vector("cell", "v").tolist() == dense.tolist()
+    assert r.get_np_vector("cell", "d").tolist() == [2, 0, 0, 0, 0, 5]
+    assert r.get_np_vector("cell", "d").dtype == np.int16
+    assert r.get_np_vector("cell", "b").tolist() == (dense != 0).tolist()
+    assert r.get_np_vector("cell", "e").tolist() == [0.0] * 6
+    assert r._read_array("vectors/cell/v/nzind").tolist() == [2, 5]  # stored sparse, 1-based
+    assert r._read_array("vectors/cell/d/nzind").dtype == np.uint8
+    assert r._node_kind("vectors/cell/b/nzval") is None
+    assert r.vectors_set("cell") == {"v", "d", "b", "e"}
+    r.close()
+
+
 @pytest.mark.parametrize("rel", [None, "x.daf.zarr"])
 def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
     """Out-of-range stored indices give a clear error, never a crash in scipy."""

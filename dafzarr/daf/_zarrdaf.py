@@ -1006,8 +1006,9 @@ class ZarrDaf:
     ) -> ZarrDaf:
         """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
 
-        Sparse input (any scipy format, ``1 x n`` or ``n x 1``) is stored sparse with
-        1-based ``nzind`` of type ``indtype`` (default int64).
+        Sparse input (any scipy format: a 1-D sparse array of length ``n``, or ``1 x n`` or
+        ``n x 1``) is stored sparse with 1-based ``nzind`` of type ``indtype`` (default
+        int64); duplicate positions are added up.
         """
         self._check_writable()
         self._require_axis(axis)
@@ -1025,12 +1026,13 @@ class ZarrDaf:
             value = value.to_numpy()
         items: list[tuple[str, Any]]
         if sp.issparse(value):
-            if value.shape not in ((1, n), (n, 1)):
-                raise ValueError(f"value length: {value.shape}\nis different from axis: {axis} "
-                                 f"length: {n}\nin the daf data: {self._name}")
-            coo = sp.coo_matrix(value)
-            coo.sum_duplicates()
-            pos = coo.col if value.shape[0] == 1 else coo.row
+            if value.shape not in ((n,), (1, n), (n, 1)):
+                raise ValueError(
+                    f"sparse value shape: {value.shape}\nis not ({n},), (1, {n}) or ({n}, 1) "
+                    f"for the axis: {axis} of length: {n}\nin the daf data: {self._name}")
+            coo = sp.coo_array(value)
+            coo.sum_duplicates()  # sorted by position, duplicates added up
+            pos = coo.coords[0] if value.shape[0] == n else coo.coords[1]
             order = np.argsort(pos, kind="stable")
             vals = coo.data[order]
             dt = lay.element_type(vals.dtype, f"vector {name!r}")
