@@ -35,6 +35,7 @@ from .errors import (
     PackSourceError,
     RecoveryWarning,
     RefusedEntryWarning,
+    UnsafeCastError,
     UnsafeEntryNameError,
     UnsupportedEntryError,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
+    "UnsafeCastError",
     "UnsafeEntryNameError",
     "UnsupportedEntryError",
     "ZarrDaf",

@@ -26,6 +26,7 @@ __all__ = [
     "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
+    "UnsafeCastError",
     "UnsafeEntryNameError",
     "UnsupportedEntryError",
     "UnsupportedHDF5Error",
@@ -138,3 +139,14 @@ class H5Error(DafzarrError, RuntimeError):
 
     The message names the file (and the variable, when one was being read).
     """
+
+
+class UnsafeCastError(DafzarrError, TypeError, ValueError):
+    """Data written into a stored array holds values its element type cannot hold.
+
+    Raised instead of any silent cast (an ``int64`` value beyond ``int32``, a float into an
+    integer type, a finite float that would overflow to infinity, ...). The message names
+    the destination (file and array, or property) and both element types. It is a
+    ``TypeError`` (the types do not match) and a ``ValueError`` (the values do not fit).
+    """
+

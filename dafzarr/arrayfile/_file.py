@@ -38,6 +38,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from .._casting import cast_for_storage, check_value_fits
 from ..errors import DafzarrError
 from . import _format as fmt
 from . import _segments as seg
@@ -795,6 +796,11 @@ class ArrayFile:
                         f"array {name!r}: a {nbytes}-byte chunk does not fit the format's u32 "
                         "chunk sizes; use a smaller chunk_shape"
                     )
+            if fill_value is not None and not info.vlen and not (
+                info.tag == "TimestampNs" and isinstance(fill_value, str)
+            ):
+                check_value_fits(fill_value, info.np_dtype,
+                                 f"{self._key}: array {name!r}: fill_value")
             fill = python_to_fill(info, fill_value)
             e = self._entry(name)
             if e is not None and not e[1]:
@@ -1020,7 +1026,7 @@ class ArrayFile:
             self._check_open()
             meta = self._meta(name)
             info = meta.require_info()
-            arr = _as_array(info, data, name)
+            arr = _as_array(info, data, f"{self._key}: array {name!r}")
             st, sh = _region(meta, start, arr.shape, write=True)
             encoded = []  # every chunk is encoded before any is stored: all or nothing
             for coord, dst, src in _chunks_in(meta, st, sh):
@@ -1413,25 +1419,15 @@ def _chunks_in(
         yield coord, tuple(dst), tuple(src)
 
 
-def _as_array(info: DTypeInfo, data: Any, name: str) -> np.ndarray:
+def _as_array(info: DTypeInfo, data: Any, where: str) -> np.ndarray:
+    """``data`` as an array of the element type, under the package's cast rule."""
     if info.vlen:
         arr = np.asarray(data, dtype=object)
         want = str if info.tag == "String" else bytes
         for x in arr.ravel().tolist():
             if not isinstance(x, want):
                 raise TypeError(
-                    f"array {name!r} holds {want.__name__} values, got {type(x).__name__}"
+                    f"{where} holds {want.__name__} values, got {type(x).__name__}"
                 )
         return arr
-    arr = np.asarray(data)
-    if arr.dtype != info.np_dtype:
-        if info.tag == "TimestampNs":
-            if arr.dtype.kind not in "Mi":
-                raise TypeError(f"array {name!r} holds datetime64[ns], got {arr.dtype}")
-            return arr.astype(info.np_dtype)
-        if not np.can_cast(arr.dtype, info.np_dtype, "same_kind") and not (
-            arr.dtype.kind in "iub" and info.np_dtype.kind in "iuf"
-        ):
-            raise TypeError(f"array {name!r} holds {info.np_dtype}, got {arr.dtype}")
-        arr = arr.astype(info.np_dtype)
-    return arr
+    return cast_for_storage(data, info.np_dtype, where)

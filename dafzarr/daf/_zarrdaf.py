@@ -24,6 +24,7 @@ from typing import Any, Literal, Self
 import numpy as np
 import scipy.sparse as sp
 
+from .._casting import checked_view
 from ..errors import (
     AppendOnlyError,
     DafExistsError,
@@ -173,6 +174,21 @@ def _dense(value: Any, dt: np.dtype[Any] | str) -> np.ndarray[Any, Any]:
     if isinstance(dt, str):
         return _as_strings(value)
     return np.asarray(value).astype(dt, copy=False)
+
+
+def _check_sparse(value: Any, where: str) -> None:
+    """Refuse (``DafFormatError``) a scipy sparse value whose indices are out of range or
+    whose index pointer is not monotonic, before scipy's C code converts it (which would
+    write out of bounds) and before its indices are cast to the stored index type."""
+    try:
+        if value.format in ("csr", "csc", "bsr"):
+            value.check_format(full_check=True)
+        elif value.format == "coo":
+            for axis, (idx, size) in enumerate(zip(value.coords, value.shape, strict=True)):
+                if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+                    raise ValueError(f"axis {axis} indices must be in 0..{size - 1}")
+    except ValueError as exc:
+        raise DafFormatError(f"invalid sparse value: {exc}\nfor the {where}") from None
 
 
 def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
@@ -1030,6 +1046,8 @@ class ZarrDaf:
                 raise ValueError(
                     f"sparse value shape: {value.shape}\nis not ({n},), (1, {n}) or ({n}, 1) "
                     f"for the axis: {axis} of length: {n}\nin the daf data: {self._name}")
+            _check_sparse(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
+                                 f"{self._name}")
             coo = sp.coo_array(value)
             coo.sum_duplicates()  # sorted by position, duplicates added up
             pos = coo.coords[0] if value.shape[0] == n else coo.coords[1]
@@ -1268,7 +1286,10 @@ class ZarrDaf:
         pairs = [(rows_axis, columns_axis)]
         if relayout and rows_axis != columns_axis:
             pairs.append((columns_axis, rows_axis))
-        if not sp.issparse(value):
+        if sp.issparse(value):
+            _check_sparse(value, f"matrix {name!r} of the axes {rows_axis} x {columns_axis}"
+                                 f"\nin the daf data: {self._name}")
+        else:
             value = np.asarray(value)
         items = self._matrix_items(rows_axis, columns_axis, name, value, indtype)
         if len(pairs) == 2:
@@ -1358,9 +1379,10 @@ class ZarrDaf:
                         key = L.chunk_key(apath, len(shape))
                         keys.append(key)
                         buf = b.reserve(key, nbytes)
-                        views.append(buf.view(dt).reshape(shape))
+                        view = buf.view(dt).reshape(shape)
                     else:
-                        views.append(np.zeros(shape, dt))
+                        view = np.zeros(shape, dt)
+                    views.append(checked_view(view, f"{self._path}: {apath}"))
                 yield views
                 if check is not None:
                     check(*views)
