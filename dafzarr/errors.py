@@ -26,6 +26,7 @@ __all__ = [
     "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
+    "StatisticsWarning",
     "UnsafeCastError",
     "UnsafeEntryNameError",
     "UnsupportedEntryError",
@@ -150,3 +151,9 @@ class UnsafeCastError(DafzarrError, TypeError, ValueError):
     ``TypeError`` (the types do not match) and a ``ValueError`` (the values do not fit).
     """
 
+
+class StatisticsWarning(UserWarning):
+    """An ArrayFile's ``.stats`` sidecar cannot be read: statistics are reported missing.
+
+    The message names the sidecar and the reason; the arrays' data are not affected.
+    """

@@ -31,6 +31,7 @@ import os
 import posixpath
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
@@ -39,7 +40,7 @@ from typing import Any, Self
 import numpy as np
 
 from .._casting import cast_for_storage, check_value_fits
-from ..errors import DafzarrError
+from ..errors import DafzarrError, StatisticsWarning
 from . import _format as fmt
 from . import _segments as seg
 from ._backends import (
@@ -672,14 +673,26 @@ class ArrayFile:
             raise self._corrupt(key, f"array {meta.name!r}: a chunk runs past its block")
 
     def _load_stats(self) -> None:
+        """Read ``{stem}.stats``. A missing one means no statistics; an unreadable one too
+        (as the format's reference implementation reads it), with a :class:`StatisticsWarning`.
+        The next flush rewrites it with the arrays it touches; :meth:`compact` rebuilds all."""
         key = self._stem + ".stats"
+        self._stats = []
         try:
             payload, _, _ = self._read_tail_object(key, fmt.STATS_MAGIC)
-            self._stats_gen, self._stats = fmt.decode_stats(payload)
+            gen, entries = fmt.decode_stats(payload)
+            _check_stats_entries(entries)
         except FileNotFoundError:
-            self._stats = []
-        except (CorruptArrayFileError, fmt.CorruptFooterError) as exc:
-            raise self._corrupt(key, f"statistics do not decode ({exc})") from exc
+            return
+        except (CorruptArrayFileError, fmt.CorruptFooterError, OSError) as exc:
+            reason = str(exc).removeprefix(f"{key}: ")
+            warnings.warn(
+                f"{key}: the statistics sidecar is unreadable and is ignored (statistics are "
+                f"reported missing; the data are not affected): {reason}",
+                StatisticsWarning, stacklevel=3,
+            )
+            return
+        self._stats_gen, self._stats = gen, entries
 
     # --- Basic state -------------------------------------------------------------------
 
@@ -1341,6 +1354,19 @@ _PRIVATE = object()
 
 
 # --- Helpers ---------------------------------------------------------------------------
+
+
+def _check_stats_entries(entries: list[dict[str, Any]]) -> None:
+    """``CorruptFooterError`` unless every statistics entry names one array once."""
+    seen: set[str] = set()
+    for e in entries:
+        name = e["name"]
+        if name in seen:
+            raise fmt.CorruptFooterError(f"the statistics list array {name!r} twice")
+        seen.add(name)
+        if e["null_count"] > e["row_count"]:
+            raise fmt.CorruptFooterError(
+                f"array {name!r}: {e['null_count']} nulls among {e['row_count']} elements")
 
 
 def _u32_tuple(values: Sequence[int], what: str) -> tuple[int, ...]:
