@@ -500,3 +500,20 @@ def test_stats_sidecar_that_cannot_be_read_opens_with_a_warning(tmp_path: Path) 
 def _open_quietly(path: Path) -> ArrayFile:
     with pytest.warns(StatisticsWarning):
         return ArrayFile.open(path)
+
+
+def test_trailer_announcing_more_bytes_than_the_file_is_corrupt(tmp_path: Path) -> None:
+    # without the bounds check the reader asks for bytes before the start of the file and
+    # the operating system answers with a bare OSError
+    side = _sample_file(tmp_path)
+    data = side.read_bytes()
+    for size in (len(data) - 4, len(data) + 8, 1 << 40, 1 << 62):
+        size = -(-size // 8) * 8  # a multiple of 8, as a real footer size is
+        side.write_bytes(data[:-12] + struct.pack("<Q", size) + b"ARRF")
+        with pytest.raises(CorruptArrayFileError, match=rf"h\.1\.af: .*announces a {size}-byte"):
+            ArrayFile.open(tmp_path / "h.af")
+    side.write_bytes(data)
+    base = tmp_path / "h.af"
+    base.write_bytes(base.read_bytes()[:-12] + struct.pack("<Q", 1 << 20) + b"ARRF")
+    with pytest.raises(CorruptArrayFileError, match=r"h\.af: .*announces"):
+        ArrayFile.open(base)
