@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -609,3 +611,29 @@ def test_scalars_broadcast() -> None:
     assert d.get_np_matrix("cell", "gene", "text")[1, 2] == "t"
     assert d.get_np_vector("cell", "flag").tolist() == [True, True]
     assert d.get_np_vector("cell", "half").tolist() == [0.5, 0.5]
+
+
+_UNCLOSED_CHILD = """
+import gc, sys
+import numpy as np
+import dafzarr
+tmp = sys.argv[1]
+gc.disable()
+a = dafzarr.open_daf(tmp + "/a.daf.zarr.zip", "w")
+a.add_axis("cell", ["x", "y"])
+a.cycle = a  # never closed, and only the garbage collector frees it
+del a
+b = dafzarr.open_daf(tmp + "/b.daf.zarr.zip", "w")
+b.add_axis("cell", ["x", "y"]).set_vector("cell", "v", np.arange(2.0))
+view = b.get_np_vector("cell", "v")  # alive: closing b collects garbage first
+b.close()
+print("closed", view.tolist())
+"""
+
+
+def test_closing_while_an_unclosed_zip_daf_is_collected_does_not_hang(tmp_path: Path) -> None:
+    # the collected handle releases its own store while b's release is under way
+    proc = subprocess.run([sys.executable, "-c", _UNCLOSED_CHILD, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "closed [0.0, 1.0]"
