@@ -26,7 +26,13 @@ import numpy as np
 
 from .errors import UnsafeCastError
 
-__all__ = ["CheckedArray", "cast_for_storage", "check_value_fits", "checked_view"]
+__all__ = [
+    "CheckedArray",
+    "cast_for_storage",
+    "check_fits",
+    "check_value_fits",
+    "checked_view",
+]
 
 
 def _refuse(where: str, src: np.dtype[Any], dst: np.dtype[Any], why: str) -> UnsafeCastError:
@@ -40,41 +46,41 @@ def _first(mask: np.ndarray[Any, Any], values: np.ndarray[Any, Any]) -> str:
     return f"value {values[pos]} at index {index}" if mask.ndim else f"value {values[()]}"
 
 
-def _check_integers(
-    data: np.ndarray[Any, Any], dst: np.dtype[Any], where: str
-) -> np.ndarray[Any, Any]:
-    if data.dtype.kind == "b":
-        return data.astype(dst)
+def _check_integers(data: np.ndarray[Any, Any], dst: np.dtype[Any], where: str) -> None:
+    """Every value within ``dst``'s range (its minimum and maximum, no copy)."""
+    if data.dtype.kind == "b" or not data.size:
+        return
     info = np.iinfo(dst)
-    if data.size:
-        lo, hi = int(data.min()), int(data.max())
-        if lo < info.min or hi > info.max:
-            bad = (data < info.min) if lo < info.min else (data > info.max)
-            raise _refuse(where, data.dtype, dst,
-                          f"{_first(bad, data)} is outside {info.min}..{info.max}")
-    return data.astype(dst)
+    lo, hi = int(data.min()), int(data.max())
+    if lo < info.min or hi > info.max:
+        bad = (data < info.min) if lo < info.min else (data > info.max)
+        raise _refuse(where, data.dtype, dst,
+                      f"{_first(bad, data)} is outside {info.min}..{info.max}")
 
 
-def _check_floats(
-    data: np.ndarray[Any, Any], dst: np.dtype[Any], where: str
-) -> np.ndarray[Any, Any]:
+def _check_floats(data: np.ndarray[Any, Any], dst: np.dtype[Any], where: str) -> None:
+    """No finite value of a wider float type overflows ``dst`` (NaN-ignoring extremes; a
+    converted copy only when some value lies beyond ``dst``'s largest finite value)."""
+    if not (data.dtype.kind == "f" and data.dtype.itemsize > dst.itemsize and data.size):
+        return
+    top = float(np.finfo(dst).max)
+    lo, hi = np.fmin.reduce(data, axis=None), np.fmax.reduce(data, axis=None)
+    if -top <= lo and hi <= top:
+        return
     with np.errstate(over="ignore"):
-        out = data.astype(dst)
-    if data.dtype.kind == "f" and data.dtype.itemsize > dst.itemsize:
-        grown = np.isinf(out)
-        if grown.any():
-            grown &= ~np.isinf(data)
-            if grown.any():
-                raise _refuse(where, data.dtype, dst,
-                              f"{_first(grown, data)} overflows to infinity")
-    return out
+        grown = np.isinf(data.astype(dst))
+    grown &= ~np.isinf(data)
+    if grown.any():
+        raise _refuse(where, data.dtype, dst, f"{_first(grown, data)} overflows to infinity")
 
 
-def _check_datetimes(
-    data: np.ndarray[Any, Any], dst: np.dtype[Any], where: str
-) -> np.ndarray[Any, Any]:
-    if data.dtype.kind in "iub":
-        return _check_integers(data, np.dtype(np.int64), where).view(dst)
+def _datetimes(data: np.ndarray[Any, Any], dst: np.dtype[Any], where: str) -> np.ndarray[Any, Any]:
+    """``data`` converted to ``datetime64[ns]`` when every value converts exactly."""
+    if data.dtype.kind not in "Miu":
+        raise _refuse(where, data.dtype, dst, "only datetimes or integer nanoseconds fit")
+    if data.dtype.kind in "iu":
+        _check_integers(data, np.dtype(np.int64), where)
+        return data.astype(np.int64).view(dst)
     with np.errstate(over="ignore"):
         out = data.astype(dst)
         back = out.astype(data.dtype)
@@ -82,6 +88,26 @@ def _check_datetimes(
     if wrong.any():
         raise _refuse(where, data.dtype, dst, f"{_first(wrong, data)} does not fit")
     return out
+
+
+def check_fits(arr: np.ndarray[Any, Any], dst: np.dtype[Any], where: str) -> None:
+    """Refuse (:class:`UnsafeCastError`) ``arr`` unless numpy's cast to ``dst`` keeps every
+    value under the module's rule; never copies the data on success (not for datetimes)."""
+    src = arr.dtype
+    if src == dst or np.can_cast(src, dst, "safe"):
+        return
+    if dst.kind == "M":
+        _datetimes(arr, dst, where)
+    elif dst.kind in "iu":
+        if src.kind not in "biu":
+            what = "floating-point values never become integers silently" if src.kind == "f" \
+                else "not integer data"
+            raise _refuse(where, src, dst, f"{what}; convert explicitly (e.g. astype)")
+        _check_integers(arr, dst, where)
+    elif dst.kind == "f" and src.kind in "biuf":
+        _check_floats(arr, dst, where)
+    else:
+        raise _refuse(where, src, dst, "the kinds differ")
 
 
 def cast_for_storage(data: Any, dst: Any, where: str) -> np.ndarray[Any, Any]:
@@ -92,24 +118,13 @@ def cast_for_storage(data: Any, dst: Any, where: str) -> np.ndarray[Any, Any]:
     """
     arr = np.asarray(data)
     dt = np.dtype(dst)
-    src = arr.dtype
-    if src == dt:
+    if arr.dtype == dt:
         return arr
     if dt.kind == "M":
-        if src.kind not in "Miu":
-            raise _refuse(where, src, dt, "only datetimes or integer nanoseconds fit")
-        return _check_datetimes(arr, dt, where)
-    if np.can_cast(src, dt, "safe"):
+        return _datetimes(arr, dt, where)
+    check_fits(arr, dt, where)
+    with np.errstate(over="ignore"):
         return arr.astype(dt)
-    if dt.kind in "iu":
-        if src.kind not in "biu":
-            what = "floating-point values never become integers silently" if src.kind == "f" \
-                else "not integer data"
-            raise _refuse(where, src, dt, f"{what}; convert explicitly (e.g. astype)")
-        return _check_integers(arr, dt, where)
-    if dt.kind == "f" and src.kind in "biuf":
-        return _check_floats(arr, dt, where)
-    raise _refuse(where, src, dt, "the kinds differ")
 
 
 def check_value_fits(value: Any, dst: Any, where: str) -> None:
@@ -142,9 +157,11 @@ class CheckedArray(np.ndarray):
         self._where = getattr(obj, "_where", "array")
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if not (isinstance(value, np.ndarray) and value.dtype == self.dtype):
-            value = cast_for_storage(value, self.dtype, self._where)
-        self.view(np.ndarray)[key] = value
+        arr = _plain(value) if isinstance(value, np.ndarray) else np.asarray(value)
+        if arr.dtype != self.dtype:  # checked, then cast by numpy into place (no copy)
+            check_fits(arr, self.dtype, self._where)
+        with np.errstate(over="ignore"):
+            self.view(np.ndarray)[key] = arr
 
     def __array_ufunc__(
         self, ufunc: np.ufunc, method: str, *inputs: Any, out: Any = None, **kwargs: Any
@@ -178,9 +195,11 @@ class CheckedArray(np.ndarray):
             params.update(kwargs)
             dst = params.get("dst")
             if "casting" not in params and isinstance(dst, CheckedArray):
-                checked = cast_for_storage(params.get("src"), dst.dtype, dst._where)
-                np.copyto(dst.view(np.ndarray), checked, casting="no",
-                          where=params.get("where", True))
+                src = np.asarray(params.get("src"))
+                check_fits(src, dst.dtype, dst._where)
+                with np.errstate(over="ignore"):
+                    np.copyto(dst.view(np.ndarray), src, casting="unsafe",
+                              where=params.get("where", True))
                 return None
         return super().__array_function__(func, types, args, kwargs)
 
