@@ -14,7 +14,8 @@ the user's data through :func:`cast_for_storage` before it meets the stored type
 * into bool, only bool data pass; anything else (complex, strings, objects) is refused.
 
 A refusal is a :class:`~dafzarr.errors.UnsafeCastError` naming where the data was going and
-both types. The check reads the data once (its minimum and maximum, or its converted copy).
+both types. The check reads the data's extremes without copying them (a converted copy only
+for datetimes of another unit, or for floats beyond the stored type's largest finite value).
 """
 
 from __future__ import annotations
