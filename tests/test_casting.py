@@ -198,3 +198,18 @@ def test_sparse_values_with_indices_out_of_range_are_refused(
         with pytest.raises(DafFormatError, match=rf"(?s)({why}).*vector 'v' of the axis cell"):
             daf.set_vector("cell", "v", vec, indtype=indtype)
     assert daf.matrices_set("cell", "gene") == set() and daf.vectors_set("cell") == set()
+
+
+@pytest.mark.parametrize("indtype", ["uint8", "int8", "float32"])
+def test_index_types_that_cannot_hold_the_indices_are_refused(indtype: str) -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", [f"c{i}" for i in range(300)])
+    value = sp.coo_array((np.array([1.0]), (np.array([299]),)), shape=(300,))
+    with pytest.raises(UnsafeCastError, match=rf"vectors/cell/v.*{indtype}"):
+        d.set_vector("cell", "v", value, indtype=indtype)
+    with pytest.raises(UnsafeCastError, match=rf"'m'.*{indtype}"):
+        d.set_matrix("cell", "cell", "m", sp.csc_matrix((300, 300)), indtype=indtype)
+    with pytest.raises(UnsafeCastError, match=rf"s.*{indtype}"), \
+            d.empty_sparse_vector("cell", "s", "float32", 1, indtype):
+        pass
+    assert d.vectors_set("cell") == set() and d.matrices_set("cell", "cell") == set()

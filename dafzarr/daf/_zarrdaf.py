@@ -31,6 +31,7 @@ from ..errors import (
     DafFormatError,
     DafMissingError,
     DafReadOnlyError,
+    UnsafeCastError,
 )
 from . import _layout as lay
 from ._backends import (
@@ -196,9 +197,10 @@ def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
         return np.dtype(np.int64)
     dt = np.dtype(indtype)
     if dt.kind not in "iu":
-        raise TypeError(f"{where}: the index type must be an integer type, got {dt}")
+        raise UnsafeCastError(f"{where}: the index type must be an integer type, got {dt}")
     if size + 1 > np.iinfo(dt).max:
-        raise ValueError(f"{where}: index type {dt} cannot hold indices up to {size + 1}")
+        raise UnsafeCastError(f"{where}: int64 indices cannot be stored as {dt}: index type "
+                              f"{dt} cannot hold indices up to {size + 1}")
     little: np.dtype[Any] = dt.newbyteorder("<")
     return little
 
