@@ -547,6 +547,17 @@ def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
     d._write(items)
     with pytest.raises(ValueError, match=r"nzind: stored index out of range 1..3 \(found 0"):
         d.get_np_vector("cell", "v")
+    for stored, message in (([2, 2], "index 2 at position 2 follows 2"),
+                            ([1, 3, 2], "index 2 at position 3 follows 3")):
+        d._backend.delete_tree("vectors/cell/v/nzind")
+        d._write(d._array_items("vectors/cell/v/nzind", np.array(stored, np.int64),
+                                np.dtype(np.int64)))
+        d._backend.delete_tree("vectors/cell/v/nzval")
+        d._write(d._array_items("vectors/cell/v/nzval", np.arange(len(stored), dtype=float),
+                                np.dtype(np.float64)))
+        with pytest.raises(DafFormatError, match=rf"v/nzind is not strictly increasing: stored "
+                                                 rf"{message}"):
+            d.get_np_vector("cell", "v")
 
 
 @pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])

@@ -982,7 +982,14 @@ class ZarrDaf:
         if nzind.shape != nzval.shape or nzind.ndim != 1:
             raise ValueError(f"{self._path}: sparse vector {path!r}: nzind has shape "
                              f"{nzind.shape} but nzval has shape {nzval.shape}")
-        return _zero_based(nzind, n, f"{self._path}: {path}/nzind"), nzval
+        pos = _zero_based(nzind, n, f"{self._path}: {path}/nzind")
+        if pos.size > 1 and bool(np.any(pos[1:] <= pos[:-1])):
+            # a repeated position would make two stored values claim one entry
+            at = int(np.argmax(pos[1:] <= pos[:-1])) + 1
+            raise DafFormatError(f"{self._path}: {path}/nzind is not strictly increasing: "
+                                 f"stored index {int(pos[at]) + 1} at position {at + 1} "
+                                 f"follows {int(pos[at - 1]) + 1}")
+        return pos, nzval
 
     def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> np.ndarray[Any, Any]:
         """The vector as a numpy array (dense vectors: a zero-copy read-only view).
