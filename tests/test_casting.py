@@ -213,3 +213,14 @@ def test_index_types_that_cannot_hold_the_indices_are_refused(indtype: str) -> N
             d.empty_sparse_vector("cell", "s", "float32", 1, indtype):
         pass
     assert d.vectors_set("cell") == set() and d.matrices_set("cell", "cell") == set()
+
+
+def test_arrayfile_text_arrays_take_only_their_own_values(tmp_path: Path) -> None:
+    with ArrayFile.create(tmp_path / "s.af") as f:
+        f.define_array("s", str, ["x"], [2])
+        f.define_array("b", bytes, ["x"], [2])
+        for name, bad in (("s", [b"a", "b"]), ("s", np.array([1, 2])), ("b", ["a", "b"])):
+            with pytest.raises(UnsafeCastError, match=rf"s\.af: array '{name}': "):
+                f.write_array(name, [0], bad)
+        f.write_array("s", [0], ["a", "é"])
+        assert f.read_array("s").tolist() == ["a", "é"]

@@ -40,7 +40,7 @@ from typing import Any, Self
 import numpy as np
 
 from .._casting import cast_for_storage, check_value_fits
-from ..errors import DafzarrError, StatisticsWarning
+from ..errors import DafzarrError, StatisticsWarning, UnsafeCastError
 from . import _format as fmt
 from . import _segments as seg
 from ._backends import (
@@ -1452,8 +1452,9 @@ def _as_array(info: DTypeInfo, data: Any, where: str) -> np.ndarray:
         want = str if info.tag == "String" else bytes
         for x in arr.ravel().tolist():
             if not isinstance(x, want):
-                raise TypeError(
-                    f"{where} holds {want.__name__} values, got {type(x).__name__}"
+                raise UnsafeCastError(
+                    f"{where}: {type(x).__name__} data cannot be stored as {want.__name__}: "
+                    f"the array holds {want.__name__} values, got {x!r}"
                 )
         return arr
     return cast_for_storage(data, info.np_dtype, where)
