@@ -146,8 +146,9 @@ def check_value_fits(value: Any, dst: Any, where: str) -> None:
 class CheckedArray(np.ndarray):
     """A view of stored memory whose writes follow :func:`cast_for_storage`.
 
-    Item assignment (``v[:] = x``, ``v[i] = x``), in-place operators (``v += x``), ufuncs
-    with ``out=v`` and ``np.copyto(v, x)`` refuse values the element type cannot hold. An
+    Item assignment (``v[:] = x``, ``v[i] = x``), ``v.fill``, ``v.put``, in-place operators
+    (``v += x``), ufuncs with ``out=v`` and ``np.copyto(v, x)`` refuse values the element
+    type cannot hold. An
     explicit ``casting=`` argument is honoured as given; ``v.view(np.ndarray)`` is a plain
     view without checks.
     """
@@ -163,6 +164,18 @@ class CheckedArray(np.ndarray):
             check_fits(arr, self.dtype, self._where)
         with np.errstate(over="ignore"):
             self.view(np.ndarray)[key] = arr
+
+    def fill(self, value: Any) -> None:
+        """``ndarray.fill``, refusing a value the element type cannot hold."""
+        arr = np.asarray(value)
+        check_fits(arr, self.dtype, self._where)
+        self.view(np.ndarray)[...] = arr
+
+    def put(self, indices: Any, values: Any, mode: Any = "raise") -> None:
+        """``ndarray.put``, refusing values the element type cannot hold."""
+        arr = _plain(values) if isinstance(values, np.ndarray) else np.asarray(values)
+        check_fits(arr, self.dtype, self._where)
+        self.view(np.ndarray).put(indices, arr.astype(self.dtype), mode=mode)
 
     def __array_ufunc__(
         self, ufunc: np.ufunc, method: str, *inputs: Any, out: Any = None, **kwargs: Any

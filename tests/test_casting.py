@@ -145,6 +145,10 @@ def test_every_way_of_filling_in_place_is_checked(daf: Any) -> None:
         lambda v: v.__iadd__(big),
         lambda v: np.multiply(v, 0.5, out=v),
         lambda v: np.add.at(v, [0], np.int64(2**40)),
+        lambda v: v.fill(1.5),
+        lambda v: v.fill(np.int64(2**40)),
+        lambda v: v.put([0], np.array([2**40])),
+        lambda v: np.put(v, [1], [2.5]),
     ]
     for attempt in attempts:
         with pytest.raises(UnsafeCastError, match="vectors/cell/v"), \
@@ -156,6 +160,9 @@ def test_every_way_of_filling_in_place_is_checked(daf: Any) -> None:
         v += 1  # stays int32: computed in place
         np.copyto(v, v * np.int64(2))  # int64 values that fit
         np.add(v, np.int64(1), out=v)
+        v.fill(np.int64(4))
+        v.put([1, 2], np.array([5, 6], np.int64))
+        assert v.tolist() == [4, 5, 6]
         np.copyto(v, np.array([9.9, 9.9, 9.9]), casting="unsafe")  # an explicit request
     assert daf.get_np_vector("cell", "v").tolist() == [9, 9, 9]
 
