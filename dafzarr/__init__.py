@@ -38,6 +38,8 @@ from .errors import (
     PackSourceError,
     RecoveryWarning,
     RefusedEntryWarning,
+    StatisticsWarning,
+    UnsafeCastError,
     UnsafeEntryNameError,
     UnsupportedEntryError,
 )
@@ -65,6 +67,8 @@ __all__ = [
     "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
+    "StatisticsWarning",
+    "UnsafeCastError",
     "UnsafeEntryNameError",
     "UnsupportedEntryError",
     "ZarrDaf",

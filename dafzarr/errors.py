@@ -28,6 +28,8 @@ __all__ = [
     "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
+    "StatisticsWarning",
+    "UnsafeCastError",
     "UnsafeEntryNameError",
     "UnsupportedEntryError",
     "UnsupportedHDF5Error",
@@ -153,3 +155,20 @@ class HttpReadError(DafzarrError, OSError):
 
 class HttpDeadlineError(HttpReadError, TimeoutError):
     """A read over HTTP(S) did not complete, retries included, within its total deadline."""
+
+
+class UnsafeCastError(DafzarrError, TypeError, ValueError):
+    """Data written into a stored array holds values its element type cannot hold.
+
+    Raised instead of any silent cast (an ``int64`` value beyond ``int32``, a float into an
+    integer type, a finite float that would overflow to infinity, ...). The message names
+    the destination (file and array, or property) and both element types. It is a
+    ``TypeError`` (the types do not match) and a ``ValueError`` (the values do not fit).
+    """
+
+
+class StatisticsWarning(UserWarning):
+    """An ArrayFile's ``.stats`` sidecar cannot be read: statistics are reported missing.
+
+    The message names the sidecar and the reason; the arrays' data are not affected.
+    """

@@ -12,6 +12,8 @@ import pytest
 import dafzarr
 from dafzarr import ArrayFile, ArrayStats, DeltaCache, FileConfig
 from dafzarr.arrayfile import ArrayExistsError, ArrayNotFoundError
+from dafzarr.arrayfile._types import dtype_info, fill_element
+from dafzarr.errors import UnsafeCastError
 
 Factory = Callable[..., ArrayFile]
 
@@ -146,20 +148,45 @@ def test_zero_dimensional_array(make: Factory) -> None:
     assert got.shape == () and got[()] == "hello"
 
 
-def test_fill_values_follow_the_crate_casts(make: Factory) -> None:
+def test_fill_values_are_stored_exactly(make: Factory) -> None:
     f = make()
-    f.define_array("u", "u1", ["x"], [3], fill_value=-1)  # Int -> u8 wraps
-    f.define_array("s", "i2", ["x"], [3], fill_value=1e9)  # Float -> i16 saturates
-    f.define_array("n", "i4", ["x"], [3], fill_value=float("nan"))  # NaN -> 0
     f.define_array("f", "f4", ["x"], [3], fill_value=3)
     f.define_array("t", "datetime64[ns]", ["x"], [2], fill_value=np.datetime64(5, "ns"))
-    assert f.read_array("u").tolist() == [255] * 3
-    assert f.read_array("s").tolist() == [32767] * 3
-    assert f.read_array("n").tolist() == [0] * 3
+    f.define_array("b", "i4", ["x"], [2], fill_value=True)  # the crate reads a Bool fill as 0
+    f.define_array("w", "f4", ["x"], [2], fill_value=0.1)  # rounded to float32
     assert f.read_array("f").tolist() == [3.0] * 3
     assert f.read_array("t").view("i8").tolist() == [5, 5]
+    assert f.read_array("b").tolist() == [1, 1]
+    assert f.read_array("w").tolist() == [np.float32(0.1)] * 2
     with pytest.raises(ValueError, match="fill_value"):
         f.define_array("bad", str, ["x"], [1], fill_value="x")
+
+
+@pytest.mark.parametrize(("dtype", "fill", "why"), [
+    ("u1", -1, "outside 0..255"),
+    ("i2", 1e9, "floating-point"),
+    ("i4", float("nan"), "floating-point"),
+    ("i4", 2**40, "outside"),
+    ("u8", 2**64, "64 bits"),
+    ("f4", 1e300, "infinity"),
+    ("datetime64[ns]", np.datetime64("2500-01-01", "s"), "does not fit"),
+])
+def test_fill_values_that_do_not_fit_are_refused(
+    make: Factory, dtype: str, fill: Any, why: str
+) -> None:
+    f = make()
+    with pytest.raises(UnsafeCastError, match=rf"array 'a': fill_value: .*{why}"):
+        f.define_array("a", dtype, ["x"], [3], fill_value=fill)
+    assert "a" not in f
+
+
+def test_fill_values_of_other_writers_read_with_the_crate_casts() -> None:
+    # files written by the crate may hold fills their type cannot hold: read as the crate does
+    u1, i2, i4 = (dtype_info(t) for t in ("u1", "i2", "i4"))
+    assert fill_element(u1, ("Int", -1)) == 255  # wraps
+    assert fill_element(i2, ("Float", 1e9)) == 32767  # saturates
+    assert fill_element(i4, ("Float", float("nan"))) == 0
+    assert fill_element(i4, ("Bool", True)) == 0
 
 
 def test_statistics_rules(make: Factory) -> None:

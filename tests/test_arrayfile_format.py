@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import struct
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError, FileConfig
 from dafzarr.arrayfile import _format as fmt
 from dafzarr.arrayfile import _rkyv as rk
+from dafzarr.errors import StatisticsWarning
 
 GOLDEN = {
     "signal.af": "973a09d427a29f33c925d512f0d6ed3531fab0b41e013ad4633dfde177395523",
@@ -406,3 +408,112 @@ def test_open_v5_file_set_and_keep_writing_v5(tmp_path: Path) -> None:
     with ArrayFile.open(tmp_path / "n.af") as f:
         assert f.read_array("x").tolist() == [9, 2, 3, 4]
         assert f.attributes("x")["blob"] == b"\x00\x01"
+
+
+# --- A damaged statistics sidecar ------------------------------------------------------
+
+
+def _stats_with_version(version: int) -> bytes:
+    data = bytearray(fmt.encode_stats(
+        [{"name": "v", "min": ("Int", 1), "max": ("Int", 2), "null_count": 0,
+          "row_count": 60}], generation=1))
+    n = struct.unpack("<Q", data[-12:-4])[0]
+    struct.pack_into("<I", data, len(data) - 12 - n + n - 24, version)  # the root's version
+    return bytes(data)
+
+
+def _stats_damages(good: bytes) -> dict[str, tuple[bytes, str]]:
+    n = struct.unpack("<Q", good[-12:-4])[0]
+    return {
+        "empty": (b"", "too short for the 12-byte trailer"),
+        "trailer only": (good[-12:], "announces a [0-9]+-byte footer in a 12-byte object"),
+        "truncated to 11 bytes": (good[:11], "too short for the 12-byte trailer"),
+        "truncated in the middle": (good[: len(good) // 2], "trailer magic"),
+        "last byte cut": (good[:-1], "trailer magic"),
+        "garbage": (bytes(range(256)) * 3, "trailer magic"),
+        "a trailer announcing more bytes than the file": (
+            good[:-12] + struct.pack("<Q", len(good) * 4) + b"ARST", "announces"),
+        "an odd payload size": (good[:-12] + struct.pack("<Q", n - 3) + b"ARST", "multiple of 8"),
+        "garbage with a valid trailer": (
+            bytes(range(8, 8 + n)) + struct.pack("<Q", n) + b"ARST", "stats"),
+        "a footer magic": (good[:-4] + b"ARRF", "trailer magic"),
+        "an unknown stats version": (_stats_with_version(7), "stats version 7"),
+        "an array listed twice": (fmt.encode_stats(
+            [{"name": "v", "min": None, "max": None, "null_count": 0, "row_count": 60}] * 2),
+            "twice"),
+    }
+
+
+def test_damaged_stats_sidecar_opens_with_a_warning(tmp_path: Path) -> None:
+    _sample_file(tmp_path)
+    stats = tmp_path / "h.stats"
+    good = stats.read_bytes()
+    with ArrayFile.open(tmp_path / "h.af") as f:
+        want_v, want_s = f.read_array("v"), f.read_array("s")
+        assert f.array_stats("v") is not None
+    for what, (bad, reason) in _stats_damages(good).items():
+        stats.write_bytes(bad)
+        with pytest.warns(StatisticsWarning) as caught:
+            f = ArrayFile.open(tmp_path / "h.af")
+        with f:
+            (w,) = caught.list
+            message = str(w.message)
+            assert str(stats) in message, what
+            assert "unreadable" in message and re.search(reason, message), (what, message)
+            assert f.array_stats("v") is None and f.array_stats("s") is None, what
+            assert np.array_equal(f.read_array("v"), want_v), what
+            assert np.array_equal(f.read_array("s"), want_s), what
+            assert stats.read_bytes() == bad, what  # opening never rewrites the sidecar
+    # the next flush writes a readable sidecar again; compact recomputes every array
+    with _open_quietly(tmp_path / "h.af") as f:
+        f.write_array("v", [0, 0], np.full((1, 1), -5, "i4"))
+        f.flush()
+        assert f.array_stats("v") is not None and f.array_stats("s") is None
+    with ArrayFile.open(tmp_path / "h.af") as f:
+        v = f.array_stats("v")
+        assert v is not None and v.min == -5
+        f.compact()
+        assert f.array_stats("s") is not None
+
+
+def test_damaged_stats_generation_1_opens_with_a_warning(tmp_path: Path) -> None:
+    _sample_file(tmp_path)
+    (tmp_path / "h.stats").write_bytes(_stats_with_version(1))  # the untampered control
+    with ArrayFile.open(tmp_path / "h.af") as f:
+        assert f.array_stats("v") is not None
+    (tmp_path / "h.stats").write_bytes(_stats_with_version(2))
+    with pytest.warns(StatisticsWarning, match=r"h\.stats.*stats version 2"), \
+            ArrayFile.open(tmp_path / "h.af") as f:
+        assert f.array_stats("v") is None
+
+
+def test_stats_sidecar_that_cannot_be_read_opens_with_a_warning(tmp_path: Path) -> None:
+    _sample_file(tmp_path)
+    (tmp_path / "h.stats").unlink()
+    (tmp_path / "h.stats").mkdir()  # the operating system refuses to read it
+    with pytest.warns(StatisticsWarning, match=r"h\.stats"), \
+            ArrayFile.open(tmp_path / "h.af") as f:
+        assert f.array_stats("v") is None
+        assert f.read_array("v").shape == (10, 6)
+
+
+def _open_quietly(path: Path) -> ArrayFile:
+    with pytest.warns(StatisticsWarning):
+        return ArrayFile.open(path)
+
+
+def test_trailer_announcing_more_bytes_than_the_file_is_corrupt(tmp_path: Path) -> None:
+    # without the bounds check the reader asks for bytes before the start of the file and
+    # the operating system answers with a bare OSError
+    side = _sample_file(tmp_path)
+    data = side.read_bytes()
+    for size in (len(data) - 4, len(data) + 8, 1 << 40, 1 << 62):
+        size = -(-size // 8) * 8  # a multiple of 8, as a real footer size is
+        side.write_bytes(data[:-12] + struct.pack("<Q", size) + b"ARRF")
+        with pytest.raises(CorruptArrayFileError, match=rf"h\.1\.af: .*announces a {size}-byte"):
+            ArrayFile.open(tmp_path / "h.af")
+    side.write_bytes(data)
+    base = tmp_path / "h.af"
+    base.write_bytes(base.read_bytes()[:-12] + struct.pack("<Q", 1 << 20) + b"ARRF")
+    with pytest.raises(CorruptArrayFileError, match=r"h\.af: .*announces"):
+        ArrayFile.open(base)

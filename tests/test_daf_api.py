@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -473,6 +475,60 @@ def test_fill_rejects_strings() -> None:
         pass
 
 
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+@pytest.mark.parametrize("nzind", [[2, 2], [3, 1], [2, 1], [1, 3, 3]])
+def test_sparse_vector_fill_needs_strictly_increasing_indices(
+    tmp_path: Path, rel: str | None, nzind: list[int]
+) -> None:
+    # every index is in range: only the order is wrong (a repeated index would make two
+    # stored values claim one position)
+    d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(str(tmp_path / rel), "w")
+    d.add_axis("cell", ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"vectors/cell/s/nzind must be increasing"), \
+            d.empty_sparse_vector("cell", "s", "float32", len(nzind)) as (ind, val):
+        ind[:] = nzind
+        val[:] = np.arange(len(nzind))
+    assert d.vectors_set("cell") == set()
+    with d.empty_sparse_vector("cell", "s", "float32", 2) as (ind, val):
+        ind[:] = [1, 3]
+        val[:] = [5, 6]
+    assert d.get_np_vector("cell", "s").tolist() == [5, 0, 6]
+    d.close()
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+@pytest.mark.parametrize("kind", ["coo_array", "csr_array", "dok_array"])
+def test_one_dimensional_sparse_arrays_are_sparse_vectors(
+    tmp_path: Path, rel: str | None, kind: str
+) -> None:
+    path = None if rel is None else str(tmp_path / rel)
+    d = dafzarr.memory_daf() if path is None else dafzarr.open_daf(path, "w")
+    d.add_axis("cell", [f"c{i}" for i in range(6)])
+    dense = np.array([0, 2.5, 0, 0, -1.0, 0])
+    value = getattr(sp, kind)(dense)
+    assert value.shape == (6,)
+    d.set_vector("cell", "v", value)
+    # duplicates of a COO array add up, in any input order
+    dup = sp.coo_array((np.array([1, 2, 4], np.int16), (np.array([5, 0, 5]),)), shape=(6,))
+    d.set_vector("cell", "d", dup, indtype="uint8")
+    d.set_vector("cell", "b", sp.coo_array(dense != 0))  # all-true Bool: no nzval
+    d.set_vector("cell", "e", sp.coo_array((6,), dtype=np.float32))  # no nonzeros
+    for wrong in (sp.coo_array(np.zeros(5)), sp.coo_array(np.zeros((2, 6)))):
+        with pytest.raises(ValueError, match=r"(?s)sparse value shape: \(.*axis: cell"):
+            d.set_vector("cell", "w", wrong)
+    r = d if path is None else (d.close(), dafzarr.open_daf(path))[1]
+    assert r.get_np_vector("cell", "v").tolist() == dense.tolist()
+    assert r.get_np_vector("cell", "d").tolist() == [2, 0, 0, 0, 0, 5]
+    assert r.get_np_vector("cell", "d").dtype == np.int16
+    assert r.get_np_vector("cell", "b").tolist() == (dense != 0).tolist()
+    assert r.get_np_vector("cell", "e").tolist() == [0.0] * 6
+    assert r._read_array("vectors/cell/v/nzind").tolist() == [2, 5]  # stored sparse, 1-based
+    assert r._read_array("vectors/cell/d/nzind").dtype == np.uint8
+    assert r._node_kind("vectors/cell/b/nzval") is None
+    assert r.vectors_set("cell") == {"v", "d", "b", "e"}
+    r.close()
+
+
 @pytest.mark.parametrize("rel", [None, "x.daf.zarr"])
 def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
     """Out-of-range stored indices give a clear error, never a crash in scipy."""
@@ -491,6 +547,17 @@ def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
     d._write(items)
     with pytest.raises(ValueError, match=r"nzind: stored index out of range 1..3 \(found 0"):
         d.get_np_vector("cell", "v")
+    for stored, message in (([2, 2], "index 2 at position 2 follows 2"),
+                            ([1, 3, 2], "index 2 at position 3 follows 3")):
+        d._backend.delete_tree("vectors/cell/v/nzind")
+        d._write(d._array_items("vectors/cell/v/nzind", np.array(stored, np.int64),
+                                np.dtype(np.int64)))
+        d._backend.delete_tree("vectors/cell/v/nzval")
+        d._write(d._array_items("vectors/cell/v/nzval", np.arange(len(stored), dtype=float),
+                                np.dtype(np.float64)))
+        with pytest.raises(DafFormatError, match=rf"v/nzind is not strictly increasing: stored "
+                                                 rf"{message}"):
+            d.get_np_vector("cell", "v")
 
 
 @pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
@@ -555,3 +622,29 @@ def test_scalars_broadcast() -> None:
     assert d.get_np_matrix("cell", "gene", "text")[1, 2] == "t"
     assert d.get_np_vector("cell", "flag").tolist() == [True, True]
     assert d.get_np_vector("cell", "half").tolist() == [0.5, 0.5]
+
+
+_UNCLOSED_CHILD = """
+import gc, sys
+import numpy as np
+import dafzarr
+tmp = sys.argv[1]
+gc.disable()
+a = dafzarr.open_daf(tmp + "/a.daf.zarr.zip", "w")
+a.add_axis("cell", ["x", "y"])
+a.cycle = a  # never closed, and only the garbage collector frees it
+del a
+b = dafzarr.open_daf(tmp + "/b.daf.zarr.zip", "w")
+b.add_axis("cell", ["x", "y"]).set_vector("cell", "v", np.arange(2.0))
+view = b.get_np_vector("cell", "v")  # alive: closing b collects garbage first
+b.close()
+print("closed", view.tolist())
+"""
+
+
+def test_closing_while_an_unclosed_zip_daf_is_collected_does_not_hang(tmp_path: Path) -> None:
+    # the collected handle releases its own store while b's release is under way
+    proc = subprocess.run([sys.executable, "-c", _UNCLOSED_CHILD, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "closed [0.0, 1.0]"

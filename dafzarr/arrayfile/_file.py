@@ -31,6 +31,7 @@ import os
 import posixpath
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
@@ -38,7 +39,8 @@ from typing import Any, Self
 
 import numpy as np
 
-from ..errors import DafzarrError
+from .._casting import cast_for_storage, check_value_fits
+from ..errors import DafzarrError, StatisticsWarning, UnsafeCastError
 from . import _format as fmt
 from . import _segments as seg
 from ._backends import (
@@ -671,14 +673,26 @@ class ArrayFile:
             raise self._corrupt(key, f"array {meta.name!r}: a chunk runs past its block")
 
     def _load_stats(self) -> None:
+        """Read ``{stem}.stats``. A missing one means no statistics; an unreadable one too
+        (as the format's reference implementation reads it), with a :class:`StatisticsWarning`.
+        The next flush rewrites it with the arrays it touches; :meth:`compact` rebuilds all."""
         key = self._stem + ".stats"
+        self._stats = []
         try:
             payload, _, _ = self._read_tail_object(key, fmt.STATS_MAGIC)
-            self._stats_gen, self._stats = fmt.decode_stats(payload)
+            gen, entries = fmt.decode_stats(payload)
+            _check_stats_entries(entries)
         except FileNotFoundError:
-            self._stats = []
-        except (CorruptArrayFileError, fmt.CorruptFooterError) as exc:
-            raise self._corrupt(key, f"statistics do not decode ({exc})") from exc
+            return
+        except (CorruptArrayFileError, fmt.CorruptFooterError, OSError) as exc:
+            reason = str(exc).removeprefix(f"{key}: ")
+            warnings.warn(
+                f"{key}: the statistics sidecar is unreadable and is ignored (statistics are "
+                f"reported missing; the data are not affected): {reason}",
+                StatisticsWarning, stacklevel=3,
+            )
+            return
+        self._stats_gen, self._stats = gen, entries
 
     # --- Basic state -------------------------------------------------------------------
 
@@ -795,6 +809,11 @@ class ArrayFile:
                         f"array {name!r}: a {nbytes}-byte chunk does not fit the format's u32 "
                         "chunk sizes; use a smaller chunk_shape"
                     )
+            if fill_value is not None and not info.vlen and not (
+                info.tag == "TimestampNs" and isinstance(fill_value, str)
+            ):
+                check_value_fits(fill_value, info.np_dtype,
+                                 f"{self._key}: array {name!r}: fill_value")
             fill = python_to_fill(info, fill_value)
             e = self._entry(name)
             if e is not None and not e[1]:
@@ -1020,7 +1039,7 @@ class ArrayFile:
             self._check_open()
             meta = self._meta(name)
             info = meta.require_info()
-            arr = _as_array(info, data, name)
+            arr = _as_array(info, data, f"{self._key}: array {name!r}")
             st, sh = _region(meta, start, arr.shape, write=True)
             encoded = []  # every chunk is encoded before any is stored: all or nothing
             for coord, dst, src in _chunks_in(meta, st, sh):
@@ -1337,6 +1356,19 @@ _PRIVATE = object()
 # --- Helpers ---------------------------------------------------------------------------
 
 
+def _check_stats_entries(entries: list[dict[str, Any]]) -> None:
+    """``CorruptFooterError`` unless every statistics entry names one array once."""
+    seen: set[str] = set()
+    for e in entries:
+        name = e["name"]
+        if name in seen:
+            raise fmt.CorruptFooterError(f"the statistics list array {name!r} twice")
+        seen.add(name)
+        if e["null_count"] > e["row_count"]:
+            raise fmt.CorruptFooterError(
+                f"array {name!r}: {e['null_count']} nulls among {e['row_count']} elements")
+
+
 def _u32_tuple(values: Sequence[int], what: str) -> tuple[int, ...]:
     out = []
     for v in values:
@@ -1413,25 +1445,16 @@ def _chunks_in(
         yield coord, tuple(dst), tuple(src)
 
 
-def _as_array(info: DTypeInfo, data: Any, name: str) -> np.ndarray:
+def _as_array(info: DTypeInfo, data: Any, where: str) -> np.ndarray:
+    """``data`` as an array of the element type, under the package's cast rule."""
     if info.vlen:
         arr = np.asarray(data, dtype=object)
         want = str if info.tag == "String" else bytes
         for x in arr.ravel().tolist():
             if not isinstance(x, want):
-                raise TypeError(
-                    f"array {name!r} holds {want.__name__} values, got {type(x).__name__}"
+                raise UnsafeCastError(
+                    f"{where}: {type(x).__name__} data cannot be stored as {want.__name__}: "
+                    f"the array holds {want.__name__} values, got {x!r}"
                 )
         return arr
-    arr = np.asarray(data)
-    if arr.dtype != info.np_dtype:
-        if info.tag == "TimestampNs":
-            if arr.dtype.kind not in "Mi":
-                raise TypeError(f"array {name!r} holds datetime64[ns], got {arr.dtype}")
-            return arr.astype(info.np_dtype)
-        if not np.can_cast(arr.dtype, info.np_dtype, "same_kind") and not (
-            arr.dtype.kind in "iub" and info.np_dtype.kind in "iuf"
-        ):
-            raise TypeError(f"array {name!r} holds {info.np_dtype}, got {arr.dtype}")
-        arr = arr.astype(info.np_dtype)
-    return arr
+    return cast_for_storage(data, info.np_dtype, where)

@@ -300,6 +300,9 @@ def decode_stats(payload: bytes | memoryview) -> tuple[int, list[dict[str, Any]]
         root = r.decode_root(_STATS_V1 if gen else _STATS_V0, payload)
     except (r.RkyvError, UnicodeDecodeError, struct.error) as exc:
         raise CorruptFooterError(f"the stats table does not decode ({exc})") from exc
+    if gen == 1 and root["version"] != 1:
+        raise CorruptFooterError(
+            f"stats version {root['version']} is not supported (this reader knows 1)")
     return gen, root["arrays"]
 
 

@@ -105,9 +105,9 @@ def python_to_fill(info: DTypeInfo, value: Any) -> tuple[Any, ...] | None:
         if isinstance(value, (int, np.integer)):
             return ("TimestampNs", int(value))
         raise TypeError(f"fill_value {value!r} does not fit a datetime64[ns] array")
-    if isinstance(value, (bool, np.bool_)):
-        return ("Bool", bool(value))
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, (bool, np.bool_, int, np.integer)):
+        # a bool is stored as the number it reads as (the crate reads a Bool fill of a
+        # signed or float array as 0)
         v = int(value)
         if -(1 << 63) <= v < (1 << 63):
             return ("Int", v)

@@ -384,7 +384,9 @@ class _Shared:
 
 
 _REGISTRY: dict[str, _Shared] = {}
-_REGISTRY_LOCK = threading.Lock()
+# Re-entrant: closing a store with live views runs the garbage collector, which can run the
+# finalizer of an unreferenced ZarrDaf, which releases its own store under this lock.
+_REGISTRY_LOCK = threading.RLock()
 
 
 def _try_close(shared: _Shared) -> bool:

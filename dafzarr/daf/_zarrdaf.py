@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _zipformat as zipformat
+from .._casting import checked_view
 from .._http import HttpOptions
 from ..errors import (
     AppendOnlyError,
@@ -34,6 +35,7 @@ from ..errors import (
     DafMissingError,
     DafReadOnlyError,
     RefusedEntryWarning,
+    UnsafeCastError,
 )
 from . import _layout as lay
 from ._backends import (
@@ -179,14 +181,30 @@ def _dense(value: Any, dt: np.dtype[Any] | str) -> np.ndarray[Any, Any]:
     return np.asarray(value).astype(dt, copy=False)
 
 
+def _check_sparse(value: Any, where: str) -> None:
+    """Refuse (``DafFormatError``) a scipy sparse value whose indices are out of range or
+    whose index pointer is not monotonic, before scipy's C code converts it (which would
+    write out of bounds) and before its indices are cast to the stored index type."""
+    try:
+        if value.format in ("csr", "csc", "bsr"):
+            value.check_format(full_check=True)
+        elif value.format == "coo":
+            for axis, (idx, size) in enumerate(zip(value.coords, value.shape, strict=True)):
+                if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+                    raise ValueError(f"axis {axis} indices must be in 0..{size - 1}")
+    except ValueError as exc:
+        raise DafFormatError(f"invalid sparse value: {exc}\nfor the {where}") from None
+
+
 def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
     if indtype is None:
         return np.dtype(np.int64)
     dt = np.dtype(indtype)
     if dt.kind not in "iu":
-        raise TypeError(f"{where}: the index type must be an integer type, got {dt}")
+        raise UnsafeCastError(f"{where}: the index type must be an integer type, got {dt}")
     if size + 1 > np.iinfo(dt).max:
-        raise ValueError(f"{where}: index type {dt} cannot hold indices up to {size + 1}")
+        raise UnsafeCastError(f"{where}: int64 indices cannot be stored as {dt}: index type "
+                              f"{dt} cannot hold indices up to {size + 1}")
     little: np.dtype[Any] = dt.newbyteorder("<")
     return little
 
@@ -972,7 +990,14 @@ class ZarrDaf:
         if nzind.shape != nzval.shape or nzind.ndim != 1:
             raise ValueError(f"{self._path}: sparse vector {path!r}: nzind has shape "
                              f"{nzind.shape} but nzval has shape {nzval.shape}")
-        return _zero_based(nzind, n, f"{self._path}: {path}/nzind"), nzval
+        pos = _zero_based(nzind, n, f"{self._path}: {path}/nzind")
+        if pos.size > 1 and bool(np.any(pos[1:] <= pos[:-1])):
+            # a repeated position would make two stored values claim one entry
+            at = int(np.argmax(pos[1:] <= pos[:-1])) + 1
+            raise DafFormatError(f"{self._path}: {path}/nzind is not strictly increasing: "
+                                 f"stored index {int(pos[at]) + 1} at position {at + 1} "
+                                 f"follows {int(pos[at - 1]) + 1}")
+        return pos, nzval
 
     def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> np.ndarray[Any, Any]:
         """The vector as a numpy array (dense vectors: a zero-copy read-only view).
@@ -1014,8 +1039,9 @@ class ZarrDaf:
     ) -> ZarrDaf:
         """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
 
-        Sparse input (any scipy format, ``1 x n`` or ``n x 1``) is stored sparse with
-        1-based ``nzind`` of type ``indtype`` (default int64).
+        Sparse input (any scipy format: a 1-D sparse array of length ``n``, or ``1 x n`` or
+        ``n x 1``) is stored sparse with 1-based ``nzind`` of type ``indtype`` (default
+        int64); duplicate positions are added up.
         """
         self._check_writable()
         self._require_axis(axis)
@@ -1033,12 +1059,15 @@ class ZarrDaf:
             value = value.to_numpy()
         items: list[tuple[str, Any]]
         if sp.issparse(value):
-            if value.shape not in ((1, n), (n, 1)):
-                raise ValueError(f"value length: {value.shape}\nis different from axis: {axis} "
-                                 f"length: {n}\nin the daf data: {self._name}")
-            coo = sp.coo_matrix(value)
-            coo.sum_duplicates()
-            pos = coo.col if value.shape[0] == 1 else coo.row
+            if value.shape not in ((n,), (1, n), (n, 1)):
+                raise ValueError(
+                    f"sparse value shape: {value.shape}\nis not ({n},), (1, {n}) or ({n}, 1) "
+                    f"for the axis: {axis} of length: {n}\nin the daf data: {self._name}")
+            _check_sparse(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
+                                 f"{self._name}")
+            coo = sp.coo_array(value)
+            coo.sum_duplicates()  # sorted by position, duplicates added up
+            pos = coo.coords[0] if value.shape[0] == n else coo.coords[1]
             order = np.argsort(pos, kind="stable")
             vals = coo.data[order]
             dt = lay.element_type(vals.dtype, f"vector {name!r}")
@@ -1274,7 +1303,10 @@ class ZarrDaf:
         pairs = [(rows_axis, columns_axis)]
         if relayout and rows_axis != columns_axis:
             pairs.append((columns_axis, rows_axis))
-        if not sp.issparse(value):
+        if sp.issparse(value):
+            _check_sparse(value, f"matrix {name!r} of the axes {rows_axis} x {columns_axis}"
+                                 f"\nin the daf data: {self._name}")
+        else:
             value = np.asarray(value)
         items = self._matrix_items(rows_axis, columns_axis, name, value, indtype)
         if len(pairs) == 2:
@@ -1364,9 +1396,10 @@ class ZarrDaf:
                         key = L.chunk_key(apath, len(shape))
                         keys.append(key)
                         buf = b.reserve(key, nbytes)
-                        views.append(buf.view(dt).reshape(shape))
+                        view = buf.view(dt).reshape(shape)
                     else:
-                        views.append(np.zeros(shape, dt))
+                        view = np.zeros(shape, dt)
+                    views.append(checked_view(view, f"{self._path}: {apath}"))
                 yield views
                 if check is not None:
                     check(*views)
