@@ -203,6 +203,25 @@ def _slice(n: int, byte_range: ByteRequest | None) -> tuple[int, int]:
     raise TypeError(f"Unexpected byte_range, got {byte_range}.")
 
 
+def _writer_lock_held(st: os.stat_result) -> bool | None:
+    """Whether some process holds a writer's ``flock`` on the file ``st`` describes.
+
+    Read from Linux's ``/proc/locks`` (lines such as ``1: FLOCK ADVISORY WRITE 4242
+    fd:01:1311269 0 EOF``); None where that table cannot be read.
+    """
+    try:
+        with open("/proc/locks", "rb") as f:
+            table = f.read()
+    except OSError:
+        return None
+    ident = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}".encode()
+    for line in table.splitlines():
+        fields = line.split()
+        if ident in fields and b"FLOCK" in fields and b"WRITE" in fields and b"->" not in fields:
+            return True
+    return False
+
+
 def _create_empty(path: str) -> None:
     """Create a 98-byte empty archive at ``path`` atomically, unless a file is there."""
     directory = os.path.dirname(path) or "."
@@ -460,28 +479,41 @@ class MmapZipStore(Store):
 
         A writer in another process may be between two steps of a commit: the file grown
         and its end not yet a complete trailer, or shrinking under the reader. Such a state
-        lasts milliseconds and the file changes meanwhile, so a failed load is retried on a
-        fresh mapping while the file keeps changing (for up to ``_READ_RETRY_SECONDS``). A
-        file that stays the same for ``_READ_SETTLE_SECONDS`` (an interrupted writer's
-        archive, a damaged file) is refused at once.
+        lasts milliseconds, so while a writer holds the archive's lock a failed load is
+        retried on a fresh mapping (for up to ``_READ_RETRY_SECONDS``). With no writer, a
+        damaged file (an interrupted writer's archive, say) is refused at once, after one
+        more look in case the writer had just finished. Where the lock cannot be seen (no
+        ``/proc/locks``), a load is retried while the file keeps changing and refused once
+        it stays the same for ``_READ_SETTLE_SECONDS``.
         """
         start = time.monotonic()
         settled = start
-        seen = self._fingerprint()
+        seen: tuple[int, int, int, bytes] | None = None
         pause = 0.0005
+        last_look = False
         while True:
             fm = FileMapping(self.path, False, 0)
             try:
                 self._load_read_only(fm)
                 return fm
             except CorruptArchiveError:
+                held = _writer_lock_held(os.fstat(fm.fd))
                 fm.close()
                 self._reset_state()
                 now = time.monotonic()
-                current = self._fingerprint()
-                if current != seen:
-                    seen, settled = current, now
-                if now - settled >= _READ_SETTLE_SECONDS or now - start >= _READ_RETRY_SECONDS:
+                if held is False:
+                    if last_look:
+                        raise
+                    last_look = True
+                    continue
+                last_look = False
+                if held is None:
+                    current = self._fingerprint()
+                    if current != seen:
+                        seen, settled = current, now
+                    elif now - settled >= _READ_SETTLE_SECONDS:
+                        raise
+                if now - start >= _READ_RETRY_SECONDS:
                     raise
             except BaseException:
                 fm.close()

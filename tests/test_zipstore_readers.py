@@ -6,8 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from dafzarr import MmapZipStore
+import pytest
+
+from dafzarr import CorruptArchiveError, MmapZipStore
 
 from . import _commit_child as child
 
@@ -49,3 +52,61 @@ def test_read_only_opens_during_commits(tmp_path: Path) -> None:
     assert commits >= 200, f"only {commits} commits during the opens"
     assert len(sizes) > 100, f"the opens saw only {len(sizes)} states"
     print(f"{commits} commits, {len(sizes)} states seen by 1000 opens")
+
+
+def _damaged(tmp_path: Path) -> Path:
+    p = tmp_path / "damaged.zip"
+    with MmapZipStore(p, "w") as store:
+        store["a"] = b"a" * 100
+    p.write_bytes(p.read_bytes()[:-5])  # no end record at the end of the file
+    return p
+
+
+def _count_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    loads = [0]
+    load = MmapZipStore._load_read_only
+
+    def counted(self: MmapZipStore, fm: Any) -> None:
+        loads[0] += 1
+        load(self, fm)
+
+    monkeypatch.setattr(MmapZipStore, "_load_read_only", counted)
+    return loads
+
+
+def test_damaged_archive_without_writer_is_refused_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No process holds the writer's lock: no commit can be under way, so no waiting."""
+    p = _damaged(tmp_path)
+    loads = _count_loads(monkeypatch)
+    with pytest.raises(CorruptArchiveError, match="writable open"):
+        MmapZipStore(p)
+    assert loads[0] == 2  # the load, and one more look in case a writer had just finished
+
+
+def test_damaged_archive_under_a_writer_lock_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process holds the writer's lock (as during a commit): the open waits for a valid
+    state, up to its limit, then refuses."""
+    p = _damaged(tmp_path)
+    hold = (
+        "import fcntl, sys; f = open(sys.argv[1], 'rb'); fcntl.flock(f, fcntl.LOCK_EX); "
+        "print('locked', flush=True); sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(p)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        loads = _count_loads(monkeypatch)
+        with pytest.raises(CorruptArchiveError):
+            MmapZipStore(p)
+        assert loads[0] > 10
+    finally:
+        holder.stdin.close()
+        holder.wait()
+        holder.stdout.close()
