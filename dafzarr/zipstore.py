@@ -1008,6 +1008,34 @@ class MmapZipStore(Store):
         finally:
             self._tx = None
 
+    @contextlib.contextmanager
+    def _write_step(
+        self, fm: FileMapping, *, batch: bool = False, keep_open: bool = False
+    ) -> Iterator[_Txn]:
+        """One write step inside the open transaction (opening one), under the lock.
+
+        If the step raises, the transaction is abandoned unless something else holds it.
+        Otherwise it commits when this step was its outermost holder; with ``keep_open``
+        it stays open instead, for the next commit to take along.
+        """
+        tx = self._begin(fm, batch=batch)
+        try:
+            yield tx
+        except BaseException as exc:
+            self._leave_failed(tx, exc)
+            raise
+        if keep_open:
+            tx.depth -= 1
+        else:
+            self._end(fm, tx)
+
+    def _leave_failed(self, tx: _Txn, exc: BaseException) -> None:
+        """A holder of ``tx`` failed: abandon it if nothing else holds it."""
+        if tx.depth == 1:
+            self._abort(tx, exc)
+        else:
+            tx.depth -= 1
+
     def _end(self, fm: FileMapping, tx: _Txn) -> None:
         tx.depth -= 1
         if tx.depth:
@@ -1147,16 +1175,8 @@ class MmapZipStore(Store):
                     return None
                 if self.append_only:
                     self._refuse_rewrite(key)
-            tx = self._begin(fm, batch=grouped)
-            try:
+            with self._write_step(fm, batch=grouped, keep_open=True) as tx:
                 self._add_entry(fm, tx, key, raw, data, data.nbytes)
-            except BaseException as exc:
-                if tx.depth == 1:
-                    self._abort(tx, exc)
-                else:
-                    tx.depth -= 1
-                raise
-            tx.depth -= 1  # open, with nothing holding it: the next commit takes it along
             return tx
 
     def _flush(self, tx: _Txn | None) -> None:
@@ -1199,10 +1219,7 @@ class MmapZipStore(Store):
             yield self
         except BaseException as exc:
             with self._lock:
-                if tx.depth == 1:
-                    self._abort(tx, exc)
-                else:
-                    tx.depth -= 1
+                self._leave_failed(tx, exc)
             raise
         with self._lock:
             self._end(fm, tx)
@@ -1230,16 +1247,8 @@ class MmapZipStore(Store):
                     f"cannot reserve {key!r} in {self.path}: the entry exists; delete it "
                     "first (a reservation cannot supersede an entry)"
                 )
-            tx = self._begin(fm)
-            try:
+            with self._write_step(fm) as tx:
                 entry = self._add_entry(fm, tx, key, raw, None, nbytes)
-            except BaseException as exc:
-                if tx.depth == 1:
-                    self._abort(tx, exc)
-                else:
-                    tx.depth -= 1
-                raise
-            self._end(fm, tx)
             if nbytes:
                 self._unpatched.add(key)
             return np.frombuffer(fm.view(entry.data_offset, nbytes, writable=True), np.uint8)
@@ -1511,12 +1520,11 @@ class MmapZipStore(Store):
                 return 0
             if self.append_only:
                 self._refuse_rewrite(present[0], "delete")
-            tx = self._begin(fm)
-            for k in present:
-                del self._index[k]
-                self._unpatched.discard(k)
-            tx.pruned = True
-            self._end(fm, tx)
+            with self._write_step(fm) as tx:
+                for k in present:
+                    del self._index[k]
+                    self._unpatched.discard(k)
+                tx.pruned = True
             return len(present)
 
     def _keys_under(self, prefix: str) -> list[str]:
@@ -1714,17 +1722,9 @@ class MmapZipStore(Store):
         them; listings would still show the deleted prefix), in one commit."""
         with self._lock:
             fm = self._check_writable_sync()
-            tx = self._begin(fm)
-            try:
+            with self._write_step(fm) as tx:
                 self._delete_keys(self._keys_under(prefix))
                 self._drop_folders(tx, prefix)
-            except BaseException as exc:
-                if tx.depth == 1:
-                    self._abort(tx, exc)
-                else:
-                    tx.depth -= 1
-                raise
-            self._end(fm, tx)
 
     def _drop_folders(self, tx: _Txn, prefix: str) -> None:
         """Leave the folder entries under ``prefix/`` out of the next directory (an

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 import zipfile
 from pathlib import Path
@@ -16,3 +17,37 @@ def check_zip_tools_accept(path: str | Path) -> None:
         res = subprocess.run(["unzip", "-tq", str(path)], capture_output=True, text=True)
         # unzip exits 1 with "zipfile is empty" for an archive without entries.
         assert res.returncode == 0 or "empty" in res.stdout + res.stderr, res.stdout + res.stderr
+
+
+def check_archive(
+    path: Path,
+    expected: dict[str, bytes] | None = None,
+    aligned: tuple[str, ...] | None = None,
+    *,
+    seven_zip_detects: bool = True,
+) -> None:
+    """Valid for zipfile, unzip and 7-Zip; unique names; aligned data; optional contents.
+
+    ``aligned``: the entries whose data must be 8-aligned (default: all).
+    ``seven_zip_detects=False``: 7-Zip is told the format (``7z t -tzip``) instead of
+    detecting it, for archives whose leading entries are all dead (see
+    ``test_seven_zip_detects_the_format_after_leading_entries_die``).
+    """
+    check_zip_tools_accept(path)
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        assert len(names) == len(set(names)), "duplicate names in the central directory"
+        raw = path.read_bytes()
+        for info in z.infolist():
+            if aligned is not None and info.filename not in aligned:
+                continue
+            n_len, e_len = struct.unpack_from("<HH", raw, info.header_offset + 26)
+            assert (info.header_offset + 30 + n_len + e_len) % 8 == 0, info.filename
+        if expected is not None:
+            assert sorted(names) == sorted(expected)
+            for k, v in expected.items():
+                assert z.read(k) == v, k
+    if names:  # 7-Zip and unzip refuse every archive without entries
+        fmt = [] if seven_zip_detects else ["-tzip"]
+        res = subprocess.run(["7z", "t", *fmt, str(path)], capture_output=True, text=True)
+        assert res.returncode == 0, res.stdout + res.stderr

@@ -18,7 +18,7 @@ import pytest
 import dafzarr
 from dafzarr.errors import CorruptArchiveError, RecoveryWarning
 
-from .test_zipstore_supersede import check_archive
+from .common import check_archive
 
 N = 20_000
 

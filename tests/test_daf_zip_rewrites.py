@@ -28,8 +28,8 @@ from zarr.storage import ZipStore
 import dafzarr
 from dafzarr import MmapZipStore
 
+from .common import check_archive
 from .test_daf_format import check_example, fill_example
-from .test_zipstore_supersede import check_archive
 
 Op = Callable[[dafzarr.ZarrDaf], Any]
 

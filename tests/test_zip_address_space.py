@@ -17,7 +17,7 @@ import pytest
 import dafzarr
 from dafzarr import AddressSpaceError, DafzarrError, MmapZipStore
 
-from .test_zipstore_supersede import check_archive
+from .common import check_archive
 
 # The child limits its address space to what it uses after its imports plus 3 GiB.
 PRELUDE = """

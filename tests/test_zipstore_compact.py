@@ -32,7 +32,7 @@ from dafzarr import (
 )
 from dafzarr.cli import main
 
-from .test_zipstore_supersede import check_archive
+from .common import check_archive
 
 
 def _contents(path: Path) -> dict[str, bytes]:

@@ -22,7 +22,7 @@ import zarr
 from dafzarr import MmapZipStore, _zipcopy
 
 from . import _compact_child as child
-from .test_zipstore_supersede import check_archive
+from .common import check_archive
 
 CHILD = Path(child.__file__)
 ROOT = CHILD.parents[1]

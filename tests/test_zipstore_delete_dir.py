@@ -12,7 +12,7 @@ import pytest
 
 from dafzarr import MmapZipStore
 
-from .test_zipstore_supersede import check_archive
+from .common import check_archive
 
 pytestmark = pytest.mark.skipif(not shutil.which("zip"), reason="needs Info-ZIP zip")
 

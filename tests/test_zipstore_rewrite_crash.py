@@ -19,7 +19,7 @@ import pytest
 from dafzarr import MmapZipStore
 
 from . import _rewrite_child as child
-from .test_zipstore_supersede import check_archive
+from .common import check_archive
 
 CHILD = Path(child.__file__)
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import struct
-import subprocess
 import threading
 import warnings
 import zipfile
@@ -26,33 +24,7 @@ import dafzarr.zipstore
 from dafzarr import AppendOnlyError, EntryExistsError, MmapZipStore, RecoveryWarning
 from dafzarr import _zipformat as zf
 
-from .common import check_zip_tools_accept
-
-
-def check_archive(
-    path: Path, expected: dict[str, bytes] | None = None, aligned: tuple[str, ...] | None = None
-) -> None:
-    """Valid for zipfile, unzip and 7-Zip; unique names; aligned data; optional contents.
-
-    ``aligned``: the entries whose data must be 8-aligned (default: all).
-    """
-    check_zip_tools_accept(path)
-    with zipfile.ZipFile(path) as z:
-        names = z.namelist()
-        assert len(names) == len(set(names)), "duplicate names in the central directory"
-        raw = path.read_bytes()
-        for info in z.infolist():
-            if aligned is not None and info.filename not in aligned:
-                continue
-            n_len, e_len = struct.unpack_from("<HH", raw, info.header_offset + 26)
-            assert (info.header_offset + 30 + n_len + e_len) % 8 == 0, info.filename
-        if expected is not None:
-            assert sorted(names) == sorted(expected)
-            for k, v in expected.items():
-                assert z.read(k) == v, k
-    if names:  # 7-Zip and unzip refuse every archive without entries
-        res = subprocess.run(["7z", "t", str(path)], capture_output=True, text=True)
-        assert res.returncode == 0, res.stdout + res.stderr
+from .common import check_archive
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,6 @@ each scenario the archive is valid for zipfile, ``unzip -t`` and 7-Zip (no dupli
 
 from __future__ import annotations
 
-import struct
 import subprocess
 import sys
 import threading
@@ -34,8 +33,7 @@ from zarr.core.sync import sync
 import dafzarr.zipstore
 from dafzarr import MmapZipStore
 
-from .common import check_zip_tools_accept
-from .test_zipstore_supersede import check_archive
+from .common import check_archive
 
 pytestmark = [
     # zarr warns on every consolidated write in format 3 (xarray, anndata and zarr's own
@@ -68,25 +66,6 @@ def check_same_as_oracle(path: Path, root: Path) -> None:
     assert sorted(got) == sorted(want)
     differ = [k for k in want if got[k] != want[k]]
     assert not differ, differ
-
-
-def check_archive_as_zip(path: Path) -> None:
-    """``check_archive``, but 7-Zip is told the format (``7z t -tzip``) instead of detecting it.
-
-    For archives whose leading entries are all dead (see
-    ``test_seven_zip_detects_the_format_after_leading_entries_die``).
-    """
-    check_zip_tools_accept(path)
-    with zipfile.ZipFile(path) as z:
-        names = z.namelist()
-        assert len(names) == len(set(names)), "duplicate names in the central directory"
-        raw = path.read_bytes()
-        for info in z.infolist():
-            n_len, e_len = struct.unpack_from("<HH", raw, info.header_offset + 26)
-            assert (info.header_offset + 30 + n_len + e_len) % 8 == 0, info.filename
-    res = subprocess.run(["7z", "t", "-tzip", str(path)], capture_output=True, text=True,
-                         check=False)
-    assert res.returncode == 0, res.stdout + res.stderr
 
 
 def chunk_key(store: zarr.abc.store.Store, array_path: str, coords: tuple[int, ...]) -> str:
@@ -292,7 +271,7 @@ def test_xarray_mode_w_replaces_a_dataset(tmp_path: Path, zarr_format: int) -> N
                       encoding={"precip": {"chunks": (2, 4, 6), "compressors": None}})
 
     path, root = on_both(tmp_path, "replace", write)
-    check_archive_as_zip(path)  # every entry of the first dataset is dead
+    check_archive(path, seven_zip_detects=False)  # every entry of the first dataset is dead
     check_same_as_oracle(path, root)
     with MmapZipStore(path) as store:
         back = xr.open_zarr(store).load()
@@ -460,7 +439,7 @@ def test_anndata_round_trip(
         anndata_assert_equal(back, adata)
         assert sp.issparse(back.X) == sparse_x and back.obs["cell_type"].dtype == "category"
         del back
-    check_archive_as_zip(path)  # the second write cleared the store: the first one is dead
+    check_archive(path, seven_zip_detects=False)  # the second write cleared the store: the first one is dead
 
 
 _CLEAR_UNDER_A_READER = """
@@ -513,7 +492,7 @@ def test_clear_inside_a_batch_is_part_of_it(
         first.write_zarr(store)
     with MmapZipStore(path) as store:
         anndata_assert_equal(anndata.read_zarr(store), first)
-    check_archive_as_zip(path)
+    check_archive(path, seven_zip_detects=False)
 
 
 # --- dask and concurrency -------------------------------------------------------------------
