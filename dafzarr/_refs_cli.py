@@ -13,6 +13,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ._atomic import atomic_file
+
 __all__ = [
     "PLACEMENT_FILE",
     "add_parser",
@@ -66,7 +68,8 @@ def _build(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     if args.save_placement and vds.placement is not None:
-        pq.write_table(vds.placement, args.save_placement)
+        with atomic_file(args.save_placement, force=True) as tmp:
+            pq.write_table(vds.placement, tmp)
     nrefs = sum(int((a.path_index >= 0).sum()) for a in vds.arrays.values())
     print(
         f"{args.out}: {len(vds.arrays)} arrays, {nrefs} references into {len(vds.paths)} "

@@ -153,19 +153,11 @@ def _daf_ls(args: argparse.Namespace) -> int:
 
 
 def _daf_convert(args: argparse.Namespace) -> int:
-    from .daf import copy_daf, open_daf
+    from .daf import convert_daf
 
     t0 = time.perf_counter()
-    src = open_daf(args.source, "r")
-    try:
-        fmt = args.zarr_format or src.zarr_format
-        dst = open_daf(args.destination, "w", zarr_format=fmt)
-        try:
-            copy_daf(src, dst, progress=not args.quiet)
-        finally:
-            dst.close()
-    finally:
-        src.close()
+    fmt = convert_daf(args.source, args.destination, zarr_format=args.zarr_format,
+                      force=args.force, progress=not args.quiet)
     print(f"{args.source} -> {args.destination} (zarr v{fmt}) in "
           f"{time.perf_counter() - t0:.2f} s")
     return 0
@@ -176,7 +168,7 @@ def _demo_daf(out: Any, root: str) -> None:
     import numpy as np
     import scipy.sparse as sp
 
-    from .daf import copy_daf, open_daf
+    from .daf import convert_daf, open_daf
 
     rng = np.random.default_rng(0)
     cells, genes = 2000, 500
@@ -197,11 +189,7 @@ def _demo_daf(out: Any, root: str) -> None:
           f"fraction matrix) in {time.perf_counter() - t0:.3f} s", file=out)
     zpath = os.path.join(root, "example.daf.zarr.zip")
     d.close()
-    z = open_daf(zpath, "w")
-    src = open_daf(path, "r")
-    copy_daf(src, z)
-    src.close()
-    z.close()
+    convert_daf(path, zpath, force=True)
     back = open_daf(zpath, "r")
     got = back.get_np_matrix("cell", "gene", "UMIs")
     assert (got != umis).nnz == 0, "UMIs do not round-trip"
@@ -409,7 +397,8 @@ def _parser() -> argparse.ArgumentParser:
         "convert", help="copy a data set to another path (directory <-> ZIP, v2 <-> v3)"
     )
     conv.add_argument("source")
-    conv.add_argument("destination", help="created or truncated")
+    conv.add_argument("destination", help="created (replaced only with --force)")
+    conv.add_argument("--force", action="store_true", help="replace an existing destination")
     conv.add_argument("--zarr-format", type=int, choices=(2, 3), default=None,
                       help="layout of the destination (default: the source's)")
     conv.add_argument("--quiet", action="store_true", help="no progress report on stderr")
