@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from .._atomic import atomic_directory, atomic_file, check_destination
-from ._backends import ZipBackend
+from ._backends import acquire_zip_store, release_zip_store
 from ._zarrdaf import ZarrDaf, parse_daf_path
 
 __all__ = ["convert_daf", "copy_daf"]
@@ -104,14 +104,16 @@ def _new_destination(destination: str, zarr_format: int, force: bool) -> Iterato
     if kind == "http":
         raise ValueError(f"can't convert into a read-only http(s) destination: {destination}")
     if group and os.path.isfile(container):
-        dst = ZarrDaf(destination, "w", zarr_format=zarr_format)
+        store = acquire_zip_store(container, "r+")  # the one the data set will share
         try:
-            backend = dst._backend
-            assert isinstance(backend, ZipBackend)
-            with backend.store.batch():
-                yield dst
+            with store.batch():  # the group's own skeleton included
+                dst = ZarrDaf(destination, "w", zarr_format=zarr_format)
+                try:
+                    yield dst
+                finally:
+                    dst.close()
         finally:
-            dst.close()
+            release_zip_store(store)
         return
     directory = kind == "directory"
     check_destination(container, force, directory=directory)
