@@ -270,7 +270,7 @@ def demo_step(root: str, out: TextIO) -> None:
     ]
     store = os.path.join(root, "sst.refs")
     t0 = time.perf_counter()
-    vds = refs.virtualize(files, store, progress=False)
+    vds = refs.virtualize(files, store, progress=False, overwrite=True)
     print(
         f"  built {store}: {len(vds.arrays)} arrays over {len(files)} files "
         f"in {time.perf_counter() - t0:.3f} s",
