@@ -14,6 +14,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ._atomic import atomic_file
+
 __all__ = [
     "PLACEMENT_FILE",
     "CheckReport",
@@ -68,7 +70,8 @@ def _build(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
     )
     if args.save_placement and vds.placement is not None:
-        pq.write_table(vds.placement, args.save_placement)
+        with atomic_file(args.save_placement, force=True) as tmp:
+            pq.write_table(vds.placement, tmp)
     nrefs = sum(int((a.path_index >= 0).sum()) for a in vds.arrays.values())
     print(
         f"{args.out}: {len(vds.arrays)} arrays, {nrefs} references into {len(vds.paths)} "
@@ -298,7 +301,7 @@ def demo_step(root: str, out: TextIO) -> None:
     ]
     store = os.path.join(root, "sst.refs")
     t0 = time.perf_counter()
-    vds = refs.virtualize(files, store, progress=False)
+    vds = refs.virtualize(files, store, progress=False, overwrite=True)
     print(
         f"  built {store}: {len(vds.arrays)} arrays over {len(files)} files "
         f"in {time.perf_counter() - t0:.3f} s",

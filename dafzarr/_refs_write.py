@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import math
 import os
-import shutil
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,9 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ._atomic import atomic_directory, atomic_file
 from ._refs_scan import ScanResult, Variable, chunk_grid, dumps
+from .errors import OutputExistsError
 
 __all__ = [
     "REFS_SCHEMA",
@@ -194,25 +195,17 @@ def _check_array(a: VirtualArray) -> None:
         raise ValueError(f"array {a.name!r}: {a.nchunks} references for a grid of {n} chunks")
 
 
-def _fresh_dir(out: Path, overwrite: bool) -> Path:
+def _check_out(out: Path, overwrite: bool) -> None:
     if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} exists (pass overwrite=True to replace a reference store)")
+        raise OutputExistsError(
+            errno.EEXIST, f"{out} exists (pass overwrite=True to replace a reference store)",
+            str(out),
+        )
     if out.exists() and not (out / ".zmetadata").is_file():
-        raise FileExistsError(f"{out} exists and is not a reference store: not replacing it")
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=False)
-    return tmp
-
-
-def _publish(tmp: Path, out: Path) -> None:
-    """Move the finished store into place; an old store is replaced only after success."""
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-        os.rename(out, old)
-        os.rename(tmp, out)
-        shutil.rmtree(old)
-    else:
-        os.rename(tmp, out)
+        raise OutputExistsError(
+            errno.EEXIST, f"{out} exists and is not a reference store: not replacing it",
+            str(out),
+        )
 
 
 def write_parquet(
@@ -230,7 +223,9 @@ def write_parquet(
     ``<array>/refs.<N>.parq`` with the schema ``path: string, offset: int64, size: int64,
     raw: binary`` and pandas metadata, ``path`` dictionary-encoded, one row group per file,
     rows in C-order chunk index. The store is built in a temporary sibling directory and
-    renamed into place; an existing store is replaced only with ``overwrite=True``.
+    renamed into place (fsynced; see :mod:`dafzarr._atomic`): a failure or a kill leaves an
+    existing store as it was. An existing store is replaced only with ``overwrite=True``
+    (otherwise :class:`~dafzarr.errors.OutputExistsError`, a ``FileExistsError``).
     """
     if not isinstance(record_size, int) or record_size < 1:
         raise ValueError(f"record_size must be an integer >= 1, not {record_size!r}")
@@ -238,8 +233,9 @@ def write_parquet(
     out = Path(out_path)
     for a in vds.arrays.values():
         _check_array(a)
-    tmp = _fresh_dir(out, overwrite)
-    try:
+    _check_out(out, overwrite)
+    with atomic_directory(out, force=overwrite) as tmp_name:
+        tmp = Path(tmp_name)
         paths = pa.array(vds.paths, pa.string())
         for name, a in vds.arrays.items():
             d = tmp / name
@@ -259,10 +255,6 @@ def write_parquet(
             pq.write_table(vds.placement, tmp / ".placement.parquet")
         doc = {"metadata": vds.metadata(), "record_size": record_size}
         (tmp / ".zmetadata").write_text(dumps(doc), encoding="utf-8")
-        _publish(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 
@@ -276,7 +268,8 @@ def to_kerchunk_json(
     """kerchunk version-1 JSON references (``{"version": 1, "refs": {...}}``) for small stores.
 
     Missing chunks have no key (readers return the fill value); inlined chunks are
-    ``"base64:..."`` strings. Written to ``out_path`` when given.
+    ``"base64:..."`` strings. Written to ``out_path`` when given (replaced whole, by a rename,
+    once complete).
     """
     vds = as_virtual(dataset, inline_threshold=inline_threshold)
     refs: dict[str, Any] = {k: dumps(v) for k, v in vds.metadata().items()}
@@ -297,5 +290,6 @@ def to_kerchunk_json(
             refs[f"{name}/{key}"] = "base64:" + base64.b64encode(b).decode("ascii")
     doc = {"version": 1, "refs": refs}
     if out_path is not None:
-        Path(out_path).write_text(dumps(doc), encoding="utf-8")
+        with atomic_file(out_path, force=True) as tmp:
+            Path(tmp).write_text(dumps(doc), encoding="utf-8")
     return doc

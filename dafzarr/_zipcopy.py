@@ -6,11 +6,9 @@ the last entry, the 98-byte ZIP64 trailer, then the archive comment): byte for b
 appending the same entries to a new :class:`~dafzarr.MmapZipStore` in one batch writes.
 
 The new archive is written to a temporary file in the destination's directory, fsynced, and
-renamed over the destination (then the directory is fsynced): a process killed at any instant
-leaves the old file or the complete new one. Temporary files are named
-``.NAME.<pid>-<random>.dafzarr-tmp`` and are flocked while written; a later compact or pack onto
-the same destination removes those that no process holds and that are older than
-:data:`STALE_SECONDS` (the debris of a killed run); every reader ignores them.
+renamed over the destination (then the directory is fsynced), as every whole output of the
+package is (:mod:`dafzarr._atomic`): a process killed at any instant leaves the old file or the
+complete new one.
 
 A compaction in place replaces the file by a rename and never writes into the old one, so a
 read-only handle opened before it (in any process) keeps reading the archive as it was, from
@@ -21,24 +19,29 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import functools
 import os
-import secrets
 import stat
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import _zipformat as zf
+from ._atomic import (
+    STALE_SECONDS,
+    TMP_SUFFIX,
+    check_destination,
+    fsync_directory,
+    locked_temporary,
+    new_temporary,
+    no_space,
+    publish_file,
+    remove_stale_temporaries,
+)
 from ._posix import FileMapping, crc32
 from ._progress import Progress
 from .errors import (
     ArchiveInUseError,
-    ArchiveLockedError,
     CorruptArchiveError,
-    OutputExistsError,
     PackSourceError,
     UnsupportedEntryError,
 )
@@ -46,13 +49,18 @@ from .errors import (
 if TYPE_CHECKING:
     from .zipstore import ArchiveSpace, MmapZipStore
 
-__all__ = ["STALE_SECONDS", "CompactMethod", "compact_path", "compact_store", "pack_directory"]
+__all__ = [
+    "STALE_SECONDS",
+    "TMP_SUFFIX",
+    "CompactMethod",
+    "compact_path",
+    "compact_store",
+    "pack_directory",
+    "remove_stale_temporaries",
+]
 
 PathLike = str | os.PathLike[str]
 
-# A temporary file that no process holds and that was not written for this long is debris.
-STALE_SECONDS = 60.0
-TMP_SUFFIX = ".dafzarr-tmp"
 # Files up to this size are read whole (one read, one write); larger ones stream in pieces.
 _BUFFER = 8 << 20
 # Names of Zarr metadata documents, written first so a reader finds them at the start.
@@ -167,158 +175,6 @@ class ArchiveWriter:
         return cd_at + len(self.cd) + len(tail) + len(comment)
 
 
-# --- Temporary files and publishing ---------------------------------------------------------
-
-
-def _fsync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def remove_stale_temporaries(destination: str) -> list[str]:
-    """Remove the temporary files of killed runs onto ``destination``; return their paths.
-
-    A temporary file is removed when no process holds its lock and it was not written for
-    :data:`STALE_SECONDS`.
-    """
-    directory, base = os.path.split(destination)
-    prefix = f".{base}."
-    removed: list[str] = []
-    try:
-        names = [n for n in os.listdir(directory or ".") if n.startswith(prefix)]
-    except OSError:
-        return removed
-    for name in names:
-        if not name.endswith(TMP_SUFFIX):
-            continue
-        path = os.path.join(directory, name)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or time.time() - st.st_mtime < STALE_SECONDS:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                continue  # a live run is writing it
-            with contextlib.suppress(OSError):
-                if os.lstat(path).st_ino == st.st_ino:
-                    os.unlink(path)
-                    removed.append(path)
-        finally:
-            os.close(fd)
-    return removed
-
-
-def _new_temporary(destination: str) -> str:
-    """Create an empty temporary file next to ``destination``; return its path."""
-    directory, base = os.path.split(destination)
-    remove_stale_temporaries(destination)
-    while True:
-        tmp = os.path.join(directory, f".{base}.{os.getpid()}-{secrets.token_hex(4)}{TMP_SUFFIX}")
-        try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return tmp
-
-
-@contextlib.contextmanager
-def _locked_temporary(destination: str) -> Iterator[tuple[int, str]]:
-    """A flocked, empty temporary file next to ``destination``, removed on failure."""
-    tmp = _new_temporary(destination)
-    try:
-        fd = os.open(tmp, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield fd, tmp
-        finally:
-            os.close(fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _check_destination(destination: str, force: bool) -> None:
-    """Refuse an existing destination without ``force``, and one that is a directory."""
-    if os.path.isdir(destination):
-        raise OutputExistsError(
-            errno.EISDIR, f"{destination} is a directory; give the path of the archive to write",
-            destination,
-        )
-    if os.path.lexists(destination) and not force:
-        raise OutputExistsError(
-            errno.EEXIST, f"{destination} exists; pass force=True (--force) to replace it",
-            destination,
-        )
-
-
-@contextlib.contextmanager
-def _destination_lock(destination: str) -> Iterator[None]:
-    """Hold the writer's lock of an existing archive at ``destination`` while replacing it."""
-    try:
-        fd = os.open(destination, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ArchiveLockedError(
-                errno.EWOULDBLOCK,
-                f"{destination} is open for writing; it cannot be replaced now",
-                destination,
-            ) from None
-        yield
-    finally:
-        os.close(fd)
-
-
-def _publish(fd: int, tmp: str, destination: str, force: bool) -> None:
-    """fsync ``tmp`` and give it the name ``destination`` (atomically), then fsync the folder.
-
-    Without ``force`` a file that appeared at ``destination`` meanwhile is kept (a hard link
-    fails instead of replacing it; where links do not exist, the check comes just before).
-    """
-    os.fsync(fd)
-    if force:
-        with _destination_lock(destination):
-            os.rename(tmp, destination)
-    else:
-        try:
-            os.link(tmp, destination)
-        except FileExistsError:
-            raise OutputExistsError(
-                errno.EEXIST, f"{destination} exists; pass force=True (--force) to replace it",
-                destination,
-            ) from None
-        except OSError:  # a file system without hard links
-            _check_destination(destination, force=False)
-            os.rename(tmp, destination)
-        else:
-            os.unlink(tmp)
-    _fsync_directory(os.path.dirname(destination) or ".")
-
-
-def _no_space(exc: OSError, what: str, tmp: str) -> OSError:
-    """``exc`` with a message that says what was being written and that nothing was lost."""
-    if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-        return OSError(
-            exc.errno, f"{os.strerror(exc.errno or 0)} while writing {what} (to {tmp}, now "
-            "removed); nothing else was changed", tmp,
-        )
-    return exc
-
-
 # --- Compaction -----------------------------------------------------------------------------
 
 
@@ -399,7 +255,7 @@ def compact_store(store: MmapZipStore, *, progress: bool = False) -> ArchiveSpac
                 f"cannot compact {store.path} in place: the file has {st.st_nlink} hard links, "
                 "which would keep the old archive; compact it to another path (out=...)"
             )
-        tmp = _new_temporary(real)
+        tmp = new_temporary(real)
         new: FileMapping | None = None
         try:
             new = FileMapping(tmp, True, store._reserve_size())  # holds the writer's lock
@@ -409,7 +265,7 @@ def compact_store(store: MmapZipStore, *, progress: bool = False) -> ArchiveSpac
                 size = writer.finish(store._comment)
                 new.resize(size)
             except OSError as exc:
-                raise _no_space(exc, f"the compacted copy of {store.path}", tmp) from None
+                raise no_space(exc, f"the compacted copy of {store.path}", tmp) from None
             os.fchmod(new.fd, stat.S_IMODE(st.st_mode))
             os.fsync(new.fd)
             os.rename(tmp, real)  # the commit point
@@ -419,7 +275,7 @@ def compact_store(store: MmapZipStore, *, progress: bool = False) -> ArchiveSpac
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        _fsync_directory(os.path.dirname(real))
+        fsync_directory(os.path.dirname(real))
         new.path = old.path
         store._fm = new
         store._reset_state()
@@ -451,15 +307,15 @@ def compact_path(
     if target == source or (os.path.exists(target) and os.path.samefile(source, target)):
         with MmapZipStore(path, "r+") as store:
             return compact_store(store, progress=progress)
-    _check_destination(target, force)
-    with MmapZipStore(path, "r") as store, _locked_temporary(target) as (fd, tmp):
+    check_destination(target, force)
+    with MmapZipStore(path, "r") as store, locked_temporary(target) as (fd, tmp):
         writer = ArchiveWriter(fd, tmp)
         try:
             _copy_live_entries(store, writer, progress)
             writer.finish(store.comment)
         except OSError as exc:
-            raise _no_space(exc, f"the compacted copy of {path} to {target}", tmp) from None
-        _publish(fd, tmp, target, force)
+            raise no_space(exc, f"the compacted copy of {path} to {target}", tmp) from None
+        publish_file(fd, tmp, target, force)
     with MmapZipStore(target, "r") as result:
         return result.space()
 
@@ -604,11 +460,11 @@ def pack_directory(
     target = os.path.realpath(os.fspath(out))
     if _inside(target, os.path.realpath(root)):
         raise PackSourceError(f"{root}: the output {out} would be inside the directory")
-    _check_destination(target, force)
+    check_destination(target, force)
     files = sorted(_walk(root), key=_pack_order)
     bar = Progress(len(files), "packing", progress)
     buf = memoryview(bytearray(_BUFFER + 1))  # (one byte more: see _add_small_file)
-    with _locked_temporary(target) as (fd, tmp):
+    with locked_temporary(target) as (fd, tmp):
         writer = ArchiveWriter(fd, tmp)
         try:
             for f in files:
@@ -626,8 +482,8 @@ def pack_directory(
         except OSError as exc:
             if exc.filename is not None and exc.filename != tmp:
                 raise
-            raise _no_space(exc, f"the archive of {root} ({target})", tmp) from None
-        _publish(fd, tmp, target, force)
+            raise no_space(exc, f"the archive of {root} ({target})", tmp) from None
+        publish_file(fd, tmp, target, force)
     return ArchiveSpace(
         entries=writer.count, live_bytes=writer.pos, dead_bytes=0,
         directory_bytes=size - writer.pos, file_size=size,

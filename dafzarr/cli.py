@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__, _refs_cli
+from ._atomic import atomic_directory, atomic_file
 from ._config import show_config
 from .errors import DafzarrError, RecoveryWarning, RefusedEntryWarning
 from .zipstore import MmapZipStore
@@ -153,19 +154,11 @@ def _daf_ls(args: argparse.Namespace) -> int:
 
 
 def _daf_convert(args: argparse.Namespace) -> int:
-    from .daf import copy_daf, open_daf
+    from .daf import convert_daf
 
     t0 = time.perf_counter()
-    src = open_daf(args.source, "r")
-    try:
-        fmt = args.zarr_format or src.zarr_format
-        dst = open_daf(args.destination, "w", zarr_format=fmt)
-        try:
-            copy_daf(src, dst, progress=not args.quiet)
-        finally:
-            dst.close()
-    finally:
-        src.close()
+    fmt = convert_daf(args.source, args.destination, zarr_format=args.zarr_format,
+                      force=args.force, progress=not args.quiet)
     print(f"{args.source} -> {args.destination} (zarr v{fmt}) in "
           f"{time.perf_counter() - t0:.2f} s")
     return 0
@@ -176,7 +169,7 @@ def _demo_daf(out: Any, root: str) -> None:
     import numpy as np
     import scipy.sparse as sp
 
-    from .daf import copy_daf, open_daf
+    from .daf import convert_daf, open_daf
 
     rng = np.random.default_rng(0)
     cells, genes = 2000, 500
@@ -184,24 +177,21 @@ def _demo_daf(out: Any, root: str) -> None:
     umis.data[:] = rng.integers(1, 50, umis.nnz)
     path = os.path.join(root, "example.daf.zarr")
     t0 = time.perf_counter()
-    d = open_daf(path, "w")
-    d.set_scalar("organism", "example")
-    d.add_axis("cell", [f"cell{i}" for i in range(cells)])
-    d.add_axis("gene", [f"gene{i}" for i in range(genes)])
-    d.set_vector("cell", "total_umis", np.asarray(umis.sum(axis=1)).ravel())
-    d.set_vector("gene", "is_marker", rng.random(genes) < 0.05)
-    d.set_matrix("cell", "gene", "UMIs", umis)
-    with d.empty_dense_matrix("cell", "gene", "fraction", "float32") as frac:
-        frac[:] = umis.toarray() / np.maximum(1, np.asarray(umis.sum(axis=1)))
+    with atomic_directory(path, force=True) as tmp:  # a demo directory keeps its old one
+        d = open_daf(tmp, "w+")
+        d.set_scalar("organism", "example")
+        d.add_axis("cell", [f"cell{i}" for i in range(cells)])
+        d.add_axis("gene", [f"gene{i}" for i in range(genes)])
+        d.set_vector("cell", "total_umis", np.asarray(umis.sum(axis=1)).ravel())
+        d.set_vector("gene", "is_marker", rng.random(genes) < 0.05)
+        d.set_matrix("cell", "gene", "UMIs", umis)
+        with d.empty_dense_matrix("cell", "gene", "fraction", "float32") as frac:
+            frac[:] = umis.toarray() / np.maximum(1, np.asarray(umis.sum(axis=1)))
+        d.close()
     print(f"Daf demo: wrote {path} ({cells} cells x {genes} genes, sparse UMIs, a dense "
           f"fraction matrix) in {time.perf_counter() - t0:.3f} s", file=out)
     zpath = os.path.join(root, "example.daf.zarr.zip")
-    d.close()
-    z = open_daf(zpath, "w")
-    src = open_daf(path, "r")
-    copy_daf(src, z)
-    src.close()
-    z.close()
+    convert_daf(path, zpath, force=True)
     back = open_daf(zpath, "r")
     got = back.get_np_matrix("cell", "gene", "UMIs")
     assert (got != umis).nnz == 0, "UMIs do not round-trip"
@@ -242,7 +232,8 @@ def _demo(args: argparse.Namespace) -> int:
 
         print("MmapZipStore demo: an append-only Zarr store in one ZIP file", file=out)
         t0 = time.perf_counter()
-        with MmapZipStore(path, "w") as store:
+        with atomic_file(path, force=True, create=False) as tmp_zip, \
+                MmapZipStore(tmp_zip, "w") as store:
             # Append-only: attributes are given when a node is created, not updated later.
             group = zarr.open_group(
                 store=store, mode="w", zarr_format=2, attributes={"title": "dafzarr demo"}
@@ -409,7 +400,8 @@ def _parser() -> argparse.ArgumentParser:
         "convert", help="copy a data set to another path (directory <-> ZIP, v2 <-> v3)"
     )
     conv.add_argument("source")
-    conv.add_argument("destination", help="created or truncated")
+    conv.add_argument("destination", help="created (replaced only with --force)")
+    conv.add_argument("--force", action="store_true", help="replace an existing destination")
     conv.add_argument("--zarr-format", type=int, choices=(2, 3), default=None,
                       help="layout of the destination (default: the source's)")
     conv.add_argument("--quiet", action="store_true", help="no progress report on stderr")

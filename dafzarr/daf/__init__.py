@@ -5,7 +5,7 @@ See :func:`open_daf`, :func:`memory_daf` and :class:`ZarrDaf`.
 
 from __future__ import annotations
 
-from ._copy import copy_daf
+from ._copy import convert_daf, copy_daf
 from ._zarrdaf import ZarrDaf, memory_daf, open_daf, parse_daf_path
 
-__all__ = ["ZarrDaf", "copy_daf", "memory_daf", "open_daf", "parse_daf_path"]
+__all__ = ["ZarrDaf", "convert_daf", "copy_daf", "memory_daf", "open_daf", "parse_daf_path"]

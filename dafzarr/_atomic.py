@@ -1,0 +1,356 @@
+"""Whole outputs written beside their destination and published by one rename.
+
+Every command and function of the package that writes a whole file or directory store
+(``dafzarr zip compact``/``pack``, ``dafzarr daf convert``, ``dafzarr refs build``, the
+reference writers) writes it under a temporary name in the destination's directory,
+``.NAME.<pid>-<random>.dafzarr-tmp`` (plus the destination's own suffix when a reader needs it,
+e.g. ``.daf.zarr``), fsyncs it (every file of a directory), renames it over the destination
+and fsyncs the directory. A failure removes the temporary and leaves the destination as it
+was; a process killed at any instant leaves the old destination or the complete new one.
+
+A temporary is flocked while it is written; a later write onto the same destination removes
+those that no process holds and that are older than :data:`STALE_SECONDS` (the debris of a
+killed run). A directory that replaces another is swapped in with one ``renameat2``
+(``RENAME_EXCHANGE``) where the kernel has it, so there is no instant without a destination.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import os
+import re
+import secrets
+import shutil
+import stat
+import time
+from collections.abc import Iterator
+
+from .errors import ArchiveLockedError, OutputExistsError
+
+__all__ = [
+    "STALE_SECONDS",
+    "TMP_SUFFIX",
+    "atomic_directory",
+    "atomic_file",
+    "check_destination",
+    "fsync_directory",
+    "no_space",
+    "remove_stale_temporaries",
+]
+
+PathLike = str | os.PathLike[str]
+
+# A temporary that no process holds and that was not written for this long is debris.
+STALE_SECONDS = 60.0
+TMP_SUFFIX = ".dafzarr-tmp"
+
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def fsync_directory(directory: str) -> None:
+    """fsync a directory (makes the renames and creations in it durable)."""
+    fd = os.open(directory or ".", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: str) -> None:
+    """fsync every file and directory under ``root`` (deepest first), then ``root``."""
+    for directory, _dirs, files in os.walk(root, topdown=False):
+        for name in files:
+            path = os.path.join(directory, name)
+            if os.path.islink(path):
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_directory(directory)
+
+
+def _temporary_name(destination: str, suffix: str) -> str:
+    directory, base = os.path.split(destination)
+    return os.path.join(
+        directory, f".{base}.{os.getpid()}-{secrets.token_hex(4)}{TMP_SUFFIX}{suffix}"
+    )
+
+
+def _is_temporary_of(name: str, base: str) -> bool:
+    pattern = rf"\.{re.escape(base)}\.\d+-[0-9a-f]+{re.escape(TMP_SUFFIX)}(\.[^/]*)?"
+    return re.fullmatch(pattern, name) is not None
+
+
+def _remove(path: str) -> None:
+    """Remove a file or a directory tree (never following a link), ignoring a missing one."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def remove_stale_temporaries(destination: str) -> list[str]:
+    """Remove the temporaries of killed runs onto ``destination``; return their paths.
+
+    A temporary (file or directory) is removed when no process holds its lock and it was not
+    written for :data:`STALE_SECONDS`.
+    """
+    directory, base = os.path.split(destination)
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(directory or ".") if _is_temporary_of(n, base)]
+    except OSError:
+        return removed
+    for name in sorted(names):
+        path = os.path.join(directory, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                continue
+            if time.time() - st.st_mtime < STALE_SECONDS:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a live run is writing it
+            with contextlib.suppress(OSError):
+                if os.lstat(path).st_ino == st.st_ino:
+                    _remove(path)
+                    removed.append(path)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def check_destination(destination: str, force: bool, *, directory: bool = False) -> None:
+    """Refuse an existing destination without ``force`` (:class:`OutputExistsError`).
+
+    A file output also refuses a directory at ``destination``, even with ``force``.
+    """
+    if not directory and os.path.isdir(destination):
+        raise OutputExistsError(
+            errno.EISDIR, f"{destination} is a directory; give the path of the file to write",
+            destination,
+        )
+    if os.path.lexists(destination) and not force:
+        raise OutputExistsError(
+            errno.EEXIST, f"{destination} exists; pass force=True (--force) to replace it",
+            destination,
+        )
+
+
+def _exists_error(destination: str) -> OutputExistsError:
+    return OutputExistsError(
+        errno.EEXIST, f"{destination} exists; pass force=True (--force) to replace it",
+        destination,
+    )
+
+
+@contextlib.contextmanager
+def _destination_lock(destination: str) -> Iterator[None]:
+    """Hold the writer's lock of an existing archive at ``destination`` while replacing it."""
+    try:
+        fd = os.open(destination, os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, IsADirectoryError):
+        yield
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ArchiveLockedError(
+                    errno.EWOULDBLOCK,
+                    f"{destination} is open for writing; it cannot be replaced now",
+                    destination,
+                ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def publish_file(fd: int, tmp: str, destination: str, force: bool) -> None:
+    """fsync ``tmp`` and give it the name ``destination`` (atomically), then fsync the folder.
+
+    Without ``force`` a file that appeared at ``destination`` meanwhile is kept (a hard link
+    fails instead of replacing it; where links do not exist, the check comes just before).
+    """
+    os.fsync(fd)
+    if force:
+        with _destination_lock(destination):
+            os.rename(tmp, destination)
+    else:
+        try:
+            os.link(tmp, destination)
+        except FileExistsError:
+            raise _exists_error(destination) from None
+        except OSError:  # a file system without hard links
+            check_destination(destination, force=False)
+            os.rename(tmp, destination)
+        else:
+            os.unlink(tmp)
+    fsync_directory(os.path.dirname(destination))
+
+
+def _renameat2(src: str, dst: str, flags: int) -> bool:
+    """``renameat2(src, dst, flags)``; False where the C library or file system lacks it."""
+    libc_name = ctypes.util.find_library("c")
+    if libc_name is None:
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    func = getattr(libc, "renameat2", None)
+    if func is None:
+        return False
+    rc = func(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), ctypes.c_uint(flags))
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return False
+    if err == errno.EEXIST:
+        raise _exists_error(dst)
+    raise OSError(err, os.strerror(err), dst)
+
+
+def publish_directory(tmp: str, destination: str, force: bool) -> None:
+    """fsync the tree at ``tmp`` and give it the name ``destination``, then fsync the folder.
+
+    An existing destination (with ``force``) is swapped with ``tmp`` in one
+    ``RENAME_EXCHANGE``, so the old tree is left at ``tmp`` for the caller to remove; without
+    ``force`` a destination that appeared meanwhile is kept.
+    """
+    _fsync_tree(tmp)
+    parent = os.path.dirname(destination)
+    if not os.path.lexists(destination):
+        if not _renameat2(tmp, destination, _RENAME_NOREPLACE):
+            check_destination(destination, force=False, directory=True)
+            os.rename(tmp, destination)
+    elif not force:
+        raise _exists_error(destination)
+    elif not _renameat2(tmp, destination, _RENAME_EXCHANGE):  # a short instant without one
+        old = tmp + ".old"
+        os.rename(destination, old)
+        os.rename(tmp, destination)
+    fsync_directory(parent)
+
+
+def no_space(exc: OSError, what: str, tmp: str) -> OSError:
+    """``exc`` with a message that says what was being written and that nothing was lost."""
+    if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return OSError(
+            exc.errno, f"{os.strerror(exc.errno or 0)} while writing {what} (to {tmp}, now "
+            "removed); nothing else was changed", tmp,
+        )
+    return exc
+
+
+def new_temporary(destination: str, suffix: str = "") -> str:
+    """Create an empty temporary file next to ``destination``; return its path."""
+    remove_stale_temporaries(destination)
+    while True:
+        tmp = _temporary_name(destination, suffix)
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+
+
+@contextlib.contextmanager
+def locked_temporary(destination: str, suffix: str = "") -> Iterator[tuple[int, str]]:
+    """A flocked, empty temporary file next to ``destination``, removed on failure."""
+    tmp = new_temporary(destination, suffix)
+    try:
+        fd = os.open(tmp, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd, tmp
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(
+    destination: PathLike, *, force: bool, suffix: str = "", create: bool = True
+) -> Iterator[str]:
+    """The path of a temporary file; on a clean exit it becomes ``destination``.
+
+    An existing destination is refused without ``force`` (:class:`OutputExistsError`),
+    before and again at the rename. If the block raises, the temporary is removed and the
+    destination is untouched. ``suffix`` ends the temporary's name (for readers that go by
+    it, e.g. ``.daf.zarr.zip``). With ``create=False`` no file is there yet: the block
+    creates it (an :class:`~dafzarr.MmapZipStore`, which takes the file's lock itself);
+    otherwise it is an empty file, flocked until it is published.
+    """
+    target = os.path.abspath(os.fspath(destination))
+    check_destination(target, force)
+    if create:
+        with locked_temporary(target, suffix) as (fd, tmp):
+            yield tmp
+            publish_file(fd, tmp, target, force)
+        return
+    tmp = new_temporary(target, suffix)
+    os.unlink(tmp)  # the name is unique (pid and random); the block creates the file
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            publish_file(fd, tmp, target, force)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_directory(destination: PathLike, *, force: bool) -> Iterator[str]:
+    """The path of an empty temporary directory; on a clean exit it becomes ``destination``.
+
+    As :func:`atomic_file`, for directory stores: every file under the directory is fsynced
+    before the rename. The directory yielded has the destination's own name, inside a
+    flocked temporary directory (``.NAME.<pid>-<random>.dafzarr-tmp/NAME``), so a writer
+    may lock the store's directory itself and readers that go by the name accept it; the
+    replaced store is removed with the temporary.
+    """
+    target = os.path.abspath(os.fspath(destination))
+    check_destination(target, force, directory=True)
+    remove_stale_temporaries(target)
+    while True:
+        wrapper = _temporary_name(target, "")
+        try:
+            os.mkdir(wrapper)
+            break
+        except FileExistsError:
+            continue
+    try:
+        fd = os.open(wrapper, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            tmp = os.path.join(wrapper, os.path.basename(target))
+            os.mkdir(tmp)
+            yield tmp
+            publish_directory(tmp, target, force)
+        finally:
+            os.close(fd)
+    finally:
+        _remove(wrapper)
