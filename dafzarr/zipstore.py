@@ -1695,18 +1695,16 @@ class MmapZipStore(Store):
 
 
 def _zstd_decompress(raw: bytes, usize: int) -> bytes:
-    from numcodecs.zstd import Zstd
+    from ._zstdframes import decode_exact
 
     declared = _zstd_content_size(raw)
     if declared is not None and declared != usize:
         raise ValueError(f"zstd frame declares {declared} bytes")
     if usize == 0:
         return b""  # (numcodecs cannot decode an empty frame; the CRC check still runs)
-    # Decoding into a buffer of exactly the declared size bounds the memory a frame
-    # without a content size (or a lying one) can make us allocate.
-    out = bytearray(usize)
-    Zstd().decode(raw, out=out)
-    return bytes(out)
+    # The frame and block headers bound what the data can decode to: a size above that bound
+    # is refused before a byte is allocated, and each frame must decode to its exact share.
+    return bytes(decode_exact(raw, usize))
 
 
 def _zstd_content_size(raw: bytes) -> int | None:

@@ -38,6 +38,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from .._zstdframes import LZ4_MAX_RATIO, decode_exact
 from ..errors import DafzarrError
 from . import _format as fmt
 from . import _segments as seg
@@ -281,12 +282,11 @@ def _decompress(codec: str | None, data: Any, usize: int) -> Any:
 
         if len(data) < 4 or int.from_bytes(bytes(data[:4]), "little") != usize:
             raise ValueError(f"the LZ4 size prefix does not announce {usize} bytes")
+        if usize > LZ4_MAX_RATIO * len(data):
+            raise ValueError(f"{len(data)} bytes of LZ4 data cannot decode to {usize} bytes")
         out = lz4.block.decompress(memoryview(data)[4:], uncompressed_size=usize)
     elif codec == "zstd":
-        from numcodecs import Zstd
-
-        out = memoryview(bytearray(usize))
-        Zstd().decode(data, out=out)
+        out = memoryview(decode_exact(data, usize))
     else:
         raise ValueError(f"unknown block codec {codec!r}")
     if len(out) != usize:
