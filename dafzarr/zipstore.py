@@ -632,11 +632,18 @@ class MmapZipStore(Store):
     def _scan_for_trailer(
         self, fm: FileMapping
     ) -> tuple[zf.Trailer, list[zf.Entry], bytes] | None:
-        """The latest end record in the file whose directory validates, at any distance."""
+        """The latest end record in the file whose directory validates, at any distance.
+
+        Hostile bytes may hold many end records, each claiming a different large directory:
+        the directories copied and parsed add up to at most ``_SCAN_BUDGET_FACTOR`` times the
+        file's size (plus 64 MiB), after which the scan gives up (None), so refusing such a
+        file costs time linear in its size.
+        """
         sig = _U32.pack(zf.EOCD_SIG)
         cd_sig = _U32.pack(zf.CD_SIG)
         end = fm.size
         rejected: set[tuple[int, int, int]] = set()
+        budget = _SCAN_BUDGET_FACTOR * fm.size + (64 << 20)
         while True:
             pos = fm.rfind(sig, 0, end)
             if pos < 0:
@@ -651,6 +658,9 @@ class MmapZipStore(Store):
             # already refused for an earlier candidate, is never copied and parsed again.
             if claim in rejected or (tr.n_entries and fm.read(tr.cd_offset, 4) != cd_sig):
                 continue
+            budget -= tr.cd_size
+            if budget < 0:
+                return None
             try:
                 entries, cd = self._parse(fm.read, tr)
             except CorruptArchiveError:
@@ -1692,6 +1702,11 @@ class MmapZipStore(Store):
                 if child not in seen:
                     seen.add(child)
                     yield child
+
+
+_SCAN_BUDGET_FACTOR = 4
+"""The recovery scan parses candidate directories totalling at most this many times the file's
+size (plus 64 MiB)."""
 
 
 def _zstd_decompress(raw: bytes, usize: int) -> bytes:
