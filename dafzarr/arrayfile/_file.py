@@ -75,6 +75,7 @@ __all__ = [
     "ArrayStats",
     "CorruptArrayFileError",
     "FileConfig",
+    "UnsupportedElementTypeError",
 ]
 
 MiB = 1 << 20
@@ -85,6 +86,10 @@ _tokens = itertools.count(1)
 
 class CorruptArrayFileError(DafzarrError, ValueError):
     """An ``.af`` or ``.stats`` object is truncated or inconsistent (the message names it)."""
+
+
+class UnsupportedElementTypeError(DafzarrError, TypeError):
+    """An array's element type is one the format names but this reader cannot read or write."""
 
 
 class ArrayNotFoundError(DafzarrError, KeyError):
@@ -216,7 +221,7 @@ class _Meta:
 
     def require_info(self) -> DTypeInfo:
         if self.info is None:
-            raise TypeError(
+            raise UnsupportedElementTypeError(
                 f"array {self.name!r}: element type {self.dtype_raw[0]} cannot be read or "
                 "written (no element implementation in the format)"
             )
