@@ -1747,4 +1747,12 @@ def _deflate64_decompress(raw: bytes, e: zf.Entry, path: str) -> bytes:
             f"{path}: entry {e.name!r} uses ZIP compression method 9 (DEFLATE64); install "
             "the inflate64 package to read it"
         ) from None
-    return bytes(inflate64.Inflater().inflate(raw))
+    # Fed 4 KiB at a time (at most about 4 MiB of output each, deflate's ratio being at most
+    # 1032:1), decoding stops once the output passes the size the directory states.
+    inflater = inflate64.Inflater()
+    out = bytearray()
+    for i in range(0, len(raw), 4096):
+        out += inflater.inflate(raw[i : i + 4096])
+        if len(out) > e.usize:
+            break
+    return bytes(out)

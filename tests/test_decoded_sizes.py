@@ -199,3 +199,28 @@ def test_arrayfile_lz4_block_claiming_more_than_lz4_can_hold_is_refused(tmp_path
     err, peak = _open_and_read(tmp_path / "l.af")
     assert isinstance(err, CorruptArrayFileError), err
     assert peak < 16 << 20, f"refusing a 1 GiB claim allocated {peak} bytes"
+
+
+def test_zip_deflate64_bomb_stops_at_the_stated_size(tmp_path: Path) -> None:
+    """64 MiB of zeros deflate64-compressed by 7z, the directory understating it as 1000."""
+    pytest.importorskip("inflate64")
+    import shutil
+    import subprocess
+
+    if shutil.which("7z") is None:
+        pytest.skip("7z is not installed")
+    (tmp_path / "zeros").write_bytes(bytes(64 << 20))
+    p = tmp_path / "bomb.zip"
+    subprocess.run(
+        ["7z", "a", "-tzip", "-mm=Deflate64", str(p), "zeros"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    (rec,) = zb.central_records(p.read_bytes())
+    assert rec.method == 9
+    p.write_bytes(zb.patch(p.read_bytes(), rec.usize_pos, 1000))
+    with MmapZipStore(p) as store:
+        err, peak = _peak(lambda: store["zeros"])
+    assert isinstance(err, CorruptArchiveError), err
+    assert peak < 16 << 20, f"decoding a 1000-byte entry allocated {peak} bytes"
