@@ -64,6 +64,12 @@ _CHUNK_ADDR_NEEDS_USERBLOCK = _HDF5_VERSION < (1, 14, 4)
 
 OnUnsupported = Literal["raise", "skip"]
 _MAX_COORD = 10_000_000  # coordinate values read during a scan (elements)
+# A variable's dense chunk references (20 bytes per chunk slot, stored or not) or padded inline
+# data may take at most this many times the file's size, or _MEMORY_FLOOR: a small file that
+# declares a huge grid of mostly unwritten chunks is refused before the columns are allocated.
+_MEMORY_RATIO = 4
+_MEMORY_FLOOR = 64 << 20
+_SLOT_BYTES = 8 + 8 + 4  # offset, size, filter mask
 
 
 # --- Records ---------------------------------------------------------------------------
@@ -693,6 +699,18 @@ def _scan_file(
     )
 
 
+def _check_memory(nbytes: int, what: str, file_size: int, where: str) -> None:
+    """Refuse a variable whose description would take ``nbytes`` of memory, more than the
+    file's size can justify (see ``_MEMORY_RATIO``)."""
+    limit = max(_MEMORY_FLOOR, _MEMORY_RATIO * file_size)
+    if nbytes > limit:
+        raise UnsupportedHDF5Error(
+            f"{where}: {what} would take {nbytes} bytes of memory to reference, more than "
+            f"{limit} ({_MEMORY_RATIO} times the file's {file_size} bytes, at least "
+            f"{_MEMORY_FLOOR}); the file declares far more than it stores"
+        )
+
+
 def _dtype_of(ds: Any, where: str, problem: str | None) -> tuple[np.dtype[Any], bool]:
     """The numpy dtype (the one h5py reads into) and whether the data are vlen strings.
 
@@ -826,6 +844,11 @@ def _scan_dataset(
 
     grid = chunk_grid(shape, chunks)
     n = math.prod(grid)
+    file_size = int(h5py.h5i.get_file_id(ds).get_filesize())
+    _check_memory(n * _SLOT_BYTES, f"its chunk grid {grid} ({n} slots)", file_size, where)
+    if vlen or layout == "compact":
+        elements = math.prod(shape)
+        _check_memory(elements * max(8, dtype.itemsize), f"its shape {shape}", file_size, where)
     offset = np.full(n, -1, dtype=np.int64)
     size = np.zeros(n, dtype=np.int64)
     mask = np.zeros(n, dtype=np.uint32)

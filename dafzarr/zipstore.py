@@ -682,11 +682,18 @@ class MmapZipStore(Store):
     def _scan_for_trailer(
         self, fm: FileMapping
     ) -> tuple[zf.Trailer, list[zf.Entry], bytes] | None:
-        """The latest end record in the file whose directory validates, at any distance."""
+        """The latest end record in the file whose directory validates, at any distance.
+
+        Hostile bytes may hold many end records, each claiming a different large directory:
+        the directories copied and parsed add up to at most ``_SCAN_BUDGET_FACTOR`` times the
+        file's size (plus 64 MiB), after which the scan gives up (None), so refusing such a
+        file costs time linear in its size.
+        """
         sig = _U32.pack(zf.EOCD_SIG)
         cd_sig = _U32.pack(zf.CD_SIG)
         end = fm.size
         rejected: set[tuple[int, int, int]] = set()
+        budget = _SCAN_BUDGET_FACTOR * fm.size + (64 << 20)
         while True:
             pos = fm.rfind(sig, 0, end)
             if pos < 0:
@@ -701,6 +708,9 @@ class MmapZipStore(Store):
             # already refused for an earlier candidate, is never copied and parsed again.
             if claim in rejected or (tr.n_entries and fm.read(tr.cd_offset, 4) != cd_sig):
                 continue
+            budget -= tr.cd_size
+            if budget < 0:
+                return None
             try:
                 entries, cd = self._parse(fm.read, tr)
             except CorruptArchiveError:
@@ -1776,19 +1786,22 @@ class MmapZipStore(Store):
                     yield child
 
 
+_SCAN_BUDGET_FACTOR = 4
+"""The recovery scan parses candidate directories totalling at most this many times the file's
+size (plus 64 MiB)."""
+
+
 def _zstd_decompress(raw: bytes, usize: int) -> bytes:
-    from numcodecs.zstd import Zstd
+    from ._zstdframes import decode_exact
 
     declared = _zstd_content_size(raw)
     if declared is not None and declared != usize:
         raise ValueError(f"zstd frame declares {declared} bytes")
     if usize == 0:
         return b""  # (numcodecs cannot decode an empty frame; the CRC check still runs)
-    # Decoding into a buffer of exactly the declared size bounds the memory a frame
-    # without a content size (or a lying one) can make us allocate.
-    out = bytearray(usize)
-    Zstd().decode(raw, out=out)
-    return bytes(out)
+    # The frame and block headers bound what the data can decode to: a size above that bound
+    # is refused before a byte is allocated, and each frame must decode to its exact share.
+    return bytes(decode_exact(raw, usize))
 
 
 def _zstd_content_size(raw: bytes) -> int | None:
@@ -1816,4 +1829,12 @@ def _deflate64_decompress(raw: bytes, e: zf.Entry, path: str) -> bytes:
             f"{path}: entry {e.name!r} uses ZIP compression method 9 (DEFLATE64); install "
             "the inflate64 package to read it"
         ) from None
-    return bytes(inflate64.Inflater().inflate(raw))
+    # Fed 4 KiB at a time (at most about 4 MiB of output each, deflate's ratio being at most
+    # 1032:1), decoding stops once the output passes the size the directory states.
+    inflater = inflate64.Inflater()
+    out = bytearray()
+    for i in range(0, len(raw), 4096):
+        out += inflater.inflate(raw[i : i + 4096])
+        if len(out) > e.usize:
+            break
+    return bytes(out)

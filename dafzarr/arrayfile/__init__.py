@@ -15,6 +15,7 @@ from ._file import (
     ArrayStats,
     CorruptArrayFileError,
     FileConfig,
+    UnsupportedElementTypeError,
 )
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "CorruptArrayFileError",
     "DeltaCache",
     "FileConfig",
+    "UnsupportedElementTypeError",
 ]

@@ -40,6 +40,7 @@ from typing import Any, Self
 import numpy as np
 
 from .._casting import cast_for_storage, check_value_fits
+from .._zstdframes import LZ4_MAX_RATIO, decode_exact
 from ..errors import DafzarrError, StatisticsWarning, UnsafeCastError
 from . import _format as fmt
 from . import _segments as seg
@@ -76,6 +77,7 @@ __all__ = [
     "ArrayStats",
     "CorruptArrayFileError",
     "FileConfig",
+    "UnsupportedElementTypeError",
 ]
 
 MiB = 1 << 20
@@ -86,6 +88,10 @@ _tokens = itertools.count(1)
 
 class CorruptArrayFileError(DafzarrError, ValueError):
     """An ``.af`` or ``.stats`` object is truncated or inconsistent (the message names it)."""
+
+
+class UnsupportedElementTypeError(DafzarrError, TypeError):
+    """An array's element type is one the format names but this reader cannot read or write."""
 
 
 class ArrayNotFoundError(DafzarrError, KeyError):
@@ -217,7 +223,7 @@ class _Meta:
 
     def require_info(self) -> DTypeInfo:
         if self.info is None:
-            raise TypeError(
+            raise UnsupportedElementTypeError(
                 f"array {self.name!r}: element type {self.dtype_raw[0]} cannot be read or "
                 "written (no element implementation in the format)"
             )
@@ -283,12 +289,11 @@ def _decompress(codec: str | None, data: Any, usize: int) -> Any:
 
         if len(data) < 4 or int.from_bytes(bytes(data[:4]), "little") != usize:
             raise ValueError(f"the LZ4 size prefix does not announce {usize} bytes")
+        if usize > LZ4_MAX_RATIO * len(data):
+            raise ValueError(f"{len(data)} bytes of LZ4 data cannot decode to {usize} bytes")
         out = lz4.block.decompress(memoryview(data)[4:], uncompressed_size=usize)
     elif codec == "zstd":
-        from numcodecs import Zstd
-
-        out = memoryview(bytearray(usize))
-        Zstd().decode(data, out=out)
+        out = memoryview(decode_exact(data, usize))
     else:
         raise ValueError(f"unknown block codec {codec!r}")
     if len(out) != usize:

@@ -87,6 +87,7 @@ class _ChunkTableType(r.Vec):
             return ChunkTable(np.zeros((n, 0), np.uint32), _addrs(entries))
         if cpos.min() < 0 or int(cpos.max()) + 4 * ndim > dec.n or np.any(cpos % 4):
             raise r.RkyvError(f"chunk table at {pos}: a coordinate lies outside the payload")
+        dec.charge(4 * ndim * n, f"chunk table at {pos}")
         words = np.frombuffer(dec.buf, "<u4", count=dec.n // 4)
         coords = words[(cpos // 4)[:, None] + np.arange(ndim)]
         return ChunkTable(coords.astype(np.uint32, copy=False), _addrs(entries))

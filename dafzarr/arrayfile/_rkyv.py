@@ -15,6 +15,13 @@ in rkyv's serializer order:
   unaligned at the current position and stores ``{encoded length, offset}``;
 * the root goes last, aligned to 8.
 
+Every archived byte belongs to one value only, so the out-of-line ranges a payload's pointers
+claim (vector elements, long strings' bytes, boxed values) are disjoint and add up to at most
+the payload's size. The decoder charges each claim to a budget of exactly that size: pointers
+that alias one another, so as to decode the same bytes many times over, are refused before the
+values they claim are built. What a footer decodes to is thus bounded by a fixed multiple of its
+size (the Python objects for the bytes it holds), whatever it claims.
+
 Following that order is what makes the output byte-identical to rkyv's and acceptable to its
 validator, which checks that sub-trees are laid out in exactly that order.
 """
@@ -67,12 +74,22 @@ def _align_up(n: int, a: int) -> int:
 class Decoder:
     """A payload being read: the bytes, plus bounds checks that name what was being read."""
 
-    __slots__ = ("buf", "depth", "n")
+    __slots__ = ("buf", "depth", "left", "n")
 
     def __init__(self, buf: bytes | bytearray | memoryview) -> None:
         self.buf = memoryview(buf).cast("B")
         self.n = len(self.buf)
         self.depth = 0
+        self.left = self.n  # bytes that out-of-line claims may still take (see the module doc)
+
+    def charge(self, size: int, what: str) -> None:
+        """Count ``size`` out-of-line bytes against the payload's size; refuse aliasing."""
+        if size > self.left:
+            raise RkyvError(
+                f"{what}: the payload's pointers claim more than its {self.n} bytes (they "
+                "alias one another)"
+            )
+        self.left -= size
 
     def check(self, pos: int, size: int, align: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
@@ -191,6 +208,7 @@ class _String(Type):
                 raise RkyvError(f"out-of-line string at {pos} has the inline length {n}")
             start = pos + struct.unpack_from("<q", dec.buf, pos + 8)[0]
             dec.check(start, n, 1, "string bytes")
+            dec.charge(n, f"string at {pos}")
             return bytes(dec.buf[start : start + n])
         raw = bytes(dec.buf[pos : pos + 16])
         end = raw.find(b"\xff")
@@ -240,6 +258,7 @@ class Vec(Type):
         if n > dec.n:
             raise RkyvError(f"vector at {pos} claims {n} elements in a {dec.n}-byte payload")
         dec.check(start, n * e.size, e.align, "vector elements")
+        dec.charge(n * e.size, f"vector at {pos}")
         return start, n
 
     def read(self, dec: Decoder, pos: int) -> Any:
@@ -298,7 +317,9 @@ class Box(Type):
             raise RkyvError(f"boxes nested more than {_MAX_DEPTH} deep at {pos}")
         dec.depth += 1
         try:
-            return self.inner.read(dec, dec.target(pos, "box"))
+            inner = self.inner
+            dec.charge(inner.size, f"box at {pos}")
+            return inner.read(dec, dec.target(pos, "box"))
         finally:
             dec.depth -= 1
 
@@ -408,4 +429,5 @@ def decode_root(root: Type, payload: bytes | bytearray | memoryview) -> Any:
     pos = dec.n - root.size
     if pos < 0:
         raise RkyvError(f"the {dec.n}-byte payload is smaller than its {root.size}-byte root")
+    dec.charge(root.size, "root")
     return root.read(dec, pos)

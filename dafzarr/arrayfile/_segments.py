@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._zstdframes import LZ4_MAX_RATIO, decode_exact
+
 SEGMENT_MIN = 64 << 10
 """Segments hold whole chunks and at least this many bytes (LZ4's match window)."""
 
@@ -220,11 +222,7 @@ def decode_segment(
     rest, nib = int(e[i, 2]), int(e[i, 3])
     src = memoryview(stored).cast("B")
     if codec == "zstd":
-        from numcodecs import Zstd
-
-        out = bytearray(n)
-        Zstd().decode(src, out=out)
-        return out
+        return decode_exact(src, n)
     if rest >= n:  # the whole segment is literals of one run
         if len(src) < n:
             raise ValueError("the segment's literals are truncated")
@@ -240,6 +238,8 @@ def decode_segment(
         block = b"".join((
             _token(rest, nib), src[:body_end], _token(nxt_before, 0), src[len(src) - nxt_before:]
         ))
+    if n > LZ4_MAX_RATIO * len(block):
+        raise ValueError(f"{len(block)} bytes of LZ4 data cannot decode to {n} bytes")
     data = lz4.block.decompress(block, uncompressed_size=n)
     if len(data) != n:
         raise ValueError(f"a segment decodes to {len(data)} bytes, not {n}")

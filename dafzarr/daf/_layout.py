@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from numcodecs import VLenUTF8
 
+from ..errors import DafFormatError
+
 __all__ = [
     "ELEMENT_TYPES",
     "ArrayInfo",
@@ -56,13 +58,13 @@ def decode_strings(data: Any, count: int, where: str) -> np.ndarray[Any, Any]:
     raw = memoryview(data).cast("B")
     if len(raw) < 4 or _U32.unpack_from(raw, 0)[0] != count:
         found = _U32.unpack_from(raw, 0)[0] if len(raw) >= 4 else "no"
-        raise ValueError(f"{where}: vlen-utf8 chunk holds {found} strings, expected {count}")
+        raise DafFormatError(f"{where}: vlen-utf8 chunk holds {found} strings, expected {count}")
     if count == 0:
         return np.empty(0, dtype=object)
     try:
         out = _VLEN.decode(bytes(raw))
     except (ValueError, RuntimeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{where}: corrupt vlen-utf8 chunk: {exc}") from None
+        raise DafFormatError(f"{where}: corrupt vlen-utf8 chunk: {exc}") from None
     return np.asarray(out, dtype=object).reshape(-1)
 
 
@@ -139,7 +141,7 @@ def _parse_json(path: str, doc: bytes) -> Any:
     try:
         return json.loads(bytes(doc))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"invalid Zarr metadata at {path!r}: {exc}") from None
+        raise DafFormatError(f"invalid Zarr metadata at {path!r}: {exc}") from None
 
 
 class V2Layout(Layout):
@@ -183,7 +185,7 @@ class V2Layout(Layout):
             chunks = tuple(int(n) for n in meta["chunks"])
             dt_text = meta["dtype"]
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"invalid .zarray at {path!r}: {exc!r}") from None
+            raise DafFormatError(f"invalid .zarray at {path!r}: {exc!r}") from None
         filters = meta.get("filters") or []
         ids = [f.get("id") for f in filters if isinstance(f, dict)]
         dtype: np.dtype[Any] | str
@@ -194,7 +196,7 @@ class V2Layout(Layout):
             try:
                 raw = np.dtype(dt_text)
             except TypeError:
-                raise ValueError(f"unsupported dtype {dt_text!r} in {path!r}") from None
+                raise DafFormatError(f"unsupported dtype {dt_text!r} in {path!r}") from None
             dtype = element_type(raw, repr(path)) if raw.kind in "biuf" else raw
             if isinstance(dtype, np.dtype) and dtype.kind in "US":
                 dtype = STRING
@@ -269,14 +271,14 @@ class V3Layout(Layout):
             grid = meta["chunk_grid"]
             codecs = meta.get("codecs") or []
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"invalid zarr.json at {path!r}: {exc!r}") from None
+            raise DafFormatError(f"invalid zarr.json at {path!r}: {exc!r}") from None
         dtype: np.dtype[Any] | str
         if data_type == "string":
             dtype = STRING
         elif isinstance(data_type, str) and data_type in _BY_V3:
             dtype = _BY_V3[data_type]
         else:
-            raise ValueError(f"unsupported data_type {data_type!r} in {path!r}")
+            raise DafFormatError(f"unsupported data_type {data_type!r} in {path!r}")
         names = [c.get("name") for c in codecs if isinstance(c, dict)]
         endian_ok = all(
             (c.get("configuration") or {}).get("endian", "little") == "little"
@@ -359,7 +361,7 @@ def check_version(version: Any, where: str, *, v3: bool) -> None:
     try:
         major, minor = (int(v) for v in version)
     except (TypeError, ValueError):
-        raise ValueError(f"invalid daf format version {version!r} in: {where}") from None
+        raise DafFormatError(f"invalid daf format version {version!r} in: {where}") from None
     if major != VERSION[0] or minor > VERSION[1]:
         if v3:
             text = (
@@ -371,7 +373,7 @@ def check_version(version: Any, where: str, *, v3: bool) -> None:
                 f"incompatible format version: {major}.{minor}\n"
                 f"for the daf zarr group: {where}\nthe code supports version: 1.0"
             )
-        raise ValueError(text)
+        raise DafFormatError(text)
 
 
 def is_packed(meta: dict[str, Any]) -> bool:

@@ -1,0 +1,72 @@
+"""ArrayFile against hostile bytes: what a file claims is checked before it costs memory."""
+
+from __future__ import annotations
+
+import struct
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dafzarr import DafzarrError
+from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError
+from dafzarr.arrayfile import _format as fmt
+
+
+def _peak(fn: Callable[[], Any]) -> tuple[BaseException | None, int]:
+    """The exception ``fn`` raises (or None) and the peak of Python allocations meanwhile."""
+    tracemalloc.start()
+    try:
+        fn()
+        err: BaseException | None = None
+    except Exception as exc:  # noqa: BLE001 (the caller checks what was raised)
+        err = exc
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return err, peak
+
+
+def _aliased_footer(copies: int, length: int) -> bytes:
+    """A footer whose ``copies`` attribute-key strings all point at one ``length``-byte string.
+
+    It is about ``length + 16 * copies`` bytes and, decoded naively, ``copies * length``.
+    """
+    footer = fmt.empty_footer()
+    footer["attr_keys"] = ["k" * length] + [f"{i:017d}" for i in range(copies)]
+    data = bytearray(fmt.encode_footer(footer))
+    payload_size = len(data) - 12
+    vec_pos = payload_size - 96 + 40
+    (rel, n) = struct.unpack_from("<qQ", data, vec_pos)
+    start = vec_pos + rel
+    assert n == copies + 1
+    (head, first_rel) = struct.unpack_from("<Qq", data, start)
+    target = start + first_rel
+    for i in range(1, n):
+        pos = start + 16 * i
+        struct.pack_into("<Qq", data, pos, head, target - pos)
+    return bytes(data)
+
+
+def test_aliased_strings_are_refused_before_they_are_decoded(tmp_path: Path) -> None:
+    """300 string records sharing one 100 kB string: 30 MB decoded from a 110 kB footer."""
+    data = _aliased_footer(300, 100_000)
+    assert len(data) < 120_000
+    with pytest.raises(fmt.CorruptFooterError, match="alias"):
+        fmt.decode_footer(memoryview(data)[:-12])
+    p = tmp_path / "alias.af"
+    p.write_bytes(data)
+    err, peak = _peak(lambda: ArrayFile.open(p))
+    assert isinstance(err, CorruptArrayFileError), err
+    assert isinstance(err, DafzarrError)
+    assert "alias.af" in str(err)
+    assert peak < 4 * len(data) + (1 << 20), f"refusing a {len(data)}-byte file took {peak}"
+
+
+def test_unaliased_long_strings_still_decode() -> None:
+    footer = fmt.empty_footer()
+    footer["attr_keys"] = ["k" * 100_000] + [f"{i:017d}" for i in range(300)]
+    payload = fmt.encode_footer(footer)[:-12]
+    assert fmt.decode_footer(payload)["attr_keys"] == footer["attr_keys"]

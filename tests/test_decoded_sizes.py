@@ -1,0 +1,226 @@
+"""Compressed data decodes to exactly the size its container states, in bounded memory.
+
+A ZIP entry (zstd, deflate, bzip2) or an ArrayFile block (zstd, LZ4) that claims a size its data
+cannot produce is refused before that size is allocated; one that decodes short is refused
+rather than padded with zeros.
+"""
+
+from __future__ import annotations
+
+import struct
+import tracemalloc
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from numcodecs.zstd import Zstd
+
+from dafzarr import CorruptArchiveError, DafzarrError, MmapZipStore
+from dafzarr._zstdframes import decode_exact, frames
+from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError, FileConfig
+from dafzarr.arrayfile import _format as fmt
+
+from . import zipbuild as zb
+
+
+def _peak(fn: Callable[[], Any]) -> tuple[BaseException | None, int]:
+    tracemalloc.start()
+    try:
+        fn()
+        err: BaseException | None = None
+    except Exception as exc:  # noqa: BLE001 (the caller checks what was raised)
+        err = exc
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return err, peak
+
+
+def _frame(data: bytes) -> bytes:
+    return bytes(Zstd(level=3).encode(data))
+
+
+# --- The zstd decoder -------------------------------------------------------------------
+
+
+def test_multi_frame_data_decodes_exactly() -> None:
+    a, b = b"a" * 1000, bytes(range(256)) * 40
+    skippable = struct.pack("<II", 0x184D2A5E, 3) + b"xyz"
+    data = _frame(a) + skippable + zb.zstd_rle_frame(7, 300_000) + _frame(b)
+    assert len(frames(data)) == 3
+    assert bytes(decode_exact(data, 1000 + 300_000 + len(b))) == a + b"\x07" * 300_000 + b
+
+
+@pytest.mark.parametrize("delta", [-1, 1, 100])
+def test_a_size_the_data_does_not_decode_to_is_refused(delta: int) -> None:
+    data = _frame(b"a" * 1000) + zb.zstd_rle_frame(7, 5000)
+    with pytest.raises(ValueError, match=r"decodes to|does not decode"):
+        decode_exact(data, 6000 + delta)
+
+
+def test_a_size_above_what_the_blocks_hold_is_refused_before_allocating() -> None:
+    data = zb.zstd_rle_frame(7, 5000)
+    err, peak = _peak(lambda: decode_exact(data, 1 << 30))
+    assert isinstance(err, ValueError) and "at most 5000" in str(err)
+    assert peak < 1 << 20
+
+
+def test_a_frame_stating_more_than_its_blocks_hold_is_refused() -> None:
+    frame = bytearray(_frame(b"a" * 1000))
+    assert frame[4] >> 6 == 1  # a 2-byte content size (value - 256)
+    struct.pack_into("<H", frame, 5, 60_000)
+    with pytest.raises(ValueError, match="does not decode"):
+        decode_exact(bytes(frame), 60_256)
+    rle = bytearray(zb.zstd_rle_frame(7, 5000))  # give it a 4-byte content size of 6000
+    rle[4] = 0x80
+    rle[6:6] = struct.pack("<I", 6000)
+    with pytest.raises(ValueError, match="states 6000 bytes but its blocks hold at most 5000"):
+        decode_exact(bytes(rle), 6000)
+
+
+# --- ZIP entries --------------------------------------------------------------------------
+
+
+def test_zip_zstd_entry_claiming_a_huge_size_is_refused_before_allocating(tmp_path: Path) -> None:
+    """A zstd entry whose frame states no size and whose directory claims 256 MiB: refused
+    without allocating it (its blocks hold at most 1000 bytes)."""
+    frame = zb.zstd_rle_frame(ord("z"), 1000)
+    p = tmp_path / "claim.zip"
+    p.write_bytes(zb.build([zb.Member("big", frame, 93, crc=0, usize=256 << 20)]).data)
+    with MmapZipStore(p, max_decompressed_size=1 << 30) as store:
+        err, peak = _peak(lambda: store["big"])
+    assert isinstance(err, CorruptArchiveError), err
+    assert "big" in str(err) and "claim.zip" in str(err)
+    assert peak < 16 << 20, f"refusing a 1 kB entry allocated {peak} bytes"
+
+
+@pytest.mark.parametrize("method", [8, 12])
+def test_zip_deflate_and_bzip2_claiming_a_huge_size_do_not_allocate_it(
+    tmp_path: Path, method: int
+) -> None:
+    p = tmp_path / "claim.zip"
+    p.write_bytes(
+        zb.build([zb.Member.compressed("big", b"q" * 1000, method, usize=256 << 20)]).data
+    )
+    with MmapZipStore(p, max_decompressed_size=1 << 30) as store:
+        err, peak = _peak(lambda: store["big"])
+    assert isinstance(err, CorruptArchiveError), err
+    assert peak < 16 << 20, f"refusing a small entry allocated {peak} bytes"
+
+
+def test_zip_zstd_entry_decoding_short_is_refused(tmp_path: Path) -> None:
+    plain = b"z" * 1000
+    p = tmp_path / "short.zip"
+    frame = zb.zstd_rle_frame(ord("z"), 1000)  # no content size: only decoding tells
+    p.write_bytes(
+        zb.build([zb.Member("e", frame, 93, crc=zlib.crc32(plain + b"\0"), usize=1001)]).data
+    )
+    with MmapZipStore(p) as store, pytest.raises(CorruptArchiveError, match="'e'"):
+        store["e"]
+
+
+# --- ArrayFile blocks ---------------------------------------------------------------------
+
+
+def _with_block_sizes(path: Path, change: Callable[[dict[str, Any], bytearray], None]) -> None:
+    """Rewrite the ArrayFile layer at ``path`` after ``change`` on each block's footer record
+    (and on the file's bytes before the footer)."""
+    data = path.read_bytes()
+    (size,) = struct.unpack_from("<Q", data, len(data) - 12)
+    footer = fmt.decode_footer(data[len(data) - 12 - size : len(data) - 12])
+    body = bytearray(data[: len(data) - 12 - size])
+    for b in footer["blocks"]:
+        change(b, body)
+    path.write_bytes(bytes(body) + fmt.encode_footer(footer))
+
+
+def _open_and_read(path: Path) -> tuple[BaseException | None, int]:
+    """Open ``path`` and read array "a": what was raised, and the peak allocation meanwhile."""
+    with ArrayFile.open(path) as f:
+        return _peak(lambda: f.read_array("a"))
+
+
+def _zstd_file(tmp_path: Path) -> tuple[Path, np.ndarray]:
+    values = np.arange(5000, dtype="u2")
+    with ArrayFile.create(tmp_path / "z.af", config=FileConfig(codec="zstd")) as f:
+        f.define_array("a", "u2", ["x"], [5000], chunk_shape=[1000])
+        f.write_array("a", [0], values)
+    return tmp_path / "z.1.af", values
+
+
+def test_arrayfile_zstd_block_decoding_short_is_refused(tmp_path: Path) -> None:
+    layer, values = _zstd_file(tmp_path)
+    with ArrayFile.open(tmp_path / "z.af") as f:
+        assert np.array_equal(f.read_array("a"), values)
+
+    def grow(b: dict[str, Any], body: bytearray) -> None:
+        b["uncompressed_size"] += 64
+
+    _with_block_sizes(layer, grow)
+    with (
+        ArrayFile.open(tmp_path / "z.af") as f,
+        pytest.raises(CorruptArrayFileError, match=r"z\.1\.af.*block 0") as info,
+    ):
+        f.read_array("a")
+    assert isinstance(info.value, DafzarrError)
+    assert "10000" in str(info.value)
+
+
+def test_arrayfile_block_claiming_a_huge_size_is_refused_before_allocating(
+    tmp_path: Path,
+) -> None:
+    layer, _ = _zstd_file(tmp_path)
+
+    def huge(b: dict[str, Any], body: bytearray) -> None:
+        b["uncompressed_size"] = 1 << 30
+
+    _with_block_sizes(layer, huge)
+    err, peak = _open_and_read(tmp_path / "z.af")
+    assert isinstance(err, CorruptArrayFileError), err
+    assert peak < 16 << 20, f"refusing a 1 GiB claim allocated {peak} bytes"
+
+
+def test_arrayfile_lz4_block_claiming_more_than_lz4_can_hold_is_refused(tmp_path: Path) -> None:
+    values = np.arange(5000, dtype="u2")
+    with ArrayFile.create(tmp_path / "l.af", config=FileConfig(codec="lz4")) as f:
+        f.define_array("a", "u2", ["x"], [5000], chunk_shape=[1000])
+        f.write_array("a", [0], values)
+    layer = tmp_path / "l.1.af"
+    size = 1 << 30
+
+    def huge(b: dict[str, Any], body: bytearray) -> None:
+        b["uncompressed_size"] = size
+        struct.pack_into("<I", body, b["file_offset"], size)  # the block's own size prefix
+
+    _with_block_sizes(layer, huge)
+    err, peak = _open_and_read(tmp_path / "l.af")
+    assert isinstance(err, CorruptArrayFileError), err
+    assert peak < 16 << 20, f"refusing a 1 GiB claim allocated {peak} bytes"
+
+
+def test_zip_deflate64_bomb_stops_at_the_stated_size(tmp_path: Path) -> None:
+    """64 MiB of zeros deflate64-compressed by 7z, the directory understating it as 1000."""
+    pytest.importorskip("inflate64")
+    import shutil
+    import subprocess
+
+    if shutil.which("7z") is None:
+        pytest.skip("7z is not installed")
+    (tmp_path / "zeros").write_bytes(bytes(64 << 20))
+    p = tmp_path / "bomb.zip"
+    subprocess.run(
+        ["7z", "a", "-tzip", "-mm=Deflate64", str(p), "zeros"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    (rec,) = zb.central_records(p.read_bytes())
+    assert rec.method == 9
+    p.write_bytes(zb.patch(p.read_bytes(), rec.usize_pos, 1000))
+    with MmapZipStore(p) as store:
+        err, peak = _peak(lambda: store["zeros"])
+    assert isinstance(err, CorruptArchiveError), err
+    assert peak < 16 << 20, f"decoding a 1000-byte entry allocated {peak} bytes"
