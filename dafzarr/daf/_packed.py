@@ -18,6 +18,7 @@ import numpy as np
 from numcodecs import GZip, Zstd
 from numcodecs.blosc import Blosc
 
+from ..errors import DafFormatError
 from ._layout import decode_strings, is_packed
 
 __all__ = ["is_packed", "read_packed"]
@@ -35,7 +36,7 @@ def _decompress(codec: dict[str, Any] | None, data: bytes, where: str) -> bytes:
         return bytes(Zstd().decode(data))
     if name == "gzip":
         return bytes(GZip().decode(data))
-    raise ValueError(f"{where}: unsupported inner codec {name!r} in a packed array")
+    raise DafFormatError(f"{where}: unsupported inner codec {name!r} in a packed array")
 
 
 def read_packed(
@@ -46,19 +47,19 @@ def read_packed(
     shape = tuple(int(n) for n in meta["shape"])
     inner = tuple(int(n) for n in config["chunk_shape"])
     if len(inner) != len(shape) or any(n <= 0 for n in inner):
-        raise ValueError(f"{where}: invalid inner chunk shape {inner} for shape {shape}")
+        raise DafFormatError(f"{where}: invalid inner chunk shape {inner} for shape {shape}")
     codecs = config.get("codecs") or []
     names = [c.get("name") for c in codecs]
     if not names or names[0] not in ("bytes", "vlen-utf8") or len(names) > 2:
-        raise ValueError(f"{where}: unsupported inner codecs {names} in a packed array")
+        raise DafFormatError(f"{where}: unsupported inner codecs {names} in a packed array")
     compressor = codecs[1] if len(codecs) == 2 else None
     if config.get("index_location", "end") != "start":
-        raise ValueError(f"{where}: only index_location 'start' is supported")
+        raise DafFormatError(f"{where}: only index_location 'start' is supported")
     grid = tuple(math.ceil(n / c) for n, c in zip(shape, inner, strict=True))
     count = math.prod(grid)
     raw = memoryview(shard).cast("B")
     if len(raw) < 16 * count + 4:
-        raise ValueError(f"{where}: shard of {len(raw)} bytes is too short for {count} chunks")
+        raise DafFormatError(f"{where}: shard of {len(raw)} bytes is too short for {count} chunks")
     index = struct.unpack_from(f"<{2 * count}Q", raw, 0)
     is_str = isinstance(dtype, str)
     fill = meta.get("fill_value")
@@ -69,14 +70,14 @@ def read_packed(
         if offset == _MISSING and nbytes == _MISSING:
             continue
         if offset + nbytes > len(raw):
-            raise ValueError(f"{where}: inner chunk {pos} lies outside the shard")
+            raise DafFormatError(f"{where}: inner chunk {pos} lies outside the shard")
         data = _decompress(compressor, bytes(raw[offset : offset + nbytes]), where)
         if is_str:
             block = decode_strings(data, inner_count, where).reshape(inner)
         else:
             assert isinstance(dtype, np.dtype)
             if len(data) != inner_count * dtype.itemsize:
-                raise ValueError(f"{where}: inner chunk {pos} decodes to {len(data)} bytes")
+                raise DafFormatError(f"{where}: inner chunk {pos} decodes to {len(data)} bytes")
             block = np.frombuffer(data, dtype).reshape(inner)
         region = tuple(
             slice(p * c, min((p + 1) * c, n)) for p, c, n in zip(pos, inner, shape, strict=True)

@@ -254,9 +254,9 @@ def _zero_based(idx: np.ndarray[Any, Any], bound: int, where: str) -> np.ndarray
         top = _shift_block(src, out, 0, n) if n else 0
     if n and (top >= bound or top > np.iinfo(signed).max):
         if top > np.iinfo(signed).max:  # a stored 0 (wrapped) or a negative index
-            raise ValueError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
+            raise DafFormatError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
                              "negative index)")
-        raise ValueError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
+        raise DafFormatError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
     return out.view(signed)
 
 
@@ -541,7 +541,7 @@ class ZarrDaf:
                 return arr
             data = self._backend.get(info.chunk_key)
             if data is not None:
-                raise ValueError(
+                raise DafFormatError(
                     f"{where}: chunk {info.chunk_key!r} holds {memoryview(data).nbytes} bytes, "
                     f"expected {math.prod(shape) * dt.itemsize}"
                 )
@@ -570,7 +570,7 @@ class ZarrDaf:
             )
             out = np.asarray(za[...])
         except Exception as exc:
-            raise ValueError(f"{self._path}: can't read array {path!r}: {exc}") from exc
+            raise DafFormatError(f"{self._path}: can't read array {path!r}: {exc}") from exc
         if isinstance(info.dtype, str):
             out = _as_strings(out.astype(object) if out.dtype.kind != "O" else out)
         elif out.dtype != info.dtype:
@@ -809,7 +809,7 @@ class ZarrDaf:
             return default
         arr = self._read_array(_join("scalars", name))
         if arr.size != 1:
-            raise ValueError(f"{self._path}: scalar {name!r} holds {arr.size} values")
+            raise DafFormatError(f"{self._path}: scalar {name!r} holds {arr.size} values")
         return arr.reshape(-1)[0]
 
     def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> ZarrDaf:
@@ -970,7 +970,7 @@ class ZarrDaf:
         if kind == "array":
             arr = self._read_array(path)
             if arr.shape != (n,):
-                raise ValueError(f"{self._path}: vector {path!r} has shape {arr.shape}, "
+                raise DafFormatError(f"{self._path}: vector {path!r} has shape {arr.shape}, "
                                  f"axis {axis!r} has length {n}")
             return arr
         nzind, nzval = self._sparse_vector(path, n)
@@ -988,7 +988,7 @@ class ZarrDaf:
         else:
             nzval = np.ones(nzind.size, dtype=np.bool_)
         if nzind.shape != nzval.shape or nzind.ndim != 1:
-            raise ValueError(f"{self._path}: sparse vector {path!r}: nzind has shape "
+            raise DafFormatError(f"{self._path}: sparse vector {path!r}: nzind has shape "
                              f"{nzind.shape} but nzval has shape {nzval.shape}")
         pos = _zero_based(nzind, n, f"{self._path}: {path}/nzind")
         if pos.size > 1 and bool(np.any(pos[1:] <= pos[:-1])):
@@ -1165,7 +1165,7 @@ class ZarrDaf:
         if kind == "array":
             arr = self._read_array(path)
             if arr.shape != (nc, nr):
-                raise ValueError(f"{self._path}: matrix {path!r} has Zarr shape {arr.shape}, "
+                raise DafFormatError(f"{self._path}: matrix {path!r} has Zarr shape {arr.shape}, "
                                  f"expected {(nc, nr)} (reversed {rows} x {cols})")
             return arr.T
         colptr = self._read_array(_join(path, "colptr"), populate=True)
@@ -1176,12 +1176,12 @@ class ZarrDaf:
             nzval = np.ones(rowval.size, dtype=np.bool_)
         where = f"{self._path}: {path}"
         if colptr.shape != (nc + 1,) or nzval.shape != rowval.shape:
-            raise ValueError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
+            raise DafFormatError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
                              f"rowval {rowval.size}, nzval {nzval.size}")
         if int(colptr[0]) != 1 or int(colptr[-1]) != rowval.size + 1 or np.any(
             np.diff(colptr.astype(np.int64)) < 0
         ):
-            raise ValueError(f"{where}: colptr is not a valid 1-based CSC column pointer "
+            raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer "
                              f"for {rowval.size} stored values")
         indptr = _zero_based(colptr, rowval.size + 1, f"{where}/colptr")
         indices = _zero_based(rowval, nr, f"{where}/rowval")
