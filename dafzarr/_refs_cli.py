@@ -295,10 +295,12 @@ def demo_step(root: str, out: TextIO) -> None:
     from . import refs
 
     print("Virtual reference store demo: NetCDF4 files -> kerchunk-Parquet", file=out)
-    files = [
-        write_daily_netcdf(os.path.join(root, f"sst_{day}.nc"), day, shape=(90, 180))
-        for day in range(3)
-    ]
+    files = []
+    for day in range(3):
+        path = os.path.join(root, f"sst_{day}.nc")
+        with atomic_file(path, force=True, create=False, suffix=".nc") as tmp:
+            write_daily_netcdf(tmp, day, shape=(90, 180))  # replaced whole, never partial
+        files.append(path)
     store = os.path.join(root, "sst.refs")
     t0 = time.perf_counter()
     vds = refs.virtualize(files, store, progress=False, overwrite=True)

@@ -305,14 +305,15 @@ def _demo_arrayfile(root: str, out: Any) -> None:
 
     from .arrayfile import ArrayFile, FileConfig
 
-    path = os.path.join(root, "example.af")
-    for name in os.listdir(root):
-        if name.startswith("example.") and name.endswith((".af", ".stats")):
-            os.unlink(os.path.join(root, name))
+    # The file and its sidecars live in one folder, replaced whole (never partial).
+    folder = os.path.join(root, "example.arrayfile")
+    path = os.path.join(folder, "example.af")
     rng = np.random.default_rng(1)
     signal = rng.normal(0, 1, size=(10_000, 4)).astype("float32")
     print("ArrayFile demo: many arrays in one object, with delta sidecars", file=out)
-    with ArrayFile.create(path, config=FileConfig(codec="lz4")) as f:
+    with atomic_directory(folder, force=True) as tmp, \
+            ArrayFile.create(os.path.join(tmp, "example.af"),
+                             config=FileConfig(codec="lz4")) as f:
         f.define_array("signal", "f4", ["t", "ch"], signal.shape, chunk_shape=[2048, 4])
         f.write_array("signal", [0, 0], signal)
         f.set_attribute("signal", "units", "mV")
