@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import struct
 import subprocess
+import time
+import tracemalloc
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def check_zip_tools_accept(path: str | Path) -> None:
@@ -51,3 +57,33 @@ def check_archive(
         fmt = [] if seven_zip_detects else ["-tzip"]
         res = subprocess.run(["7z", "t", *fmt, str(path)], capture_output=True, text=True)
         assert res.returncode == 0, res.stdout + res.stderr
+
+
+def peak_allocation(fn: Callable[[], Any]) -> tuple[BaseException | None, int]:
+    """The exception ``fn`` raises (or None) and the peak of Python allocations meanwhile."""
+    tracemalloc.start()
+    try:
+        fn()
+        err: BaseException | None = None
+    except Exception as exc:  # noqa: BLE001 (the caller checks what was raised)
+        err = exc
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return err, peak
+
+
+def kill_when_ready(proc: subprocess.Popen[bytes], log: Path, delay: float) -> None:
+    """SIGKILL a child ``delay`` seconds after its log starts with ``ready``."""
+    deadline = time.monotonic() + 60
+    while not (log.exists() and log.read_bytes().startswith(b"ready")):
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise AssertionError(f"the child died: {err}")
+        assert time.monotonic() < deadline, "the child never started"
+        time.sleep(0.005)
+    time.sleep(delay)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.close()

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import struct
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,19 +11,7 @@ from dafzarr import DafzarrError
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError
 from dafzarr.arrayfile import _format as fmt
 
-
-def _peak(fn: Callable[[], Any]) -> tuple[BaseException | None, int]:
-    """The exception ``fn`` raises (or None) and the peak of Python allocations meanwhile."""
-    tracemalloc.start()
-    try:
-        fn()
-        err: BaseException | None = None
-    except Exception as exc:  # noqa: BLE001 (the caller checks what was raised)
-        err = exc
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return err, peak
+from .common import peak_allocation
 
 
 def _aliased_footer(copies: int, length: int) -> bytes:
@@ -58,7 +43,7 @@ def test_aliased_strings_are_refused_before_they_are_decoded(tmp_path: Path) -> 
         fmt.decode_footer(memoryview(data)[:-12])
     p = tmp_path / "alias.af"
     p.write_bytes(data)
-    err, peak = _peak(lambda: ArrayFile.open(p))
+    err, peak = peak_allocation(lambda: ArrayFile.open(p))
     assert isinstance(err, CorruptArrayFileError), err
     assert isinstance(err, DafzarrError)
     assert "alias.af" in str(err)

@@ -8,7 +8,6 @@ rather than padded with zeros.
 from __future__ import annotations
 
 import struct
-import tracemalloc
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -24,19 +23,7 @@ from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError, FileConfig
 from dafzarr.arrayfile import _format as fmt
 
 from . import zipbuild as zb
-
-
-def _peak(fn: Callable[[], Any]) -> tuple[BaseException | None, int]:
-    tracemalloc.start()
-    try:
-        fn()
-        err: BaseException | None = None
-    except Exception as exc:  # noqa: BLE001 (the caller checks what was raised)
-        err = exc
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return err, peak
+from .common import peak_allocation
 
 
 def _frame(data: bytes) -> bytes:
@@ -63,7 +50,7 @@ def test_a_size_the_data_does_not_decode_to_is_refused(delta: int) -> None:
 
 def test_a_size_above_what_the_blocks_hold_is_refused_before_allocating() -> None:
     data = zb.zstd_rle_frame(7, 5000)
-    err, peak = _peak(lambda: decode_exact(data, 1 << 30))
+    err, peak = peak_allocation(lambda: decode_exact(data, 1 << 30))
     assert isinstance(err, ValueError) and "at most 5000" in str(err)
     assert peak < 1 << 20
 
@@ -91,7 +78,7 @@ def test_zip_zstd_entry_claiming_a_huge_size_is_refused_before_allocating(tmp_pa
     p = tmp_path / "claim.zip"
     p.write_bytes(zb.build([zb.Member("big", frame, 93, crc=0, usize=256 << 20)]).data)
     with MmapZipStore(p, max_decompressed_size=1 << 30) as store:
-        err, peak = _peak(lambda: store["big"])
+        err, peak = peak_allocation(lambda: store["big"])
     assert isinstance(err, CorruptArchiveError), err
     assert "big" in str(err) and "claim.zip" in str(err)
     assert peak < 16 << 20, f"refusing a 1 kB entry allocated {peak} bytes"
@@ -106,7 +93,7 @@ def test_zip_deflate_and_bzip2_claiming_a_huge_size_do_not_allocate_it(
         zb.build([zb.Member.compressed("big", b"q" * 1000, method, usize=256 << 20)]).data
     )
     with MmapZipStore(p, max_decompressed_size=1 << 30) as store:
-        err, peak = _peak(lambda: store["big"])
+        err, peak = peak_allocation(lambda: store["big"])
     assert isinstance(err, CorruptArchiveError), err
     assert peak < 16 << 20, f"refusing a small entry allocated {peak} bytes"
 
@@ -140,7 +127,7 @@ def _with_block_sizes(path: Path, change: Callable[[dict[str, Any], bytearray], 
 def _open_and_read(path: Path) -> tuple[BaseException | None, int]:
     """Open ``path`` and read array "a": what was raised, and the peak allocation meanwhile."""
     with ArrayFile.open(path) as f:
-        return _peak(lambda: f.read_array("a"))
+        return peak_allocation(lambda: f.read_array("a"))
 
 
 def _zstd_file(tmp_path: Path) -> tuple[Path, np.ndarray]:
@@ -221,6 +208,6 @@ def test_zip_deflate64_bomb_stops_at_the_stated_size(tmp_path: Path) -> None:
     assert rec.method == 9
     p.write_bytes(zb.patch(p.read_bytes(), rec.usize_pos, 1000))
     with MmapZipStore(p) as store:
-        err, peak = _peak(lambda: store["zeros"])
+        err, peak = peak_allocation(lambda: store["zeros"])
     assert isinstance(err, CorruptArchiveError), err
     assert peak < 16 << 20, f"decoding a 1000-byte entry allocated {peak} bytes"

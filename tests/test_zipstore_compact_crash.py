@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ import zarr
 from dafzarr import MmapZipStore, _zipcopy
 
 from . import _compact_child as child
-from .common import check_archive
+from .common import check_archive, kill_when_ready
 
 CHILD = Path(child.__file__)
 ROOT = CHILD.parents[1]
@@ -37,18 +36,7 @@ def _run_and_kill(args: list[str], log: Path, delay: float) -> int:
             str(ROOT), os.environ.get("PYTHONPATH"))))},
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 60
-    while not (log.exists() and log.read_bytes().startswith(b"ready")):
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode() if proc.stderr else ""
-            raise AssertionError(f"the child died: {err}")
-        assert time.monotonic() < deadline, "the child never started"
-        time.sleep(0.005)
-    time.sleep(delay)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    if proc.stderr is not None:
-        proc.stderr.close()
+    kill_when_ready(proc, log, delay)
     return sum(1 for line in log.read_text().split("\n") if line.startswith("done "))
 
 

@@ -4,12 +4,9 @@ or the one the interrupted operation was writing)."""
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
@@ -19,7 +16,7 @@ import pytest
 from dafzarr import MmapZipStore
 
 from . import _rewrite_child as child
-from .common import check_archive
+from .common import check_archive, kill_when_ready
 
 CHILD = Path(child.__file__)
 
@@ -29,17 +26,7 @@ def _run_and_kill(path: Path, log: Path, seed: int, delay: float) -> list[str]:
         [sys.executable, str(CHILD), str(path), str(log), str(seed)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 60
-    while not (log.exists() and log.read_bytes().startswith(b"ready")):
-        if proc.poll() is not None:
-            raise AssertionError(f"the child died: {proc.stderr.read().decode() if proc.stderr else ''}")
-        assert time.monotonic() < deadline, "the child never opened the archive"
-        time.sleep(0.005)
-    time.sleep(delay)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    if proc.stderr is not None:
-        proc.stderr.close()
+    kill_when_ready(proc, log, delay)
     return log.read_text().split("\n")
 
 
