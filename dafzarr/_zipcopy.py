@@ -42,6 +42,7 @@ from ._progress import Progress
 from .errors import (
     ArchiveInUseError,
     CorruptArchiveError,
+    DafzarrError,
     PackSourceError,
     UnsupportedEntryError,
 )
@@ -285,6 +286,38 @@ def compact_store(store: MmapZipStore, *, progress: bool = False) -> ArchiveSpac
         with contextlib.suppress(BufferError):
             old.close()
         return store.space()
+
+
+def restart_if_empty(store: MmapZipStore) -> bool:
+    """Replace an archive whose every entry a delete left dead by a fresh empty one.
+
+    Called after a delete outside any batch. When no entry stays listed, the dead bytes
+    hold nothing anybody asked to keep, yet they would stay in the file and, being its
+    first bytes, hide the archive from tools that look for one at the start (7-Zip). A
+    fresh empty archive is put in place the way compaction does it (temporary file, fsync,
+    rename: a kill leaves the emptied archive or the fresh one). It is skipped, leaving the
+    committed (valid) archive as it is, while views of the mapping are alive, reservations
+    are open, the file has other hard links, or the fresh file cannot be written. Returns
+    whether the archive was replaced.
+    """
+    fm = store._fm
+    if store._tx is not None or store._entries or store._data_end == 0 or fm is None:
+        return False
+    if store._unpatched:
+        return False
+    if fm.exports:
+        import gc
+
+        gc.collect()
+        if fm.exports:
+            return False
+    try:
+        if os.stat(os.path.realpath(store.path)).st_nlink > 1:
+            return False
+        compact_store(store)
+    except (OSError, DafzarrError):
+        return False
+    return True
 
 
 def compact_path(

@@ -67,7 +67,7 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from . import _zipformat as zf
 from ._addrspace import fitting_max_file_size, probe_reservation, reservation_error
 from ._posix import FileMapping, crc32
-from ._zipcopy import CompactMethod, pack_directory
+from ._zipcopy import CompactMethod, pack_directory, restart_if_empty
 from .errors import (
     AppendOnlyError,
     ArchiveLockedError,
@@ -1520,7 +1520,9 @@ class MmapZipStore(Store):
         """Drop ``keys`` from the archive in one commit; absent keys are ignored.
 
         The entries' bytes stay in the file (dead space until :meth:`compact`), so views
-        of them stay valid. Returns how many keys were deleted.
+        of them stay valid; when no entry is left and nothing maps them, a fresh empty
+        archive replaces the file (see ``restart_if_empty``). Returns how many keys were
+        deleted.
         """
         self._check_writable()
         with self._lock:
@@ -1535,6 +1537,7 @@ class MmapZipStore(Store):
                     del self._index[k]
                     self._unpatched.discard(k)
                 tx.pruned = True
+            restart_if_empty(self)
             return len(present)
 
     def _keys_under(self, prefix: str) -> list[str]:
@@ -1735,6 +1738,7 @@ class MmapZipStore(Store):
             with self._write_step(fm) as tx:
                 self._delete_keys(self._keys_under(prefix))
                 self._drop_folders(tx, prefix)
+            restart_if_empty(self)
 
     def _drop_folders(self, tx: _Txn, prefix: str) -> None:
         """Leave the folder entries under ``prefix/`` out of the next directory (an
@@ -1751,8 +1755,10 @@ class MmapZipStore(Store):
     async def clear(self) -> None:
         """Drop every key in one commit (anndata's ``write_zarr`` starts with it).
 
-        Like every delete, it leaves the bytes in the file: views and read-only handles
-        opened before keep reading them, and inside a :meth:`batch` the clear is part of it.
+        Outside a :meth:`batch`, and while no view of the mapping is alive, a fresh empty
+        archive then takes the file's place (temporary file, fsync, rename); read-only
+        handles opened before keep reading the file they mapped. Inside a batch, the clear
+        is part of the batch's one commit.
         """
         self._check_writable()
         self._ensure_open_sync()

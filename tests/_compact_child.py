@@ -4,10 +4,12 @@ Usage::
 
     python tests/_compact_child.py compact ARCHIVE LOG
     python tests/_compact_child.py pack DIRECTORY OUT LOG
+    python tests/_compact_child.py clear ARCHIVE LOG
 
 ``compact`` compacts ``ARCHIVE`` in place for ever, alternating an open store's
 ``compact()`` and ``MmapZipStore.compact(path)``; ``pack`` packs ``DIRECTORY`` into ``OUT``
-for ever (``force=True``). ``ready`` is written to ``LOG`` (unbuffered) once the imports are
+for ever (``force=True``); ``clear`` writes keys ``k0``..``k19`` holding the run's number
+and then deletes them all (which starts a fresh archive), for ever. ``ready`` is written to ``LOG`` (unbuffered) once the imports are
 done, and ``done N`` after each completed run, so the parent kills at instants inside runs.
 """
 
@@ -31,6 +33,12 @@ def main(argv: list[str]) -> None:
             else:
                 with MmapZipStore(argv[1], "r+") as store:
                     store.compact()
+        elif mode == "clear":
+            with MmapZipStore(argv[1], "r+") as store, store.batch():
+                for i in range(20):
+                    store[f"k{i}"] = f"{n}".encode() * (1 + i * 5000)
+            with MmapZipStore(argv[1], "r+") as store:
+                store.delete_dir_sync("")
         else:
             MmapZipStore.pack(argv[1], argv[2], force=True)
         os.write(fd, f"done {n}\n".encode())
