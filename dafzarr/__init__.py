@@ -1,6 +1,6 @@
 """dafzarr: storing and addressing array data without copies.
 
-* :class:`MmapZipStore` - an append-only, crash-safe, zero-copy Zarr store over one ZIP file.
+* :class:`MmapZipStore` - a crash-safe, zero-copy Zarr store over one ZIP file.
 * :func:`open_daf`, :func:`memory_daf`, :class:`ZarrDaf` - the Daf data-axes format on Zarr.
 * :class:`ArrayFile` - many n-dimensional arrays in one object, with delta sidecars
   (file-compatible with the ``array-format`` container).
@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os as _os
+from importlib import metadata as _metadata
 
 try:
     from . import _posix  # noqa: F401
@@ -45,7 +46,10 @@ from .errors import (
 )
 from .zipstore import MmapZipStore
 
-__version__ = "0.1.0"
+try:  # the version is defined once, in pyproject.toml; the installed metadata carries it
+    __version__ = _metadata.version("dafzarr")
+except _metadata.PackageNotFoundError:  # imported from a source tree that is not installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "AddressSpaceError",

@@ -1122,7 +1122,7 @@ class MmapZipStore(Store):
         entry_cd_len = zf.CD_SIZE + len(raw) + 28
         tail = len(self._cd) + entry_cd_len + self._trailer_len()  # directory + end records
         # Inside a batch more entries follow: the directory moves far enough ahead for
-        # several more of this size (the gap is a hole in the file until they fill it).
+        # several more of this size (the commit gives back what they leave unused).
         room = tail if not tx.batch else max(tail, w - tx.start, 4 * (header_len + size), 1 << 16)
         self._check_size(w + header_len + size + tail, repr(key))
         self._make_room(fm, tx, header_len + size, room, repr(key))

@@ -28,8 +28,11 @@ _MODULES = {"cython-lint": "cython_lint", "codespell": "codespell_lib"}
 
 
 def _run(tool: str, *args: str) -> None:
-    if importlib.util.find_spec(_MODULES.get(tool, tool)) is None:
-        pytest.skip(f"{tool} is not installed")
+    # In a clone the linters are part of the job (`.ci/run` installs the `lint` group).
+    assert importlib.util.find_spec(_MODULES.get(tool, tool)) is not None, (
+        f"{tool} is not installed: install the `lint` dependency group "
+        "(pip install --group lint)"
+    )
     # cython-lint runs pycodestyle from PATH: put this interpreter's scripts first
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     exe = shutil.which(tool, path=env["PATH"])
