@@ -113,7 +113,7 @@ def test_convert_replaces_only_with_force(tmp_path: Path, dest: str) -> None:
     before = _digest(path)
     new = _daf(tmp_path / "new.daf.zarr", 2, n=50)
     res = _cli(["daf", "convert", str(new), target, "--quiet"])
-    assert res.returncode == 2 and "--force" in res.stderr
+    assert res.returncode == 1 and "--force" in res.stderr
     assert _digest(path) == before
     assert _cli(["daf", "convert", str(new), target, "--quiet", "--force"]).returncode == 0
     assert _seed_of(target) == 2

@@ -46,7 +46,7 @@ def test_zip_subcommands(tmp_path: Path) -> None:
     assert res.returncode == 1 and "BAD  data/c/0" in res.stdout
     p.write_bytes(bytes(blob[:-10]))
     res = run("zip", "verify", str(p))
-    assert res.returncode == 2 and "zip repair" in res.stderr
+    assert res.returncode == 1 and "zip repair" in res.stderr
     res = run("zip", "repair", str(p))
     assert res.returncode == 0 and "repaired" in res.stdout, res.stdout + res.stderr
     res = run("zip", "ls", str(p))

@@ -40,7 +40,7 @@ def test_build_info_check(tmp_path: Path) -> None:
     assert "8 of 8 sampled chunks equal their source" in res.stdout
     # existing stores are only replaced on request
     res = run("build", "-q", str(store), *files)
-    assert res.returncode == 2 and "exists" in res.stderr
+    assert res.returncode == 1 and "exists" in res.stderr
     assert run("build", "-q", "--overwrite", str(store), *files).returncode == 0
 
 
@@ -73,7 +73,7 @@ def test_build_public_prefix_and_refusal(tmp_path: Path) -> None:
     with h5py.File(bad, "w") as f:
         f.create_dataset("v", data=np.arange(100.0), chunks=(10,), compression="szip")
     res = run("build", "-q", str(tmp_path / "s2"), str(bad))
-    assert res.returncode == 2
+    assert res.returncode == 1
     assert f"{bad}: variable 'v': unsupported filter szip (HDF5 filter id 4)" in res.stderr
     res = run("build", "-q", "--skip-unsupported", str(tmp_path / "s3"), str(bad))
     assert res.returncode == 0 and "skipped" in res.stderr
@@ -82,7 +82,7 @@ def test_build_public_prefix_and_refusal(tmp_path: Path) -> None:
 def test_build_refuses_and_check_fails_on_nothing_checked(tmp_path: Path) -> None:
     ext = make_file(tmp_path / "external.h5", "external", "contiguous")
     res = run("build", "-q", str(tmp_path / "s1"), str(ext))
-    assert res.returncode == 2
+    assert res.returncode == 1
     assert f"{ext}: variable 'odd': its data are stored outside the file" in res.stderr
     res = run("build", "-q", "--skip-unsupported", str(tmp_path / "s2"), str(ext))
     assert res.returncode == 0 and "skipped" in res.stderr

@@ -6,6 +6,14 @@ See :func:`open_daf`, :func:`memory_daf` and :class:`ZarrDaf`.
 from __future__ import annotations
 
 from ._copy import convert_daf, copy_daf
-from ._zarrdaf import ZarrDaf, memory_daf, open_daf, parse_daf_path
+from ._zarrdaf import ZarrDaf, describe_property, memory_daf, open_daf, parse_daf_path
 
-__all__ = ["ZarrDaf", "convert_daf", "copy_daf", "memory_daf", "open_daf", "parse_daf_path"]
+__all__ = [
+    "ZarrDaf",
+    "convert_daf",
+    "copy_daf",
+    "describe_property",
+    "memory_daf",
+    "open_daf",
+    "parse_daf_path",
+]

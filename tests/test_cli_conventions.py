@@ -1,0 +1,136 @@
+"""What users expect of any command line: exit statuses, Ctrl-C, closed pipes, ``--json`` on
+the inspecting commands, ``-q`` on every command, no ``\\r`` progress in a log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import dafzarr
+from dafzarr import MmapZipStore
+from dafzarr.cli import _parser
+
+from .test_cli import run
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    p = tmp_path / "a.zip"
+    with MmapZipStore(p, "w") as store, store.batch():
+        store["zarr.json"] = b'{"zarr_format":3,"node_type":"group"}'
+        for i in range(5000):
+            store[f"notes/{i:05d}"] = b"x" * 10
+        store["big"] = bytes(64 << 20)
+    return p
+
+
+def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:
+    """Every runnable (sub)command's parser, by its words."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return {" ".join(path): parser}
+    out = {}
+    for name, child in subs[0].choices.items():
+        if child.prog.split()[-1] == name:  # aliases are the same parser again
+            out.update(_leaves(child, (*path, name)))
+    return out
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {s for a in parser._actions for s in a.option_strings}
+
+
+def test_every_command_takes_quiet_and_the_inspecting_ones_json() -> None:
+    leaves = {w: p for w, p in _leaves(_parser()).items() if not w.startswith("refs")}
+    assert {"zip ls", "zip info", "zip verify", "daf describe", "daf ls", "demo"} <= set(leaves)
+    for words, parser in leaves.items():
+        assert {"-q", "--quiet"} <= _options(parser), words
+    for words in ("zip ls", "zip info", "zip verify", "daf describe", "daf ls"):
+        assert "--json" in _options(leaves[words]), words
+
+
+def test_exit_statuses(tmp_path: Path, archive: Path) -> None:
+    assert run("zip", "verify", "-q", str(archive)).returncode == 0
+    usage = run("zip", "verify")  # the path is missing
+    assert usage.returncode == 2 and "usage:" in usage.stderr
+    assert run("zip", "frobnicate", str(archive)).returncode == 2
+    failed = run("zip", "verify", str(tmp_path / "missing.zip"))
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert "missing.zip" in failed.stderr
+    (tmp_path / "junk.zip").write_bytes(b"not an archive" * 100)
+    bad = run("zip", "info", str(tmp_path / "junk.zip"))
+    assert bad.returncode == 1 and "junk.zip" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_json_output(tmp_path: Path, archive: Path) -> None:
+    listing = json.loads(run("zip", "ls", "--json", str(archive)).stdout)
+    assert len(listing["entries"]) == 5002
+    assert {e["name"] for e in listing["entries"][:2]} == {"zarr.json", "notes/00000"}
+    info = json.loads(run("zip", "info", "--json", str(archive)).stdout)
+    assert info["entries"] == 5002 and info["dead_bytes"] == 0
+    assert info["file_size"] == archive.stat().st_size
+    verify = json.loads(run("zip", "verify", "--json", str(archive)).stdout)
+    assert verify == {"path": str(archive), "entries": 5002, "bad": []}
+    daf = dafzarr.open_daf(tmp_path / "d.daf.zarr", "w")
+    daf.set_scalar("organism", "yeast")
+    daf.add_axis("cell", ["a", "b", "c"])
+    daf.set_vector("cell", "umis", np.array([1, 0, 2], "u4"))
+    daf.close()
+    for command in ("describe", "info", "ls"):
+        doc = json.loads(run("daf", command, "--json", str(tmp_path / "d.daf.zarr")).stdout)
+        assert doc["scalars"] == {"organism": "yeast"} and doc["axes"] == {"cell": 3}
+        assert doc["vectors"] == {"cell/umis": {"dtype": "uint32", "layout": "dense"}}
+
+
+def test_quiet_leaves_only_the_data(archive: Path) -> None:
+    res = run("zip", "verify", "-q", str(archive))
+    assert res.returncode == 0 and res.stdout == "" and res.stderr == ""
+    res = run("zip", "ls", "-q", str(archive))
+    assert "entries" not in res.stdout.splitlines()[-1]  # no summary line
+    assert "notes/04999" in res.stdout
+
+
+def test_no_carriage_return_progress_in_a_log(tmp_path: Path) -> None:
+    src = tmp_path / "g.zarr"
+    g = zarr.open_group(src, mode="w", zarr_format=3)
+    for i in range(50):
+        g.create_array(f"a{i}", data=np.arange(10.0))
+    res = run("zip", "pack", str(src), str(tmp_path / "g.zip"))  # stderr is a pipe
+    assert res.returncode == 0, res.stderr
+    assert "\r" not in res.stderr and res.stderr == ""
+    assert "entries" in res.stdout
+
+
+def test_closed_pipe_ends_quietly(archive: Path) -> None:
+    with subprocess.Popen([sys.executable, "-m", "dafzarr", "zip", "ls", str(archive)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as ls:
+        assert ls.stdout is not None and ls.stderr is not None
+        ls.stdout.readline()
+        ls.stdout.close()  # as `| head -1` does
+        status = ls.wait(timeout=120)
+        assert ls.stderr.read() == b""
+    assert status == 128 + signal.SIGPIPE
+
+
+def test_ctrl_c_exits_130_without_a_traceback(archive: Path) -> None:
+    # `zip cat` of a 64 MiB entry into a pipe nobody reads blocks in its write.
+    with subprocess.Popen([sys.executable, "-m", "dafzarr", "zip", "cat", str(archive), "big"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as cat:
+        assert cat.stdout is not None and cat.stderr is not None
+        assert cat.stdout.read(1 << 16) == bytes(1 << 16)  # it is writing
+        time.sleep(0.2)
+        os.kill(cat.pid, signal.SIGINT)
+        err = cat.stderr.read()  # blocks until it exits
+        status = cat.wait(timeout=120)
+    assert status == 130
+    assert b"Traceback" not in err and b"interrupted" in err
