@@ -1,19 +1,22 @@
-"""The one progress bar of dafzarr's long runs: a plain line on stderr, redrawn in place."""
+"""The one progress bar of dafzarr's long runs (tqdm: rate, ETA, redrawn in place)."""
 
 from __future__ import annotations
 
 import sys
-import time
-from typing import TextIO
+from typing import Never, TextIO
+
+from tqdm import tqdm
 
 __all__ = ["Progress"]
 
 
 class Progress:
-    """A plain one-line progress bar on stderr (redrawn at most 5 times a second).
+    """A progress bar on stderr (or ``stream``), drawn by tqdm at most 5 times a second.
 
     ``unit`` names what is counted (``"files"``, ``"entries"``). Disabled, or with at most one
-    item to count, it writes nothing.
+    item to count, it writes nothing. The command line enables it only when stderr is a
+    terminal; an API call with ``progress=True`` asked for it, so it is drawn wherever
+    ``stream`` goes.
     """
 
     def __init__(
@@ -24,23 +27,28 @@ class Progress:
         stream: TextIO | None = None,
         unit: str = "files",
     ) -> None:
-        self.total, self.label, self.unit, self.done = total, label, unit, 0
-        self.enabled = enabled and total > 1
-        self.stream = stream or sys.stderr
-        self.start = self.last = time.monotonic()
-
-    def step(self, n: int = 1) -> None:
-        """Count ``n`` more items done."""
-        self.done += n
-        now = time.monotonic()
-        if self.enabled and (now - self.last > 0.2 or self.done == self.total):
-            self.last = now
-            width = 30
-            filled = width * self.done // max(1, self.total)
-            self.stream.write(
-                f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{self.done}/{self.total} {self.unit}, {now - self.start:.1f} s"
+        self.total, self.done = total, 0
+        self._bar: tqdm[Never] | None = None
+        if enabled and total > 1:
+            self._bar = tqdm(
+                total=total, desc=label, unit=f" {unit}", file=stream or sys.stderr,
+                mininterval=0.2, dynamic_ncols=True, leave=True,
             )
-            if self.done == self.total:
-                self.stream.write("\n")
-            self.stream.flush()
+
+    def step(self, n: int = 1, what: str | None = None) -> None:
+        """Count ``n`` more items done; ``what`` names the item just done."""
+        self.done += n
+        bar = self._bar
+        if bar is None:
+            return
+        if what is not None:
+            bar.set_postfix_str(what, refresh=False)
+        bar.update(n)
+        if self.done >= self.total:
+            self.close()
+
+    def close(self) -> None:
+        """End the bar's line (done or not); further steps are only counted."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

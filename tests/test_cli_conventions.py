@@ -4,11 +4,16 @@ the inspecting commands, ``-q`` on every command, no ``\\r`` progress in a log."
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
+import pty
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -134,3 +139,25 @@ def test_ctrl_c_exits_130_without_a_traceback(archive: Path) -> None:
         status = cat.wait(timeout=120)
     assert status == 130
     assert b"Traceback" not in err and b"interrupted" in err
+
+
+def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    src = tmp_path / "g.zarr"
+    g = zarr.open_group(src, mode="w", zarr_format=3)
+    for i in range(50):
+        g.create_array(f"a{i}", data=np.arange(10.0))
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    with subprocess.Popen([sys.executable, "-m", "dafzarr", "zip", "pack", str(src),
+                           str(tmp_path / "g.zip")], stdout=subprocess.PIPE,
+                          stderr=follower) as proc:
+        os.close(follower)
+        out, _ = proc.communicate(timeout=120)
+    chunks = []
+    with contextlib.suppress(OSError):  # EIO once the terminal has no writer left
+        while chunk := os.read(leader, 1 << 16):
+            chunks.append(chunk)
+    os.close(leader)
+    shown = b"".join(chunks).decode()
+    assert proc.returncode == 0 and b"entries" in out
+    assert "packing: 100%" in shown and "files/s" in shown

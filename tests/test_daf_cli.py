@@ -72,7 +72,7 @@ def test_copy_reports_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str
     dst = dafzarr.memory_daf()
     copy_daf(src, dst, progress=True)
     err = capsys.readouterr().err
-    assert "[100%]" in err and "matrix cell,gene/expr" in err
+    assert "copying: 100%" in err and "11/11" in err and "properties/s, matrix " in err
 
 
 def test_module_entry_point(tmp_path: Path) -> None:

@@ -218,7 +218,7 @@ def test_progress_bar(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None
     files = days(tmp_path, n=3)
     refs.scan_many(files, progress=True)
     err = capfd.readouterr().err
-    assert "scanning [" in err and "3/3 files" in err
+    assert "scanning: 100%" in err and "3/3" in err and "files/s" in err
 
 
 def test_dask_client(tmp_path: Path) -> None:

@@ -5,35 +5,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
 from .._atomic import atomic_directory, atomic_file, check_destination
+from .._progress import Progress
 from ._backends import acquire_zip_store, release_zip_store
 from ._zarrdaf import ZarrDaf, parse_daf_path
 
 __all__ = ["convert_daf", "copy_daf"]
-
-
-class _Progress:
-    """A one-line progress report on a stream (stderr by default)."""
-
-    def __init__(self, total: int, stream: TextIO | None) -> None:
-        self.total = max(total, 1)
-        self.stream = stream
-        self.done = 0
-        self.t0 = time.perf_counter()
-
-    def step(self, what: str) -> None:
-        self.done += 1
-        if self.stream is not None:
-            pct = 100 * self.done // self.total
-            elapsed = time.perf_counter() - self.t0
-            self.stream.write(f"\r[{pct:3d}%] {self.done}/{self.total} {elapsed:6.1f}s {what:<40.40}")
-            if self.done == self.total:
-                self.stream.write("\n")
-            self.stream.flush()
 
 
 def _copy_node(src: ZarrDaf, dst: ZarrDaf, path: str) -> None:
@@ -69,19 +49,20 @@ def copy_daf(source: ZarrDaf, destination: ZarrDaf, *, progress: bool | TextIO =
         for m in sorted(source.matrices_set(r, c, relayout=False))
     ]
     scalars = sorted(source.scalars_set())
-    bar = _Progress(len(scalars) + len(axes) + len(vectors) + len(matrices), stream)
+    total = len(scalars) + len(axes) + len(vectors) + len(matrices)
+    bar = Progress(total, "copying", stream is not None, stream, unit="properties")
     for name in scalars:
         destination.set_scalar(name, source.get_scalar(name))
-        bar.step(f"scalar {name}")
+        bar.step(what=f"scalar {name}")
     for axis in axes:
         destination.add_axis(axis, source.axis_np_entries(axis))
-        bar.step(f"axis {axis}")
+        bar.step(what=f"axis {axis}")
     for axis, name in vectors:
         _copy_node(source, destination, f"vectors/{axis}/{name}")
-        bar.step(f"vector {axis}/{name}")
+        bar.step(what=f"vector {axis}/{name}")
     for rows, cols, name in matrices:
         _copy_node(source, destination, f"matrices/{rows}/{cols}/{name}")
-        bar.step(f"matrix {rows},{cols}/{name}")
+        bar.step(what=f"matrix {rows},{cols}/{name}")
 
 
 def _suffix(container: str) -> str:
