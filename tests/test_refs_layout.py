@@ -1,8 +1,8 @@
-"""The layout of ``dafzarr.refs``: public names, module dependencies, sizes.
+"""The layout of ``dafzarr.refs``: public names, module dependencies, sizes, exception classes.
 
 The subpackage's modules depend on each other in one direction only (records at the bottom,
-the command line at the top); each imports alone in a fresh interpreter, stays small and says
-what it is for.
+the command line at the top); each imports alone in a fresh interpreter, stays small, says
+what it is for, and raises only dafzarr's own exception classes.
 """
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import dafzarr.refs
+from dafzarr import errors
+from dafzarr.refs import _vrt
 
 PACKAGE = Path(dafzarr.refs.__file__).parent
 ROOT = PACKAGE.parents[1]
@@ -116,6 +119,56 @@ def test_module_is_small_and_documented(module: str) -> None:
     assert span <= MAX_IMPORT_LINES, f"{module}.py: imports take {span} lines"
 
 
+class _Raises(ast.NodeVisitor):
+    """``(line, class name, enclosing function)`` of every ``raise SomeClass...``."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[int, str, str]] = []
+        self._functions: list[str] = [""]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._functions.append(node.name)
+        self.generic_visit(node)
+        self._functions.pop()
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        if node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = target.id if isinstance(target, ast.Name) else ast.unparse(target)
+            if not name[:1].islower():  # not a caught exception object raised again
+                self.found.append((node.lineno, name, self._functions[-1]))
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_raises_only_dafzarr_errors(module: str) -> None:
+    """Every exception class a module raises comes from ``dafzarr.errors``.
+
+    A module ``__getattr__`` raises ``AttributeError``, as the language requires of it.
+    """
+    tree = _tree(module)
+    allowed = {
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module == "errors" and n.level == 2
+        for a in n.names
+        if isinstance(getattr(errors, a.name, None), type)
+    }
+    raises = _Raises()
+    raises.visit(tree)
+    wrong = [
+        f"line {line}: raise {name}"
+        for line, name, function in raises.found
+        if name not in allowed and (function, name) != ("__getattr__", "AttributeError")
+    ]
+    assert not wrong, f"{module}.py raises classes not from dafzarr.errors: {wrong}"
+
+
+def test_raise_finder_sees_builtins() -> None:
+    raises = _Raises()
+    raises.visit(ast.parse("def f():\n    raise ValueError('x')\nraise KeyError\n"))
+    assert raises.found == [(2, "ValueError", "f"), (3, "KeyError", "")]
+
+
 # --- The public names ------------------------------------------------------------------------
 def test_public_names() -> None:
     assert set(dafzarr.refs.__all__) == PUBLIC
@@ -164,3 +217,51 @@ def test_subpackage_is_packaged() -> None:
     find = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
     found = setuptools.find_packages(where=str(ROOT), include=find["find"]["include"])
     assert "dafzarr.refs" in found
+
+
+# --- Bad arguments are dafzarr's ValueErrors -------------------------------------------------
+def _vds_with_short_references() -> dafzarr.refs.VirtualDataset:
+    import numpy as np
+
+    a = dafzarr.refs.VirtualArray(
+        name="a",
+        zarray={"shape": [10], "chunks": [5]},
+        zattrs={},
+        path_index=np.zeros(1, dtype=np.int32),
+        offset=np.zeros(1, dtype=np.int64),
+        size=np.zeros(1, dtype=np.int64),
+    )
+    return dafzarr.refs.VirtualDataset(paths=["file:///x.nc"], arrays={"a": a}, groups={"": {}})
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda _: dafzarr.refs.scan("x.nc", on_unsupported="ignore"), "on_unsupported"),
+        (lambda _: dafzarr.refs.mosaic_sources(["a.nc", "a.nc"]), "listed twice"),
+        (lambda _: dafzarr.refs.mosaic_sources(["a.nc"], ["u1", "u2"]), "public URLs"),
+        (lambda _: dafzarr.refs.scan_many(["a.nc", "b.nc"], workers=0), "workers must"),
+        (lambda _: dafzarr.refs.virtualize(pa.table({"x": [1]}), None), "needs the columns"),
+        (lambda _: dafzarr.refs.place([]), "no files to place"),
+        (lambda p: dafzarr.refs.write_parquet(_vds_with_short_references(), p, record_size=0),
+         "record_size"),
+        (lambda p: dafzarr.refs.write_parquet(_vds_with_short_references(), p), "grid of 2"),
+        (lambda p: dafzarr.refs.to_kerchunk_json(_vds_with_short_references()), "grid of 2"),
+    ],
+    ids=["on_unsupported", "twice", "counts", "workers", "columns", "place", "record_size",
+         "parquet-grid", "json-grid"],
+)  # fmt: skip
+def test_bad_arguments(tmp_path: Path, call: object, match: str) -> None:
+    with pytest.raises(errors.InvalidArgumentError, match=match) as info:
+        call(tmp_path / "store")  # type: ignore[operator]
+    assert isinstance(info.value, ValueError)
+    assert not (tmp_path / "store").exists()
+
+
+def test_placement_file_that_is_not_a_vrt(tmp_path: Path) -> None:
+    path = tmp_path / "p.xml"
+    path.write_text("<Other/>", encoding="utf-8")
+    sources = dafzarr.refs.mosaic_sources(["a.nc"])
+    with pytest.raises(errors.IncompatibleSourcesError, match="not a VRT") as info:
+        _vrt.placement_from_vrt(path, sources, [])
+    assert isinstance(info.value, ValueError)

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .._atomic import atomic_file
+from ..errors import SelfCheckError
 from ._check import check_store, open_reference_group
 from ._layout import METADATA_FILE
 
@@ -208,7 +209,7 @@ def demo_step(root: str, out: TextIO) -> None:
         for p in parts:
             p.close()
     if not same:
-        raise RuntimeError("the reference store does not read back like the files")
+        raise SelfCheckError("the reference store does not read back like the files")
     print(
         f"  xarray opens it: sst {dict(opened.sizes)}, mean {float(opened['sst'].mean()):.2f} "
         f"{opened['sst'].attrs.get('units')}, equal to the files read one by one with xarray",

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import IncompatibleSourcesError
+from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._model import ScanResult
 
 __all__ = ["PLACEMENT_SCHEMA", "place", "placement_table"]
@@ -57,7 +57,7 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
     """
     scans = list(scans)
     if not scans:
-        raise ValueError("no files to place")
+        raise InvalidArgumentError("no files to place")
     if len(scans) == 1 and concat_dim is None:
         rows = [(scans[0].url, n, [0] * len(v.shape)) for n, v in scans[0].variables.items()]
         return placement_table(rows)

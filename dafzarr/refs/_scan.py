@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _h5chunks
-from ..errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
+from ..errors import H5Error, InvalidArgumentError, UnsupportedHDF5Error, UnsupportedVariableWarning
 from ._attrs import decode_name, dimension_scales, is_dimension_only, read_attrs
 from ._dtypes import complex_layout_problem, fillvalue, numpy_dtype
 from ._filters import codec, filter_label
@@ -143,7 +143,9 @@ def scan(
         dense chunk references.
     """
     if on_unsupported not in ("raise", "skip"):
-        raise ValueError(f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}")
+        raise InvalidArgumentError(
+            f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}"
+        )
     p = os.fspath(path)
     if url is None:
         url = file_url(p)

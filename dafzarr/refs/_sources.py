@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from .._progress import Progress as _Progress
-from ..errors import IncompatibleSourcesError
+from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._model import OnUnsupported, ScanResult, file_url
 from ._scan import scan
 
@@ -56,12 +56,12 @@ def mosaic_sources(
     acc = [os.fspath(a) for a in access]
     pub = [_as_url(a) for a in acc] if public is None else [str(p) for p in public]
     if len(pub) != len(acc):
-        raise ValueError(f"{len(acc)} access paths but {len(pub)} public URLs")
+        raise InvalidArgumentError(f"{len(acc)} access paths but {len(pub)} public URLs")
     for label, items in (("access path", acc), ("public URL", pub)):
         seen: set[str] = set()
         for item in items:
             if item in seen:
-                raise ValueError(f"{label} {item!r} is listed twice")
+                raise InvalidArgumentError(f"{label} {item!r} is listed twice")
             seen.add(item)
     if check_sizes:
         for a, p in zip(acc, pub, strict=True):
@@ -80,7 +80,7 @@ def sources_table(sources: Any) -> pa.Table:
     """``sources`` as a :func:`mosaic_sources` table (paths, or a table with its columns)."""
     if isinstance(sources, pa.Table):
         if not {"access", "public"} <= set(sources.column_names):
-            raise ValueError("a sources table needs the columns 'access' and 'public'")
+            raise InvalidArgumentError("a sources table needs the columns 'access' and 'public'")
         return sources
     if isinstance(sources, str | os.PathLike):
         sources = [sources]
@@ -162,7 +162,9 @@ def scan_many(
             bar.step()
     else:
         if not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be None, an int >= 1 or a dask Client: {workers!r}")
+            raise InvalidArgumentError(
+                f"workers must be None, an int >= 1 or a dask Client: {workers!r}"
+            )
         n = len(access)
         batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
         with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:

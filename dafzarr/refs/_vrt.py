@@ -90,7 +90,7 @@ def placement_from_vrt(
     path = Path(vrt)
     root = ET.parse(path).getroot()
     if root.tag != "VRTDataset":
-        raise ValueError(f"{path}: not a VRT (root element {root.tag!r})")
+        raise IncompatibleSourcesError(f"{path}: not a VRT (root element {root.tag!r})")
     access = sources.column("access").to_pylist()
     by_access = {s.path: s for s in scans}
     rows: list[tuple[str, str, list[int]]] = []

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._atomic import atomic_directory, atomic_file
-from ..errors import OutputExistsError
+from ..errors import InvalidArgumentError, OutputExistsError
 from ._layout import METADATA_FILE, PLACEMENT_FILE, refs_file
 from ._model import (
     ScanResult,
@@ -148,7 +148,9 @@ def _check_array(a: VirtualArray) -> None:
     shape, chunks = tuple(a.zarray["shape"]), tuple(a.zarray["chunks"])
     n = math.prod(chunk_grid(shape, chunks))
     if a.nchunks != n or a.path_index.shape[0] != n or a.size.shape[0] != n:
-        raise ValueError(f"array {a.name!r}: {a.nchunks} references for a grid of {n} chunks")
+        raise InvalidArgumentError(
+            f"array {a.name!r}: {a.nchunks} references for a grid of {n} chunks"
+        )
 
 
 def _check_out(out: Path, overwrite: bool) -> None:
@@ -184,7 +186,7 @@ def write_parquet(
     (otherwise :class:`~dafzarr.errors.OutputExistsError`, a ``FileExistsError``).
     """
     if not isinstance(record_size, int) or record_size < 1:
-        raise ValueError(f"record_size must be an integer >= 1, not {record_size!r}")
+        raise InvalidArgumentError(f"record_size must be an integer >= 1, not {record_size!r}")
     vds = as_virtual(dataset, inline_threshold=inline_threshold)
     out = Path(out_path)
     for a in vds.arrays.values():
