@@ -24,10 +24,12 @@ __all__ = [
     "HttpDeadlineError",
     "HttpReadError",
     "IncompatibleSourcesError",
+    "InvalidArgumentError",
     "OutputExistsError",
     "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
+    "SelfCheckError",
     "StatisticsWarning",
     "UnsafeCastError",
     "UnsafeEntryNameError",
@@ -130,6 +132,22 @@ class IncompatibleSourcesError(DafzarrError, ValueError):
 
     The message names the files, the variable and the mismatch (dtype, codecs, chunk shape,
     packing or time attributes, misaligned or overlapping placement).
+    """
+
+
+class InvalidArgumentError(DafzarrError, ValueError):
+    """An argument's value is outside what the function accepts.
+
+    The message names the argument and the value given (or, for a record built by hand, the
+    record and what is inconsistent in it).
+    """
+
+
+class SelfCheckError(DafzarrError, RuntimeError):
+    """A built-in self-check (``dafzarr demo``) read back data that differ from their source.
+
+    This is a defect in dafzarr or a library it uses, not in the user's data; the message
+    names what differs.
     """
 
 

@@ -504,7 +504,7 @@ def test_sdist_ships_sources_and_stubs(tmp_path: Path) -> None:
         "_ext/*.pxd",
         "_ext/*.pxi",
         "_ext/*.h",
-        "dafzarr/*.py",
+        "dafzarr/**/*.py",
         "dafzarr/*.pyi",
         "tests/*.py",
     ):

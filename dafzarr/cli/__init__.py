@@ -13,9 +13,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .. import __version__, _refs_cli
+from .. import __version__
 from .._config import show_config
 from ..errors import DafzarrError
+from ..refs import _cli as _refs_cli
 from . import _daf, _zip
 from ._common import add_output_options
 from ._demo import run_demo

@@ -11,7 +11,7 @@ import zipfile
 from typing import Any
 
 from .._atomic import atomic_directory, atomic_file
-from .._refs_cli import demo_step as refs_demo_step
+from ..refs._cli import demo_step as refs_demo_step
 from ..zipstore import MmapZipStore
 from ._common import human
 

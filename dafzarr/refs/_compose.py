@@ -1,289 +1,40 @@
-"""Compose many scanned files into one virtual dataset: sources, placement, checks, scans."""
+"""Compose many scanned files into one virtual dataset, and the whole pipeline (:func:`virtualize`).
+
+Arrays placed from several files must mean one thing: same dtype, codecs, chunk shape, fill
+value and packing attributes, chunk-aligned boundaries, no overlap; anything else is refused.
+"""
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_all_start_methods, get_context
-from multiprocessing.context import BaseContext
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ._progress import Progress as _Progress
-from ._refs_scan import OnUnsupported, ScanResult, Variable, chunk_grid, file_url, scan
-from ._refs_write import (
+from ..errors import IncompatibleSourcesError
+from ._model import (
+    OnUnsupported,
+    ScanResult,
+    Variable,
     VirtualArray,
     VirtualDataset,
-    inline_small_chunks,
+    chunk_grid,
+    decode_fill,
     used_groups,
-    write_parquet,
 )
-from .errors import IncompatibleSourcesError
+from ._placement import place
+from ._sources import scan_many, sources_table
+from ._vrt import placement_from_vrt
+from ._write import inline_small_chunks, write_parquet
 
-__all__ = [
-    "PLACEMENT_SCHEMA",
-    "compose",
-    "mosaic_sources",
-    "place",
-    "scan_many",
-    "virtualize",
-]
+__all__ = ["compose", "virtualize"]
 
-PLACEMENT_SCHEMA = pa.schema(
-    [
-        pa.field("source", pa.string(), nullable=False),
-        pa.field("variable", pa.string(), nullable=False),
-        pa.field("dest_offset", pa.list_(pa.int64()), nullable=False),
-    ]
-)
 # Attributes that must agree across files for one array to mean one thing.
 _MUST_AGREE = ("scale_factor", "add_offset", "_Unsigned", "units", "calendar")
-
-
-# --- Sources ---------------------------------------------------------------------------------
-def _as_url(path: str) -> str:
-    return path if "://" in path else file_url(path)
-
-
-def mosaic_sources(
-    access: Sequence[str | os.PathLike[str]],
-    public: Sequence[str] | None = None,
-    *,
-    check_sizes: bool = True,
-) -> pa.Table:
-    """The sources of a virtual dataset: what is opened and what is referenced.
-
-    Parameters
-    ----------
-    access
-        Local paths that are opened and scanned (a fast mirror of the data, say).
-    public
-        Durable URLs written into the references, one per ``access`` path (default: the
-        ``file://`` URLs of ``access``). Byte offsets are identical in every copy of a file.
-    check_sizes
-        When a ``public`` URL is a local ``file://`` path, check that it exists with the same
-        size as its ``access`` copy.
-
-    Returns
-    -------
-    pyarrow.Table
-        Columns ``access`` and ``public`` (strings), one row per file.
-    """
-    acc = [os.fspath(a) for a in access]
-    pub = [_as_url(a) for a in acc] if public is None else [str(p) for p in public]
-    if len(pub) != len(acc):
-        raise ValueError(f"{len(acc)} access paths but {len(pub)} public URLs")
-    for label, items in (("access path", acc), ("public URL", pub)):
-        seen: set[str] = set()
-        for item in items:
-            if item in seen:
-                raise ValueError(f"{label} {item!r} is listed twice")
-            seen.add(item)
-    if check_sizes:
-        for a, p in zip(acc, pub, strict=True):
-            if public is None and "://" not in a:
-                continue  # p is file_url(a)
-            if p.startswith("file://") and p != file_url(a):
-                local = Path(p.removeprefix("file://"))
-                if local.exists() and local.stat().st_size != Path(a).stat().st_size:
-                    raise IncompatibleSourcesError(
-                        f"{a} and its public copy {p} differ in size: offsets would not match"
-                    )
-    return pa.table({"access": pa.array(acc, pa.string()), "public": pa.array(pub, pa.string())})
-
-
-def _sources_table(sources: Any) -> pa.Table:
-    if isinstance(sources, pa.Table):
-        if not {"access", "public"} <= set(sources.column_names):
-            raise ValueError("a sources table needs the columns 'access' and 'public'")
-        return sources
-    if isinstance(sources, str | os.PathLike):
-        sources = [sources]
-    return mosaic_sources(list(sources))
-
-
-# --- Scanning many files ------------------------------------------------------------------
-def _scan_table(access: str, public: str, on_unsupported: OnUnsupported) -> pa.Table:
-    """Scan one file into one Arrow table (what is sent back from a dask cluster)."""
-    return scan(access, url=public, on_unsupported=on_unsupported).to_arrow()
-
-
-def _scan_batch(
-    access: list[str], public: list[str], on_unsupported: OnUnsupported
-) -> list[ScanResult]:
-    """Scan several files in a local worker process (results return pickled, in one message)."""
-    return [
-        scan(a, url=p, on_unsupported=on_unsupported) for a, p in zip(access, public, strict=True)
-    ]
-
-
-# Files per task for local processes: enough tasks per worker to balance the load, few enough
-# that a task costs much more than sending it and its results.
-_BATCH_MAX = 64
-_TASKS_PER_WORKER = 8
-
-
-def _worker_context() -> BaseContext:
-    """Workers forked from a single-threaded server that has imported the scanner once.
-
-    Forking this (possibly multi-threaded) process would be unsafe; spawning imports numpy,
-    h5py and pyarrow again in every worker. Where fork servers do not exist, spawn.
-    """
-    if "forkserver" not in get_all_start_methods():
-        return get_context("spawn")
-    ctx = get_context("forkserver")
-    # pyarrow imports pandas on first use (about a second); import it once, in the server.
-    ctx.set_forkserver_preload(["dafzarr._refs_compose", "pandas"])
-    return ctx
-
-
-def _is_dask_client(obj: Any) -> bool:
-    return hasattr(obj, "map") and hasattr(obj, "gather") and hasattr(obj, "scheduler_info")
-
-
-def scan_many(
-    sources: Any,
-    *,
-    workers: Any = None,
-    progress: bool = True,
-    on_unsupported: OnUnsupported = "raise",
-) -> list[ScanResult]:
-    """Scan every source file, in the order of ``sources``.
-
-    ``workers=None`` or ``1`` scans in this process; ``workers=N`` uses N local processes
-    (files handed out in batches, results sent back pickled); a ``dask.distributed.Client``
-    runs the scans on its cluster, one task per file, and only Arrow tables travel back.
-    """
-    table = _sources_table(sources)
-    access = table.column("access").to_pylist()
-    public = table.column("public").to_pylist()
-    bar = _Progress(len(access), "scanning", progress)
-    results: list[ScanResult | None] = [None] * len(access)
-    if _is_dask_client(workers):
-        futures = workers.map(
-            _scan_table, access, public, on_unsupported=on_unsupported, pure=False
-        )
-        import distributed
-
-        dask_completed: Any = distributed.as_completed
-
-        index = {f.key: i for i, f in enumerate(futures)}
-        for fut in dask_completed(futures):
-            results[index[fut.key]] = ScanResult.from_arrow(fut.result())
-            bar.step()
-    elif workers is None or workers == 1:
-        for i, (a, p) in enumerate(zip(access, public, strict=True)):
-            results[i] = scan(a, url=p, on_unsupported=on_unsupported)
-            bar.step()
-    else:
-        if not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be None, an int >= 1 or a dask Client: {workers!r}")
-        n = len(access)
-        batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
-            futs = {
-                ex.submit(
-                    _scan_batch, access[i : i + batch], public[i : i + batch], on_unsupported
-                ): i
-                for i in range(0, n, batch)
-            }
-            for fut in as_completed(futs):
-                done = fut.result()
-                start = futs[fut]
-                results[start : start + len(done)] = done
-                bar.step(len(done))
-    return [r for r in results if r is not None]
-
-
-# --- Placement ---------------------------------------------------------------------------------
-def _find_concat_dim(scans: list[ScanResult]) -> str:
-    common = set.intersection(*(set(s.coords) for s in scans))
-    differing = sorted(
-        name
-        for name in common
-        if "/" not in name
-        and any(not np.array_equal(scans[0].coords[name], s.coords[name]) for s in scans[1:])
-    )
-    if len(differing) == 1:
-        return differing[0]
-    if not differing:
-        raise IncompatibleSourcesError(
-            "no coordinate variable differs between the files: pass concat_dim= (files: "
-            f"{scans[0].path}, ...)"
-        )
-    raise IncompatibleSourcesError(
-        f"several coordinates differ between the files ({', '.join(differing)}): pass concat_dim="
-    )
-
-
-def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.Table:
-    """Where each file's arrays go: a table ``(source, variable, dest_offset)``.
-
-    Files are ordered along ``concat_dim`` (found from the coordinate values when not
-    given) by their first coordinate value; arrays without that dimension come from the
-    first file. The table can be inspected, edited, saved with ``pyarrow.parquet`` and
-    passed back to :func:`virtualize` as ``placement=``.
-    """
-    scans = list(scans)
-    if not scans:
-        raise ValueError("no files to place")
-    if len(scans) == 1 and concat_dim is None:
-        rows = [(scans[0].url, n, [0] * len(v.shape)) for n, v in scans[0].variables.items()]
-        return _placement(rows)
-    dim = concat_dim or _find_concat_dim(scans)
-    for s in scans:
-        if dim not in s.dimensions:
-            raise IncompatibleSourcesError(f"{s.path}: has no dimension {dim!r}")
-    if all(dim in s.coords and s.coords[dim].size for s in scans):
-        order = sorted(range(len(scans)), key=lambda i: float(scans[i].coords[dim][0]))
-        _check_coordinate_order(dim, [scans[i] for i in order])
-    else:
-        order = list(range(len(scans)))
-    rows = []
-    start = 0
-    for k, i in enumerate(order):
-        s = scans[i]
-        for name, v in s.variables.items():
-            if dim in v.dims:
-                off = [0] * len(v.shape)
-                off[v.dims.index(dim)] = start
-                rows.append((s.url, name, off))
-            elif k == 0:
-                rows.append((s.url, name, [0] * len(v.shape)))
-        start += s.dimensions[dim]
-    return _placement(rows)
-
-
-def _check_coordinate_order(dim: str, scans: list[ScanResult]) -> None:
-    """Concatenated coordinate values must increase strictly: no file overlaps the next."""
-    for s in scans:
-        values = s.coords[dim]
-        if values.size > 1 and not np.all(np.diff(values) > 0):
-            raise IncompatibleSourcesError(
-                f"{s.path}: coordinate {dim!r} does not increase strictly within the file"
-            )
-    for a, b in itertools.pairwise(scans):
-        last, first = a.coords[dim][-1], b.coords[dim][0]
-        if not last < first:
-            raise IncompatibleSourcesError(
-                f"overlapping sources along {dim!r}: {a.path} ends at {last!r} and {b.path} "
-                f"starts at {first!r}"
-            )
-
-
-def _placement(rows: Iterable[tuple[str, str, list[int]]]) -> pa.Table:
-    src, var, off = zip(*rows, strict=True) if rows else ((), (), ())
-    return pa.Table.from_arrays(
-        [pa.array(src, pa.string()), pa.array(var, pa.string()), pa.array(off)],
-        schema=PLACEMENT_SCHEMA,
-    )
 
 
 # --- Consistency checks --------------------------------------------------------------------------
@@ -414,7 +165,7 @@ def _inline_coordinate(
     """A coordinate as one inlined, uncompressed chunk of the concatenated values."""
     v0 = pieces[0][1]
     dtype = np.dtype(v0.dtype)
-    fill = np.asarray(_decode_fill(v0.fill_value, dtype), dtype=dtype)
+    fill = np.asarray(decode_fill(v0.fill_value, dtype), dtype=dtype)
     data = np.full(shape, fill, dtype=dtype)
     for (s, v), off in zip(pieces, lo, strict=True):
         data[int(off[0]) : int(off[0]) + v.shape[0]] = s.coords[name]
@@ -428,12 +179,6 @@ def _inline_coordinate(
         size=np.zeros(1, dtype=np.int64),
         raw={0: data.tobytes()},
     )
-
-
-def _decode_fill(value: Any, dtype: np.dtype[Any]) -> Any:
-    if isinstance(value, str) and dtype.kind == "f":
-        return float(value.replace("Infinity", "inf"))
-    return 0 if value is None else value
 
 
 def _place_refs(
@@ -534,15 +279,13 @@ def virtualize(
         ``add_offset``, ``_Unsigned``, ``units`` or ``calendar``; a file boundary is not
         aligned to chunks; sources overlap.
     """
-    table = _sources_table(sources)
+    table = sources_table(sources)
     scans = scan_many(table, workers=workers, progress=progress, on_unsupported=on_unsupported)
     if placement is None:
         placement_table = place(scans, concat_dim=concat_dim)
     elif isinstance(placement, pa.Table):
         placement_table = placement
     else:
-        from ._refs_vrt import placement_from_vrt
-
         placement_table = placement_from_vrt(placement, table, scans)
     vds = compose(scans, placement_table, inline_coords=inline_coords)
     vds.placement = placement_table

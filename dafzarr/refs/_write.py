@@ -1,4 +1,8 @@
-"""Write virtual datasets as kerchunk-Parquet (fsspec ``LazyReferenceMapper`` layout) or JSON."""
+"""Write virtual datasets as kerchunk-Parquet (fsspec ``LazyReferenceMapper`` layout) or JSON.
+
+A single scanned file becomes a one-file :class:`VirtualDataset` (:func:`as_virtual`); both
+writers replace their output whole, by a rename, once it is complete.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +11,28 @@ import errno
 import json
 import math
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._atomic import atomic_directory, atomic_file
-from ._refs_scan import ScanResult, Variable, chunk_grid, dumps
-from .errors import OutputExistsError
+from .._atomic import atomic_directory, atomic_file
+from ..errors import InvalidArgumentError, OutputExistsError
+from ._layout import METADATA_FILE, PLACEMENT_FILE, refs_file
+from ._model import (
+    ScanResult,
+    Variable,
+    VirtualArray,
+    VirtualDataset,
+    chunk_grid,
+    dumps,
+    used_groups,
+)
 
 __all__ = [
     "REFS_SCHEMA",
-    "VirtualArray",
-    "VirtualDataset",
     "as_virtual",
     "inline_small_chunks",
     "to_kerchunk_json",
@@ -59,58 +67,6 @@ REFS_SCHEMA = pa.schema(
     ],
     metadata={b"pandas": _PANDAS_METADATA},
 )
-
-
-@dataclass(eq=False)
-class VirtualArray:
-    """One array of a virtual dataset: zarr v2 metadata plus dense references.
-
-    ``path_index`` indexes ``VirtualDataset.paths`` (-1: no file reference); a chunk is
-    inlined when its flat index is a key of ``raw``, missing when neither applies.
-    """
-
-    name: str
-    zarray: dict[str, Any]
-    zattrs: dict[str, Any]
-    path_index: npt.NDArray[np.int32]
-    offset: npt.NDArray[np.int64]
-    size: npt.NDArray[np.int64]
-    raw: dict[int, bytes] = field(default_factory=dict)
-
-    @property
-    def nchunks(self) -> int:
-        return int(self.offset.shape[0])
-
-
-@dataclass(eq=False)
-class VirtualDataset:
-    """A hierarchy of virtual arrays over a list of file URLs."""
-
-    paths: list[str]
-    arrays: dict[str, VirtualArray]
-    groups: dict[str, dict[str, Any]]
-    placement: pa.Table | None = None
-
-    def metadata(self) -> dict[str, Any]:
-        """The consolidated zarr v2 metadata (decoded JSON objects, as ``.zmetadata`` holds)."""
-        meta: dict[str, Any] = {}
-        for g in sorted(self.groups, key=lambda s: (s.count("/"), s) if s else (-1, "")):
-            prefix = f"{g}/" if g else ""
-            meta[f"{prefix}.zgroup"] = {"zarr_format": 2}
-            meta[f"{prefix}.zattrs"] = self.groups[g]
-        for name, a in self.arrays.items():
-            meta[f"{name}/.zarray"] = a.zarray
-            meta[f"{name}/.zattrs"] = a.zattrs
-        return meta
-
-
-def used_groups(dataset: ScanResult, arrays: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The root group and the groups that hold (or lead to) one of ``arrays``."""
-    keep = {""}
-    for name in arrays:
-        parts = name.split("/")[:-1]
-        keep.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-    return {g: a for g, a in dataset.groups.items() if g in keep}
 
 
 def _from_variable(v: Variable) -> VirtualArray:
@@ -192,7 +148,9 @@ def _check_array(a: VirtualArray) -> None:
     shape, chunks = tuple(a.zarray["shape"]), tuple(a.zarray["chunks"])
     n = math.prod(chunk_grid(shape, chunks))
     if a.nchunks != n or a.path_index.shape[0] != n or a.size.shape[0] != n:
-        raise ValueError(f"array {a.name!r}: {a.nchunks} references for a grid of {n} chunks")
+        raise InvalidArgumentError(
+            f"array {a.name!r}: {a.nchunks} references for a grid of {n} chunks"
+        )
 
 
 def _check_out(out: Path, overwrite: bool) -> None:
@@ -201,7 +159,7 @@ def _check_out(out: Path, overwrite: bool) -> None:
             errno.EEXIST, f"{out} exists (pass overwrite=True to replace a reference store)",
             str(out),
         )
-    if out.exists() and not (out / ".zmetadata").is_file():
+    if out.exists() and not (out / METADATA_FILE).is_file():
         raise OutputExistsError(
             errno.EEXIST, f"{out} exists and is not a reference store: not replacing it",
             str(out),
@@ -228,7 +186,7 @@ def write_parquet(
     (otherwise :class:`~dafzarr.errors.OutputExistsError`, a ``FileExistsError``).
     """
     if not isinstance(record_size, int) or record_size < 1:
-        raise ValueError(f"record_size must be an integer >= 1, not {record_size!r}")
+        raise InvalidArgumentError(f"record_size must be an integer >= 1, not {record_size!r}")
     vds = as_virtual(dataset, inline_threshold=inline_threshold)
     out = Path(out_path)
     for a in vds.arrays.values():
@@ -245,16 +203,16 @@ def write_parquet(
                 start, stop = k * record_size, min(n, (k + 1) * record_size)
                 pq.write_table(
                     _table(a, paths, start, stop),
-                    d / f"refs.{k}.parq",
+                    d / refs_file(k),
                     compression=compression,
                     use_dictionary=["path"],
                     write_statistics=False,
                     row_group_size=max(1, stop - start),
                 )
         if vds.placement is not None:  # for `dafzarr refs check` and for the user
-            pq.write_table(vds.placement, tmp / ".placement.parquet")
+            pq.write_table(vds.placement, tmp / PLACEMENT_FILE)
         doc = {"metadata": vds.metadata(), "record_size": record_size}
-        (tmp / ".zmetadata").write_text(dumps(doc), encoding="utf-8")
+        (tmp / METADATA_FILE).write_text(dumps(doc), encoding="utf-8")
     return out
 
 

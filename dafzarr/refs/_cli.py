@@ -4,60 +4,39 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
-from ._atomic import atomic_file
+from .._atomic import atomic_file
+from ..errors import SelfCheckError
+from ._check import check_store, open_reference_group
+from ._layout import METADATA_FILE
 
-__all__ = [
-    "PLACEMENT_FILE",
-    "CheckReport",
-    "add_parser",
-    "check_store",
-    "demo_step",
-    "open_reference_group",
-    "write_daily_netcdf",
-]
-
-# Where a composed store keeps its placement table (readers ignore files not in .zmetadata).
-PLACEMENT_FILE = ".placement.parquet"
-
-
-def open_reference_group(
-    store_path: str | os.PathLike[str], *, remote_protocol: str = "file"
-) -> Any:
-    """The store as a read-only zarr v2 group, read through fsspec with the pyarrow engine."""
-    import zarr
-    from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileSystem
-
-    mapper = LazyReferenceMapper(os.fspath(store_path), engine="pyarrow")
-    fs = ReferenceFileSystem(fo=mapper, remote_protocol=remote_protocol, asynchronous=True)
-    return zarr.open_group(zarr.storage.FsspecStore(fs, read_only=True), mode="r", zarr_format=2)
+__all__ = ["add_parser", "demo_step", "write_daily_netcdf"]
 
 
 # --- build ---------------------------------------------------------------------------------
 def _build(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
-    from . import refs
+    from ._compose import virtualize
+    from ._sources import mosaic_sources
 
     files = [os.fspath(f) for f in args.files]
     public = None
     if args.public_prefix:
         public = [args.public_prefix.rstrip("/") + "/" + Path(f).name for f in files]
-    sources = refs.mosaic_sources(files, public)
+    sources = mosaic_sources(files, public)
     placement: Any = args.placement
     if placement and str(placement).endswith((".parquet", ".parq")):
         placement = pq.read_table(placement)
     t0 = time.perf_counter()
-    vds = refs.virtualize(
+    vds = virtualize(
         sources,
         args.out,
         concat_dim=args.concat_dim,
@@ -86,7 +65,7 @@ def _info(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     root = Path(args.store)
-    meta = json.loads((root / ".zmetadata").read_text(encoding="utf-8"))
+    meta = json.loads((root / METADATA_FILE).read_text(encoding="utf-8"))
     md = meta["metadata"]
     print(f"{root}: record_size {meta['record_size']}")
     print(f"{'array':<28} {'dtype':<6} {'shape':<18} {'chunks':<16} {'refs':>8} {'missing':>8} "
@@ -112,97 +91,6 @@ def _info(args: argparse.Namespace) -> int:
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     print(f"{len(paths)} referenced files; store size {size} bytes")
     return 0
-
-
-# --- check ----------------------------------------------------------------------------------
-def _placement_offsets(root: Path) -> dict[tuple[str, str], list[int]]:
-    """``(source URL, variable) -> destination offset`` from the store's saved placement."""
-    import pyarrow.parquet as pq
-
-    path = root / PLACEMENT_FILE
-    if not path.is_file():
-        return {}
-    t = pq.read_table(path)
-    return {
-        (s, v): o
-        for s, v, o in zip(
-            t["source"].to_pylist(), t["variable"].to_pylist(), t["dest_offset"].to_pylist(),
-            strict=True,
-        )
-    }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class CheckReport:
-    """What :func:`check_store` compared: sampled chunks, and how many differed."""
-
-    checked: int
-    mismatched: int
-
-    @property
-    def ok(self) -> bool:
-        """At least one chunk was compared, and none differed."""
-        return self.checked > 0 and not self.mismatched
-
-
-def check_store(
-    store: str | os.PathLike[str], *, sample: int = 5, seed: int = 0, out: TextIO | None = None
-) -> CheckReport:
-    """Compare a sample of each array's chunks, read through the store, with the source files.
-
-    Each sampled chunk is read through fsspec + zarr and compared bit for bit with the same
-    region read by h5py from the referenced file (at the position the store's placement
-    table gives; identity for single-file stores). Sources must be local paths or
-    ``file://`` URLs. Chunks that are missing or inlined have no source to compare with; a
-    store with no other chunks gives a report of 0 checked, which is not :attr:`~CheckReport.ok`.
-    """
-    import h5py
-    import pyarrow.parquet as pq
-
-    out = out or sys.stdout
-    root = Path(store)
-    meta = json.loads((root / ".zmetadata").read_text(encoding="utf-8"))
-    record_size = int(meta["record_size"])
-    placement = _placement_offsets(root)
-    group = open_reference_group(root)
-    rng = np.random.default_rng(seed)
-    bad = checked = 0
-    for key in sorted(k for k in meta["metadata"] if k.endswith("/.zarray")):
-        name = key[: -len("/.zarray")]
-        z = meta["metadata"][key]
-        shape, chunks = tuple(z["shape"]), tuple(z["chunks"])
-        grid = tuple(-(-s // c) for s, c in zip(shape, chunks, strict=True))
-        n = math.prod(grid)
-        nfiles = max(1, -(-n // record_size))
-        tables = [pq.read_table(root / name / f"refs.{k}.parq") for k in range(nfiles)]
-        path = np.concatenate([t["path"].to_numpy(zero_copy_only=False) for t in tables])
-        present = np.flatnonzero(np.array([p is not None for p in path], dtype=bool))
-        if not present.size:
-            continue
-        pick = set(rng.choice(present, size=min(sample, present.size), replace=False).tolist())
-        pick.update({int(present[0]), int(present[-1])})
-        arr = group[name]
-        for fi in sorted(pick):
-            url = str(path[fi])
-            src = url.removeprefix("file://")
-            idx = np.unravel_index(fi, grid) if grid else ()
-            dest = placement.get((url, name), [0] * len(shape))
-            lo = [int(i) * c for i, c in zip(idx, chunks, strict=True)]
-            hi = [min(a + c, s) for a, c, s in zip(lo, chunks, shape, strict=True)]
-            with h5py.File(src, "r") as f:
-                ds = f[name]
-                llo = [a - d for a, d in zip(lo, dest, strict=True)]
-                lhi = [min(b - d, s) for b, d, s in zip(hi, dest, ds.shape, strict=True)]
-                want = np.asarray(ds[tuple(map(slice, llo, lhi))] if shape else ds[()])
-            got = np.asarray(arr[tuple(map(slice, lo, hi))] if shape else arr[()])
-            common = tuple(slice(0, m) for m in want.shape)
-            checked += 1
-            if got[common].tobytes() != want.astype(got.dtype, copy=False).tobytes():
-                bad += 1
-                key_s = ".".join(map(str, idx)) or "0"
-                print(f"BAD  {name} chunk {key_s} differs from {src}:{name}", file=out)
-    print(f"{root}: {checked - bad} of {checked} sampled chunks equal their source", file=out)
-    return CheckReport(checked=checked, mismatched=bad)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -292,7 +180,7 @@ def demo_step(root: str, out: TextIO) -> None:
         print(f"Virtual reference store demo skipped: {exc.name} is not installed", file=out)
         return
 
-    from . import refs
+    from ._compose import virtualize
 
     print("Virtual reference store demo: NetCDF4 files -> kerchunk-Parquet", file=out)
     files = []
@@ -303,7 +191,7 @@ def demo_step(root: str, out: TextIO) -> None:
         files.append(path)
     store = os.path.join(root, "sst.refs")
     t0 = time.perf_counter()
-    vds = refs.virtualize(files, store, progress=False, overwrite=True)
+    vds = virtualize(files, store, progress=False, overwrite=True)
     print(
         f"  built {store}: {len(vds.arrays)} arrays over {len(files)} files "
         f"in {time.perf_counter() - t0:.3f} s",
@@ -321,7 +209,7 @@ def demo_step(root: str, out: TextIO) -> None:
         for p in parts:
             p.close()
     if not same:
-        raise RuntimeError("the reference store does not read back like the files")
+        raise SelfCheckError("the reference store does not read back like the files")
     print(
         f"  xarray opens it: sst {dict(opened.sizes)}, mean {float(opened['sst'].mean()):.2f} "
         f"{opened['sst'].attrs.get('units')}, equal to the files read one by one with xarray",

@@ -1,4 +1,8 @@
-"""Placement from a GDAL multidimensional VRT (as written by ``gdal mdim mosaic``)."""
+"""Placement from a GDAL multidimensional VRT (as written by ``gdal mdim mosaic``).
+
+Only what byte references can express is accepted: each ``<Source>`` a whole source array
+at a destination offset; subsetting and transforming sources are refused.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ._refs_compose import _placement
-from ._refs_scan import ScanResult
-from .errors import IncompatibleSourcesError
+from ..errors import IncompatibleSourcesError
+from ._model import ScanResult
+from ._placement import placement_table
 
 __all__ = ["placement_from_vrt"]
 
@@ -86,7 +90,7 @@ def placement_from_vrt(
     path = Path(vrt)
     root = ET.parse(path).getroot()
     if root.tag != "VRTDataset":
-        raise ValueError(f"{path}: not a VRT (root element {root.tag!r})")
+        raise IncompatibleSourcesError(f"{path}: not a VRT (root element {root.tag!r})")
     access = sources.column("access").to_pylist()
     by_access = {s.path: s for s in scans}
     rows: list[tuple[str, str, list[int]]] = []
@@ -136,4 +140,4 @@ def placement_from_vrt(
                 rows.append((scan.url, name, [dim_offsets[(k, dim)]]))
     if not rows:
         raise IncompatibleSourcesError(f"{path}: no <Source> elements")
-    return _placement(rows)
+    return placement_table(rows)
