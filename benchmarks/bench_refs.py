@@ -35,7 +35,7 @@ import numpy as np
 
 import dafzarr
 from dafzarr import _h5chunks, refs
-from dafzarr.refs._cli import write_daily_netcdf
+from dafzarr._examples import write_daily_netcdf
 
 from . import common as c
 

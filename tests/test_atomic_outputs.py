@@ -158,7 +158,7 @@ def test_sigkill_during_convert_leaves_old_or_new(tmp_path: Path, dest: str) -> 
 
 
 def _netcdf(tmp_path: Path) -> list[str]:
-    from dafzarr.refs._cli import write_daily_netcdf
+    from dafzarr._examples import write_daily_netcdf
 
     return [write_daily_netcdf(str(tmp_path / f"d{i}.nc"), i, shape=(40, 60))
             for i in range(3)]

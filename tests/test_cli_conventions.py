@@ -56,11 +56,13 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_every_command_takes_quiet_and_the_inspecting_ones_json() -> None:
-    leaves = {w: p for w, p in _leaves(_parser()).items() if not w.startswith("refs")}
-    assert {"zip ls", "zip info", "zip verify", "daf describe", "daf ls", "demo"} <= set(leaves)
+    leaves = _leaves(_parser())
+    inspecting = ("zip ls", "zip info", "zip verify", "daf describe", "daf ls", "refs info",
+                  "refs check")
+    assert {*inspecting, "demo", "refs build", "zip pack"} <= set(leaves)
     for words, parser in leaves.items():
         assert {"-q", "--quiet"} <= _options(parser), words
-    for words in ("zip ls", "zip info", "zip verify", "daf describe", "daf ls"):
+    for words in inspecting:
         assert "--json" in _options(leaves[words]), words
 
 

@@ -21,8 +21,8 @@ import pytest
 import xarray as xr
 
 from dafzarr import _h5chunks, refs
+from dafzarr._examples import write_daily_netcdf
 from dafzarr.errors import UnsupportedHDF5Error, UnsupportedVariableWarning
-from dafzarr.refs._cli import write_daily_netcdf
 
 from .refs_common import assert_same_values, open_refs
 

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from .. import __version__
 from .._config import show_config
 from ..errors import DafzarrError
-from ..refs import _cli as _refs_cli
-from . import _daf, _zip
+from . import _daf, _refs, _zip
 from ._common import add_output_options
 from ._demo import run_demo
 
@@ -46,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
 
     _zip.add_parser(sub)
     _daf.add_parser(sub)
-    _refs_cli.add_parser(sub)
+    _refs.add_parser(sub)
     return parser
 
 

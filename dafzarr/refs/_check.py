@@ -121,3 +121,38 @@ def check_store(
                 print(f"BAD  {name} chunk {key_s} differs from {src}:{name}", file=out)
     print(f"{root}: {checked - bad} of {checked} sampled chunks equal their source", file=out)
     return CheckReport(checked=checked, mismatched=bad)
+
+
+def store_summary(store: str | os.PathLike[str]) -> dict[str, Any]:
+    """What ``dafzarr refs info`` shows: per array its dtype, shape, chunks, references,
+    missing and inlined chunks and filters; the referenced files and the store's size."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = Path(store)
+    meta = json.loads((root / METADATA_FILE).read_text(encoding="utf-8"))
+    md = meta["metadata"]
+    arrays: dict[str, dict[str, Any]] = {}
+    paths: set[str] = set()
+    for key in sorted(k for k in md if k.endswith("/.zarray")):
+        name = key[: -len("/.zarray")]
+        z = md[key]
+        n_ref = n_missing = n_inline = 0
+        for f in sorted((root / name).glob("refs.*.parq")):
+            t = pq.read_table(f)
+            has_path = pc.is_valid(t["path"])
+            has_raw = pc.is_valid(t["raw"])
+            n_ref += pc.sum(has_path).as_py() or 0
+            n_inline += pc.sum(has_raw).as_py() or 0
+            n_missing += t.num_rows - (pc.sum(pc.or_(has_path, has_raw)).as_py() or 0)
+            paths.update(p for p in pc.unique(t["path"]).to_pylist() if p is not None)
+        arrays[name] = {
+            "dtype": z["dtype"], "shape": list(z["shape"]), "chunks": list(z["chunks"]),
+            "references": n_ref, "missing": n_missing, "inlined": n_inline,
+            "filters": [f["id"] for f in z.get("filters") or []],
+        }
+    return {
+        "store": os.fspath(store), "record_size": meta["record_size"], "arrays": arrays,
+        "files": sorted(paths),
+        "size": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
+    }

@@ -1,0 +1,127 @@
+"""``dafzarr refs build|info|check``: virtual reference stores over NetCDF4/HDF5 files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .._atomic import atomic_file
+from ..refs._check import check_store, store_summary
+from ._common import add_output_options, emit_json, progress_wanted, say
+
+__all__ = ["add_parser"]
+
+
+# --- build ---------------------------------------------------------------------------------
+def _build(args: argparse.Namespace) -> int:
+    import pyarrow.parquet as pq
+
+    from ..refs import mosaic_sources, virtualize
+
+    files = [os.fspath(f) for f in args.files]
+    public = None
+    if args.public_prefix:
+        public = [args.public_prefix.rstrip("/") + "/" + Path(f).name for f in files]
+    sources = mosaic_sources(files, public)
+    placement: Any = args.placement
+    if placement and str(placement).endswith((".parquet", ".parq")):
+        placement = pq.read_table(placement)
+    t0 = time.perf_counter()
+    vds = virtualize(
+        sources,
+        args.out,
+        concat_dim=args.concat_dim,
+        placement=placement,
+        record_size=args.record_size,
+        inline_threshold=args.inline_threshold,
+        workers=args.workers,
+        progress=progress_wanted(args),
+        on_unsupported="skip" if args.skip_unsupported else "raise",
+        overwrite=args.overwrite,
+    )
+    if args.save_placement and vds.placement is not None:
+        with atomic_file(args.save_placement, force=True) as tmp:
+            pq.write_table(vds.placement, tmp)
+    nrefs = sum(int((a.path_index >= 0).sum()) for a in vds.arrays.values())
+    say(args, f"{args.out}: {len(vds.arrays)} arrays, {nrefs} references into "
+              f"{len(vds.paths)} files ({time.perf_counter() - t0:.2f} s)")
+    return 0
+
+
+# --- info ----------------------------------------------------------------------------------
+def _info(args: argparse.Namespace) -> int:
+    info = store_summary(args.store)
+    if args.json:
+        emit_json(info)
+        return 0
+    say(args, f"{args.store}: record_size {info['record_size']}")
+    print(f"{'array':<28} {'dtype':<6} {'shape':<18} {'chunks':<16} {'refs':>8} {'missing':>8} "
+          f"{'inline':>6}  filters")  # fmt: skip
+    for name, a in info["arrays"].items():
+        print(
+            f"{name:<28} {a['dtype']:<6} {tuple(a['shape'])!s:<18} "
+            f"{tuple(a['chunks'])!s:<16} {a['references']:>8} {a['missing']:>8} "
+            f"{a['inlined']:>6}  {','.join(a['filters']) or '-'}"
+        )
+    say(args, f"{len(info['files'])} referenced files; store size {info['size']} bytes")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    quiet = args.quiet or args.json
+    with open(os.devnull, "w") as devnull:
+        report = check_store(args.store, sample=args.sample, seed=args.seed,
+                             out=devnull if quiet else None)
+    if args.json:
+        emit_json({"store": args.store, "checked": report.checked,
+                   "mismatched": report.mismatched, "ok": report.ok})
+    if report.mismatched:
+        print(
+            f"dafzarr: {args.store}: {report.mismatched} of {report.checked} sampled chunks "
+            "differ from their source",
+            file=sys.stderr,
+        )
+        return 1
+    if not report.checked:
+        print(
+            f"dafzarr: {args.store}: nothing was checked: the store references no chunk in a "
+            "source file (every chunk missing or inlined)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+# --- parser --------------------------------------------------------------------------------
+def add_parser(sub: Any) -> None:
+    """Add ``refs build|info|check`` to the top-level subparsers."""
+    refs = sub.add_parser("refs", help="virtual reference stores over NetCDF4/HDF5 files")
+    rsub = refs.add_subparsers(dest="refs_command", required=True)
+    b = rsub.add_parser("build", help="scan files and write a kerchunk-Parquet store")
+    b.add_argument("out", help="store directory to create")
+    b.add_argument("files", nargs="+", help="NetCDF4/HDF5 files to scan")
+    b.add_argument("--concat-dim", help="dimension to concatenate along (default: found)")
+    b.add_argument("--public-prefix", help="URL prefix written into references instead of paths")
+    b.add_argument("--placement", help="a GDAL multidimensional VRT or a saved placement table")
+    b.add_argument("--save-placement", help="write the placement table to this parquet file")
+    b.add_argument("--record-size", type=int, default=100_000)
+    b.add_argument("--inline-threshold", type=int, default=0)
+    b.add_argument("--workers", type=int, default=None, help="scan with N processes")
+    b.add_argument("--skip-unsupported", action="store_true", help="skip, warn, do not fail")
+    b.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    add_output_options(b)
+    b.set_defaults(func=_build)
+    i = rsub.add_parser("info", help="summarise a reference store")
+    i.add_argument("store")
+    add_output_options(i, json_output=True)
+    i.set_defaults(func=_info)
+    c = rsub.add_parser("check", help="compare sampled chunks with the source files")
+    c.add_argument("store")
+    c.add_argument("--sample", type=int, default=5, help="chunks per array (plus first/last)")
+    c.add_argument("--seed", type=int, default=0)
+    add_output_options(c, json_output=True)
+    c.set_defaults(func=_check)
