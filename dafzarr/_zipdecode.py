@@ -28,6 +28,7 @@ entry (an unsupported method or a size above ``max_decompressed_size`` is an
 from __future__ import annotations
 
 import bz2
+import contextlib
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -95,13 +96,19 @@ def decode_entry(path: str, e: zf.Entry, raw: bytes, max_size: int) -> memoryvie
 
 def _decode_checked(
     raw: bytes, pieces: Callable[[bytes, int], Pieces], usize: int, crc: int, where: str
-) -> bytearray:
+) -> bytes | bytearray:
     if not needs_proof(usize, len(raw)):
         out = _fill(pieces(raw, usize), usize, where)
         if crc32(out) != crc:
             raise CorruptArchiveError(f"{where} fails its CRC-32 check")
         return out
     _check(pieces(raw, usize), usize, crc, where)
+    if pieces is _inflate:
+        with contextlib.suppress(zlib.error):  # (a stream without its end: decoded in pieces)
+            # One call into one buffer of exactly the proven size (no zeroing, no pieces).
+            whole = zlib.decompress(raw, -15, usize)
+            if len(whole) == usize:
+                return whole
     return _fill(pieces(raw, usize), usize, where)
 
 

@@ -164,6 +164,18 @@ def test_zip_highly_compressible_entry_reads_into_one_buffer(
     assert peak < size + (2 << 20), f"decoding {size} bytes allocated {peak} bytes"
 
 
+def test_zip_deflate_stream_without_its_final_block_still_reads(tmp_path: Path) -> None:
+    """A DEFLATE stream that a writer flushed but never finished decodes to all its bytes
+    (as zipfile reads it), also when its size calls for the checking pass first."""
+    plain = bytes(4 << 20)
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    data = c.compress(plain) + c.flush(zlib.Z_SYNC_FLUSH)
+    p = tmp_path / "unfinished.zip"
+    p.write_bytes(zb.build([zb.Member("e", data, 8, crc=zlib.crc32(plain), usize=len(plain))]).data)
+    with MmapZipStore(p) as store:
+        assert bytes(store["e"]) == plain
+
+
 @pytest.mark.parametrize("method", [8, 9])
 def test_zip_deflate_claim_beyond_the_methods_ratio_is_refused_before_decoding(
     tmp_path: Path, method: int
