@@ -84,3 +84,48 @@ def lz4_runs(const uint8_t[::1] data):
                 with gil:
                     raise ValueError("LZ4 block does not end with literals")
     return first_nib, first_start, first_len, tok, lit_start, lit_len
+
+
+def lz4_decoded_size(const uint8_t[::1] data):
+    """The number of bytes one LZ4 block decodes to, found by walking its sequences.
+
+    Nothing is decoded: the literal and match lengths are summed, and every match offset is
+    checked to point into the output produced before it. A block that passes decodes to
+    exactly this size, so a caller can allocate it on that proof rather than on a claim.
+    """
+    cdef const uint8_t* src = &data[0] if data.shape[0] else NULL
+    cdef Py_ssize_t n = data.shape[0]
+    cdef Py_ssize_t pos = 0, lit_len, offset, total = 0
+    cdef uint8_t t
+    if n == 0:
+        raise ValueError("empty LZ4 block")
+    with nogil:
+        while True:
+            t = src[pos]
+            pos += 1
+            lit_len = t >> 4
+            if lit_len == 15:
+                lit_len = _read_length(src, n, &pos, 15)
+            if lit_len > n - pos:
+                with gil:
+                    raise ValueError("LZ4 literals run past the end of the block")
+            pos += lit_len
+            total += lit_len
+            if pos == n:
+                break  # the last sequence: literals only
+            if n - pos < 2:
+                with gil:
+                    raise ValueError("LZ4 data ends inside a match offset")
+            offset = src[pos] | (<Py_ssize_t>src[pos + 1] << 8)
+            if offset == 0 or offset > total:
+                with gil:
+                    raise ValueError("LZ4 match offset points before the start of the output")
+            pos += 2
+            if (t & 15) == 15:
+                total += _read_length(src, n, &pos, 15) + 4
+            else:
+                total += (t & 15) + 4
+            if pos >= n:
+                with gil:
+                    raise ValueError("LZ4 block does not end with literals")
+    return total

@@ -18,6 +18,8 @@ e. CRC-32: ``dafzarr._posix.crc32`` vs ``zlib.crc32`` vs ``isal.isal_zlib.crc32`
 f. ``MmapZipStore.pack`` of a 1 GiB, 10,000-file zarr directory store vs ``zip -0 -r``.
 g. ``MmapZipStore.compact`` of a 512 MiB archive with as many dead bytes as live ones, vs
    a plain copy (and fsync) of the compacted archive.
+h. reading DEFLATE entries written by ``zipfile`` (sparse ones, which MmapZipStore decodes
+   twice, and noisy ones) vs ``zipfile.ZipFile.read``.
 
 Speed is never asserted: the script prints absolute figures, ratios and whether the
 project's targets are met. Data is random and regenerated on every run.
@@ -666,6 +668,55 @@ class Compact(_TempDirSuite):
             os.close(fd)
 
 
+# --- (h) compressed foreign entries ------------------------------------------------------
+
+
+class CompressedRead(_TempDirSuite):
+    """Read every entry of a zipfile-written DEFLATE archive of 64 x 1 MiB entries: "sparse"
+    entries (zeros with a few random bytes, about 500:1) are decoded twice by MmapZipStore
+    (a checking pass, then into one buffer), "noisy" ones (about 2:1) once."""
+
+    label = "h"
+    baseline = ("zipfile.ZipFile.read",)
+    params: ClassVar[list[str]] = ["sparse", "noisy"]
+    param_names: ClassVar[list[str]] = ["kind"]
+
+    def setup(self, kind: str) -> None:
+        self._mktemp()
+        self.kind = kind
+        self.count = 16 if c.quick() else 64
+        self.size = 1 * c.MiB
+        rng = np.random.default_rng()
+        self.path = self._path("deflate.zip")
+        with zipfile.ZipFile(self.path, "w", zipfile.ZIP_DEFLATED) as z:
+            for i in range(self.count):
+                if kind == "sparse":
+                    data = np.zeros(self.size, np.uint8)
+                    data[rng.integers(0, self.size, 1000)] = rng.integers(0, 256, 1000)
+                else:
+                    data = rng.integers(0, 16, self.size, dtype=np.uint8)
+                z.writestr(f"c/{i}", data.tobytes())
+        self.keys = [f"c/{i}" for i in range(self.count)]
+        with MmapZipStore(self.path) as store, zipfile.ZipFile(self.path) as z:
+            for k in self.keys[:2]:
+                if bytes(store[k]) != z.read(k):
+                    raise AssertionError(f"MmapZipStore and zipfile disagree on {k}")
+
+    @c.bench("read {count} x 1 MiB DEFLATE entries ({kind})", "MmapZipStore[key]", c.MB,
+             lambda s: s.size * s.count)
+    def time_read_mmapzip(self) -> None:
+        with MmapZipStore(self.path) as store:
+            for k in self.keys:
+                store[k].release()
+
+    @c.bench("read {count} x 1 MiB DEFLATE entries ({kind})", "zipfile.ZipFile.read", c.MB,
+             lambda s: s.size * s.count)
+    def time_read_zipfile(self) -> None:
+        with zipfile.ZipFile(self.path) as z:
+            for k in self.keys:
+                z.read(k)
+
+
 # --- Command line ----------------------------------------------------------------------
 
 SUITES: dict[str, list[type]] = {
@@ -676,6 +727,7 @@ SUITES: dict[str, list[type]] = {
     "e": [Crc32],
     "f": [Pack],
     "g": [Compact],
+    "h": [CompressedRead],
 }
 
 

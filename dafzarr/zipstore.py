@@ -38,7 +38,6 @@ CD last, so the CD is authoritative). A writable open rolls back unpatched reser
 from __future__ import annotations
 
 import asyncio
-import bz2
 import contextlib
 import errno
 import gc
@@ -49,7 +48,6 @@ import threading
 import time
 import types
 import warnings
-import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
@@ -68,6 +66,7 @@ from . import _zipformat as zf
 from ._addrspace import fitting_max_file_size, probe_reservation, reservation_error
 from ._posix import FileMapping, crc32
 from ._zipcopy import CompactMethod, pack_directory, restart_if_empty
+from ._zipdecode import decode_entry
 from .errors import (
     AppendOnlyError,
     ArchiveLockedError,
@@ -259,7 +258,12 @@ class MmapZipStore(Store):
         Also ``msync``/``fsync`` at the protocol's ordering points, so that a power loss
         (not only a process crash) leaves a prefix of the committed entries.
     max_decompressed_size
-        Compressed foreign entries that claim to decode to more bytes are refused.
+        Compressed foreign entries that claim to decode to more bytes are refused. Below
+        it, memory follows what an entry's data proves, not what its record claims (see
+        :mod:`dafzarr._zipdecode`): a claim the method cannot produce from the compressed
+        bytes is refused before decoding; an entry claiming more than four times its
+        compressed size plus 256 KiB is decoded twice, first in 64 KiB pieces that are
+        checked (length, CRC-32) and discarded, then into one buffer of the claimed size.
     append_only
         Refuse to rewrite or delete an existing entry
         (:class:`~dafzarr.errors.AppendOnlyError` naming the key), for write-once archives.
@@ -1327,43 +1331,8 @@ class MmapZipStore(Store):
             return fm.view(off, e.csize)
         return memoryview(self._decompress(e, fm.read(off, e.csize)))
 
-    def _decompress(self, e: zf.Entry, raw: bytes) -> bytes:
-        if e.usize > self.max_decompressed_size:
-            raise UnsupportedEntryError(
-                f"{self.path}: entry {e.name!r} claims to decompress to {e.usize} bytes, more "
-                f"than max_decompressed_size = {self.max_decompressed_size}"
-            )
-        method = e.method
-        try:
-            if method == 8:
-                d = zlib.decompressobj(-15)
-                out = d.decompress(raw, e.usize + 1)
-            elif method == 12:
-                out = bz2.BZ2Decompressor().decompress(raw, e.usize + 1)
-            elif method == 93:
-                out = _zstd_decompress(raw, e.usize)
-            elif method == 9:
-                out = _deflate64_decompress(raw, e, self.path)
-            else:
-                raise UnsupportedEntryError(
-                    f"{self.path}: unsupported ZIP compression method: {zf.method_name(method)} "
-                    f"in ZIP entry {e.name!r}; supported methods are 0 (STORED), 8 (DEFLATE), "
-                    "9 (DEFLATE64, with the inflate64 package), 12 (BZIP2), 93 (ZSTD)"
-                )
-        except (zlib.error, OSError, ValueError, EOFError, RuntimeError) as exc:
-            if isinstance(exc, UnsupportedEntryError):
-                raise
-            raise CorruptArchiveError(
-                f"{self.path}: entry {e.name!r} ({zf.method_name(method)}) does not decode: {exc}"
-            ) from None
-        if len(out) != e.usize:
-            raise CorruptArchiveError(
-                f"{self.path}: entry {e.name!r} decodes to {len(out)} bytes, but its directory "
-                f"record says {e.usize}"
-            )
-        if crc32(out) != e.crc:
-            raise CorruptArchiveError(f"{self.path}: entry {e.name!r} fails its CRC-32 check")
-        return out
+    def _decompress(self, e: zf.Entry, raw: bytes) -> memoryview:
+        return decode_entry(self.path, e, raw, self.max_decompressed_size)
 
     def try_mmap_entry_as(
         self,
@@ -1797,52 +1766,3 @@ class MmapZipStore(Store):
 _SCAN_BUDGET_FACTOR = 4
 """The recovery scan parses candidate directories totalling at most this many times the file's
 size (plus 64 MiB)."""
-
-
-def _zstd_decompress(raw: bytes, usize: int) -> bytes:
-    from ._zstdframes import decode_exact
-
-    declared = _zstd_content_size(raw)
-    if declared is not None and declared != usize:
-        raise ValueError(f"zstd frame declares {declared} bytes")
-    if usize == 0:
-        return b""  # (numcodecs cannot decode an empty frame; the CRC check still runs)
-    # The frame and block headers bound what the data can decode to: a size above that bound
-    # is refused before a byte is allocated, and each frame must decode to its exact share.
-    return bytes(decode_exact(raw, usize))
-
-
-def _zstd_content_size(raw: bytes) -> int | None:
-    """Frame_Content_Size of a zstd frame header, or None when absent."""
-    if len(raw) < 6 or raw[:4] != b"\x28\xb5\x2f\xfd":
-        raise ValueError("not a zstd frame")
-    fhd = raw[4]
-    fcs_flag, single = fhd >> 6, (fhd >> 5) & 1
-    did = (0, 1, 2, 4)[fhd & 3]
-    pos = 5 + (0 if single else 1) + did
-    size = (1 if single else 0, 2, 4, 8)[fcs_flag]
-    if size == 0:
-        return None
-    if len(raw) < pos + size:
-        raise ValueError("truncated zstd frame header")
-    value = int.from_bytes(raw[pos : pos + size], "little")
-    return value + 256 if size == 2 else value
-
-
-def _deflate64_decompress(raw: bytes, e: zf.Entry, path: str) -> bytes:
-    try:
-        import inflate64
-    except ImportError:
-        raise UnsupportedEntryError(
-            f"{path}: entry {e.name!r} uses ZIP compression method 9 (DEFLATE64); install "
-            "the inflate64 package to read it"
-        ) from None
-    # Fed 4 KiB at a time (at most about 4 MiB of output each, deflate's ratio being at most
-    # 1032:1), decoding stops once the output passes the size the directory states.
-    inflater = inflate64.Inflater()
-    out = bytearray()
-    for i in range(0, len(raw), 4096):
-        out += inflater.inflate(raw[i : i + 4096])
-        if len(out) > e.usize:
-            break
-    return bytes(out)

@@ -8,6 +8,7 @@ rather than padded with zeros.
 from __future__ import annotations
 
 import struct
+import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,15 @@ def test_a_size_above_what_the_blocks_hold_is_refused_before_allocating() -> Non
     assert peak < 1 << 20
 
 
+def test_a_large_claim_the_data_does_not_decode_to_is_refused_before_allocating() -> None:
+    """Frames that state no size, whose blocks could hold the claim but decode 1 byte short:
+    the claim is not allocated before decoding in pieces has shown the length."""
+    data = zb.zstd_rle_frame(7, 4 << 20)
+    err, peak = peak_allocation(lambda: decode_exact(data, (4 << 20) - 1))
+    assert isinstance(err, ValueError), err
+    assert peak < 1 << 20, f"refusing a {len(data)}-byte frame allocated {peak} bytes"
+
+
 def test_a_frame_stating_more_than_its_blocks_hold_is_refused() -> None:
     frame = bytearray(_frame(b"a" * 1000))
     assert frame[4] >> 6 == 1  # a 2-byte content size (value - 256)
@@ -96,6 +106,92 @@ def test_zip_deflate_and_bzip2_claiming_a_huge_size_do_not_allocate_it(
         err, peak = peak_allocation(lambda: store["big"])
     assert isinstance(err, CorruptArchiveError), err
     assert peak < 16 << 20, f"refusing a small entry allocated {peak} bytes"
+
+
+_STREAM = bytes(4 << 20)  # 4 MiB of zeros: about 4 kB deflated, a few dozen bytes in bzip2
+
+
+@pytest.mark.parametrize(
+    ("method", "claim", "crc"),
+    [
+        pytest.param(m, len(_STREAM) + 100_000, zlib.crc32(_STREAM), id=f"claim-longer-{m}")
+        for m in (8, 12)  # (zstd's headers state the exact size: refused before decoding)
+    ]
+    + [
+        pytest.param(m, len(_STREAM) - 1, zlib.crc32(_STREAM), id=f"claim-shorter-{m}")
+        for m in (8, 12, 93)
+    ]
+    + [
+        pytest.param(m, len(_STREAM), zlib.crc32(_STREAM) ^ 1, id=f"wrong-crc-{m}")
+        for m in (8, 12, 93)
+    ],
+)
+def test_zip_entry_whose_stream_disagrees_with_a_large_claim_is_refused_in_bounded_memory(
+    tmp_path: Path, method: int, claim: int, crc: int
+) -> None:
+    """A small entry whose stream decodes to 4 MiB, under a claim of about that size that is
+    wrong by its length or its CRC-32: refused without holding the 4 MiB."""
+    p = tmp_path / "claim.zip"
+    member = zb.Member.compressed("big", _STREAM, method, usize=claim, crc=crc)
+    if method == 93:  # a frame that states no size: only decoding tells
+        member.data = zb.zstd_rle_frame(0, len(_STREAM))
+    p.write_bytes(zb.build([member]).data)
+    with MmapZipStore(p) as store:
+        err, peak = peak_allocation(lambda: store["big"])
+    assert isinstance(err, CorruptArchiveError), err
+    assert "claim.zip" in str(err) and "'big'" in str(err)
+    assert peak < 1 << 20, f"refusing a {len(member.data)}-byte entry allocated {peak} bytes"
+
+
+@pytest.mark.parametrize(
+    "compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2], ids=["deflate", "bzip2"]
+)
+def test_zip_highly_compressible_entry_reads_into_one_buffer(
+    tmp_path: Path, compression: int
+) -> None:
+    """64 MiB of zeros written by zipfile (about 1000:1 deflated) decode to the right bytes,
+    held once: the proof pass discards its output, the second pass fills one buffer."""
+    size = 64 << 20
+    p = tmp_path / "zeros.zip"
+    with zipfile.ZipFile(p, "w", compression) as z:
+        z.writestr("zeros", bytes(size))
+    with MmapZipStore(p) as store:
+        got: list[memoryview] = []
+        err, peak = peak_allocation(lambda: got.append(store["zeros"]))
+        assert err is None, err
+        (data,) = got
+        assert data.nbytes == size and not np.frombuffer(data, np.uint8).any()
+    assert peak < size + (2 << 20), f"decoding {size} bytes allocated {peak} bytes"
+
+
+def test_zip_deflate_stream_without_its_final_block_still_reads(tmp_path: Path) -> None:
+    """A DEFLATE stream that a writer flushed but never finished decodes to all its bytes
+    (as zipfile reads it), also when its size calls for the checking pass first."""
+    plain = bytes(4 << 20)
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    data = c.compress(plain) + c.flush(zlib.Z_SYNC_FLUSH)
+    p = tmp_path / "unfinished.zip"
+    p.write_bytes(zb.build([zb.Member("e", data, 8, crc=zlib.crc32(plain), usize=len(plain))]).data)
+    with MmapZipStore(p) as store:
+        assert bytes(store["e"]) == plain
+
+
+@pytest.mark.parametrize("method", [8, 9])
+def test_zip_deflate_claim_beyond_the_methods_ratio_is_refused_before_decoding(
+    tmp_path: Path, method: int
+) -> None:
+    from dafzarr._zipdecode import DEFLATE64_MAX_RATIO, DEFLATE_MAX_RATIO
+
+    data = zb.raw_deflate(bytes(1 << 20))  # (a DEFLATE stream is a valid DEFLATE64 stream)
+    ratio = DEFLATE_MAX_RATIO if method == 8 else DEFLATE64_MAX_RATIO
+    claim = ratio * len(data) + (1 << 16) + 1
+    p = tmp_path / "ratio.zip"
+    p.write_bytes(zb.build([zb.Member("e", data, method, crc=0, usize=claim)]).data)
+    with MmapZipStore(p, max_decompressed_size=1 << 40) as store:
+        err, peak = peak_allocation(lambda: store["e"])
+    assert isinstance(err, CorruptArchiveError), err
+    assert f"ratio.zip: entry 'e' claims {claim} bytes, but {len(data)} bytes of" in str(err)
+    assert peak < 256 << 10, f"refusing an impossible claim allocated {peak} bytes"
 
 
 def test_zip_zstd_entry_decoding_short_is_refused(tmp_path: Path) -> None:
@@ -186,6 +282,32 @@ def test_arrayfile_lz4_block_claiming_more_than_lz4_can_hold_is_refused(tmp_path
     err, peak = _open_and_read(tmp_path / "l.af")
     assert isinstance(err, CorruptArrayFileError), err
     assert peak < 16 << 20, f"refusing a 1 GiB claim allocated {peak} bytes"
+
+
+def test_arrayfile_lz4_block_claiming_a_size_it_does_not_decode_to_is_refused_before_allocating(
+    tmp_path: Path,
+) -> None:
+    """A claim within LZ4's 255:1 ratio but not what the block's sequences add up to: refused
+    by walking them, before the claim is allocated."""
+    values = np.arange(5000, dtype="u2")
+    with ArrayFile.create(tmp_path / "l.af", config=FileConfig(codec="lz4")) as f:
+        f.define_array("a", "u2", ["x"], [5000], chunk_shape=[1000])
+        f.write_array("a", [0], values)
+    layer = tmp_path / "l.1.af"
+    claims = []
+
+    def grow(b: dict[str, Any], body: bytearray) -> None:
+        size = 200 * b["compressed_size"]  # within 255:1, far above what the block holds
+        claims.append(size)
+        b["uncompressed_size"] = size
+        struct.pack_into("<I", body, b["file_offset"], size)  # the block's own size prefix
+
+    _with_block_sizes(layer, grow)
+    assert claims and min(claims) > 1 << 20
+    err, peak = _open_and_read(tmp_path / "l.af")
+    assert isinstance(err, CorruptArrayFileError), err
+    assert "10000 bytes" in str(err), err
+    assert peak < 1 << 20, f"refusing a {claims[0]}-byte claim allocated {peak} bytes"
 
 
 def test_zip_deflate64_bomb_stops_at_the_stated_size(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ from typing import Any, Self
 import numpy as np
 
 from .._casting import cast_for_storage, check_value_fits
-from .._zstdframes import LZ4_MAX_RATIO, decode_exact
+from .._zstdframes import check_lz4, decode_exact
 from ..errors import DafzarrError, StatisticsWarning, UnsafeCastError
 from . import _format as fmt
 from . import _segments as seg
@@ -289,8 +289,7 @@ def _decompress(codec: str | None, data: Any, usize: int) -> Any:
 
         if len(data) < 4 or int.from_bytes(bytes(data[:4]), "little") != usize:
             raise ValueError(f"the LZ4 size prefix does not announce {usize} bytes")
-        if usize > LZ4_MAX_RATIO * len(data):
-            raise ValueError(f"{len(data)} bytes of LZ4 data cannot decode to {usize} bytes")
+        check_lz4(memoryview(data)[4:], usize)
         out = lz4.block.decompress(memoryview(data)[4:], uncompressed_size=usize)
     elif codec == "zstd":
         out = memoryview(decode_exact(data, usize))

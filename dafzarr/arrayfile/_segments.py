@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._zstdframes import LZ4_MAX_RATIO, decode_exact
+from .._zstdframes import check_lz4, decode_exact
 
 SEGMENT_MIN = 64 << 10
 """Segments hold whole chunks and at least this many bytes (LZ4's match window)."""
@@ -238,8 +238,7 @@ def decode_segment(
         block = b"".join((
             _token(rest, nib), src[:body_end], _token(nxt_before, 0), src[len(src) - nxt_before:]
         ))
-    if n > LZ4_MAX_RATIO * len(block):
-        raise ValueError(f"{len(block)} bytes of LZ4 data cannot decode to {n} bytes")
+    check_lz4(block, n)
     data = lz4.block.decompress(block, uncompressed_size=n)
     if len(data) != n:
         raise ValueError(f"a segment decodes to {len(data)} bytes, not {n}")
