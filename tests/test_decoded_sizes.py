@@ -22,6 +22,7 @@ from dafzarr import CorruptArchiveError, DafzarrError, MmapZipStore
 from dafzarr._zstdframes import decode_exact, frames
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError, FileConfig
 from dafzarr.arrayfile import _format as fmt
+from dafzarr.errors import DafFormatError
 
 from . import zipbuild as zb
 from .common import peak_allocation
@@ -333,3 +334,39 @@ def test_zip_deflate64_bomb_stops_at_the_stated_size(tmp_path: Path) -> None:
         err, peak = peak_allocation(lambda: store["zeros"])
     assert isinstance(err, CorruptArchiveError), err
     assert peak < 16 << 20, f"decoding a 1000-byte entry allocated {peak} bytes"
+
+
+# --- Daf packed arrays (DataAxesFormats.jl 0.3 single-shard arrays) ------------------------
+
+
+def _packed(chunks: list[bytes], codec: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """Metadata and shard of a 1-D packed u1 array of ``len(chunks)`` inner chunks of 4."""
+    meta = {
+        "shape": [4 * len(chunks)], "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [4], "index_location": "start",
+            "codecs": [{"name": "bytes"}, codec]}}],
+    }
+    start = 16 * len(chunks) + 4
+    index, body = [], b""
+    for c in chunks:
+        index += [start + len(body), len(c)]
+        body += c
+    return meta, struct.pack(f"<{len(index)}Q", *index) + b"\0\0\0\0" + body
+
+
+@pytest.mark.parametrize("name", ["gzip", "zstd"])
+def test_packed_inner_chunk_that_decodes_long_is_refused_in_bounded_memory(name: str) -> None:
+    from numcodecs import GZip
+
+    from dafzarr.daf._packed import read_packed
+
+    codec = GZip() if name == "gzip" else Zstd()
+    good = bytes(codec.encode(bytes([1, 2, 3, 4])))
+    meta, shard = _packed([good], {"name": name})
+    assert read_packed(meta, shard, np.dtype("u1"), "x").tolist() == [1, 2, 3, 4]
+    bomb = bytes(codec.encode(bytes(64 << 20)))  # one inner chunk of 4 bytes, decoding to 64 MiB
+    meta, shard = _packed([bomb], {"name": name})
+    err, peak = peak_allocation(lambda: read_packed(meta, shard, np.dtype("u1"), "x"))
+    assert isinstance(err, DafFormatError) and "x" in str(err), err
+    assert peak < 2 << 20, peak

@@ -12,12 +12,13 @@ from __future__ import annotations
 import itertools
 import math
 import struct
+import zlib
 from typing import Any
 
 import numpy as np
-from numcodecs import GZip, Zstd
 from numcodecs.blosc import Blosc
 
+from .._zstdframes import decode_exact, frames, stream
 from ..errors import DafFormatError
 from ._layout import decode_strings, is_packed
 
@@ -26,17 +27,58 @@ __all__ = ["is_packed", "read_packed"]
 _MISSING = 0xFFFF_FFFF_FFFF_FFFF
 
 
-def _decompress(codec: dict[str, Any] | None, data: bytes, where: str) -> bytes:
+#: Most bytes one compressed byte may decode to when the decoded size is not known in advance
+#: (strings): deflate's limit, which blosc's and zstd's stated sizes are held to as well.
+_MAX_RATIO, _RATIO_SLACK = 1032, 1 << 16
+
+
+def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int | None) -> bytes:
+    """Decode one inner chunk to ``size`` bytes (``None``: strings, bounded by a ratio).
+
+    Nothing larger than the chunk's known size, or than ``_MAX_RATIO`` times its compressed
+    size, is allocated: a chunk whose stream says otherwise is a :class:`DafFormatError`.
+    """
     if codec is None:
         return data
     name = codec.get("name")
-    if name == "blosc":
-        return bytes(Blosc().decode(data))
-    if name == "zstd":
-        return bytes(Zstd().decode(data))
-    if name == "gzip":
-        return bytes(GZip().decode(data))
+    limit = size if size is not None else _MAX_RATIO * len(data) + _RATIO_SLACK
+    try:
+        if name == "zstd":
+            if size is None:
+                return _zstd_strings(data, limit)
+            return bytes(decode_exact(data, size))
+        if name == "gzip":
+            d = zlib.decompressobj(31)
+            out = d.decompress(data, limit + 1)
+            if len(out) > limit or not d.eof:
+                raise ValueError(f"the gzip stream decodes to more than {limit} bytes, "
+                                 "or ends early")
+            return out
+        if name == "blosc":
+            stated = int.from_bytes(data[4:8], "little") if len(data) >= 16 else -1
+            if not 0 <= stated <= limit:
+                raise ValueError(f"the blosc header states {stated} bytes (at most {limit})")
+            return bytes(Blosc().decode(data))
+    except (ValueError, RuntimeError, zlib.error) as exc:
+        raise DafFormatError(f"{where}: an inner chunk does not decode: {exc}") from None
     raise DafFormatError(f"{where}: unsupported inner codec {name!r} in a packed array")
+
+
+def _zstd_strings(data: bytes, limit: int) -> bytes:
+    """A zstd chunk of strings: the size its frames declare, or what it streams to, at most
+    ``limit`` bytes."""
+    declared = [f.content_size for f in frames(data)]
+    if all(n is not None for n in declared):
+        size = sum(n for n in declared if n is not None)
+        if size > limit:
+            raise ValueError(f"the zstd frames declare {size} bytes (at most {limit})")
+        return bytes(decode_exact(data, size))
+    out = bytearray()
+    for piece in stream(data, limit, 1 << 16):
+        out += piece
+    if len(out) > limit:
+        raise ValueError(f"the zstd data decodes to more than {limit} bytes")
+    return bytes(out)
 
 
 def read_packed(
@@ -71,7 +113,8 @@ def read_packed(
             continue
         if offset + nbytes > len(raw):
             raise DafFormatError(f"{where}: inner chunk {pos} lies outside the shard")
-        data = _decompress(compressor, bytes(raw[offset : offset + nbytes]), where)
+        size = None if is_str else inner_count * np.dtype(dtype).itemsize
+        data = _decompress(compressor, bytes(raw[offset : offset + nbytes]), where, size)
         if is_str:
             block = decode_strings(data, inner_count, where).reshape(inner)
         else:
