@@ -41,7 +41,15 @@ import numpy as np
 
 from .._casting import cast_for_storage, check_value_fits
 from .._zstdframes import LZ4_MAX_RATIO, decode_exact
-from ..errors import DafzarrError, StatisticsWarning, UnsafeCastError
+from ..errors import (
+    ArrayExistsError,
+    ArrayNotFoundError,
+    CorruptArrayFileError,
+    CorruptFooterError,
+    StatisticsWarning,
+    UnsafeCastError,
+    UnsupportedElementTypeError,
+)
 from . import _format as fmt
 from . import _segments as seg
 from ._backends import (
@@ -84,25 +92,6 @@ MiB = 1 << 20
 _TAIL_READ = 64 * 1024  # one suffix read per layer covers footers up to this size
 _MAX_SEGMENT_TABLE = 256 << 20  # a larger gap before the footer is not a segment table
 _tokens = itertools.count(1)
-
-
-class CorruptArrayFileError(DafzarrError, ValueError):
-    """An ``.af`` or ``.stats`` object is truncated or inconsistent (the message names it)."""
-
-
-class UnsupportedElementTypeError(DafzarrError, TypeError):
-    """An array's element type is one the format names but this reader cannot read or write."""
-
-
-class ArrayNotFoundError(DafzarrError, KeyError):
-    """No visible array has this name."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-class ArrayExistsError(DafzarrError, ValueError):
-    """``define_array`` was given a name that is already visible."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -579,7 +568,7 @@ class ArrayFile:
         tail = self._backend.tail(key, _TAIL_READ)
         try:
             n = fmt.split_trailer(tail.data, magic, tail.size)
-        except fmt.CorruptFooterError as exc:
+        except CorruptFooterError as exc:
             raise self._corrupt(key, f"truncated or not an array-format object ({exc})") from exc
         have = len(tail.data) - 12
         if n > have:
@@ -594,7 +583,7 @@ class ArrayFile:
         version = tail.version
         try:
             footer = fmt.decode_footer(payload)
-        except fmt.CorruptFooterError as exc:
+        except CorruptFooterError as exc:
             raise self._corrupt(key, str(exc)) from exc
         layer = self._layer_from_footer(key, number, version, footer, data_end=data_end)
         lo, hi = layer.gap
@@ -689,7 +678,7 @@ class ArrayFile:
             _check_stats_entries(entries)
         except FileNotFoundError:
             return
-        except (CorruptArrayFileError, fmt.CorruptFooterError, OSError) as exc:
+        except (CorruptArrayFileError, CorruptFooterError, OSError) as exc:
             reason = str(exc).removeprefix(f"{key}: ")
             warnings.warn(
                 f"{key}: the statistics sidecar is unreadable and is ignored (statistics are "
@@ -1367,10 +1356,10 @@ def _check_stats_entries(entries: list[dict[str, Any]]) -> None:
     for e in entries:
         name = e["name"]
         if name in seen:
-            raise fmt.CorruptFooterError(f"the statistics list array {name!r} twice")
+            raise CorruptFooterError(f"the statistics list array {name!r} twice")
         seen.add(name)
         if e["null_count"] > e["row_count"]:
-            raise fmt.CorruptFooterError(
+            raise CorruptFooterError(
                 f"array {name!r}: {e['null_count']} nulls among {e['row_count']} elements")
 
 
