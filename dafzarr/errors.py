@@ -13,7 +13,11 @@ __all__ = [
     "AppendOnlyError",
     "ArchiveInUseError",
     "ArchiveLockedError",
+    "ArrayExistsError",
+    "ArrayNotFoundError",
     "CorruptArchiveError",
+    "CorruptArrayFileError",
+    "CorruptFooterError",
     "DafExistsError",
     "DafFormatError",
     "DafMissingError",
@@ -29,10 +33,12 @@ __all__ = [
     "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
+    "RkyvError",
     "SelfCheckError",
     "StatisticsWarning",
     "UnsafeCastError",
     "UnsafeEntryNameError",
+    "UnsupportedElementTypeError",
     "UnsupportedEntryError",
     "UnsupportedHDF5Error",
     "UnsupportedVariableWarning",
@@ -108,11 +114,15 @@ class DafReadOnlyError(DafzarrError, PermissionError):
     """A writer was called on a Daf data set opened read-only."""
 
 
-class DafMissingError(DafzarrError, KeyError):
-    """A scalar, axis, vector or matrix that was asked for does not exist."""
+class _PlainKeyError(KeyError):
+    """A ``KeyError`` whose message prints as written (``KeyError`` quotes it)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class DafMissingError(DafzarrError, _PlainKeyError):
+    """A scalar, axis, vector or matrix that was asked for does not exist."""
 
 
 class DafExistsError(DafzarrError, ValueError):
@@ -190,3 +200,34 @@ class StatisticsWarning(UserWarning):
 
     The message names the sidecar and the reason; the arrays' data are not affected.
     """
+
+
+# --- ArrayFile -------------------------------------------------------------------------
+
+
+class CorruptArrayFileError(DafzarrError, ValueError):
+    """An ``.af`` or ``.stats`` object is truncated or inconsistent (the message names it)."""
+
+
+class CorruptFooterError(DafzarrError, ValueError):
+    """An ArrayFile trailer, footer or statistics payload does not decode.
+
+    Raised by the footer codec, which sees bytes only; ArrayFile turns it into a
+    :class:`CorruptArrayFileError` naming the object at fault.
+    """
+
+
+class RkyvError(DafzarrError, ValueError):
+    """An archived payload is malformed (out-of-range pointer, bad tag, bad UTF-8, ...)."""
+
+
+class UnsupportedElementTypeError(DafzarrError, TypeError):
+    """An array's element type is one the format names but this reader cannot read or write."""
+
+
+class ArrayNotFoundError(DafzarrError, _PlainKeyError):
+    """No visible array has this name."""
+
+
+class ArrayExistsError(DafzarrError, ValueError):
+    """``define_array`` was given a name that is already visible."""

@@ -323,9 +323,9 @@ def test_exported_from_package() -> None:
 def test_pending_blocks_spill_to_a_temporary_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str | None, where: str
 ) -> None:
-    from dafzarr.arrayfile import _file
+    from dafzarr.arrayfile import _allocator
 
-    monkeypatch.setattr(_file._Allocator, "spill_bytes", 3000)
+    monkeypatch.setattr(_allocator.BlockAllocator, "spill_bytes", 3000)
     rng = np.random.default_rng(5)
     x = rng.integers(0, 1000, (40, 50)).astype("i8")
     target: Any = tmp_path / "s.af"

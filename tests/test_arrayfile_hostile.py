@@ -55,3 +55,19 @@ def test_unaliased_long_strings_still_decode() -> None:
     footer["attr_keys"] = ["k" * 100_000] + [f"{i:017d}" for i in range(300)]
     payload = fmt.encode_footer(footer)[:-12]
     assert fmt.decode_footer(payload)["attr_keys"] == footer["attr_keys"]
+
+
+def test_every_arrayfile_error_is_a_dafzarr_error_and_a_builtin() -> None:
+    import dafzarr.arrayfile as af
+    from dafzarr import errors
+    from dafzarr.arrayfile import _rkyv as rk
+
+    for cls, builtin in [
+        (af.CorruptArrayFileError, ValueError), (af.UnsupportedElementTypeError, TypeError),
+        (af.ArrayNotFoundError, KeyError), (af.ArrayExistsError, ValueError),
+        (fmt.CorruptFooterError, ValueError), (rk.RkyvError, ValueError),
+    ]:
+        assert issubclass(cls, errors.DafzarrError) and issubclass(cls, builtin), cls
+        assert getattr(errors, cls.__name__) is cls and cls.__name__ in errors.__all__
+    # a KeyError subclass that prints its message as written, not quoted
+    assert str(af.ArrayNotFoundError("a.af: no array named 'x'")) == "a.af: no array named 'x'"

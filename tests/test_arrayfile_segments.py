@@ -164,8 +164,8 @@ def seg_file(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str]
 def test_chunk_reads_use_segments_and_match(seg_file: tuple[Path, str]) -> None:
     path, codec = seg_file
     with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
-        layer = f._layers[-1]
-        tables = f._segment_tables(layer)
+        layer = f._records.layers[-1]
+        tables = f._reader.segment_tables(layer)
         assert len(tables) == len(layer.blocks) > 1
         rng = np.random.default_rng(3)
         for name, (x, chunks) in ARRAYS.items():
@@ -187,7 +187,7 @@ def test_other_readers_see_plain_blocks(seg_file: tuple[Path, str]) -> None:
     """Blocks decode whole, by footer offset, to exactly the chunks the footer addresses."""
     path, codec = seg_file
     with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
-        layer = f._layers[-1]
+        layer = f._records.layers[-1]
         blocks = _crate_view(Path(layer.key))
         for name, (x, chunks) in ARRAYS.items():
             la = layer.arrays[name]
@@ -235,8 +235,8 @@ def test_unusable_table_falls_back_to_whole_blocks(
             data[pos:end] = new
         obj.write_bytes(bytes(data))
     with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
-        layer = f._layers[-1]
-        tables = f._segment_tables(layer)
+        layer = f._records.layers[-1]
+        tables = f._reader.segment_tables(layer)
         assert (0 not in tables) if damage == "mismatched" else tables == {}
         for name, (x, _) in ARRAYS.items():
             np.testing.assert_array_equal(f.read_array(name), x)
@@ -255,9 +255,9 @@ def test_segments_survive_sidecars_and_compact(tmp_path: Path, codec: str) -> No
         f.write_array("x", [40, 100], x[40:50, 100:900])
         f.flush()
         assert f.num_layers == 3
-        assert all(f._segment_tables(layer) for layer in f._layers[1:])
+        assert all(f._reader.segment_tables(layer) for layer in f._records.layers[1:])
         f.compact()
-        assert f.num_layers == 1 and f._segment_tables(f._layers[0])
+        assert f.num_layers == 1 and f._reader.segment_tables(f._records.layers[0])
     with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
         np.testing.assert_array_equal(f.read_array("x", [32, 512], [32, 512]), x[32:64, 512:1024])
         np.testing.assert_array_equal(f.read_array("x"), x)
@@ -275,7 +275,7 @@ def test_table_outside_the_suffix_read_costs_one_range_read(tmp_path: Path) -> N
         f.define_array("x", x.dtype, ["a", "b"], x.shape, chunk_shape=(16, 1024))
         f.write_array("x", [0, 0], x)
     with ArrayFile.open(path, config=FileConfig(codec="lz4")) as f:
-        layer = f._layers[-1]
+        layer = f._records.layers[-1]
         assert layer.segments is None  # not in the suffix read
         np.testing.assert_array_equal(f.read_array("x", [16, 1024], [16, 1024]),
                                       x[16:32, 1024:2048])

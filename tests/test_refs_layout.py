@@ -20,11 +20,11 @@ import dafzarr.refs
 from dafzarr import errors
 from dafzarr.refs import _vrt
 
+from .layout import find_cycle, imported_siblings, module_problems
+
 PACKAGE = Path(dafzarr.refs.__file__).parent
 ROOT = PACKAGE.parents[1]
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
-MAX_LINES = 600
-MAX_IMPORT_LINES = 40  # the imports at the top of a module fit on one screen
 
 # What ``dafzarr.refs`` exported before it became a package; users import these names.
 PUBLIC = frozenset([
@@ -38,56 +38,15 @@ def _tree(module: str) -> ast.Module:
     return ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
 
 
-def _imported_siblings(module: str) -> set[str]:
-    """The modules of ``dafzarr.refs`` that ``module`` imports, at its top or in a function."""
-    out = set()
-    for node in ast.walk(_tree(module)):
-        if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module:  # from ._x import y
-                out.add(node.module.split(".")[0])
-            elif node.level == 1:  # from . import _x
-                out.update(a.name for a in node.names)
-            elif node.level == 0 and (node.module or "").startswith("dafzarr.refs."):
-                out.add(node.module.split(".")[2])
-        elif isinstance(node, ast.Import):
-            out.update(
-                a.name.split(".")[2] for a in node.names if a.name.startswith("dafzarr.refs.")
-            )
-    return out & set(MODULES)
-
-
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One dependency cycle of ``graph`` (as a path that returns to its start), or None."""
-    done: set[str] = set()
-
-    def visit(node: str, path: list[str]) -> list[str] | None:
-        if node in path:
-            return [*path[path.index(node) :], node]
-        if node in done:
-            return None
-        for nxt in sorted(graph[node]):
-            found = visit(nxt, [*path, node])
-            if found:
-                return found
-        done.add(node)
-        return None
-
-    for start in sorted(graph):
-        found = visit(start, [])
-        if found:
-            return found
-    return None
-
-
 def test_cycle_finder_finds_cycles() -> None:
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
 def test_no_import_cycle() -> None:
-    graph = {m: _imported_siblings(m) - {m} for m in MODULES}
+    graph = {m: imported_siblings(PACKAGE, m) - {m} for m in MODULES}
     assert graph["_compose"], "the import graph was not read"
-    cycle = _cycle(graph)
+    cycle = find_cycle(graph)
     assert cycle is None, f"import cycle in dafzarr.refs: {' -> '.join(cycle or [])}"
 
 
@@ -110,13 +69,7 @@ def test_every_module_imports_alone() -> None:
 
 @pytest.mark.parametrize("module", MODULES)
 def test_module_is_small_and_documented(module: str) -> None:
-    text = (PACKAGE / f"{module}.py").read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= MAX_LINES, f"{module}.py: more than {MAX_LINES} lines"
-    tree = ast.parse(text)
-    assert ast.get_docstring(tree), f"{module}.py does not start with a docstring"
-    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    span = (imports[-1].end_lineno or 0) - imports[0].lineno + 1 if imports else 0
-    assert span <= MAX_IMPORT_LINES, f"{module}.py: imports take {span} lines"
+    assert not module_problems(PACKAGE / f"{module}.py")
 
 
 class _Raises(ast.NodeVisitor):

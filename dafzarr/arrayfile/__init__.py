@@ -6,17 +6,16 @@ delta sidecars, compaction, statistics and local, in-memory and object-store bac
 
 from __future__ import annotations
 
-from ._cache import DeltaCache
-from ._file import (
+from ..errors import (
     ArrayExistsError,
-    ArrayFile,
-    ArrayInfo,
     ArrayNotFoundError,
-    ArrayStats,
     CorruptArrayFileError,
-    FileConfig,
     UnsupportedElementTypeError,
 )
+from ._cache import DeltaCache
+from ._config import FileConfig
+from ._file import ArrayFile
+from ._records import ArrayInfo, ArrayStats
 
 __all__ = [
     "ArrayExistsError",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import CorruptFooterError
 from . import _rkyv as r
 
 __all__ = [
@@ -35,10 +36,6 @@ __all__ = [
 FOOTER_MAGIC = b"ARRF"
 STATS_MAGIC = b"ARST"
 TRAILER = 12
-
-
-class CorruptFooterError(ValueError):
-    """Raised by this module; the caller adds the name of the object at fault."""
 
 
 # --- Chunk tables ----------------------------------------------------------------------

@@ -32,6 +32,8 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import RkyvError
+
 __all__ = [
     "BOOL",
     "F32",
@@ -61,10 +63,6 @@ __all__ = [
 ]
 
 _MAX_DEPTH = 64
-
-
-class RkyvError(ValueError):
-    """An archived payload is malformed (out-of-range pointer, bad tag, bad UTF-8, ...)."""
 
 
 def _align_up(n: int, a: int) -> int:

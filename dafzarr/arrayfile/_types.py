@@ -12,8 +12,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._casting import cast_for_storage
+from ..errors import UnsafeCastError
+
 __all__ = [
     "DTypeInfo",
+    "as_array",
     "attribute_to_python",
     "chunk_stats",
     "decode_chunk",
@@ -324,3 +328,18 @@ def attribute_to_python(value: tuple[Any, ...]) -> Any:
     if kind.endswith("List"):
         return list(v)
     return v
+
+
+def as_array(info: DTypeInfo, data: Any, where: str) -> np.ndarray:
+    """``data`` as an array of the element type, under the package's cast rule."""
+    if info.vlen:
+        arr = np.asarray(data, dtype=object)
+        want = str if info.tag == "String" else bytes
+        for x in arr.ravel().tolist():
+            if not isinstance(x, want):
+                raise UnsafeCastError(
+                    f"{where}: {type(x).__name__} data cannot be stored as {want.__name__}: "
+                    f"the array holds {want.__name__} values, got {x!r}"
+                )
+        return arr
+    return cast_for_storage(data, info.np_dtype, where)
