@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Never, TextIO
+from typing import Never, Self, TextIO
 
 from tqdm import tqdm
 
@@ -13,6 +13,7 @@ __all__ = ["Progress"]
 class Progress:
     """A progress bar on stderr (or ``stream``), drawn by tqdm at most 5 times a second.
 
+    Use it in a ``with`` block, which ends the bar's line even when the work fails.
     ``unit`` names what is counted (``"files"``, ``"entries"``). Disabled, or with at most one
     item to count, it writes nothing. The command line enables it only when stderr is a
     terminal; an API call with ``progress=True`` asked for it, so it is drawn wherever
@@ -46,6 +47,12 @@ class Progress:
         bar.update(n)
         if self.done >= self.total:
             self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """End the bar's line (done or not); further steps are only counted."""

@@ -189,28 +189,28 @@ def _copy_live_entries(store: MmapZipStore, writer: ArchiveWriter, progress: boo
     Stored entries are CRC-checked on the way: a damaged entry stops the copy.
     """
     records = store._raw_records()
-    bar = Progress(len(store._live_entries()), "compacting", progress, unit="entries")
-    written: set[str] = set()
-    for e, view in records:
-        with view:
-            if e.name in written:  # a folder a foreign archive lists twice: once is enough
-                continue
-            written.add(e.name)
-            if e.flags & zf.FLAG_ENCRYPTED:
-                raise UnsupportedEntryError(
-                    f"{store.path}: entry {e.name!r} is encrypted; archives with encrypted "
-                    "entries cannot be compacted"
+    with Progress(len(store._live_entries()), "compacting", progress, unit="entries") as bar:
+        written: set[str] = set()
+        for e, view in records:
+            with view:
+                if e.name in written:  # a folder a foreign archive lists twice: once is enough
+                    continue
+                written.add(e.name)
+                if e.flags & zf.FLAG_ENCRYPTED:
+                    raise UnsupportedEntryError(
+                        f"{store.path}: entry {e.name!r} is encrypted; archives with encrypted "
+                        "entries cannot be compacted"
+                    )
+                if e.method == 0 and (e.csize != e.usize or crc32(view) != e.crc):
+                    raise CorruptArchiveError(
+                        f"{store.path}: entry {e.name!r} fails its CRC-32 check; compaction "
+                        f"would copy damaged data (see: dafzarr zip verify {store.path})"
+                    )
+                writer.add(
+                    e.name.encode("utf-8"), view, e.crc, method=e.method, usize=e.usize,
+                    flags=_entry_flags(e),
                 )
-            if e.method == 0 and (e.csize != e.usize or crc32(view) != e.crc):
-                raise CorruptArchiveError(
-                    f"{store.path}: entry {e.name!r} fails its CRC-32 check; compaction "
-                    f"would copy damaged data (see: dafzarr zip verify {store.path})"
-                )
-            writer.add(
-                e.name.encode("utf-8"), view, e.crc, method=e.method, usize=e.usize,
-                flags=_entry_flags(e),
-            )
-        bar.step()
+            bar.step()
 
 
 def _ready_for_compaction(store: MmapZipStore) -> FileMapping:
@@ -495,28 +495,28 @@ def pack_directory(
         raise PackSourceError(f"{root}: the output {out} would be inside the directory")
     check_destination(target, force)
     files = sorted(_walk(root), key=_pack_order)
-    bar = Progress(len(files), "packing", progress)
-    buf = memoryview(bytearray(_BUFFER + 1))  # (one byte more: see _add_small_file)
-    with locked_temporary(target) as (fd, tmp):
-        writer = ArchiveWriter(fd, tmp)
-        try:
-            for f in files:
-                src = os.open(f.path, os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    size = os.fstat(src).st_size
-                    if size <= _BUFFER:
-                        _add_small_file(writer, f, src, size, buf)
-                    else:
-                        writer.add_file(f.key.encode("utf-8"), src, size, buf[:_BUFFER], f.path)
-                finally:
-                    os.close(src)
-                bar.step()
-            size = writer.finish()
-        except OSError as exc:
-            if exc.filename is not None and exc.filename != tmp:
-                raise
-            raise no_space(exc, f"the archive of {root} ({target})", tmp) from None
-        publish_file(fd, tmp, target, force)
+    with Progress(len(files), "packing", progress) as bar:
+        buf = memoryview(bytearray(_BUFFER + 1))  # (one byte more: see _add_small_file)
+        with locked_temporary(target) as (fd, tmp):
+            writer = ArchiveWriter(fd, tmp)
+            try:
+                for f in files:
+                    src = os.open(f.path, os.O_RDONLY | os.O_CLOEXEC)
+                    try:
+                        size = os.fstat(src).st_size
+                        if size <= _BUFFER:
+                            _add_small_file(writer, f, src, size, buf)
+                        else:
+                            writer.add_file(f.key.encode("utf-8"), src, size, buf[:_BUFFER], f.path)
+                    finally:
+                        os.close(src)
+                    bar.step()
+                size = writer.finish()
+            except OSError as exc:
+                if exc.filename is not None and exc.filename != tmp:
+                    raise
+                raise no_space(exc, f"the archive of {root} ({target})", tmp) from None
+            publish_file(fd, tmp, target, force)
     return ArchiveSpace(
         entries=writer.count, live_bytes=writer.pos, dead_bytes=0,
         directory_bytes=size - writer.pos, file_size=size,

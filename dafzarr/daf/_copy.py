@@ -50,19 +50,19 @@ def copy_daf(source: ZarrDaf, destination: ZarrDaf, *, progress: bool | TextIO =
     ]
     scalars = sorted(source.scalars_set())
     total = len(scalars) + len(axes) + len(vectors) + len(matrices)
-    bar = Progress(total, "copying", stream is not None, stream, unit="properties")
-    for name in scalars:
-        destination.set_scalar(name, source.get_scalar(name))
-        bar.step(what=f"scalar {name}")
-    for axis in axes:
-        destination.add_axis(axis, source.axis_np_entries(axis))
-        bar.step(what=f"axis {axis}")
-    for axis, name in vectors:
-        _copy_node(source, destination, f"vectors/{axis}/{name}")
-        bar.step(what=f"vector {axis}/{name}")
-    for rows, cols, name in matrices:
-        _copy_node(source, destination, f"matrices/{rows}/{cols}/{name}")
-        bar.step(what=f"matrix {rows},{cols}/{name}")
+    with Progress(total, "copying", stream is not None, stream, unit="properties") as bar:
+        for name in scalars:
+            destination.set_scalar(name, source.get_scalar(name))
+            bar.step(what=f"scalar {name}")
+        for axis in axes:
+            destination.add_axis(axis, source.axis_np_entries(axis))
+            bar.step(what=f"axis {axis}")
+        for axis, name in vectors:
+            _copy_node(source, destination, f"vectors/{axis}/{name}")
+            bar.step(what=f"vector {axis}/{name}")
+        for rows, cols, name in matrices:
+            _copy_node(source, destination, f"matrices/{rows}/{cols}/{name}")
+            bar.step(what=f"matrix {rows},{cols}/{name}")
 
 
 def _suffix(container: str) -> str:

@@ -142,41 +142,41 @@ def scan_many(
     table = sources_table(sources)
     access = table.column("access").to_pylist()
     public = table.column("public").to_pylist()
-    bar = _Progress(len(access), "scanning", progress)
-    results: list[ScanResult | None] = [None] * len(access)
-    if _is_dask_client(workers):
-        futures = workers.map(
-            _scan_table, access, public, on_unsupported=on_unsupported, pure=False
-        )
-        import distributed
-
-        dask_completed: Any = distributed.as_completed
-
-        index = {f.key: i for i, f in enumerate(futures)}
-        for fut in dask_completed(futures):
-            results[index[fut.key]] = ScanResult.from_arrow(fut.result())
-            bar.step()
-    elif workers is None or workers == 1:
-        for i, (a, p) in enumerate(zip(access, public, strict=True)):
-            results[i] = scan(a, url=p, on_unsupported=on_unsupported)
-            bar.step()
-    else:
-        if not isinstance(workers, int) or workers < 1:
-            raise InvalidArgumentError(
-                f"workers must be None, an int >= 1 or a dask Client: {workers!r}"
+    with _Progress(len(access), "scanning", progress) as bar:
+        results: list[ScanResult | None] = [None] * len(access)
+        if _is_dask_client(workers):
+            futures = workers.map(
+                _scan_table, access, public, on_unsupported=on_unsupported, pure=False
             )
-        n = len(access)
-        batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
-            futs = {
-                ex.submit(
-                    _scan_batch, access[i : i + batch], public[i : i + batch], on_unsupported
-                ): i
-                for i in range(0, n, batch)
-            }
-            for fut in as_completed(futs):
-                done = fut.result()
-                start = futs[fut]
-                results[start : start + len(done)] = done
-                bar.step(len(done))
+            import distributed
+
+            dask_completed: Any = distributed.as_completed
+
+            index = {f.key: i for i, f in enumerate(futures)}
+            for fut in dask_completed(futures):
+                results[index[fut.key]] = ScanResult.from_arrow(fut.result())
+                bar.step()
+        elif workers is None or workers == 1:
+            for i, (a, p) in enumerate(zip(access, public, strict=True)):
+                results[i] = scan(a, url=p, on_unsupported=on_unsupported)
+                bar.step()
+        else:
+            if not isinstance(workers, int) or workers < 1:
+                raise InvalidArgumentError(
+                    f"workers must be None, an int >= 1 or a dask Client: {workers!r}"
+                )
+            n = len(access)
+            batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
+            with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
+                futs = {
+                    ex.submit(
+                        _scan_batch, access[i : i + batch], public[i : i + batch], on_unsupported
+                    ): i
+                    for i in range(0, n, batch)
+                }
+                for fut in as_completed(futs):
+                    done = fut.result()
+                    start = futs[fut]
+                    results[start : start + len(done)] = done
+                    bar.step(len(done))
     return [r for r in results if r is not None]
