@@ -4,18 +4,18 @@ Needs the optional ``anndata`` extra (``pip install dafzarr[anndata]``).
 
 The mapping, in both directions:
 
-============================  ==================================================
-AnnData                       Daf
-============================  ==================================================
-``obs_names`` / ``var_names``  the entries of ``obs_axis`` / ``var_axis``
-``obs[col]`` / ``var[col]``    vectors on ``obs_axis`` / ``var_axis``
-``X``                          the matrix ``obs_axis x var_axis`` named ``X``
-``layers[k]``                  the matrix ``obs_axis x var_axis`` named ``k``
-``obsm[k]`` (n_obs x m)        axis ``k`` (entries ``"0"``..) and matrix
-                               ``obs_axis x k`` named ``k``; likewise ``varm``
-``obsp[k]`` / ``varp[k]``      the square matrix ``obs_axis x obs_axis`` named ``k``
-``uns[k]`` (bool/int/float/str) the scalar ``k``
-============================  ==================================================
+=================================  ==================================================
+AnnData                            Daf
+=================================  ==================================================
+``obs_names`` / ``var_names``      the entries of ``obs_axis`` / ``var_axis``
+``obs[col]`` / ``var[col]``        vectors on ``obs_axis`` / ``var_axis``
+``X``                              the matrix ``obs_axis x var_axis`` named ``X``
+``layers[k]``                      the matrix ``obs_axis x var_axis`` named ``k``
+``obsm[k]`` (n_obs x m)            axis ``k`` (entries ``"0"``..) and matrix
+                                   ``obs_axis x k`` named ``k``; likewise ``varm``
+``obsp[k]`` / ``varp[k]``          the square matrix ``obs_axis x obs_axis`` named ``k``
+``uns[k]`` (bool/int/float/str)    the scalar ``k``
+=================================  ==================================================
 
 Categorical columns become string vectors; sparse matrices stay sparse (CSC).
 """

@@ -11,7 +11,6 @@ version = release
 
 extensions = [
     "sphinx.ext.autodoc",
-    "sphinx.ext.intersphinx",
     "numpydoc",
 ]
 
@@ -21,15 +20,6 @@ autodoc_typehints = "none"  # signatures come from the code; numpydoc's sections
 numpydoc_show_class_members = False
 numpydoc_xref_param_type = False
 nitpicky = False
-
-intersphinx_mapping = {
-    "python": ("https://docs.python.org/3", None),
-    "numpy": ("https://numpy.org/doc/stable", None),
-    "zarr": ("https://zarr.readthedocs.io/en/stable", None),
-}
-# Offline builds (CI has no network): intersphinx inventories are optional.
-intersphinx_disabled_reftypes = ["*"]
-intersphinx_timeout = 1
 
 html_theme = "alabaster"
 exclude_patterns = ["_build"]

@@ -256,7 +256,7 @@ def virtualize(
         Dimension to concatenate along; found from the coordinate values when not given.
     placement
         A :func:`place` table, or the path of a GDAL multidimensional VRT (as written by
-        ``gdal mdim mosaic``) whose ``<Source>``s say where each file goes.
+        ``gdal mdim mosaic``) whose ``<Source>`` elements say where each file goes.
     record_size
         References per parquet file.
     inline_threshold
