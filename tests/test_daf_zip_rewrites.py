@@ -173,17 +173,18 @@ def dump(d: dafzarr.ZarrDaf) -> dict[str, Any]:
         v = d.get_scalar(s)
         out[f"scalar {s}"] = (type(v).__name__, str(v))
     axes = sorted(d.axes_set())
+    stored = d.summary()
     for a in axes:
         out[f"axis {a}"] = list(d.axis_np_entries(a))
         for v in sorted(d.vectors_set(a)):
             arr = d.get_np_vector(a, v)
-            out[f"vector {a}/{v}"] = (d._describe(f"vectors/{a}/{v}"), str(arr.dtype),
+            out[f"vector {a}/{v}"] = (stored["vectors"][f"{a}/{v}"], str(arr.dtype),
                                       [str(x) for x in arr])
         for c in axes:
             for m in sorted(d.matrices_set(a, c, relayout=False)):
                 got = d.get_np_matrix(a, c, m, relayout=False)
                 dense = got.toarray() if sp.issparse(got) else np.asarray(got)
-                out[f"matrix {a},{c}/{m}"] = (d._describe(f"matrices/{a}/{c}/{m}"),
+                out[f"matrix {a},{c}/{m}"] = (stored["matrices"][f"{a},{c}/{m}"],
                                               str(dense.dtype), dense.tolist())
     return out
 
