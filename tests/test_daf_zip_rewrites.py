@@ -27,6 +27,7 @@ from zarr.storage import ZipStore
 
 import dafzarr
 from dafzarr import MmapZipStore
+from dafzarr.daf import describe_property
 
 from .common import check_archive
 from .test_daf_format import check_example, fill_example
@@ -177,14 +178,14 @@ def dump(d: dafzarr.ZarrDaf) -> dict[str, Any]:
         out[f"axis {a}"] = list(d.axis_np_entries(a))
         for v in sorted(d.vectors_set(a)):
             arr = d.get_np_vector(a, v)
-            out[f"vector {a}/{v}"] = (d._describe(f"vectors/{a}/{v}"), str(arr.dtype),
-                                      [str(x) for x in arr])
+            kind = describe_property(d._property(f"vectors/{a}/{v}"))
+            out[f"vector {a}/{v}"] = (kind, str(arr.dtype), [str(x) for x in arr])
         for c in axes:
             for m in sorted(d.matrices_set(a, c, relayout=False)):
                 got = d.get_np_matrix(a, c, m, relayout=False)
                 dense = got.toarray() if sp.issparse(got) else np.asarray(got)
-                out[f"matrix {a},{c}/{m}"] = (d._describe(f"matrices/{a}/{c}/{m}"),
-                                              str(dense.dtype), dense.tolist())
+                kind = describe_property(d._property(f"matrices/{a}/{c}/{m}"))
+                out[f"matrix {a},{c}/{m}"] = (kind, str(dense.dtype), dense.tolist())
     return out
 
 
