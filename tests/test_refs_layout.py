@@ -20,11 +20,18 @@ import dafzarr.refs
 from dafzarr import errors
 from dafzarr.refs import _vrt
 
+from .layout_checks import (
+    Raises,
+    check_modules_import_alone,
+    check_no_import_cycle,
+    check_raises_only_dafzarr_errors,
+    check_small_and_documented,
+    find_cycle,
+)
+
 PACKAGE = Path(dafzarr.refs.__file__).parent
 ROOT = PACKAGE.parents[1]
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
-MAX_LINES = 600
-MAX_IMPORT_LINES = 40  # the imports at the top of a module fit on one screen
 
 # What ``dafzarr.refs`` exported before it became a package; users import these names.
 PUBLIC = frozenset([
@@ -34,109 +41,22 @@ PUBLIC = frozenset([
 ])  # fmt: skip
 
 
-def _tree(module: str) -> ast.Module:
-    return ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
-
-
-def _imported_siblings(module: str) -> set[str]:
-    """The modules of ``dafzarr.refs`` that ``module`` imports, at its top or in a function."""
-    out = set()
-    for node in ast.walk(_tree(module)):
-        if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module:  # from ._x import y
-                out.add(node.module.split(".")[0])
-            elif node.level == 1:  # from . import _x
-                out.update(a.name for a in node.names)
-            elif node.level == 0 and (node.module or "").startswith("dafzarr.refs."):
-                out.add(node.module.split(".")[2])
-        elif isinstance(node, ast.Import):
-            out.update(
-                a.name.split(".")[2] for a in node.names if a.name.startswith("dafzarr.refs.")
-            )
-    return out & set(MODULES)
-
-
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One dependency cycle of ``graph`` (as a path that returns to its start), or None."""
-    done: set[str] = set()
-
-    def visit(node: str, path: list[str]) -> list[str] | None:
-        if node in path:
-            return [*path[path.index(node) :], node]
-        if node in done:
-            return None
-        for nxt in sorted(graph[node]):
-            found = visit(nxt, [*path, node])
-            if found:
-                return found
-        done.add(node)
-        return None
-
-    for start in sorted(graph):
-        found = visit(start, [])
-        if found:
-            return found
-    return None
-
-
 def test_cycle_finder_finds_cycles() -> None:
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
 
 
 def test_no_import_cycle() -> None:
-    graph = {m: _imported_siblings(m) - {m} for m in MODULES}
-    assert graph["_compose"], "the import graph was not read"
-    cycle = _cycle(graph)
-    assert cycle is None, f"import cycle in dafzarr.refs: {' -> '.join(cycle or [])}"
+    check_no_import_cycle(dafzarr.refs, "_compose")
 
 
 def test_every_module_imports_alone() -> None:
-    """Imported first, in a fresh interpreter, each module loads (no order-dependent cycle)."""
-    procs = {
-        m: subprocess.Popen(
-            [sys.executable, "-c", f"import dafzarr.refs.{m}" if m != "__init__" else "import dafzarr.refs"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        for m in MODULES
-    }  # fmt: skip
-    failed = {}
-    for m, proc in procs.items():
-        out, _ = proc.communicate(timeout=120)
-        if proc.returncode:
-            failed[m] = out
-    assert not failed, failed
+    check_modules_import_alone(dafzarr.refs)
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_module_is_small_and_documented(module: str) -> None:
-    text = (PACKAGE / f"{module}.py").read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= MAX_LINES, f"{module}.py: more than {MAX_LINES} lines"
-    tree = ast.parse(text)
-    assert ast.get_docstring(tree), f"{module}.py does not start with a docstring"
-    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    span = (imports[-1].end_lineno or 0) - imports[0].lineno + 1 if imports else 0
-    assert span <= MAX_IMPORT_LINES, f"{module}.py: imports take {span} lines"
-
-
-class _Raises(ast.NodeVisitor):
-    """``(line, class name, enclosing function)`` of every ``raise SomeClass...``."""
-
-    def __init__(self) -> None:
-        self.found: list[tuple[int, str, str]] = []
-        self._functions: list[str] = [""]
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._functions.append(node.name)
-        self.generic_visit(node)
-        self._functions.pop()
-
-    def visit_Raise(self, node: ast.Raise) -> None:
-        if node.exc is not None:
-            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            name = target.id if isinstance(target, ast.Name) else ast.unparse(target)
-            if not name[:1].islower():  # not a caught exception object raised again
-                self.found.append((node.lineno, name, self._functions[-1]))
+    check_small_and_documented(PACKAGE, module)
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -145,26 +65,13 @@ def test_raises_only_dafzarr_errors(module: str) -> None:
 
     A module ``__getattr__`` raises ``AttributeError``, as the language requires of it.
     """
-    tree = _tree(module)
-    allowed = {
-        a.asname or a.name
-        for n in ast.walk(tree)
-        if isinstance(n, ast.ImportFrom) and n.module == "errors" and n.level == 2
-        for a in n.names
-        if isinstance(getattr(errors, a.name, None), type)
-    }
-    raises = _Raises()
-    raises.visit(tree)
-    wrong = [
-        f"line {line}: raise {name}"
-        for line, name, function in raises.found
-        if name not in allowed and (function, name) != ("__getattr__", "AttributeError")
-    ]
-    assert not wrong, f"{module}.py raises classes not from dafzarr.errors: {wrong}"
+    check_raises_only_dafzarr_errors(
+        PACKAGE, module, exempt=frozenset([("__getattr__", "AttributeError")])
+    )
 
 
 def test_raise_finder_sees_builtins() -> None:
-    raises = _Raises()
+    raises = Raises()
     raises.visit(ast.parse("def f():\n    raise ValueError('x')\nraise KeyError\n"))
     assert raises.found == [(2, "ValueError", "f"), (3, "KeyError", "")]
 
