@@ -21,6 +21,7 @@ __all__ = [
     "DafExistsError",
     "DafFormatError",
     "DafMissingError",
+    "DafNotFoundError",
     "DafReadOnlyError",
     "DafzarrError",
     "EntryExistsError",
@@ -29,6 +30,7 @@ __all__ = [
     "HttpReadError",
     "IncompatibleSourcesError",
     "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "OutputExistsError",
     "PackSourceError",
     "RecoveryWarning",
@@ -150,6 +152,21 @@ class InvalidArgumentError(DafzarrError, ValueError):
 
     The message names the argument and the value given (or, for a record built by hand, the
     record and what is inconsistent in it).
+    """
+
+
+class InvalidArgumentTypeError(DafzarrError, TypeError):
+    """An argument's type is not one the function accepts (a name that is not a ``str``, a
+    value that is not a scalar, strings where numbers are required, ...).
+
+    The message names the argument and the type given.
+    """
+
+
+class DafNotFoundError(DafzarrError, FileNotFoundError):
+    """A Daf data set opened for reading (modes ``r`` and ``r+``) does not exist.
+
+    ``filename`` is the missing directory or ZIP archive.
     """
 
 

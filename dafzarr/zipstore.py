@@ -53,17 +53,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import numpy as np
-from zarr.abc.store import (
-    ByteRequest,
-    OffsetByteRequest,
-    RangeByteRequest,
-    Store,
-    SuffixByteRequest,
-)
+from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from . import _zipformat as zf
 from ._addrspace import fitting_max_file_size, probe_reservation, reservation_error
+from ._byteranges import byte_range_bounds as _slice
 from ._posix import FileMapping, crc32
 from ._zipcopy import CompactMethod, pack_directory, restart_if_empty
 from ._zipdecode import decode_entry
@@ -189,19 +184,6 @@ def _encode_key(key: str, path: str) -> bytes:
             f"{zf.MAX_NAME} bytes: {key[:60]!r}..."
         )
     return raw
-
-
-def _slice(n: int, byte_range: ByteRequest | None) -> tuple[int, int]:
-    if byte_range is None:
-        return 0, n
-    if isinstance(byte_range, RangeByteRequest):
-        start = min(max(byte_range.start, 0), n)
-        return start, min(max(byte_range.end, start), n)
-    if isinstance(byte_range, OffsetByteRequest):
-        return min(max(byte_range.offset, 0), n), n
-    if isinstance(byte_range, SuffixByteRequest):
-        return max(n - byte_range.suffix, 0), n
-    raise TypeError(f"Unexpected byte_range, got {byte_range}.")
 
 
 def _writer_lock_held(st: os.stat_result) -> bool | None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from .layout import find_cycle, imported_siblings, module_problems
+from .layout_checks import find_cycle, module_problems
+from .layout_checks import siblings as imported_siblings
 
 # Found by path, not imported: a broken import order must fail these tests, not their collection
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 import dafzarr
-from dafzarr.daf._backends import HttpBackend
+from dafzarr.daf._backends_http import HttpBackend
 from dafzarr.errors import DafFormatError, DafReadOnlyError
 
 from .test_daf_format import check_example, fill_example

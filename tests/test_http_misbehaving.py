@@ -24,7 +24,7 @@ import pytest
 
 import dafzarr
 from dafzarr import HttpDeadlineError, HttpOptions, HttpReadError, RefusedEntryWarning
-from dafzarr.daf._backends import HttpBackend
+from dafzarr.daf._backends_http import HttpBackend
 
 N = 20_000  # float64 values: 160,000 bytes, fetched as 10 ranges of 16 KiB
 VALUES = np.random.default_rng(0).random(N)

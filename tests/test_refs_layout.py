@@ -20,7 +20,8 @@ import dafzarr.refs
 from dafzarr import errors
 from dafzarr.refs import _vrt
 
-from .layout import find_cycle, imported_siblings, module_problems
+from .layout_checks import find_cycle, module_problems
+from .layout_checks import siblings as imported_siblings
 
 PACKAGE = Path(dafzarr.refs.__file__).parent
 ROOT = PACKAGE.parents[1]

@@ -6,7 +6,9 @@ See :func:`open_daf`, :func:`memory_daf` and :class:`ZarrDaf`.
 from __future__ import annotations
 
 from ._copy import convert_daf, copy_daf
-from ._zarrdaf import ZarrDaf, describe_property, memory_daf, open_daf, parse_daf_path
+from ._describe import describe_property
+from ._names import parse_daf_path
+from ._zarrdaf import ZarrDaf, memory_daf, open_daf
 
 __all__ = [
     "ZarrDaf",

@@ -10,8 +10,10 @@ from typing import Any, TextIO
 
 from .._atomic import atomic_directory, atomic_file, check_destination
 from .._progress import Progress
-from ._backends import acquire_zip_store, release_zip_store
-from ._zarrdaf import ZarrDaf, parse_daf_path
+from ..errors import DafFormatError, InvalidArgumentError
+from ._backends_zip import acquire_zip_store, release_zip_store
+from ._names import parse_daf_path
+from ._zarrdaf import ZarrDaf
 
 __all__ = ["convert_daf", "copy_daf"]
 
@@ -70,7 +72,7 @@ def _suffix(container: str) -> str:
     for ending in (".dafs.zarr.zip", ".daf.zarr.zip", ".daf.zarr"):
         if container.endswith(ending):
             return ending
-    raise ValueError(f"not a Daf container path: {container}")  # parse_daf_path checked it
+    raise DafFormatError(f"not a Daf container path: {container}")  # parse_daf_path checked it
 
 
 @contextlib.contextmanager
@@ -83,7 +85,9 @@ def _new_destination(destination: str, zarr_format: int, force: bool) -> Iterato
     """
     kind, container, group = parse_daf_path(destination)
     if kind == "http":
-        raise ValueError(f"can't convert into a read-only http(s) destination: {destination}")
+        raise InvalidArgumentError(
+            f"can't convert into a read-only http(s) destination: {destination}"
+        )
     if group and os.path.isfile(container):
         store = acquire_zip_store(container, "r+")  # the one the data set will share
         try:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numcodecs import VLenUTF8
 
-from ..errors import DafFormatError
+from ..errors import DafFormatError, InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = [
     "ELEMENT_TYPES",
@@ -77,7 +77,7 @@ def element_type(value: Any, where: str) -> np.dtype[Any] | str:
     for t in ELEMENT_TYPES:
         if le == t:
             return t
-    raise TypeError(
+    raise InvalidArgumentTypeError(
         f"unsupported element type {dt} for {where}; Daf stores bool, int8..int64, "
         "uint8..uint64, float32, float64 and strings"
     )
@@ -197,7 +197,10 @@ class V2Layout(Layout):
                 raw = np.dtype(dt_text)
             except TypeError:
                 raise DafFormatError(f"unsupported dtype {dt_text!r} in {path!r}") from None
-            dtype = element_type(raw, repr(path)) if raw.kind in "biuf" else raw
+            try:
+                dtype = element_type(raw, repr(path)) if raw.kind in "biuf" else raw
+            except InvalidArgumentTypeError as exc:  # stored: as v3's unsupported data_type
+                raise DafFormatError(str(exc)) from None
             if isinstance(dtype, np.dtype) and dtype.kind in "US":
                 dtype = STRING
             simple_filters = not ids and raw.byteorder != ">"
@@ -322,7 +325,7 @@ def layout_for(zarr_format: int) -> Layout:
         return V2
     if zarr_format == 3:
         return V3
-    raise ValueError(f"zarr_format must be 2 or 3, got {zarr_format!r}")
+    raise InvalidArgumentError(f"zarr_format must be 2 or 3, got {zarr_format!r}")
 
 
 def root_v3_doc(consolidated: dict[str, Any] | None) -> bytes:

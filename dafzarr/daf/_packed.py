@@ -45,39 +45,42 @@ def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int
     try:
         if name == "zstd":
             if size is None:
-                return _zstd_strings(data, limit)
+                return _zstd_strings(data, limit, where)
             return bytes(decode_exact(data, size))
         if name == "gzip":
             d = zlib.decompressobj(31)
             out = d.decompress(data, limit + 1)
             if len(out) > limit or not d.eof:
-                raise ValueError(f"the gzip stream decodes to more than {limit} bytes, "
-                                 "or ends early")
+                raise DafFormatError(f"{where}: an inner gzip chunk decodes to more than "
+                                     f"{limit} bytes, or ends early")
             return out
         if name == "blosc":
             stated = int.from_bytes(data[4:8], "little") if len(data) >= 16 else -1
             if not 0 <= stated <= limit:
-                raise ValueError(f"the blosc header states {stated} bytes (at most {limit})")
+                raise DafFormatError(f"{where}: an inner blosc chunk states {stated} bytes "
+                                     f"(at most {limit})")
             return bytes(Blosc().decode(data))
+    except DafFormatError:
+        raise
     except (ValueError, RuntimeError, zlib.error) as exc:
         raise DafFormatError(f"{where}: an inner chunk does not decode: {exc}") from None
     raise DafFormatError(f"{where}: unsupported inner codec {name!r} in a packed array")
 
 
-def _zstd_strings(data: bytes, limit: int) -> bytes:
+def _zstd_strings(data: bytes, limit: int, where: str) -> bytes:
     """A zstd chunk of strings: the size its frames declare, or what it streams to, at most
     ``limit`` bytes."""
     declared = [f.content_size for f in frames(data)]
     if all(n is not None for n in declared):
         size = sum(n for n in declared if n is not None)
         if size > limit:
-            raise ValueError(f"the zstd frames declare {size} bytes (at most {limit})")
+            raise DafFormatError(f"{where}: the zstd frames declare {size} bytes (at most {limit})")
         return bytes(decode_exact(data, size))
     out = bytearray()
     for piece in stream(data, limit, 1 << 16):
         out += piece
     if len(out) > limit:
-        raise ValueError(f"the zstd data decodes to more than {limit} bytes")
+        raise DafFormatError(f"{where}: the zstd data decodes to more than {limit} bytes")
     return bytes(out)
 
 

@@ -1,0 +1,205 @@
+"""ZarrDaf in a ZIP archive: one process-wide MmapZipStore per file, shared by every handle.
+
+A writable :class:`~dafzarr.zipstore.MmapZipStore` holds an exclusive lock on its file, and
+truncating a file that another handle maps can kill the process with SIGBUS. So every ZarrDaf
+handle on the same ZIP path in one process shares one store, through a registry keyed by the
+absolute path and counted by references. The first open decides writability; a writable open
+while read-only handles are alive is refused, and so is a truncating open while any handle is
+alive. When the last handle goes, the store closes; if zero-copy views of it are still alive,
+it lingers in the registry (unmapped when the views die) and the next open reuses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from zarr.abc.store import Store
+
+from ..errors import AppendOnlyError, DafzarrError, InvalidArgumentError
+from ..zipstore import MmapZipStore
+from ._backends import Backend, _children_of
+
+__all__ = ["ZipBackend", "acquire_zip_store", "release_zip_store"]
+
+
+@dataclass
+class _Shared:
+    store: MmapZipStore
+    writable: bool
+    refs: int = 0
+
+
+_REGISTRY: dict[str, _Shared] = {}
+# Re-entrant: closing a store with live views runs the garbage collector, which can run the
+# finalizer of an unreferenced ZarrDaf, which releases its own store under this lock.
+_REGISTRY_LOCK = threading.RLock()
+
+
+def _try_close(shared: _Shared) -> bool:
+    try:
+        shared.store.close()
+    except BufferError:
+        return False
+    return True
+
+
+def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) -> MmapZipStore:
+    """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
+
+    ``max_file_size``: see :class:`~dafzarr.zipstore.MmapZipStore` (default: one that fits
+    the process' address-space limit). A writable store in use keeps its own.
+    """
+    path = os.path.abspath(path)
+    writable = mode != "r"
+    with _REGISTRY_LOCK:
+        shared = _REGISTRY.get(path)
+        if (shared is not None and shared.writable and shared.refs > 0 and writable
+                and max_file_size is not None and max_file_size != shared.store.max_file_size):
+            raise DafzarrError(
+                f"can't open {path} with max_file_size = {max_file_size}: it is open for "
+                f"writing in this process with max_file_size = {shared.store.max_file_size} "
+                f"by {shared.refs} other ZarrDaf handle(s); close them first"
+            )
+        resize = (writable and max_file_size is not None and shared is not None
+                  and max_file_size != shared.store.max_file_size)
+        if shared is not None and (mode == "w" or (writable and not shared.writable) or resize):
+            if shared.refs > 0:
+                what = "truncate" if mode == "w" else "open for writing"
+                raise DafzarrError(
+                    f"can't {what} {path}: it is open (read-only) in this process by "
+                    f"{shared.refs} other ZarrDaf handle(s); close them first"
+                    if not shared.writable
+                    else f"can't {what} {path}: it is open in this process by {shared.refs} "
+                    "other ZarrDaf handle(s); close them first"
+                )
+            if not _try_close(shared):
+                raise DafzarrError(
+                    f"can't reopen {path} in mode {mode!r}: zero-copy arrays read from it are "
+                    "still alive in this process; delete them first"
+                )
+            del _REGISTRY[path]
+            shared = None
+        if shared is None:
+            store = MmapZipStore(
+                path,
+                mode if writable else "r",  # type: ignore[arg-type]
+                max_file_size=max_file_size,
+            )
+            store._ensure_open_sync()
+            shared = _Shared(store, writable)
+            _REGISTRY[path] = shared
+        shared.refs += 1
+        return shared.store
+
+
+def release_zip_store(store: MmapZipStore) -> None:
+    """Drop one reference; close the store when none is left (see module doc)."""
+    with _REGISTRY_LOCK:
+        shared = _REGISTRY.get(store.path)
+        if shared is None or shared.store is not store:
+            return
+        shared.refs -= 1
+        if shared.refs <= 0:
+            shared.refs = 0
+            if _try_close(shared):
+                del _REGISTRY[store.path]
+
+
+class ZipBackend(Backend):
+    """A daf in a ZIP archive, at the archive root or under ``group/`` (``.dafs.zarr.zip``).
+
+    Deletes and overwrites go through the store's rewrites: a deleted node's keys leave the
+    central directory at the next commit, and an overwrite deletes and writes in one batch
+    (one commit), so a crash leaves the old value or the new one. With ``append_only`` the
+    data set refuses both, as DataAxesFormats.jl's ZIP backend does.
+    """
+
+    kind = "zip"
+
+    def __init__(
+        self, store: MmapZipStore, group: str, *, read_only: bool, append_only: bool = False
+    ) -> None:
+        self.store = store
+        self.group = group
+        self.prefix = f"{group}/" if group else ""
+        self.read_only = read_only
+        self.append_only = append_only
+        self._closed = False
+
+    def get(self, key: str) -> Any:
+        try:
+            return self.store[self.prefix + key]
+        except KeyError:
+            return None
+
+    def exists(self, key: str) -> bool:
+        return (self.prefix + key) in self.store
+
+    def put(self, items: Iterable[tuple[str, Any]]) -> None:
+        with self.store.batch():
+            for key, data in items:
+                self.store[self.prefix + key] = data
+
+    def children(self, prefix: str) -> list[str]:
+        full = self.prefix + prefix if prefix else self.group
+        return _children_of(self.store.keys(), full)
+
+    def delete_tree(self, prefix: str) -> None:
+        if self.append_only:
+            raise AppendOnlyError(f"cannot delete {prefix!r} in {self.describe()}: append-only")
+        full = self.prefix + prefix if prefix else self.group
+        if not full:  # never the whole archive: a data set at the root has no parent node
+            raise InvalidArgumentError(f"refusing to delete every key of {self.store.path}")
+        self.store.delete_dir_sync(full)
+
+    def delete_key(self, key: str) -> None:
+        """Drop one key (a no-op when absent)."""
+        if self.append_only:
+            raise AppendOnlyError(f"cannot delete {key!r} in {self.describe()}: append-only")
+        self.store.delete_sync(self.prefix + key)
+
+    def keys_under(self, prefix: str) -> list[str]:
+        head = self.prefix + (prefix + "/" if prefix else "")
+        n = len(self.prefix)
+        return [k[n:] for k in self.store if k.startswith(head)]
+
+    def mmap_as(
+        self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...], *, populate: bool = False
+    ) -> np.ndarray[Any, Any] | None:
+        arr = self.store.try_mmap_entry_as(self.prefix + key, dtype, shape)
+        if arr is None:
+            return super().mmap_as(key, dtype, shape)
+        return arr
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self.store.batch():
+            yield
+
+    def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
+        return self.store.reserve_entry(self.prefix + key, nbytes)
+
+    def seal(self, key: str) -> None:
+        if (self.prefix + key) in self.store:
+            self.store.patch_entry_crc(self.prefix + key)
+
+    def zarr_store(self) -> tuple[Store, str]:
+        return self.store, self.group
+
+    def describe(self) -> str:
+        return self.store.path + (f"#/{self.group}" if self.group else "")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            release_zip_store(self.store)
+
+
+# --- HTTP ---------------------------------------------------------------------------------------
+

@@ -1,0 +1,260 @@
+"""Matrices of a ZarrDaf: one value per pair of entries of two axes, stored column-major
+(dense) or as 1-based CSC (``colptr``, ``rowval``, ``nzval``), in one or both layouts."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Self
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import DafFormatError, DafMissingError, InvalidArgumentError
+from . import _layout as lay
+from ._axes import Axes
+from ._names import _join, check_name
+from ._storage import UNDEF
+from ._values import _check_sparse, _dense, _index_dtype, _scalar_array, _zero_based
+
+
+class Matrices(Axes):
+    """Read, write, relayout and delete the matrices of pairs of axes."""
+
+    def _matrix_kind(self, rows: str, cols: str, name: str) -> str | None:
+        return self._node_kind(_join("matrices", rows, cols, name))
+
+    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
+                   relayout: bool = True) -> bool:
+        """Whether the matrix exists (with ``relayout``, in either layout)."""
+        self._require_axis(rows_axis)
+        self._require_axis(columns_axis)
+        if self._matrix_kind(rows_axis, columns_axis, name) is not None:
+            return True
+        return relayout and self._matrix_kind(columns_axis, rows_axis, name) is not None
+
+    def matrices_set(self, rows_axis: str, columns_axis: str, *,
+                     relayout: bool = True) -> set[str]:
+        """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
+        self._require_axis(rows_axis)
+        self._require_axis(columns_axis)
+        pairs = [(rows_axis, columns_axis)]
+        if relayout:
+            pairs.append((columns_axis, rows_axis))
+        out: set[str] = set()
+        for r, c in pairs:
+            base = _join("matrices", r, c)
+            out |= {n for n in self._backend.children(base) if self._node_kind(_join(base, n))}
+        return out
+
+    def _stored_matrix(self, rows: str, cols: str, name: str, kind: str, *,
+                       sparse_class: str) -> Any:
+        """The stored ``rows x cols`` matrix: F-ordered numpy (a view) or scipy CSC."""
+        path = _join("matrices", rows, cols, name)
+        nr, nc = self.axis_length(rows), self.axis_length(cols)
+        if kind == "array":
+            arr = self._read_array(path)
+            if arr.shape != (nc, nr):
+                raise DafFormatError(f"{self._path}: matrix {path!r} has Zarr shape {arr.shape}, "
+                                 f"expected {(nc, nr)} (reversed {rows} x {cols})")
+            return arr.T
+        colptr = self._read_array(_join(path, "colptr"), populate=True)
+        rowval = self._read_array(_join(path, "rowval"), populate=True)
+        if self._node_kind(_join(path, "nzval")) == "array":
+            nzval = self._read_array(_join(path, "nzval"))
+        else:
+            nzval = np.ones(rowval.size, dtype=np.bool_)
+        where = f"{self._path}: {path}"
+        if colptr.shape != (nc + 1,) or nzval.shape != rowval.shape:
+            raise DafFormatError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
+                             f"rowval {rowval.size}, nzval {nzval.size}")
+        if int(colptr[0]) != 1 or int(colptr[-1]) != rowval.size + 1 or np.any(
+            np.diff(colptr.astype(np.int64)) < 0
+        ):
+            raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer "
+                             f"for {rowval.size} stored values")
+        indptr = _zero_based(colptr, rowval.size + 1, f"{where}/colptr")
+        indices = _zero_based(rowval, nr, f"{where}/rowval")
+        if indices.dtype != indptr.dtype:  # scipy wants one index type; colptr is short
+            if indptr.dtype.itemsize > indices.dtype.itemsize and rowval.size < (1 << 31) - 1:
+                indptr = indptr.astype(indices.dtype)
+            else:
+                indptr = indptr.astype(np.int64)
+                indices = indices.astype(np.int64)
+        cls = sp.csc_array if sparse_class == "csc_array" else sp.csc_matrix
+        return cls((nzval, indices, indptr), shape=(nr, nc), copy=False)
+
+    def get_np_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, default: Any = UNDEF,
+        relayout: bool = True, sparse_class: Literal["csc_matrix", "csc_array"] = "csc_matrix",
+    ) -> Any:
+        """The ``rows_axis x columns_axis`` matrix.
+
+        Dense: a column-major (Fortran-ordered) numpy array, a zero-copy read-only view when
+        this layout is stored. Sparse: a ``scipy.sparse.csc_matrix`` (or ``csc_array``)
+        with 0-based indices. With ``relayout``, a matrix stored only as
+        ``columns_axis x rows_axis`` is transposed (a copy).
+        """
+        self._require_axis(rows_axis)
+        self._require_axis(columns_axis)
+        kind = self._matrix_kind(rows_axis, columns_axis, name)
+        if kind is not None:
+            return self._stored_matrix(rows_axis, columns_axis, name, kind,
+                                       sparse_class=sparse_class)
+        if relayout:
+            kind = self._matrix_kind(columns_axis, rows_axis, name)
+            if kind is not None:
+                other = self._stored_matrix(columns_axis, rows_axis, name, kind,
+                                            sparse_class=sparse_class)
+                if sp.issparse(other):
+                    return other.T.tocsc()
+                return np.asfortranarray(other.T)
+        if default is UNDEF:
+            raise DafMissingError(
+                f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns "
+                f"axis: {columns_axis}\nin the daf data: {self._name}"
+            )
+        if default is None:
+            return None
+        shape = (self.axis_length(rows_axis), self.axis_length(columns_axis))
+        if np.ndim(default) == 0:
+            return np.full(shape, default, order="F")
+        arr = np.asarray(default)
+        if arr.shape != shape:
+            raise InvalidArgumentError(
+                f"default matrix shape {arr.shape} is different from {shape}"
+            )
+        return np.asfortranarray(arr)
+
+    def get_pd_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
+                      default: Any = UNDEF, relayout: bool = True) -> Any:
+        """The matrix as a ``pandas.DataFrame`` (rows and columns named by the axes' entries);
+        sparse matrices become sparse frames."""
+        import pandas as pd
+
+        m = self.get_np_matrix(rows_axis, columns_axis, name, default=default, relayout=relayout)
+        if m is None:
+            return None
+        index = pd.Index(self.axis_np_entries(rows_axis), name=rows_axis)
+        columns = pd.Index(self.axis_np_entries(columns_axis), name=columns_axis)
+        if sp.issparse(m):
+            return pd.DataFrame.sparse.from_spmatrix(m, index=index, columns=columns)
+        return pd.DataFrame(m, index=index, columns=columns, copy=False)
+
+    def _matrix_items(
+        self, rows: str, cols: str, name: str, value: Any, indtype: Any
+    ) -> list[tuple[str, Any]]:
+        nr, nc = self.axis_length(rows), self.axis_length(cols)
+        path = _join("matrices", rows, cols, name)
+        where = f"matrix {name!r}"
+        if sp.issparse(value):
+            if value.shape != (nr, nc):
+                raise InvalidArgumentError(
+                    f"value shape: {value.shape}\nis different from the axes: "
+                    f"{rows} x {cols} shape: {(nr, nc)}\n"
+                    f"in the daf data: {self._name}"
+                )
+            csc = sp.csc_matrix(value)  # shares the arrays of a CSC input
+            if not csc.has_canonical_format:  # never reorder the caller's arrays in place
+                csc = csc.copy()
+                csc.sum_duplicates()
+            dt = lay.element_type(csc.data.dtype, where)
+            idt = _index_dtype(indtype, max(nr, csc.nnz), where)
+            items = self._array_items(_join(path, "colptr"),
+                                      np.add(csc.indptr, 1, dtype=idt, casting="unsafe"), idt)
+            items += self._array_items(_join(path, "rowval"),
+                                       np.add(csc.indices, 1, dtype=idt, casting="unsafe"), idt)
+            if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(csc.data))):
+                items += self._array_items(_join(path, "nzval"), _dense(csc.data, dt), dt)
+            items += self._layout.group_docs(path).items()
+            return items
+        if np.ndim(value) == 0:
+            scalar = value[()] if isinstance(value, np.ndarray) else value  # keeps its dtype
+            arr0, dt = _scalar_array(scalar, where)
+            value = np.full((nr, nc), arr0[0], dtype=object if isinstance(dt, str) else dt)
+        arr = np.asarray(value)
+        if arr.shape != (nr, nc):
+            raise InvalidArgumentError(
+                f"value shape: {arr.shape}\nis different from the axes: {rows} x "
+                f"{cols} shape: {(nr, nc)}\nin the daf data: {self._name}"
+            )
+        dt = lay.element_type(arr.dtype, where)
+        data = _dense(arr, dt)
+        # Column-major bytes: the Zarr array is the transpose, C-ordered.
+        return self._array_items(path, np.ascontiguousarray(data.T), dt)
+
+    def set_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
+        overwrite: bool = False, relayout: bool = True, indtype: Any = None,
+    ) -> Self:
+        """Store a matrix: numpy (any order), a scalar to broadcast, or any scipy sparse.
+
+        With ``relayout`` (default) the transposed layout ``columns_axis x rows_axis`` is
+        stored too, so both orientations read without a copy (never for a square pair).
+        """
+        self._check_writable()
+        self._require_axis(rows_axis)
+        self._require_axis(columns_axis)
+        check_name(name, "matrix")
+        pairs = [(rows_axis, columns_axis)]
+        if relayout and rows_axis != columns_axis:
+            pairs.append((columns_axis, rows_axis))
+        if sp.issparse(value):
+            _check_sparse(value, f"matrix {name!r} of the axes {rows_axis} x {columns_axis}"
+                                 f"\nin the daf data: {self._name}")
+        else:
+            value = np.asarray(value)
+        items = self._matrix_items(rows_axis, columns_axis, name, value, indtype)
+        if len(pairs) == 2:
+            flipped = value.T if sp.issparse(value) or np.ndim(value) else value
+            items += self._matrix_items(columns_axis, rows_axis, name, flipped, indtype)
+        with self._changing([
+            (_join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}", overwrite,
+             f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}")
+            for r, c in pairs
+        ]):
+            self._write(items)
+        return self
+
+    def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
+                        overwrite: bool = False) -> Self:
+        """Store the ``columns_axis x rows_axis`` layout of a stored matrix."""
+        self._check_writable()
+        if rows_axis == columns_axis:
+            raise DafFormatError(f"can't relayout square matrix: {name}\nof the axis: "
+                                 f"{rows_axis}\nin the daf data: {self._name}")
+        kind = self._matrix_kind(rows_axis, columns_axis, name)
+        if kind is None:
+            raise DafMissingError(
+                f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns "
+                f"axis: {columns_axis}\nin the daf data: {self._name}"
+            )
+        m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
+        items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
+        with self._changing([(
+            _join("matrices", columns_axis, rows_axis, name),
+            f"matrix {name} of the axes {columns_axis} x {rows_axis}", overwrite,
+            (f"existing matrix: {name}\nfor the rows axis: {columns_axis}\n"
+             f"and the columns axis: {rows_axis}"),
+        )]):
+            self._write(items)
+        return self
+
+    def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
+                      must_exist: bool = True, relayout: bool = True) -> Self:
+        """Delete a matrix (with ``relayout``, both layouts)."""
+        self._check_writable()
+        self._require_axis(rows_axis)
+        self._require_axis(columns_axis)
+        pairs = [(rows_axis, columns_axis)]
+        if relayout and rows_axis != columns_axis:
+            pairs.append((columns_axis, rows_axis))
+        found = [(r, c) for r, c in pairs if self._matrix_kind(r, c, name) is not None]
+        if self._nothing_to_delete(
+            bool(found), must_exist,
+            f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns axis: "
+            f"{columns_axis}", f"matrix {name} of the axes {rows_axis} x {columns_axis}",
+        ):
+            return self
+        with self._changing():
+            for r, c in found:
+                self._delete_node(_join("matrices", r, c, name))
+        return self

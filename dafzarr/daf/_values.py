@@ -1,0 +1,166 @@
+"""Values in and out of the store: scalars, strings, dense and sparse values, 1-based indices.
+
+Conversions of what a user passes (a Python or numpy scalar, strings, an array, a scipy
+sparse value) into what the layout stores, their checks, and the checked conversion of stored
+1-based indices into the 0-based indices numpy and scipy take.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from ..errors import DafFormatError, InvalidArgumentError, InvalidArgumentTypeError, UnsafeCastError
+from . import _layout as lay
+
+
+def _scalar_array(value: Any, where: str) -> tuple[np.ndarray[Any, Any], np.dtype[Any] | str]:
+    if isinstance(value, str | np.str_):
+        return np.array([str(value)], dtype=object), lay.STRING
+    if isinstance(value, bool | np.bool_):
+        return np.array([bool(value)], dtype=np.bool_), np.dtype(np.bool_)
+    if isinstance(value, np.generic):
+        dt = lay.element_type(value.dtype, where)
+        assert isinstance(dt, np.dtype)
+        return np.array([value], dtype=dt), dt
+    if isinstance(value, int):
+        dt = np.dtype(np.int64) if -(1 << 63) <= value < (1 << 63) else np.dtype(np.uint64)
+        try:
+            return np.array([value], dtype=dt), dt
+        except OverflowError:
+            raise InvalidArgumentError(f"{where}: integer {value} does not fit 64 bits") from None
+    if isinstance(value, float):
+        return np.array([value], dtype=np.float64), np.dtype(np.float64)
+    raise InvalidArgumentTypeError(
+        f"{where}: unsupported scalar value of type {type(value).__name__}; expected bool, "
+        "int, float, str or a numpy scalar"
+    )
+
+
+def _as_strings(values: Any) -> np.ndarray[Any, Any]:
+    arr = np.asarray(values)
+    out = np.empty(arr.shape, dtype=object)
+    flat = arr.reshape(-1)
+    oflat = out.reshape(-1)
+    for i, v in enumerate(flat):
+        if not isinstance(v, str | np.str_):
+            raise InvalidArgumentTypeError(f"expected strings, got {type(v).__name__}: {v!r}")
+        oflat[i] = str(v)
+    return out
+
+
+def _dense(value: Any, dt: np.dtype[Any] | str) -> np.ndarray[Any, Any]:
+    if isinstance(dt, str):
+        return _as_strings(value)
+    return np.asarray(value).astype(dt, copy=False)
+
+
+def _check_sparse(value: Any, where: str) -> None:
+    """Refuse (``DafFormatError``) a scipy sparse value whose indices are out of range or
+    whose index pointer is not monotonic, before scipy's C code converts it (which would
+    write out of bounds) and before its indices are cast to the stored index type."""
+    try:
+        if value.format in ("csr", "csc", "bsr"):
+            value.check_format(full_check=True)
+        elif value.format == "coo":
+            for axis, (idx, size) in enumerate(zip(value.coords, value.shape, strict=True)):
+                if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
+                    raise InvalidArgumentError(f"axis {axis} indices must be in 0..{size - 1}")
+    except ValueError as exc:
+        raise DafFormatError(f"invalid sparse value: {exc}\nfor the {where}") from None
+
+
+def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
+    if indtype is None:
+        return np.dtype(np.int64)
+    dt = np.dtype(indtype)
+    if dt.kind not in "iu":
+        raise UnsafeCastError(f"{where}: the index type must be an integer type, got {dt}")
+    if size + 1 > np.iinfo(dt).max:
+        raise UnsafeCastError(f"{where}: int64 indices cannot be stored as {dt}: index type "
+                              f"{dt} cannot hold indices up to {size + 1}")
+    little: np.dtype[Any] = dt.newbyteorder("<")
+    return little
+
+
+def _default_indtype(size: int) -> np.dtype[Any]:
+    return np.dtype(np.uint32) if size <= 0xFFFF_FFFF else np.dtype(np.uint64)
+
+
+# Index conversion runs in blocks small enough that the range check reads the block just
+# written from cache, on a few threads (numpy releases the GIL) for large arrays.
+_BLOCK = 1 << 18
+_PARALLEL_MIN = 1 << 22
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _shift_block(src: np.ndarray[Any, Any], out: np.ndarray[Any, Any], lo: int, hi: int) -> int:
+    top = 0
+    one = out.dtype.type(1)
+    for a in range(lo, hi, _BLOCK):
+        b = min(a + _BLOCK, hi)
+        np.subtract(src[a:b], one, out=out[a:b])
+        top = max(top, int(out[a:b].max()))
+    return top
+
+
+def _zero_based(idx: np.ndarray[Any, Any], bound: int, where: str) -> np.ndarray[Any, Any]:
+    """1-based stored indices -> 0-based signed indices, each checked to be in ``0..bound-1``.
+
+    ``idx - 1`` is computed in the unsigned type of the same width (so a stored 0 wraps to the
+    largest value) and its maximum checked; the result is viewed as signed with no further
+    copy (scipy accepts int32 and int64 indices).
+    """
+    if idx.dtype.itemsize < 4:
+        idx = idx.astype(np.int32)
+    unsigned = np.dtype(f"<u{idx.dtype.itemsize}")
+    signed = np.dtype(f"<i{idx.dtype.itemsize}")
+    src = idx.view(unsigned)
+    out: np.ndarray[Any, Any] = np.empty(src.shape, unsigned)
+    n = src.size
+    if n >= _PARALLEL_MIN and _THREADS > 1:
+        step = -(-n // _THREADS)
+        with ThreadPoolExecutor(_THREADS) as pool:
+            tops = list(pool.map(lambda lo: _shift_block(src, out, lo, min(lo + step, n)),
+                                 range(0, n, step)))
+        top = max(tops)
+    else:
+        top = _shift_block(src, out, 0, n) if n else 0
+    if n and (top >= bound or top > np.iinfo(signed).max):
+        if top > np.iinfo(signed).max:  # a stored 0 (wrapped) or a negative index
+            raise DafFormatError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
+                             "negative index)")
+        raise DafFormatError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
+    return out.view(signed)
+
+
+
+def _numeric(eltype: Any, what: str) -> np.dtype[Any]:
+    """The element type of an ``empty_*`` fill: numeric or bool, never strings."""
+    dt = lay.element_type(eltype, what)
+    if isinstance(dt, str):
+        raise InvalidArgumentTypeError(f"{what}: empty_* fills take a numeric or bool element type")
+    return dt
+
+
+def _plain(value: Any) -> Any:
+    """A scalar as a plain Python value (numpy scalars unwrapped)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _json(doc: Any, where: str) -> dict[str, Any]:
+    """A stored Zarr metadata document as a dict, or ``DafFormatError`` naming ``where``."""
+    if doc is None:
+        raise DafFormatError(f"missing Zarr metadata: {where}")
+    try:
+        out = json.loads(bytes(memoryview(doc).cast("B")))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DafFormatError(f"invalid Zarr metadata JSON in {where}: {exc}") from None
+    if not isinstance(out, dict):
+        raise DafFormatError(f"invalid Zarr metadata in {where}: not a JSON object")
+    return out
+

@@ -1,0 +1,197 @@
+"""Checks of a subpackage's layout, shared by the layout tests of dafzarr's subpackages.
+
+Read from the source with :mod:`ast`: which sibling modules a module imports, whether the
+import graph has a cycle, whether a module is small and documented, and which exception
+classes it raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from dafzarr import errors
+
+MAX_LINES = 600
+MAX_IMPORT_LINES = 40  # the imports at the top of a module fit on one screen
+
+
+def tree(package: Path, module: str) -> ast.Module:
+    return ast.parse((package / f"{module}.py").read_text(encoding="utf-8"))
+
+
+def imported_siblings(package: Path, dotted: str, modules: list[str], module: str) -> set[str]:
+    """The modules of the package ``dotted`` that ``module`` imports, at its top or in a
+    function."""
+    head = dotted + "."
+    depth = dotted.count(".") + 1
+    out = set()
+    for node in ast.walk(tree(package, module)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 and node.module:  # from ._x import y
+                out.add(node.module.split(".")[0])
+            elif node.level == 1:  # from . import _x
+                out.update(a.name for a in node.names)
+            elif node.level == 0 and (node.module or "").startswith(head):
+                out.add(node.module.split(".")[depth])
+        elif isinstance(node, ast.Import):
+            out.update(a.name.split(".")[depth] for a in node.names if a.name.startswith(head))
+    return out & set(modules)
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One dependency cycle of ``graph`` (as a path that returns to its start), or None."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return None
+        for nxt in sorted(graph[node]):
+            found = visit(nxt, [*path, node])
+            if found:
+                return found
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        found = visit(start, [])
+        if found:
+            return found
+    return None
+
+
+def modules_of(package: ModuleType) -> tuple[Path, list[str]]:
+    """The folder of ``package`` and the names of its modules."""
+    folder = Path(str(package.__file__)).parent
+    return folder, sorted(p.stem for p in folder.glob("*.py"))
+
+
+def check_no_import_cycle(package: ModuleType, importer: str) -> None:
+    """No import cycle among the modules of ``package`` (``importer`` imports siblings)."""
+    folder, modules = modules_of(package)
+    graph = {m: imported_siblings(folder, package.__name__, modules, m) - {m} for m in modules}
+    assert graph[importer], "the import graph was not read"
+    cycle = find_cycle(graph)
+    assert cycle is None, f"import cycle in {package.__name__}: {' -> '.join(cycle or [])}"
+
+
+def check_modules_import_alone(package: ModuleType) -> None:
+    """Imported first, in a fresh interpreter, each module loads (no order-dependent cycle)."""
+    folder, modules = modules_of(package)
+    failed = modules_failing_alone(folder.parents[1], package.__name__, modules)
+    assert not failed, failed
+
+
+def modules_failing_alone(root: Path, dotted: str, modules: list[str]) -> dict[str, str]:
+    """The modules that fail to load when imported first in a fresh interpreter (with what
+    they printed)."""
+    procs = {
+        m: subprocess.Popen(
+            [sys.executable, "-c", f"import {dotted}" + (f".{m}" if m != "__init__" else "")],
+            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        for m in modules
+    }  # fmt: skip
+    failed = {}
+    for m, proc in procs.items():
+        out, _ = proc.communicate(timeout=120)
+        if proc.returncode:
+            failed[m] = out
+    return failed
+
+
+def module_problems(path: Path) -> list[str]:
+    """What makes module ``path`` hard to read: too long, no docstring, a long import block."""
+    text = path.read_text(encoding="utf-8")
+    problems = []
+    if len(text.splitlines()) > MAX_LINES:
+        problems.append(f"{path.name}: more than {MAX_LINES} lines")
+    parsed = ast.parse(text)
+    if not ast.get_docstring(parsed):
+        problems.append(f"{path.name} does not start with a docstring")
+    imports = [n for n in parsed.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    span = (imports[-1].end_lineno or 0) - imports[0].lineno + 1 if imports else 0
+    if span > MAX_IMPORT_LINES:
+        problems.append(f"{path.name}: imports take {span} lines")
+    return problems
+
+
+def check_small_and_documented(package: Path, module: str) -> None:
+    problems = module_problems(package / f"{module}.py")
+    assert not problems, problems
+
+
+def siblings(package: Path, module: str) -> set[str]:
+    """:func:`imported_siblings` for the package ``dafzarr.<package's folder name>``."""
+    modules = sorted(p.stem for p in package.glob("*.py"))
+    return imported_siblings(package, f"dafzarr.{package.name}", modules, module)
+
+
+def is_abstract_stub(node: ast.FunctionDef) -> bool:
+    """A method whose body is only (a docstring and) ``raise NotImplementedError``: the
+    language's way to say that every subclass provides it."""
+    body = node.body[1:] if ast.get_docstring(node) else node.body
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Raise)
+        and isinstance(body[0].exc, ast.Name)
+        and body[0].exc.id == "NotImplementedError"
+    )
+
+
+class Raises(ast.NodeVisitor):
+    """``(line, class name, enclosing function)`` of every ``raise SomeClass...`` (with
+    ``skip_abstract_stubs``, but those of :func:`is_abstract_stub` methods)."""
+
+    def __init__(self, *, skip_abstract_stubs: bool = False) -> None:
+        self.found: list[tuple[int, str, str]] = []
+        self._functions: list[str] = [""]
+        self._skip_stubs = skip_abstract_stubs
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if self._skip_stubs and is_abstract_stub(node):
+            return
+        self._functions.append(node.name)
+        self.generic_visit(node)
+        self._functions.pop()
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        if node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            name = target.id if isinstance(target, ast.Name) else ast.unparse(target)
+            if not name[:1].islower():  # not a caught exception object raised again
+                self.found.append((node.lineno, name, self._functions[-1]))
+
+
+def errors_imported(parsed: ast.Module) -> set[str]:
+    """The names under which a module of a subpackage imports ``dafzarr.errors`` classes."""
+    return {
+        a.asname or a.name
+        for n in ast.walk(parsed)
+        if isinstance(n, ast.ImportFrom) and n.module == "errors" and n.level == 2
+        for a in n.names
+        if isinstance(getattr(errors, a.name, None), type)
+    }
+
+
+def check_raises_only_dafzarr_errors(
+    package: Path, module: str, *, exempt: frozenset[tuple[str, str]] = frozenset(),
+    skip_abstract_stubs: bool = False,
+) -> None:
+    """Every exception class ``module`` raises comes from ``dafzarr.errors``, but the
+    ``(function, class)`` pairs of ``exempt`` (and abstract stubs, with ``skip_abstract_stubs``)."""
+    parsed = tree(package, module)
+    allowed = errors_imported(parsed)
+    raises = Raises(skip_abstract_stubs=skip_abstract_stubs)
+    raises.visit(parsed)
+    wrong = [
+        f"line {line}: raise {name}"
+        for line, name, function in raises.found
+        if name not in allowed and (function, name) not in exempt
+    ]
+    assert not wrong, f"{module}.py raises classes not from dafzarr.errors: {wrong}"
