@@ -20,7 +20,12 @@ import dafzarr.refs
 from dafzarr import errors
 from dafzarr.refs import _vrt
 
-from .layout_checks import find_cycle, module_problems
+from .layout_checks import (
+    Raises,
+    check_raises_only_dafzarr_errors,
+    find_cycle,
+    module_problems,
+)
 from .layout_checks import siblings as imported_siblings
 
 PACKAGE = Path(dafzarr.refs.__file__).parent
@@ -33,10 +38,6 @@ PUBLIC = frozenset([
     "VirtualArray", "VirtualDataset", "as_virtual", "compose", "mosaic_sources", "place", "scan",
     "scan_many", "to_kerchunk_json", "virtualize", "write_parquet",
 ])  # fmt: skip
-
-
-def _tree(module: str) -> ast.Module:
-    return ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
 
 
 def test_cycle_finder_finds_cycles() -> None:
@@ -73,52 +74,19 @@ def test_module_is_small_and_documented(module: str) -> None:
     assert not module_problems(PACKAGE / f"{module}.py")
 
 
-class _Raises(ast.NodeVisitor):
-    """``(line, class name, enclosing function)`` of every ``raise SomeClass...``."""
-
-    def __init__(self) -> None:
-        self.found: list[tuple[int, str, str]] = []
-        self._functions: list[str] = [""]
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._functions.append(node.name)
-        self.generic_visit(node)
-        self._functions.pop()
-
-    def visit_Raise(self, node: ast.Raise) -> None:
-        if node.exc is not None:
-            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            name = target.id if isinstance(target, ast.Name) else ast.unparse(target)
-            if not name[:1].islower():  # not a caught exception object raised again
-                self.found.append((node.lineno, name, self._functions[-1]))
-
-
 @pytest.mark.parametrize("module", MODULES)
 def test_raises_only_dafzarr_errors(module: str) -> None:
     """Every exception class a module raises comes from ``dafzarr.errors``.
 
     A module ``__getattr__`` raises ``AttributeError``, as the language requires of it.
     """
-    tree = _tree(module)
-    allowed = {
-        a.asname or a.name
-        for n in ast.walk(tree)
-        if isinstance(n, ast.ImportFrom) and n.module == "errors" and n.level == 2
-        for a in n.names
-        if isinstance(getattr(errors, a.name, None), type)
-    }
-    raises = _Raises()
-    raises.visit(tree)
-    wrong = [
-        f"line {line}: raise {name}"
-        for line, name, function in raises.found
-        if name not in allowed and (function, name) != ("__getattr__", "AttributeError")
-    ]
-    assert not wrong, f"{module}.py raises classes not from dafzarr.errors: {wrong}"
+    check_raises_only_dafzarr_errors(
+        PACKAGE, module, exempt=frozenset({("__getattr__", "AttributeError")})
+    )
 
 
 def test_raise_finder_sees_builtins() -> None:
-    raises = _Raises()
+    raises = Raises()
     raises.visit(ast.parse("def f():\n    raise ValueError('x')\nraise KeyError\n"))
     assert raises.found == [(2, "ValueError", "f"), (3, "KeyError", "")]
 
