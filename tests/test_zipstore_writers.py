@@ -532,9 +532,10 @@ def test_dask_threads_write_and_commits_are_shared(tmp_path: Path, zarr_format: 
 
     path, root = on_both(tmp_path, "dask", write)
     # The chunks of one dask block are written concurrently by zarr and share a commit
-    # (blocks written at the same time by different threads may share one too); xarray's
-    # final step rewrites the consolidated metadata.
-    assert 1 <= commits["n"] <= tasks + 1 < chunks, (commits, tasks, chunks)
+    # (blocks written at the same time by different threads may share one too; on a busy
+    # machine a block's chunks may straddle two); xarray's final step rewrites the
+    # consolidated metadata. One commit per chunk would be 72.
+    assert 1 <= commits["n"] <= tasks + tasks // 2 < chunks, (commits, tasks, chunks)
     check_same_as_oracle(path, root)
     with MmapZipStore(path) as store:
         back = xr.open_zarr(store).load()
