@@ -1,0 +1,155 @@
+"""The public API: every name a release has offered stays importable from where it was.
+
+Modules move inside the package (splits into subpackages, one codec layer, one byte-source
+layer); user code that imports ``dafzarr.X`` must not notice. A name may only leave this
+table through a release with a DeprecationWarning, never by accident.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import warnings
+
+import pytest
+
+import dafzarr
+
+PUBLIC: dict[str, set[str]] = {
+    "dafzarr": {
+        "AddressSpaceError",
+        "AppendOnlyError",
+        "ArchiveInUseError",
+        "ArchiveLockedError",
+        "ArrayFile",
+        "ArrayStats",
+        "CorruptArchiveError",
+        "DafzarrError",
+        "DeltaCache",
+        "EntryExistsError",
+        "FileConfig",
+        "HttpDeadlineError",
+        "HttpOptions",
+        "HttpReadError",
+        "MmapZipStore",
+        "OutputExistsError",
+        "PackSourceError",
+        "RecoveryWarning",
+        "RefusedEntryWarning",
+        "StatisticsWarning",
+        "UnsafeCastError",
+        "UnsafeEntryNameError",
+        "UnsupportedEntryError",
+        "ZarrDaf",
+        "__version__",
+        "memory_daf",
+        "open_daf",
+        "show_config",
+    },
+    "dafzarr.anndata": {
+        "anndata_to_daf",
+        "daf_to_anndata",
+    },
+    "dafzarr.arrayfile": {
+        "ArrayExistsError",
+        "ArrayFile",
+        "ArrayInfo",
+        "ArrayNotFoundError",
+        "ArrayStats",
+        "CorruptArrayFileError",
+        "DeltaCache",
+        "FileConfig",
+        "UnsupportedElementTypeError",
+    },
+    "dafzarr.cli": {
+        "main",
+    },
+    "dafzarr.daf": {
+        "ZarrDaf",
+        "convert_daf",
+        "copy_daf",
+        "describe_property",
+        "memory_daf",
+        "open_daf",
+        "parse_daf_path",
+    },
+    "dafzarr.errors": {
+        "AddressSpaceError",
+        "AppendOnlyError",
+        "ArchiveInUseError",
+        "ArchiveLockedError",
+        "ArrayExistsError",
+        "ArrayNotFoundError",
+        "CorruptArchiveError",
+        "CorruptArrayFileError",
+        "CorruptFooterError",
+        "DafExistsError",
+        "DafFormatError",
+        "DafMissingError",
+        "DafNotFoundError",
+        "DafReadOnlyError",
+        "DafzarrError",
+        "EntryExistsError",
+        "H5Error",
+        "HttpDeadlineError",
+        "HttpReadError",
+        "IncompatibleSourcesError",
+        "InvalidArgumentError",
+        "InvalidArgumentTypeError",
+        "OutputExistsError",
+        "PackSourceError",
+        "RecoveryWarning",
+        "RefusedEntryWarning",
+        "RkyvError",
+        "SelfCheckError",
+        "StatisticsWarning",
+        "UnsafeCastError",
+        "UnsafeEntryNameError",
+        "UnsupportedElementTypeError",
+        "UnsupportedEntryError",
+        "UnsupportedHDF5Error",
+        "UnsupportedVariableWarning",
+    },
+    "dafzarr.refs": {
+        "HIDDEN_ATTRIBUTES",
+        "PLACEMENT_SCHEMA",
+        "REFS_SCHEMA",
+        "ScanResult",
+        "Variable",
+        "VirtualArray",
+        "VirtualDataset",
+        "as_virtual",
+        "compose",
+        "mosaic_sources",
+        "place",
+        "scan",
+        "scan_many",
+        "to_kerchunk_json",
+        "virtualize",
+        "write_parquet",
+    },
+    "dafzarr.zipstore": {
+        "ArchiveSpace",
+        "MmapZipStore",
+    },
+}
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC))
+def test_public_names_import_without_warnings(module: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mod = importlib.import_module(module)
+        missing = sorted(n for n in PUBLIC[module] if not hasattr(mod, n))
+    assert not missing, f"{module} lost public names: {missing}"
+    assert set(mod.__all__) >= PUBLIC[module]
+
+
+def test_every_public_module_is_listed() -> None:
+    """A new public module joins the table, so that its names are kept from then on."""
+    found = {
+        m.name
+        for m in pkgutil.walk_packages(dafzarr.__path__, "dafzarr.")
+        if not any(p.startswith("_") for p in m.name.split(".")[1:])
+    }
+    assert found <= set(PUBLIC), f"public modules missing from the table: {found - set(PUBLIC)}"
