@@ -305,17 +305,17 @@ def test_open_reads_one_suffix_per_layer(tmp_path: Path) -> None:
             f.write_array(f"a{i}", [0], np.full(3, i, "u1"))
             f.flush()
     calls: list[Any] = []
-    real_get = obstore.get_async
+    real_get = obstore.get
 
-    async def counting_get(store: Any, path: str, *, options: Any = None) -> Any:
+    def counting_get(store: Any, path: str, *, options: Any = None) -> Any:
         calls.append((path, options))
-        return await real_get(store, path, options=options)
+        return real_get(store, path, options=options)
 
-    obstore.get_async = counting_get  # type: ignore[assignment]
+    obstore.get = counting_get  # type: ignore[assignment]
     try:
         g = ArrayFile.open((store, "x/f.af"))
     finally:
-        obstore.get_async = real_get  # type: ignore[assignment]
+        obstore.get = real_get  # type: ignore[assignment]
     layer_gets = [c for c in calls if c[0].endswith(".af")]
     assert len(layer_gets) == 4
     assert all(c[1] == {"range": {"suffix": 65536}} for c in layer_gets)

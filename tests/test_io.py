@@ -453,3 +453,66 @@ def test_connections_are_reused(http_server: Any) -> None:
     for i in range(20):
         src.read(i, i + 10)
     assert len(ports) <= 3  # a pooled connection is not always back in the pool at once
+
+
+def test_an_abandoned_request_does_not_delay_the_exit(tmp_path: Path) -> None:
+    """A read given up at its deadline leaves its request to a daemon worker: the process
+    ends at once, not when the server or obstore's timeouts end the request."""
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import socket, sys, threading\n"
+        "from dafzarr import HttpDeadlineError, HttpOptions\n"
+        "from dafzarr._io import ObjectSource, http_store\n"
+        "listener = socket.create_server(('127.0.0.1', 0))\n"
+        "held = []\n"
+        "def accept():\n"
+        "    while True:\n"
+        "        held.append(listener.accept())  # and never answer\n"
+        "threading.Thread(target=accept, daemon=True).start()\n"
+        "url = f'http://127.0.0.1:{listener.getsockname()[1]}'\n"
+        "options = HttpOptions(deadline=0.5, read_timeout=60)\n"
+        "try:\n"
+        "    ObjectSource(http_store(url, options), 'o', options=options).read(0, 10)\n"
+        "except HttpDeadlineError as exc:\n"
+        "    print(exc)\n"
+        "    sys.exit(3)\n"
+    )
+    import subprocess
+    import sys
+
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).parents[1], check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert "within 0.5 s: no complete answer to Range bytes=0-9" in proc.stdout
+    assert time.monotonic() - began < 30  # the request itself would wait 60 s
+
+
+@pytest.mark.parametrize("kind", ["local", "memory", "obstore"])
+def test_arrayfile_backends_read_through_the_sources(tmp_path: Path, kind: str) -> None:
+    from dafzarr.arrayfile._backends import LocalBackend, MemoryBackend, ObstoreBackend
+
+    backend: Any
+    if kind == "local":
+        backend, key = LocalBackend(), str(tmp_path / "x.af")
+    elif kind == "memory":
+        backend, key = MemoryBackend(), "x.af"
+    else:
+        backend, key = ObstoreBackend(MemoryStore()), "x.af"
+    version = backend.put(key, [DATA[:1000], DATA[1000:]], create_only=True)
+    tail = backend.tail(key, 100)
+    assert (bytes(tail.data), tail.size, tail.version) == (DATA[-100:], len(DATA), version)
+    ranges = [(0, 10), (5000, 9000), (len(DATA) - 3, len(DATA))]
+    got = backend.read_ranges(key, version, ranges)
+    assert [bytes(g) for g in got] == [DATA[a:b] for a, b in ranges]
+    with pytest.raises((EOFError, HttpReadError)):
+        backend.read(key, version, len(DATA) - 3, len(DATA) + 3)  # never a short answer
+    backend.put(key, [DATA[::-1]], create_only=False)
+    if kind == "local":  # a local reader keeps the generation it opened
+        got = backend.read_ranges(key, version, ranges)
+        assert [bytes(g) for g in got] == [DATA[a:b] for a, b in ranges]
+    else:
+        with pytest.raises(FileNotFoundError) as caught:
+            backend.read_ranges(key, version, ranges)  # the object was replaced
+        assert caught.value.errno == errno.ESTALE
+    backend.close()

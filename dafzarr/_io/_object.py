@@ -12,7 +12,8 @@ module does not take the answers on trust:
   :attr:`HttpOptions.max_skip` bytes is an error instead;
 * a body cut short is asked for again, up to :attr:`HttpOptions.attempts` tries;
 * each request, retries included, ends within :attr:`HttpOptions.deadline` seconds or raises
-  :class:`~dafzarr.errors.HttpDeadlineError` (the request is cancelled);
+  :class:`~dafzarr.errors.HttpDeadlineError` (requests run in worker threads, see
+  :mod:`._workers`);
 * every failure is a ``HttpReadError`` naming the object and the range; a missing object is
   :class:`FileNotFoundError`, an object replaced since its version was seen is
   ``FileNotFoundError`` with ``errno.ESTALE``.
@@ -20,11 +21,11 @@ module does not take the answers on trust:
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import functools
 import re
-from collections.abc import Awaitable, Callable, Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import obstore
@@ -32,9 +33,9 @@ from obstore.exceptions import BaseError, NotSupportedError, PreconditionError
 from obstore.store import HTTPStore
 
 from ..errors import HttpDeadlineError, HttpReadError
-from ._loop import DeadlinePassed, run, within
 from ._options import HttpOptions
 from ._source import Buffer, Head, check_ranges, replaced, wrong_length
+from ._workers import DeadlinePassed, call_within, map_within
 
 __all__ = ["ObjectSource", "http_store"]
 
@@ -72,6 +73,10 @@ class _BodyBroke(Exception):
     """The body of an answer ended with an error (a reset or stalled connection)."""
 
 
+class _GaveUp(Exception):
+    """The caller's deadline passed: an abandoned request stops here."""
+
+
 def _tries(n: int) -> str:
     return "1 attempt" if n == 1 else f"{n} attempts"
 
@@ -96,7 +101,7 @@ class ObjectSource:
         self.path = path
         self.options = options or HttpOptions()
         if where is None:
-            base = getattr(store, "url", None) if isinstance(store, HTTPStore) else None
+            base = store.url if isinstance(store, HTTPStore) else None
             where = f"{base.rstrip('/')}/{path}" if base else f"{store!r} {path}"
         self.where = where
         self.ranges_ignored = False
@@ -104,14 +109,16 @@ class ObjectSource:
     # --- the blocking API ---------------------------------------------------------------------
 
     def head(self) -> Head:
-        return run(self._guarded(self._head, "the object's size"))
+        return self._within(lambda _until: self._head(), "HEAD")
 
     def size(self) -> int:
         return self.head().size
 
     def read(self, start: int, stop: int, *, version: str | None = None) -> Buffer:
         check_ranges(self.where, [(start, stop)])
-        return run(self._guarded(lambda: self._range(start, stop, version), _asked(start, stop)))
+        return self._within(
+            lambda until: self._range(start, stop, version, until), _asked(start, stop)
+        )
 
     def read_ranges(
         self, ranges: Sequence[tuple[int, int]], *, version: str | None = None
@@ -119,64 +126,73 @@ class ObjectSource:
         """Every range, up to :data:`CONCURRENCY` requests at once, each checked and with its
         own deadline; the first failing range (in the order asked) raises."""
         check_ranges(self.where, ranges)
-        return run(self._ranges(list(ranges), version))
+        seconds = self.options.deadline
+
+        def task(start: int, stop: int) -> Callable[[], Buffer]:
+            return self._given_up_as_error(
+                lambda until: self._range(start, stop, version, until), _asked(start, stop)
+            )
+
+        try:
+            return map_within([task(a, b) for a, b in ranges], seconds, CONCURRENCY)
+        except DeadlinePassed as exc:
+            a, b = ranges[exc.index]
+            raise self._deadline_error(_asked(a, b)) from None
 
     def read_tail(self, n: int) -> tuple[Buffer, Head]:
-        return run(self._guarded(lambda: self._tail(n), f"Range bytes=-{n}"))
+        return self._within(lambda until: self._tail(n, until), f"Range bytes=-{n}")
 
     def read_all(self, limit: int) -> Buffer:
-        return run(self._guarded(lambda: self._whole(limit), "a GET of the whole object"))
+        return self._within(lambda until: self._whole(limit, until),
+                            "a GET of the whole object")
 
     def read_or_whole(self, start: int, stop: int, *, whole_limit: int) -> tuple[Buffer, bool]:
         """The bytes ``[start, stop)`` and ``True``; or, from a server that ignores ``Range``,
         the whole object (at most ``whole_limit`` bytes) and ``False``."""
         check_ranges(self.where, [(start, stop)])
 
-        async def attempt() -> tuple[Buffer, bool]:
+        def attempt(until: float) -> tuple[Buffer, bool]:
             if not self.ranges_ignored:
                 try:
-                    return await self._range(start, stop, None, fallback=False), True
+                    return self._range(start, stop, None, until, fallback=False), True
                 except _RangeIgnored:
                     self.ranges_ignored = True
-            return await self._whole(whole_limit), False
+            return self._whole(whole_limit, until), False
 
-        return run(self._guarded(attempt, _asked(start, stop)))
+        return self._within(attempt, _asked(start, stop))
 
     # --- one request: deadline and errors ----------------------------------------------------
 
-    async def _guarded(self, make: Callable[[], Awaitable[T]], asked: str) -> T:
-        """``make()`` within the deadline, every failure a dafzarr error naming the object."""
+    def _within(self, fn: Callable[[float], T], asked: str) -> T:
+        """``fn(until)`` in a worker, given up at the deadline."""
         try:
-            return await within(make(), self.options.deadline)
+            return call_within(self._given_up_as_error(fn, asked), self.options.deadline)
         except DeadlinePassed:
-            raise HttpDeadlineError(
-                f"can't read {self.where} within {self.options.deadline:g} s: no complete "
-                f"answer to {asked} (HttpOptions.deadline)"
-            ) from None
+            raise self._deadline_error(asked) from None
 
-    async def _ranges(
-        self, ranges: list[tuple[int, int]], version: str | None
-    ) -> list[Buffer]:
-        gate = asyncio.Semaphore(CONCURRENCY)
+    def _given_up_as_error(self, fn: Callable[[float], T], asked: str) -> Callable[[], T]:
+        """``fn`` with the deadline counted from when a worker starts it; a request that
+        stops because the deadline passed raises the deadline error."""
+        seconds = self.options.deadline
 
-        async def one(start: int, stop: int) -> Buffer:
-            async with gate:
-                return await self._guarded(
-                    lambda: self._range(start, stop, version), _asked(start, stop)
-                )
+        def call() -> T:
+            try:
+                return fn(time.monotonic() + seconds)
+            except _GaveUp:
+                raise self._deadline_error(asked) from None
 
-        done = await asyncio.gather(*(one(a, b) for a, b in ranges), return_exceptions=True)
-        for item in done:
-            if isinstance(item, BaseException):
-                raise item
-        return done  # type: ignore[return-value]
+        return call
 
-    async def _get(self, options: dict[str, Any], asked: str) -> Any:
+    def _deadline_error(self, asked: str) -> HttpDeadlineError:
+        return HttpDeadlineError(
+            f"can't read {self.where} within {self.options.deadline:g} s: no complete "
+            f"answer to {asked} (HttpOptions.deadline)"
+        )
+
+    def _get(self, options: dict[str, Any], asked: str) -> Any:
         """One GET through obstore (retried there); its failures as dafzarr errors."""
         try:
-            return await obstore.get_async(
-                self.store, self.path, options=options  # type: ignore[arg-type]
-            )
+            return obstore.get(self.store, self.path, options=options)  # type: ignore[arg-type]
         except _STORE_ERRORS as exc:
             raise self._request_error(exc, asked) from None
 
@@ -213,31 +229,37 @@ class ObjectSource:
         first_line = text.split("\n", 1)[0].strip() or type(exc).__name__
         return HttpReadError(f"can't read {self.where} ({asked}): {first_line}")
 
-    async def _retrying(self, make: Callable[[], Awaitable[T]]) -> T:
-        """``make()``, tried again when a body breaks off (obstore retries only requests)."""
+    def _retrying(self, once: Callable[[], T], until: float) -> T:
+        """``once()``, tried again when a body breaks off (obstore retries only requests)."""
         opts = self.options
         attempt = 0
         while True:
             attempt += 1
             try:
-                return await make()
+                return once()
             except _BodyBroke as exc:
                 if attempt >= opts.attempts:
                     raise HttpReadError(
                         f"can't read {self.where}: {exc} ({_tries(attempt)})"
                     ) from None
-            await asyncio.sleep(min(opts.backoff * 2 ** (attempt - 1), opts.max_wait))
+            wait = min(opts.backoff * 2 ** (attempt - 1), opts.max_wait)
+            if time.monotonic() + wait >= until:
+                raise _GaveUp
+            time.sleep(wait)
 
-    async def _collect(self, result: Any, most: int) -> Buffer:
-        """At most ``most`` bytes of a body (one past what is wanted shows a long answer)."""
+    def _collect(self, result: Any, most: int, until: float) -> Buffer:
+        """At most ``most`` bytes of a body (one past what is wanted shows a long answer);
+        reading stops once the caller's deadline passed."""
         parts: list[Any] = []
         have = 0
         try:
-            async for chunk in result.stream(min_chunk_size=min(most, _STREAM_CHUNK)):
+            for chunk in result.stream(min_chunk_size=min(most, _STREAM_CHUNK)):
                 parts.append(chunk)
                 have += len(chunk)
                 if have >= most:
                     break
+                if time.monotonic() >= until:
+                    raise _GaveUp
         except _STORE_ERRORS as exc:
             first_line = str(exc).split("\n", 1)[0]
             raise _BodyBroke(f"the body broke off after {have} bytes ({first_line})") from None
@@ -245,57 +267,58 @@ class ObjectSource:
             return memoryview(parts[0])
         return b"".join(parts)
 
-    async def _body(self, result: Any) -> Buffer:
+    def _body(self, result: Any) -> Buffer:
         """The whole body of an answer whose length is bounded already."""
         try:
-            return memoryview(await result.bytes_async())
+            return memoryview(result.bytes())
         except _STORE_ERRORS as exc:
             first_line = str(exc).split("\n", 1)[0]
             raise _BodyBroke(f"the body broke off ({first_line})") from None
 
     # --- the reads ----------------------------------------------------------------------------
 
-    async def _head(self) -> Head:
+    def _head(self) -> Head:
         try:
-            meta = await obstore.head_async(self.store, self.path)
+            meta = obstore.head(self.store, self.path)
         except _STORE_ERRORS as exc:
             raise self._request_error(exc, "HEAD") from None
         return Head(int(meta["size"]), _version(meta))
 
-    async def _range(
-        self, start: int, stop: int, version: str | None, *, fallback: bool = True
+    def _range(
+        self, start: int, stop: int, version: str | None, until: float, *,
+        fallback: bool = True,
     ) -> Buffer:
         if start == stop:
             return b""
         if self.ranges_ignored and fallback:
-            return await self._skip_to(start, stop)
+            return self._skip_to(start, stop, until)
         options: dict[str, Any] = {"range": (start, stop)}
         etag = None if version is None else version.split("|", 1)[0]
         if etag not in (None, "None"):
             options["if_match"] = etag
 
-        async def once() -> Buffer:
-            result = await self._get(options, _asked(start, stop))
+        def once() -> Buffer:
+            result = self._get(options, _asked(start, stop))
             first, end = result.range
             if (first, end) != (start, stop):
                 raise HttpReadError(
                     f"{self.where}: the answer to {_asked(start, stop)} is for bytes "
                     f"{first}-{end - 1}, not the range asked for"
                 )
-            body = await self._collect(result, stop - start + 1)
+            body = self._collect(result, stop - start + 1, until)
             if len(body) != stop - start:
                 raise HttpReadError(wrong_length(self.where, start, stop, len(body)))
             return body
 
         try:
-            return await self._retrying(once)
+            return self._retrying(once, until)
         except _RangeIgnored:
             if not fallback:
                 raise
             self.ranges_ignored = True
-            return await self._skip_to(start, stop)
+            return self._skip_to(start, stop, until)
 
-    async def _skip_to(self, start: int, stop: int) -> Buffer:
+    def _skip_to(self, start: int, stop: int, until: float) -> Buffer:
         """``[start, stop)`` from the whole object, read from its start up to ``stop``."""
         limit = self.options.max_skip
         if stop > limit:
@@ -305,9 +328,9 @@ class ObjectSource:
                 f"{limit} allowed (HttpOptions.max_skip)"
             )
 
-        async def once() -> Buffer:
-            result = await self._get({}, "a GET of the whole object")
-            head = await self._collect(result, stop)
+        def once() -> Buffer:
+            result = self._get({}, "a GET of the whole object")
+            head = self._collect(result, stop, until)
             if len(head) < stop:
                 raise HttpReadError(
                     f"{self.where}: the object ends at byte {len(head)}, before the range "
@@ -315,11 +338,11 @@ class ObjectSource:
                 )
             return memoryview(head)[start:stop]
 
-        return await self._retrying(once)
+        return self._retrying(once, until)
 
-    async def _whole(self, limit: int) -> Buffer:
-        async def once() -> Buffer:
-            result = await self._get({}, "a GET of the whole object")
+    def _whole(self, limit: int, until: float) -> Buffer:
+        def once() -> Buffer:
+            result = self._get({}, "a GET of the whole object")
             size = int(result.meta["size"])
             if size > limit:
                 raise HttpReadError(
@@ -329,27 +352,26 @@ class ObjectSource:
             if isinstance(self.store, HTTPStore):
                 # obstore refuses an answer without Content-Length, and the body ends at
                 # it: at most the size just checked, so read it in one call.
-                body = await self._body(result)
+                body = self._body(result)
             else:
-                body = await self._collect(result, limit + 1)
+                body = self._collect(result, limit + 1, until)
             if len(body) > limit:
                 raise HttpReadError(
                     f"{self.where}: the body is longer than the {limit} bytes allowed"
                 )
             return body
 
-        return await self._retrying(once)
+        return self._retrying(once, until)
 
-    async def _tail(self, n: int) -> tuple[Buffer, Head]:
+    def _tail(self, n: int, until: float) -> tuple[Buffer, Head]:
         if n <= 0:
-            head = await self._head()
-            return b"", head
+            return b"", self._head()
 
-        async def once() -> tuple[Buffer, Head]:
-            result = await self._get({"range": {"suffix": n}}, f"Range bytes=-{n}")
+        def once() -> tuple[Buffer, Head]:
+            result = self._get({"range": {"suffix": n}}, f"Range bytes=-{n}")
             size = int(result.meta["size"])
             first, stop = result.range
-            body = await self._collect(result, n + 1)
+            body = self._collect(result, n + 1, until)
             if (first, stop) != (max(0, size - n), size) or len(body) != stop - first:
                 raise HttpReadError(
                     f"{self.where}: the last {n} bytes of a {size}-byte object were asked "
@@ -358,10 +380,10 @@ class ObjectSource:
             return body, Head(size, _version(result.meta))
 
         try:
-            return await self._retrying(once)
+            return self._retrying(once, until)
         except _RangeIgnored:
             self.ranges_ignored = True
-            whole = await self._whole(self.options.max_skip)
+            whole = self._whole(self.options.max_skip, until)
             size = len(whole)
             return memoryview(whole)[max(0, size - n) :], Head(size, f"None|None|{size}")
 

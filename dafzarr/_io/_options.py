@@ -22,8 +22,8 @@ class HttpOptions:
     ----------
     deadline
         Seconds one read may take in all: connecting, every retry and wait, the whole body.
-        When it passes, the request is cancelled and :class:`~dafzarr.HttpDeadlineError`
-        raised.
+        When it passes, :class:`~dafzarr.HttpDeadlineError` is raised; the request left
+        behind stops at its next chunk of body, or at obstore's timeouts.
     connect_timeout
         Seconds to wait for one connection (obstore's ``connect_timeout``).
     read_timeout
@@ -73,7 +73,8 @@ class HttpOptions:
             "allow_http": True,
             "connect_timeout": timedelta(seconds=self.connect_timeout),
             "read_timeout": timedelta(seconds=self.read_timeout),
-            # A backstop only: the deadline itself is enforced around the whole read.
+            # A backstop only: the deadline itself is enforced around the whole read, and a
+            # request left behind ends by this timeout (or read_timeout) at the latest.
             "timeout": timedelta(seconds=self.deadline + 1),
         }
 
