@@ -21,20 +21,18 @@ module does not take the answers on trust:
 
 from __future__ import annotations
 
-import errno
 import functools
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import obstore
-from obstore.exceptions import BaseError, NotSupportedError, PreconditionError
 from obstore.store import HTTPStore
 
 from ..errors import HttpDeadlineError, HttpReadError
+from ._obstore_errors import STORE_ERRORS, RangeIgnored, asked_range, store_error, tries
 from ._options import HttpOptions
-from ._source import Buffer, Head, check_ranges, replaced, wrong_length
+from ._source import Buffer, Head, check_ranges, wrong_length
 from ._workers import DeadlinePassed, call_within, map_within
 
 __all__ = ["ObjectSource", "http_store"]
@@ -45,13 +43,6 @@ T = TypeVar("T")
 CONCURRENCY = 8
 _STREAM_CHUNK = 8 << 20
 
-#: What obstore raises: its own errors, and builtin ones (``FileNotFoundError``,
-#: ``PermissionError``, ``ValueError``, ``TimeoutError`` ...).
-_STORE_ERRORS = (BaseError, OSError, ValueError, RuntimeError)
-
-_UNEXPECTED_RANGE = re.compile(r"Requested (\d+)\.\.(\d+), got (\d+)\.\.(\d+)")
-_STATUS = re.compile(r"status code: (\d{3})([^:\n]*)")
-_RETRIES = re.compile(r"after (\d+) retries")
 
 
 @functools.lru_cache(maxsize=64)
@@ -65,24 +56,12 @@ def http_store(url: str, options: HttpOptions) -> HTTPStore:
     )
 
 
-class _RangeIgnored(Exception):
-    """The server answered a ranged GET with the whole object (``200``)."""
-
-
 class _BodyBroke(Exception):
     """The body of an answer ended with an error (a reset or stalled connection)."""
 
 
 class _GaveUp(Exception):
     """The caller's deadline passed: an abandoned request stops here."""
-
-
-def _tries(n: int) -> str:
-    return "1 attempt" if n == 1 else f"{n} attempts"
-
-
-def _asked(start: int, stop: int) -> str:
-    return f"Range bytes={start}-{stop - 1}"
 
 
 class ObjectSource:
@@ -117,7 +96,7 @@ class ObjectSource:
     def read(self, start: int, stop: int, *, version: str | None = None) -> Buffer:
         check_ranges(self.where, [(start, stop)])
         return self._within(
-            lambda until: self._range(start, stop, version, until), _asked(start, stop)
+            lambda until: self._range(start, stop, version, until), asked_range(start, stop)
         )
 
     def read_ranges(
@@ -130,14 +109,14 @@ class ObjectSource:
 
         def task(start: int, stop: int) -> Callable[[], Buffer]:
             return self._given_up_as_error(
-                lambda until: self._range(start, stop, version, until), _asked(start, stop)
+                lambda until: self._range(start, stop, version, until), asked_range(start, stop)
             )
 
         try:
             return map_within([task(a, b) for a, b in ranges], seconds, CONCURRENCY)
         except DeadlinePassed as exc:
             a, b = ranges[exc.index]
-            raise self._deadline_error(_asked(a, b)) from None
+            raise self._deadline_error(asked_range(a, b)) from None
 
     def read_tail(self, n: int) -> tuple[Buffer, Head]:
         return self._within(lambda until: self._tail(n, until), f"Range bytes=-{n}")
@@ -155,11 +134,11 @@ class ObjectSource:
             if not self.ranges_ignored:
                 try:
                     return self._range(start, stop, None, until, fallback=False), True
-                except _RangeIgnored:
+                except RangeIgnored:
                     self.ranges_ignored = True
             return self._whole(whole_limit, until), False
 
-        return self._within(attempt, _asked(start, stop))
+        return self._within(attempt, asked_range(start, stop))
 
     # --- one request: deadline and errors ----------------------------------------------------
 
@@ -193,41 +172,8 @@ class ObjectSource:
         """One GET through obstore (retried there); its failures as dafzarr errors."""
         try:
             return obstore.get(self.store, self.path, options=options)  # type: ignore[arg-type]
-        except _STORE_ERRORS as exc:
-            raise self._request_error(exc, asked) from None
-
-    def _request_error(self, exc: Exception, asked: str) -> Exception:
-        text = str(exc)
-        if isinstance(exc, FileNotFoundError):
-            return FileNotFoundError(errno.ENOENT, "no such object", self.where)
-        if isinstance(exc, NotSupportedError) and "Range request not supported" in text:
-            return _RangeIgnored()
-        if isinstance(exc, PreconditionError):
-            return replaced(self.where)
-        m = _UNEXPECTED_RANGE.search(text)
-        if m is not None:
-            a, b, c, d = (int(x) for x in m.groups())
-            return HttpReadError(
-                f"{self.where}: the answer to {_asked(a, b)} is for bytes {c}-{d - 1} "
-                f"(Content-Range), not the range asked for"
-            )
-        if "Content-Range header not present" in text:
-            return HttpReadError(f"{self.where}: a 206 answer to {asked} without "
-                                 "Content-Range")
-        if "Content-Length Header missing" in text:
-            return HttpReadError(f"{self.where}: the answer to {asked} has no Content-Length, "
-                                 "so its length cannot be checked")
-        status = _STATUS.search(text)
-        if status is not None:
-            retries = _RETRIES.search(text)
-            tries = f" ({_tries(int(retries[1]) + 1)})" if retries else ""
-            reason = "" if retries else status[2].rstrip()
-            which = f", answering {asked}" if asked.startswith("Range") else ""
-            return HttpReadError(
-                f"can't read {self.where}: HTTP {status[1]}{reason}{tries}{which}"
-            )
-        first_line = text.split("\n", 1)[0].strip() or type(exc).__name__
-        return HttpReadError(f"can't read {self.where} ({asked}): {first_line}")
+        except STORE_ERRORS as exc:
+            raise store_error(exc, self.where, asked) from None
 
     def _retrying(self, once: Callable[[], T], until: float) -> T:
         """``once()``, tried again when a body breaks off (obstore retries only requests)."""
@@ -240,7 +186,7 @@ class ObjectSource:
             except _BodyBroke as exc:
                 if attempt >= opts.attempts:
                     raise HttpReadError(
-                        f"can't read {self.where}: {exc} ({_tries(attempt)})"
+                        f"can't read {self.where}: {exc} ({tries(attempt)})"
                     ) from None
             wait = min(opts.backoff * 2 ** (attempt - 1), opts.max_wait)
             if time.monotonic() + wait >= until:
@@ -260,7 +206,7 @@ class ObjectSource:
                     break
                 if time.monotonic() >= until:
                     raise _GaveUp
-        except _STORE_ERRORS as exc:
+        except STORE_ERRORS as exc:
             first_line = str(exc).split("\n", 1)[0]
             raise _BodyBroke(f"the body broke off after {have} bytes ({first_line})") from None
         if len(parts) == 1:
@@ -271,7 +217,7 @@ class ObjectSource:
         """The whole body of an answer whose length is bounded already."""
         try:
             return memoryview(result.bytes())
-        except _STORE_ERRORS as exc:
+        except STORE_ERRORS as exc:
             first_line = str(exc).split("\n", 1)[0]
             raise _BodyBroke(f"the body broke off ({first_line})") from None
 
@@ -280,8 +226,8 @@ class ObjectSource:
     def _head(self) -> Head:
         try:
             meta = obstore.head(self.store, self.path)
-        except _STORE_ERRORS as exc:
-            raise self._request_error(exc, "HEAD") from None
+        except STORE_ERRORS as exc:
+            raise store_error(exc, self.where, "HEAD") from None
         return Head(int(meta["size"]), _version(meta))
 
     def _range(
@@ -298,11 +244,11 @@ class ObjectSource:
             options["if_match"] = etag
 
         def once() -> Buffer:
-            result = self._get(options, _asked(start, stop))
+            result = self._get(options, asked_range(start, stop))
             first, end = result.range
             if (first, end) != (start, stop):
                 raise HttpReadError(
-                    f"{self.where}: the answer to {_asked(start, stop)} is for bytes "
+                    f"{self.where}: the answer to {asked_range(start, stop)} is for bytes "
                     f"{first}-{end - 1}, not the range asked for"
                 )
             body = self._collect(result, stop - start + 1, until)
@@ -312,7 +258,7 @@ class ObjectSource:
 
         try:
             return self._retrying(once, until)
-        except _RangeIgnored:
+        except RangeIgnored:
             if not fallback:
                 raise
             self.ranges_ignored = True
@@ -323,7 +269,7 @@ class ObjectSource:
         limit = self.options.max_skip
         if stop > limit:
             raise HttpReadError(
-                f"{self.where}: the server ignored {_asked(start, stop)} and sent the "
+                f"{self.where}: the server ignored {asked_range(start, stop)} and sent the "
                 f"whole object; serving the range would read {stop} bytes, more than the "
                 f"{limit} allowed (HttpOptions.max_skip)"
             )
@@ -381,7 +327,7 @@ class ObjectSource:
 
         try:
             return self._retrying(once, until)
-        except _RangeIgnored:
+        except RangeIgnored:
             self.ranges_ignored = True
             whole = self._whole(self.options.max_skip, until)
             size = len(whole)
