@@ -516,3 +516,29 @@ def test_arrayfile_backends_read_through_the_sources(tmp_path: Path, kind: str) 
             backend.read_ranges(key, version, ranges)  # the object was replaced
         assert caught.value.errno == errno.ESTALE
     backend.close()
+
+
+def test_a_child_forked_after_reads_refuses_at_once(http_server: Any) -> None:
+    """obstore's runtime loses its threads in a fork: a child forked after reads gets a clear
+    error at once, never a read that waits for an answer that cannot come."""
+    src, _ = _source(http_server)
+    assert bytes(src.read(0, 10)) == DATA[:10]  # obstore has run in this process
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            src.read(20, 40)
+        except HttpReadError as exc:
+            code = 0 if "forked after it had run" in str(exc) and src.where in str(exc) else 2
+        finally:
+            os._exit(code)
+    until = time.monotonic() + 30
+    while time.monotonic() < until:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child's read hung")

@@ -33,7 +33,7 @@ from ..errors import HttpDeadlineError, HttpReadError
 from ._obstore_errors import STORE_ERRORS, RangeIgnored, asked_range, store_error, tries
 from ._options import HttpOptions
 from ._source import Buffer, Head, check_ranges, wrong_length
-from ._workers import DeadlinePassed, call_within, map_within
+from ._workers import DeadlinePassed, ForkedAfterUse, call_within, map_within
 
 __all__ = ["ObjectSource", "http_store"]
 
@@ -42,7 +42,6 @@ T = TypeVar("T")
 #: Range requests of one ``read_ranges`` call in flight at once.
 CONCURRENCY = 8
 _STREAM_CHUNK = 8 << 20
-
 
 
 @functools.lru_cache(maxsize=64)
@@ -117,6 +116,8 @@ class ObjectSource:
         except DeadlinePassed as exc:
             a, b = ranges[exc.index]
             raise self._deadline_error(asked_range(a, b)) from None
+        except ForkedAfterUse as exc:
+            raise HttpReadError(f"can't read {self.where}: {exc}") from None
 
     def read_tail(self, n: int) -> tuple[Buffer, Head]:
         return self._within(lambda until: self._tail(n, until), f"Range bytes=-{n}")
@@ -148,6 +149,8 @@ class ObjectSource:
             return call_within(self._given_up_as_error(fn, asked), self.options.deadline)
         except DeadlinePassed:
             raise self._deadline_error(asked) from None
+        except ForkedAfterUse as exc:
+            raise HttpReadError(f"can't read {self.where}: {exc}") from None
 
     def _given_up_as_error(self, fn: Callable[[float], T], asked: str) -> Callable[[], T]:
         """``fn`` with the deadline counted from when a worker starts it; a request that

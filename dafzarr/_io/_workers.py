@@ -20,7 +20,7 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_for
 from typing import Any, TypeVar
 
-__all__ = ["WORKERS", "DeadlinePassed", "call_within", "map_within"]
+__all__ = ["WORKERS", "DeadlinePassed", "ForkedAfterUse", "call_within", "map_within"]
 
 T = TypeVar("T")
 
@@ -65,6 +65,21 @@ class _Workers:
 
 _lock = threading.Lock()
 _executor: _Workers | None = None
+#: True in a process forked after requests ran: obstore's runtime (tokio) lost its threads in
+#: the fork, and a request would never be answered.
+_inherited = False
+
+
+class ForkedAfterUse(Exception):
+    """obstore cannot run in this process: it was forked after obstore had run."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "obstore, which carries reads over HTTP(S) and object stores, cannot run in a "
+            "process forked after it had run (its runtime's threads are not copied by fork); "
+            "start worker processes with the 'spawn' or 'forkserver' method, or read only "
+            "in the workers"
+        )
 
 
 class DeadlinePassed(Exception):
@@ -77,6 +92,8 @@ class DeadlinePassed(Exception):
 
 def _workers() -> _Workers:
     global _executor
+    if _inherited:
+        raise ForkedAfterUse
     with _lock:
         if _executor is None:
             _executor = _Workers()
@@ -85,7 +102,8 @@ def _workers() -> _Workers:
 
 def _forget_workers_after_fork() -> None:
     """A forked child has none of its parent's threads: the next request starts new ones."""
-    global _executor, _lock
+    global _executor, _lock, _inherited
+    _inherited = _inherited or _executor is not None
     _executor = None
     _lock = threading.Lock()
 
