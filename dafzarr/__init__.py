@@ -22,7 +22,7 @@ except ImportError as _exc:  # pragma: no cover - depends on how the package was
     raise
 
 from ._config import show_config
-from ._http import HttpOptions
+from ._io import HttpOptions
 from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
 from .daf import ZarrDaf, memory_daf, open_daf
 from .errors import (

@@ -43,7 +43,7 @@ def show_config(file: Any = None) -> dict[str, Any]:
         "h5py": _version("h5py"),
         "pyarrow": _version("pyarrow"),
         "scipy": _version("scipy"),
-        "urllib3": _version("urllib3"),
+        "obstore": _version("obstore"),
     }
     width = max(map(len, info))
     for key, value in info.items():

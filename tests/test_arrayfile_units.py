@@ -170,7 +170,7 @@ def test_a_new_sidecar_never_replaces_another_writers() -> None:
     layer = write_layer(backend, KEY, KEY, layers, [(_meta(), False, fmt.ChunkTable.empty(2))],
                         [], None, base=False)
     assert (layer.key, layer.number) == ("memory.2.af", 2)
-    assert bytes(backend.read("memory.1.af", backend._get("memory.1.af")[0], 0, 16)) == (
+    assert bytes(backend.read("memory.1.af", backend._get("memory.1.af").version, 0, 16)) == (
         b"another writer's")
     assert discover(backend, KEY) == [(1, "memory.1.af"), (2, "memory.2.af")]
     reread = load_layer(backend, "memory.2.af", 2)

@@ -8,6 +8,10 @@ and list the objects next to a key (one level only, never a recursive listing of
 The version token identifies one immutable generation of an object (inode/mtime/size for local
 files, the ETag for object stores); caches key their entries by it, so bytes read before an
 object was replaced are never served for the new object.
+
+Every read goes through :mod:`dafzarr._io` (one byte-source per object: a local file, bytes
+in memory, an obstore object with checked lengths, retries and a deadline); this module adds
+the write side.
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ import posixpath
 import threading
 import uuid
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .._io import FileSource, MemorySource, ObjectSource, file_version
 from .._zipformat import unsafe_name_reason
-from ..errors import HttpReadError, RefusedEntryWarning
+from ..errors import RefusedEntryWarning
 
 __all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
 
@@ -97,6 +102,13 @@ class Backend:
     def read(self, key: str, version: str, start: int, end: int) -> Buffer:
         raise NotImplementedError
 
+    def read_ranges(
+        self, key: str, version: str, ranges: Sequence[tuple[int, int]]
+    ) -> list[Buffer]:
+        """The bytes of each ``(start, end)`` of one version of ``key`` (concurrently where
+        the store allows it)."""
+        return [self.read(key, version, a, b) for a, b in ranges]
+
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         """Store ``parts`` concatenated as ``key`` atomically; return the new version token.
 
@@ -125,57 +137,41 @@ class Backend:
 # --- Local files -----------------------------------------------------------------------
 
 
-def _local_version(st: os.stat_result) -> str:
-    return f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
-
-
 class LocalBackend(Backend):
     """Files on a POSIX file system; writes go to a temporary file then are renamed or linked.
 
-    An open descriptor is kept per object version, so a reader keeps seeing the generation
-    it opened even after the name is replaced.
+    An open :class:`~dafzarr._io.FileSource` is kept per object version, so a reader keeps
+    seeing the generation it opened even after the name is replaced.
     """
 
     def __init__(self) -> None:
         self.ident = "file"
-        self._fds: dict[str, tuple[str, int]] = {}
+        self._sources: dict[str, FileSource] = {}
         self._lock = threading.Lock()
 
-    def _fd(self, key: str, version: str | None) -> tuple[str, int]:
+    def _source(self, key: str, version: str | None) -> FileSource:
         with self._lock:
-            cur = self._fds.get(key)
-            if cur is not None and (version is None or cur[0] == version):
+            cur = self._sources.get(key)
+            if cur is not None and (version is None or cur.version == version):
                 return cur
-        fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            v = _local_version(os.fstat(fd))
-            if version is not None and v != version:
-                raise FileNotFoundError(
-                    errno.ESTALE, f"{key} was replaced since it was opened", key
-                )
-        except BaseException:
-            os.close(fd)
-            raise
+        src = FileSource(key)
+        if version is not None and src.version != version:
+            src.close()
+            raise FileNotFoundError(errno.ESTALE, f"{key} was replaced since it was opened", key)
         with self._lock:
-            old = self._fds.pop(key, None)
-            self._fds[key] = (v, fd)
+            old = self._sources.pop(key, None)
+            self._sources[key] = src
         if old is not None:
-            os.close(old[1])
-        return v, fd
+            old.close()
+        return src
 
     def tail(self, key: str, n: int) -> Tail:
         self.release(key)
-        version, fd = self._fd(key, None)
-        size = os.fstat(fd).st_size
-        start = max(0, size - n)
-        return Tail(os.pread(fd, size - start, start), size, version)
+        data, head = self._source(key, None).read_tail(n)
+        return Tail(data, head.size, head.version)
 
     def read(self, key: str, version: str, start: int, end: int) -> Buffer:
-        _, fd = self._fd(key, version)
-        data = os.pread(fd, end - start, start)
-        if len(data) != end - start:
-            raise EOFError(f"{key}: short read of [{start}, {end})")
-        return data
+        return self._source(key, version).read(start, end)
 
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         directory = os.path.dirname(key) or "."
@@ -202,7 +198,7 @@ class LocalBackend(Backend):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
         _fsync_dir(directory)
-        return _local_version(os.stat(key)) if create_only else _local_version(st)
+        return file_version(os.stat(key)) if create_only else file_version(st)
 
     def delete(self, key: str) -> None:
         self.release(key)
@@ -219,15 +215,15 @@ class LocalBackend(Backend):
 
     def release(self, key: str) -> None:
         with self._lock:
-            cur = self._fds.pop(key, None)
+            cur = self._sources.pop(key, None)
         if cur is not None:
-            os.close(cur[1])
+            cur.close()
 
     def close(self) -> None:
         with self._lock:
-            fds, self._fds = self._fds, {}
-        for _, fd in fds.values():
-            os.close(fd)
+            sources, self._sources = self._sources, {}
+        for src in sources.values():
+            src.close()
 
 
 def _fsync_dir(directory: str) -> None:
@@ -248,24 +244,21 @@ class MemoryBackend(Backend):
 
     def __init__(self) -> None:
         self.ident = f"memory-{next(_counter)}"
-        self._objects: dict[str, tuple[str, bytes]] = {}
+        self._objects: dict[str, MemorySource] = {}
         self._lock = threading.Lock()
 
-    def _get(self, key: str) -> tuple[str, bytes]:
+    def _get(self, key: str) -> MemorySource:
         try:
             return self._objects[key]
         except KeyError:
             raise FileNotFoundError(errno.ENOENT, "no such object", key) from None
 
     def tail(self, key: str, n: int) -> Tail:
-        version, data = self._get(key)
-        return Tail(memoryview(data)[max(0, len(data) - n) :], len(data), version)
+        data, head = self._get(key).read_tail(n)
+        return Tail(data, head.size, head.version)
 
     def read(self, key: str, version: str, start: int, end: int) -> Buffer:
-        v, data = self._get(key)
-        if v != version:
-            raise FileNotFoundError(errno.ESTALE, "object replaced since it was opened", key)
-        return memoryview(data)[start:end]
+        return self._get(key).read(start, end, version=version)
 
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         data = _joined(parts)
@@ -273,7 +266,7 @@ class MemoryBackend(Backend):
             if create_only and key in self._objects:
                 raise FileExistsError(errno.EEXIST, "object exists", key)
             version = str(next(_counter))
-            self._objects[key] = (version, data)
+            self._objects[key] = MemorySource(data, version=version, where=key)
         return version
 
     def delete(self, key: str) -> None:
@@ -294,19 +287,16 @@ class MemoryBackend(Backend):
 class ObstoreBackend(Backend):
     """Any obstore store (local, memory, S3, GCS, Azure, HTTP for reading).
 
-    Opening costs one suffix-range GET per object; range reads are pinned to the ETag seen at
-    open time (``if_match``), so a replaced object raises instead of returning mixed bytes.
-    Sidecars are created with ``mode="create"`` (a conditional, create-only PUT).
+    Opening costs one suffix-range GET per object; range reads go through
+    :class:`~dafzarr._io.ObjectSource` (lengths checked, bodies cut short retried, a deadline)
+    and are pinned to the ETag seen at open time (``if_match``), so a replaced object raises
+    instead of returning mixed bytes. Sidecars are created with ``mode="create"`` (a
+    conditional, create-only PUT).
     """
 
     def __init__(self, store: Any) -> None:
-        try:
-            import obstore
-        except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise ImportError(
-                "object-store targets need the optional dependency obstore "
-                "(pip install 'dafzarr[obstore]')"
-            ) from exc
+        import obstore
+
         self._obs = obstore
         self.store = store
         self.ident = f"obstore-{id(store):x}"
@@ -318,40 +308,20 @@ class ObstoreBackend(Backend):
     def _where(self, key: str) -> str:
         return f"{self.store!r} {key}"
 
-    def _get(self, key: str, options: dict[str, Any]) -> Any:
-        """One ranged GET; transport failures and refused answers name the store and key."""
-        from obstore.exceptions import GenericError, NotSupportedError
-
-        try:
-            return self._obs.get(self.store, key, options=options)  # type: ignore[arg-type]
-        except (GenericError, NotSupportedError) as exc:
-            first_line = str(exc).split("\n", 1)[0]
-            raise HttpReadError(f"{self._where(key)}: {first_line}") from exc
+    def _source(self, key: str) -> ObjectSource:
+        return ObjectSource(self.store, key, where=self._where(key))
 
     def tail(self, key: str, n: int) -> Tail:
-        res = self._get(key, {"range": {"suffix": n}})
-        data = res.bytes()
-        size = int(res.meta["size"])
-        first, stop = res.range
-        if (first, stop) != (max(0, size - n), size) or len(data) != stop - first:
-            raise HttpReadError(
-                f"{self._where(key)}: the last {n} bytes of a {size}-byte object were asked "
-                f"for; the answer covers [{first}, {stop}) with {len(data)} bytes"
-            )
-        return Tail(memoryview(data), size, self._version(res.meta))
+        data, head = self._source(key).read_tail(n)
+        return Tail(data, head.size, head.version)
 
     def read(self, key: str, version: str, start: int, end: int) -> Buffer:
-        etag = version.split("|", 1)[0]
-        options: dict[str, Any] = {"range": (start, end)}
-        if etag != "None":
-            options["if_match"] = etag
-        data = memoryview(self._get(key, options).bytes())
-        if data.nbytes != end - start:
-            raise HttpReadError(
-                f"{self._where(key)}: bytes [{start}, {end}) were asked for; the answer has "
-                f"{data.nbytes} bytes"
-            )
-        return data
+        return self._source(key).read(start, end, version=version)
+
+    def read_ranges(
+        self, key: str, version: str, ranges: Sequence[tuple[int, int]]
+    ) -> list[Buffer]:
+        return self._source(key).read_ranges(ranges, version=version)
 
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         from obstore.exceptions import AlreadyExistsError

@@ -25,7 +25,7 @@ import numpy as np
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
-from .._byteranges import byte_range_bounds
+from .._io import byte_range_bounds
 from ..errors import DafReadOnlyError
 from ._names import _METADATA_NAMES
 

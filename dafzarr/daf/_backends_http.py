@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from .._http import HttpOptions, shared_client
+from .._io import HttpOptions, ObjectSource, http_store
 from ..errors import DafReadOnlyError, HttpReadError
 from ._backends import Backend, _children_of, _readonly
 from ._names import _METADATA_NAMES
@@ -20,27 +19,36 @@ __all__ = ["HttpBackend"]
 class HttpBackend(Backend):
     """A read-only daf served over HTTP(S): metadata from one GET, chunks fetched lazily.
 
-    Every GET goes through :class:`~dafzarr._http.HttpClient` (checked ranges, bounded
-    bodies, retries, a total deadline per request)."""
+    Every GET goes through :class:`~dafzarr._io.ObjectSource` over one obstore
+    ``HTTPStore`` per data set (checked ranges, bounded bodies, retries, a total deadline per
+    request)."""
 
     kind = "http"
     read_only = True
 
-    #: Flat arrays at least this large are fetched as parallel ``Range`` requests of
-    #: ``stripe`` bytes each (from a server that ignores ``Range``, the first answer is the whole
-    #: object, read only if no longer than the array).
+    #: Flat arrays at least this large are fetched as concurrent ``Range`` requests of
+    #: ``stripe`` bytes each (from a server that ignores ``Range``, the whole object, read only
+    #: if no longer than the array).
     range_threshold = 8 << 20
     stripe = 4 << 20
-    workers = 4
 
     def __init__(self, url: str, *, options: HttpOptions | None = None) -> None:
         self.url = url.rstrip("/")
-        self.client = shared_client(options)
+        self.options = options or HttpOptions()
+        self.store = http_store(self.url, self.options)
         self.meta: dict[str, bytes] = {}
+
+    def source(self, key: str) -> ObjectSource:
+        """The object ``<url>/<key>``."""
+        return ObjectSource(self.store, key, options=self.options, where=f"{self.url}/{key}")
 
     def fetch(self, key: str, *, limit: int | None = None) -> bytes | None:
         """GET ``<url>/<key>`` (a 404 is ``None``, a missing chunk); other errors raise."""
-        return self.client.get(f"{self.url}/{key}", limit=limit)
+        try:
+            body = self.source(key).read_all(self.options.max_body if limit is None else limit)
+        except FileNotFoundError:
+            return None
+        return body if isinstance(body, bytes) else bytes(body)
 
     def mmap_as(
         self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...], *, populate: bool = False
@@ -48,27 +56,24 @@ class HttpBackend(Backend):
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes < self.range_threshold:
             return super().mmap_as(key, dtype, shape)
-        url = f"{self.url}/{key}"
-        probe = self.client.get_range_or_whole(url, 0, min(self.stripe, nbytes),
-                                               whole_limit=nbytes)
-        if probe is None:
+        source = self.source(key)
+        try:
+            first, honoured = source.read_or_whole(0, min(self.stripe, nbytes),
+                                                   whole_limit=nbytes)
+        except FileNotFoundError:
             return None
-        first, honoured = probe
         if not honoured:  # the server ignores Range: the whole object, no longer than the array
             return super()._as_array(first, dtype, shape)
         out = np.empty(nbytes, np.uint8)
         out[: len(first)] = np.frombuffer(first, np.uint8)
         ranges = [(a, min(a + self.stripe, nbytes)) for a in range(len(first), nbytes,
                                                                    self.stripe)]
-
-        def one(r: tuple[int, int]) -> None:
-            body = self.client.get_range(url, r[0], r[1])
-            if body is None:
-                raise HttpReadError(f"{url}: bytes [{r[0]}, {r[1]}) vanished (HTTP 404)")
-            out[r[0] : r[1]] = np.frombuffer(body, np.uint8)
-
-        with ThreadPoolExecutor(self.workers) as pool:
-            list(pool.map(one, ranges))
+        try:
+            bodies = source.read_ranges(ranges)
+        except FileNotFoundError:
+            raise HttpReadError(f"{source.where}: the object vanished while read (HTTP 404)") from None
+        for (a, b), body in zip(ranges, bodies, strict=True):
+            out[a:b] = np.frombuffer(body, np.uint8)
         return _readonly(out.view(dtype).reshape(shape))
 
     def get(self, key: str) -> Any:
@@ -97,4 +102,3 @@ class HttpBackend(Backend):
 
     def describe(self) -> str:
         return self.url
-

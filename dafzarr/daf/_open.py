@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from .. import _zipformat as zipformat
-from .._http import HttpOptions
+from .._io import HttpOptions
 from ..errors import (
     AppendOnlyError,
     DafFormatError,

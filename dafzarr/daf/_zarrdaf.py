@@ -17,7 +17,7 @@ import threading
 import weakref
 from typing import Self
 
-from .._http import HttpOptions
+from .._io import HttpOptions
 from ..errors import InvalidArgumentError
 from . import _layout as lay
 from ._backends_zip import ZipBackend

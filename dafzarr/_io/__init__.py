@@ -1,0 +1,28 @@
+"""One way to read bytes: ranges of one object, from a local file, memory or any obstore store.
+
+Every source keeps the contract of :class:`ByteSource` (exact lengths, a version token, a
+missing object as :class:`FileNotFoundError`); :class:`ObjectSource` adds the checks, retries
+and deadline that reads over the network need (:class:`HttpOptions`).
+"""
+
+from __future__ import annotations
+
+from ._local import FileSource, file_version
+from ._memory import MemorySource
+from ._object import ObjectSource, http_store
+from ._options import HttpOptions
+from ._ranges import byte_range_bounds
+from ._source import Buffer, ByteSource, Head
+
+__all__ = [
+    "Buffer",
+    "ByteSource",
+    "FileSource",
+    "Head",
+    "HttpOptions",
+    "MemorySource",
+    "ObjectSource",
+    "byte_range_bounds",
+    "file_version",
+    "http_store",
+]
