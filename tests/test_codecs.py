@@ -214,3 +214,17 @@ def test_codecs_modules_import_alone() -> None:
 )
 def test_codecs_module_is_small_and_documented(module: str) -> None:
     assert not module_problems(ROOT / "dafzarr" / "_codecs" / f"{module}.py")
+
+
+def test_a_zstd_frame_of_unknown_size_inside_the_data_decodes_within_the_claim() -> None:
+    """A first frame stating no size that decodes to 4 MiB (RLE blocks), then a small frame,
+    under a small claim its headers allow: refused without holding the 4 MiB."""
+    from . import zipbuild as zb
+
+    head = zb.zstd_rle_frame(7, 4 << 20)
+    tail = COMPRESS["zstd"](SMALL)
+    plain = b"\7" * (4 << 20) + SMALL
+    assert bytes(decode("zstd", head + tail, len(plain), what="x")) == plain
+    err, peak = peak_allocation(lambda: decode("zstd", head + tail, 1000 + len(SMALL), what="x"))
+    assert isinstance(err, CorruptArchiveError), err
+    assert peak < 1 << 20, f"refusing a {len(head)}-byte frame allocated {peak} bytes"

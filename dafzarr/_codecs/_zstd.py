@@ -174,12 +174,13 @@ def _decode_frames(view: memoryview, found: list[Frame], size: int, decompress: 
                 decompress(src, memoryview(out)[pos : pos + n])
             elif f.content_size is None and f.max_output:
                 raise ValueError(f"the zstd data decodes to more than {size} bytes")
-        else:  # a frame of unknown size inside the data: streamed, it allocates what it holds
-            part = decompress(src)
-            n = len(part)
-            if pos + n > size:
-                raise ValueError(f"the zstd data decodes to more than {size} bytes")
-            out[pos : pos + n] = part
+        else:  # a frame of unknown size inside the data: streamed into what is left
+            n = 0
+            for piece in stream(src, size - pos):
+                if pos + n + len(piece) > size:
+                    raise ValueError(f"the zstd data decodes to more than {size} bytes")
+                out[pos + n : pos + n + len(piece)] = piece
+                n += len(piece)
         pos += n
     if pos != size:
         raise ValueError(f"the zstd data decodes to {pos} bytes, not {size}")
