@@ -5,18 +5,18 @@ Daf packed arrays all decode through :func:`decode`, which never allocates more 
 compressed data can prove it decodes to (the rules are in :mod:`._decode`). The methods are
 registered once, in :mod:`._registry`:
 
-========== ======= ======================= ============ ==============================
-name       ZIP id  decoder                 most ratio   size provable from the data
-========== ======= ======================= ============ ==============================
-stored     0       (the bytes themselves)  1            yes
-deflate    8       zlib                    1032         no
-deflate64  9       inflate64 (optional)    29,128       no
-bzip2      12      bz2                     none         no
+========== ======= ======================= ============= ==================================
+name       ZIP id  decoder                 most ratio    size provable from the data
+========== ======= ======================= ============= ==================================
+stored     0       (the bytes themselves)  1             yes
+deflate    8       zlib                    1032          no
+deflate64  9       inflate64 (optional)    29,128        no
+bzip2      12      bz2                     none          no
 zstd       93      numcodecs + zstandard   frame headers no (bounded by its headers)
-gzip               zlib                    1032         no
-lz4                lz4.block               255          yes (its sequences add up to it)
-blosc              numcodecs               none         yes (its header, taken as is)
-========== ======= ======================= ============ ==============================
+gzip               zlib                    1032          no
+lz4                lz4.block               255           yes (its sequences add up to it)
+blosc              numcodecs               none          yes (its header, taken as is)
+========== ======= ======================= ============= ==================================
 
 Decoding in bounded pieces uses the libraries' own limits: zlib's and bz2's ``max_length``,
 ``zstandard``'s stream reader (which reads across zstd frames and returns at most the bytes
