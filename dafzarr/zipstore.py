@@ -59,9 +59,9 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from . import _zipformat as zf
 from ._addrspace import fitting_max_file_size, probe_reservation, reservation_error
 from ._byteranges import byte_range_bounds as _slice
+from ._codecs import decode_entry
 from ._posix import FileMapping, crc32
 from ._zipcopy import CompactMethod, pack_directory, restart_if_empty
-from ._zipdecode import decode_entry
 from .errors import (
     AppendOnlyError,
     ArchiveLockedError,

@@ -15,7 +15,6 @@ from typing import Any
 from . import _segments as seg
 from ._backends import FileRange
 from ._cache import DeltaCache
-from ._codec import decompress
 from ._config import FileConfig, MiB
 from ._types import U32_MAX
 
@@ -111,7 +110,9 @@ class BlockAllocator:
         ck = ("pending", self.token, bid)
         block = cache.blocks.get(ck)
         if block is None:
-            block = decompress(self.codec, _materialise(stored), usize)
+            block = seg.decode_block(
+                self.codec, _materialise(stored), usize, what=f"pending block {bid}"
+            )
             cache.blocks.put(ck, block)
         return bytes(block[off : off + size])
 

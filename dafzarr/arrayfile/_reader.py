@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CorruptArrayFileError
 from . import _segments as seg
 from ._allocator import BlockAllocator
 from ._backends import Backend
 from ._cache import DeltaCache
-from ._codec import decompress
 from ._footer import corrupt
 from ._geometry import clipped
 from ._records import Layer, Meta
@@ -70,7 +70,12 @@ class ChunkReader:
                 if len(stored) != in_hi - in_lo:
                     raise corrupt(layer.key, f"block {bid} is truncated")
             try:
-                data = seg.decode_segment(table, i, stored, usize, csize, codec)
+                data = seg.decode_segment(
+                    table, i, stored, usize, csize, codec,
+                    what=f"{layer.key}: block {bid}, segment {i}",
+                )
+            except CorruptArrayFileError:
+                raise
             except Exception as exc:
                 raise corrupt(
                     layer.key, f"block {bid}, segment {i} does not decode ({exc})") from exc
@@ -94,10 +99,7 @@ class ChunkReader:
                 raise corrupt(layer.key, f"block {bid} is truncated")
             if codec is not None:
                 self.cache.io.put(ck, raw)
-        try:
-            block = decompress(codec, raw, usize)
-        except Exception as exc:
-            raise corrupt(layer.key, f"block {bid} does not decode ({exc})") from exc
+        block = seg.decode_block(codec, raw, usize, what=f"{layer.key}: block {bid}")
         self.cache.blocks.put(ck, block)
         return block
 

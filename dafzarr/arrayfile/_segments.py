@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._zstdframes import check_lz4, decode_exact
+from .. import _codecs
+from ..errors import CorruptArrayFileError
 
 SEGMENT_MIN = 64 << 10
 """Segments hold whole chunks and at least this many bytes (LZ4's match window)."""
@@ -210,19 +211,36 @@ def segment_span(e: npt.NDArray[np.int64], off: int, usize: int, csize: int) -> 
     return i, out_lo, out_hi, in_lo, in_hi
 
 
+def decode_block(codec: str | None, data: Any, usize: int, *, what: str) -> Any:
+    """The ``usize`` bytes a stored block (LZ4 with its size prefix, zstd, or none) decodes
+    to, read-only; :class:`CorruptArrayFileError` naming ``what`` if it decodes to others."""
+    if codec is None:
+        if len(data) != usize:
+            raise CorruptArrayFileError(f"{what} holds {len(data)} bytes, its footer says {usize}")
+        return data
+    if codec == "lz4":
+        if len(data) < 4 or int.from_bytes(bytes(data[:4]), "little") != usize:
+            raise CorruptArrayFileError(
+                f"{what} does not decode (the LZ4 size prefix does not announce {usize} bytes)"
+            )
+        data = memoryview(data)[4:]
+    return _codecs.decode(
+        codec, data, usize, what=what, error=CorruptArrayFileError, record="its footer"
+    )
+
+
 def decode_segment(
-    e: npt.NDArray[np.int64], i: int, stored: Any, usize: int, csize: int, codec: str = "lz4"
+    e: npt.NDArray[np.int64], i: int, stored: Any, usize: int, csize: int, codec: str = "lz4",
+    *, what: str = "a segment",
 ) -> Any:
     """Decode segment ``i`` from ``stored``, the block's bytes ``[in start, in end)``."""
-    import lz4.block
-
     out_lo = int(e[i, 0])
     last = i + 1 == len(e)
     n = (usize if last else int(e[i + 1, 0])) - out_lo
     rest, nib = int(e[i, 2]), int(e[i, 3])
     src = memoryview(stored).cast("B")
     if codec == "zstd":
-        return decode_exact(src, n)
+        return _decode_segment_bytes("zstd", src, n, what)
     if rest >= n:  # the whole segment is literals of one run
         if len(src) < n:
             raise ValueError("the segment's literals are truncated")
@@ -238,8 +256,10 @@ def decode_segment(
         block = b"".join((
             _token(rest, nib), src[:body_end], _token(nxt_before, 0), src[len(src) - nxt_before:]
         ))
-    check_lz4(block, n)
-    data = lz4.block.decompress(block, uncompressed_size=n)
-    if len(data) != n:
-        raise ValueError(f"a segment decodes to {len(data)} bytes, not {n}")
-    return data
+    return _decode_segment_bytes("lz4", block, n, what)
+
+
+def _decode_segment_bytes(codec: str, data: Any, n: int, what: str) -> Any:
+    return _codecs.decode(
+        codec, data, n, what=what, error=CorruptArrayFileError, record="its segment table"
+    )

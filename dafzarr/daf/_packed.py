@@ -12,13 +12,12 @@ from __future__ import annotations
 import itertools
 import math
 import struct
-import zlib
 from typing import Any
 
 import numpy as np
-from numcodecs.blosc import Blosc
 
-from .._zstdframes import decode_exact, frames, stream
+from .. import _codecs
+from .._codecs import DEFLATE_MAX_RATIO
 from ..errors import DafFormatError
 from ._layout import decode_strings, is_packed
 
@@ -29,59 +28,28 @@ _MISSING = 0xFFFF_FFFF_FFFF_FFFF
 
 #: Most bytes one compressed byte may decode to when the decoded size is not known in advance
 #: (strings): deflate's limit, which blosc's and zstd's stated sizes are held to as well.
-_MAX_RATIO, _RATIO_SLACK = 1032, 1 << 16
+_MAX_RATIO, _RATIO_SLACK = DEFLATE_MAX_RATIO, 1 << 16
+
+#: The inner compressors of packed arrays (Zarr v3 codec names, all registered in ``_codecs``).
+_CODECS = ("zstd", "gzip", "blosc")
 
 
-def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int | None) -> bytes:
+def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int | None) -> Any:
     """Decode one inner chunk to ``size`` bytes (``None``: strings, bounded by a ratio).
 
     Nothing larger than the chunk's known size, or than ``_MAX_RATIO`` times its compressed
-    size, is allocated: a chunk whose stream says otherwise is a :class:`DafFormatError`.
+    size, is allocated (:func:`dafzarr._codecs.decode`): a chunk whose stream says otherwise
+    is a :class:`DafFormatError`.
     """
     if codec is None:
         return data
     name = codec.get("name")
-    limit = size if size is not None else _MAX_RATIO * len(data) + _RATIO_SLACK
-    try:
-        if name == "zstd":
-            if size is None:
-                return _zstd_strings(data, limit, where)
-            return bytes(decode_exact(data, size))
-        if name == "gzip":
-            d = zlib.decompressobj(31)
-            out = d.decompress(data, limit + 1)
-            if len(out) > limit or not d.eof:
-                raise DafFormatError(f"{where}: an inner gzip chunk decodes to more than "
-                                     f"{limit} bytes, or ends early")
-            return out
-        if name == "blosc":
-            stated = int.from_bytes(data[4:8], "little") if len(data) >= 16 else -1
-            if not 0 <= stated <= limit:
-                raise DafFormatError(f"{where}: an inner blosc chunk states {stated} bytes "
-                                     f"(at most {limit})")
-            return bytes(Blosc().decode(data))
-    except DafFormatError:
-        raise
-    except (ValueError, RuntimeError, zlib.error) as exc:
-        raise DafFormatError(f"{where}: an inner chunk does not decode: {exc}") from None
-    raise DafFormatError(f"{where}: unsupported inner codec {name!r} in a packed array")
-
-
-def _zstd_strings(data: bytes, limit: int, where: str) -> bytes:
-    """A zstd chunk of strings: the size its frames declare, or what it streams to, at most
-    ``limit`` bytes."""
-    declared = [f.content_size for f in frames(data)]
-    if all(n is not None for n in declared):
-        size = sum(n for n in declared if n is not None)
-        if size > limit:
-            raise DafFormatError(f"{where}: the zstd frames declare {size} bytes (at most {limit})")
-        return bytes(decode_exact(data, size))
-    out = bytearray()
-    for piece in stream(data, limit, 1 << 16):
-        out += piece
-    if len(out) > limit:
-        raise DafFormatError(f"{where}: the zstd data decodes to more than {limit} bytes")
-    return bytes(out)
+    if name not in _CODECS:
+        raise DafFormatError(f"{where}: unsupported inner codec {name!r} in a packed array")
+    return _codecs.decode(
+        name, data, size, what=f"{where}: an inner chunk", error=DafFormatError,
+        at_most=_MAX_RATIO * len(data) + _RATIO_SLACK, record="its chunk shape",
+    )
 
 
 def read_packed(
