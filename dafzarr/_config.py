@@ -21,12 +21,13 @@ def _version(dist: str) -> str | None:
 
 BUILD_INFO: dict[str, Any] = {
     "compiled_modules": ["dafzarr._posix", "dafzarr._h5chunks", "dafzarr._lz4seg"],
-    "crc32_kernel": _posix.CRC32_KERNEL,
+    # CRC-32 of buffers: ISA-L; the own kernel copies entries into archives with their CRC
+    "crc32": "isal",
+    "crc32_copy_kernel": _posix.CRC32_KERNEL,
     "page_size": _posix.PAGE_SIZE,
     "free_threading": False,
 }
 BUILD_INFO["h5chunks_capsule"] = "h5py.defs.__pyx_capi__['H5Dchunk_iter']"
-
 
 
 def show_config(file: Any = None) -> dict[str, Any]:
@@ -44,6 +45,11 @@ def show_config(file: Any = None) -> dict[str, Any]:
         "pyarrow": _version("pyarrow"),
         "scipy": _version("scipy"),
         "obstore": _version("obstore"),
+        "isal": _version("isal"),
+        "zstandard": _version("zstandard"),
+        "lz4": _version("lz4"),
+        "tqdm": _version("tqdm"),
+        "inflate64 (optional)": _version("inflate64"),
     }
     width = max(map(len, info))
     for key, value in info.items():

@@ -36,7 +36,7 @@ from typing import Any
 import lz4.block
 import zstandard
 
-from .._posix import crc32
+from .._crc import crc32
 from ..errors import CorruptArchiveError, DafzarrError, UnsupportedEntryError
 from ._limits import needs_proof
 from ._registry import METHODS, Method, lookup

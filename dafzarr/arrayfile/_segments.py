@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import itertools
 import struct
-import zlib
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .. import _codecs
+from .._crc import crc32
 from ..errors import CorruptArrayFileError
 
 SEGMENT_MIN = 64 << 10
@@ -142,7 +142,7 @@ def encode_table(tables: dict[int, tuple[npt.NDArray[np.uint32], int, int]]) -> 
         head.append(_BLOCK.pack(bid, len(entries), csize, usize))
         body.append(np.ascontiguousarray(entries, dtype="<u4").tobytes())
     data = b"".join(head + body)
-    return data + _TRAILER.pack(zlib.crc32(data), len(data) + _TRAILER.size, TRAILER_MAGIC)
+    return data + _TRAILER.pack(crc32(data), len(data) + _TRAILER.size, TRAILER_MAGIC)
 
 
 def decode_table(
@@ -158,7 +158,7 @@ def decode_table(
     if n < len(MAGIC) + 8 + _TRAILER.size or not data.startswith(MAGIC):
         return {}
     crc, length, magic = _TRAILER.unpack_from(data, n - _TRAILER.size)
-    if magic != TRAILER_MAGIC or length != n or zlib.crc32(data[: n - _TRAILER.size]) != crc:
+    if magic != TRAILER_MAGIC or length != n or crc32(data[: n - _TRAILER.size]) != crc:
         return {}
     nblocks = struct.unpack_from("<I", data, len(MAGIC))[0]
     pos = len(MAGIC) + 8
