@@ -33,11 +33,11 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import _zipformat as zf
 from . import _zstdframes
 from ._posix import crc32
 from ._zstdframes import needs_proof
 from .errors import CorruptArchiveError, UnsupportedEntryError
+from .zipstore import _format as zf
 
 __all__ = [
     "DEFLATE64_MAX_RATIO",

@@ -28,9 +28,9 @@ from dafzarr import (
     MmapZipStore,
     OutputExistsError,
     PackSourceError,
-    _zipcopy,
 )
 from dafzarr.cli import main
+from dafzarr.zipstore import _copy as _zipcopy
 
 from .common import check_archive
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dafzarr.zipstore as zipstore_module
+import dafzarr.zipstore._store as zipstore_module
 from dafzarr import CorruptArchiveError, MmapZipStore, RecoveryWarning
 
 from ._crash_child import (

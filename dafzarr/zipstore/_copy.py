@@ -25,8 +25,7 @@ import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
-from . import _zipformat as zf
-from ._atomic import (
+from .._atomic import (
     STALE_SECONDS,
     TMP_SUFFIX,
     check_destination,
@@ -37,18 +36,19 @@ from ._atomic import (
     publish_file,
     remove_stale_temporaries,
 )
-from ._posix import FileMapping, crc32
-from ._progress import Progress
-from .errors import (
+from .._posix import FileMapping, crc32
+from .._progress import Progress
+from ..errors import (
     ArchiveInUseError,
     CorruptArchiveError,
     DafzarrError,
     PackSourceError,
     UnsupportedEntryError,
 )
+from . import _format as zf
 
 if TYPE_CHECKING:
-    from .zipstore import ArchiveSpace, MmapZipStore
+    from ._store import ArchiveSpace, MmapZipStore
 
 __all__ = [
     "STALE_SECONDS",
@@ -331,7 +331,7 @@ def compact_path(
     only with ``force`` (otherwise :class:`~dafzarr.errors.OutputExistsError`). Returns the
     space accounting of the compacted archive.
     """
-    from .zipstore import MmapZipStore
+    from ._store import MmapZipStore
 
     source = os.path.realpath(os.fspath(path))
     if not os.path.exists(source):
@@ -486,7 +486,7 @@ def pack_directory(
     a special file raise :class:`~dafzarr.errors.PackSourceError` before anything is
     written. Returns the space accounting of the new archive.
     """
-    from .zipstore import ArchiveSpace
+    from ._store import ArchiveSpace
 
     root = os.fspath(directory)
     _check_zarr_directory(root)

@@ -56,13 +56,11 @@ import numpy as np
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
-from . import _zipformat as zf
-from ._addrspace import fitting_max_file_size, probe_reservation, reservation_error
-from ._byteranges import byte_range_bounds as _slice
-from ._posix import FileMapping, crc32
-from ._zipcopy import CompactMethod, pack_directory, restart_if_empty
-from ._zipdecode import decode_entry
-from .errors import (
+from .._addrspace import fitting_max_file_size, probe_reservation, reservation_error
+from .._byteranges import byte_range_bounds as _slice
+from .._posix import FileMapping, crc32
+from .._zipdecode import decode_entry
+from ..errors import (
     AppendOnlyError,
     ArchiveLockedError,
     CorruptArchiveError,
@@ -72,6 +70,8 @@ from .errors import (
     UnsafeEntryNameError,
     UnsupportedEntryError,
 )
+from . import _format as zf
+from ._copy import CompactMethod, pack_directory, restart_if_empty
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -1365,7 +1365,7 @@ class MmapZipStore(Store):
             off = self._data_offset(e)
             yield e, fm.view(off, e.csize)
 
-    # Compaction and packing (dafzarr/_zipcopy.py): ``store.compact()`` compacts an open
+    # Compaction and packing (``_copy``): ``store.compact()`` compacts an open
     # writable store in place; ``MmapZipStore.compact(path, out=None)`` an archive by path.
     compact = CompactMethod()
     pack = staticmethod(pack_directory)
