@@ -11,10 +11,12 @@ from __future__ import annotations
 __all__ = [
     "AddressSpaceError",
     "AppendOnlyError",
+    "ArchiveFullError",
     "ArchiveInUseError",
     "ArchiveLockedError",
     "ArrayExistsError",
     "ArrayNotFoundError",
+    "BatchOpenError",
     "CorruptArchiveError",
     "CorruptArrayFileError",
     "CorruptFooterError",
@@ -25,6 +27,7 @@ __all__ = [
     "DafReadOnlyError",
     "DafzarrError",
     "EntryExistsError",
+    "EntryNotFoundError",
     "H5Error",
     "HttpDeadlineError",
     "HttpReadError",
@@ -102,6 +105,19 @@ class PackSourceError(DafzarrError, ValueError):
     not UTF-8, a link that leads outside the directory, a file that is neither a regular file
     nor a directory.
     """
+
+
+class ArchiveFullError(DafzarrError, ValueError):
+    """An append would grow an archive past the ``max_file_size`` its store was opened with."""
+
+
+class EntryNotFoundError(DafzarrError, KeyError):
+    """An archive has no entry under the key asked for (the key is the exception's argument,
+    or its message names it)."""
+
+
+class BatchOpenError(DafzarrError, RuntimeError):
+    """An archive was to be closed or compacted while a batch of writes to it is open."""
 
 
 class RecoveryWarning(UserWarning):

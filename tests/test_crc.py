@@ -73,3 +73,22 @@ def test_mapped_ranges(tmp_path: object, threads: int) -> None:
             _crc.mapped_crc32(fm, _BIG.size - 10, 11)
     finally:
         fm.close()
+
+
+def test_only_the_crc_module_computes_crc32() -> None:
+    """Every CRC-32 goes through ``dafzarr._crc`` (or the fused copy of ``FileMapping``)."""
+    import re
+    from pathlib import Path
+
+    import dafzarr
+
+    root = Path(dafzarr.__file__).parent
+    pattern = re.compile(r"zlib\.crc32|isal_zlib|_posix\.crc32|\bfm\.crc32\(|import .*\bcrc32\b")
+    offenders = [
+        f"{p.relative_to(root)}:{i}: {line.strip()}"
+        for p in sorted(root.rglob("*.py"))
+        if p.name != "_crc.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line) and not re.search(r"from \.+_crc import", line)
+    ]
+    assert not offenders, "\n".join(offenders)

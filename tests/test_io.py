@@ -272,12 +272,9 @@ def test_a_file_source_keeps_its_generation(tmp_path: Path) -> None:
         src.close()
 
 
-def test_byte_range_bounds_moved_with_its_old_import() -> None:
+def test_byte_range_bounds() -> None:
     from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 
-    from dafzarr._byteranges import byte_range_bounds as old
-
-    assert old is byte_range_bounds
     assert byte_range_bounds(10, RangeByteRequest(2, 50)) == (2, 10)
     assert byte_range_bounds(10, SuffixByteRequest(3)) == (7, 10)
 

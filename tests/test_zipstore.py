@@ -20,7 +20,7 @@ from dafzarr import (
     MmapZipStore,
     RecoveryWarning,
 )
-from dafzarr import _zipformat as zf
+from dafzarr.zipstore import _format as zf
 
 from .common import check_zip_tools_accept
 

@@ -28,9 +28,9 @@ from dafzarr import (
     MmapZipStore,
     OutputExistsError,
     PackSourceError,
-    _zipcopy,
 )
 from dafzarr.cli import main
+from dafzarr.zipstore import _copy as _zipcopy
 
 from .common import check_archive
 
@@ -73,7 +73,7 @@ def _same_as_fresh_store(path: Path, tmp: Path) -> None:
     """The archive's bytes equal those of a new store written with the same entries."""
     fresh = tmp / "fresh.zip"
     with MmapZipStore(path) as store, MmapZipStore(fresh, "w") as other, other.batch():
-        keys = sorted(store, key=lambda k: store._index[k].lfh_offset)
+        keys = sorted(store, key=lambda k: store._archive.index[k].lfh_offset)
         for k in keys:
             other[k] = bytes(store[k])
     assert path.read_bytes() == fresh.read_bytes()
@@ -251,7 +251,7 @@ def test_compact_refuses_a_damaged_entry(tmp_path: Path) -> None:
     p = tmp_path / "a.zip"
     _archive_with_dead_bytes(p)
     with MmapZipStore(p) as store:
-        off = store._data_offset(store._index["g/k2"])
+        off = store.info()[[r["name"] for r in store.info()].index("g/k2")]["data_offset"]
     raw = bytearray(p.read_bytes())
     raw[off] ^= 0xFF
     p.write_bytes(raw)

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import zarr
 
-from dafzarr import MmapZipStore, _zipcopy
+from dafzarr import MmapZipStore
+from dafzarr.zipstore import _copy as _zipcopy
 
 from . import _compact_child as child
 from .common import check_archive, kill_when_ready

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dafzarr.zipstore as zipstore_module
+import dafzarr.zipstore._commit as commit_module
 from dafzarr import CorruptArchiveError, MmapZipStore, RecoveryWarning
 
 from ._crash_child import (
@@ -468,8 +468,8 @@ def test_sigkill_at_step(case: KillCase, runner: Runner) -> None:
 
 def _record_steps(path: Path, op_name: str) -> list[str]:
     steps: list[str] = []
-    previous = zipstore_module._step_hook
-    zipstore_module._step_hook = steps.append
+    previous = commit_module._step_hook
+    commit_module._step_hook = steps.append
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RecoveryWarning)
@@ -477,7 +477,7 @@ def _record_steps(path: Path, op_name: str) -> list[str]:
             perform(store, OPS[op_name])
             store.close()
     finally:
-        zipstore_module._step_hook = previous
+        commit_module._step_hook = previous
     return steps
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dafzarr import CorruptArchiveError, MmapZipStore
+from dafzarr.zipstore import _open as zipstore_open
 
 from . import _commit_child as child
 
@@ -64,13 +65,13 @@ def _damaged(tmp_path: Path) -> Path:
 
 def _count_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     loads = [0]
-    load = MmapZipStore._load_read_only
+    load = zipstore_open.load_read_only
 
-    def counted(self: MmapZipStore, fm: Any) -> None:
+    def counted(archive: Any, fm: Any) -> None:
         loads[0] += 1
-        load(self, fm)
+        load(archive, fm)
 
-    monkeypatch.setattr(MmapZipStore, "_load_read_only", counted)
+    monkeypatch.setattr(zipstore_open, "load_read_only", counted)
     return loads
 
 

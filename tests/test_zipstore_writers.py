@@ -30,7 +30,7 @@ import zarr
 import zarr.codecs
 from zarr.core.sync import sync
 
-import dafzarr.zipstore
+import dafzarr.zipstore._commit
 from dafzarr import MmapZipStore
 
 from .common import check_archive
@@ -98,11 +98,11 @@ def counting_commits() -> Iterator[dict[str, int]]:
         if name == "commit:truncated":
             seen["n"] += 1
 
-    dafzarr.zipstore._step_hook = hook
+    dafzarr.zipstore._commit._step_hook = hook
     try:
         yield seen
     finally:
-        dafzarr.zipstore._step_hook = None
+        dafzarr.zipstore._commit._step_hook = None
 
 
 def on_both(

@@ -1,6 +1,6 @@
 """Every compressed read of dafzarr: one registry of methods, one bounded decode.
 
-ZIP entries (:func:`decode_entry`), ArrayFile blocks and segments, and the inner chunks of
+ZIP entries (:func:`dafzarr.zipstore._methods.decode_entry`), ArrayFile blocks and segments, and the inner chunks of
 Daf packed arrays all decode through :func:`decode`, which never allocates more than the
 compressed data can prove it decodes to (the rules are in :mod:`._decode`). The methods are
 registered once, in :mod:`._registry`:
@@ -38,9 +38,9 @@ from ._registry import (
     lookup,
     register,
     zip_method,
+    zip_methods,
 )
 from ._whole import LZ4_MAX_RATIO
-from ._zip import decode_entry
 from ._zstd import frames, max_output
 
 __all__ = [
@@ -53,11 +53,11 @@ __all__ = [
     "PROOF_SLACK",
     "Method",
     "decode",
-    "decode_entry",
     "frames",
     "lookup",
     "max_output",
     "needs_proof",
     "register",
     "zip_method",
+    "zip_methods",
 ]

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .._io import FileSource, MemorySource, ObjectSource, file_version
-from .._zipformat import unsafe_name_reason
 from ..errors import RefusedEntryWarning
+from ..zipstore._format import unsafe_name_reason
 
 __all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
 

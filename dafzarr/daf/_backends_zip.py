@@ -86,12 +86,11 @@ def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) ->
             del _REGISTRY[path]
             shared = None
         if shared is None:
-            store = MmapZipStore(
+            store = MmapZipStore(  # opens the archive (a writable one, holding its lock)
                 path,
                 mode if writable else "r",  # type: ignore[arg-type]
                 max_file_size=max_file_size,
             )
-            store._ensure_open_sync()
             shared = _Shared(store, writable)
             _REGISTRY[path] = shared
         shared.refs += 1

@@ -15,7 +15,6 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from .. import _zipformat as zipformat
 from .._io import HttpOptions
 from ..errors import (
     AppendOnlyError,
@@ -24,6 +23,7 @@ from ..errors import (
     DafReadOnlyError,
     RefusedEntryWarning,
 )
+from ..zipstore import _format as zipformat
 from ._backends import Backend, DirectoryBackend, MemoryBackend
 from ._backends_http import HttpBackend
 from ._backends_zip import ZipBackend, acquire_zip_store

@@ -19,7 +19,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import CorruptArchiveError
+from ..errors import CorruptArchiveError
 
 # --- Constants -------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """Compressed ZIP entries decoded in memory bounded by what their data proves.
 
 A ZIP entry's directory record states its compression method, decoded size and CRC-32;
-:func:`decode_entry` finds the method by its ZIP id in the registry and decodes through
-:func:`._decode.decode`, which refuses a claim the data cannot produce and proves a large
+:func:`decode_entry` finds the method by its ZIP id in the codec registry
+(:mod:`dafzarr._codecs`) and decodes through :func:`dafzarr._codecs.decode`, which refuses a claim the data cannot produce and proves a large
 claim before allocating it. Every refusal is a :class:`~dafzarr.errors.CorruptArchiveError`
 naming the archive and the entry (an unsupported method or a size above
 ``max_decompressed_size`` is an :class:`~dafzarr.errors.UnsupportedEntryError`).
@@ -10,10 +10,9 @@ naming the archive and the entry (an unsupported method or a size above
 
 from __future__ import annotations
 
-from .. import _zipformat as zf
+from .._codecs import decode, zip_method, zip_methods
 from ..errors import CorruptArchiveError, UnsupportedEntryError
-from ._decode import decode
-from ._registry import zip_method, zip_methods
+from . import _format as zf
 
 __all__ = ["decode_entry"]
 

@@ -20,13 +20,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import gc
 import os
 import stat
+import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import Any, Protocol, Self, overload
 
-from . import _zipformat as zf
-from ._atomic import (
+from .._atomic import (
     STALE_SECONDS,
     TMP_SUFFIX,
     check_destination,
@@ -37,27 +39,32 @@ from ._atomic import (
     publish_file,
     remove_stale_temporaries,
 )
-from ._posix import FileMapping, crc32
-from ._progress import Progress
-from .errors import (
+from .._crc import crc32
+from .._posix import FileMapping
+from .._progress import Progress
+from ..errors import (
     ArchiveInUseError,
+    BatchOpenError,
     CorruptArchiveError,
-    DafzarrError,
     PackSourceError,
     UnsupportedEntryError,
 )
-
-if TYPE_CHECKING:
-    from .zipstore import ArchiveSpace, MmapZipStore
+from . import _format as zf
+from ._commit import commit
+from ._read import raw_records
+from ._space import ArchiveSpace
+from ._state import Archive
 
 __all__ = [
     "STALE_SECONDS",
     "TMP_SUFFIX",
     "CompactMethod",
+    "compact_in_place",
     "compact_path",
-    "compact_store",
+    "copy_live_entries",
     "pack_directory",
     "remove_stale_temporaries",
+    "worth_restarting",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -183,13 +190,13 @@ def _entry_flags(e: zf.Entry) -> int:
     return (e.flags & ~zf.FLAG_DATA_DESCRIPTOR) | zf.FLAG_UTF8
 
 
-def _copy_live_entries(store: MmapZipStore, writer: ArchiveWriter, progress: bool) -> None:
-    """Copy every live entry of ``store``, in file order, as it is stored (never decoded).
+def copy_live_entries(a: Archive, fm: FileMapping, writer: ArchiveWriter, progress: bool) -> None:
+    """Copy every live entry of ``a``, in file order, as it is stored (never decoded).
 
     Stored entries are CRC-checked on the way: a damaged entry stops the copy.
     """
-    records = store._raw_records()
-    with Progress(len(store._live_entries()), "compacting", progress, unit="entries") as bar:
+    records = raw_records(a, fm)
+    with Progress(len(a.live_entries()), "compacting", progress, unit="entries") as bar:
         written: set[str] = set()
         for e, view in records:
             with view:
@@ -198,13 +205,13 @@ def _copy_live_entries(store: MmapZipStore, writer: ArchiveWriter, progress: boo
                 written.add(e.name)
                 if e.flags & zf.FLAG_ENCRYPTED:
                     raise UnsupportedEntryError(
-                        f"{store.path}: entry {e.name!r} is encrypted; archives with encrypted "
+                        f"{a.path}: entry {e.name!r} is encrypted; archives with encrypted "
                         "entries cannot be compacted"
                     )
                 if e.method == 0 and (e.csize != e.usize or crc32(view) != e.crc):
                     raise CorruptArchiveError(
-                        f"{store.path}: entry {e.name!r} fails its CRC-32 check; compaction "
-                        f"would copy damaged data (see: dafzarr zip verify {store.path})"
+                        f"{a.path}: entry {e.name!r} fails its CRC-32 check; compaction "
+                        f"would copy damaged data (see: dafzarr zip verify {a.path})"
                     )
                 writer.add(
                     e.name.encode("utf-8"), view, e.crc, method=e.method, usize=e.usize,
@@ -213,115 +220,112 @@ def _copy_live_entries(store: MmapZipStore, writer: ArchiveWriter, progress: boo
             bar.step()
 
 
-def _ready_for_compaction(store: MmapZipStore) -> FileMapping:
+def _ready_for_compaction(a: Archive, fm: FileMapping) -> None:
     """Commit pending writes; refuse inside a batch, with views alive or reservations open."""
-    fm = store._check_writable_sync()
-    tx = store._tx
+    tx = a.tx
     if tx is not None and tx.depth == 0:
-        store._commit(fm, tx)
-    if store._tx is not None:
-        raise RuntimeError(f"cannot compact {store.path} inside a batch")
+        commit(a, fm, tx)
+    if a.tx is not None:
+        raise BatchOpenError(f"cannot compact {a.path} inside a batch")
     if fm.exports:
-        import gc
-
         gc.collect()
     if fm.exports:
         raise ArchiveInUseError(
-            f"cannot compact {store.path}: {fm.exports} zero-copy view(s) of its mapping are "
+            f"cannot compact {a.path}: {fm.exports} zero-copy view(s) of its mapping are "
             "alive (arrays from try_mmap_entry_as, memoryviews from store[key]); release them "
             "first"
         )
-    if store._unpatched:
+    if a.unpatched:
         raise ArchiveInUseError(
-            f"cannot compact {store.path}: reserved entries {sorted(store._unpatched)[:5]!r} "
+            f"cannot compact {a.path}: reserved entries {sorted(a.unpatched)[:5]!r} "
             "have no CRC yet; fill them and call patch_entry_crc first"
         )
-    return fm
 
 
-def compact_store(store: MmapZipStore, *, progress: bool = False) -> ArchiveSpace:
-    """Compact the archive of an open writable store in place; it keeps serving the result.
+def compact_in_place(a: Archive, fm: FileMapping, *, progress: bool = False) -> FileMapping:
+    """Compact the archive ``fm`` maps (``a`` describes it) in place; return the new mapping.
 
     Rewrites the live entries into a fresh archive (temporary file in the same directory,
-    fsync, rename), so every dead byte is given back. Raises
-    :class:`~dafzarr.errors.ArchiveInUseError` while zero-copy views of the store's mapping
-    are alive. Other threads must not use the store during the call.
+    fsync, rename), so every dead byte is given back; the new mapping holds the writer's
+    lock, and the caller loads it (the old mapping still maps the old file). Raises
+    :class:`~dafzarr.errors.ArchiveInUseError` while zero-copy views of the mapping are
+    alive. The caller holds the store's lock.
     """
-    with store._lock:
-        old = _ready_for_compaction(store)
-        real = os.path.realpath(store.path)
-        st = os.stat(real)
-        if st.st_nlink > 1:
-            raise ArchiveInUseError(
-                f"cannot compact {store.path} in place: the file has {st.st_nlink} hard links, "
-                "which would keep the old archive; compact it to another path (out=...)"
-            )
-        tmp = new_temporary(real)
-        new: FileMapping | None = None
+    _ready_for_compaction(a, fm)
+    real = os.path.realpath(a.path)
+    st = os.stat(real)
+    if st.st_nlink > 1:
+        raise ArchiveInUseError(
+            f"cannot compact {a.path} in place: the file has {st.st_nlink} hard links, "
+            "which would keep the old archive; compact it to another path (out=...)"
+        )
+    tmp = new_temporary(real)
+    new: FileMapping | None = None
+    try:
+        new = FileMapping(tmp, True, a.reserve_size())  # holds the writer's lock
+        writer = ArchiveWriter(new.fd, tmp)
         try:
-            new = FileMapping(tmp, True, store._reserve_size())  # holds the writer's lock
-            writer = ArchiveWriter(new.fd, tmp)
-            try:
-                _copy_live_entries(store, writer, progress)
-                size = writer.finish(store._comment)
-                new.resize(size)
-            except OSError as exc:
-                raise no_space(exc, f"the compacted copy of {store.path}", tmp) from None
-            os.fchmod(new.fd, stat.S_IMODE(st.st_mode))
-            os.fsync(new.fd)
-            os.rename(tmp, real)  # the commit point
-        except BaseException:
-            if new is not None:
-                new.close()
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        fsync_directory(os.path.dirname(real))
-        new.path = old.path
-        store._fm = new
-        store._reset_state()
-        store._load_writable(new)
-        # A view made since the check keeps the old mapping (and the old file) alive until
-        # it goes; the old file is no longer at the path, so nothing can be lost.
-        with contextlib.suppress(BufferError):
-            old.close()
-        return store.space()
+            copy_live_entries(a, fm, writer, progress)
+            size = writer.finish(a.comment)
+            new.resize(size)
+        except OSError as exc:
+            raise no_space(exc, f"the compacted copy of {a.path}", tmp) from None
+        os.fchmod(new.fd, stat.S_IMODE(st.st_mode))
+        os.fsync(new.fd)
+        os.rename(tmp, real)  # the commit point
+    except BaseException:
+        if new is not None:
+            new.close()
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_directory(os.path.dirname(real))
+    new.path = fm.path
+    return new
 
 
-def restart_if_empty(store: MmapZipStore) -> bool:
-    """Replace an archive whose every entry a delete left dead by a fresh empty one.
+def worth_restarting(a: Archive, fm: FileMapping | None) -> bool:
+    """Whether an archive whose every entry a delete left dead can be replaced by a fresh
+    empty one (see ``MmapZipStore._restart_if_empty``).
 
-    Called after a delete outside any batch. When no entry stays listed, the dead bytes
-    hold nothing anybody asked to keep, yet they would stay in the file and, being its
-    first bytes, hide the archive from tools that look for one at the start (7-Zip). A
-    fresh empty archive is put in place the way compaction does it (temporary file, fsync,
-    rename: a kill leaves the emptied archive or the fresh one). It is skipped, leaving the
-    committed (valid) archive as it is, while views of the mapping are alive, reservations
-    are open, the file has other hard links, or the fresh file cannot be written. Returns
-    whether the archive was replaced.
+    Not inside a transaction, with entries listed, with nothing before the directory, while
+    views of the mapping are alive or reservations are open, or when the file has other
+    hard links.
     """
-    fm = store._fm
-    if store._tx is not None or store._entries or store._data_end == 0 or fm is None:
+    if a.tx is not None or a.entries or a.data_end == 0 or fm is None:
         return False
-    if store._unpatched:
+    if a.unpatched:
         return False
     if fm.exports:
-        import gc
-
         gc.collect()
         if fm.exports:
             return False
-    try:
-        if os.stat(os.path.realpath(store.path)).st_nlink > 1:
-            return False
-        compact_store(store)
-    except (OSError, DafzarrError):
-        return False
-    return True
+    return os.stat(os.path.realpath(a.path)).st_nlink <= 1
+
+
+class _Store(Protocol):
+    """What compaction by path needs of a store (an :class:`~dafzarr.MmapZipStore`)."""
+
+    @property
+    def comment(self) -> bytes: ...
+
+    def _mapped_archive(self) -> tuple[Archive, FileMapping]: ...
+
+    def _compact_in_place(self, *, progress: bool = False) -> ArchiveSpace: ...
+
+    def space(self) -> ArchiveSpace: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None: ...
 
 
 def compact_path(
-    path: PathLike, out: PathLike | None = None, *, force: bool = False, progress: bool = False
+    store_type: Callable[[PathLike, str], _Store], path: PathLike, out: PathLike | None = None,
+    *, force: bool = False, progress: bool = False,
 ) -> ArchiveSpace:
     """Compact the archive at ``path``: in place, or into a new archive ``out``.
 
@@ -329,27 +333,26 @@ def compact_path(
     refused with :class:`~dafzarr.errors.ArchiveLockedError`). Into ``out``, the source is
     read as it is when the call starts and left unchanged; an existing ``out`` is replaced
     only with ``force`` (otherwise :class:`~dafzarr.errors.OutputExistsError`). Returns the
-    space accounting of the compacted archive.
+    space accounting of the compacted archive. ``store_type`` opens an archive (the store
+    class).
     """
-    from .zipstore import MmapZipStore
-
     source = os.path.realpath(os.fspath(path))
     if not os.path.exists(source):
         raise FileNotFoundError(errno.ENOENT, f"no such file: {path}", os.fspath(path))
     target = os.path.realpath(os.fspath(out)) if out is not None else source
     if target == source or (os.path.exists(target) and os.path.samefile(source, target)):
-        with MmapZipStore(path, "r+") as store:
-            return compact_store(store, progress=progress)
+        with store_type(path, "r+") as store:
+            return store._compact_in_place(progress=progress)
     check_destination(target, force)
-    with MmapZipStore(path, "r") as store, locked_temporary(target) as (fd, tmp):
+    with store_type(path, "r") as store, locked_temporary(target) as (fd, tmp):
         writer = ArchiveWriter(fd, tmp)
         try:
-            _copy_live_entries(store, writer, progress)
+            copy_live_entries(*store._mapped_archive(), writer, progress)
             writer.finish(store.comment)
         except OSError as exc:
             raise no_space(exc, f"the compacted copy of {path} to {target}", tmp) from None
         publish_file(fd, tmp, target, force)
-    with MmapZipStore(target, "r") as result:
+    with store_type(target, "r") as result:
         return result.space()
 
 
@@ -374,13 +377,13 @@ class CompactMethod:
     def __get__(self, obj: None, owner: type[Any]) -> _CompactPath: ...
 
     @overload
-    def __get__(self, obj: MmapZipStore, owner: type[Any]) -> _CompactOpen: ...
+    def __get__(self, obj: _Store, owner: type[Any]) -> _CompactOpen: ...
 
-    def __get__(self, obj: MmapZipStore | None, owner: type[Any]) -> _CompactPath | _CompactOpen:
+    def __get__(self, obj: _Store | None, owner: type[Any]) -> _CompactPath | _CompactOpen:
         if obj is None:
-            return compact_path
-        bound: _CompactOpen = functools.partial(compact_store, obj)
-        return bound
+            by_path: _CompactPath = functools.partial(compact_path, owner)
+            return by_path
+        return obj._compact_in_place
 
 
 # --- Packing a directory store --------------------------------------------------------------
@@ -486,8 +489,6 @@ def pack_directory(
     a special file raise :class:`~dafzarr.errors.PackSourceError` before anything is
     written. Returns the space accounting of the new archive.
     """
-    from .zipstore import ArchiveSpace
-
     root = os.fspath(directory)
     _check_zarr_directory(root)
     target = os.path.realpath(os.fspath(out))

@@ -1,0 +1,383 @@
+"""The commit protocol: appends keep the file a valid ZIP archive at every instant.
+
+State: committed entries end at ``E`` (where the next local header goes); the live central
+directory (CD) sits at ``C >= E`` followed by the 98-byte trailer and the archive comment
+(kept from a foreign archive, usually empty), which end at EOF ``S``. The comment is written
+before the end record, so a complete end record implies a complete comment.
+Readers find the live CD through the trailer at EOF. A commit never stores into the bytes of
+the live CD + trailer:
+
+1. If the new entries' bytes ``[E, W)`` would reach the live CD, first *relocate* it: grow the
+   file and copy the live CD + trailer past the old EOF. That copy becomes the live one (it is
+   at EOF) and the old one becomes dead space. A crash before the copy completes leaves a
+   zero (or partly written) tail; recovery scans back to the old, intact trailer.
+2. Write each entry's local header and data at ``W``; they are invisible until step 3.
+3. Place the new CD + trailer right after the data. If that range is below the live copy,
+   write it there, then ``ftruncate`` the live copy away: the truncate is the commit point.
+   Otherwise write it past EOF first (the commit point: it is complete and at EOF), then copy
+   it down and truncate.
+
+A batch is steps 1-3 with many entries in step 2: N appends cost O(N) bytes, and a crash
+anywhere in the batch rolls back the whole batch. Within each copy the CD is written before
+the trailer, so a complete trailer implies a complete CD. ``durable=True`` adds msync/fsync
+after steps 1 and 3 so the order also holds across power loss. The final bytes are exactly
+the layout of ``mmap-zip-store`` (entries contiguous, CD right after the last entry).
+
+Reservations (``reserve_entry``) commit an entry whose data is filled later through a
+writable view, with CRC 0 until ``patch_entry_crc`` stores the real CRC (local header first,
+CD last, so the CD is authoritative). A writable open rolls back unpatched reservations.
+
+Each step is a function of the :class:`~dafzarr.zipstore._state.Archive` (the directory in
+memory, the open transaction) and the mapping it writes through; the caller holds the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+from .._crc import mapped_crc32
+from .._posix import FileMapping
+from . import _format as zf
+from ._read import data_offset
+from ._state import Archive, Txn, live_index
+
+__all__ = [
+    "abort", "add_entry", "begin", "commit", "end", "leave_failed", "make_room",
+    "move_directory", "patch_crc", "place_directory", "write_step", "write_trailer",
+]  # fmt: skip
+
+_U32 = struct.Struct("<I")
+
+# Crash-test instrumentation: when set, called with the name of each step of the commit
+# protocol just after that step (tests install a hook that SIGKILLs the process).
+_step_hook: Any = None
+
+
+def _step(name: str) -> None:
+    if _step_hook is not None:
+        _step_hook(name)
+
+
+def write_trailer(a: Archive, fm: FileMapping, at: int, n: int, cd_size: int, cd_at: int) -> None:
+    """The end records (and the archive comment) of a directory at ``cd_at``.
+
+    The comment goes first: a complete end record implies a complete comment.
+    """
+    if a.comment:
+        fm.write(at + zf.TRAILER_SIZE, a.comment)
+    fm.write(at, zf.trailer(n, cd_size, cd_at, len(a.comment)))
+
+
+def begin(a: Archive, fm: FileMapping, batch: bool = False) -> Txn:
+    """Enter the open transaction, opening one if there is none."""
+    tx = a.tx
+    if tx is None:
+        tx = Txn(len(a.entries), len(a.cd), a.data_end, a.data_end, a.cd_offset, fm.size)
+        tx.dirty.append((a.data_end, fm.size))
+        a.tx = tx
+    tx.depth += 1
+    tx.batch = tx.batch or batch
+    return tx
+
+
+def make_room(a: Archive, fm: FileMapping, tx: Txn, need: int, room: int, what: str) -> None:
+    """Ensure ``[tx.write, tx.write + need)`` is free, relocating the live CD if not."""
+    end = tx.write + need
+    if end <= tx.live_cd:
+        return
+    live_len = tx.cd_len0
+    tlen = a.trailer_len()
+    limit = a.reserve_size() - live_len - tlen
+    new_cd = max(tx.live_end, min(end + room, limit))
+    new_end = new_cd + live_len + tlen
+    a.check_reserve(new_end, what)
+    fm.resize(new_end)
+    _step("relocate:resized")
+    fm.write(new_cd, memoryview(a.cd)[:live_len])
+    _step("relocate:cd")
+    write_trailer(a, fm, new_cd + live_len, tx.n0, live_len, new_cd)
+    _step("relocate:trailer")
+    if a.durable:
+        fm.msync(new_cd, live_len + tlen)
+        fm.fsync()
+    tx.dirty.append((tx.live_cd, tx.live_end))
+    tx.live_cd, tx.live_end = new_cd, new_end
+
+
+def _pruned_directory(a: Archive) -> tuple[bytes, list[zf.Entry], list[int]]:
+    """The directory without superseded, deleted and shadowed entries.
+
+    Returns its bytes, its entries and their record positions in it; the entries' own
+    ``cd_pos`` still describe ``a.cd`` until the new directory is installed.
+    """
+    keep = a.live_entries()
+    cd = a.cd
+    parts = []
+    positions = []
+    pos = 0
+    for e in keep:
+        parts.append(cd[e.cd_pos : e.cd_pos + e.cd_len])
+        positions.append(pos)
+        pos += e.cd_len
+    return b"".join(parts), keep, positions
+
+
+def place_directory(a: Archive, fm: FileMapping, tx: Txn) -> None:
+    """Make the in-memory CD live right after the data at ``tx.write`` (the commit).
+
+    After a rewrite or delete (or on the first commit to a foreign archive that repeats
+    a name), the new directory lists only live entries; the superseded bytes stay in
+    the file as dead space, so views of them stay valid.
+    """
+    pruned: tuple[bytes, list[zf.Entry], list[int]] | None = None
+    if tx.pruned or a.shadowed:
+        pruned = _pruned_directory(a)
+        cd: memoryview | bytes = pruned[0]
+        n = len(pruned[1])
+    else:
+        cd = memoryview(a.cd)
+        n = len(a.entries)
+
+    def install() -> None:  # at the commit point: memory follows the file
+        if pruned is not None:
+            data, keep, positions = pruned
+            for e, p in zip(keep, positions, strict=True):
+                e.cd_pos = p
+            a.entries = keep
+            a.cd = bytearray(data)
+            a.shadowed = False
+            a.first_listed = min((e.lfh_offset for e in keep), default=-1)
+            a.dropped_folders.clear()
+            tx.pruned = False
+
+    w, size = tx.write, len(cd)
+    tlen = a.trailer_len()
+    final_end = w + size + tlen
+    if final_end <= tx.live_cd:
+        fm.write(w, cd)
+        _step("commit:cd")
+        write_trailer(a, fm, w + size, n, size, w)
+        _step("commit:trailer")
+        if a.durable:
+            fm.msync(tx.start, final_end - tx.start)
+            fm.fsync()
+        fm.resize(final_end)  # commit point: cuts off the old live directory
+        install()
+        _step("commit:truncated")
+    else:
+        x = max(tx.live_end, final_end)
+        a.check_reserve(x + size + tlen, "the central directory")
+        fm.resize(x + size + tlen)
+        _step("commit:x-resized")
+        fm.write(x, cd)
+        _step("commit:x-cd")
+        write_trailer(a, fm, x + size, n, size, x)  # commit point: complete, at EOF
+        _step("commit:x-trailer")
+        tx.committed = True
+        install()
+        a.cd_offset, a.data_end, a.limit = x, w, w
+        if a.durable:
+            fm.msync(tx.start, x + size + tlen - tx.start)
+            fm.fsync()
+        fm.write(w, cd)
+        _step("commit:cd")
+        write_trailer(a, fm, w + size, n, size, w)
+        _step("commit:trailer")
+        if a.durable:
+            fm.msync(w, size + tlen)
+        fm.resize(final_end)
+        _step("commit:truncated")
+    if a.durable:
+        fm.fsync()
+    a.cd_offset = w
+    a.data_end = w
+    a.limit = w
+
+
+def move_directory(a: Archive, fm: FileMapping, data_end: int) -> None:
+    """Make the in-memory CD live right after ``data_end``, through the commit placement.
+
+    Used to roll back entries and to close a gap before the directory: the live CD is
+    where ``a.cd_offset`` says, and the file ends with its trailer.
+    """
+    tx = Txn(len(a.entries), len(a.cd), data_end, data_end, a.cd_offset, fm.size)
+    a.tx = tx
+    try:
+        place_directory(a, fm, tx)
+    finally:
+        a.tx = None
+
+
+@contextlib.contextmanager
+def write_step(
+    a: Archive, fm: FileMapping, *, batch: bool = False, keep_open: bool = False
+) -> Iterator[Txn]:
+    """One write step inside the open transaction (opening one); the caller holds the lock.
+
+    If the step raises, the transaction is abandoned unless something else holds it.
+    Otherwise it commits when this step was its outermost holder; with ``keep_open``
+    it stays open instead, for the next commit to take along.
+    """
+    tx = begin(a, fm, batch=batch)
+    try:
+        yield tx
+    except BaseException as exc:
+        leave_failed(a, fm, tx, exc)
+        raise
+    if keep_open:
+        tx.depth -= 1
+    else:
+        end(a, fm, tx)
+
+
+def leave_failed(a: Archive, fm: FileMapping | None, tx: Txn, exc: BaseException) -> None:
+    """A holder of ``tx`` failed: abandon it if nothing else holds it."""
+    if tx.depth == 1:
+        abort(a, fm, tx, exc)
+    else:
+        tx.depth -= 1
+
+
+def end(a: Archive, fm: FileMapping, tx: Txn) -> None:
+    """A holder of ``tx`` is done: commit it if that was the last one."""
+    tx.depth -= 1
+    if tx.depth:
+        return
+    commit(a, fm, tx)
+
+
+def commit(a: Archive, fm: FileMapping, tx: Txn) -> None:
+    """Make everything ``tx`` wrote durable (one directory write), or abandon it."""
+    pruned = tx.pruned or a.shadowed
+    try:
+        if len(a.entries) != tx.n0 or tx.live_cd != a.cd_offset or pruned:
+            place_directory(a, fm, tx)
+    except BaseException as exc:
+        abort(a, fm, tx, exc)
+        raise
+    a.tx = None
+    tx.done = True
+    if a.first_listed > a.dead_prefix:
+        _mark_unlisted_start(a, fm)
+
+
+def _mark_unlisted_start(a: Archive, fm: FileMapping) -> None:
+    """Mark the local headers before the first listed entry as listed by no directory.
+
+    Their copies stay readable for views and older readers (only the 4 signature bytes
+    of each header change, and readers accept the mark); tools that look for an archive
+    at the start of the file (7-Zip) then see leading bytes instead of entries missing
+    from the directory.
+    """
+    pos, end = a.dead_prefix, a.first_listed
+    dead = _U32.pack(zf.DEAD_LFH_SIG)
+    while pos < end:
+        rec = zf.read_local_record(fm.read, pos, end, a.path)
+        if rec is None:
+            break  # not a record this store wrote: leave the bytes alone
+        if not rec.dead:
+            fm.write(pos, dead)
+        pos = rec.data_offset + rec.csize
+    a.dead_prefix = pos
+
+
+def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | None = None) -> None:
+    """Forget the entries of a failed transaction; the live CD on disk is still valid."""
+    a.tx = None
+    tx.done = True
+    if tx.committed:
+        return  # failed after the commit point: the entries are durable, keep them
+    tx.failure = failure or RuntimeError(f"a batch of writes to {a.path} was abandoned")
+    if fm is not None and not fm.closed and fm.size > tx.live_end:
+        with contextlib.suppress(OSError):
+            fm.resize(tx.live_end)  # drop a half-written copy past the live trailer
+    for e in a.entries[tx.n0 :]:
+        a.unpatched.discard(e.name)
+    del a.entries[tx.n0 :]
+    del a.cd[tx.cd_len0 :]
+    # Superseded and deleted keys come back: the committed directory still lists them.
+    a.index = live_index(a.entries)
+    a.first_listed = min((e.lfh_offset for e in a.entries), default=-1)
+    a.dropped_folders.clear()
+    tx.pruned = False
+    a.cd_offset = tx.live_cd
+    a.data_end = tx.start
+    if fm is not None and not fm.closed and fm.exports == 0 and tx.live_cd > tx.start:
+        # Close the gap the abandoned entries left (no view can point into it).
+        with contextlib.suppress(OSError, ValueError):
+            # On failure it is still a valid archive; the next writable open closes it.
+            move_directory(a, fm, tx.start)
+
+
+def add_entry(
+    a: Archive, fm: FileMapping, tx: Txn, key: str, raw: bytes, data: memoryview | None,
+    size: int, batch_room: int,
+) -> zf.Entry:
+    """Write one entry (``data``, or ``size`` zero bytes when None) at ``tx.write``.
+
+    Inside a batch, a relocation of the directory leaves at least ``batch_room`` bytes for
+    the entries that follow.
+    """
+    w = tx.write
+    pad = zf.alignment_padding(w, len(raw))
+    header_len = zf.LFH_SIZE + len(raw) + 20 + pad
+    entry_cd_len = zf.CD_SIZE + len(raw) + 28
+    tail = len(a.cd) + entry_cd_len + a.trailer_len()  # directory + end records
+    # Inside a batch more entries follow: the directory moves far enough ahead for
+    # several more of this size (the commit gives back what they leave unused).
+    room = tail if not tx.batch else max(tail, w - tx.start, 4 * (header_len + size), batch_room)
+    a.check_size(w + header_len + size + tail, repr(key))
+    make_room(a, fm, tx, header_len + size, room, repr(key))
+    offset = w + header_len
+    if data is None:
+        crc = 0
+        for lo, hi in tx.dirty:  # a reservation reads as zeros until it is filled
+            start, stop = max(lo, offset), min(hi, offset + size)
+            if start < stop:
+                fm.zero(start, stop - start)
+    else:
+        crc = fm.write_crc32(offset, data)
+    _step("entry:data")
+    fm.write(w, zf.local_header(raw, size, crc, w, pad))
+    _step("entry:header")
+    record = zf.central_entry(raw, size, crc, w)
+    entry = zf.Entry(key, 0, zf.FLAG_UTF8, crc, size, size, w, len(a.cd), len(record), offset)
+    a.cd += record
+    a.entries.append(entry)
+    if a.first_listed < 0:
+        a.first_listed = w
+    if key in a.index:
+        tx.pruned = True  # a newer copy: the next directory lists only this one
+        a.unpatched.discard(key)
+    a.index[key] = entry
+    tx.write = offset + size
+    return entry
+
+
+def patch_crc(a: Archive, fm: FileMapping, e: zf.Entry) -> int:
+    """Store the CRC-32 of a stored entry's current data: local header first, then the live
+    directory (when the entry is committed) and the directory in memory."""
+    off = data_offset(a, fm, e)
+    value = mapped_crc32(fm, off, e.csize)
+    packed = _U32.pack(value)
+    fm.write(e.lfh_offset + zf.LFH_CRC_OFFSET, packed)
+    _step("patch:header")
+    a.cd[e.cd_pos + zf.CD_CRC_OFFSET : e.cd_pos + zf.CD_CRC_OFFSET + 4] = packed
+    tx = a.tx
+    live_cd = tx.live_cd if tx is not None else a.cd_offset
+    # Committed entries sit in the live directory at the same position as in memory
+    # (a transaction only appends records to it until its commit).
+    if tx is None or e.cd_pos < tx.cd_len0:
+        fm.write(live_cd + e.cd_pos + zf.CD_CRC_OFFSET, packed)
+        _step("patch:cd")
+    if a.durable:
+        fm.msync(off, e.csize)
+        fm.msync(e.lfh_offset, zf.LFH_SIZE)
+        fm.msync(live_cd + e.cd_pos, e.cd_len)
+        fm.fsync()
+    e.crc = value
+    a.unpatched.discard(e.name)
+    return value

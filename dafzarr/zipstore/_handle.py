@@ -1,0 +1,398 @@
+"""One archive as a store holds it: the lock, the mapping, the state, and the synchronous
+operations on them (the part of :class:`~dafzarr.zipstore.MmapZipStore` that is not zarr's
+Store API or the mapping protocol).
+
+Each method takes the lock where it writes, opens the archive on first use, and hands the
+work to the package's steps with the explicit state (the
+:class:`~dafzarr.zipstore._state.Archive` and the mapping): ``_open`` and ``_recover`` load
+the archive, ``_write`` and ``_commit`` append and commit, ``_read`` serves entries,
+``_space`` accounts for bytes, ``_copy`` compacts and packs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import gc
+import os
+import threading
+import types
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+import numpy as np
+from zarr.abc.store import Store
+
+from .._posix import FileMapping
+from ..errors import (
+    BatchOpenError,
+    CorruptArchiveError,
+    DafzarrError,
+    EntryNotFoundError,
+    InvalidArgumentError,
+    UnsupportedEntryError,
+)
+from . import _commit, _open, _read, _recover, _space, _write
+from . import _format as zf
+from ._copy import CompactMethod, compact_in_place, pack_directory, worth_restarting
+from ._input import as_bytes_view, encode_key
+from ._space import ArchiveSpace
+from ._state import Archive, Txn
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_MAX_FILE_SIZE", "ArchiveHandle", "Mode"]
+
+Mode = Literal["r", "r+", "w+", "w"]
+MODES: tuple[str, ...] = ("r", "r+", "w+", "w")
+DEFAULT_MAX_FILE_SIZE = 1 << 40
+# Decoded size above which a compressed foreign entry is refused (zip-bomb guard).
+DEFAULT_MAX_DECOMPRESSED = 1 << 34
+
+
+class ArchiveHandle(Store):
+    """The archive a store holds, and what can be done with it synchronously.
+
+    Not used alone: :class:`~dafzarr.zipstore.MmapZipStore` adds zarr's Store API and the
+    mapping protocol, and documents the options ``_configure`` takes.
+    """
+
+    def _configure(
+        self,
+        path: str | os.PathLike[str],
+        mode: Mode,
+        read_only: bool | None,
+        max_file_size: int,
+        durable: bool,
+        max_decompressed_size: int,
+        append_only: bool,
+    ) -> None:
+        """Set the options and check the path; open nothing."""
+        if mode not in MODES:
+            raise InvalidArgumentError(f"invalid mode: {mode!r} (expected one of 'r', 'r+', 'w+', 'w')")
+        if read_only is None:
+            read_only = mode == "r"
+        elif read_only:
+            mode = "r"
+        elif mode == "r":
+            mode = "r+"
+        if max_file_size <= 0:
+            raise InvalidArgumentError(f"max_file_size must be positive, got {max_file_size}")
+        super().__init__(read_only=read_only)
+        self.path = os.path.abspath(os.fspath(path))
+        self.mode: Mode = mode
+        self.max_file_size = int(max_file_size)
+        self.durable = bool(durable)
+        self.max_decompressed_size = int(max_decompressed_size)
+        self.append_only = bool(append_only)
+        self._truncate_on_open = mode == "w"
+        self._lock = threading.RLock()
+        self._fm: FileMapping | None = None
+        self._staging = 0  # large writes being copied in worker threads now (see set)
+        self._archive = Archive(
+            self.path, self.max_file_size, self.durable, self.max_decompressed_size
+        )
+        if mode in ("r", "r+") and not os.path.exists(self.path):
+            raise FileNotFoundError(errno.ENOENT, f"no such file: {self.path}", self.path)
+
+    def _reset_state(self) -> None:
+        """Forget the loaded directory (the archive is not open)."""
+        self._archive.reset()
+
+    def _open_sync(self) -> None:
+        with self._lock:
+            if self._is_open:
+                raise ValueError("store is already open")
+            if self.read_only:
+                fm = _open.open_read_only(self._archive)
+            else:
+                fm = _open.open_writable(
+                    self._archive, self.mode in ("w+", "w"), self._truncate_on_open
+                )
+                self._truncate_on_open = False
+            self._fm = fm
+            self._is_open = True
+
+    def _ensure_open_sync(self) -> FileMapping:
+        if not self._is_open:
+            with self._lock:  # threads that arrive together open the store once
+                if not self._is_open:
+                    self._open_sync()
+        assert self._fm is not None
+        return self._fm
+
+    def _check_writable_sync(self) -> FileMapping:
+        self._check_writable()
+        return self._ensure_open_sync()
+
+    @property
+    def comment(self) -> bytes:
+        """The archive comment (kept, byte for byte, by every append)."""
+        self._ensure_open_sync()
+        return self._archive.comment
+
+    # --- Writing ------------------------------------------------------------------------
+
+    def _stage(
+        self, key: str, value: Any, *, exist_ok: bool = False, grouped: bool = False
+    ) -> Txn | None:
+        """Write one entry into the open transaction (opening one); commit nothing
+        (see ``_write.stage``)."""
+        raw = encode_key(key, self.path)
+        data = as_bytes_view(value)
+        with self._lock:
+            fm = self._check_writable_sync()
+            return _write.stage(
+                self._archive, fm, key, raw, data, exist_ok=exist_ok, grouped=grouped,
+                append_only=self.append_only, batch_room=self._batch_room,
+            )
+
+    def _flush(self, tx: Txn | None) -> None:
+        """Commit ``tx`` unless that happened already; raise if it was abandoned.
+
+        Inside a ``batch()`` block the block's exit commits; nothing to do here.
+        """
+        if tx is None:
+            return
+        with self._lock:
+            if not tx.done and self._archive.tx is tx and tx.depth == 0:
+                fm = self._fm
+                assert fm is not None
+                _commit.commit(self._archive, fm, tx)
+        if tx.done and tx.failure is not None:
+            raise CorruptArchiveError(
+                f"{self.path}: the commit that was to make this write durable failed: "
+                f"{tx.failure}"
+            ) from tx.failure
+
+    def _append(self, key: str, value: Any, *, exist_ok: bool = False) -> bool:
+        """Write one entry and commit it; False if nothing needed writing."""
+        tx = self._stage(key, value, exist_ok=exist_ok)
+        self._flush(tx)
+        return tx is not None
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[Self]:
+        """Group writes into one commit: one central-directory write for all of them.
+
+        Inside the block, writes (``store[k] = v``, zarr writes, deletes, reservations)
+        are visible at once in this process but become durable together when the block
+        exits; if the block raises, or the process dies inside it, none of them survive.
+        Writes other threads make while the block is open join it.
+        """
+        with self._lock:
+            fm = self._check_writable_sync()
+            tx = _commit.begin(self._archive, fm, batch=True)
+        try:
+            yield self
+        except BaseException as exc:
+            with self._lock:
+                _commit.leave_failed(self._archive, self._fm, tx, exc)
+            raise
+        with self._lock:
+            _commit.end(self._archive, fm, tx)
+        if tx.failure is not None:
+            raise tx.failure
+
+    def reserve_entry(self, key: str, nbytes: int) -> npt.NDArray[np.uint8]:
+        """Append an entry of ``nbytes`` zero bytes and return a writable view of its data.
+
+        Fill the view in place, then call :meth:`patch_entry_crc`. Until then the entry has
+        CRC 0, and the next writable open rolls it back (and every entry after it). The key
+        must not exist: a reservation cannot supersede an entry, since rolling back an
+        unfinished one would lose the old value too (delete the old entry first).
+        """
+        raw = encode_key(key, self.path)
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise InvalidArgumentError(f"cannot reserve a negative size ({nbytes}) for {key!r}")
+        with self._lock:
+            fm = self._check_writable_sync()
+            offset = _write.reserve(
+                self._archive, fm, key, raw, nbytes, append_only=self.append_only,
+                batch_room=self._batch_room,
+            )
+            return np.frombuffer(fm.view(offset, nbytes, writable=True), np.uint8)
+
+    def patch_entry_crc(self, key: str) -> int:
+        """Store the CRC-32 of an entry's current data (after filling a reservation)."""
+        with self._lock:
+            fm = self._check_writable_sync()
+            e = self._archive.index.get(key)
+            if e is None:
+                raise EntryNotFoundError(f"no entry {key!r} in {self.path}")
+            if e.method != 0 or e.lfh_offset < 0:
+                raise UnsupportedEntryError(f"{self.path}: entry {key!r} is not stored")
+            return _commit.patch_crc(self._archive, fm, e)
+
+    def _delete_sync(self, key: str, *, missing_ok: bool = True) -> None:
+        if not self._delete_keys([key]) and not missing_ok:
+            raise EntryNotFoundError(key)
+
+    def _delete_keys(self, keys: Iterable[str]) -> int:
+        """Drop ``keys`` from the archive in one commit; absent keys are ignored.
+
+        The entries' bytes stay in the file (dead space until :meth:`compact`), so views
+        of them stay valid; when no entry is left and nothing maps them, a fresh empty
+        archive replaces the file (see ``_restart_if_empty``). Returns how many keys were
+        deleted.
+        """
+        self._check_writable()
+        with self._lock:
+            fm = self._check_writable_sync()
+            deleted = _write.delete_keys(self._archive, fm, keys, append_only=self.append_only)
+            if deleted:
+                self._restart_if_empty()
+            return deleted
+
+    def _delete_dir(self, prefix: str) -> None:
+        """The keys under ``prefix/`` and the folder entries there (``zip -r`` writes
+        them; listings would still show the deleted prefix), in one commit. An
+        append-only store keeps the folder entries: they hold no data."""
+        with self._lock:
+            fm = self._check_writable_sync()
+            with _commit.write_step(self._archive, fm) as tx:
+                self._delete_keys(_write.keys_under(self._archive, prefix))
+                if not self.append_only:
+                    _write.drop_folders(self._archive, tx, prefix)
+            self._restart_if_empty()
+
+    # --- Reading ------------------------------------------------------------------------
+
+    def _read(self, e: zf.Entry) -> memoryview:
+        """The decoded bytes of an entry: a zero-copy view when it is stored."""
+        fm = self._fm
+        assert fm is not None
+        return _read.read_entry(self._archive, fm, e)
+
+    def try_mmap_entry_as(
+        self,
+        key: str,
+        dtype: npt.DTypeLike,
+        shape: int | Iterable[int],
+        *,
+        order: Literal["C", "F"] = "C",
+    ) -> np.ndarray[Any, Any] | None:
+        """A read-only numpy array aliasing the entry's bytes in the mapping, or ``None``.
+
+        ``None`` when the entry is absent, compressed or encrypted, when its size is not
+        ``prod(shape) * dtype.itemsize``, or when its data is not aligned for ``dtype``
+        (then read ``store[key]``, which copies nothing either but gives bytes).
+        """
+        fm = self._ensure_open_sync()
+        return _read.mmap_entry_as(self._archive, fm, key, dtype, shape, order)
+
+    # Compaction and packing (``_copy``): ``store.compact()`` compacts an open writable
+    # store in place; ``MmapZipStore.compact(path, out=None)`` an archive by path.
+    compact = CompactMethod()
+    pack = staticmethod(pack_directory)
+
+    def _mapped_archive(self) -> tuple[Archive, FileMapping]:
+        """The store's state and its mapping, opened if need be (for ``_copy``)."""
+        return self._archive, self._ensure_open_sync()
+
+    def _compact_in_place(self, *, progress: bool = False) -> ArchiveSpace:
+        """Compact the archive in place; the store keeps serving the result.
+
+        Rewrites the live entries into a fresh archive (temporary file in the same directory,
+        fsync, rename), so every dead byte is given back. Raises
+        :class:`~dafzarr.errors.ArchiveInUseError` while zero-copy views of the store's
+        mapping are alive. Other threads must not use the store during the call.
+        """
+        with self._lock:
+            old = self._check_writable_sync()
+            new = compact_in_place(self._archive, old, progress=progress)
+            self._fm = new
+            self._reset_state()
+            _recover.load_writable(self._archive, new)
+            # A view made since the check keeps the old mapping (and the old file) alive
+            # until it goes; the old file is no longer at the path, so nothing can be lost.
+            with contextlib.suppress(BufferError):
+                old.close()
+            return self.space()
+
+    def _restart_if_empty(self) -> bool:
+        """Replace an archive whose every entry a delete left dead by a fresh empty one.
+
+        Called after a delete outside any batch. When no entry stays listed, the dead bytes
+        hold nothing anybody asked to keep, yet they would stay in the file and, being its
+        first bytes, hide the archive from tools that look for one at the start (7-Zip). A
+        fresh empty archive is put in place the way compaction does it (temporary file,
+        fsync, rename: a kill leaves the emptied archive or the fresh one). It is skipped,
+        leaving the committed (valid) archive as it is, while views of the mapping are alive,
+        reservations are open, the file has other hard links, or the fresh file cannot be
+        written. Returns whether the archive was replaced.
+        """
+        try:
+            if not worth_restarting(self._archive, self._fm):
+                return False
+            self._compact_in_place()
+        except (OSError, DafzarrError):
+            return False
+        return True
+
+    #: Least space a batch's relocation of the directory leaves for the entries that follow
+    #: (it grows with the batch; the commit gives back what stays unused). A larger floor
+    #: saves relocations in long batches but makes every short one allocate it and give it
+    #: back: 16 MiB cost each 1 MiB append along time 7 ms more.
+    _batch_room = 1 << 16
+
+    def space(self) -> ArchiveSpace:
+        """How the archive's bytes are used: live entries, dead copies, directory.
+
+        Dead bytes are superseded and deleted entries (and anything else no entry claims);
+        :meth:`compact` gives them back.
+        """
+        with self._lock:
+            return _space.space(self._archive, self._ensure_open_sync())
+
+    def verify(self) -> list[str]:
+        """CRC-check every entry; return the keys that fail (empty when all are intact)."""
+        return _space.verify(self._archive, self._ensure_open_sync())
+
+    def info(self) -> list[dict[str, Any]]:
+        """One dict per entry of the central directory, in archive order (``dafzarr zip ls``).
+
+        Keys: ``name``, ``method``, ``compressed_size``, ``size``, ``crc32``,
+        ``header_offset``, ``data_offset`` (None for directories and damaged entries),
+        ``error`` (None, or why the entry cannot be read) and ``refused`` (None, or why its
+        name is unsafe, so that it is not served): one bad entry does not hide the others.
+        """
+        return _space.info(self._archive, self._ensure_open_sync())
+
+    def close(self) -> None:
+        """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive."""
+        with self._lock:
+            tx = self._archive.tx
+            if tx is not None and tx.depth == 0 and self._fm is not None:
+                _commit.commit(self._archive, self._fm, tx)  # writes whose commit is pending
+            if self._archive.tx is not None:
+                raise BatchOpenError(f"cannot close {self.path} inside a batch")
+            fm = self._fm
+            if fm is not None:
+                if fm.exports:
+                    gc.collect()
+                fm.close()
+                self._fm = None
+                self._reset_state()
+            super().close()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        # Do not mask the exception in flight: if views of the mapping are still alive (for
+        # instance in the traceback's frames), let the mapping go when they do.
+        try:
+            self.close()
+        except BufferError:
+            with self._lock:
+                self._fm = None
+                self._reset_state()
+                self._is_open = False

@@ -1,0 +1,208 @@
+"""Opening an archive: mapping the file, the writer's lock, and read-only loads that wait
+out another process' commit.
+
+A writable open maps the file holding its ``flock`` (:func:`map_writable`) and loads it
+through :mod:`._recover`; a read-only open takes no lock and loads the directory with
+``pread`` (:func:`open_read_only`), retrying while a writer may be between two steps of a
+commit.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+import warnings
+
+from .._addrspace import probe_reservation, reservation_error
+from .._posix import FileMapping
+from ..errors import ArchiveLockedError, CorruptArchiveError, RefusedEntryWarning
+from . import _format as zf
+from ._recover import load_writable, read_directory, write_empty
+from ._state import Archive
+
+__all__ = ["create_empty", "load_read_only", "map_writable", "open_read_only", "open_writable"]
+
+# How long a read-only open retries an archive whose end is not a valid trailer (a writer
+# in another process may be in the middle of a commit).
+_READ_RETRY_SECONDS = 1.0
+_READ_SETTLE_SECONDS = 0.02
+
+
+def create_empty(path: str) -> None:
+    """Create a 98-byte empty archive at ``path`` atomically, unless a file is there."""
+    directory = os.path.dirname(path) or "."
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(zf.EMPTY_ARCHIVE)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+
+
+def writer_lock_held(st: os.stat_result) -> bool | None:
+    """Whether some process holds a writer's ``flock`` on the file ``st`` describes.
+
+    Read from Linux's ``/proc/locks`` (lines such as ``1: FLOCK ADVISORY WRITE 4242
+    fd:01:1311269 0 EOF``); None where that table cannot be read.
+    """
+    try:
+        with open("/proc/locks", "rb") as f:
+            table = f.read()
+    except OSError:
+        return None
+    ident = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}".encode()
+    for line in table.splitlines():
+        fields = line.split()
+        if ident in fields and b"FLOCK" in fields and b"WRITE" in fields and b"->" not in fields:
+            return True
+    return False
+
+
+def open_writable(a: Archive, create: bool, truncate: bool) -> FileMapping:
+    """Map the archive writable (holding its lock) and load it into ``a``.
+
+    ``create``: make an empty archive first if there is no file; ``truncate``: empty it.
+    """
+    # Refuse an address-space reservation that can't succeed before creating anything
+    # (under ulimit -v), with an error that names max_file_size.
+    probe_reservation(a.path, a.max_file_size, a.reserve_size())
+    if create and not os.path.exists(a.path):
+        create_empty(a.path)
+    fm = map_writable(a)
+    try:
+        if truncate:
+            write_empty(fm, a.durable)
+        load_writable(a, fm)
+    except BaseException:
+        a.reset()
+        fm.close()
+        raise
+    return fm
+
+
+def map_writable(a: Archive) -> FileMapping:
+    """Map the archive writable, holding its lock, as it is at the path now.
+
+    A compaction replaces the file by a rename: a lock won on the file it replaced
+    (opened just before the rename) is let go, and the new file is opened instead.
+    """
+    while True:
+        try:
+            fm = FileMapping(a.path, True, a.reserve_size())
+        except BlockingIOError as e:
+            raise ArchiveLockedError(
+                e.errno,
+                f"{a.path} is already open for writing (by this or another "
+                "process); an archive has one writer at a time",
+                a.path,
+            ) from None
+        except OSError as e:
+            if e.errno != errno.ENOMEM:
+                raise
+            raise reservation_error(a.path, a.max_file_size, a.reserve_size()) from None
+        try:
+            here = os.stat(a.path)
+        except FileNotFoundError:
+            here = None
+        mapped = os.fstat(fm.fd)
+        if here is not None and (here.st_dev, here.st_ino) == (mapped.st_dev, mapped.st_ino):
+            return fm
+        fm.close()
+        if here is None:
+            raise FileNotFoundError(errno.ENOENT, f"no such file: {a.path}", a.path)
+
+
+def open_read_only(a: Archive) -> FileMapping:
+    """Map the archive and load its directory into ``a``, waiting out a writer's commit.
+
+    A writer in another process may be between two steps of a commit: the file grown
+    and its end not yet a complete trailer, or shrinking under the reader. Such a state
+    lasts milliseconds, so while a writer holds the archive's lock a failed load is
+    retried on a fresh mapping (for up to ``_READ_RETRY_SECONDS``). With no writer, a
+    damaged file (an interrupted writer's archive, say) is refused at once, after one
+    more look in case the writer had just finished. Where the lock cannot be seen (no
+    ``/proc/locks``), a load is retried while the file keeps changing and refused once
+    it stays the same for ``_READ_SETTLE_SECONDS``.
+    """
+    start = time.monotonic()
+    settled = start
+    seen: tuple[int, int, int, bytes] | None = None
+    pause = 0.0005
+    last_look = False
+    while True:
+        fm = FileMapping(a.path, False, 0)
+        try:
+            load_read_only(a, fm)
+            return fm
+        except CorruptArchiveError:
+            held = writer_lock_held(os.fstat(fm.fd))
+            fm.close()
+            a.reset()
+            now = time.monotonic()
+            if held is False:
+                if last_look:
+                    raise
+                last_look = True
+                continue
+            last_look = False
+            if held is None:
+                current = _fingerprint(a.path)
+                if current != seen:
+                    seen, settled = current, now
+                elif now - settled >= _READ_SETTLE_SECONDS:
+                    raise
+            if now - start >= _READ_RETRY_SECONDS:
+                raise
+        except BaseException:
+            fm.close()
+            raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.01)
+
+
+def _fingerprint(path: str) -> tuple[int, int, int, bytes]:
+    """What changes while a writer commits: size, times and the last bytes."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            tail = os.pread(f.fileno(), 4096, max(st.st_size - 4096, 0))
+    except OSError:
+        return (-1, -1, -1, b"")
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, tail)
+
+
+def load_read_only(a: Archive, fm: FileMapping) -> None:
+    """Load the directory of the archive ``fm`` maps into ``a``, with ``pread``.
+
+    Not through the mapping: a writer in another process may be in the middle of a commit
+    and shrink the file past what was mapped.
+    """
+    fd, size = fm.fd, fm.size
+
+    def read(offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0 or offset + length > size:
+            raise zf._bad(a.path, "a record points outside the file")
+        out = os.pread(fd, length, offset)
+        if len(out) != length:
+            raise CorruptArchiveError(f"{a.path}: the file shrank while being read")
+        return out
+
+    try:
+        tr = zf.find_trailer(read, size, a.path)
+        entries, cd = read_directory(read, tr, a.path)
+    except CorruptArchiveError as e:
+        raise CorruptArchiveError(
+            f"{e}\n(if a writer was interrupted, a writable open - mode 'r+' - recovers "
+            f"the archive, or run: dafzarr zip repair {a.path})"
+        ) from None
+    a.install(entries, cd, tr, read(tr.end - tr.comment, tr.comment))
+    if a.refused:
+        warnings.warn(
+            f"{a.path}: entries whose names are unsafe are not served: {a.refused_list()}",
+            RefusedEntryWarning,
+            stacklevel=5,
+        )

@@ -1,0 +1,148 @@
+"""What a store knows of its archive in memory: the directory, where things are, the open
+transaction.
+
+:class:`Archive` is the explicit state every step of the commit protocol (``_commit``), of
+opening and recovery (``_open``, ``_recover``) and of reading (``_read``) takes, so that each
+step can run on an archive without a :class:`~dafzarr.zipstore.MmapZipStore` around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..errors import ArchiveFullError
+from . import _format as zf
+
+__all__ = ["Archive", "Txn", "live_index"]
+
+
+@dataclass(slots=True)
+class Txn:
+    """An open transaction: entries being appended and where the live CD currently is."""
+
+    n0: int  # entries committed when it began
+    cd_len0: int  # bytes of CD committed when it began
+    start: int  # data end when it began
+    write: int  # where the next local header goes
+    live_cd: int  # offset of the live CD
+    live_end: int  # EOF (end of the live trailer)
+    dirty: list[tuple[int, int]] = field(default_factory=list)  # ranges holding stale bytes
+    depth: int = 0
+    batch: bool = False
+    committed: bool = False  # the new directory is live (past the commit point)
+    pruned: bool = False  # an entry was superseded or deleted: the next CD leaves it out
+    done: bool = False  # committed, or abandoned (then ``failure`` says why)
+    failure: BaseException | None = None
+
+
+def live_index(entries: Iterable[zf.Entry]) -> dict[str, zf.Entry]:
+    """Key -> entry for the non-directory entries that are served (names not refused); the
+    last of duplicate names wins."""
+    return {e.name: e for e in entries if not e.is_dir and e.refused is None}
+
+
+@dataclass(eq=False, slots=True)
+class Archive:
+    """The options that steer writes, and the archive's directory as loaded and appended to.
+
+    ``path`` only names the file in messages; the steps read and write through the
+    :class:`~dafzarr._posix.FileMapping` they are given.
+    """
+
+    path: str
+    max_file_size: int
+    durable: bool = False
+    max_decompressed_size: int = 1 << 34
+    # Entries in central-directory order (ascending local-header offset for the entries this
+    # store writes); after a rewrite or delete, until the next commit, the list still holds
+    # the superseded entries, which ``index`` no longer points to.
+    entries: list[zf.Entry] = field(default_factory=list)
+    # Key -> its live entry. Readers look keys up without the lock: one dict lookup.
+    index: dict[str, zf.Entry] = field(default_factory=dict)
+    shadowed: bool = False  # the directory repeats a name (a foreign archive)
+    # Lowest local-header offset the directory lists (-1: none), and how far the local
+    # headers before it are marked as listed by no directory.
+    first_listed: int = -1
+    dead_prefix: int = 0
+    comment: bytes = b""
+    cd: bytearray = field(default_factory=bytearray)  # the directory's bytes, as in memory
+    cd_offset: int = 0  # where the live directory is in the file
+    data_end: int = 0  # where the next local header goes
+    limit: int = 0  # entries' data ends before this offset
+    unpatched: set[str] = field(default_factory=set)  # reservations without their CRC yet
+    tx: Txn | None = None
+    # Folder entries (``zip -r`` writes them) under deleted prefixes: the next directory
+    # leaves them out.
+    dropped_folders: set[str] = field(default_factory=set)
+    refused: list[zf.Entry] = field(default_factory=list)  # entries whose names are unsafe
+
+    def reset(self) -> None:
+        """Forget the loaded directory (the options stay)."""
+        self.entries, self.index, self.cd = [], {}, bytearray()
+        self.shadowed, self.first_listed, self.dead_prefix, self.comment = False, -1, 0, b""
+        self.cd_offset = self.data_end = self.limit = 0
+        self.unpatched, self.tx, self.dropped_folders, self.refused = set(), None, set(), []
+
+    def install(
+        self, entries: list[zf.Entry], cd: bytes, tr: zf.Trailer, comment: bytes = b""
+    ) -> None:
+        """Take ``entries`` (parsed from ``cd``, the directory ``tr`` points to) as live."""
+        self.comment = comment
+        self.entries = entries
+        self.cd = bytearray(cd)
+        self.cd_offset = tr.cd_offset
+        self.data_end = tr.cd_offset
+        self.limit = tr.cd_offset
+        self.index = live_index(entries)
+        self.refused = [e for e in entries if e.refused is not None]
+        self.shadowed = len(self.index) != sum(
+            1 for e in entries if not e.is_dir and e.refused is None
+        )
+        self.first_listed = min((e.lfh_offset for e in entries), default=-1)
+
+    def live_entries(self) -> list[zf.Entry]:
+        """What the next directory lists, in order: each key's live copy, each folder once."""
+        index = self.index
+        dropped = self.dropped_folders
+        folders = {e.name: e for e in self.entries if e.is_dir and e.name not in dropped}
+        return [
+            e for e in self.entries
+            if (folders.get(e.name) if e.is_dir else index.get(e.name)) is e
+        ]
+
+    def refused_list(self, most: int = 5) -> str:
+        """The refused entries and why, for a message (the first ``most`` of them)."""
+        parts = [f"{e.name!r} ({e.refused})" for e in self.refused[:most]]
+        more = len(self.refused) - most
+        return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+    def trailer_len(self) -> int:
+        """Bytes of the end records and the archive comment."""
+        return zf.TRAILER_SIZE + len(self.comment)
+
+    def reserve_size(self) -> int:
+        """The address space a writable mapping reserves.
+
+        A commit may briefly hold a second copy of the central directory past the final end
+        of the file; the directory is never larger than the file, so twice the limit (plus
+        room for two trailers) always suffices. Address space costs no memory.
+        """
+        return 2 * self.max_file_size + 2 * (zf.TRAILER_SIZE + zf.MAX_COMMENT)
+
+    def check_size(self, required: int, what: str) -> None:
+        """Refuse a commit whose final file size would pass ``max_file_size``."""
+        if required > self.max_file_size:
+            raise ArchiveFullError(
+                f"append of {what} would grow {self.path} past max_file_size = "
+                f"{self.max_file_size} bytes (required: {required})"
+            )
+
+    def check_reserve(self, required: int, what: str) -> None:
+        """Refuse a temporary size past the reserved address space (never expected)."""
+        if required > self.reserve_size():
+            raise ArchiveFullError(
+                f"append of {what} would need {required} bytes of {self.path} mapped, more than "
+                f"the {self.reserve_size()} bytes reserved for max_file_size = "
+                f"{self.max_file_size}"
+            )

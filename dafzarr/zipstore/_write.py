@@ -1,0 +1,102 @@
+"""Write operations on an archive: stage an entry, reserve one, delete keys and folders.
+
+Each takes the :class:`~dafzarr.zipstore._state.Archive` and the writable mapping, under the
+store's lock, and works inside the open transaction of the commit protocol (``_commit``):
+what it writes becomes durable when that transaction commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .._posix import FileMapping
+from ..errors import AppendOnlyError, EntryExistsError
+from . import _commit
+from ._read import unchanged
+from ._state import Archive, Txn
+
+__all__ = ["delete_keys", "drop_folders", "keys_under", "refuse_rewrite", "reserve", "stage"]
+
+
+def refuse_rewrite(path: str, key: str, what: str = "overwrite") -> None:
+    """Refuse, for an append-only store, to change the existing entry ``key``."""
+    raise AppendOnlyError(
+        f"MmapZipStore is append-only (opened with append_only=True); cannot {what} "
+        f"entry {key!r} in {path}"
+    )
+
+
+def stage(
+    a: Archive, fm: FileMapping, key: str, raw: bytes, data: memoryview, *, exist_ok: bool,
+    grouped: bool, append_only: bool, batch_room: int,
+) -> Txn | None:
+    """Write one entry into the open transaction (opening one); commit nothing.
+
+    Returns the transaction that will make it durable, or None when nothing was written
+    (``exist_ok`` and the key exists, or the same bytes are stored already).
+    """
+    existing = a.index.get(key)
+    if existing is not None:
+        if exist_ok or unchanged(a, fm, existing, data):
+            return None
+        if append_only:
+            refuse_rewrite(a.path, key)
+    with _commit.write_step(a, fm, batch=grouped, keep_open=True) as tx:
+        _commit.add_entry(a, fm, tx, key, raw, data, data.nbytes, batch_room)
+    return tx
+
+
+def reserve(
+    a: Archive, fm: FileMapping, key: str, raw: bytes, nbytes: int, *, append_only: bool,
+    batch_room: int,
+) -> int:
+    """Commit an entry of ``nbytes`` zero bytes under the new key ``key``; return where its
+    data starts."""
+    if key in a.index:
+        if append_only:
+            refuse_rewrite(a.path, key, "reserve existing")
+        raise EntryExistsError(
+            f"cannot reserve {key!r} in {a.path}: the entry exists; delete it "
+            "first (a reservation cannot supersede an entry)"
+        )
+    with _commit.write_step(a, fm) as tx:
+        entry = _commit.add_entry(a, fm, tx, key, raw, None, nbytes, batch_room)
+    if nbytes:
+        a.unpatched.add(key)
+    return entry.data_offset
+
+
+def keys_under(a: Archive, prefix: str) -> list[str]:
+    """The keys under ``prefix/`` (every key for ``""``)."""
+    prefix = prefix.rstrip("/")
+    base = f"{prefix}/" if prefix else ""
+    return [k for k in list(a.index) if k.startswith(base)]
+
+
+def delete_keys(a: Archive, fm: FileMapping, keys: Iterable[str], *, append_only: bool) -> int:
+    """Drop ``keys`` from the archive in one commit; absent keys are ignored.
+
+    The entries' bytes stay in the file (dead space until compaction), so views of them
+    stay valid. Returns how many keys were deleted.
+    """
+    present = [k for k in keys if k in a.index]
+    if not present:
+        return 0
+    if append_only:
+        refuse_rewrite(a.path, present[0], "delete")
+    with _commit.write_step(a, fm) as tx:
+        for k in present:
+            del a.index[k]
+            a.unpatched.discard(k)
+        tx.pruned = True
+    return len(present)
+
+
+def drop_folders(a: Archive, tx: Txn, prefix: str) -> None:
+    """Leave the folder entries under ``prefix/`` out of the next directory."""
+    prefix = prefix.rstrip("/")
+    base = f"{prefix}/" if prefix else ""
+    names = {e.name for e in a.entries if e.is_dir and e.name.startswith(base)}
+    if names - a.dropped_folders:
+        a.dropped_folders |= names
+        tx.pruned = True
