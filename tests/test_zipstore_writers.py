@@ -280,15 +280,6 @@ def test_xarray_mode_w_replaces_a_dataset(tmp_path: Path, zarr_format: int) -> N
         del back
 
 
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="7-Zip detects the format by the first signature it meets when the file does "
-    "not start with a listed entry: a zstd frame in the data of a deleted leading chunk "
-    "makes '7z t' open the archive as zstd. Those bytes stay as they are (views and "
-    "read-only handles may still map them); '7z t -tzip' reads the archive",
-)
 def test_seven_zip_detects_the_format_after_leading_entries_die(tmp_path: Path) -> None:
     path = tmp_path / "lead.zip"
     with MmapZipStore(path, "w") as store:

@@ -34,6 +34,7 @@ memory, the open transaction) and the mapping it writes through; the caller hold
 from __future__ import annotations
 
 import contextlib
+import re
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -45,8 +46,9 @@ from ._read import data_offset
 from ._state import Archive, Txn, live_index
 
 __all__ = [
-    "abort", "add_entry", "begin", "commit", "end", "leave_failed", "make_room",
-    "move_directory", "patch_crc", "place_directory", "write_step", "write_trailer",
+    "PLAIN_START_LIMIT", "abort", "add_entry", "begin", "commit", "end", "leave_failed",
+    "make_room", "mark_unlisted_start", "move_directory", "patch_crc", "place_directory",
+    "write_step", "write_trailer",
 ]  # fmt: skip
 
 _U32 = struct.Struct("<I")
@@ -261,27 +263,43 @@ def commit(a: Archive, fm: FileMapping, tx: Txn) -> None:
     a.tx = None
     tx.done = True
     if a.first_listed > a.dead_prefix:
-        _mark_unlisted_start(a, fm)
+        mark_unlisted_start(a, fm)
 
 
-def _mark_unlisted_start(a: Archive, fm: FileMapping) -> None:
+#: How many leading dead bytes may precede the first listed entry: 7-Zip looks for an
+#: archive past leading bytes only within its first 8 MiB.
+PLAIN_START_LIMIT = 4 << 20
+# Bytes that are not plain text (JSON metadata is; compressed or binary chunk data is not,
+# and 7-Zip may detect another format in it, such as a zstd frame).
+_NOT_TEXT = re.compile(rb"[^\t\n\r\x20-\x7e]")
+
+
+def mark_unlisted_start(a: Archive, fm: FileMapping) -> None:
     """Mark the local headers before the first listed entry as listed by no directory.
 
     Their copies stay readable for views and older readers (only the 4 signature bytes
     of each header change, and readers accept the mark); tools that look for an archive
     at the start of the file (7-Zip) then see leading bytes instead of entries missing
-    from the directory.
+    from the directory. 7-Zip finds the archive past such bytes only when they are fewer
+    than 8 MiB and hold no signature of another format, which plain-text metadata cannot;
+    ``a.plain_start`` records whether that is known to hold (the store renews the archive
+    when it is not, see ``MmapZipStore._renew_start``).
     """
     pos, end = a.dead_prefix, a.first_listed
+    plain = a.plain_start and end <= PLAIN_START_LIMIT
     dead = _U32.pack(zf.DEAD_LFH_SIG)
     while pos < end:
         rec = zf.read_local_record(fm.read, pos, end, a.path)
         if rec is None:
+            plain = False
             break  # not a record this store wrote: leave the bytes alone
+        if plain and (rec.method != 0 or _NOT_TEXT.search(fm.read(rec.data_offset, rec.csize))):
+            plain = False
         if not rec.dead:
             fm.write(pos, dead)
         pos = rec.data_offset + rec.csize
     a.dead_prefix = pos
+    a.plain_start = plain
 
 
 def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | None = None) -> None:

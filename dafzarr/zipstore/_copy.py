@@ -64,7 +64,7 @@ __all__ = [
     "copy_live_entries",
     "pack_directory",
     "remove_stale_temporaries",
-    "worth_restarting",
+    "worth_renewing",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -284,18 +284,23 @@ def compact_in_place(a: Archive, fm: FileMapping, *, progress: bool = False) -> 
     return new
 
 
-def worth_restarting(a: Archive, fm: FileMapping | None) -> bool:
-    """Whether an archive whose every entry a delete left dead can be replaced by a fresh
-    empty one (see ``MmapZipStore._restart_if_empty``).
+def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int) -> bool:
+    """Whether the archive should be rewritten now so that it starts with a listed entry
+    (see ``MmapZipStore._renew_start``).
 
-    Not inside a transaction, with entries listed, with nothing before the directory, while
+    Yes when no entry is listed any more but dead bytes remain, or when the bytes before
+    the first listed entry may hide the archive from 7-Zip (``a.plain_start`` is False) and
+    the live entries hold at most ``live_limit`` bytes. Never inside a transaction, while
     views of the mapping are alive or reservations are open, or when the file has other
     hard links.
     """
-    if a.tx is not None or a.entries or a.data_end == 0 or fm is None:
+    if a.tx is not None or fm is None or a.data_end == 0 or a.unpatched:
         return False
-    if a.unpatched:
-        return False
+    if a.entries:
+        if a.plain_start or a.first_listed <= 0:
+            return False
+        if sum(e.csize for e in a.live_entries()) > live_limit:
+            return False
     if fm.exports:
         gc.collect()
         if fm.exports:

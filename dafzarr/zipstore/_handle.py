@@ -34,7 +34,7 @@ from ..errors import (
 )
 from . import _commit, _open, _read, _recover, _space, _write
 from . import _format as zf
-from ._copy import CompactMethod, compact_in_place, pack_directory, worth_restarting
+from ._copy import CompactMethod, compact_in_place, pack_directory, worth_renewing
 from ._input import as_bytes_view, encode_key
 from ._space import ArchiveSpace
 from ._state import Archive, Txn
@@ -113,6 +113,12 @@ class ArchiveHandle(Store):
                 self._truncate_on_open = False
             self._fm = fm
             self._is_open = True
+            a = self._archive
+            if not self.read_only and a.first_listed > a.dead_prefix:
+                # Dead entries first (a writer killed after a commit, before it renewed the
+                # archive; or another writer's archive): mark them, renew if they matter.
+                _commit.mark_unlisted_start(a, fm)
+                self._renew_start()
 
     def _ensure_open_sync(self) -> FileMapping:
         if not self._is_open:
@@ -160,6 +166,8 @@ class ArchiveHandle(Store):
                 fm = self._fm
                 assert fm is not None
                 _commit.commit(self._archive, fm, tx)
+                if tx.failure is None:
+                    self._renew_start()
         if tx.done and tx.failure is not None:
             raise CorruptArchiveError(
                 f"{self.path}: the commit that was to make this write durable failed: "
@@ -192,6 +200,8 @@ class ArchiveHandle(Store):
             raise
         with self._lock:
             _commit.end(self._archive, fm, tx)
+            if tx.failure is None and tx.depth == 0:
+                self._renew_start()
         if tx.failure is not None:
             raise tx.failure
 
@@ -235,7 +245,7 @@ class ArchiveHandle(Store):
 
         The entries' bytes stay in the file (dead space until :meth:`compact`), so views
         of them stay valid; when no entry is left and nothing maps them, a fresh empty
-        archive replaces the file (see ``_restart_if_empty``). Returns how many keys were
+        archive replaces the file (see ``_renew_start``). Returns how many keys were
         deleted.
         """
         self._check_writable()
@@ -243,7 +253,7 @@ class ArchiveHandle(Store):
             fm = self._check_writable_sync()
             deleted = _write.delete_keys(self._archive, fm, keys, append_only=self.append_only)
             if deleted:
-                self._restart_if_empty()
+                self._renew_start()
             return deleted
 
     def _delete_dir(self, prefix: str) -> None:
@@ -256,7 +266,7 @@ class ArchiveHandle(Store):
                 self._delete_keys(_write.keys_under(self._archive, prefix))
                 if not self.append_only:
                     _write.drop_folders(self._archive, tx, prefix)
-            self._restart_if_empty()
+            self._renew_start()
 
     # --- Reading ------------------------------------------------------------------------
 
@@ -312,25 +322,42 @@ class ArchiveHandle(Store):
                 old.close()
             return self.space()
 
-    def _restart_if_empty(self) -> bool:
-        """Replace an archive whose every entry a delete left dead by a fresh empty one.
+    def _renew_start(self) -> bool:
+        """Rewrite the archive when its first bytes would hide it from 7-Zip.
 
-        Called after a delete outside any batch. When no entry stays listed, the dead bytes
-        hold nothing anybody asked to keep, yet they would stay in the file and, being its
-        first bytes, hide the archive from tools that look for one at the start (7-Zip). A
-        fresh empty archive is put in place the way compaction does it (temporary file,
-        fsync, rename: a kill leaves the emptied archive or the fresh one). It is skipped,
-        leaving the committed (valid) archive as it is, while views of the mapping are alive,
-        reservations are open, the file has other hard links, or the fresh file cannot be
-        written. Returns whether the archive was replaced.
+        Called after every commit outside a batch; costs nothing unless the commit left the
+        file starting with dead bytes that matter. Two cases:
+
+        - no entry stays listed: the dead bytes hold nothing anybody asked to keep, and a
+          fresh empty archive replaces them;
+        - the first listed entry comes after dead entries whose data is not plain text
+          (compressed or binary chunks, in which 7-Zip may detect another format), or
+          after 4 MiB or more of them (7-Zip looks for an archive within the first 8 MiB
+          only): when the live entries hold at most :attr:`_renew_limit` bytes, the archive
+          is compacted, so that it starts with a listed entry again. Larger archives keep
+          their dead bytes until :meth:`compact` (``7z -tzip`` reads them meanwhile).
+
+        Both go the way compaction does (temporary file, fsync, rename: a kill leaves the
+        committed archive or the renewed one). Skipped, leaving the committed (valid) archive
+        as it is, while views of the mapping are alive, reservations are open, the file has
+        other hard links, or the fresh file cannot be written. Returns whether the archive
+        was rewritten.
         """
+        a = self._archive
+        if a.entries and a.plain_start:
+            return False  # the common case, decided without a look at the file
         try:
-            if not worth_restarting(self._archive, self._fm):
+            if not worth_renewing(a, self._fm, self._renew_limit):
                 return False
             self._compact_in_place()
         except (OSError, DafzarrError):
             return False
         return True
+
+    #: Most live bytes an archive may hold for a commit to renew it (``_renew_start``):
+    #: beyond, the copy would cost more than a commit should, and :meth:`compact` is the
+    #: user's call.
+    _renew_limit = 64 << 20
 
     #: Least space a batch's relocation of the directory leaves for the entries that follow
     #: (it grows with the batch; the commit gives back what stays unused). A larger floor

@@ -65,6 +65,10 @@ class Archive:
     # headers before it are marked as listed by no directory.
     first_listed: int = -1
     dead_prefix: int = 0
+    # Whether the bytes before the first listed entry are only plain-text metadata of dead
+    # entries and few enough for 7-Zip to find the archive past them (see
+    # ``_commit.mark_unlisted_start``); False asks the store to renew the archive.
+    plain_start: bool = True
     comment: bytes = b""
     cd: bytearray = field(default_factory=bytearray)  # the directory's bytes, as in memory
     cd_offset: int = 0  # where the live directory is in the file
@@ -81,6 +85,7 @@ class Archive:
         """Forget the loaded directory (the options stay)."""
         self.entries, self.index, self.cd = [], {}, bytearray()
         self.shadowed, self.first_listed, self.dead_prefix, self.comment = False, -1, 0, b""
+        self.plain_start = True
         self.cd_offset = self.data_end = self.limit = 0
         self.unpatched, self.tx, self.dropped_folders, self.refused = set(), None, set(), []
 

@@ -1,0 +1,171 @@
+"""A commit that leaves dead binary bytes first renews the archive, so 7-Zip still finds it.
+
+7-Zip looks for an archive past leading bytes that no directory lists only within the first
+8 MiB, and takes the first signature it meets there: a zstd chunk that died at the start of
+the file made ``7z t`` open the archive as a zstd stream. Dead plain-text metadata (a
+superseded ``zarr.json``) is harmless and stays; anything else before the first listed entry
+makes the commit compact the archive (temporary file, fsync, rename) when its live entries
+are small enough for a commit to copy them, and when nothing may still read the old bytes
+through this store.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numcodecs
+import pytest
+import zarr
+
+from dafzarr import MmapZipStore
+
+from .common import check_archive
+from .test_zipstore_restart import killed_run, sigkill_rounds
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _compact_child import renew_value
+
+
+@pytest.fixture(autouse=True)
+def _need_7z() -> None:
+    assert shutil.which("7z"), "7z is not installed (.ci/run installs p7zip-full)"
+
+
+ZSTD_CHUNK = numcodecs.Zstd(level=1).encode(bytes(100_000))
+
+
+def _delete(store: MmapZipStore) -> None:
+    del store["a/c/0"]
+
+
+def _rewrite(store: MmapZipStore) -> None:
+    store["a/c/0"] = ZSTD_CHUNK + b"new"
+
+
+def _rewrite_in_batch(store: MmapZipStore) -> None:
+    with store.batch():
+        store["a/c/0"] = ZSTD_CHUNK + b"new"
+        store["b"] = b"live too"
+
+
+def _delete_array(store: MmapZipStore) -> None:
+    store.delete_dir_sync("a")
+
+
+KILLS: dict[str, Callable[[MmapZipStore], None]] = {
+    "delete": _delete,
+    "rewrite": _rewrite,
+    "rewrite_in_batch": _rewrite_in_batch,
+    "delete_dir": _delete_array,
+}
+
+
+@pytest.mark.parametrize("how", sorted(KILLS))
+def test_a_dead_binary_first_entry_renews_the_archive(tmp_path: Path, how: str) -> None:
+    p = tmp_path / "lead.zip"
+    with MmapZipStore(p, "w") as store:
+        store["a/c/0"] = ZSTD_CHUNK
+        store["b"] = b"live"
+        inode = os.stat(p).st_ino
+        KILLS[how](store)
+        assert os.stat(p).st_ino != inode  # a new file, renamed over the old one
+        assert store.space().dead_bytes == 0
+        expected = {k: bytes(store[k]) for k in store}
+        store["c"] = b"after"  # the store goes on writing into the renewed file
+        expected["c"] = b"after"
+    check_archive(p, expected)  # 7-Zip finds the archive by itself
+    assert bytes(p.read_bytes()[:4]) == b"PK\x03\x04"
+
+
+@pytest.mark.filterwarnings("ignore:Consolidated metadata is currently not part")
+def test_the_xarray_pattern_keeps_its_file(tmp_path: Path) -> None:
+    """Superseded metadata first (JSON): no copy, and 7-Zip finds the archive past it."""
+    p = tmp_path / "meta.zip"
+    with MmapZipStore(p, "w") as store:
+        g = zarr.open_group(store, mode="w", zarr_format=3, attributes={"v": 1})
+        a = g.create_array("x", shape=(4_000,), chunks=(1_000,), dtype="f8")
+        a[:] = 1.5
+        inode = os.stat(p).st_ino
+        for v in range(2, 6):
+            g.attrs["v"] = v  # rewrites the root zarr.json, the file's first entry
+            zarr.consolidate_metadata(store)
+        assert os.stat(p).st_ino == inode
+        assert store.space().dead_bytes > 0
+    with zipfile.ZipFile(p) as z:
+        assert z.infolist()[0].header_offset > 0  # dead metadata first ...
+    check_archive(p)  # ... which 7-Zip looks past
+    with MmapZipStore(p) as store:
+        assert zarr.open_group(store, mode="r").attrs["v"] == 5
+
+
+def test_many_dead_plain_bytes_renew_the_archive(tmp_path: Path) -> None:
+    """Plain text too, once 4 MiB or more of it come before the first listed entry."""
+    p = tmp_path / "long.zip"
+    text = b'{"note": "' + b"x" * (1 << 20) + b'"}'
+    with MmapZipStore(p, "w") as store:
+        for i in range(5):
+            store[f"m{i}"] = text
+        store["b"] = b"live"
+        inode = os.stat(p).st_ino
+        for i in range(3):
+            del store[f"m{i}"]
+            assert os.stat(p).st_ino == inode  # under 4 MiB of dead text: kept
+        check_archive(p)
+        del store["m3"]  # the fourth MiB
+        assert os.stat(p).st_ino != inode
+        assert store.space().dead_bytes == 0
+    check_archive(p, {"m4": text, "b": b"live"})
+
+
+def test_large_archives_keep_their_dead_start_until_compact(tmp_path: Path) -> None:
+    p = tmp_path / "big.zip"
+    with MmapZipStore(p, "w") as store:
+        store._renew_limit = 1000  # live entries beyond what a commit may copy
+        store["a/c/0"] = ZSTD_CHUNK
+        store["b"] = os.urandom(5000)
+        inode = os.stat(p).st_ino
+        del store["a/c/0"]
+        assert os.stat(p).st_ino == inode and store.space().dead_bytes > 0
+        check_archive(p, seven_zip_detects=False)  # valid; 7-Zip needs -tzip
+        store.compact()
+    check_archive(p)
+
+
+def test_a_view_defers_the_renewal_to_a_later_commit(tmp_path: Path) -> None:
+    p = tmp_path / "view.zip"
+    with MmapZipStore(p, "w") as store:
+        store["a/c/0"] = ZSTD_CHUNK
+        store["b"] = b"live"
+        view = store["a/c/0"]
+        inode = os.stat(p).st_ino
+        del store["a/c/0"]
+        assert os.stat(p).st_ino == inode  # the view maps the dead bytes: kept
+        assert bytes(view) == ZSTD_CHUNK
+        store["c"] = b"1"
+        assert os.stat(p).st_ino == inode and bytes(view) == ZSTD_CHUNK
+        del view
+        store["d"] = b"2"  # the next commit renews
+        assert os.stat(p).st_ino != inode
+    check_archive(p, {"b": b"live", "c": b"1", "d": b"2"})
+
+
+def _renew_round(tmp_path: Path, seed: int) -> int:
+    path, values, done = killed_run(tmp_path, seed, "renew")
+    if values:  # every key, each whole and written by one of the runs
+        assert sorted(values) == sorted(f"k{i}" for i in range(10))
+        for k, v in values.items():
+            i = int(k[1:])
+            run = int(v[1 : v.index(b"\xfe", 1)] if v.count(b"\xfe") > 1 else v[1:].rstrip(b"!"))
+            assert v in (renew_value(run, i), renew_value(run, i) + b"!"), k
+        # Killed between a commit and its renewal, the archive was renewed when reopened.
+        check_archive(path, values)
+    return done
+
+
+def test_sigkill_while_renewing(tmp_path: Path) -> None:
+    sigkill_rounds(tmp_path, _renew_round)
