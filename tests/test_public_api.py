@@ -7,13 +7,17 @@ table through a release with a DeprecationWarning, never by accident.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import pkgutil
+import re
 import warnings
+from pathlib import Path
 
 import pytest
 
 import dafzarr
+from dafzarr import errors
 
 PUBLIC: dict[str, set[str]] = {
     "dafzarr": {
@@ -153,3 +157,18 @@ def test_every_public_module_is_listed() -> None:
         if not any(p.startswith("_") for p in m.name.split(".")[1:])
     }
     assert found <= set(PUBLIC), f"public modules missing from the table: {found - set(PUBLIC)}"
+
+
+def test_the_error_table_lists_every_exception_with_its_builtin() -> None:
+    """``docs/errors.rst`` has one row per class of :mod:`dafzarr.errors`, naming the built-in
+    class an ``except`` clause unaware of dafzarr would catch it as."""
+    doc = Path(__file__).resolve().parents[1] / "docs" / "errors.rst"
+    if not doc.exists():
+        pytest.skip("the docs are not beside the tests")
+    text = doc.read_text()
+    rows = dict(re.findall(r"\* - :class:`~dafzarr\.errors\.(\w+)`\n\s+- ``(\w+)``", text))
+    assert sorted(rows) == sorted(errors.__all__)
+    for name, builtin in rows.items():
+        cls = getattr(errors, name)
+        assert issubclass(cls, getattr(builtins, builtin)), (name, builtin)
+        assert issubclass(cls, (errors.DafzarrError, Warning)), name
