@@ -23,6 +23,7 @@ import zarr
 
 from dafzarr import (
     MmapZipStore,
+    RecoveryWarning,
     RefusedEntryWarning,
     UnsafeEntryNameError,
     UnsupportedEntryError,
@@ -261,6 +262,27 @@ def test_appends_keep_the_archive_comment(tmp_path: Path, comment: bytes) -> Non
             assert z.testzip() is None
         assert ours_vs_zipfile(p) == data
         check_zip_tools_accept(p)
+
+
+def test_a_rollback_keeps_the_archive_comment(tmp_path: Path) -> None:
+    """A writable open that rolls back a damaged last entry keeps the comment of the end
+    record it rewrites."""
+    p = tmp_path / "rollback.zip"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("a", b"alpha")
+        z.writestr("b", b"beta" * 100)
+        z.comment = b"keep me"
+    with zipfile.ZipFile(p) as z:
+        info = z.getinfo("b")
+    raw = bytearray(p.read_bytes())
+    raw[info.header_offset + 30 + len("b") + len(info.extra)] ^= 0xFF  # its CRC fails now
+    p.write_bytes(raw)
+    with pytest.warns(RecoveryWarning, match="rolled back 1"), MmapZipStore(p, "r+") as store:
+        assert sorted(store.keys()) == ["a"]
+        assert store.comment == b"keep me"
+    with zipfile.ZipFile(p) as z:
+        assert z.namelist() == ["a"] and z.comment == b"keep me"
+        assert z.testzip() is None
 
 
 def test_unaligned_stored_entries_copy_path(tmp_path: Path) -> None:

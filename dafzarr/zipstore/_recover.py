@@ -278,7 +278,7 @@ def recover(a: Archive, fm: FileMapping, tr: zf.Trailer) -> None:
         cut = entries[first_bad].cd_pos
         del a.entries[first_bad:]
         del a.cd[cut:]
-        a.install(a.entries, bytes(a.cd), tr)
+        a.install(a.entries, bytes(a.cd), tr, a.comment)
         if junk:
             fm.resize(tr.end)
         move_directory(a, fm, data_end)
