@@ -116,6 +116,9 @@ def test_one_based_indices_are_stored_exactly(
     d.add_axis("g3", ["a", "b", "c"]).add_axis("c2", ["x", "y"])
     d.set_matrix("gene", "cell", "m", m, relayout=True, indtype=indtype)
     d.set_matrix("g3", "c2", "dup", dup, relayout=False, indtype=indtype)
+    m64 = sp.csc_matrix((m.data, m.indices.astype(np.int64), m.indptr.astype(np.int64)),
+                        shape=m.shape)
+    d.set_matrix("gene", "cell", "m64", m64, relayout=False, indtype=indtype)
     assert dup.indices.tolist() == [2, 0, 2, 1]  # the caller's arrays are left alone
     if rel is not None:
         d.close()
@@ -123,5 +126,6 @@ def test_one_based_indices_are_stored_exactly(
     got = d.get_np_matrix("gene", "cell", "m")
     assert (got != m).nnz == 0 and got.indices.tolist() == m.indices.tolist()
     assert (d.get_np_matrix("cell", "gene", "m") != m.T).nnz == 0
+    assert (d.get_np_matrix("gene", "cell", "m64") != m).nnz == 0
     assert d.get_np_matrix("g3", "c2", "dup").toarray().tolist() == [[2, 0], [0, 4], [4, 0]]
     d.close()

@@ -312,12 +312,13 @@ class DafStorage:
 
     def _place_one_based(self, items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
         """Write :class:`OneBased` chunks into reserved ZIP entries (one pass, no temporary
-        array; a failure rolls back with the batch); other backends get the arrays."""
+        array; a failure rolls back with the batch); a directory streams them to its files;
+        other backends get the arrays."""
         b = self._backend
         out: list[tuple[str, Any]] = []
         for key, data in items:
-            if not isinstance(data, OneBased):
-                out.append((key, data))
+            if not isinstance(data, OneBased) or b.kind == "directory":
+                out.append((key, data))  # a directory streams OneBased blocks to the file
             elif b.kind == "zip":
                 data.fill(b.reserve(key, data.nbytes))
                 b.seal(key)

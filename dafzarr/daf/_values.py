@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -123,13 +124,19 @@ def _check_compressed_fast(value: Any) -> bool:
 class OneBased:
     """0-based indices to store 1-based as ``dtype``, computed where they are stored.
 
-    A ZIP writes them straight into a reserved entry (:meth:`fill`), in one pass with no
-    temporary copy of the whole array; other backends take the array (``np.asarray``). The
-    caller has checked that ``dtype`` holds every shifted index (no wrap-around).
+    A ZIP writes them straight into a reserved entry (:meth:`fill`), a directory streams them
+    to its file (:meth:`blocks`), in one pass with no temporary copy of the whole array;
+    other backends take the array (``np.asarray``). The
+    caller has checked that the indices are non-negative and that ``dtype`` holds every
+    shifted index (no wrap-around).
     """
 
     def __init__(self, src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> None:
         self.src = src.reshape(-1)
+        if self.src.dtype.kind in "iu" and self.src.dtype.itemsize == dtype.itemsize:
+            # Non-negative indices read the same in the stored type: add with no cast.
+            self.src = self.src.view(dtype.newbyteorder("=")) if self.src.dtype.isnative \
+                else self.src
         self.dtype = dtype
         self.size = int(self.src.size)
         self.shape = (self.size,)
@@ -151,6 +158,16 @@ class OneBased:
                 list(pool.map(lambda lo: part(lo, min(lo + step, n)), range(0, n, step)))
         else:
             part(0, n)
+
+    def blocks(self) -> Iterator[Any]:
+        """The 1-based indices in consecutive blocks, each in the same small buffer (write
+        each one out before taking the next): a stream with no copy of the whole array."""
+        buf: np.ndarray[Any, Any] = np.empty(min(self.size, _BLOCK * 4), self.dtype)
+        for a in range(0, self.size, buf.size):
+            b = min(a + buf.size, self.size)
+            out = buf[: b - a]
+            np.add(self.src[a:b], 1, out=out, casting="unsafe")
+            yield out
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray[Any, Any]:
         out: np.ndarray[Any, Any] = np.add(self.src, 1, dtype=self.dtype, casting="unsafe")
