@@ -10,8 +10,11 @@ matrix (a PCA), random, with a fresh seed each run (printed).
 
 Suites (peers alternate within each round, same data, same process):
 
-* **write**: ZarrDaf directory, ZarrDaf ZIP, anndata ``write_h5ad``, anndata ``write_zarr``.
-* **read sparse**: the whole UMI matrix as a scipy CSR cells x genes matrix.
+* **write**: ZarrDaf directory, ZarrDaf ZIP, anndata ``write_h5ad``, anndata ``write_zarr``,
+  and the floor: ``np.save`` of the UMIs' three arrays and the axes' names.
+* **read sparse**: the whole UMI matrix as a scipy CSR cells x genes matrix (each ZarrDaf
+  read opens the data set, reads and closes it), next to one numpy pass over the indices
+  (``indices - 1``, the least a 1-based format must do).
 * **read vector** / **read flat matrix**: one per-cell vector; the dense PCA matrix.
 
 ZarrDaf stores the UMIs as the Daf matrix ``gene x cell`` (column-major, so its CSC arrays are
@@ -120,6 +123,16 @@ def write_daf(path: str, d: dict[str, Any]) -> None:
     daf.close()
 
 
+def write_npy(path: str, d: dict[str, Any]) -> None:
+    """The floor a writer is measured against: ``np.save`` of the UMIs' data, indices and
+    index pointer and of the axes' names, one ``.npy`` file each in directory ``path``."""
+    os.makedirs(path)
+    x = d["X"]
+    for name, arr in (("data", x.data), ("indices", x.indices), ("indptr", x.indptr),
+                      ("cells", np.asarray(d["cells"])), ("genes", np.asarray(d["genes"]))):
+        np.save(os.path.join(path, f"{name}.npy"), arr)
+
+
 def _adata(d: dict[str, Any]) -> Any:
     import anndata
     import pandas as pd
@@ -169,6 +182,12 @@ def _view_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
     return f"O(1) view (< 1 ms: {us:.0f} µs)", us < 1000
 
 
+def _sparse_read_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+    h5ad, h5ad_ok = _ratio_target("anndata .h5ad", 3)(s, peers)
+    npy, npy_ok = _ratio_target("numpy: indices - 1", 2, within=True)(s, peers)
+    return f"{h5ad}; {npy}", h5ad_ok and npy_ok
+
+
 _DATA: dict[int, dict[str, Any]] = {}
 
 
@@ -205,17 +224,19 @@ class Write(_Suite):
     bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 3}
     _outputs: ClassVar[dict[str, str]] = {
         "time_daf_dir": "w.daf.zarr", "time_daf_zip": "w.daf.zarr.zip",
-        "time_h5ad": "w.h5ad", "time_anndata_zarr": "w.zarr",
+        "time_h5ad": "w.h5ad", "time_anndata_zarr": "w.zarr", "time_npy": "w.npy",
     }
 
     def prepare(self, name: str) -> None:
         c.remove(self.p(self._outputs[name]))
 
-    @c.bench("write data set", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size)
+    @c.bench("write data set", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
+             target=_ratio_target("np.save (UMIs + names)", 1.5, within=True))
     def time_daf_dir(self) -> None:
         write_daf(self.p("w.daf.zarr"), self.d)
 
-    @c.bench("write data set", "ZarrDaf ZIP", c.MB, lambda s: s.nbytes, size=_size)
+    @c.bench("write data set", "ZarrDaf ZIP", c.MB, lambda s: s.nbytes, size=_size,
+             target=_ratio_target("np.save (UMIs + names)", 1.5, within=True))
     def time_daf_zip(self) -> None:
         write_daf(self.p("w.daf.zarr.zip"), self.d)
 
@@ -226,6 +247,10 @@ class Write(_Suite):
     @c.bench("write data set", "anndata .zarr", c.MB, lambda s: s.nbytes, size=_size)
     def time_anndata_zarr(self) -> None:
         write_anndata_zarr(self.p("w.zarr"), self.d)
+
+    @c.bench("write data set", "np.save (UMIs + names)", c.MB, lambda s: s.nbytes, size=_size)
+    def time_npy(self) -> None:
+        write_npy(self.p("w.npy"), self.d)
 
 
 class Read(_Suite):
@@ -257,14 +282,18 @@ class Read(_Suite):
         super().teardown()
 
     @c.bench("read sparse matrix", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
-             target=_ratio_target("anndata .h5ad", 3))
+             target=_sparse_read_target)
     def time_sparse_daf_dir(self) -> None:
         read_daf_sparse(self.p("r.daf.zarr"))
 
     @c.bench("read sparse matrix", "ZarrDaf ZIP", c.MB, lambda s: s.nbytes, size=_size,
-             target=_ratio_target("anndata .h5ad", 3))
+             target=_sparse_read_target)
     def time_sparse_daf_zip(self) -> None:
         read_daf_sparse(self.p("r.daf.zarr.zip"))
+
+    @c.bench("read sparse matrix", "numpy: indices - 1", c.MB, lambda s: s.nbytes, size=_size)
+    def time_sparse_numpy_pass(self) -> None:
+        np.subtract(self.d["X"].indices, 1)
 
     @c.bench("read sparse matrix", "anndata .h5ad", c.MB, lambda s: s.nbytes, size=_size)
     def time_sparse_h5ad(self) -> None:

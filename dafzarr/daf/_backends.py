@@ -28,6 +28,7 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from .._io import byte_range_bounds
 from ..errors import DafReadOnlyError
 from ._names import _METADATA_NAMES
+from ._values import OneBased
 
 __all__ = ["Backend", "DirectoryBackend", "MemoryBackend"]
 
@@ -204,8 +205,11 @@ class DirectoryBackend(Backend):
             tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
             try:
                 with open(tmp, "wb") as f:
-                    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-                    f.write(mv)
+                    if isinstance(data, OneBased):  # 1-based indices, computed as written
+                        f.writelines(data.blocks())
+                    else:
+                        mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+                        f.write(mv)
                 os.replace(tmp, path)  # atomic: readers see the old or the new bytes
             except BaseException:
                 with contextlib.suppress(OSError):

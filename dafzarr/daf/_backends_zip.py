@@ -12,6 +12,7 @@ it lingers in the registry (unmapped when the views die) and the next open reuse
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -36,17 +37,33 @@ class _Shared:
 
 
 _REGISTRY: dict[str, _Shared] = {}
-# Re-entrant: closing a store with live views runs the garbage collector, which can run the
-# finalizer of an unreferenced ZarrDaf, which releases its own store under this lock.
+# Re-entrant: a garbage collection run while releasing a store can run the finalizer of an
+# unreferenced ZarrDaf, which releases its own store under this lock.
 _REGISTRY_LOCK = threading.RLock()
 
 
 def _try_close(shared: _Shared) -> bool:
+    """Close the store unless zero-copy views of it are alive (a full garbage collection
+    first frees views that only unreachable cycles hold); whether it closed."""
     try:
         shared.store.close()
     except BufferError:
         return False
     return True
+
+
+def _close_if_unused(shared: _Shared) -> bool:
+    """Close the store once its last handle goes, unless zero-copy views of it are alive.
+
+    Views returned to the caller are usually alive (a matrix read just before ``close``), so
+    no full garbage collection runs here: its cost grows with every object of the process.
+    Only the youngest generation is collected, which frees the views of recent unreachable
+    cycles; a store that views still hold lingers in the registry (see module doc).
+    """
+    if shared.store.close_if_unused():
+        return True
+    gc.collect(0)
+    return shared.store.close_if_unused()
 
 
 def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) -> MmapZipStore:
@@ -106,7 +123,7 @@ def release_zip_store(store: MmapZipStore) -> None:
         shared.refs -= 1
         if shared.refs <= 0:
             shared.refs = 0
-            if _try_close(shared):
+            if _close_if_unused(shared):
                 del _REGISTRY[store.path]
 
 

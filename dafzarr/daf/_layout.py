@@ -312,6 +312,8 @@ class V3Layout(Layout):
         arr = np.asarray(data)
         if isinstance(dtype, str):
             return bool(arr.size) and all(s == "" for s in arr.reshape(-1))
+        if arr.size and (arr.flat[0] or arr.flat[-1]):  # no full scan of most data
+            return False
         return bool(arr.size) and not np.any(arr)
 
 

@@ -13,7 +13,7 @@ from . import _layout as lay
 from ._axes import Axes
 from ._names import _join, check_name
 from ._storage import UNDEF
-from ._values import _check_sparse, _dense, _index_dtype, _scalar_array, _zero_based
+from ._values import OneBased, _check_sparse, _dense, _index_dtype, _scalar_array, _zero_based
 
 
 class Matrices(Axes):
@@ -152,16 +152,16 @@ class Matrices(Axes):
                     f"{rows} x {cols} shape: {(nr, nc)}\n"
                     f"in the daf data: {self._name}"
                 )
-            csc = sp.csc_matrix(value)  # shares the arrays of a CSC input
+            # A CSC value is used as it is, keeping the canonical-format flag scipy cached
+            # on it in _check_sparse (no second scan).
+            csc = value if value.format == "csc" else sp.csc_matrix(value)
             if not csc.has_canonical_format:  # never reorder the caller's arrays in place
                 csc = csc.copy()
                 csc.sum_duplicates()
             dt = lay.element_type(csc.data.dtype, where)
             idt = _index_dtype(indtype, max(nr, csc.nnz), where)
-            items = self._array_items(_join(path, "colptr"),
-                                      np.add(csc.indptr, 1, dtype=idt, casting="unsafe"), idt)
-            items += self._array_items(_join(path, "rowval"),
-                                       np.add(csc.indices, 1, dtype=idt, casting="unsafe"), idt)
+            items = self._array_items(_join(path, "colptr"), OneBased(csc.indptr, idt), idt)
+            items += self._array_items(_join(path, "rowval"), OneBased(csc.indices, idt), idt)
             if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(csc.data))):
                 items += self._array_items(_join(path, "nzval"), _dense(csc.data, dt), dt)
             items += self._layout.group_docs(path).items()

@@ -31,7 +31,7 @@ from ._backends import Backend
 from ._backends_zip import ZipBackend
 from ._names import _join
 from ._packed import read_packed
-from ._values import _as_strings, _json
+from ._values import OneBased, _as_strings, _json
 
 Mode = Literal["r", "r+", "w+", "w"]
 _MODES = ("r", "r+", "w+", "w")
@@ -250,13 +250,16 @@ class DafStorage:
         return out
 
     def _array_items(
-        self, path: str, data: np.ndarray[Any, Any], dt: np.dtype[Any] | str
+        self, path: str, data: np.ndarray[Any, Any] | OneBased, dt: np.dtype[Any] | str
     ) -> list[tuple[str, Any]]:
         """Chunk then documents of one flat array (``data`` in Zarr shape)."""
         L = self._layout
         items: list[tuple[str, Any]] = []
         shape = tuple(int(n) for n in data.shape)
-        if data.size and not L.elide(dt, data):
+        if isinstance(data, OneBased):  # never all zero (elided): written where stored
+            if data.size:
+                items.append((L.chunk_key(path, len(shape)), data))
+        elif data.size and not L.elide(dt, data):
             if isinstance(dt, str):
                 chunk: Any = lay.encode_strings(data.reshape(-1))
             else:
@@ -302,10 +305,26 @@ class DafStorage:
         with self._lock:
             with b.transaction():
                 self._drop_stale_metadata()
-                b.put(items)
+                b.put(self._place_one_based(items))
             if b.consolidates:
                 with b.consolidation_lock():
                     self._note_written([k for k, _ in items])
+
+    def _place_one_based(self, items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """Write :class:`OneBased` chunks into reserved ZIP entries (one pass, no temporary
+        array; a failure rolls back with the batch); a directory streams them to its files;
+        other backends get the arrays."""
+        b = self._backend
+        out: list[tuple[str, Any]] = []
+        for key, data in items:
+            if not isinstance(data, OneBased) or b.kind == "directory":
+                out.append((key, data))  # a directory streams OneBased blocks to the file
+            elif b.kind == "zip":
+                data.fill(b.reserve(key, data.nbytes))
+                b.seal(key)
+            else:
+                out.append((key, np.asarray(data)))
+        return out
 
     def _delete_node(self, path: str) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -42,6 +43,16 @@ def _scalar_array(value: Any, where: str) -> tuple[np.ndarray[Any, Any], np.dtyp
 
 
 def _as_strings(values: Any) -> np.ndarray[Any, Any]:
+    """``values`` as an object array of ``str``; ``InvalidArgumentTypeError`` for a non-string.
+
+    A list or tuple of plain ``str`` (axis names, the common case) and a numpy unicode array
+    take a fast path with no per-element Python loop."""
+    if isinstance(values, list | tuple) and set(map(type, values)) <= {str}:
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    if isinstance(values, np.ndarray) and values.dtype.kind == "U":
+        return values.astype(object)
     arr = np.asarray(values)
     out = np.empty(arr.shape, dtype=object)
     flat = arr.reshape(-1)
@@ -64,7 +75,9 @@ def _check_sparse(value: Any, where: str) -> None:
     whose index pointer is not monotonic, before scipy's C code converts it (which would
     write out of bounds) and before its indices are cast to the stored index type."""
     try:
-        if value.format in ("csr", "csc", "bsr"):
+        if value.format in ("csr", "csc") and _check_compressed_fast(value):
+            pass
+        elif value.format in ("csr", "csc", "bsr"):
             value.check_format(full_check=True)
         elif value.format == "coo":
             for axis, (idx, size) in enumerate(zip(value.coords, value.shape, strict=True)):
@@ -72,6 +85,93 @@ def _check_sparse(value: Any, where: str) -> None:
                     raise InvalidArgumentError(f"axis {axis} indices must be in 0..{size - 1}")
     except ValueError as exc:
         raise DafFormatError(f"invalid sparse value: {exc}\nfor the {where}") from None
+
+
+def _check_compressed_fast(value: Any) -> bool:
+    """The checks of scipy's ``check_format(full_check=True)`` on a 2-D CSR/CSC value with
+    int32 or int64 index arrays, in one pass over the indices instead of three; False (nothing
+    checked) for other index types. ``ValueError`` (scipy's or ``InvalidArgumentError``)
+    with scipy's messages.
+
+    The index pointer is checked first (O(major axis)), so that scipy's canonical-format scan
+    reads in bounds; a canonical value (each slice's indices strictly increasing, which that
+    scan finds and caches on the value) is in range when each slice's first and last index
+    is. Otherwise the indices' minimum and maximum are checked, as scipy does.
+    """
+    itype = value.indices.dtype
+    if len(value.shape) != 2 or itype not in (np.int32, np.int64) or value.indptr.dtype != itype:
+        return False
+    value.check_format(full_check=False)  # shapes, lengths, indptr[0] and indptr[-1]
+    indptr, indices = value.indptr, value.indices
+    bound = value.shape[1] if value.format == "csr" else value.shape[0]
+    if indptr.size > 1 and np.diff(indptr).min() < 0:
+        raise InvalidArgumentError("indptr must be a non-decreasing sequence")
+    if indices.size == 0:
+        return True
+    if value.has_canonical_format:
+        starts, stops = indptr[:-1], indptr[1:]
+        full = stops > starts
+        lo, hi = indices[starts[full]].min(), indices[stops[full] - 1].max()
+    else:
+        lo, hi = indices.min(), indices.max()
+    if hi >= bound:
+        raise InvalidArgumentError(f"indices must be < {bound}")
+    if lo < 0:
+        raise InvalidArgumentError("indices must be >= 0")
+    return True
+
+
+class OneBased:
+    """0-based indices to store 1-based as ``dtype``, computed where they are stored.
+
+    A ZIP writes them straight into a reserved entry (:meth:`fill`), a directory streams them
+    to its file (:meth:`blocks`), in one pass with no temporary copy of the whole array;
+    other backends take the array (``np.asarray``). The
+    caller has checked that the indices are non-negative and that ``dtype`` holds every
+    shifted index (no wrap-around).
+    """
+
+    def __init__(self, src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> None:
+        self.src = src.reshape(-1)
+        if self.src.dtype.kind in "iu" and self.src.dtype.itemsize == dtype.itemsize:
+            # Non-negative indices read the same in the stored type: add with no cast.
+            self.src = self.src.view(dtype.newbyteorder("=")) if self.src.dtype.isnative \
+                else self.src
+        self.dtype = dtype
+        self.size = int(self.src.size)
+        self.shape = (self.size,)
+        self.nbytes = self.size * dtype.itemsize
+
+    def fill(self, out: np.ndarray[Any, Any]) -> None:
+        """Write the 1-based indices into ``out`` (``nbytes`` bytes, any dtype)."""
+        dst = out.view(self.dtype)
+
+        def part(lo: int, hi: int) -> None:
+            for a in range(lo, hi, _BLOCK):
+                b = min(a + _BLOCK, hi)
+                np.add(self.src[a:b], 1, out=dst[a:b], casting="unsafe")
+
+        n = self.size
+        if n >= _PARALLEL_MIN and _THREADS > 1:  # each thread faults in its own pages
+            step = -(-n // _THREADS)
+            with ThreadPoolExecutor(_THREADS) as pool:
+                list(pool.map(lambda lo: part(lo, min(lo + step, n)), range(0, n, step)))
+        else:
+            part(0, n)
+
+    def blocks(self) -> Iterator[Any]:
+        """The 1-based indices in consecutive blocks, each in the same small buffer (write
+        each one out before taking the next): a stream with no copy of the whole array."""
+        buf: np.ndarray[Any, Any] = np.empty(min(self.size, _BLOCK * 4), self.dtype)
+        for a in range(0, self.size, buf.size):
+            b = min(a + buf.size, self.size)
+            out = buf[: b - a]
+            np.add(self.src[a:b], 1, out=out, casting="unsafe")
+            yield out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray[Any, Any]:
+        out: np.ndarray[Any, Any] = np.add(self.src, 1, dtype=self.dtype, casting="unsafe")
+        return out if dtype is None else out.astype(dtype, copy=False)
 
 
 def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:

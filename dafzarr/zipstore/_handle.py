@@ -388,12 +388,28 @@ class ArchiveHandle(Store):
         """
         return _space.info(self._archive, self._ensure_open_sync())
 
+    def close_if_unused(self) -> bool:
+        """Close (as :meth:`close`) only if no zero-copy view of the archive is alive; return
+        whether the store is closed. Never runs the garbage collector, so it costs nothing
+        when views are legitimately alive (arrays returned to the caller)."""
+        with self._lock:
+            self._commit_pending()
+            fm = self._fm
+            if fm is not None and fm.exports and self._archive.tx is None:
+                return False
+            self.close()
+            return True
+
+    def _commit_pending(self) -> None:
+        """Commit the writes whose commit is pending (outside any batch)."""
+        tx = self._archive.tx
+        if tx is not None and tx.depth == 0 and self._fm is not None:
+            _commit.commit(self._archive, self._fm, tx)
+
     def close(self) -> None:
         """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive."""
         with self._lock:
-            tx = self._archive.tx
-            if tx is not None and tx.depth == 0 and self._fm is not None:
-                _commit.commit(self._archive, self._fm, tx)  # writes whose commit is pending
+            self._commit_pending()
             if self._archive.tx is not None:
                 raise BatchOpenError(f"cannot close {self.path} inside a batch")
             fm = self._fm
