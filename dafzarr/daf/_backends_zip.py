@@ -56,14 +56,18 @@ def _close_if_unused(shared: _Shared) -> bool:
     """Close the store once its last handle goes, unless zero-copy views of it are alive.
 
     Views returned to the caller are usually alive (a matrix read just before ``close``), so
-    no full garbage collection runs here: its cost grows with every object of the process.
-    Only the youngest generation is collected, which frees the views of recent unreachable
-    cycles; a store that views still hold lingers in the registry (see module doc).
+    a read-only store runs no full garbage collection here: its cost grows with every object
+    of the process. Only the youngest generation is collected, which frees the views of
+    recent unreachable cycles; a store that views still hold lingers in the registry (see
+    module doc). A writable store holds the archive's writer lock, which other processes
+    wait for: it gets the full collection before it is left open.
     """
     if shared.store.close_if_unused():
         return True
     gc.collect(0)
-    return shared.store.close_if_unused()
+    if shared.store.close_if_unused():
+        return True
+    return shared.writable and _try_close(shared)
 
 
 def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) -> MmapZipStore:
