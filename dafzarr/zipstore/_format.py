@@ -13,12 +13,14 @@ bytes actually present before it is used.
 
 from __future__ import annotations
 
-import itertools
 import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._zipdir import Entry as Entry  # noqa: PLC0414 (re-exported: the stores' entry type)
+from .._zipdir import check_no_overlap as _check_no_overlap
+from .._zipdir import parse_entries
 from ..errors import CorruptArchiveError
 
 # --- Constants -------------------------------------------------------------------------
@@ -163,28 +165,6 @@ Reader = Callable[[int, int], bytes]
 
 
 @dataclass(slots=True)
-class Entry:
-    """One central-directory entry, with sizes and offsets resolved from ZIP64 extras."""
-
-    name: str
-    method: int
-    flags: int
-    crc: int
-    csize: int
-    usize: int
-    lfh_offset: int
-    cd_pos: int  # offset of this entry's record inside the central directory bytes
-    cd_len: int
-    data_offset: int = -1  # resolved lazily from the local header
-    end_limit: int = -1  # the data must end before this offset (the next local header)
-    refused: str | None = None  # why the name is not served (unsafe or not UTF-8), if so
-
-    @property
-    def is_dir(self) -> bool:
-        return self.name.endswith("/")
-
-
-@dataclass(slots=True)
 class Trailer:
     """Where the central directory is, as an end record (and its ZIP64 forms) say."""
 
@@ -295,65 +275,16 @@ def unsafe_name_reason(name: str) -> str | None:
     return None
 
 
-def parse_central_directory(cd: bytes, trailer: Trailer, path: object) -> list[Entry]:
-    """Parse ``cd`` (the central directory's bytes) into entries, checking every field."""
-    entries: list[Entry] = []
-    pos = 0
-    end = len(cd)
-    cd_unpack = _CD.unpack_from
-    limit = trailer.cd_offset
-    for index in range(trailer.n_entries):
-        if pos + CD_SIZE > end:
-            raise _bad(path, f"central directory ends inside entry {index}")
-        (sig, _made, _need, flags, method, _t, _d, crc, csize, usize, n_len, e_len, c_len,
-         disk, _int, _ext, lfh) = cd_unpack(cd, pos)
-        if sig != CD_SIG:
-            raise _bad(path, f"bad central directory signature at entry {index}")
-        rec_len = CD_SIZE + n_len + e_len + c_len
-        if pos + rec_len > end:
-            raise _bad(path, f"central directory entry {index} runs past the directory")
-        name, refused = _decode_name(cd[pos + CD_SIZE : pos + CD_SIZE + n_len], flags)
-        if U32_MAX in (usize, csize, lfh) or disk == U16_MAX:
-            usize, csize, lfh = _zip64_fields(
-                cd, pos + CD_SIZE + n_len, e_len, usize, csize, lfh, disk, path, name
-            )
-        if lfh + LFH_SIZE + n_len > limit or csize > limit:
-            raise _bad(path, f"entry {name!r}: local header or data outside the archive")
-        entries.append(
-            Entry(name, method, flags, crc, csize, usize, lfh, pos, rec_len, refused=refused)
-        )
-        pos += rec_len
-    if pos != end:
-        raise _bad(path, f"central directory has {end - pos} bytes after its last entry")
-    return entries
+def parse_central_directory(
+    cd: bytes | bytearray, trailer: Trailer, path: object
+) -> list[Entry]:
+    """Parse ``cd`` (the central directory's bytes) into entries, checking every field.
 
-
-def _zip64_fields(
-    cd: bytes, start: int, length: int, usize: int, csize: int, lfh: int, disk: int,
-    path: object, name: str,
-) -> tuple[int, int, int]:
-    pos, end = start, start + length
-    while pos + 4 <= end:
-        tag, size = _HH.unpack_from(cd, pos)
-        body = pos + 4
-        if body + size > end:
-            break
-        if tag == ZIP64_EXTRA_ID:
-            need = 8 * ((usize == U32_MAX) + (csize == U32_MAX) + (lfh == U32_MAX))
-            if size < need:
-                raise _bad(path, f"entry {name!r}: ZIP64 extra field too short")
-            q = body
-            if usize == U32_MAX:
-                usize = struct.unpack_from("<Q", cd, q)[0]
-                q += 8
-            if csize == U32_MAX:
-                csize = struct.unpack_from("<Q", cd, q)[0]
-                q += 8
-            if lfh == U32_MAX:
-                lfh = struct.unpack_from("<Q", cd, q)[0]
-            return usize, csize, lfh
-        pos = body + size
-    raise _bad(path, f"entry {name!r}: ZIP64 sizes announced but no ZIP64 extra field")
+    Record boundaries, names and ZIP64 extras are read in one compiled pass
+    (:func:`dafzarr._zipdir.parse_entries`); names with a byte an unsafe name needs go
+    through :func:`unsafe_name_reason`.
+    """
+    return parse_entries(cd, trailer.n_entries, trailer.cd_offset, path, unsafe_name_reason)
 
 
 def check_no_overlap(entries: list[Entry], path: object) -> None:
@@ -363,14 +294,7 @@ def check_no_overlap(entries: list[Entry], path: object) -> None:
     field's length is only known from the local header, so each entry also records where
     the next local header starts (``end_limit``), which its data may not pass.
     """
-    order = sorted(entries, key=lambda e: e.lfh_offset)
-    for a, b in itertools.pairwise(order):
-        if b.lfh_offset == a.lfh_offset:
-            raise _bad(path, f"entries {a.name!r} and {b.name!r} share one local header")
-        a_len = len(a.name.encode("utf-8" if a.flags & FLAG_UTF8 else "cp437", "replace"))
-        if b.lfh_offset < a.lfh_offset + LFH_SIZE + a_len + a.csize:
-            raise _bad(path, f"entries {a.name!r} and {b.name!r} overlap")
-        a.end_limit = b.lfh_offset
+    _check_no_overlap(entries, path)
 
 
 def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) -> int:

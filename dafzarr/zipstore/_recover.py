@@ -50,9 +50,12 @@ def write_empty(fm: FileMapping, durable: bool) -> None:
         fm.fsync()
 
 
-def read_directory(read: zf.Reader, tr: zf.Trailer, path: str) -> tuple[list[zf.Entry], bytes]:
-    """The entries of the directory ``tr`` points to, checked, and its bytes."""
-    cd = read(tr.cd_offset, tr.cd_size)
+def read_directory(
+    read: zf.Reader, tr: zf.Trailer, path: str
+) -> tuple[list[zf.Entry], bytearray]:
+    """The entries of the directory ``tr`` points to, checked, and its bytes (the buffer
+    :meth:`Archive.install` keeps)."""
+    cd = bytearray(read(tr.cd_offset, tr.cd_size))
     entries = zf.parse_central_directory(cd, tr, path)
     zf.check_no_overlap(entries, path)
     return entries, cd
@@ -176,7 +179,9 @@ def salvage(a: Archive, fm: FileMapping) -> bool:
     return True
 
 
-def scan_for_trailer(a: Archive, fm: FileMapping) -> tuple[zf.Trailer, list[zf.Entry], bytes] | None:
+def scan_for_trailer(
+    a: Archive, fm: FileMapping
+) -> tuple[zf.Trailer, list[zf.Entry], bytearray] | None:
     """The latest end record in the file whose directory validates, at any distance.
 
     Hostile bytes may hold many end records, each claiming a different large directory:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .._zipdir import index_entries
 from ..errors import ArchiveFullError
 from . import _format as zf
 
@@ -39,7 +40,7 @@ class Txn:
 def live_index(entries: Iterable[zf.Entry]) -> dict[str, zf.Entry]:
     """Key -> entry for the non-directory entries that are served (names not refused); the
     last of duplicate names wins."""
-    return {e.name: e for e in entries if not e.is_dir and e.refused is None}
+    return index_entries(entries if isinstance(entries, list) else list(entries))[0]
 
 
 @dataclass(eq=False, slots=True)
@@ -90,21 +91,21 @@ class Archive:
         self.unpatched, self.tx, self.dropped_folders, self.refused = set(), None, set(), []
 
     def install(
-        self, entries: list[zf.Entry], cd: bytes, tr: zf.Trailer, comment: bytes = b""
+        self, entries: list[zf.Entry], cd: bytes | bytearray, tr: zf.Trailer,
+        comment: bytes = b"",
     ) -> None:
-        """Take ``entries`` (parsed from ``cd``, the directory ``tr`` points to) as live."""
+        """Take ``entries`` (parsed from ``cd``, the directory ``tr`` points to) as live.
+
+        A ``bytearray`` is kept as it is (no second copy of a large directory); the caller
+        gives it up.
+        """
         self.comment = comment
         self.entries = entries
-        self.cd = bytearray(cd)
+        self.cd = cd if isinstance(cd, bytearray) else bytearray(cd)
         self.cd_offset = tr.cd_offset
         self.data_end = tr.cd_offset
         self.limit = tr.cd_offset
-        self.index = live_index(entries)
-        self.refused = [e for e in entries if e.refused is not None]
-        self.shadowed = len(self.index) != sum(
-            1 for e in entries if not e.is_dir and e.refused is None
-        )
-        self.first_listed = min((e.lfh_offset for e in entries), default=-1)
+        self.index, self.refused, self.shadowed, self.first_listed = index_entries(entries)
 
     def live_entries(self) -> list[zf.Entry]:
         """What the next directory lists, in order: each key's live copy, each folder once."""

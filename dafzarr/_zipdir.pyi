@@ -1,0 +1,36 @@
+"""Stub of the compiled central-directory parser (``_ext/_zipdir.pyx``)."""
+
+from collections.abc import Callable
+
+class Entry:
+    """One central-directory entry, with sizes and offsets resolved from ZIP64 extras."""
+
+    name: str
+    method: int
+    flags: int
+    crc: int
+    csize: int
+    usize: int
+    lfh_offset: int
+    cd_pos: int
+    cd_len: int
+    data_offset: int
+    end_limit: int
+    refused: str | None
+    def __init__(
+        self, name: str, method: int, flags: int, crc: int, csize: int, usize: int,
+        lfh_offset: int, cd_pos: int, cd_len: int, data_offset: int = -1,
+        end_limit: int = -1, refused: str | None = None,
+    ) -> None: ...
+    @property
+    def is_dir(self) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+def parse_entries(
+    cd: bytes | bytearray | memoryview, n_entries: int, limit: int, path: object,
+    unsafe_name_reason: Callable[[str], str | None],
+) -> list[Entry]: ...
+def check_no_overlap(entries: list[Entry], path: object) -> None: ...
+def index_entries(
+    entries: list[Entry],
+) -> tuple[dict[str, Entry], list[Entry], bool, int]: ...
