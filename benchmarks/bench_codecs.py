@@ -36,9 +36,10 @@ import numpy as np
 from numcodecs import Zstd
 
 import dafzarr
-from dafzarr import ArrayFile, DeltaCache, FileConfig, MmapZipStore
+from dafzarr import ArrayFile, DeltaCache, FileConfig
 
 from . import common as c
+from .bench_zipstore import CompressedRead
 
 _BLOCK = 8 * c.MiB
 
@@ -61,48 +62,13 @@ def _codec(name: str) -> tuple[Callable[[Any], bytes], Callable[[bytes, int], An
     return (lambda b: bytes(zstd.encode(b)), lambda b, n: zstd.decode(b))
 
 
-class ZipEntries(c.TempDirSuite):
-    """Foreign BZIP2 entries: MmapZipStore's bounded decode against zipfile's."""
+class ZipEntries(CompressedRead):
+    """Foreign BZIP2 entries: MmapZipStore's bounded decode against zipfile's (the suite of
+    ``benchmarks.bench_zipstore`` that reads DEFLATE entries, with another method)."""
 
     label = "a"
-    baseline = ("zipfile.ZipFile.read",)
-    params: ClassVar[list[str]] = ["sparse", "noisy"]
-    param_names: ClassVar[list[str]] = ["kind"]
-
-    def setup(self, kind: str) -> None:
-        self._mktemp()
-        self.kind = kind
-        self.count = 16 if c.quick() else 64
-        self.size = c.MiB
-        rng = np.random.default_rng()
-        self.path = self._path("bzip2.zip")
-        with zipfile.ZipFile(self.path, "w", zipfile.ZIP_BZIP2) as z:
-            for i in range(self.count):
-                if kind == "sparse":
-                    data = np.zeros(self.size, np.uint8)
-                    data[rng.integers(0, self.size, 1000)] = rng.integers(0, 256, 1000)
-                else:
-                    data = rng.integers(0, 16, self.size, dtype=np.uint8)
-                z.writestr(f"c/{i}", data.tobytes())
-        self.keys = [f"c/{i}" for i in range(self.count)]
-        with MmapZipStore(self.path) as store, zipfile.ZipFile(self.path) as z:
-            for k in self.keys[:2]:
-                if bytes(store[k]) != z.read(k):
-                    raise AssertionError(f"MmapZipStore and zipfile disagree on {k}")
-
-    @c.bench("read {count} x 1 MiB BZIP2 entries ({kind})", "MmapZipStore[key]", c.MB,
-             lambda s: s.size * s.count)
-    def time_read_mmapzip(self) -> None:
-        with MmapZipStore(self.path) as store:
-            for k in self.keys:
-                store[k].release()
-
-    @c.bench("read {count} x 1 MiB BZIP2 entries ({kind})", "zipfile.ZipFile.read", c.MB,
-             lambda s: s.size * s.count)
-    def time_read_zipfile(self) -> None:
-        with zipfile.ZipFile(self.path) as z:
-            for k in self.keys:
-                z.read(k)
+    compression = zipfile.ZIP_BZIP2
+    method_name = "BZIP2"
 
 
 class _ArraySuite(c.TempDirSuite):

@@ -87,3 +87,17 @@ def kill_when_ready(proc: subprocess.Popen[bytes], log: Path, delay: float) -> N
     proc.wait()
     if proc.stderr is not None:
         proc.stderr.close()
+
+
+class HttpReplies:
+    """A ``reply`` for test HTTP handlers: a status, a body, its ``Content-Length`` (or a
+    stated ``length``, for servers that lie) and an optional ``Content-Range``."""
+
+    def reply(self: Any, status: int, body: bytes, content_range: str | None = None,
+              length: int | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        if content_range is not None:
+            self.send_header("Content-Range", content_range)
+        self.end_headers()
+        self.wfile.write(body)

@@ -26,6 +26,8 @@ import dafzarr
 from dafzarr import HttpDeadlineError, HttpOptions, HttpReadError, RefusedEntryWarning
 from dafzarr.daf._backends_http import HttpBackend
 
+from .common import HttpReplies
+
 N = 20_000  # float64 values: 160,000 bytes, fetched as 10 ranges of 16 KiB
 VALUES = np.random.default_rng(0).random(N)
 FAST = HttpOptions(backoff=0.01, max_wait=0.05)
@@ -33,7 +35,7 @@ FAST = HttpOptions(backoff=0.01, max_wait=0.05)
 Behaviour = Callable[["_Handler", int, bytes, str | None], bool]
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
+class _Handler(HttpReplies, http.server.SimpleHTTPRequestHandler):
     """Serves files, honouring ``Range``, unless ``behaviour`` answers the request itself."""
 
     behaviour: Behaviour | None = None
@@ -67,12 +69,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def reply(self, status: int, body: bytes, content_range: str | None = None,
               length: int | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body) if length is None else length))
-        if content_range is not None:
-            self.send_header("Content-Range", content_range)
-        self.end_headers()
-        self.wfile.write(body)
+        super().reply(status, body, content_range, length)
         self.sent.append(len(body))
 
 

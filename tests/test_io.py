@@ -33,6 +33,7 @@ from dafzarr._io._object import CONCURRENCY
 from dafzarr.errors import InvalidArgumentError
 
 from ._moto_s3 import S3Server, moto_s3
+from .common import HttpReplies
 
 DATA = bytes(range(256)) * 1000  # 256,000 bytes
 FAST = HttpOptions(backoff=0.01, max_wait=0.05)
@@ -40,7 +41,7 @@ FAST = HttpOptions(backoff=0.01, max_wait=0.05)
 Behaviour = Callable[["_Handler", bytes, "tuple[int, int] | None"], bool]
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class _Handler(HttpReplies, http.server.BaseHTTPRequestHandler):
     """Serves ``objects`` with ``Range`` (bounded and suffix), unless ``behaviour`` answers."""
 
     protocol_version = "HTTP/1.1"
@@ -95,15 +96,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             a, b = wanted
             self.reply(206, data[a:b], f"bytes {a}-{b - 1}/{len(data)}")
-
-    def reply(self, status: int, body: bytes, content_range: str | None = None,
-              length: int | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body) if length is None else length))
-        if content_range is not None:
-            self.send_header("Content-Range", content_range)
-        self.end_headers()
-        self.wfile.write(body)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ._source import Buffer, Head, check_ranges, replaced
+from ._source import Buffer, Head, check_read
 
 __all__ = ["FileSource", "file_version"]
 
@@ -45,9 +45,7 @@ class FileSource:
         return self._head.version
 
     def read(self, start: int, stop: int, *, version: str | None = None) -> Buffer:
-        check_ranges(self.where, [(start, stop)])
-        if version is not None and version != self._head.version:
-            raise replaced(self.where)
+        check_read(self.where, start, stop, version, self._head.version)
         data = os.pread(self._fd, stop - start, start)
         if len(data) != stop - start:
             raise EOFError(f"{self.where}: short read of [{start}, {stop})")

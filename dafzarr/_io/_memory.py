@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from ._source import Buffer, Head, check_ranges, replaced
+from ._source import Buffer, Head, check_read
 
 __all__ = ["MemorySource"]
 
@@ -31,9 +31,7 @@ class MemorySource:
         return self._head.version
 
     def read(self, start: int, stop: int, *, version: str | None = None) -> Buffer:
-        check_ranges(self.where, [(start, stop)])
-        if version is not None and version != self._head.version:
-            raise replaced(self.where)
+        check_read(self.where, start, stop, version, self._head.version)
         if stop > self._head.size:
             raise EOFError(f"{self.where}: short read of [{start}, {stop})")
         return self._data[start:stop]

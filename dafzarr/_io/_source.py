@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Buffer", "ByteSource", "Head", "check_ranges", "replaced", "wrong_length"]
+__all__ = ["Buffer", "ByteSource", "Head", "check_ranges", "check_read", "replaced", "wrong_length"]
 
 Buffer = bytes | bytearray | memoryview
 
@@ -81,6 +81,13 @@ def wrong_length(where: str, start: int, stop: int, got: int) -> str:
         f"{where}: the answer to Range bytes={start}-{stop - 1} has {how} "
         f"{min(got, stop - start)} bytes, not {stop - start}"
     )
+
+
+def check_read(where: str, start: int, stop: int, version: str | None, current: str) -> None:
+    """Refuse an invalid range, or a read pinned to a ``version`` other than ``current``."""
+    check_ranges(where, [(start, stop)])
+    if version is not None and version != current:
+        raise replaced(where)
 
 
 def replaced(where: str) -> FileNotFoundError:
