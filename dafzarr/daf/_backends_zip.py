@@ -7,6 +7,12 @@ absolute path and counted by references. The first open decides writability; a w
 while read-only handles are alive is refused, and so is a truncating open while any handle is
 alive. When the last handle goes, the store closes; if zero-copy views of it are still alive,
 it lingers in the registry (unmapped when the views die) and the next open reuses it.
+
+A read-only store serves the archive as it was committed when the store opened. Another
+process may commit since (a new data set in a ``.dafs.zarr.zip``, say), so a read-only open
+reuses a store only while the file is the one it opened, unchanged (same inode, size and
+modification time); otherwise the open gets a fresh store of the archive as it is now, and
+handles on the old store keep their snapshot until they close.
 """
 
 from __future__ import annotations
@@ -33,10 +39,14 @@ __all__ = ["ZipBackend", "acquire_zip_store", "release_zip_store"]
 class _Shared:
     store: MmapZipStore
     writable: bool
+    #: The file as it was just before the store opened it (see :func:`_file_stamp`).
+    stamp: tuple[int, ...] | None = None
     refs: int = 0
 
 
 _REGISTRY: dict[str, _Shared] = {}
+# Read-only stores an open replaced because the file changed, with handles still on them.
+_RETIRED: dict[int, _Shared] = {}
 # Re-entrant: a garbage collection run while releasing a store can run the finalizer of an
 # unreferenced ZarrDaf, which releases its own store under this lock.
 _REGISTRY_LOCK = threading.RLock()
@@ -70,6 +80,31 @@ def _close_if_unused(shared: _Shared) -> bool:
     return shared.writable and _try_close(shared)
 
 
+def _file_stamp(path: str) -> tuple[int, ...] | None:
+    """What changes when another process commits to, replaces or rewrites the file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _retire_if_changed(path: str, shared: _Shared) -> bool:
+    """Take a read-only store off the registry if the file changed since it opened.
+
+    Its handles keep it (and their snapshot) until they close; with none, it closes once
+    its zero-copy views die. Returns whether it was taken off.
+    """
+    if shared.writable or (shared.stamp is not None and shared.stamp == _file_stamp(path)):
+        return False
+    del _REGISTRY[path]
+    if shared.refs > 0:
+        _RETIRED[id(shared.store)] = shared
+    else:
+        _try_close(shared)
+    return True
+
+
 def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) -> MmapZipStore:
     """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
 
@@ -80,6 +115,8 @@ def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) ->
     writable = mode != "r"
     with _REGISTRY_LOCK:
         shared = _REGISTRY.get(path)
+        if shared is not None and not writable and _retire_if_changed(path, shared):
+            shared = None
         if (shared is not None and shared.writable and shared.refs > 0 and writable
                 and max_file_size is not None and max_file_size != shared.store.max_file_size):
             raise DafzarrError(
@@ -107,12 +144,13 @@ def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) ->
             del _REGISTRY[path]
             shared = None
         if shared is None:
+            stamp = _file_stamp(path)  # before opening: a later commit makes it stale
             store = MmapZipStore(  # opens the archive (a writable one, holding its lock)
                 path,
                 mode if writable else "r",  # type: ignore[arg-type]
                 max_file_size=max_file_size,
             )
-            shared = _Shared(store, writable)
+            shared = _Shared(store, writable, stamp)
             _REGISTRY[path] = shared
         shared.refs += 1
         return shared.store
@@ -123,6 +161,12 @@ def release_zip_store(store: MmapZipStore) -> None:
     with _REGISTRY_LOCK:
         shared = _REGISTRY.get(store.path)
         if shared is None or shared.store is not store:
+            retired = _RETIRED.get(id(store))
+            if retired is not None and retired.store is store:
+                retired.refs -= 1
+                if retired.refs <= 0:
+                    del _RETIRED[id(store)]
+                    _try_close(retired)  # with views alive, it closes when they die
             return
         shared.refs -= 1
         if shared.refs <= 0:
