@@ -26,8 +26,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,8 @@ class _Ranged(http.server.SimpleHTTPRequestHandler):
     """Files with single ``Range: bytes=a-b`` requests and HTTP/1.1 keep-alive."""
 
     protocol_version = "HTTP/1.1"
+    #: Seconds each answer waits before it starts (a remote server's latency).
+    delay = 0.0
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -65,30 +67,39 @@ class _Ranged(http.server.SimpleHTTPRequestHandler):
         # the client's delayed ACK (40 ms).
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def do_HEAD(self) -> None:
+        time.sleep(self.delay)
+        super().do_HEAD()
+
     def do_GET(self) -> None:
+        time.sleep(self.delay)
         path = self.translate_path(self.path)
         if not os.path.isfile(path):
             self.send_error(404)
             return
-        data = Path(path).read_bytes()
+        size = os.path.getsize(path)
         header = self.headers.get("Range")
         if header is None:
-            start, stop, status = 0, len(data), 200
+            start, stop, status = 0, size, 200
         else:
             first, _, last = header.removeprefix("bytes=").partition("-")
-            start, stop, status = int(first), min(int(last) + 1, len(data)), 206
+            start, stop, status = int(first), min(int(last) + 1, size), 206
+        with open(path, "rb") as f:  # only the bytes asked for
+            data = os.pread(f.fileno(), stop - start, start)
         self.send_response(status)
         self.send_header("Content-Length", str(stop - start))
         if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{len(data)}")
+            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
         self.end_headers()
-        self.wfile.write(data[start:stop])
+        self.wfile.write(data)
 
 
-def serve(directory: str) -> None:
-    """The child process: serve ``directory`` and print the port."""
+def serve(directory: str, delay: float = 0.0) -> None:
+    """The child process: serve ``directory`` (each answer ``delay`` seconds late) and print
+    the port."""
+    handler = type("Delayed", (_Ranged,), {"delay": delay})
     server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Ranged, directory=directory)
+        ("127.0.0.1", 0), functools.partial(handler, directory=directory)
     )
     print(server.server_address[1], flush=True)
     server.serve_forever()
@@ -181,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["--serve"]:
-        serve(argv[1])
+        serve(argv[1], float(argv[2]) if len(argv) > 2 else 0.0)
         return 0
     ap = c.argument_parser("python -m benchmarks.bench_http", __doc__, SUITES)
     args = ap.parse_args(argv)

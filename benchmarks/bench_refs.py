@@ -16,6 +16,12 @@ b. Writing those 100,000 references as kerchunk-Parquet: ``dafzarr.refs.write_pa
 c. 1,000 daily NetCDF4 files (quick: 40) -> one store: ``dafzarr.refs.virtualize`` (one
    process, and two processes) vs kerchunk ``SingleHdf5ToZarr`` + ``MultiZarrToZarr`` +
    ``refs_to_dataframe`` vs VirtualiZarr ``open_virtual_mfdataset`` + ``to_kerchunk(parquet)``.
+d. 100 OISST-like daily NetCDF4 files (720 x 1440, 4 packed variables, about 2 MB each;
+   quick: 20) on an HTTP server on 127.0.0.1 (a child process) that answers every request
+   20 ms late, as a remote server would: ``dafzarr.refs.scan_many`` of the URLs (metadata
+   blocks only, the next files prefetched while one is scanned) vs kerchunk's
+   ``SingleHdf5ToZarr`` over fsspec's HTTP file system, file after file as its docs show.
+   Requests and bytes fetched per file are printed after the table.
 
 Peak traced Python memory of one scan per peer (suite a) is printed after the table.
 Speed is never asserted; targets are informational.
@@ -63,6 +69,12 @@ def _kerchunk_translate(path: str) -> dict[str, Any]:
     from kerchunk.hdf import SingleHdf5ToZarr
 
     return dict(SingleHdf5ToZarr(path, inline_threshold=0).translate())
+
+
+def _kerchunk_translate_file(f: Any, url: str) -> dict[str, Any]:
+    from kerchunk.hdf import SingleHdf5ToZarr
+
+    return dict(SingleHdf5ToZarr(f, url, inline_threshold=0).translate())
 
 
 def _vz_registry() -> Any:
@@ -300,6 +312,97 @@ class ManyFiles(_TempDirSuite):
         vds.vz.to_kerchunk(self._path("out_vz"), format="parquet")
 
 
+# --- (d) files on a remote HTTP server --------------------------------------------------------
+REMOTE_DELAY = 0.020
+
+
+class RemoteFiles(_TempDirSuite):
+    """Daily files served over HTTP with 20 ms per request -> their references."""
+
+    label = "d"
+    baseline = ("kerchunk SingleHdf5ToZarr over fsspec HTTP",)
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 2}
+    fetch_lines: ClassVar[list[str]] = []
+
+    def setup(self) -> None:
+        import subprocess
+
+        self._mktemp()
+        self.nfiles = 20 if c.quick() else 100
+        names = [f"oisst{d:04d}.nc" for d in range(self.nfiles)]
+        for d, name in enumerate(names):
+            write_daily_netcdf(self._path(name), d, shape=(720, 1440),
+                               variables=("sst", "anom", "err", "ice"))
+        self.size = sum(os.path.getsize(self._path(n)) for n in names)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.bench_http", "--serve", self.dir,
+             str(REMOTE_DELAY)], stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        port = int(self.proc.stdout.readline())
+        self.urls = [f"http://127.0.0.1:{port}/{n}" for n in names]
+        ours = refs.scan_many(self.urls, progress=False)
+        local = refs.scan(self._path(names[-1]))
+        if not np.array_equal(ours[-1].variables["sst"].offset, local.variables["sst"].offset):
+            raise AssertionError("the remote scan found other chunks than the local one")
+        self._count_fetches()
+
+    def _count_fetches(self) -> None:
+        """Requests and bytes per file of each peer (one more pass, outside the timings)."""
+        from dafzarr.refs._remote import PrefetchedReaders
+        from dafzarr.refs._scan import scan_reader
+
+        readers = PrefetchedReaders(self.urls)
+        for reader in readers:
+            scan_reader(reader)
+        n = self.nfiles
+        import fsspec
+
+        fs = fsspec.filesystem("http", skip_instance_cache=True)
+        k_requests = k_bytes = 0
+        for u in self.urls:
+            with fs.open(u, "rb") as f:
+                _kerchunk_translate_file(f, u)
+                k_requests += f.cache.miss_count + 1  # + the HEAD
+                k_bytes += f.cache.total_requested_bytes
+        RemoteFiles.fetch_lines = [(
+            f"* suite d, per file ({c.human_bytes(self.size / n)} on average): dafzarr "
+            f"{readers.requests / n + 1:.1f} requests (with the HEAD), "
+            f"{c.human_bytes(readers.fetched / n)}; kerchunk over fsspec "
+            f"{k_requests / n:.1f} requests, {c.human_bytes(k_bytes / n)}"
+        )]
+
+    def teardown(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        super().teardown()
+
+    @c.bench(
+        "remote files -> refs",
+        "dafzarr scan_many",
+        c.ENTRIES,
+        lambda s: s.nfiles,
+        size=lambda s: f"{s.nfiles} files, 20 ms/request",
+        target=_ratio_target("kerchunk SingleHdf5ToZarr over fsspec HTTP", 5),
+    )
+    def time_dafzarr(self) -> None:
+        refs.scan_many(self.urls, progress=False)
+
+    @c.bench(
+        "remote files -> refs",
+        "kerchunk SingleHdf5ToZarr over fsspec HTTP",
+        c.ENTRIES,
+        lambda s: s.nfiles,
+        size=lambda s: f"{s.nfiles} files, 20 ms/request",
+    )
+    def time_kerchunk(self) -> None:
+        import fsspec
+
+        for u in self.urls:
+            with fsspec.open(u, "rb") as f:
+                _kerchunk_translate_file(f, u)
+
+
 # --- Peak memory -------------------------------------------------------------------------------
 def peak_memory(rows: int) -> list[str]:
     """Peak traced Python allocations of one scan of the 100,000-chunk variable per peer."""
@@ -323,7 +426,9 @@ def peak_memory(rows: int) -> list[str]:
     return lines
 
 
-SUITES: dict[str, list[type]] = {"a": [ScanVariable], "b": [WriteParquet], "c": [ManyFiles]}
+SUITES: dict[str, list[type]] = {
+    "a": [ScanVariable], "b": [WriteParquet], "c": [ManyFiles], "d": [RemoteFiles],
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,8 +449,9 @@ def main(argv: list[str] | None = None) -> int:
          f"{virtualizarr.__version__}"),
         *clock.lines(rounds),
         *memory,
+        *RemoteFiles.fetch_lines,
     ], results, (
-        "Rates are references (suites a, b) or files (suite c) per second at the median "
+        "Rates are references (suites a, b) or files (suites c, d) per second at the median "
         "time; ratio = how many times faster than the named peer (medians). Targets are "
         "informational."
     ))  # fmt: skip

@@ -1,5 +1,8 @@
 """One way to read bytes: ranges of one object, from a local file, memory or any obstore store.
 
+:func:`open_source` turns a path or an ``http(s)://`` / ``s3://`` URL into a source;
+:class:`BlockReader` serves a source as a file object through a block cache.
+
 Every source keeps the contract of :class:`ByteSource` (exact lengths, a version token, a
 missing object as :class:`FileNotFoundError`); :class:`ObjectSource` adds the checks, retries
 and deadline that reads over the network need (:class:`HttpOptions`).
@@ -7,14 +10,17 @@ and deadline that reads over the network need (:class:`HttpOptions`).
 
 from __future__ import annotations
 
+from ._blocks import BlockReader
 from ._local import FileSource, file_version
 from ._memory import MemorySource
 from ._object import ObjectSource, http_store
 from ._options import HttpOptions
 from ._ranges import byte_range_bounds
 from ._source import Buffer, ByteSource, Head
+from ._urls import is_remote, open_source
 
 __all__ = [
+    "BlockReader",
     "Buffer",
     "ByteSource",
     "FileSource",
@@ -25,4 +31,6 @@ __all__ = [
     "byte_range_bounds",
     "file_version",
     "http_store",
+    "is_remote",
+    "open_source",
 ]

@@ -32,7 +32,7 @@ from obstore.store import HTTPStore
 from ..errors import HttpDeadlineError, HttpReadError
 from ._obstore_errors import STORE_ERRORS, RangeIgnored, asked_range, store_error, tries
 from ._options import HttpOptions
-from ._source import Buffer, Head, check_ranges, wrong_length
+from ._source import Buffer, Head, check_ranges, replaced, wrong_length
 from ._workers import DeadlinePassed, ForkedAfterUse, call_within, map_within
 
 __all__ = ["ObjectSource", "http_store"]
@@ -246,8 +246,12 @@ class ObjectSource:
         if etag not in (None, "None"):
             options["if_match"] = etag
 
+        size = None if version is None else version.rsplit("|", 1)[-1]
+
         def once() -> Buffer:
             result = self._get(options, asked_range(start, stop))
+            if size not in (None, "None") and str(result.meta["size"]) != size:
+                raise replaced(self.where)  # (servers without ETags: the size tells)
             first, end = result.range
             if (first, end) != (start, stop):
                 raise HttpReadError(

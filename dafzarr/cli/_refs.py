@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_file
+from ..errors import InvalidArgumentError
 from ..refs._check import check_store, store_summary
 from ._common import add_output_options, emit_json, progress_wanted, say
 
@@ -17,6 +19,21 @@ __all__ = ["add_parser"]
 
 
 # --- build ---------------------------------------------------------------------------------
+def _storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--storage-options`` (a JSON object) and ``--anon``, as ``storage_options``."""
+    options: dict[str, Any] = {}
+    if args.storage_options:
+        try:
+            options = json.loads(args.storage_options)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgumentError(f"--storage-options is not JSON: {exc}") from None
+        if not isinstance(options, dict):
+            raise InvalidArgumentError("--storage-options must be a JSON object")
+    if args.anon:
+        options["anon"] = True
+    return options or None
+
+
 def _build(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
@@ -42,6 +59,7 @@ def _build(args: argparse.Namespace) -> int:
         progress=progress_wanted(args),
         on_unsupported="skip" if args.skip_unsupported else "raise",
         overwrite=args.overwrite,
+        storage_options=_storage_options(args),
     )
     if args.save_placement and vds.placement is not None:
         with atomic_file(args.save_placement, force=True) as tmp:
@@ -103,7 +121,8 @@ def add_parser(sub: Any) -> None:
     rsub = refs.add_subparsers(dest="refs_command", required=True)
     b = rsub.add_parser("build", help="scan files and write a kerchunk-Parquet store")
     b.add_argument("out", help="store directory to create")
-    b.add_argument("files", nargs="+", help="NetCDF4/HDF5 files to scan")
+    b.add_argument("files", nargs="+",
+                   help="NetCDF4/HDF5 files to scan: paths, http(s):// or s3:// URLs")
     b.add_argument("--concat-dim", help="dimension to concatenate along (default: found)")
     b.add_argument("--public-prefix", help="URL prefix written into references instead of paths")
     b.add_argument("--placement", help="a GDAL multidimensional VRT or a saved placement table")
@@ -113,6 +132,11 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--workers", type=int, default=None, help="scan with N processes")
     b.add_argument("--skip-unsupported", action="store_true", help="skip, warn, do not fail")
     b.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    b.add_argument("--storage-options", metavar="JSON",
+                   help='how to reach remote files, as fsspec/s3fs options, e.g. '
+                        '\'{"endpoint_url": "http://127.0.0.1:9000", "key": "...", '
+                        '"secret": "..."}\'')
+    b.add_argument("--anon", action="store_true", help="read s3:// files without credentials")
     add_output_options(b)
     b.set_defaults(func=_build)
     i = rsub.add_parser("info", help="summarise a reference store")

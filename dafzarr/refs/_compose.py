@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -243,6 +243,8 @@ def virtualize(
     progress: bool = True,
     on_unsupported: OnUnsupported = "raise",
     overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    store: Any = None,
 ) -> VirtualDataset:
     """Compose many NetCDF4/HDF5 files into one kerchunk-Parquet reference store.
 
@@ -271,6 +273,9 @@ def virtualize(
         Show a progress bar on stderr while scanning several files.
     on_unsupported, overwrite
         As for :func:`dafzarr.refs.scan` and :func:`dafzarr.refs.write_parquet`.
+    storage_options, store
+        How to reach sources that are ``http(s)://`` or ``s3://`` URLs (as for
+        :func:`dafzarr.refs.scan`).
 
     Raises
     ------
@@ -280,7 +285,8 @@ def virtualize(
         aligned to chunks; sources overlap.
     """
     table = sources_table(sources)
-    scans = scan_many(table, workers=workers, progress=progress, on_unsupported=on_unsupported)
+    scans = scan_many(table, workers=workers, progress=progress, on_unsupported=on_unsupported,
+                      storage_options=storage_options, store=store)
     if placement is None:
         placement_table = place(scans, concat_dim=concat_dim)
     elif isinstance(placement, pa.Table):

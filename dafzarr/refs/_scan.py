@@ -10,19 +10,22 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import h5py
 import numpy as np
 import numpy.typing as npt
 
 from .. import _h5chunks
+from .._io._blocks import BlockReader
 from ..errors import H5Error, InvalidArgumentError, UnsupportedHDF5Error, UnsupportedVariableWarning
 from ._attrs import decode_name, dimension_scales, is_dimension_only, read_attrs
 from ._dtypes import complex_layout_problem, fillvalue, numpy_dtype
 from ._filters import codec, filter_label
 from ._model import OnUnsupported, ScanResult, Variable, chunk_grid, encode_fill, file_url
+from ._remote import open_h5, open_reader
 
 try:  # how h5py.File encodes file names for HDF5
     from h5py._hl.compat import filename_encode as _filename_encode
@@ -113,16 +116,21 @@ def scan(
     url: str | None = None,
     variables: Iterable[str] | None = None,
     on_unsupported: OnUnsupported = "raise",
+    storage_options: Mapping[str, Any] | None = None,
+    store: Any = None,
 ) -> ScanResult:
     """Scan a NetCDF4/HDF5 file's arrays and chunk indexes.
 
     Parameters
     ----------
     path
-        Local file to open (the *access* path).
+        The file to open (the *access* path): a local path, or an ``http(s)://`` or
+        ``s3://`` URL (then only the blocks holding metadata and chunk indexes are fetched,
+        never the chunks' data).
     url
         Location written into references (the *public* path); default: ``file://`` URL of
-        ``path``. Byte offsets are identical in every copy of a file.
+        a local ``path``, a remote ``path`` itself. Byte offsets are identical in every copy
+        of a file.
     variables
         Only these variables (full paths without the leading ``/``); default: all.
     on_unsupported
@@ -133,6 +141,13 @@ def scan(
         integers with padding bits or non-IEEE floats; data in external files);
         ``"skip"``: leave such variables out with an
         :class:`~dafzarr.errors.UnsupportedVariableWarning`.
+    storage_options
+        How to reach a remote ``path``, with fsspec's (s3fs's) names: ``key``, ``secret``,
+        ``token``, ``anon``, ``endpoint_url``, ``client_kwargs={"endpoint_url": ...,
+        "region_name": ...}``; for HTTP, ``headers``. Names not understood are refused.
+    store
+        An obstore store holding ``path`` (then ``path`` is its key, or a URL whose path is),
+        instead of ``storage_options``.
 
     Returns
     -------
@@ -147,6 +162,17 @@ def scan(
             f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}"
         )
     p = os.fspath(path)
+    if p.startswith("file://"):
+        p = unquote(urlsplit(p).path)
+    if store is not None or "://" in p:  # (open_source refuses schemes it does not know)
+        reader = open_reader(p, storage_options, store)
+        try:
+            return scan_reader(reader, url=url, variables=variables,
+                               on_unsupported=on_unsupported)
+        finally:
+            reader.close()
+    if storage_options:
+        raise InvalidArgumentError(f"{p}: storage_options apply to remote URLs only")
     if url is None:
         url = file_url(p)
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
@@ -161,12 +187,43 @@ def scan(
                 "cannot be scanned)"
             ) from exc
         raise H5Error(f"{p}: HDF5 cannot open the file: {exc}") from exc
+    return _scan_opened(fid, p, url, wanted, on_unsupported, None)
+
+
+def scan_reader(
+    reader: BlockReader,
+    *,
+    url: str | None = None,
+    variables: Iterable[str] | None = None,
+    on_unsupported: OnUnsupported = "raise",
+) -> ScanResult:
+    """:func:`scan` of a remote file opened as ``reader`` (see :mod:`._remote`)."""
+    if on_unsupported not in ("raise", "skip"):
+        raise InvalidArgumentError(
+            f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}"
+        )
+    wanted = None if variables is None else {v.lstrip("/") for v in variables}
+    fid = open_h5(reader)
+    return _scan_opened(fid, reader.name, url or reader.name, wanted, on_unsupported, reader)
+
+
+def _scan_opened(
+    fid: Any, p: str, url: str, wanted: set[str] | None, on_unsupported: OnUnsupported,
+    reader: BlockReader | None,
+) -> ScanResult:
+    """Scan the open file ``fid`` and close it; errors name ``p``. A failed read of a
+    remote file (``reader``) raises as itself, not as the HDF5 error it caused."""
     opened: list[Any] = []
     try:
-        return _scan_file(fid, opened, p, url, wanted, on_unsupported)
-    except (UnsupportedHDF5Error, H5Error):
+        return _scan_file(fid, opened, p, url, wanted, on_unsupported,
+                          os.path.getsize(p) if reader is None else reader.size)
+    except (UnsupportedHDF5Error, H5Error) as exc:
+        if reader is not None and reader.failure is not None:
+            raise reader.failure from exc
         raise
     except (RuntimeError, OSError, ValueError, KeyError, TypeError) as exc:
+        if reader is not None and reader.failure is not None:
+            raise reader.failure from exc
         raise H5Error(f"{p}: {exc}") from exc
     finally:
         # As h5py.File.close: every object of the file closed, then the file itself.
@@ -183,6 +240,7 @@ def _scan_file(
     url: str,
     wanted: set[str] | None,
     on_unsupported: OnUnsupported,
+    file_size: int,
 ) -> ScanResult:
     root = h5py.h5g.open(fid, b"/")
     opened.append(root)
@@ -270,7 +328,7 @@ def _scan_file(
         variables=out,
         groups=groups,
         dimensions=dimensions,
-        file_size=os.path.getsize(p),
+        file_size=file_size,
         coords=coords,
     )
 

@@ -1,13 +1,15 @@
 """The files of a virtual dataset (access paths and public URLs), and scanning them all.
 
 :func:`scan_many` scans in this process, in local worker processes (files handed out in
-batches), or on a dask cluster (one task per file, Arrow tables sent back).
+batches), or on a dask cluster (one task per file, Arrow tables sent back). Remote files
+(``http(s)://``, ``s3://``) are read through block caches, the next files prefetched in
+threads while one is scanned (see :mod:`._remote`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.context import BaseContext
@@ -19,7 +21,8 @@ import pyarrow as pa
 from .._progress import Progress as _Progress
 from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._model import OnUnsupported, ScanResult, file_url
-from ._scan import scan
+from ._remote import PrefetchedReaders, is_remote
+from ._scan import scan, scan_reader
 
 __all__ = ["mosaic_sources", "scan_many", "sources_table"]
 
@@ -65,8 +68,8 @@ def mosaic_sources(
             seen.add(item)
     if check_sizes:
         for a, p in zip(acc, pub, strict=True):
-            if public is None and "://" not in a:
-                continue  # p is file_url(a)
+            if (public is None and "://" not in a) or is_remote(a):
+                continue  # p is file_url(a), or a is not a local file
             if p.startswith("file://") and p != file_url(a):
                 local = Path(p.removeprefix("file://"))
                 if local.exists() and local.stat().st_size != Path(a).stat().st_size:
@@ -88,18 +91,48 @@ def sources_table(sources: Any) -> pa.Table:
 
 
 # --- Scanning many files ------------------------------------------------------------------
-def _scan_table(access: str, public: str, on_unsupported: OnUnsupported) -> pa.Table:
+def _scan_in_order(
+    access: list[str],
+    public: list[str],
+    on_unsupported: OnUnsupported,
+    storage_options: Mapping[str, Any] | None,
+    store: Any,
+    done: Callable[[int], None] | None = None,
+) -> list[ScanResult]:
+    """Scan the files one after the other in this process, the remote ones prefetched ahead."""
+    remote = [i for i, a in enumerate(access) if store is not None or is_remote(a)]
+    readers = PrefetchedReaders([access[i] for i in remote], storage_options, store).readers()
+    out = []
+    try:
+        for i, (a, p) in enumerate(zip(access, public, strict=True)):
+            if remote and remote[0] == i:
+                remote.pop(0)
+                result = scan_reader(next(readers), url=p, on_unsupported=on_unsupported)
+            else:
+                result = scan(a, url=p, on_unsupported=on_unsupported)
+            out.append(result)
+            if done is not None:
+                done(1)
+    finally:
+        readers.close()  # stops the prefetching of files left unscanned
+    return out
+
+
+def _scan_table(
+    access: str, public: str, on_unsupported: OnUnsupported,
+    storage_options: Mapping[str, Any] | None = None, store: Any = None,
+) -> pa.Table:
     """Scan one file into one Arrow table (what is sent back from a dask cluster)."""
-    return scan(access, url=public, on_unsupported=on_unsupported).to_arrow()
+    return scan(access, url=public, on_unsupported=on_unsupported,
+                storage_options=storage_options, store=store).to_arrow()
 
 
 def _scan_batch(
-    access: list[str], public: list[str], on_unsupported: OnUnsupported
+    access: list[str], public: list[str], on_unsupported: OnUnsupported,
+    storage_options: Mapping[str, Any] | None = None, store: Any = None,
 ) -> list[ScanResult]:
     """Scan several files in a local worker process (results return pickled, in one message)."""
-    return [
-        scan(a, url=p, on_unsupported=on_unsupported) for a, p in zip(access, public, strict=True)
-    ]
+    return _scan_in_order(access, public, on_unsupported, storage_options, store)
 
 
 # Files per task for local processes: enough tasks per worker to balance the load, few enough
@@ -132,12 +165,17 @@ def scan_many(
     workers: Any = None,
     progress: bool = True,
     on_unsupported: OnUnsupported = "raise",
+    storage_options: Mapping[str, Any] | None = None,
+    store: Any = None,
 ) -> list[ScanResult]:
     """Scan every source file, in the order of ``sources``.
 
     ``workers=None`` or ``1`` scans in this process; ``workers=N`` uses N local processes
     (files handed out in batches, results sent back pickled); a ``dask.distributed.Client``
     runs the scans on its cluster, one task per file, and only Arrow tables travel back.
+    Sources may be ``http(s)://`` and ``s3://`` URLs, reached with ``storage_options`` or
+    through an obstore ``store`` (as for :func:`~dafzarr.refs.scan`); in one process the next
+    files are fetched ahead, concurrently, while one is scanned.
     """
     table = sources_table(sources)
     access = table.column("access").to_pylist()
@@ -146,7 +184,8 @@ def scan_many(
         results: list[ScanResult | None] = [None] * len(access)
         if _is_dask_client(workers):
             futures = workers.map(
-                _scan_table, access, public, on_unsupported=on_unsupported, pure=False
+                _scan_table, access, public, on_unsupported=on_unsupported,
+                storage_options=storage_options, store=store, pure=False,
             )
             import distributed
 
@@ -157,9 +196,9 @@ def scan_many(
                 results[index[fut.key]] = ScanResult.from_arrow(fut.result())
                 bar.step()
         elif workers is None or workers == 1:
-            for i, (a, p) in enumerate(zip(access, public, strict=True)):
-                results[i] = scan(a, url=p, on_unsupported=on_unsupported)
-                bar.step()
+            results[:] = _scan_in_order(
+                access, public, on_unsupported, storage_options, store, bar.step
+            )
         else:
             if not isinstance(workers, int) or workers < 1:
                 raise InvalidArgumentError(
@@ -170,7 +209,8 @@ def scan_many(
             with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
                 futs = {
                     ex.submit(
-                        _scan_batch, access[i : i + batch], public[i : i + batch], on_unsupported
+                        _scan_batch, access[i : i + batch], public[i : i + batch],
+                        on_unsupported, storage_options, store,
                     ): i
                     for i in range(0, n, batch)
                 }
