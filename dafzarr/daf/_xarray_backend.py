@@ -1,0 +1,121 @@
+"""The ``daf`` engine of xarray: ``xr.open_dataset("x.daf.zarr.zip", engine="daf")``.
+
+Registered as the ``xarray.backends`` entry point ``daf``. The Dataset is the one of
+:meth:`~dafzarr.daf.ZarrDaf.to_xarray` (see :mod:`._xarray` for the naming scheme), built
+lazily: opening reads the documents, the axes' entries (xarray indexes its coordinates) and
+the scalars; a vector or matrix is read when its values are asked for, and then only through
+the Daf reader (a zero-copy view of a flat property, indexed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.core import indexing
+
+from ._names import parse_daf_path
+from ._xarray import (
+    DafVariable,
+    plan_variables,
+    sparse_module,
+    variable_shape_dtype,
+    variable_values,
+    warn_left_out,
+)
+from ._zarrdaf import ZarrDaf
+
+__all__ = ["DafBackendArray", "DafBackendEntrypoint"]
+
+_DAF_SUFFIXES = (".daf.zarr", ".daf.zarr.zip")
+
+
+class DafBackendArray(BackendArray):
+    """One Daf vector or stored matrix layout, read through the Daf reader when indexed."""
+
+    def __init__(self, daf: ZarrDaf, var: DafVariable, sparse: Any) -> None:
+        self.daf = daf
+        self.var = var
+        self.sparse = sparse
+        self.shape, self.dtype = variable_shape_dtype(daf, var)
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
+        # pydata sparse arrays take basic indexing; xarray indexes the result further.
+        support = (indexing.IndexingSupport.BASIC if self.var.sparse and len(self.shape) == 2
+                   else indexing.IndexingSupport.OUTER)
+        return indexing.explicit_indexing_adapter(key, self.shape, support, self._getitem)
+
+    def _getitem(self, key: tuple[Any, ...]) -> Any:
+        values = variable_values(self.daf, self.var, self.sparse)
+        if len(key) == 2 and all(isinstance(k, np.ndarray) for k in key):
+            return values[np.ix_(*key)]  # outer indexing: rows x columns
+        return values[key]
+
+
+class DafBackendEntrypoint(BackendEntrypoint):
+    """Opens a ZarrDaf data set (``X.daf.zarr``, ``X.daf.zarr.zip``,
+    ``X.dafs.zarr.zip#/group``, ``http(s)://...``, or an open :class:`ZarrDaf`) as an
+    ``xarray.Dataset``."""
+
+    description = "Daf data sets stored as Zarr (ZarrDaf) through dafzarr"
+    url = "https://github.com/dafzarr/dafzarr"
+    open_dataset_parameters = ("filename_or_obj", "drop_variables")
+
+    def open_dataset(  # type: ignore[override]
+        self,
+        filename_or_obj: str | os.PathLike[Any] | ZarrDaf,
+        *,
+        drop_variables: str | Iterable[str] | None = None,
+    ) -> xr.Dataset:
+        """The data set's Dataset, its vectors and matrices read when indexed."""
+        if isinstance(drop_variables, str):
+            drop_variables = [drop_variables]
+        if isinstance(filename_or_obj, ZarrDaf):
+            daf, owned = filename_or_obj, False
+        else:
+            daf, owned = ZarrDaf(os.fspath(filename_or_obj), "r"), True
+        try:
+            coords, variables = plan_variables(daf, drop_variables)
+            sparse = sparse_module()
+            left_out = [v for v in variables if v.sparse and len(v.axes) == 2 and sparse is None]
+            warn_left_out(daf, left_out, stacklevel=5)
+            data_vars = {
+                v.name: xr.Variable(
+                    v.dims, indexing.LazilyIndexedArray(DafBackendArray(daf, v, sparse)),
+                    attrs=v.attrs,
+                )
+                for v in variables if v not in left_out
+            }
+            coord_vars = {dim: xr.Variable((dim,), daf.axis_np_entries(axis))
+                          for dim, axis in coords.items()}
+            attrs = {name: daf.get_scalar(name) for name in sorted(daf.scalars_set())}
+            ds = xr.Dataset(data_vars, coords=coord_vars, attrs=attrs)
+        except BaseException:
+            if owned:
+                daf.close()
+            raise
+        if owned:
+            ds.set_close(daf.close)
+        return ds
+
+    def guess_can_open(self, filename_or_obj: Any) -> bool:
+        """Only the Daf path forms: ``X.daf.zarr`` (a directory), ``X.daf.zarr.zip`` and
+        ``X.dafs.zarr.zip#/group``, or an open :class:`ZarrDaf`."""
+        if isinstance(filename_or_obj, ZarrDaf):
+            return True
+        if not isinstance(filename_or_obj, (str, os.PathLike)):
+            return False
+        text = os.fspath(filename_or_obj)
+        if not isinstance(text, str) or text.startswith(("http://", "https://")):
+            return False
+        if ".dafs.zarr.zip#/" in text:
+            try:
+                parse_daf_path(text)
+            except ValueError:
+                return False
+            return True
+        return text.rstrip("/").endswith(_DAF_SUFFIXES)
