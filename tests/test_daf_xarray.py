@@ -173,10 +173,13 @@ def test_to_xarray_matches_the_readers(backend: Backend) -> None:
                             ds["gene.cell.expr"].transpose("cell", "gene").drop_attrs())
 
 
-def test_to_xarray_orientation_of_the_julia_fixture(fixtures_dir: Path) -> None:
+@pytest.mark.parametrize("lazy", [False, True], ids=["to_xarray", "engine"])
+def test_orientation_of_the_julia_fixture(fixtures_dir: Path, daf_engine: str, lazy: bool
+                                          ) -> None:
     """The Julia-written 3 x 2 matrix reads as 3 cells x 2 genes, not as its Zarr shape."""
-    r = dafzarr.open_daf(fixtures_dir / "julia-daf" / "daf030-flat.daf.zarr")
-    ds = r.to_xarray()
+    path = fixtures_dir / "julia-daf" / "daf030-flat.daf.zarr"
+    r = dafzarr.open_daf(path)
+    ds = xr.open_dataset(path, engine=daf_engine) if lazy else r.to_xarray()
     check_against_reader(ds, r)
     expr = ds["cell.gene.expr"]
     assert expr.dims == ("cell", "gene") and expr.dtype == np.float32
@@ -186,9 +189,11 @@ def test_to_xarray_orientation_of_the_julia_fixture(fixtures_dir: Path) -> None:
     assert ds.attrs == {"title": "hello", "n": 7}
 
 
-def test_to_xarray_decodes_julia_packed_arrays(fixtures_dir: Path) -> None:
-    r = dafzarr.open_daf(fixtures_dir / "julia-daf" / "zpk" / "bz.daf.zarr")
-    ds = r.to_xarray()
+@pytest.mark.parametrize("lazy", [False, True], ids=["to_xarray", "engine"])
+def test_julia_packed_arrays(fixtures_dir: Path, daf_engine: str, lazy: bool) -> None:
+    path = fixtures_dir / "julia-daf" / "zpk" / "bz.daf.zarr"
+    r = dafzarr.open_daf(path)
+    ds = xr.open_dataset(path, engine=daf_engine) if lazy else r.to_xarray()
     check_against_reader(ds, r)
     assert ds["cell.gene.dense"].sel(cell="c2", gene="g2").item() == 1202
 
@@ -215,6 +220,20 @@ def test_to_xarray_is_zero_copy(tmp_path: Path, rel: str, zarr_format: int) -> N
     # the GCXS matrix holds the stored values, not a copy of them
     UMIs = r.get_np_matrix("cell", "gene", "UMIs")
     assert np.shares_memory(ds["cell.gene.UMIs"].data.data, UMIs.data)
+
+
+def test_empty_axis_and_empty_sparse_matrix(tmp_path: Path, daf_engine: str) -> None:
+    path = tmp_path / "x.daf.zarr.zip"
+    w = dafzarr.open_daf(path, "w")
+    w.add_axis("cell", []).add_axis("gene", ["g1", "g2"])
+    w.set_vector("cell", "score", np.zeros(0, np.float32))
+    w.set_matrix("cell", "gene", "UMIs", sp.csc_matrix((0, 2), dtype=np.int32))
+    w.set_matrix("gene", "gene", "none", sp.csc_matrix((2, 2), dtype=np.float64))
+    w.close()
+    r = dafzarr.open_daf(path)
+    for ds in (r.to_xarray(), xr.open_dataset(path, engine=daf_engine)):
+        check_against_reader(ds, r)
+        assert ds.sizes["cell"] == 0 and ds["cell.gene.UMIs"].shape == (0, 2)
 
 
 def test_to_xarray_drop_variables(tmp_path: Path) -> None:
@@ -265,6 +284,7 @@ def test_engine_without_sparse_warns_and_leaves_them_out(
         ds = xr.open_dataset(tmp_path / "x.daf.zarr.zip", engine=daf_engine)
     with ds:
         check_left_out(ds, r, caught)
+    assert caught[0].filename == __file__
 
 
 # --- engine="daf" -------------------------------------------------------------------------------

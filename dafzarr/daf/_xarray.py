@@ -30,6 +30,7 @@ This module imports xarray; ``import dafzarr`` does not import it.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -145,15 +146,31 @@ def sparse_module() -> Any:
     return sparse
 
 
-def warn_left_out(daf: DafReader, left_out: list[DafVariable], stacklevel: int) -> None:
-    """Name the sparse matrices left out of a Dataset for want of the ``sparse`` package."""
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside dafzarr and xarray, for a warning
+    issued by the function that calls this one."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and _package(frame) in ("dafzarr", "xarray"):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _package(frame: Any) -> str:
+    return str(frame.f_globals.get("__name__", "")).split(".")[0]
+
+
+def warn_left_out(daf: DafReader, left_out: list[DafVariable]) -> None:
+    """Name the sparse matrices left out of a Dataset for want of the ``sparse`` package
+    (the warning points at the caller of ``to_xarray`` or ``xr.open_dataset``)."""
     if left_out:
         warnings.warn(
             f"{daf._path}: sparse matrices are left out of the xarray Dataset because the "
             "'sparse' package is not installed (pip install sparse): "
             + ", ".join(f"{v.name} ({v.what})" for v in left_out),
             UnsupportedVariableWarning,
-            stacklevel=stacklevel,
+            stacklevel=_user_stacklevel(),
         )
 
 
@@ -186,7 +203,7 @@ def daf_to_xarray(daf: DafReader, drop_variables: Iterable[str] | None = None) -
     coords, variables = plan_variables(daf, drop_variables)
     sparse = sparse_module()
     left_out = [v for v in variables if v.sparse and len(v.axes) == 2 and sparse is None]
-    warn_left_out(daf, left_out, stacklevel=4)
+    warn_left_out(daf, left_out)
     data_vars = {
         v.name: xr.Variable(v.dims, variable_values(daf, v, sparse), attrs=v.attrs)
         for v in variables if v not in left_out

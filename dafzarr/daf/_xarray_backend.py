@@ -82,7 +82,7 @@ class DafBackendEntrypoint(BackendEntrypoint):
             coords, variables = plan_variables(daf, drop_variables)
             sparse = sparse_module()
             left_out = [v for v in variables if v.sparse and len(v.axes) == 2 and sparse is None]
-            warn_left_out(daf, left_out, stacklevel=5)
+            warn_left_out(daf, left_out)
             data_vars = {
                 v.name: xr.Variable(
                     v.dims, indexing.LazilyIndexedArray(DafBackendArray(daf, v, sparse)),
