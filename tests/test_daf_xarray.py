@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import pickle
 import subprocess
 import sys
 import threading
@@ -24,7 +25,12 @@ import scipy.sparse as sp
 import xarray as xr
 
 import dafzarr
-from dafzarr.errors import DafFormatError, DafNotFoundError, UnsupportedVariableWarning
+from dafzarr.errors import (
+    DafFormatError,
+    DafNotFoundError,
+    InvalidArgumentTypeError,
+    UnsupportedVariableWarning,
+)
 
 from .daf_helpers import BACKENDS, Backend
 from .test_daf_http import _Quiet
@@ -310,6 +316,40 @@ def test_engine_matches_the_readers_and_to_xarray(file_backend: Backend, daf_eng
     with xr.open_dataset(file_backend.path, engine=daf_engine, chunks={}) as chunked:
         gcxs = [n for n, v in full.data_vars.items() if isinstance(v.data, sparse.GCXS)]
         xr.testing.assert_identical(chunked.drop_vars(gcxs).compute(), full.drop_vars(gcxs))
+
+
+def test_engine_variables_pickle_and_reopen_by_path(tmp_path: Path, daf_engine: str) -> None:
+    path = tmp_path / "x.dafs.zarr.zip#/g"
+    fill(dafzarr.open_daf(path, "w", zarr_format=3)).close()
+    r = dafzarr.open_daf(path)
+    with xr.open_dataset(path, engine=daf_engine) as ds:
+        copy = pickle.loads(pickle.dumps(ds))
+        assert not copy["cell.score"].variable._in_memory
+        check_against_reader(copy, r)
+        copy.close()  # closes nothing of the original
+        check_against_reader(ds, r)
+    memory = fill(dafzarr.memory_daf())
+    with pytest.raises(InvalidArgumentTypeError, match=r"can't pickle the lazy variable "
+                       r"\S+ of an in-memory daf data set: " + memory.name):
+        pickle.dumps(xr.open_dataset(memory, engine=daf_engine))
+
+
+def test_engine_computes_on_dask_workers(tmp_path: Path, daf_engine: str) -> None:
+    """``chunks={}`` on a cluster of worker processes: the tasks carry the variables there."""
+    distributed = pytest.importorskip("distributed")
+    path = tmp_path / "x.daf.zarr.zip"
+    fill(dafzarr.open_daf(path, "w")).close()
+    full = dafzarr.open_daf(path).to_xarray()
+    gcxs = [n for n, v in full.data_vars.items() if isinstance(v.data, sparse.GCXS)]
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+        xr.open_dataset(path, engine=daf_engine, chunks={"cell": 2}) as ds,
+    ):
+        got = ds.drop_vars(gcxs).compute()
+    xr.testing.assert_identical(got, full.drop_vars(gcxs))
 
 
 def test_engine_opens_an_open_daf(daf_engine: str) -> None:

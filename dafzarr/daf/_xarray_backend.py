@@ -5,11 +5,16 @@ Registered as the ``xarray.backends`` entry point ``daf``. The Dataset is the on
 lazily: opening reads the documents, the axes' entries (xarray indexes its coordinates) and
 the scalars; a vector or matrix is read when its values are asked for, and then only through
 the Daf reader (a zero-copy view of a flat property, indexed).
+
+The lazy variables pickle (dask's distributed workers): an unpickled one reopens its data set
+read-only by path, once per process while any of them is alive.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +23,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
+from ..errors import InvalidArgumentTypeError
 from ._names import parse_daf_path
 from ._xarray import (
     DafVariable,
@@ -32,6 +38,20 @@ from ._zarrdaf import ZarrDaf
 __all__ = ["DafBackendArray", "DafBackendEntrypoint"]
 
 _DAF_SUFFIXES = (".daf.zarr", ".daf.zarr.zip")
+
+#: The data sets unpickled lazy variables reopened in this process, by path.
+_REOPENED: weakref.WeakValueDictionary[str, ZarrDaf] = weakref.WeakValueDictionary()
+_REOPEN_LOCK = threading.Lock()
+
+
+def _reopen(path: str) -> ZarrDaf:
+    """The data set at ``path``, opened read-only once per process while it is in use."""
+    with _REOPEN_LOCK:
+        daf = _REOPENED.get(path)
+        if daf is None:
+            daf = ZarrDaf(path, "r")
+            _REOPENED[path] = daf
+        return daf
 
 
 class DafBackendArray(BackendArray):
@@ -54,6 +74,31 @@ class DafBackendArray(BackendArray):
         if len(key) == 2 and all(isinstance(k, np.ndarray) for k in key):
             return values[np.ix_(*key)]  # outer indexing: rows x columns
         return values[key]
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self.daf.path == "memory":
+            raise InvalidArgumentTypeError(
+                f"can't pickle the lazy variable {self.var.name} of an in-memory daf data set: "
+                f"{self.daf.name}\n(write it to a path, or use to_xarray())"
+            )
+        return {"path": self.daf.path, "var": self.var}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(_reopen(state["path"]), state["var"], sparse_module())  # type: ignore[misc]
+
+
+class _Closer:
+    """Closes the data set a Dataset opened; a copy in another process closes nothing."""
+
+    def __init__(self, daf: ZarrDaf | None) -> None:
+        self.daf = daf
+
+    def __call__(self) -> None:
+        if self.daf is not None:
+            self.daf.close()
+
+    def __reduce__(self) -> tuple[type[_Closer], tuple[None]]:
+        return _Closer, (None,)
 
 
 class DafBackendEntrypoint(BackendEntrypoint):
@@ -99,7 +144,7 @@ class DafBackendEntrypoint(BackendEntrypoint):
                 daf.close()
             raise
         if owned:
-            ds.set_close(daf.close)
+            ds.set_close(_Closer(daf))
         return ds
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
