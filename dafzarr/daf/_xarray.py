@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ from . import _layout as lay
 from ._describe import Description as DafReader  # the readers of ZarrDaf
 from ._names import _join
 
-__all__ = ["DafVariable", "daf_to_xarray", "plan_variables", "variable_values"]
+__all__ = ["DafVariable", "build_dataset", "daf_to_xarray", "plan_variables", "variable_values"]
 
 
 @dataclass(frozen=True)
@@ -198,17 +198,27 @@ def variable_values(daf: DafReader, var: DafVariable, sparse: Any) -> Any:
                        compressed_axes=[1])
 
 
-def daf_to_xarray(daf: DafReader, drop_variables: Iterable[str] | None = None) -> xr.Dataset:
-    """The Dataset of :meth:`ZarrDaf.to_xarray` (see the module's docstring)."""
+def build_dataset(
+    daf: DafReader, drop_variables: Iterable[str] | None,
+    data: Callable[[DafReader, DafVariable, Any], Any],
+) -> xr.Dataset:
+    """The Dataset of ``daf``: coordinates, attributes, and each variable's ``data(daf,
+    variable, sparse)`` (``sparse`` the pydata package, or ``None``: then the sparse matrices
+    are left out with a warning)."""
     coords, variables = plan_variables(daf, drop_variables)
     sparse = sparse_module()
     left_out = [v for v in variables if v.sparse and len(v.axes) == 2 and sparse is None]
     warn_left_out(daf, left_out)
     data_vars = {
-        v.name: xr.Variable(v.dims, variable_values(daf, v, sparse), attrs=v.attrs)
+        v.name: xr.Variable(v.dims, data(daf, v, sparse), attrs=v.attrs)
         for v in variables if v not in left_out
     }
     coord_vars = {dim: xr.Variable((dim,), daf.axis_np_entries(axis))
                   for dim, axis in coords.items()}
     attrs = {name: daf.get_scalar(name) for name in sorted(daf.scalars_set())}
     return xr.Dataset(data_vars, coords=coord_vars, attrs=attrs)
+
+
+def daf_to_xarray(daf: DafReader, drop_variables: Iterable[str] | None = None) -> xr.Dataset:
+    """The Dataset of :meth:`ZarrDaf.to_xarray` (see the module's docstring)."""
+    return build_dataset(daf, drop_variables, variable_values)

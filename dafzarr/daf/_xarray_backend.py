@@ -24,14 +24,14 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from ..errors import InvalidArgumentTypeError
+from ._describe import Description as DafReader
 from ._names import parse_daf_path
 from ._xarray import (
     DafVariable,
-    plan_variables,
+    build_dataset,
     sparse_module,
     variable_shape_dtype,
     variable_values,
-    warn_left_out,
 )
 from ._zarrdaf import ZarrDaf
 
@@ -87,6 +87,12 @@ class DafBackendArray(BackendArray):
         self.__init__(_reopen(state["path"]), state["var"], sparse_module())  # type: ignore[misc]
 
 
+def _lazy(daf: DafReader, var: DafVariable, sparse: Any) -> Any:
+    """A variable's data, read when indexed."""
+    assert isinstance(daf, ZarrDaf)
+    return indexing.LazilyIndexedArray(DafBackendArray(daf, var, sparse))
+
+
 class _Closer:
     """Closes the data set a Dataset opened; a copy in another process closes nothing."""
 
@@ -124,21 +130,7 @@ class DafBackendEntrypoint(BackendEntrypoint):
         else:
             daf, owned = ZarrDaf(os.fspath(filename_or_obj), "r"), True
         try:
-            coords, variables = plan_variables(daf, drop_variables)
-            sparse = sparse_module()
-            left_out = [v for v in variables if v.sparse and len(v.axes) == 2 and sparse is None]
-            warn_left_out(daf, left_out)
-            data_vars = {
-                v.name: xr.Variable(
-                    v.dims, indexing.LazilyIndexedArray(DafBackendArray(daf, v, sparse)),
-                    attrs=v.attrs,
-                )
-                for v in variables if v not in left_out
-            }
-            coord_vars = {dim: xr.Variable((dim,), daf.axis_np_entries(axis))
-                          for dim, axis in coords.items()}
-            attrs = {name: daf.get_scalar(name) for name in sorted(daf.scalars_set())}
-            ds = xr.Dataset(data_vars, coords=coord_vars, attrs=attrs)
+            ds = build_dataset(daf, drop_variables, _lazy)
         except BaseException:
             if owned:
                 daf.close()
