@@ -565,3 +565,18 @@ def test_version_is_defined_once() -> None:
     assert res.stdout.strip() == f"dafzarr {version}"
     sources = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "dafzarr").rglob("*.py"))
     assert f'"{version}"' not in sources and f"'{version}'" not in sources  # no second copy
+
+
+def test_xarray_backend_entry_point() -> None:
+    """``engine="daf"``: the entry point pyproject.toml registers names xarray's backend
+    class, and pydata sparse (the Dataset's sparse matrices) is a development dependency."""
+    import xarray.backends
+
+    points = _pyproject()["project"]["entry-points"]["xarray.backends"]
+    assert set(points) == {"daf"}
+    module, _, name = points["daf"].partition(":")
+    backend = getattr(importlib.import_module(module), name)
+    assert issubclass(backend, xarray.backends.BackendEntrypoint)
+    dev = _pyproject()["dependency-groups"]["dev"]
+    assert any(isinstance(r, str) and canonicalize_name(Requirement(r).name) == "sparse"
+               for r in dev)

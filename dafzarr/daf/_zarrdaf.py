@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from .._io import HttpOptions
 from ..errors import InvalidArgumentError
@@ -26,6 +26,11 @@ from ._fills import Fills
 from ._names import _unique_name
 from ._open import open_backend
 from ._storage import _MODES, Mode
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    import xarray
 
 __all__ = ["ZarrDaf", "memory_daf", "open_daf"]
 
@@ -144,6 +149,23 @@ class ZarrDaf(Description, Fills):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def to_xarray(self, *, drop_variables: Iterable[str] | None = None) -> xarray.Dataset:
+        """The data set as an ``xarray.Dataset`` (needs xarray).
+
+        Axes are dimensions with their entry names as coordinates; the vector ``age`` of the
+        axis ``cell`` is the variable ``cell.age``; the matrix ``UMIs`` stored with rows
+        ``cell`` and columns ``gene`` is ``cell.gene.UMIs`` with dims ``("cell", "gene")``
+        (each stored layout its own variable; the columns of a square matrix of ``cell`` run
+        along ``cell_columns``); scalars are the attributes. Flat properties are zero-copy
+        views of the stored bytes; sparse matrices are ``sparse.GCXS`` arrays, left out with
+        an :class:`~dafzarr.errors.UnsupportedVariableWarning` naming them when the pydata
+        ``sparse`` package is not installed. Names in ``drop_variables`` are left out. The
+        same Dataset, read lazily: ``xr.open_dataset(path, engine="daf")``.
+        """
+        from ._xarray import daf_to_xarray
+
+        return daf_to_xarray(self, drop_variables)
 
     def read_only_view(self) -> ZarrDaf:
         """Another handle on the same data whose writers raise (named ``<name>.read_only``)."""
