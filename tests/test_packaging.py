@@ -569,7 +569,7 @@ def test_version_is_defined_once() -> None:
 
 def test_xarray_backend_entry_point() -> None:
     """``engine="daf"``: the entry point pyproject.toml registers names xarray's backend
-    class, and pydata sparse (the Dataset's sparse matrices) is a development dependency."""
+    class, and pydata sparse (the Dataset's sparse matrices) is a test dependency."""
     import xarray.backends
 
     points = _pyproject()["project"]["entry-points"]["xarray.backends"]
@@ -577,6 +577,6 @@ def test_xarray_backend_entry_point() -> None:
     module, _, name = points["daf"].partition(":")
     backend = getattr(importlib.import_module(module), name)
     assert issubclass(backend, xarray.backends.BackendEntrypoint)
-    dev = _pyproject()["dependency-groups"]["dev"]
+    test = _pyproject()["dependency-groups"]["test"]
     assert any(isinstance(r, str) and canonicalize_name(Requirement(r).name) == "sparse"
-               for r in dev)
+               for r in test)
