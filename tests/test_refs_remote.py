@@ -369,3 +369,24 @@ def test_a_replaced_object_is_not_mixed_with_the_old_one(served: Any, days: list
             assert info.value.errno == errno.ESTALE
     finally:
         copy.unlink()
+
+
+def test_a_block_reader_goes_to_another_process_with_its_blocks(
+    served: Any, days: list[Path]
+) -> None:
+    """A scan in a helper process starts from the blocks fetched here; what it read comes
+    back as a layout."""
+    import pickle
+
+    url, handler = served()
+    reader = BlockReader(open_source(f"{url}/{days[0].name}", options=FAST), block_size=4096,
+                         readahead=4096)
+    reader.prefetch(range(8))
+    copy = pickle.loads(pickle.dumps(reader))
+    gets = len([m for m, _, _ in handler.log if m == "GET"])
+    assert copy.read(8 * 4096) == days[0].read_bytes()[: 8 * 4096]
+    assert len([m for m, _, _ in handler.log if m == "GET"]) == gets  # served from the copy
+    copy.seek(20 * 4096)
+    copy.read(10)  # a miss: fetched by the copy itself
+    reader.learn(copy)
+    assert 20 in reader.layout().from_start

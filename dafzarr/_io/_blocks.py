@@ -92,6 +92,42 @@ class BlockReader(io.RawIOBase):
         #: report only that "a read failed"; this is why.
         self.failure: BaseException | None = None
 
+    # --- pickling: a reader goes to another process with the blocks it holds -------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            blocks = dict(self._blocks)
+            touched = set(self._touched)
+        return {
+            "source": self.source, "size": self.size, "version": self.version,
+            "block_size": self.block_size, "max_blocks": self._max_blocks,
+            "ahead": self._ahead, "blocks": blocks, "touched": touched,
+        }  # fmt: skip
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__init__()
+        self.source = state["source"]
+        self.name = self.source.where
+        self.size = state["size"]
+        self.version = state["version"]
+        self.block_size = state["block_size"]
+        self._max_blocks = state["max_blocks"]
+        self._ahead = state["ahead"]
+        self._blocks = OrderedDict(state["blocks"])
+        self._touched = set(state["touched"])
+        self._lock = threading.RLock()
+        self._pos = 0
+        self.requests = 0
+        self.fetched = 0
+        self.failure = None
+
+    def learn(self, other: BlockReader) -> None:
+        """Count what a copy of this reader (in another process, say) read and fetched."""
+        with self._lock:
+            self._touched.update(other._touched)
+            self.requests += other.requests
+            self.fetched += other.fetched
+
     # --- io.RawIOBase ---------------------------------------------------------------------
 
     def readable(self) -> bool:
