@@ -118,6 +118,7 @@ PUBLIC: dict[str, set[str]] = {
         "HIDDEN_ATTRIBUTES",
         "PLACEMENT_SCHEMA",
         "REFS_SCHEMA",
+        "ReferenceWriter",
         "ScanResult",
         "Variable",
         "VirtualArray",

@@ -2,6 +2,8 @@
 
 * :func:`scan` walks one file's chunk indexes with HDF5's ``H5Dchunk_iter`` (from C) into
   dense numpy columns, with each variable's zarr metadata.
+* :class:`ReferenceWriter` writes a store whose references arrive in pieces, in memory
+  bounded by one record, whatever their number.
 * :func:`write_parquet` / :func:`to_kerchunk_json` write a reference store that fsspec,
   xarray, zarr and VirtualiZarr read.
 * :func:`virtualize` composes many files along a dimension into one store, refusing
@@ -23,12 +25,14 @@ if TYPE_CHECKING:
     from ._placement import PLACEMENT_SCHEMA, place
     from ._scan import scan
     from ._sources import mosaic_sources, scan_many
+    from ._stream import ReferenceWriter
     from ._write import REFS_SCHEMA, as_virtual, to_kerchunk_json, write_parquet
 
 __all__ = [
     "HIDDEN_ATTRIBUTES",
     "PLACEMENT_SCHEMA",
     "REFS_SCHEMA",
+    "ReferenceWriter",
     "ScanResult",
     "Variable",
     "VirtualArray",
@@ -49,6 +53,7 @@ _SOURCE = {
     "HIDDEN_ATTRIBUTES": "_attrs",
     "PLACEMENT_SCHEMA": "_placement",
     "REFS_SCHEMA": "_write",
+    "ReferenceWriter": "_stream",
     "ScanResult": "_model",
     "Variable": "_model",
     "VirtualArray": "_model",

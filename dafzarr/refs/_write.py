@@ -7,20 +7,16 @@ writers replace their output whole, by a rename, once it is complete.
 from __future__ import annotations
 
 import base64
-import errno
-import json
 import math
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from .._atomic import atomic_directory, atomic_file
-from ..errors import InvalidArgumentError, OutputExistsError
-from ._layout import METADATA_FILE, PLACEMENT_FILE, refs_file
+from .._atomic import atomic_file
+from ..errors import InvalidArgumentError
+from ._layout import PLACEMENT_FILE
 from ._model import (
     ScanResult,
     Variable,
@@ -30,6 +26,7 @@ from ._model import (
     dumps,
     used_groups,
 )
+from ._stream import REFS_SCHEMA, ReferenceWriter, check_record_size
 
 __all__ = [
     "REFS_SCHEMA",
@@ -39,34 +36,6 @@ __all__ = [
     "write_parquet",
 ]
 
-# pandas metadata makes fastparquet (fsspec's default engine) read offset/size as int64.
-_PANDAS_METADATA = json.dumps(
-    {
-        "index_columns": [],
-        "column_indexes": [],
-        "columns": [
-            {"name": c, "field_name": c, "pandas_type": pt, "numpy_type": nt, "metadata": None}
-            for c, pt, nt in [
-                ("path", "unicode", "object"),
-                ("offset", "int64", "int64"),
-                ("size", "int64", "int64"),
-                ("raw", "bytes", "object"),
-            ]
-        ],
-        "creator": {"library": "pyarrow", "version": pa.__version__},
-        "pandas_version": "2.2.0",
-    }
-).encode()
-
-REFS_SCHEMA = pa.schema(
-    [
-        pa.field("path", pa.string()),
-        pa.field("offset", pa.int64(), nullable=False),
-        pa.field("size", pa.int64(), nullable=False),
-        pa.field("raw", pa.binary()),
-    ],
-    metadata={b"pandas": _PANDAS_METADATA},
-)
 
 
 def _from_variable(v: Variable) -> VirtualArray:
@@ -118,32 +87,6 @@ def as_virtual(
     return vds
 
 
-# --- Parquet -------------------------------------------------------------------------------
-def _table(a: VirtualArray, paths: pa.Array, start: int, stop: int) -> pa.Table:
-    """One ``refs.N.parq`` table from numpy slices (no Python loop over file references)."""
-    n = stop - start
-    idx = a.path_index[start:stop]
-    missing = idx < 0
-    path = pa.DictionaryArray.from_arrays(
-        pa.array(idx, type=pa.int32(), mask=missing), paths
-    ).dictionary_decode()
-    offset = np.where(missing, 0, a.offset[start:stop])
-    size = np.where(missing, 0, a.size[start:stop])
-    inl = [i for i in a.raw if start <= i < stop]
-    raw: pa.Array
-    if inl:
-        items: list[bytes | None] = [None] * n
-        for i in inl:
-            items[i - start] = a.raw[i]
-        raw = pa.array(items, pa.binary())
-    else:
-        raw = pa.nulls(n, pa.binary())
-    return pa.Table.from_arrays(
-        [path, pa.array(offset, pa.int64()), pa.array(size, pa.int64()), raw],
-        schema=REFS_SCHEMA,
-    )
-
-
 def _check_array(a: VirtualArray) -> None:
     shape, chunks = tuple(a.zarray["shape"]), tuple(a.zarray["chunks"])
     n = math.prod(chunk_grid(shape, chunks))
@@ -153,19 +96,7 @@ def _check_array(a: VirtualArray) -> None:
         )
 
 
-def _check_out(out: Path, overwrite: bool) -> None:
-    if out.exists() and not overwrite:
-        raise OutputExistsError(
-            errno.EEXIST, f"{out} exists (pass overwrite=True to replace a reference store)",
-            str(out),
-        )
-    if out.exists() and not (out / METADATA_FILE).is_file():
-        raise OutputExistsError(
-            errno.EEXIST, f"{out} exists and is not a reference store: not replacing it",
-            str(out),
-        )
-
-
+# --- Parquet -------------------------------------------------------------------------------
 def write_parquet(
     dataset: ScanResult | VirtualDataset,
     out_path: str | os.PathLike[str],
@@ -185,35 +116,20 @@ def write_parquet(
     existing store as it was. An existing store is replaced only with ``overwrite=True``
     (otherwise :class:`~dafzarr.errors.OutputExistsError`, a ``FileExistsError``).
     """
-    if not isinstance(record_size, int) or record_size < 1:
-        raise InvalidArgumentError(f"record_size must be an integer >= 1, not {record_size!r}")
+    check_record_size(record_size)
     vds = as_virtual(dataset, inline_threshold=inline_threshold)
-    out = Path(out_path)
     for a in vds.arrays.values():
         _check_array(a)
-    _check_out(out, overwrite)
-    with atomic_directory(out, force=overwrite) as tmp_name:
-        tmp = Path(tmp_name)
-        paths = pa.array(vds.paths, pa.string())
+    with ReferenceWriter(out_path, vds.paths, record_size=record_size, compression=compression,
+                         overwrite=overwrite) as w:
+        for g, attrs in vds.groups.items():
+            w.add_group(g, attrs)
         for name, a in vds.arrays.items():
-            d = tmp / name
-            d.mkdir(parents=True, exist_ok=True)
-            n = a.nchunks
-            for k in range(max(1, -(-n // record_size))):
-                start, stop = k * record_size, min(n, (k + 1) * record_size)
-                pq.write_table(
-                    _table(a, paths, start, stop),
-                    d / refs_file(k),
-                    compression=compression,
-                    use_dictionary=["path"],
-                    write_statistics=False,
-                    row_group_size=max(1, stop - start),
-                )
+            w.add_array(name, a.zarray, a.zattrs)
+            w.append(a.path_index, a.offset, a.size, a.raw)
         if vds.placement is not None:  # for `dafzarr refs check` and for the user
-            pq.write_table(vds.placement, tmp / PLACEMENT_FILE)
-        doc = {"metadata": vds.metadata(), "record_size": record_size}
-        (tmp / METADATA_FILE).write_text(dumps(doc), encoding="utf-8")
-    return out
+            w.add_file(PLACEMENT_FILE, vds.placement)
+    return w.out
 
 
 # --- JSON ----------------------------------------------------------------------------------
