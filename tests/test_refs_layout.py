@@ -32,9 +32,11 @@ PACKAGE = Path(dafzarr.refs.__file__).parent
 ROOT = PACKAGE.parents[1]
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 
-# What ``dafzarr.refs`` exported before it became a package; users import these names.
+# What ``dafzarr.refs`` exports (all it exported before it became a package, and since then
+# ReferenceWriter); users import these names.
 PUBLIC = frozenset([
-    "HIDDEN_ATTRIBUTES", "PLACEMENT_SCHEMA", "REFS_SCHEMA", "ScanResult", "Variable",
+    "HIDDEN_ATTRIBUTES", "PLACEMENT_SCHEMA", "REFS_SCHEMA", "ReferenceWriter", "ScanResult",
+    "Variable",
     "VirtualArray", "VirtualDataset", "as_virtual", "compose", "mosaic_sources", "place", "scan",
     "scan_many", "to_kerchunk_json", "virtualize", "write_parquet",
 ])  # fmt: skip
