@@ -1,0 +1,82 @@
+"""Matrices (``X``, layers, ``obsm``/``varm`` arrays, ``obsp``/``varp``, 2-D ``uns`` arrays).
+
+A matrix is stored in the Daf layout whose bytes are its own: a C-ordered ``rows x cols``
+array (or CSR matrix) is the column-major (CSC) ``cols x rows`` matrix, so it is stored
+under the swapped axes without a copy and read back as the transpose of the stored view.
+Square matrices (``obsp``/``varp``) keep their axes: a CSR or C-ordered one is converted once.
+The spec records the stored axes, the class (``ndarray``, ``csr_matrix``, ``csc_array``, ...)
+and the memory order, which the reverse direction restores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..daf import ZarrDaf
+from ..errors import AnnDataConversionError
+from ._plan import Plan, daf_dtype
+
+__all__ = ["decode_matrix", "encode_matrix"]
+
+Spec = dict[str, Any]
+
+_SPARSE = ("csr_matrix", "csc_matrix", "coo_matrix", "csr_array", "csc_array", "coo_array")
+
+
+def encode_matrix(plan: Plan, rows: str, cols: str, name: str, value: Any, where: str) -> Spec:
+    """Plan ``value`` (``len(rows) x len(cols)``) as the matrix ``name``; its spec."""
+    if sp.issparse(value):
+        cls = type(value).__name__
+        if cls not in _SPARSE:
+            raise AnnDataConversionError(f"{where}: sparse class {cls} has no Daf mapping")
+        daf_dtype(value.dtype, where)
+        spec: Spec = {"kind": "sparse", "class": cls, "index_dtype":
+                      str(value.coords[0].dtype if value.format == "coo" else value.indices.dtype)}
+        if value.format == "csr" and rows != cols:
+            plan.matrix(cols, rows, name, value.T, where)
+            return {**spec, "rows": cols, "cols": rows, "name": name, "transposed": True}
+        plan.matrix(rows, cols, name, value, where)
+        return {**spec, "rows": rows, "cols": cols, "name": name, "transposed": False}
+    if hasattr(value, "to_numpy") or not isinstance(value, np.ndarray):
+        raise AnnDataConversionError(f"{where}: {type(value).__name__} has no Daf mapping "
+                                     "(expected a numpy array or a scipy sparse matrix)")
+    if value.ndim != 2:
+        raise AnnDataConversionError(f"{where}: a {value.ndim}-D array has no Daf mapping")
+    if value.dtype.kind in "OUT":
+        raise AnnDataConversionError(f"{where}: a matrix of {value.dtype} has no Daf mapping "
+                                     "(only numbers and bool)")
+    daf_dtype(value.dtype, where)
+    order = "F" if value.flags.f_contiguous and not value.flags.c_contiguous else "C"
+    spec = {"kind": "dense", "class": "ndarray", "order": order, "name": name}
+    if order == "C" and rows != cols:
+        plan.matrix(cols, rows, name, value.T, where)
+        return {**spec, "rows": cols, "cols": rows, "transposed": True}
+    plan.matrix(rows, cols, name, value, where)
+    return {**spec, "rows": rows, "cols": cols, "transposed": False}
+
+
+def decode_matrix(daf: ZarrDaf, spec: Spec) -> Any:
+    """The matrix ``encode_matrix`` planned: a view of the store where the layout allows."""
+    cls = spec["class"]
+    sparse_class = "csc_array" if cls.endswith("_array") else "csc_matrix"
+    m = daf.get_np_matrix(spec["rows"], spec["cols"], spec["name"], relayout=False,
+                          sparse_class=sparse_class)  # type: ignore[arg-type]
+    if spec["transposed"]:
+        m = m.T
+    if spec["kind"] == "sparse":
+        fmt = cls.split("_")[0]
+        if m.format != fmt:
+            m = m.asformat(fmt)
+        index_dtype = np.dtype(spec["index_dtype"])
+        if fmt != "coo" and m.indices.dtype != index_dtype:
+            m.indices = m.indices.astype(index_dtype)
+            m.indptr = m.indptr.astype(index_dtype)
+        return m
+    if spec["order"] == "C" and not m.flags.c_contiguous:
+        return np.ascontiguousarray(m)
+    if spec["order"] == "F" and not m.flags.f_contiguous:
+        return np.asfortranarray(m)
+    return m
