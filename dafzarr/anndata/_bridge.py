@@ -108,12 +108,12 @@ def anndata_to_daf(
     existing = destination if isinstance(destination, ZarrDaf) else None
     plan = Plan(existing, relayout)
     manifest = _plan(adata, plan, obs_axis, var_axis, X)
-    plan.scalar(MANIFEST, "", "the manifest")  # claims the name (and checks the destination)
+    plan.reserve_scalar(MANIFEST, "the AnnData manifest")
     daf = existing if existing is not None else open_daf(
         destination, mode, zarr_format=zarr_format  # type: ignore[arg-type]
     )
     plan.run(daf)
-    daf.set_scalar(MANIFEST, json.dumps(manifest, separators=(",", ":")), overwrite=True)
+    daf.set_scalar(MANIFEST, json.dumps(manifest, separators=(",", ":")))
     return daf
 
 

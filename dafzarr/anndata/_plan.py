@@ -101,12 +101,16 @@ class Plan:
             self._check_free("matrix", cols, rows, name, where=where)
         self._ops.append(lambda d: d.set_matrix(rows, cols, name, value, relayout=self.relayout))
 
+    def reserve_scalar(self, name: str, where: str) -> None:
+        """Claim a scalar name the caller writes itself after :meth:`run`."""
+        self._check_free("scalar", name, where=where)
+
     def scalar(self, name: str, value: Any, where: str) -> None:
         """A scalar."""
         self._check_free("scalar", name, where=where)
         self._ops.append(lambda d: d.set_scalar(name, value))
 
     def run(self, daf: ZarrDaf) -> None:
-        """Write everything, axes first (as planned), the caller's manifest scalar last."""
+        """Write everything in the planned order (each axis before what lies on it)."""
         for op in self._ops:
             op(daf)
