@@ -8,6 +8,7 @@ categories and their order, ``ordered``, sparse class and format, memory order, 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -350,8 +351,21 @@ def test_gen_adata_round_trips(tmp_path: Path) -> None:
                                varm_types=(sp.csr_matrix, np.ndarray, pd.DataFrame))
     except ImportError as exc:  # gen_adata needs awkward for its uns
         pytest.skip(f"gen_adata cannot run here: {exc}")
-    d = anndata_to_daf(ad, tmp_path / "g.daf.zarr.zip")
-    assert_same(daf_to_anndata(d), ad)
+    # Entries of uns Daf cannot hold (awkward arrays, record arrays) are refused one by one,
+    # by name; without them the object round-trips.
+    for attempt in range(len(ad.uns) + 1):
+        path = tmp_path / f"g{attempt}.daf.zarr.zip"
+        try:
+            d = anndata_to_daf(ad, path)
+        except AnnDataConversionError as exc:
+            refused = re.match(r"uns\['([^']+)'\]", str(exc))
+            if refused is None:
+                raise
+            del ad.uns[refused.group(1)]
+            continue
+        assert_same(daf_to_anndata(d), ad)
+        return
+    pytest.fail("gen_adata's object was refused entirely")
 
 
 # --- what cannot be kept --------------------------------------------------------------------

@@ -26,6 +26,14 @@ Spec = dict[str, Any]
 _SPARSE = ("csr_matrix", "csc_matrix", "coo_matrix", "csr_array", "csc_array", "coo_array")
 
 
+def _stored_index_type(dtype: np.dtype[Any], largest: int) -> np.dtype[Any] | None:
+    """The matrix's own index type when it holds the 1-based indices (then the indices are
+    shifted in place of being widened, and read back in their type); else Daf's int64."""
+    if dtype.kind in "iu" and largest + 1 <= np.iinfo(dtype).max:
+        return dtype
+    return None
+
+
 def encode_matrix(plan: Plan, rows: str, cols: str, name: str, value: Any, where: str) -> Spec:
     """Plan ``value`` (``len(rows) x len(cols)``) as the matrix ``name``; its spec."""
     if sp.issparse(value):
@@ -33,12 +41,13 @@ def encode_matrix(plan: Plan, rows: str, cols: str, name: str, value: Any, where
         if cls not in _SPARSE:
             raise AnnDataConversionError(f"{where}: sparse class {cls} has no Daf mapping")
         daf_dtype(value.dtype, where)
-        spec: Spec = {"kind": "sparse", "class": cls, "index_dtype":
-                      str(value.coords[0].dtype if value.format == "coo" else value.indices.dtype)}
+        index_dtype = value.coords[0].dtype if value.format == "coo" else value.indices.dtype
+        spec: Spec = {"kind": "sparse", "class": cls, "index_dtype": str(index_dtype)}
+        indtype = _stored_index_type(index_dtype, max(*value.shape, value.nnz))
         if value.format == "csr" and rows != cols:
-            plan.matrix(cols, rows, name, value.T, where)
+            plan.matrix(cols, rows, name, value.T, where, indtype)
             return {**spec, "rows": cols, "cols": rows, "name": name, "transposed": True}
-        plan.matrix(rows, cols, name, value, where)
+        plan.matrix(rows, cols, name, value, where, indtype)
         return {**spec, "rows": rows, "cols": cols, "name": name, "transposed": False}
     if hasattr(value, "to_numpy") or not isinstance(value, np.ndarray):
         raise AnnDataConversionError(f"{where}: {type(value).__name__} has no Daf mapping "

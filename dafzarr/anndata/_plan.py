@@ -71,7 +71,7 @@ class Plan:
             raise AnnDataConversionError(f"{where}: the entries of axis {name!r} are not unique")
         self._claim(("axis", name), where)
         self.axes[name] = values
-        self._ops.append(lambda d: d.add_axis(name, values))
+        self._ops.append(lambda d: d.add_axis(name, values.tolist()))  # a list: no per-name check
 
     def _check_free(self, kind: str, *key: str, where: str) -> None:
         self._claim((kind, *key), where)
@@ -94,12 +94,15 @@ class Plan:
         self._check_free("vector", axis, name, where=where)
         self._ops.append(lambda d: d.set_vector(axis, name, values))
 
-    def matrix(self, rows: str, cols: str, name: str, value: Any, where: str) -> None:
-        """A matrix on two planned axes (both layouts with ``relayout``, never for a square)."""
+    def matrix(self, rows: str, cols: str, name: str, value: Any, where: str,
+               indtype: Any = None) -> None:
+        """A matrix on two planned axes (both layouts with ``relayout``, never for a square);
+        ``indtype``: the index type of a sparse one."""
         self._check_free("matrix", rows, cols, name, where=where)
         if self.relayout and rows != cols:
             self._check_free("matrix", cols, rows, name, where=where)
-        self._ops.append(lambda d: d.set_matrix(rows, cols, name, value, relayout=self.relayout))
+        self._ops.append(lambda d: d.set_matrix(rows, cols, name, value, relayout=self.relayout,
+                                                indtype=indtype))
 
     def reserve_scalar(self, name: str, where: str) -> None:
         """Claim a scalar name the caller writes itself after :meth:`run`."""
