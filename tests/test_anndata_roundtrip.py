@@ -54,6 +54,8 @@ def _obs(rng: np.random.Generator, n: int) -> Any:
             "grade": grade,
             "with_nan": with_nan,
             "int_cats": pd.Categorical(rng.choice([3, 1, 2], n), categories=[3, 2, 1]),
+            "no_cats": pd.Categorical([None] * n, categories=pd.Index([], dtype=object)),
+            "bool_cats": pd.Categorical(rng.random(n) < 0.5, categories=[True, False]),
             "Int32": ints,
             "UInt8": pd.array(rng.integers(0, 9, n), dtype="UInt8"),
             "Float64": pd.array([0.5, None] * (n // 2), dtype="Float64"),
@@ -62,6 +64,7 @@ def _obs(rng: np.random.Generator, n: int) -> Any:
             "when": pd.date_range("2024-01-01", periods=n, freq="h"),
             "when_tz": pd.date_range("2024-01-01", periods=n, freq="D", tz="Europe/Paris"),
             "nat": pd.to_datetime([None] + ["2020-02-02"] * (n - 1)),
+            "delay": pd.to_timedelta(np.arange(n), unit="s"),
         },
         index=pd.Index([f"cell{i}" for i in range(n)], name="cell_id"),
     )
@@ -79,7 +82,7 @@ def _uns(rng: np.random.Generator) -> dict[str, Any]:
     return {
         "title": "example", "version": 3, "ratio": 0.25, "flag": True,
         "np_f32": np.float32(1.5), "np_i16": np.int16(-7), "none": None,
-        "colors": ["#ff0000", "#00ff00"], "sizes": [1, 2, 3],
+        "colors": ["#ff0000", "#00ff00"], "sizes": [1, 2, 3], "empty_list": [],
         "vec": rng.random(4), "names": np.array(["a", "bb"]), "objs": np.array(["x", "y"], object),
         "mat": rng.random((3, 2)), "smat": sp.random(4, 5, density=0.5, format="csr", rng=rng),
         "neighbors": {"params": {"n_neighbors": 15, "method": "umap", "metric": "euclidean"},
