@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..daf import ZarrDaf, open_daf
 from ..errors import AnnDataConversionError
@@ -39,17 +40,20 @@ Spec = dict[str, Any]
 def _mapping(plan: Plan, base: str, items: Any, slot: str, axis_prefix: str) -> list[Any]:
     """``obsm``/``varm`` entries: arrays and sparse matrices on an axis ``<prefix><key>``,
     DataFrames as vectors ``<slot>.<key>.<column>`` on ``base``."""
+    import pandas as pd
+
     out: list[Any] = []
     for key, value in items.items():
         where = f"{slot}[{key!r}]"
-        if hasattr(value, "columns") and hasattr(value, "index"):
+        if isinstance(value, pd.DataFrame):
             out.append([key, {"kind": "frame",
                               "frame": encode_frame(plan, base, value, f"{slot}.{key}.", where)}])
             continue
         axis = f"{axis_prefix}{key}"
-        if np.ndim(value) != 2:
-            raise AnnDataConversionError(f"{where}: {type(value).__name__} of "
-                                         f"{np.ndim(value)} dimensions has no Daf mapping")
+        if not (sp.issparse(value) or isinstance(value, np.ndarray)) or value.ndim != 2:
+            raise AnnDataConversionError(
+                f"{where}: {type(value).__name__} has no Daf mapping (expected a 2-D numpy "
+                "array, a scipy sparse matrix or a DataFrame)")
         plan.axis(axis, [str(i) for i in range(value.shape[1])], where)
         out.append([key, {"kind": "matrix",
                           "matrix": encode_matrix(plan, base, axis, key, value, where)}])

@@ -16,7 +16,7 @@ from ..daf import ZarrDaf
 from ..errors import AnnDataConversionError
 from ._plan import Plan, daf_dtype
 
-__all__ = ["decode_frame", "encode_frame"]
+__all__ = ["decode_column", "decode_frame", "encode_column", "encode_frame"]
 
 Spec = dict[str, Any]
 
@@ -78,7 +78,8 @@ def _categorical(plan: Plan, axis: str, vector: str, series: Any, where: str) ->
     return spec
 
 
-def _encode_column(plan: Plan, axis: str, vector: str, series: Any, where: str) -> Spec:
+def encode_column(plan: Plan, axis: str, vector: str, series: Any, where: str) -> Spec:
+    """Plan one column (a pandas Series) as the vector ``vector`` on ``axis``; its spec."""
     import pandas as pd
 
     dtype = series.dtype
@@ -131,13 +132,14 @@ def encode_frame(plan: Plan, axis: str, frame: Any, prefix: str, where: str) -> 
             raise AnnDataConversionError(f"{at}: a column name must be a str, got "
                                          f"{type(col).__name__}")
         vector = prefix + col
-        spec = _encode_column(plan, axis, vector, frame[col], at)
+        spec = encode_column(plan, axis, vector, frame[col], at)
         columns.append({"column": col, "vector": vector, **spec})
     return {"axis": axis, "index_name": frame.index.name, "columns": columns,
             "columns_dtype": str(frame.columns.dtype)}
 
 
-def _decode_column(daf: ZarrDaf, axis: str, spec: Spec) -> Any:
+def decode_column(daf: ZarrDaf, axis: str, spec: Spec) -> Any:
+    """The column ``encode_column`` planned (``spec`` with its ``vector``)."""
     import pandas as pd
 
     kind, vector = spec["kind"], spec["vector"]
@@ -187,7 +189,7 @@ def decode_frame(daf: ZarrDaf, spec: Spec, index: Any) -> Any:
     import pandas as pd
 
     axis = spec["axis"]
-    data = {c["column"]: _decode_column(daf, axis, c) for c in spec["columns"]}
+    data = {c["column"]: decode_column(daf, axis, c) for c in spec["columns"]}
     frame = pd.DataFrame(data, index=pd.Index(index, name=spec["index_name"]),
                          columns=pd.Index([c["column"] for c in spec["columns"]],
                                           dtype=spec.get("columns_dtype", "object")))

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from ..daf import ZarrDaf
 from ..errors import AnnDataConversionError
+from ._columns import decode_column, decode_frame, encode_column, encode_frame
 from ._matrices import decode_matrix, encode_matrix
 from ._plan import Plan, daf_dtype
 
@@ -51,8 +52,43 @@ def _array(plan: Plan, name: str, value: Any, where: str) -> Spec:
     return {"kind": "vector", "axis": name, "dtype": value.dtype.str}
 
 
+def _records(plan: Plan, name: str, value: Any, where: str) -> Spec:
+    """A 1-D record array (scanpy's ``rank_genes_groups`` results): one vector per field."""
+    if value.ndim != 1:
+        raise AnnDataConversionError(f"{where}: a {value.ndim}-D record array has no Daf mapping")
+    plan.axis(name, [str(i) for i in range(value.shape[0])], where)
+    fields = []
+    for field in value.dtype.names:
+        dtype = value.dtype.fields[field][0]
+        at = f"{where} field {field!r}"
+        if dtype.names is not None or dtype.shape != ():
+            raise AnnDataConversionError(f"{at}: a nested or sub-array field has no Daf mapping")
+        column = np.asarray(value[field])
+        if dtype.kind == "O" and not all(isinstance(v, str) for v in column.tolist()):
+            raise AnnDataConversionError(f"{at}: an object field must hold only str")
+        if dtype.kind not in "OU":
+            daf_dtype(dtype, at)
+        plan.vector(name, field, column.astype(object) if dtype.kind == "U" else column, at)
+        fields.append([field, dtype.str])
+    return {"kind": "records", "axis": name, "fields": fields,
+            "recarray": isinstance(value, np.recarray)}
+
+
+def _frame(plan: Plan, name: str, value: Any, where: str) -> Spec:
+    """A DataFrame: axis ``name`` (entries ``"0"``, ...), its columns as vectors on it and its
+    index as the vector ``_index`` (as anndata names it in ``.h5ad``)."""
+    import pandas as pd
+
+    plan.axis(name, [str(i) for i in range(len(value))], where)
+    index = encode_column(plan, name, "_index", pd.Series(value.index), f"{where} index")
+    return {"kind": "frame", "frame": encode_frame(plan, name, value, "", where),
+            "index": {**index, "vector": "_index"}}
+
+
 def encode_uns(plan: Plan, value: Any, path: tuple[str, ...] = ()) -> Spec:
     """Plan the ``uns`` value at ``path``; its spec."""
+    import pandas as pd
+
     where = _where(path)
     name = ".".join(("uns", *path))
     if isinstance(value, Mapping):
@@ -83,10 +119,14 @@ def encode_uns(plan: Plan, value: Any, path: tuple[str, ...] = ()) -> Spec:
                 f"mapping, found {sorted(t.__name__ for t in types)}")
         array = np.asarray(value, dtype=object if types == {str} else None)
         return {**_array(plan, name, array, where), "list": True}
+    if isinstance(value, np.ndarray) and value.dtype.names is not None:
+        return _records(plan, name, value, where)
     if sp.issparse(value) or isinstance(value, np.ndarray):
         if isinstance(value, np.ndarray) and value.ndim == 0:
             return encode_uns(plan, value[()], path)
         return _array(plan, name, value, where)
+    if isinstance(value, pd.DataFrame):
+        return _frame(plan, name, value, where)
     raise AnnDataConversionError(f"{where}: {type(value).__name__} has no Daf mapping")
 
 
@@ -97,6 +137,16 @@ def _scalar(daf: ZarrDaf, name: str, spec: Spec) -> Any:
         dtype = np.dtype(spec["dtype"])
         return np.str_(value) if dtype.kind == "U" else np.asarray(value).astype(dtype)[()]
     return {"bool": bool, "int": int, "float": float, "str": str}[kind](value)
+
+
+def _records_back(daf: ZarrDaf, spec: Spec) -> Any:
+    axis = spec["axis"]
+    dtype = np.dtype([(field, np.dtype(code)) for field, code in spec["fields"]])
+    out = np.empty(daf.axis_length(axis), dtype=dtype)
+    for field, _code in spec["fields"]:
+        values = daf.get_np_vector(axis, field)
+        out[field] = np.asarray(values, dtype=object) if dtype[field].kind in "OU" else values
+    return out.view(np.recarray) if spec["recarray"] else out
 
 
 def decode_uns(daf: ZarrDaf, spec: Spec, path: tuple[str, ...] = ()) -> Any:
@@ -111,6 +161,11 @@ def decode_uns(daf: ZarrDaf, spec: Spec, path: tuple[str, ...] = ()) -> Any:
         return _scalar(daf, name, spec)
     if kind == "matrix":
         return decode_matrix(daf, spec["matrix"])
+    if kind == "records":
+        return _records_back(daf, spec)
+    if kind == "frame":
+        index = decode_column(daf, spec["frame"]["axis"], spec["index"])
+        return decode_frame(daf, spec["frame"], index)
     values: Any = daf.get_np_vector(spec["axis"], "value")
     dtype = np.dtype(spec["dtype"])
     if dtype.kind in "OU":
