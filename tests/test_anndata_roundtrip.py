@@ -453,3 +453,39 @@ def test_append_only_zip_and_a_path_to_read(tmp_path: Path) -> None:
     with dafzarr.open_daf(path, "w", append_only=True) as d:
         anndata_to_daf(ad, d)
     assert_same(daf_to_anndata(str(path)), ad)
+
+
+_FILLED_DISK_CHILD = """
+import resource, signal, sys
+import numpy as np, scipy.sparse as sp, anndata
+from dafzarr.anndata import anndata_to_daf
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+x = sp.random(2000, 1000, density=0.2, format="csr", dtype="float32", rng=np.random.default_rng(1))
+ad = anndata.AnnData(X=x)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+try:
+    anndata_to_daf(ad, sys.argv[1])
+except Exception as exc:
+    print(type(exc).__name__, exc)
+    sys.exit(3)
+sys.exit(0)
+"""
+
+
+@pytest.mark.parametrize("rel", ["a.daf.zarr.zip", "a.daf.zarr"])
+def test_a_failed_write_leaves_the_old_destination(tmp_path: Path, rel: str) -> None:
+    """A write that fails half-way (a real EFBIG: the file size limit) leaves the data set
+    that was there before, whole, and no temporary behind."""
+    import subprocess
+    import sys
+
+    path = tmp_path / rel
+    old = full("csr")
+    anndata_to_daf(old, path).close()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    proc = subprocess.run([sys.executable, "-c", _FILLED_DISK_CHILD, str(path)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    with dafzarr.open_daf(path) as r:
+        assert_same(daf_to_anndata(r), old)

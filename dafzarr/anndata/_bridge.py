@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..daf import ZarrDaf, open_daf
+from ..daf._copy import _new_destination
 from ..errors import AnnDataConversionError
 from ._columns import decode_frame, encode_frame
 from ._legacy import legacy_daf_to_anndata
@@ -100,25 +101,42 @@ def anndata_to_daf(
     var_axis: str = "gene", X: str = "UMIs", mode: str = "w", zarr_format: int = 2,
     relayout: bool = True,
 ) -> ZarrDaf:
-    """Store ``adata`` as a Daf data set (a path to create, or an open writable ZarrDaf).
+    """Store ``adata`` as a Daf data set (a path, or an open writable ZarrDaf to add it to).
 
     Every element is kept (see the mapping table in the README's AnnData section) and
     :func:`daf_to_anndata` gives back an equal object; an element Daf cannot hold raises
     :class:`~dafzarr.errors.AnnDataConversionError` naming it, before anything is written.
+    A path with ``mode="w"`` (the default) is written whole under a temporary name and renamed
+    into place (a group of a multi-data-set ZIP: in one batch), so a failure or a kill leaves
+    an existing destination as it was and no partial one; the data set is returned open
+    ``r+``. Other modes write into the data set at the path as an open ZarrDaf does.
     ``X`` names the matrix holding ``adata.X``. Matrices are stored in the layout that is
     their own memory (a CSR ``X`` is the CSC ``var_axis x obs_axis`` matrix, its arrays
     written as they are); ``relayout`` stores the other layout too (never for ``obsp``/``varp``).
     """
-    existing = destination if isinstance(destination, ZarrDaf) else None
-    plan = Plan(existing, relayout)
-    manifest = _plan(adata, plan, obs_axis, var_axis, X)
+    if isinstance(destination, ZarrDaf) or mode != "w":
+        daf = destination if isinstance(destination, ZarrDaf) else open_daf(
+            destination, mode, zarr_format=zarr_format  # type: ignore[arg-type]
+        )
+        _write(adata, daf, Plan(daf, relayout), obs_axis, var_axis, X)
+        return daf
+    plan = Plan(None, relayout)
+    manifest = _plan(adata, plan, obs_axis, var_axis, X)  # refusals before any file exists
+    with _new_destination(os.fspath(destination), zarr_format, force=True) as new:
+        _run(plan, manifest, new)
+    return open_daf(destination, "r+")
+
+
+def _write(adata: AnnData, daf: ZarrDaf, plan: Plan, obs_axis: str, var_axis: str,
+           x_name: str) -> None:
+    _run(plan, _plan(adata, plan, obs_axis, var_axis, x_name), daf)
+
+
+def _run(plan: Plan, manifest: Spec, daf: ZarrDaf) -> None:
+    """Write the planned properties, then the manifest that makes them an AnnData object."""
     plan.reserve_scalar(MANIFEST, "the AnnData manifest")
-    daf = existing if existing is not None else open_daf(
-        destination, mode, zarr_format=zarr_format  # type: ignore[arg-type]
-    )
     plan.run(daf)
     daf.set_scalar(MANIFEST, json.dumps(manifest, separators=(",", ":")))
-    return daf
 
 
 def read_manifest(daf: ZarrDaf) -> Spec | None:
