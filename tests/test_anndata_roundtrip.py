@@ -489,3 +489,13 @@ def test_a_failed_write_leaves_the_old_destination(tmp_path: Path, rel: str) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     with dafzarr.open_daf(path) as r:
         assert_same(daf_to_anndata(r), old)
+
+
+@pytest.mark.parametrize("x_kind", ["csr", "dense"])
+def test_a_view_is_stored_as_its_copy(x_kind: str) -> None:
+    """``adata[cells, genes]`` (anndata's view classes, strided arrays) comes back equal to
+    ``.copy()`` of the view, memory order included."""
+    view = full(x_kind)[3:20, 2:9]
+    assert view.is_view
+    back = daf_to_anndata(anndata_to_daf(view, dafzarr.memory_daf()))
+    assert_same(back, view.copy())

@@ -23,7 +23,25 @@ __all__ = ["decode_matrix", "encode_matrix"]
 
 Spec = dict[str, Any]
 
-_SPARSE = ("csr_matrix", "csc_matrix", "coo_matrix", "csr_array", "csc_array", "coo_array")
+_SPARSE = (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array, sp.csc_array, sp.coo_array)
+
+
+def _sparse_class(value: Any) -> str | None:
+    """The scipy class a sparse value is (anndata's views are subclasses of them)."""
+    for cls in _SPARSE:
+        if isinstance(value, cls):
+            return str(cls.__name__)
+    return None
+
+
+def _order(value: np.ndarray[Any, Any]) -> str:
+    """``"F"`` for a column-major array (or a strided view that a copy would make one, as
+    ``np.copy(order="K")`` does), else ``"C"``."""
+    if value.flags.c_contiguous:
+        return "C"
+    if value.flags.f_contiguous:
+        return "F"
+    return "F" if abs(value.strides[0]) < abs(value.strides[1]) else "C"
 
 
 def _stored_index_type(dtype: np.dtype[Any], largest: int) -> np.dtype[Any] | None:
@@ -37,9 +55,10 @@ def _stored_index_type(dtype: np.dtype[Any], largest: int) -> np.dtype[Any] | No
 def encode_matrix(plan: Plan, rows: str, cols: str, name: str, value: Any, where: str) -> Spec:
     """Plan ``value`` (``len(rows) x len(cols)``) as the matrix ``name``; its spec."""
     if sp.issparse(value):
-        cls = type(value).__name__
-        if cls not in _SPARSE:
-            raise AnnDataConversionError(f"{where}: sparse class {cls} has no Daf mapping")
+        cls = _sparse_class(value)
+        if cls is None:
+            raise AnnDataConversionError(
+                f"{where}: sparse class {type(value).__name__} has no Daf mapping")
         daf_dtype(value.dtype, where)
         index_dtype = value.coords[0].dtype if value.format == "coo" else value.indices.dtype
         spec: Spec = {"kind": "sparse", "class": cls, "index_dtype": str(index_dtype)}
@@ -58,7 +77,7 @@ def encode_matrix(plan: Plan, rows: str, cols: str, name: str, value: Any, where
         raise AnnDataConversionError(f"{where}: a matrix of {value.dtype} has no Daf mapping "
                                      "(only numbers and bool)")
     daf_dtype(value.dtype, where)
-    order = "F" if value.flags.f_contiguous and not value.flags.c_contiguous else "C"
+    order = _order(value)
     spec = {"kind": "dense", "class": "ndarray", "order": order, "name": name}
     if order == "C" and rows != cols:
         plan.matrix(cols, rows, name, value.T, where)
