@@ -22,13 +22,18 @@ Spec = dict[str, Any]
 
 
 def _strings(values: Any, missing: np.ndarray[Any, Any], where: str) -> tuple[Any, str | None]:
-    """Object values as an object array of ``str`` ("" where missing) and the missing marker."""
+    """Object values as an object array of ``str`` ("" where missing) and the name of the
+    missing marker (``none``, ``nan`` or ``na`` for ``pandas.NA``)."""
     out = np.asarray(values, dtype=object).copy()
-    marks = {("none" if v is None else "nan" if isinstance(v, float) else repr(type(v)))
-             for v in out[missing].tolist()}
-    if len(marks) > 1 or marks - {"none", "nan"}:
-        raise AnnDataConversionError(f"{where}: mixes missing markers {sorted(marks)}; only one "
-                                     "of None and NaN can be restored")
+    import pandas as pd
+
+    markers = {"none": None, "nan": np.nan, "na": pd.NA}
+    marks = {("none" if v is None else "nan" if isinstance(v, float) else
+              "na" if v is pd.NA else type(v).__name__) for v in out[missing].tolist()}
+    if len(marks) > 1 or not marks <= set(markers):
+        raise AnnDataConversionError(
+            f"{where}: missing values marked by {sorted(marks)}; one marker (None, NaN or "
+            "pandas.NA) per column can be restored")
     out[missing] = ""
     bad = [v for v in out.tolist() if not isinstance(v, str)]
     if bad:
@@ -160,7 +165,7 @@ def decode_column(daf: ZarrDaf, axis: str, spec: Spec) -> Any:
     strings = np.array(values, dtype=object)  # a writable copy
     if kind == "object":
         if missing is not None:
-            strings[missing] = None if spec["na"] == "none" else np.nan
+            strings[missing] = {"none": None, "nan": np.nan, "na": pd.NA}[spec["na"]]
         return strings
     if kind == "string":
         if missing is not None:
