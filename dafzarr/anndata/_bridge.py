@@ -190,11 +190,12 @@ def daf_to_anndata(
     if not isinstance(daf, ZarrDaf):
         daf = open_daf(daf)
     manifest = read_manifest(daf)
-    if manifest is None or (obs_axis, var_axis) not in (
-            (None, None), (manifest["obs_axis"], manifest["var_axis"])):
+    if manifest is None or obs_axis not in (None, manifest["obs_axis"]) or var_axis not in (
+            None, manifest["var_axis"]):
         if obs_axis is None or var_axis is None:
-            raise AnnDataConversionError(f"{daf.path}: holds no AnnData manifest; name the "
-                                         "obs and var axes")
+            raise AnnDataConversionError(
+                f"{daf.path}: holds no AnnData manifest for these axes; name the obs and var "
+                "axes to read it with the plain mapping")
         return legacy_daf_to_anndata(daf, obs_axis, var_axis, X=X or "UMIs", layers=layers,
                                      obsm=obsm, obsp=obsp, uns=uns)
     obs_names = _entries(daf, manifest["obs_axis"])
