@@ -21,16 +21,22 @@ __all__ = ["decode_column", "decode_frame", "encode_column", "encode_frame"]
 Spec = dict[str, Any]
 
 
+def _markers() -> dict[str, Any]:
+    """The missing-value markers of object columns that can be restored, by name."""
+    import pandas as pd
+
+    return {"none": None, "nan": np.nan, "na": pd.NA}
+
+
 def _strings(values: Any, missing: np.ndarray[Any, Any], where: str) -> tuple[Any, str | None]:
     """Object values as an object array of ``str`` ("" where missing) and the name of the
     missing marker (``none``, ``nan`` or ``na`` for ``pandas.NA``)."""
-    out = np.asarray(values, dtype=object).copy()
     import pandas as pd
 
-    markers = {"none": None, "nan": np.nan, "na": pd.NA}
+    out = np.asarray(values, dtype=object).copy()
     marks = {("none" if v is None else "nan" if isinstance(v, float) else
               "na" if v is pd.NA else type(v).__name__) for v in out[missing].tolist()}
-    if len(marks) > 1 or not marks <= set(markers):
+    if len(marks) > 1 or not marks <= set(_markers()):
         raise AnnDataConversionError(
             f"{where}: missing values marked by {sorted(marks)}; one marker (None, NaN or "
             "pandas.NA) per column can be restored")
@@ -165,7 +171,7 @@ def decode_column(daf: ZarrDaf, axis: str, spec: Spec) -> Any:
     strings = np.array(values, dtype=object)  # a writable copy
     if kind == "object":
         if missing is not None:
-            strings[missing] = {"none": None, "nan": np.nan, "na": pd.NA}[spec["na"]]
+            strings[missing] = _markers()[spec["na"]]
         return strings
     if kind == "string":
         if missing is not None:
