@@ -485,7 +485,8 @@ sys.exit(0)
 """
 
 
-@pytest.mark.parametrize("rel", ["a.daf.zarr.zip", "a.daf.zarr"])
+@pytest.mark.parametrize("rel", ["a.daf.zarr.zip",
+                                 pytest.param("a.daf.zarr", marks=pytest.mark.slow)])
 def test_a_failed_write_leaves_the_old_destination(tmp_path: Path, rel: str) -> None:
     """A write that fails half-way (a real EFBIG: the file size limit) leaves the data set
     that was there before, whole, and no temporary behind."""
