@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "AddressSpaceError",
+    "AnnDataConversionError",
     "AppendOnlyError",
     "ArchiveFullError",
     "ArchiveInUseError",
@@ -126,6 +127,10 @@ class RecoveryWarning(UserWarning):
 
 class DafFormatError(DafzarrError, ValueError):
     """A path, store or name is not a valid Daf data set (or not for this operation)."""
+
+
+class AnnDataConversionError(DafzarrError, ValueError):
+    """An AnnData element cannot cross the AnnData bridge without loss (the message names it)."""
 
 
 class DafReadOnlyError(DafzarrError, PermissionError):

@@ -14,6 +14,7 @@ pd = pytest.importorskip("pandas")
 
 import dafzarr
 from dafzarr.anndata import anndata_to_daf, daf_to_anndata
+from dafzarr.errors import AnnDataConversionError
 
 
 def _adata() -> Any:
@@ -65,11 +66,12 @@ def test_round_trip(tmp_path: Path, rel: str) -> None:
     assert (again.X != ad.X).nnz == 0
 
 
-def test_unsupported_columns_are_skipped_with_a_warning(tmp_path: Path) -> None:
+def test_unsupported_columns_are_refused_by_name(tmp_path: Path) -> None:
     ad = anndata.AnnData(X=np.ones((2, 1), "float32"),
                          obs=pd.DataFrame({"z": np.array([1j, 2j]), "f": [1.0, 2.0]},
                                           index=["a", "b"]))
-    with pytest.warns(UserWarning, match="cell column 'z': dtype complex128 has no Daf"):
-        d = anndata_to_daf(ad, dafzarr.memory_daf())
-    assert d.vectors_set("cell") == {"f"}
-    assert np.array_equal(d.get_np_matrix("cell", "gene", "UMIs"), np.ones((2, 1)))
+    d = dafzarr.memory_daf()
+    with pytest.raises(AnnDataConversionError,
+                       match="obs column 'z': dtype complex128 has no Daf element type"):
+        anndata_to_daf(ad, d)
+    assert d.axes_set() == set()  # nothing written

@@ -79,6 +79,7 @@ PUBLIC: dict[str, set[str]] = {
     },
     "dafzarr.errors": {
         "AddressSpaceError",
+        "AnnDataConversionError",
         "AppendOnlyError",
         "ArchiveInUseError",
         "ArchiveLockedError",
