@@ -23,6 +23,12 @@ d. 100 OISST-like daily NetCDF4 files (720 x 1440, 4 packed variables, about 2 M
    ``SingleHdf5ToZarr`` over fsspec's HTTP file system, file after file as its docs show.
    Requests and bytes fetched per file are printed after the table.
 
+After the table: how writing references grows with their count (10^5 -> 10^8; quick: up
+to 10^7), each count in a fresh child process: ``ReferenceWriter`` fed pieces of 10^6
+synthetic references (memory bounded by one record) vs all the columns in memory first and
+written in one call (what ``write_parquet`` of a composed dataset does), with references per
+second and peak RSS.
+
 Peak traced Python memory of one scan per peer (suite a) is printed after the table.
 Speed is never asserted; targets are informational.
 """
@@ -403,6 +409,53 @@ class RemoteFiles(_TempDirSuite):
                 _kerchunk_translate_file(f, u)
 
 
+# --- Growth of the reference writer --------------------------------------------------------------
+_GROWTH_CHILD = """
+import resource, sys, time, numpy as np
+from dafzarr.refs import ReferenceWriter
+mode, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+piece = 1_000_000 if mode == "stream" else n
+rng = np.random.default_rng(0)
+paths = [f"s3://bucket/day{i:05d}.nc" for i in range(1000)]
+t0 = time.perf_counter()
+with ReferenceWriter(out, paths) as w:
+    w.add_group("")
+    w.add_array("v", {"shape": [n], "chunks": [1]}, {})
+    for start in range(0, n, piece):
+        k = min(piece, n - start)
+        w.append(rng.integers(0, 1000, k, dtype=np.int32), np.arange(start, start + k) * 4096,
+                 np.full(k, 4096))
+print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def writer_growth(counts: list[int]) -> list[str]:
+    """References per second and peak RSS of the writer at each count (see module doc)."""
+    import subprocess
+
+    lines = [("* reference writer growth (fresh process per count; 10^6-reference pieces vs "
+              "all columns first):")]  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="dafzarr-bench-refs-") as d:
+        for n in counts:
+            cells = []
+            for mode in ("stream", "whole"):
+                if mode == "whole" and n > 10**7:
+                    cells.append("all columns first: not run (2 GB of columns)")
+                    continue
+                out = os.path.join(d, f"{mode}{n}")
+                res = subprocess.run(
+                    [sys.executable, "-c", _GROWTH_CHILD, mode, str(n), out],
+                    capture_output=True, text=True, check=True,
+                )
+                seconds, rss = (float(x) for x in res.stdout.split())
+                c.remove(out)
+                label = "pieces" if mode == "stream" else "all columns first"
+                cells.append(f"{label} {n / seconds / 1e6:.1f} M refs/s, peak RSS "
+                             f"{c.human_bytes(rss)}")  # fmt: skip
+            lines.append(f"  * {n:.0e} references: " + "; ".join(cells))
+    return lines
+
+
 # --- Peak memory -------------------------------------------------------------------------------
 def peak_memory(rows: int) -> list[str]:
     """Peak traced Python allocations of one scan of the 100,000-chunk variable per peer."""
@@ -439,6 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     with c.RunClock() as clock:
         results = c.run_suites(SUITES, only, rounds)
         memory = peak_memory(100 if c.quick() else 1000) if "a" in only else []
+        if "b" in only:
+            top = 7 if c.quick() else 8
+            memory += writer_growth([10**k for k in range(5, top + 1)])
 
     import kerchunk
     import virtualizarr
