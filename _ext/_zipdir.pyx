@@ -117,12 +117,39 @@ cdef inline bint _may_be_unsafe(const uint8_t* s, Py_ssize_t n) noexcept nogil:
 
 
 def parse_entries(const uint8_t[::1] cd not None, Py_ssize_t n_entries, long long limit,
-                  object path, object unsafe_name_reason):
+                  object path, object unsafe_name_reason, long long base=0,
+                  Py_ssize_t first=0):
     """The entries of the directory whose bytes are ``cd``, every field checked.
 
     ``limit`` is the directory's offset (local headers and data lie below it);
-    ``unsafe_name_reason(name)`` says why a decoded name is refused.
+    ``unsafe_name_reason(name)`` says why a decoded name is refused. For the last piece of a
+    directory read in parts (see :func:`parse_some`): ``base`` is where ``cd`` starts in the
+    directory, ``first`` the number of entries before it.
     """
+    cdef Py_ssize_t used = 0
+    entries = _parse(cd, n_entries, limit, path, unsafe_name_reason, base, first, False, &used)
+    if used != cd.shape[0]:
+        raise _bad(path, f"central directory has {cd.shape[0] - used} bytes after its last entry")
+    return entries
+
+
+def parse_some(const uint8_t[::1] cd not None, Py_ssize_t most, long long limit,
+               object path, object unsafe_name_reason, long long base, Py_ssize_t first):
+    """``(entries, used)``: the whole records at the start of ``cd`` (at most ``most``), a
+    piece of a directory read in parts, and the bytes they take.
+
+    ``base`` is where ``cd`` starts in the directory (the entries' ``cd_pos`` count from the
+    directory's start), ``first`` the number of entries before it (for messages). A record
+    cut by the end of ``cd`` is left for the next piece.
+    """
+    cdef Py_ssize_t used = 0
+    entries = _parse(cd, most, limit, path, unsafe_name_reason, base, first, True, &used)
+    return entries, used
+
+
+cdef list _parse(const uint8_t[::1] cd, Py_ssize_t n_entries, long long limit, object path,
+                 object unsafe_name_reason, long long base_pos, Py_ssize_t first, bint partial,
+                 Py_ssize_t* used):
     cdef Py_ssize_t end = cd.shape[0]
     cdef Py_ssize_t pos = 0, index, rec_len, q, qend, body
     cdef const uint8_t* base = &cd[0] if end > 0 else NULL
@@ -132,14 +159,19 @@ def parse_entries(const uint8_t[::1] cd not None, Py_ssize_t n_entries, long lon
     cdef uint64_t csize, usize, lfh
     cdef bint found
     cdef Entry e
-    cdef list entries = [None] * n_entries
+    # No more records than the bytes can hold (a trailer's count is not trusted for memory).
+    cdef Py_ssize_t cap = min(n_entries, end // CD_SIZE + 1)
+    cdef list entries = [None] * cap
     cdef object name, refused
     for index in range(n_entries):
         if pos + CD_SIZE > end:
-            raise _bad(path, f"central directory ends inside entry {index}")
+            if partial:
+                del entries[index:]
+                break
+            raise _bad(path, f"central directory ends inside entry {first + index}")
         p = base + pos
         if _u32(p) != CD_SIG:
-            raise _bad(path, f"bad central directory signature at entry {index}")
+            raise _bad(path, f"bad central directory signature at entry {first + index}")
         flags = _u16(p + 8)
         method = _u16(p + 10)
         crc = _u32(p + 16)
@@ -152,7 +184,12 @@ def parse_entries(const uint8_t[::1] cd not None, Py_ssize_t n_entries, long lon
         lfh = _u32(p + 42)
         rec_len = CD_SIZE + n_len + e_len + c_len
         if pos + rec_len > end:
-            raise _bad(path, f"central directory entry {index} runs past the directory")
+            if partial:
+                del entries[index:]
+                break
+            raise _bad(
+                path, f"central directory entry {first + index} runs past the directory"
+            )
         refused = None
         if flags & FLAG_UTF8:
             try:
@@ -209,15 +246,14 @@ def parse_entries(const uint8_t[::1] cd not None, Py_ssize_t n_entries, long lon
         e.csize = <long long>csize
         e.usize = usize
         e.lfh_offset = <long long>lfh
-        e.cd_pos = pos
+        e.cd_pos = base_pos + pos
         e.cd_len = rec_len
         e.data_offset = -1
         e.end_limit = -1
         e.refused = refused
         entries[index] = e
         pos += rec_len
-    if pos != end:
-        raise _bad(path, f"central directory has {end - pos} bytes after its last entry")
+    used[0] = pos
     return entries
 
 

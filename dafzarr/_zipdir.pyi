@@ -28,8 +28,12 @@ class Entry:
 
 def parse_entries(
     cd: bytes | bytearray | memoryview, n_entries: int, limit: int, path: object,
-    unsafe_name_reason: Callable[[str], str | None],
+    unsafe_name_reason: Callable[[str], str | None], base: int = 0, first: int = 0,
 ) -> list[Entry]: ...
+def parse_some(
+    cd: bytes | bytearray | memoryview, most: int, limit: int, path: object,
+    unsafe_name_reason: Callable[[str], str | None], base: int, first: int,
+) -> tuple[list[Entry], int]: ...
 def check_no_overlap(entries: list[Entry], path: object) -> None: ...
 def index_entries(
     entries: list[Entry],

@@ -228,6 +228,61 @@ def test_mutated_directories_parse_alike(
     assert _outcome_new(bytes(data), n, limit) == _outcome_ref(bytes(data), n, limit)
 
 
+def _outcome_pieces(cd: bytes, n: int, limit: int, piece: int) -> object:
+    """As ``_outcome_new``, the directory read and parsed ``piece`` bytes at a time."""
+
+    def read(offset: int, length: int) -> bytes:
+        assert limit <= offset and offset + length <= limit + len(cd) and length <= piece
+        return cd[offset - limit : offset - limit + length]
+
+    tr = zf.Trailer(limit, len(cd), n, limit + len(cd), limit + len(cd) + 22)
+    try:
+        entries = zf.parse_central_directory_in_pieces(read, tr, "x.zip", piece)
+        check_no_overlap(entries, "x.zip")
+    except CorruptArchiveError as e:
+        return str(e)
+    index, refused, shadowed, first = index_entries(entries)
+    return ([_fields(e) for e in entries], {k: _fields(e) for k, e in index.items()},
+            [_fields(e) for e in refused], shadowed, first)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    which=st.integers(0, 3),
+    edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), max_size=4),
+    cut=st.integers(0, 1 << 16),
+    n_delta=st.integers(-2, 2),
+    piece=st.sampled_from([1, 7, 45, 46, 47, 100, 333, 1 << 20]),
+)
+def test_a_directory_read_in_pieces_parses_as_a_whole(
+    seeds: list[tuple[bytes, int, int]], which: int, edits: list[tuple[int, int]], cut: int,
+    n_delta: int, piece: int,
+) -> None:
+    """Readers parse the directory a piece at a time (no copy of it kept): the same entries,
+    or the same error, whatever the piece size and wherever records straddle pieces."""
+    cd, n, limit = seeds[which]
+    data = bytearray(cd)
+    for pos, value in edits:
+        data[pos % len(data)] = value
+    data = data[: len(data) - cut % 48] if cut & 1 else data
+    n = max(0, n + n_delta)
+    whole = _outcome_new(bytes(data), n, limit)
+    assert _outcome_pieces(bytes(data), n, limit, piece) == whole
+
+
+def test_a_reader_keeps_no_copy_of_a_large_directory(tmp_path: Path) -> None:
+    path = tmp_path / "many.zip"
+    with MmapZipStore(path, "w") as store, store.batch():
+        for i in range(30_000):  # a directory of about 2.6 MB: several pieces
+            store[f"arr/c/{i}"] = b"x"
+    with MmapZipStore(path, "r") as reader, MmapZipStore(path, "r+") as writer:
+        assert reader._archive.directory_size() > 2 * zf.DIRECTORY_PIECE
+        assert len(reader._archive.cd) == 0  # the entries only
+        assert reader.space() == writer.space()
+        assert sorted(reader.keys()) == sorted(writer.keys())
+        assert reader["arr/c/29999"] == b"x"
+
+
 def test_entry_compares_and_prints_like_the_record_it_was() -> None:
     a = Entry("k", 0, 0x0800, 7, 1, 1, 0, 0, 74)
     b = Entry("k", 0, 0x0800, 7, 1, 1, 0, 0, 74)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .._zipdir import Entry as Entry  # noqa: PLC0414 (re-exported: the stores' entry type)
 from .._zipdir import check_no_overlap as _check_no_overlap
-from .._zipdir import parse_entries
+from .._zipdir import parse_entries, parse_some
 from ..errors import CorruptArchiveError
 
 # --- Constants -------------------------------------------------------------------------
@@ -285,6 +285,38 @@ def parse_central_directory(
     through :func:`unsafe_name_reason`.
     """
     return parse_entries(cd, trailer.n_entries, trailer.cd_offset, path, unsafe_name_reason)
+
+
+#: Bytes of a directory read and parsed at a time by
+#: :func:`parse_central_directory_in_pieces`.
+DIRECTORY_PIECE = 1 << 20
+
+
+def parse_central_directory_in_pieces(
+    read: Reader, trailer: Trailer, path: object, piece: int = DIRECTORY_PIECE
+) -> list[Entry]:
+    """:func:`parse_central_directory` of the directory ``trailer`` points to, read and
+    parsed ``piece`` bytes at a time (the same checks and messages), so that its bytes
+    are never all in memory at once."""
+    size, at, n = trailer.cd_size, trailer.cd_offset, trailer.n_entries
+    entries: list[Entry] = []
+    carry = b""
+    done = 0  # directory bytes parsed into entries
+    while True:
+        start = done + len(carry)
+        chunk = read(at + start, min(piece, size - start))
+        buf = carry + chunk
+        if start + len(chunk) == size:  # the rest: whole records, as many as announced
+            entries.extend(parse_entries(buf, n - len(entries), at, path, unsafe_name_reason,
+                                         done, len(entries)))
+            return entries
+        part, used = parse_some(buf, n - len(entries), at, path, unsafe_name_reason, done,
+                                len(entries))
+        entries.extend(part)
+        done += used
+        carry = buf[used:]
+        if len(entries) == n:
+            raise _bad(path, f"central directory has {size - done} bytes after its last entry")
 
 
 def check_no_overlap(entries: list[Entry], path: object) -> None:

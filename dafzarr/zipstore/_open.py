@@ -18,7 +18,7 @@ from .._addrspace import probe_reservation, reservation_error
 from .._posix import FileMapping
 from ..errors import ArchiveLockedError, CorruptArchiveError, RefusedEntryWarning
 from . import _format as zf
-from ._recover import load_writable, read_directory, write_empty
+from ._recover import load_writable, read_entries, write_empty
 from ._state import Archive
 
 __all__ = ["create_empty", "load_read_only", "map_writable", "open_read_only", "open_writable"]
@@ -193,13 +193,13 @@ def load_read_only(a: Archive, fm: FileMapping) -> None:
 
     try:
         tr = zf.find_trailer(read, size, a.path)
-        entries, cd = read_directory(read, tr, a.path)
+        entries = read_entries(read, tr, a.path)
     except CorruptArchiveError as e:
         raise CorruptArchiveError(
             f"{e}\n(if a writer was interrupted, a writable open - mode 'r+' - recovers "
             f"the archive, or run: dafzarr zip repair {a.path})"
         ) from None
-    a.install(entries, cd, tr, read(tr.end - tr.comment, tr.comment))
+    a.install(entries, None, tr, read(tr.end - tr.comment, tr.comment))
     if a.refused:
         warnings.warn(
             f"{a.path}: entries whose names are unsafe are not served: {a.refused_list()}",

@@ -28,7 +28,7 @@ from ._read import decoded
 from ._state import Archive
 
 __all__ = [
-    "load_writable", "read_directory", "recover", "salvage", "scan_for_trailer", "write_empty",
+    "load_writable", "read_directory", "read_entries", "recover", "salvage", "scan_for_trailer", "write_empty",
 ]  # fmt: skip
 
 _U32 = struct.Struct("<I")
@@ -59,6 +59,14 @@ def read_directory(
     entries = zf.parse_central_directory(cd, tr, path)
     zf.check_no_overlap(entries, path)
     return entries, cd
+
+
+def read_entries(read: zf.Reader, tr: zf.Trailer, path: str) -> list[zf.Entry]:
+    """The entries of the directory ``tr`` points to, checked, without keeping its bytes
+    (a reader's memory then holds the entries and one piece of the directory at a time)."""
+    entries = zf.parse_central_directory_in_pieces(read, tr, path)
+    zf.check_no_overlap(entries, path)
+    return entries
 
 
 def refuse_unsafe_names(path: str, names: str) -> NoReturn:

@@ -47,7 +47,7 @@ def space(a: Archive, fm: FileMapping) -> ArchiveSpace:
                 live += data_offset(a, fm, e) + e.csize - e.lfh_offset
             except CorruptArchiveError:
                 live += e.csize
-    directory = len(a.cd) + a.trailer_len()
+    directory = a.directory_size() + a.trailer_len()
     return ArchiveSpace(
         entries=len(a.index),
         live_bytes=live,

@@ -72,6 +72,9 @@ class Archive:
     plain_start: bool = True
     comment: bytes = b""
     cd: bytearray = field(default_factory=bytearray)  # the directory's bytes, as in memory
+    # A read-only archive keeps only its entries: the directory's size, when its bytes
+    # are not kept in ``cd`` (-1: they are).
+    unkept_cd_size: int = -1
     cd_offset: int = 0  # where the live directory is in the file
     data_end: int = 0  # where the next local header goes
     limit: int = 0  # entries' data ends before this offset
@@ -84,24 +87,25 @@ class Archive:
 
     def reset(self) -> None:
         """Forget the loaded directory (the options stay)."""
-        self.entries, self.index, self.cd = [], {}, bytearray()
+        self.entries, self.index, self.cd, self.unkept_cd_size = [], {}, bytearray(), -1
         self.shadowed, self.first_listed, self.dead_prefix, self.comment = False, -1, 0, b""
         self.plain_start = True
         self.cd_offset = self.data_end = self.limit = 0
         self.unpatched, self.tx, self.dropped_folders, self.refused = set(), None, set(), []
 
     def install(
-        self, entries: list[zf.Entry], cd: bytes | bytearray, tr: zf.Trailer,
+        self, entries: list[zf.Entry], cd: bytes | bytearray | None, tr: zf.Trailer,
         comment: bytes = b"",
     ) -> None:
         """Take ``entries`` (parsed from ``cd``, the directory ``tr`` points to) as live.
 
         A ``bytearray`` is kept as it is (no second copy of a large directory); the caller
-        gives it up.
+        gives it up. ``None``: a reader's archive, which keeps no directory bytes.
         """
         self.comment = comment
         self.entries = entries
-        self.cd = cd if isinstance(cd, bytearray) else bytearray(cd)
+        self.cd = bytearray() if cd is None else cd if isinstance(cd, bytearray) else bytearray(cd)
+        self.unkept_cd_size = tr.cd_size if cd is None else -1
         self.cd_offset = tr.cd_offset
         self.data_end = tr.cd_offset
         self.limit = tr.cd_offset
@@ -122,6 +126,10 @@ class Archive:
         parts = [f"{e.name!r} ({e.refused})" for e in self.refused[:most]]
         more = len(self.refused) - most
         return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+    def directory_size(self) -> int:
+        """Bytes of the directory (as in memory, or as last read for a reader)."""
+        return len(self.cd) if self.unkept_cd_size < 0 else self.unkept_cd_size
 
     def trailer_len(self) -> int:
         """Bytes of the end records and the archive comment."""
