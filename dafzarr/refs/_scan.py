@@ -22,7 +22,15 @@ from ..errors import H5Error, InvalidArgumentError, UnsupportedHDF5Error, Unsupp
 from ._attrs import decode_name, dimension_scales, is_dimension_only, read_attrs
 from ._dtypes import complex_layout_problem, fillvalue, numpy_dtype
 from ._filters import codec, filter_label
-from ._model import OnUnsupported, ScanResult, Variable, chunk_grid, encode_fill, file_url
+from ._model import (
+    OnUnsupported,
+    ScanResult,
+    Variable,
+    chunk_grid,
+    decode_fill,
+    encode_fill,
+    file_url,
+)
 
 try:  # how h5py.File encodes file names for HDF5
     from h5py._hl.compat import filename_encode as _filename_encode
@@ -259,7 +267,7 @@ def _scan_file(
             file_dtype = dsid.dtype if info is None else info[0]
             data = np.asarray(_read_all(dsid, shapes[name], file_dtype), dtype=np.dtype(v.dtype))
             if data.shape != v.shape:  # a shorter coordinate on an unlimited dimension
-                fill = fillvalue(dsid, dsid.get_create_plist()) if info is None else info[1]
+                fill = decode_fill(v.fill_value, data.dtype)
                 full = np.full(v.shape, fill, dtype=data.dtype)
                 full[: data.shape[0]] = data
                 data = full
@@ -273,6 +281,30 @@ def _scan_file(
         file_size=os.path.getsize(p),
         coords=coords,
     )
+
+
+def _vlen_utf8(ds: Any, shape: tuple[int, ...], own_shape: tuple[int, ...], where: str) -> bytes:
+    """A variable-length string dataset (0-d or n-d) as one VLenUTF8-encoded chunk.
+
+    Elements beyond the dataset's own extent (a shorter variable on an unlimited dimension)
+    are empty strings. Strings that are not UTF-8 cannot be encoded: the variable is refused.
+    """
+    from numcodecs import VLenUTF8
+
+    dset = h5py.Dataset(ds, readonly=True)
+    try:
+        data = np.asarray(dset.asstr()[()], dtype=object)
+    except UnicodeDecodeError as exc:
+        raise UnsupportedHDF5Error(
+            f"{where}: variable-length strings that are not UTF-8 ({exc.reason} at byte "
+            f"{exc.start}); zarr's vlen-utf8 codec cannot hold them"
+        ) from exc
+    full = np.full(shape, "", dtype=object)
+    if data.ndim:
+        full[tuple(slice(0, s) for s in own_shape)] = data
+    else:
+        full[()] = data[()]
+    return bytes(VLenUTF8().encode(full))
 
 
 def _check_memory(nbytes: int, what: str, file_size: int, where: str) -> None:
@@ -342,21 +374,35 @@ def _scan_dataset(
     else:
         chunks = tuple(max(1, s) for s in shape)
 
-    if vlen:
+    # No fill value unless the writer set one: HDF5's is undefined (H5D_FILL_VALUE_UNDEFINED),
+    # the library's zero (H5D_FILL_VALUE_DEFAULT, h5py's default), or never written
+    # (H5D_FILL_TIME_NEVER, netCDF-4's "no fill" mode). Then zarr's fill value is null
+    # (missing chunks read as zeros, as from HDF5), and readers do not mask real zeros.
+    status = dcpl.fill_value_defined()
+    undefined = status == h5py.h5d.FILL_VALUE_UNDEFINED
+    no_fill = (
+        status != h5py.h5d.FILL_VALUE_USER_DEFINED
+        or dcpl.get_fill_time() == h5py.h5d.FILL_TIME_NEVER
+    )
+    if vlen or undefined:
         fill_raw = None
     else:
         fill_raw = numeric[1] if numeric is not None else fillvalue(ds, dcpl)
     # vlen strings: no fill (xarray would mask a "" fill, turning empty strings into NaN)
-    fill_value = encode_fill(fill_raw, dtype) if not vlen else None
+    fill_value = None if vlen or no_fill else encode_fill(fill_raw, dtype)
     attrs = dict(ds_attrs[0])
     if "_FillValue" in ds_attrs[1] and not vlen:
         declared = np.asarray(ds_attrs[1]["_FillValue"]).astype(dtype, copy=False).ravel()
-        hdf5_fill = np.asarray(fill_raw, dtype=dtype).ravel()
-        if declared.size != 1 or not np.array_equal(declared, hdf5_fill, equal_nan=True):
+        hdf5_fill = None if fill_raw is None else np.asarray(fill_raw, dtype=dtype).ravel()
+        if declared.size != 1 or (
+            hdf5_fill is not None and not np.array_equal(declared, hdf5_fill, equal_nan=True)
+        ):
             raise UnsupportedHDF5Error(
                 f"{where}: _FillValue attribute {attrs['_FillValue']!r} differs from the HDF5 "
-                f"fill value {fill_value!r} that reads of unwritten chunks return"
+                f"fill value {encode_fill(fill_raw, dtype)!r} that reads of unwritten chunks "
+                "return"
             )
+        fill_value = encode_fill(declared[0], dtype)
     attrs.pop("_FillValue", None)  # carried by the zarr fill_value
 
     grid = chunk_grid(shape, chunks)
@@ -372,14 +418,7 @@ def _scan_dataset(
     raw: dict[int, bytes] = {}
 
     if vlen:
-        dset = h5py.Dataset(ds, readonly=True)
-        data = dset.asstr()[()] if dset.ndim else np.array(dset.asstr()[()], dtype=object)
-        full = np.empty(shape, dtype=object)
-        full[...] = ""
-        full[tuple(slice(0, s) for s in own_shape)] = data
-        from numcodecs import VLenUTF8
-
-        raw[0] = bytes(VLenUTF8().encode(full))
+        raw[0] = _vlen_utf8(ds, shape, own_shape, where)
         filters = [{"id": "vlen-utf8"}]
         chunks = tuple(max(1, s) for s in shape)
         if n != 1:
@@ -389,7 +428,8 @@ def _scan_dataset(
             raise UnsupportedHDF5Error(f"{where}: compact dataset with filters")
         data = np.asarray(h5py.Dataset(ds, readonly=True)[()], dtype=dtype)
         if own_shape != shape:
-            full_arr = np.full(shape, np.asarray(fill_raw, dtype=dtype), dtype=dtype)
+            pad = np.asarray(0 if fill_raw is None else fill_raw, dtype=dtype)
+            full_arr = np.full(shape, pad, dtype=dtype)
             full_arr[tuple(slice(0, s) for s in own_shape)] = data
             data = full_arr
         raw[0] = data.tobytes()
