@@ -105,6 +105,7 @@ PUBLIC: dict[str, set[str]] = {
         "RecoveryWarning",
         "RefusedEntryWarning",
         "RkyvError",
+        "ScanTimeoutError",
         "SelfCheckError",
         "StatisticsWarning",
         "UnsafeCastError",

@@ -27,6 +27,7 @@ from ._model import (
     used_groups,
 )
 from ._placement import place
+from ._scan import DEFAULT_TIMEOUT
 from ._sources import scan_many, sources_table
 from ._vrt import placement_from_vrt
 from ._write import inline_small_chunks, write_parquet
@@ -243,6 +244,7 @@ def virtualize(
     progress: bool = True,
     on_unsupported: OnUnsupported = "raise",
     overwrite: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> VirtualDataset:
     """Compose many NetCDF4/HDF5 files into one kerchunk-Parquet reference store.
 
@@ -265,12 +267,13 @@ def virtualize(
     inline_coords
         Inline the values of coordinate variables (1-D, named after their dimension).
     workers
-        ``None``/1: scan in this process; N: N local processes; a ``dask.distributed.Client``:
-        scan on its cluster.
+        ``None``/1: one file at a time; N: N files at once (N helper processes); a
+        ``dask.distributed.Client``: scan on its cluster.
     progress
         Show a progress bar on stderr while scanning several files.
-    on_unsupported, overwrite
-        As for :func:`dafzarr.refs.scan` and :func:`dafzarr.refs.write_parquet`.
+    on_unsupported, overwrite, timeout
+        As for :func:`dafzarr.refs.scan` (``timeout``: seconds per file) and
+        :func:`dafzarr.refs.write_parquet`.
 
     Raises
     ------
@@ -280,7 +283,9 @@ def virtualize(
         aligned to chunks; sources overlap.
     """
     table = sources_table(sources)
-    scans = scan_many(table, workers=workers, progress=progress, on_unsupported=on_unsupported)
+    scans = scan_many(
+        table, workers=workers, progress=progress, on_unsupported=on_unsupported, timeout=timeout
+    )
     if placement is None:
         placement_table = place(scans, concat_dim=concat_dim)
     elif isinstance(placement, pa.Table):

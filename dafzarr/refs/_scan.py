@@ -37,7 +37,7 @@ try:  # how h5py.File encodes file names for HDF5
 except ImportError:
     _filename_encode = os.fsencode
 
-__all__ = ["scan"]
+__all__ = ["DEFAULT_TIMEOUT", "scan", "scan_file", "scan_path"]
 
 _HDF5_VERSION = tuple(int(x) for x in h5py.version.hdf5_version.split(".")[:3])
 # H5Dchunk_iter reports addresses without the user block before HDF5 1.14.4.
@@ -115,12 +115,16 @@ def _read_all(dsid: Any, shape: tuple[int, ...], dtype: Any) -> npt.NDArray[Any]
 
 
 # --- Scanning -----------------------------------------------------------------------------
+DEFAULT_TIMEOUT = 600.0  # seconds one file's scan may take (see scan's ``timeout``)
+
+
 def scan(
     path: str | os.PathLike[str],
     *,
     url: str | None = None,
     variables: Iterable[str] | None = None,
     on_unsupported: OnUnsupported = "raise",
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> ScanResult:
     """Scan a NetCDF4/HDF5 file's arrays and chunk indexes.
 
@@ -141,6 +145,12 @@ def scan(
         integers with padding bits or non-IEEE floats; data in external files);
         ``"skip"``: leave such variables out with an
         :class:`~dafzarr.errors.UnsupportedVariableWarning`.
+    timeout
+        Seconds the scan may take (default 600). The file is scanned in a helper process
+        (reused from one scan to the next) that is killed when the time is up, so that even
+        a file on which the HDF5 library never returns ends in a
+        :class:`~dafzarr.errors.ScanTimeoutError` naming it. ``None``: scan in this process,
+        without a deadline.
 
     Returns
     -------
@@ -154,10 +164,28 @@ def scan(
         raise InvalidArgumentError(
             f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}"
         )
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+    ):
+        raise InvalidArgumentError(f"timeout must be a number of seconds > 0 or None: {timeout!r}")
     p = os.fspath(path)
     if url is None:
         url = file_url(p)
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
+    if timeout is None:
+        return scan_path(p, url, wanted, on_unsupported)
+    from ._deadline import call_with_deadline
+
+    result: ScanResult = call_with_deadline(
+        scan_path, (p, url, wanted, on_unsupported), {}, timeout=timeout, what=p
+    )
+    return result
+
+
+def scan_path(
+    p: str, url: str, wanted: set[str] | None, on_unsupported: OnUnsupported
+) -> ScanResult:
+    """Open the local file ``p`` and scan it (:func:`scan_file`) in this process."""
     try:
         fid = _open(p)
     except FileNotFoundError:
@@ -169,19 +197,35 @@ def scan(
                 "cannot be scanned)"
             ) from exc
         raise H5Error(f"{p}: HDF5 cannot open the file: {exc}") from exc
+    try:
+        return scan_file(fid, p, url, wanted, on_unsupported, file_size=os.path.getsize(p))
+    finally:
+        fid.close()
+
+
+def scan_file(
+    fid: Any,
+    p: str,
+    url: str,
+    wanted: set[str] | None,
+    on_unsupported: OnUnsupported,
+    *,
+    file_size: int,
+) -> ScanResult:
+    """Scan an open HDF5 file (``fid``: an ``h5py.h5f.FileID``, from a path or a file-like
+    object); ``p`` names it in messages and in the result. Every object opened is closed."""
     opened: list[Any] = []
     try:
-        return _scan_file(fid, opened, p, url, wanted, on_unsupported)
+        return _scan_file(fid, opened, p, url, wanted, on_unsupported, file_size)
     except (UnsupportedHDF5Error, H5Error):
         raise
     except (RuntimeError, OSError, ValueError, KeyError, TypeError) as exc:
         raise H5Error(f"{p}: {exc}") from exc
     finally:
-        # As h5py.File.close: every object of the file closed, then the file itself.
+        # As h5py.File.close: every object of the file closed (the file itself by its opener).
         for oid in opened:
             if oid.valid:
                 oid.close()
-        fid.close()
 
 
 def _scan_file(
@@ -191,6 +235,7 @@ def _scan_file(
     url: str,
     wanted: set[str] | None,
     on_unsupported: OnUnsupported,
+    file_size: int,
 ) -> ScanResult:
     root = h5py.h5g.open(fid, b"/")
     opened.append(root)
@@ -278,7 +323,7 @@ def _scan_file(
         variables=out,
         groups=groups,
         dimensions=dimensions,
-        file_size=os.path.getsize(p),
+        file_size=file_size,
         coords=coords,
     )
 

@@ -1,16 +1,14 @@
 """The files of a virtual dataset (access paths and public URLs), and scanning them all.
 
-:func:`scan_many` scans in this process, in local worker processes (files handed out in
-batches), or on a dask cluster (one task per file, Arrow tables sent back).
+:func:`scan_many` scans one file at a time or several at once (each in a helper process
+with its own deadline), or on a dask cluster (one task per file, Arrow tables sent back).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_all_start_methods, get_context
-from multiprocessing.context import BaseContext
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ import pyarrow as pa
 from .._progress import Progress as _Progress
 from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._model import OnUnsupported, ScanResult, file_url
-from ._scan import scan
+from ._scan import DEFAULT_TIMEOUT, scan
 
 __all__ = ["mosaic_sources", "scan_many", "sources_table"]
 
@@ -88,38 +86,11 @@ def sources_table(sources: Any) -> pa.Table:
 
 
 # --- Scanning many files ------------------------------------------------------------------
-def _scan_table(access: str, public: str, on_unsupported: OnUnsupported) -> pa.Table:
+def _scan_table(
+    access: str, public: str, on_unsupported: OnUnsupported, timeout: float | None
+) -> pa.Table:
     """Scan one file into one Arrow table (what is sent back from a dask cluster)."""
-    return scan(access, url=public, on_unsupported=on_unsupported).to_arrow()
-
-
-def _scan_batch(
-    access: list[str], public: list[str], on_unsupported: OnUnsupported
-) -> list[ScanResult]:
-    """Scan several files in a local worker process (results return pickled, in one message)."""
-    return [
-        scan(a, url=p, on_unsupported=on_unsupported) for a, p in zip(access, public, strict=True)
-    ]
-
-
-# Files per task for local processes: enough tasks per worker to balance the load, few enough
-# that a task costs much more than sending it and its results.
-_BATCH_MAX = 64
-_TASKS_PER_WORKER = 8
-
-
-def _worker_context() -> BaseContext:
-    """Workers forked from a single-threaded server that has imported the scanner once.
-
-    Forking this (possibly multi-threaded) process would be unsafe; spawning imports numpy,
-    h5py and pyarrow again in every worker. Where fork servers do not exist, spawn.
-    """
-    if "forkserver" not in get_all_start_methods():
-        return get_context("spawn")
-    ctx = get_context("forkserver")
-    # pyarrow imports pandas on first use (about a second); import it once, in the server.
-    ctx.set_forkserver_preload(["dafzarr.refs._sources", "pandas"])
-    return ctx
+    return scan(access, url=public, on_unsupported=on_unsupported, timeout=timeout).to_arrow()
 
 
 def _is_dask_client(obj: Any) -> bool:
@@ -132,13 +103,21 @@ def scan_many(
     workers: Any = None,
     progress: bool = True,
     on_unsupported: OnUnsupported = "raise",
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[ScanResult]:
     """Scan every source file, in the order of ``sources``.
 
-    ``workers=None`` or ``1`` scans in this process; ``workers=N`` uses N local processes
-    (files handed out in batches, results sent back pickled); a ``dask.distributed.Client``
-    runs the scans on its cluster, one task per file, and only Arrow tables travel back.
+    ``workers=None`` or ``1`` scans one file at a time; ``workers=N`` keeps N scans going at
+    once; a ``dask.distributed.Client`` runs the scans on its cluster, one task per file, and
+    only Arrow tables travel back. Each file's scan runs in a reused helper process with
+    its own deadline of ``timeout`` seconds (see :func:`dafzarr.refs.scan`), so N workers
+    are N helper processes.
     """
+    local = workers is not None and not _is_dask_client(workers)
+    if local and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InvalidArgumentError(
+            f"workers must be None, an int >= 1 or a dask Client: {workers!r}"
+        )
     table = sources_table(sources)
     access = table.column("access").to_pylist()
     public = table.column("public").to_pylist()
@@ -146,8 +125,9 @@ def scan_many(
         results: list[ScanResult | None] = [None] * len(access)
         if _is_dask_client(workers):
             futures = workers.map(
-                _scan_table, access, public, on_unsupported=on_unsupported, pure=False
-            )
+                _scan_table, access, public, on_unsupported=on_unsupported, timeout=timeout,
+                pure=False,
+            )  # fmt: skip
             import distributed
 
             dask_completed: Any = distributed.as_completed
@@ -158,25 +138,21 @@ def scan_many(
                 bar.step()
         elif workers is None or workers == 1:
             for i, (a, p) in enumerate(zip(access, public, strict=True)):
-                results[i] = scan(a, url=p, on_unsupported=on_unsupported)
+                results[i] = scan(a, url=p, on_unsupported=on_unsupported, timeout=timeout)
                 bar.step()
         else:
-            if not isinstance(workers, int) or workers < 1:
-                raise InvalidArgumentError(
-                    f"workers must be None, an int >= 1 or a dask Client: {workers!r}"
-                )
-            n = len(access)
-            batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
-            with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
+            # Threads only wait: each file is scanned in a helper process (one per thread).
+            with ThreadPoolExecutor(max_workers=workers) as ex:
                 futs = {
-                    ex.submit(
-                        _scan_batch, access[i : i + batch], public[i : i + batch], on_unsupported
-                    ): i
-                    for i in range(0, n, batch)
+                    ex.submit(scan, a, url=p, on_unsupported=on_unsupported, timeout=timeout): i
+                    for i, (a, p) in enumerate(zip(access, public, strict=True))
                 }
-                for fut in as_completed(futs):
-                    done = fut.result()
-                    start = futs[fut]
-                    results[start : start + len(done)] = done
-                    bar.step(len(done))
+                try:
+                    for fut in as_completed(futs):
+                        results[futs[fut]] = fut.result()
+                        bar.step()
+                except BaseException:
+                    for f in futs:
+                        f.cancel()
+                    raise
     return [r for r in results if r is not None]
