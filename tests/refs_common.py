@@ -256,3 +256,24 @@ def write_unrepresentable(path: Path) -> Path:
         f.attrs["ref"] = f["ok"].ref
         f["ok"].attrs["cld"] = np.clongdouble(1 + 2j)
     return path
+
+
+def write_day_of_seconds(
+    path: Path, day: int, *, hours: range = range(0, 24, 6), dtype: str = "f8"
+) -> Path:
+    """One daily file as ARM and instrument archives write them: ``time`` in "seconds since"
+    the file's own day (2020-01-<day>), a 1-D and a 2-D variable along it."""
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("height", 3)
+        t = ds.createVariable("time", dtype, ("time",))
+        t.units = f"seconds since 2020-01-{day:02d} 00:00:00"
+        t.calendar = "gregorian"
+        t[:] = np.array([3600 * h for h in hours], dtype=dtype)
+        temp = ds.createVariable("temp", "f4", ("time",), chunksizes=(1,))
+        temp[:] = np.arange(len(hours), dtype="f4") + 10 * day
+        rh = ds.createVariable("rh", "f4", ("time", "height"), chunksizes=(1, 3), zlib=True)
+        rh[:] = np.arange(3 * len(hours), dtype="f4").reshape(-1, 3) + 100 * day
+    return path
