@@ -82,6 +82,30 @@ def test_vlen_strings_that_are_not_utf8_are_skipped_with_a_reason(tmp_path: Path
     )
 
 
+def test_empty_string_and_number_arrays(tmp_path: Path) -> None:
+    """h5ad writes empty string arrays (no observations, no categories): no chunk at all."""
+    path = tmp_path / "empty.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("names", data=np.array([], dtype=object), dtype=h5py.string_dtype())
+        f.create_dataset("values", shape=(0,), maxshape=(None,), chunks=(4,), dtype="i4")
+        compact = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        compact.set_layout(h5py.h5d.COMPACT)
+        space = h5py.h5s.create_simple((0,))
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.IEEE_F64LE, space, dcpl=compact)
+    r = refs.scan(path)
+    for v in r.variables.values():
+        assert v.shape == (0,) and v.nchunks == 0 and not v.raw, v.name
+    again = refs.ScanResult.from_arrow(r.to_arrow())  # what a dask worker sends back
+    assert set(again.variables) == set(r.variables)
+    doc = refs.to_kerchunk_json(r)
+    assert not [k for k in doc["refs"] if not k.rsplit("/", 1)[-1].startswith(".z")]
+    root = open_zarr_default(refs.write_parquet(r, tmp_path / "store"))
+    for name in r.variables:
+        assert root[name].shape == (0,), name
+    ds = open_reference_xr(tmp_path / "store")
+    assert ds.sizes == {"phony_dim_0": 0}
+
+
 # --- Nested groups ---------------------------------------------------------------------------
 @pytest.mark.parametrize("engine", ENGINES)
 def test_nested_groups_open_with_zarr_defaults_and_xarray_group(

@@ -463,7 +463,8 @@ def _scan_dataset(
     raw: dict[int, bytes] = {}
 
     if vlen:
-        raw[0] = _vlen_utf8(ds, shape, own_shape, where)
+        if n:  # an empty array has no chunk to inline
+            raw[0] = _vlen_utf8(ds, shape, own_shape, where)
         filters = [{"id": "vlen-utf8"}]
         chunks = tuple(max(1, s) for s in shape)
         if n != 1:
@@ -477,7 +478,8 @@ def _scan_dataset(
             full_arr = np.full(shape, pad, dtype=dtype)
             full_arr[tuple(slice(0, s) for s in own_shape)] = data
             data = full_arr
-        raw[0] = data.tobytes()
+        if n:
+            raw[0] = data.tobytes()
     elif layout == "contiguous":
         addr = ds.get_offset()
         nbytes = int(ds.get_storage_size())
