@@ -105,3 +105,16 @@ def test_timeout_must_be_positive_seconds(tmp_path: Path, timeout: object) -> No
 def test_timeout_none_scans_in_this_process(tmp_path: Path) -> None:
     r = refs.scan(make_cf(tmp_path / "cf.nc"), timeout=None)
     assert r["tas"].chunks == (1, 5, 6)
+
+
+def test_helpers_outlive_the_threads_that_asked_for_them(tmp_path: Path) -> None:
+    """Linux kills a child when the thread that started it ends (PR_SET_PDEATHSIG): helpers
+    are started by one long-lived thread, so scan_many's worker threads can come and go."""
+    files = [make_cf(tmp_path / f"cf{i}.nc") for i in range(4)]
+    refs.scan_many(files, workers=2, progress=False)
+    pids = {h.proc.pid for h in _deadline._IDLE}
+    assert len(pids) >= 2
+    time.sleep(0.5)  # the executor's threads have ended by now
+    assert all(h.proc.poll() is None for h in _deadline._IDLE)
+    refs.scan_many(files, workers=2, progress=False)
+    assert {h.proc.pid for h in _deadline._IDLE} == pids

@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import os
 import pickle
+import queue
 import select
 import subprocess
 import sys
@@ -164,6 +165,38 @@ class _Helper:
 _IDLE: list[_Helper] = []
 _LOCK = threading.Lock()
 
+# Linux sends a helper its parent-death signal when the *thread* that started it ends, so
+# helpers are started by one thread that lasts as long as the process (the threads of a
+# ThreadPoolExecutor come and go).
+_STARTS: queue.SimpleQueue[tuple[threading.Event, list[Any]]] = queue.SimpleQueue()
+_STARTER_PID = 0
+
+
+def _starter() -> None:
+    while True:
+        done, box = _STARTS.get()
+        try:
+            box.append(_Helper())
+        except BaseException as exc:  # noqa: BLE001 (raised in the thread that asked)
+            box.append(exc)
+        done.set()
+
+
+def _start_helper() -> _Helper:
+    """A new helper, started by this process' starter thread."""
+    global _STARTER_PID
+    with _LOCK:
+        if os.getpid() != _STARTER_PID:  # first use, or a child forked without the thread
+            _STARTER_PID = os.getpid()
+            threading.Thread(target=_starter, name="dafzarr-scan-helpers", daemon=True).start()
+    done, box = threading.Event(), list[Any]()
+    _STARTS.put((done, box))
+    done.wait()
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    helper: _Helper = box[0]
+    return helper
+
 
 @contextlib.contextmanager
 def _helper() -> Iterator[_Helper]:
@@ -180,7 +213,7 @@ def _helper() -> Iterator[_Helper]:
         helper.kill()
         helper = None
     if helper is None:
-        helper = _Helper()
+        helper = _start_helper()
     ok = False
     try:
         yield helper
