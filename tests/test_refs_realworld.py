@@ -82,6 +82,25 @@ def test_vlen_strings_that_are_not_utf8_are_skipped_with_a_reason(tmp_path: Path
     )
 
 
+def test_pytables_strings_are_skipped_with_a_reason(tmp_path: Path) -> None:
+    """PyTables stores a VLArray of strings as variable-length sequences of bytes (with a
+    ``PSEUDOATOM`` attribute) and an empty ``TITLE`` as a null dataspace."""
+    path = tmp_path / "tables.h5"
+    with h5py.File(path, "w") as f:
+        f.attrs["TITLE"] = h5py.Empty("S1")
+        f.attrs["PYTABLES_FORMAT_VERSION"] = np.bytes_(b"2.1")
+        vl = f.create_dataset("vlarray", shape=(2,), dtype=h5py.vlen_dtype(np.uint8))
+        vl[0], vl[1] = np.frombuffer(b"alpha", np.uint8), np.frombuffer(b"b", np.uint8)
+        vl.attrs["PSEUDOATOM"] = np.bytes_(b"utf-8")
+        f.create_dataset("array", data=np.arange(5, dtype="<i8"))
+    with pytest.warns(UnsupportedVariableWarning, match=r"'vlarray': variable-length sequences"):
+        r = refs.scan(path, on_unsupported="skip")
+    assert list(r.variables) == ["array"]
+    assert r.groups[""] == {"TITLE": None, "PYTABLES_FORMAT_VERSION": "2.1"}
+    root = open_zarr_default(refs.write_parquet(r, tmp_path / "store"))
+    np.testing.assert_array_equal(root["array"][:], np.arange(5))
+
+
 def test_empty_string_and_number_arrays(tmp_path: Path) -> None:
     """h5ad writes empty string arrays (no observations, no categories): no chunk at all."""
     path = tmp_path / "empty.h5"
