@@ -250,6 +250,7 @@ def write_unrepresentable(path: Path) -> Path:
         f.create_dataset("refs", data=[f["ok"].ref], dtype=h5py.ref_dtype)
         f.create_dataset("ragged", data=np.array([np.arange(2), np.arange(3)], dtype=object),
                          dtype=h5py.vlen_dtype("i4"))  # fmt: skip
+        f.create_dataset("nothing", data=h5py.Empty("f4"))  # a null dataspace
         f.attrs["ld"] = np.longdouble(1.5)
         f.attrs["lds"] = np.arange(2, dtype=np.longdouble)
         f.attrs["record"] = np.array([(1, "x")], dtype=rec)

@@ -255,14 +255,16 @@ def test_netcdf_no_fill_variables_keep_their_zeros(tmp_path: Path, engine: str) 
 # --- Types zarr has no data type for ---------------------------------------------------------
 def test_unrepresentable_types_are_skipped_with_a_reason(tmp_path: Path) -> None:
     path = write_unrepresentable(tmp_path / "types.h5")
-    with pytest.raises(UnsupportedHDF5Error, match=r"variable .(clongdouble|longdouble|records)"):
+    with pytest.raises(
+        UnsupportedHDF5Error, match=r"variable .(clongdouble|longdouble|nothing|records)"
+    ):
         refs.scan(path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         r = refs.scan(path, on_unsupported="skip")
     reasons = {
         name: msg
-        for name in ("longdouble", "clongdouble", "records", "refs", "ragged")
+        for name in ("longdouble", "clongdouble", "records", "refs", "ragged", "nothing")
         for msg in (str(w.message) for w in caught)
         if f"variable '{name}'" in msg
     }
@@ -271,6 +273,7 @@ def test_unrepresentable_types_are_skipped_with_a_reason(tmp_path: Path) -> None
     assert "compound" in reasons["records"]
     assert "references" in reasons["refs"]
     assert "variable-length sequences" in reasons["ragged"]
+    assert "null dataspace" in reasons["nothing"]
     assert all(issubclass(w.category, UnsupportedVariableWarning) for w in caught)
     assert list(r.variables) == ["ok"]
     assert r.groups[""] == {"ld": 1.5, "lds": [0.0, 1.0], "record": [1, "x"], "ref": None}

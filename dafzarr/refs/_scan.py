@@ -254,8 +254,11 @@ def _scan_file(
     shapes: dict[str, tuple[int, ...]] = {}
     dim_len: dict[str, int] = {}
     dimension_only: set[str] = set()
+    empty: set[str] = set()  # null dataspaces (h5py.Empty): no value at all
     for name, dsid in datasets.items():
-        shapes[name] = ds_shape = tuple(int(n) for n in dsid.shape)
+        if dsid.shape is None:
+            empty.add(name)
+        shapes[name] = ds_shape = tuple(int(n) for n in dsid.shape or ())
         attrs[name] = read_attrs(dsid)
         raw = attrs[name][1]
         if is_dimension_only(raw):
@@ -286,6 +289,11 @@ def _scan_file(
         sc = scales[name]
         assert sc is not None  # every remaining dataset got scales or phony dimensions
         try:
+            if name in empty:
+                raise UnsupportedHDF5Error(
+                    f"{where}: a null dataspace (a dataset without any value, h5py.Empty) "
+                    "has no zarr array"
+                )
             numeric[name] = _h5chunks.numeric_info(ds)
             out[name] = _scan_dataset(
                 ds, name, shapes[name], numeric[name], sc, dim_len, attrs[name], user_block, where
