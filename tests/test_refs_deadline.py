@@ -36,11 +36,19 @@ def test_a_scan_that_never_returns_is_stopped_at_its_deadline(tmp_path: Path) ->
     assert set(refs.scan(good, timeout=60)["tas"].shape) == {4, 10, 12}
 
 
-def test_scan_many_stops_the_file_that_hangs_and_names_it(tmp_path: Path) -> None:
-    good = make_cf(tmp_path / "cf.nc")
+@pytest.mark.parametrize("workers", [None, 2])
+def test_scan_many_stops_the_file_that_hangs_and_names_it(
+    tmp_path: Path, workers: int | None
+) -> None:
+    good = [make_cf(tmp_path / f"cf{i}.nc") for i in range(6)]
     bad = _fifo(tmp_path)
+    start = time.monotonic()
     with pytest.raises(ScanTimeoutError, match=str(bad)):
-        refs.scan_many([good, bad], workers=2, progress=False, timeout=2.0)
+        refs.scan_many([*good[:3], bad, *good[3:]], workers=workers, progress=False, timeout=2.0)
+    assert time.monotonic() - start < 30
+    # helpers that were queued files behind the stuck one were killed, not kept
+    assert all(h.proc.poll() is None for h in _deadline._IDLE)
+    assert len(refs.scan_many(good, workers=workers, progress=False)) == 6
 
 
 def test_helpers_are_reused_and_killed_on_timeout(tmp_path: Path) -> None:

@@ -24,14 +24,15 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..errors import H5Error, ScanTimeoutError
 
-__all__ = ["call_with_deadline", "serve"]
+__all__ = ["call_with_deadline", "map_with_deadline", "serve"]
 
 _LENGTH = 8  # bytes of a frame's length prefix (little-endian)
+_PIPE_BYTES = 1 << 20
 # The helper's first frame is the caller's sys.path, so that it imports the same dafzarr.
 _BOOT = (
     "import pickle, sys\n"
@@ -91,6 +92,17 @@ def serve() -> None:
 
 
 # --- The caller's side ----------------------------------------------------------------------------
+def _widen_pipe(pipe: Any) -> None:
+    """Let the answer stream hold 1 MiB at once (Linux; 64 KiB by default; 1 MiB is the
+    default pipe-max-size), so that a large scan result crosses in a few writes."""
+    if pipe is None or not sys.platform.startswith("linux"):
+        return
+    import fcntl
+
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(pipe.fileno(), 1031, _PIPE_BYTES)  # F_SETPIPE_SZ
+
+
 class _Helper:
     """One helper process and the pipes to it; owned by the process that started it."""
 
@@ -102,6 +114,7 @@ class _Helper:
             stdout=subprocess.PIPE,
             close_fds=True,
         )
+        _widen_pipe(self.proc.stdout)
         self._send(pickle.dumps(list(sys.path)))
 
     def _send(self, body: bytes) -> None:
@@ -136,7 +149,23 @@ class _Helper:
 
     def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
              deadline: float) -> tuple[bool, Any, list[tuple[type[Warning], str]]] | None:  # fmt: skip
-        self._send(pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL))
+        if not self.request(fn, args, kwargs):
+            return None
+        return self.answer(deadline)
+
+    def request(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> bool:
+        """Queue one call; False if the helper has ended."""
+        body = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self._send(body)
+        except OSError:  # BrokenPipeError: the helper ended before reading it
+            return False
+        return True
+
+    def answer(self, deadline: float) -> tuple[bool, Any, list[tuple[type[Warning], str]]] | None:
+        """The answer to the oldest queued call, or None (deadline passed, or helper ended)."""
         frame = self._receive(deadline)
         return None if frame is None else pickle.loads(frame)
 
@@ -226,6 +255,62 @@ def _helper() -> Iterator[_Helper]:
             helper.kill()
 
 
+def _failed(helper: _Helper, what: str, timeout: float, deadline: float) -> H5Error:
+    """The error for a call without an answer; the helper is killed."""
+    ended = time.monotonic() < deadline  # the answer stream ended before the deadline
+    helper.kill()
+    if ended:
+        return H5Error(
+            f"{what}: the scanning process ended without an answer (exit status "
+            f"{helper.proc.returncode}; killed by a signal if negative)"
+        )
+    return ScanTimeoutError(
+        f"{what}: not done after {timeout:g} s (the HDF5 library may be looping on a "
+        "damaged or hostile file); its scan was stopped"
+    )
+
+
+def _unpack(answer: tuple[bool, Any, list[tuple[type[Warning], str]]], stacklevel: int) -> Any:
+    ok, value, shown = answer
+    for category, message in shown:
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
+    if not ok:
+        raise value
+    return value
+
+
+# Calls queued ahead in a helper by map_with_deadline: the helper starts the next file while
+# the caller unpickles the last answer, and no call waits for a round trip.
+_AHEAD = 8
+
+
+def map_with_deadline(
+    fn: Callable[..., Any], calls: Sequence[tuple[tuple[Any, ...], dict[str, Any], str]], *,
+    timeout: float,
+) -> Iterator[Any]:  # fmt: skip
+    """``fn(*args, **kwargs)`` for each ``(args, kwargs, what)`` in one helper, in order.
+
+    Calls are queued a few ahead; each has ``timeout`` seconds from the moment the helper
+    can start it (when the previous answer arrived). On a deadline, a helper that ends, or
+    an exception, the helper is killed (queued calls go with it) and the error raised.
+    """
+    with _helper() as helper:
+        sent = 0
+        for i in range(len(calls)):
+            while sent < len(calls) and sent < i + _AHEAD:
+                args, kwargs, _ = calls[sent]
+                if not helper.request(fn, args, kwargs):
+                    break
+                sent += 1
+            deadline = time.monotonic() + timeout
+            answer = helper.answer(deadline) if i < sent else None
+            if answer is None:
+                raise _failed(helper, calls[i][2], timeout, deadline)
+            if not answer[0]:
+                helper.kill()  # queued calls would run for nothing
+            yield _unpack(answer, stacklevel=2)
+
+
 def call_with_deadline(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
     timeout: float, what: str,
@@ -240,24 +325,8 @@ def call_with_deadline(
     with _helper() as helper:
         answer = helper.call(fn, args, kwargs, deadline)
         if answer is None:
-            ended = time.monotonic() < deadline  # the answer stream ended before the deadline
-            helper.kill()
-            if ended:
-                status = helper.proc.returncode
-                raise H5Error(
-                    f"{what}: the scanning process ended without an answer (exit status "
-                    f"{status}; killed by a signal if negative)"
-                )
-            raise ScanTimeoutError(
-                f"{what}: not done after {timeout:g} s (the HDF5 library may be looping on a "
-                "damaged or hostile file); its scan was stopped"
-            )
-    ok, value, shown = answer
-    for category, message in shown:
-        warnings.warn(message, category, stacklevel=3)
-    if not ok:
-        raise value
-    return value
+            raise _failed(helper, what, timeout, deadline)
+    return _unpack(answer, stacklevel=3)
 
 
 def _shutdown() -> None:

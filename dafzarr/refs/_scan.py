@@ -37,7 +37,7 @@ try:  # how h5py.File encodes file names for HDF5
 except ImportError:
     _filename_encode = os.fsencode
 
-__all__ = ["DEFAULT_TIMEOUT", "scan", "scan_file", "scan_path"]
+__all__ = ["DEFAULT_TIMEOUT", "check_timeout", "scan", "scan_file", "scan_path"]
 
 _HDF5_VERSION = tuple(int(x) for x in h5py.version.hdf5_version.split(".")[:3])
 # H5Dchunk_iter reports addresses without the user block before HDF5 1.14.4.
@@ -164,10 +164,7 @@ def scan(
         raise InvalidArgumentError(
             f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}"
         )
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
-    ):
-        raise InvalidArgumentError(f"timeout must be a number of seconds > 0 or None: {timeout!r}")
+    check_timeout(timeout)
     p = os.fspath(path)
     if url is None:
         url = file_url(p)
@@ -180,6 +177,14 @@ def scan(
         scan_path, (p, url, wanted, on_unsupported), {}, timeout=timeout, what=p
     )
     return result
+
+
+def check_timeout(timeout: object) -> None:
+    """Refuse a ``timeout`` that is not ``None`` or a number of seconds > 0."""
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+    ):
+        raise InvalidArgumentError(f"timeout must be a number of seconds > 0 or None: {timeout!r}")
 
 
 def scan_path(

@@ -7,7 +7,7 @@ with its own deadline), or on a dask cluster (one task per file, Arrow tables se
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -16,8 +16,9 @@ import pyarrow as pa
 
 from .._progress import Progress as _Progress
 from ..errors import IncompatibleSourcesError, InvalidArgumentError
+from ._deadline import map_with_deadline
 from ._model import OnUnsupported, ScanResult, file_url
-from ._scan import DEFAULT_TIMEOUT, scan
+from ._scan import DEFAULT_TIMEOUT, check_timeout, scan, scan_path
 
 __all__ = ["mosaic_sources", "scan_many", "sources_table"]
 
@@ -93,6 +94,28 @@ def _scan_table(
     return scan(access, url=public, on_unsupported=on_unsupported, timeout=timeout).to_arrow()
 
 
+def _scan_stream(
+    access: Sequence[str], public: Sequence[str], on_unsupported: OnUnsupported,
+    timeout: float | None,
+) -> Iterator[ScanResult]:  # fmt: skip
+    """Scans of several files in order: in one helper, a few files queued ahead (see
+    :func:`~dafzarr.refs._deadline.map_with_deadline`), each with its own deadline."""
+    if timeout is None:
+        for a, p in zip(access, public, strict=True):
+            yield scan(a, url=p, on_unsupported=on_unsupported, timeout=None)
+        return
+    calls: list[tuple[tuple[Any, ...], dict[str, Any], str]] = [
+        ((a, p, None, on_unsupported), {}, a) for a, p in zip(access, public, strict=True)
+    ]
+    yield from map_with_deadline(scan_path, calls, timeout=timeout)
+
+
+# Files per task of workers=N: enough tasks per worker to balance the load, enough files per
+# task that queueing them ahead in one helper pays.
+_BATCH_MAX = 16
+_TASKS_PER_WORKER = 4
+
+
 def _is_dask_client(obj: Any) -> bool:
     return hasattr(obj, "map") and hasattr(obj, "gather") and hasattr(obj, "scheduler_info")
 
@@ -113,6 +136,7 @@ def scan_many(
     its own deadline of ``timeout`` seconds (see :func:`dafzarr.refs.scan`), so N workers
     are N helper processes.
     """
+    check_timeout(timeout)
     local = workers is not None and not _is_dask_client(workers)
     if local and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise InvalidArgumentError(
@@ -137,20 +161,28 @@ def scan_many(
                 results[index[fut.key]] = ScanResult.from_arrow(fut.result())
                 bar.step()
         elif workers is None or workers == 1:
-            for i, (a, p) in enumerate(zip(access, public, strict=True)):
-                results[i] = scan(a, url=p, on_unsupported=on_unsupported, timeout=timeout)
+            for i, r in enumerate(_scan_stream(access, public, on_unsupported, timeout)):
+                results[i] = r
                 bar.step()
         else:
-            # Threads only wait: each file is scanned in a helper process (one per thread).
+            # Threads only wait: files are scanned in helper processes (one per thread), in
+            # batches of files queued ahead.
+            n = len(access)
+            batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
+
+            def run(start: int) -> list[ScanResult]:
+                stop = start + batch
+                return list(_scan_stream(access[start:stop], public[start:stop],
+                                         on_unsupported, timeout))  # fmt: skip
+
             with ThreadPoolExecutor(max_workers=workers) as ex:
-                futs = {
-                    ex.submit(scan, a, url=p, on_unsupported=on_unsupported, timeout=timeout): i
-                    for i, (a, p) in enumerate(zip(access, public, strict=True))
-                }
+                futs = {ex.submit(run, start): start for start in range(0, n, batch)}
                 try:
                     for fut in as_completed(futs):
-                        results[futs[fut]] = fut.result()
-                        bar.step()
+                        done = fut.result()
+                        start = futs[fut]
+                        results[start : start + len(done)] = done
+                        bar.step(len(done))
                 except BaseException:
                     for f in futs:
                         f.cancel()
