@@ -25,7 +25,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import H5Error, ScanTimeoutError
 
@@ -255,16 +255,16 @@ def _helper() -> Iterator[_Helper]:
             helper.kill()
 
 
-def _failed(helper: _Helper, what: str, timeout: float, deadline: float) -> H5Error:
-    """The error for a call without an answer; the helper is killed."""
+def _raise_unanswered(helper: _Helper, what: str, timeout: float, deadline: float) -> NoReturn:
+    """Kill the helper of a call without an answer, and raise why there is none."""
     ended = time.monotonic() < deadline  # the answer stream ended before the deadline
     helper.kill()
     if ended:
-        return H5Error(
+        raise H5Error(
             f"{what}: the scanning process ended without an answer (exit status "
             f"{helper.proc.returncode}; killed by a signal if negative)"
         )
-    return ScanTimeoutError(
+    raise ScanTimeoutError(
         f"{what}: not done after {timeout:g} s (the HDF5 library may be looping on a "
         "damaged or hostile file); its scan was stopped"
     )
@@ -305,7 +305,7 @@ def map_with_deadline(
             deadline = time.monotonic() + timeout
             answer = helper.answer(deadline) if i < sent else None
             if answer is None:
-                raise _failed(helper, calls[i][2], timeout, deadline)
+                _raise_unanswered(helper, calls[i][2], timeout, deadline)
             if not answer[0]:
                 helper.kill()  # queued calls would run for nothing
             yield _unpack(answer, stacklevel=2)
@@ -325,7 +325,7 @@ def call_with_deadline(
     with _helper() as helper:
         answer = helper.call(fn, args, kwargs, deadline)
         if answer is None:
-            raise _failed(helper, what, timeout, deadline)
+            _raise_unanswered(helper, what, timeout, deadline)
     return _unpack(answer, stacklevel=3)
 
 
