@@ -40,6 +40,7 @@ __all__ = [
     "RecoveryWarning",
     "RefusedEntryWarning",
     "RkyvError",
+    "ScanTimeoutError",
     "SelfCheckError",
     "StatisticsWarning",
     "UnsafeCastError",
@@ -207,6 +208,14 @@ class H5Error(DafzarrError, RuntimeError):
     """HDF5 failed while reading a file (damaged, truncated or inconsistent).
 
     The message names the file (and the variable, when one was being read).
+    """
+
+
+class ScanTimeoutError(H5Error, TimeoutError):
+    """The scan of an HDF5/NetCDF4 file did not finish within its deadline and was stopped.
+
+    The message names the file. Raised when the HDF5 library does not return (a damaged or
+    hostile file), or when a very large file needs a longer ``timeout``.
     """
 
 

@@ -207,7 +207,8 @@ def _hdf5(work: Path) -> tuple[bytes, int, Runner]:
         p.write_bytes(mutated)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            scan(p, on_unsupported="skip")
+            # within the per-input limit: a file on which HDF5 never returns is stopped
+            scan(p, on_unsupported="skip", timeout=PER_INPUT_SECONDS / 2)
 
     return data, 0, run
 

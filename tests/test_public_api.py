@@ -106,6 +106,7 @@ PUBLIC: dict[str, set[str]] = {
         "RecoveryWarning",
         "RefusedEntryWarning",
         "RkyvError",
+        "ScanTimeoutError",
         "SelfCheckError",
         "StatisticsWarning",
         "UnsafeCastError",

@@ -14,7 +14,13 @@ import xarray as xr
 
 from dafzarr import refs
 
-from .refs_common import open_mf
+from .refs_common import (
+    chunk_refs,
+    open_mf,
+    write_nested_groups,
+    write_nofill_netcdf,
+    write_undefined_fill,
+)
 from .test_refs_compose import days
 from .test_refs_scan import make_cf
 
@@ -117,3 +123,45 @@ def test_fsspec_reads_with_and_without_fastparquet(tmp_path: Path, block: bool) 
 
     got = np.load(io.BytesIO(out))
     np.testing.assert_array_equal(got, open_mf(files, decode_cf=False)["sst"].values)
+
+
+def _manifest_refs(vds: xr.Dataset, name: str) -> dict[str, tuple[int, int]]:
+    return {k: (e["offset"], e["length"]) for k, e in vds[name].data.manifest.dict().items()}
+
+
+def test_virtualizarr_reads_inline_threshold_0_stores_of_real_world_files(tmp_path: Path) -> None:
+    """No inlined chunk with ``inline_threshold=0`` for arrays of numbers, whatever their fill
+    value (user, default, undefined, no fill); nested groups through the JSON references."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+    from virtualizarr import open_virtual_dataset
+    from virtualizarr.parsers import KerchunkJSONParser
+
+    _virtualizarr_version()
+    for path in (
+        write_undefined_fill(tmp_path / "undefined.h5"),
+        write_nofill_netcdf(tmp_path / "nofill.nc"),
+        make_cf(tmp_path / "cf.nc"),
+    ):
+        scanned = refs.scan(path)
+        store = refs.write_parquet(scanned, tmp_path / f"{path.stem}.refs", inline_threshold=0)
+        vds = _open_virtual(store)
+        # VirtualiZarr loads dimension coordinates (and 0-d arrays, as their fill value)
+        virtual = [n for n, v in scanned.variables.items() if v.shape and n not in vds.coords]
+        assert virtual
+        for name in virtual:
+            assert _manifest_refs(vds, name) == chunk_refs(scanned[name]), (path, name)
+    nested = write_nested_groups(tmp_path / "nested.h5")
+    scanned = refs.scan(nested)
+    out = tmp_path / "nested.json"
+    refs.to_kerchunk_json(scanned, out, inline_threshold=0)
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    for group, names in ((None, ["top"]), ("g1", ["a"]), ("g2/sub", ["b"])):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Numcodecs codecs are not in the Zarr version 3")
+            vds = open_virtual_dataset(
+                url=str(out), registry=registry, parser=KerchunkJSONParser(group=group)
+            )
+        assert list(vds.data_vars) == names, group
+        prefix = f"{group}/" if group else ""
+        assert _manifest_refs(vds, names[0]) == chunk_refs(scanned[prefix + names[0]])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -319,8 +318,8 @@ def test_virtualize_refuses_then_skips(tmp_path: Path, workers: int | None) -> N
     with pytest.raises(UnsupportedHDF5Error, match=f"{files[1]}: variable 'odd': 12-bit"):
         refs.virtualize(files, tmp_path / "s1", workers=workers, progress=False)
     assert not (tmp_path / "s1").exists()
-    # warnings raised in worker processes do not reach this one
-    with pytest.warns(UnsupportedVariableWarning) if workers is None else nullcontext():
+    # warnings raised in the scanning processes are shown again in this one
+    with pytest.warns(UnsupportedVariableWarning, match=f"{files[1]}: variable 'odd'"):
         vds = refs.virtualize(
             files, tmp_path / "s2", workers=workers, progress=False, on_unsupported="skip"
         )

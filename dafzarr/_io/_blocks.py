@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from ._source import ByteSource
 
-__all__ = ["BLOCK_SIZE", "BlockReader", "Layout"]
+__all__ = ["BLOCK_SIZE", "BlockReader", "Layout", "ReadStats"]
 
 #: Bytes per block, the unit of caching and of learned layouts: small, so that a prefetch
 #: of what a scan read brings little else.
@@ -55,6 +55,15 @@ class Layout:
         wanted = {b for b in self.from_start if b < n}
         wanted.update(n - 1 - b for b in self.from_end if b < n)
         return sorted(wanted)
+
+
+@dataclass(frozen=True)
+class ReadStats:
+    """What a reader read (blocks asked for) and fetched (requests, bytes)."""
+
+    touched: frozenset[int]
+    requests: int
+    fetched: int
 
 
 class BlockReader(io.RawIOBase):
@@ -121,12 +130,18 @@ class BlockReader(io.RawIOBase):
         self.fetched = 0
         self.failure = None
 
-    def learn(self, other: BlockReader) -> None:
-        """Count what a copy of this reader (in another process, say) read and fetched."""
+    def stats(self) -> ReadStats:
+        """What this reader read and fetched so far."""
         with self._lock:
-            self._touched.update(other._touched)
-            self.requests += other.requests
-            self.fetched += other.fetched
+            return ReadStats(frozenset(self._touched), self.requests, self.fetched)
+
+    def learn(self, stats: ReadStats) -> None:
+        """Count what a copy of this reader (in another process, say) read and fetched
+        since it was copied."""
+        with self._lock:
+            self._touched.update(stats.touched)
+            self.requests += stats.requests
+            self.fetched += stats.fetched
 
     # --- io.RawIOBase ---------------------------------------------------------------------
 

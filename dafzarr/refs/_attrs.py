@@ -52,20 +52,27 @@ def attr_to_json(value: Any) -> Any:
     if isinstance(value, str):
         return value
     if isinstance(value, np.ndarray):
-        if value.dtype.kind in "OSc":
+        if value.dtype.kind not in "iufb" or value.dtype.itemsize > 8:  # not plain JSON
             items = [attr_to_json(v) for v in value.ravel().tolist()]
         else:
             items = value.ravel().tolist()
         if value.size == 1:
             return items[0]
         return items
+    if isinstance(value, np.bytes_):
+        return attr_to_json(bytes(value))
+    if isinstance(value, np.complexfloating) and value.dtype.itemsize > 16:
+        return [float(value.real), float(value.imag)]  # long double: nearest doubles
+    if isinstance(value, np.floating) and value.dtype.itemsize > 8:
+        return float(value)
     if isinstance(value, np.generic):
-        return attr_to_json(value.item() if not isinstance(value, np.bytes_) else bytes(value))
+        item = value.item()
+        return None if isinstance(item, np.generic) else attr_to_json(item)
     if isinstance(value, h5py.Reference):
         return None
     if isinstance(value, complex):
         return [value.real, value.imag]
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):  # tuples: compound values
         return [attr_to_json(v) for v in value]
     return value
 

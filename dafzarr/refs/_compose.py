@@ -27,7 +27,9 @@ from ._model import (
     used_groups,
 )
 from ._placement import place
+from ._scan import DEFAULT_TIMEOUT
 from ._sources import scan_many, sources_table
+from ._timeunits import rebase_time_coordinates
 from ._vrt import placement_from_vrt
 from ._write import inline_small_chunks, write_parquet
 
@@ -45,19 +47,26 @@ def _codec_key(filters: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def _attr(a: str) -> Callable[[ScanResult, Variable], Any]:
+    """An attribute of a variable as composed (rebased CF time units for ``units``)."""
+    if a == "units":
+        return lambda s, v: s.rebased.get(v.name, v.attrs.get(a))
+    return lambda s, v: v.attrs.get(a)
+
+
 def _check_same(name: str, pieces: list[tuple[ScanResult, Variable]]) -> None:
     s0, v0 = pieces[0]
-    checks: list[tuple[str, Callable[[Variable], Any]]] = [
-        ("dtype", lambda v: v.dtype),
-        ("codec configuration", lambda v: _codec_key(v.filters)),
-        ("chunk shape", lambda v: v.chunks),
-        ("_FillValue (HDF5 fill value)", lambda v: v.fill_value),
-        ("dimensions", lambda v: v.dims),
-        *((a, (lambda v, a=a: v.attrs.get(a))) for a in _MUST_AGREE),
+    checks: list[tuple[str, Callable[[ScanResult, Variable], Any]]] = [
+        ("dtype", lambda s, v: v.dtype),
+        ("codec configuration", lambda s, v: _codec_key(v.filters)),
+        ("chunk shape", lambda s, v: v.chunks),
+        ("_FillValue (HDF5 fill value)", lambda s, v: v.fill_value),
+        ("dimensions", lambda s, v: v.dims),
+        *((a, _attr(a)) for a in _MUST_AGREE),
     ]
     for s, v in pieces[1:]:
         for label, get in checks:
-            a, b = get(v0), get(v)
+            a, b = get(s0, v0), get(s, v)
             if a != b and not (isinstance(a, float) and isinstance(b, float) and a == b):
                 raise IncompatibleSourcesError(
                     f"variable {name!r}: {label} differs between {s0.path} ({a!r}) and "
@@ -120,6 +129,7 @@ def compose(
     inline_coords: bool = True,
 ) -> VirtualDataset:
     """Build one :class:`VirtualDataset` from scanned files and a placement table."""
+    rebase_time_coordinates(scans)
     by_url = {s.url: (i, s) for i, s in enumerate(scans)}
     src = placement.column("source").to_pylist()
     var = placement.column("variable").to_pylist()
@@ -150,6 +160,13 @@ def compose(
         ):
             arrays[name] = _inline_coordinate(name, pieces, lo, shape)
             continue
+        rebased = [s for s, _ in pieces if name in s.rebased]
+        if rebased:
+            raise IncompatibleSourcesError(
+                f"variable {name!r}: its CF time units differ in their epoch between "
+                f"{pieces[0][0].path} and others; only inlined values (inline_coords=True) "
+                "can be re-expressed in one unit"
+            )
         _check_alignment(name, pieces, lo, shape)
         arrays[name] = _place_refs(name, [i for i, _ in items], pieces, lo, shape)
     # Global and group attributes come from the same file as the arrays' own attributes: the
@@ -170,10 +187,13 @@ def _inline_coordinate(
     for (s, v), off in zip(pieces, lo, strict=True):
         data[int(off[0]) : int(off[0]) + v.shape[0]] = s.coords[name]
     zarray = {**v0.zarray(), "chunks": [max(1, shape[0])], "filters": None, "shape": list(shape)}
+    zattrs = v0.zattrs()
+    if name in pieces[0][0].rebased:
+        zattrs["units"] = pieces[0][0].rebased[name]
     return VirtualArray(
         name=name,
         zarray=zarray,
-        zattrs=v0.zattrs(),
+        zattrs=zattrs,
         path_index=np.full(1, -1, dtype=np.int32),
         offset=np.full(1, -1, dtype=np.int64),
         size=np.zeros(1, dtype=np.int64),
@@ -243,6 +263,7 @@ def virtualize(
     progress: bool = True,
     on_unsupported: OnUnsupported = "raise",
     overwrite: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
     storage_options: Mapping[str, Any] | None = None,
     store: Any = None,
 ) -> VirtualDataset:
@@ -267,12 +288,13 @@ def virtualize(
     inline_coords
         Inline the values of coordinate variables (1-D, named after their dimension).
     workers
-        ``None``/1: scan in this process; N: N local processes; a ``dask.distributed.Client``:
-        scan on its cluster.
+        ``None``/1: one file at a time; N: N files at once (N helper processes); a
+        ``dask.distributed.Client``: scan on its cluster.
     progress
         Show a progress bar on stderr while scanning several files.
-    on_unsupported, overwrite
-        As for :func:`dafzarr.refs.scan` and :func:`dafzarr.refs.write_parquet`.
+    on_unsupported, overwrite, timeout
+        As for :func:`dafzarr.refs.scan` (``timeout``: seconds per file) and
+        :func:`dafzarr.refs.write_parquet`.
     storage_options, store
         How to reach sources that are ``http(s)://`` or ``s3://`` URLs (as for
         :func:`dafzarr.refs.scan`).
@@ -285,8 +307,10 @@ def virtualize(
         aligned to chunks; sources overlap.
     """
     table = sources_table(sources)
-    scans = scan_many(table, workers=workers, progress=progress, on_unsupported=on_unsupported,
-                      storage_options=storage_options, store=store)
+    scans = scan_many(
+        table, workers=workers, progress=progress, on_unsupported=on_unsupported,
+        timeout=timeout, storage_options=storage_options, store=store,
+    )
     if placement is None:
         placement_table = place(scans, concat_dim=concat_dim)
     elif isinstance(placement, pa.Table):

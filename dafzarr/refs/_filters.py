@@ -46,14 +46,27 @@ _BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 
 
 def _blosc(cd: tuple[int, ...], itemsize: int) -> dict[str, Any] | None:
-    """The blosc HDF5 plugin's client data: (.., .., .., .., clevel, shuffle, compressor)."""
-    if len(cd) < 7:
+    """The blosc HDF5 plugin's client data, as its filter reads them.
+
+    ``(filter version, blosc format version, type size, chunk size in bytes, clevel,
+    shuffle, compressor code)``; the plugin's own defaults (clevel 5, byte shuffle, blosclz)
+    stand for the optional last three when absent. Each chunk's blosc header names how it
+    was compressed, so decoding does not depend on these values; they describe the data
+    for readers and for re-encoding. An unknown compressor code or shuffle mode (a newer
+    plugin's) is not guessed at.
+    """
+    if len(cd) < 4:
+        return None
+    clevel = int(cd[4]) if len(cd) > 4 else 5
+    shuffle = int(cd[5]) if len(cd) > 5 else 1
+    code = int(cd[6]) if len(cd) > 6 else 0
+    if code >= len(_BLOSC_CNAMES) or shuffle not in (0, 1, 2) or not 0 <= clevel <= 9:
         return None
     return {
         "id": "blosc",
-        "cname": _BLOSC_CNAMES[cd[6]] if cd[6] < len(_BLOSC_CNAMES) else "blosclz",
-        "clevel": int(cd[4]),
-        "shuffle": int(cd[5]),
+        "cname": _BLOSC_CNAMES[code],
+        "clevel": clevel,
+        "shuffle": shuffle,
         "blocksize": 0,
     }
 

@@ -194,6 +194,9 @@ class ScanResult:
     dimensions: dict[str, int]
     file_size: int
     coords: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    # Coordinates whose ``coords`` values were re-expressed in other CF time units (name ->
+    # those units; see ``_timeunits``): their composed values are written inline.
+    rebased: dict[str, str] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Variable:
         return self.variables[name]
@@ -312,16 +315,28 @@ class VirtualDataset:
     placement: pa.Table | None = None
 
     def metadata(self) -> dict[str, Any]:
-        """The consolidated zarr v2 metadata (decoded JSON objects, as ``.zmetadata`` holds)."""
+        """The consolidated zarr v2 metadata (decoded JSON objects, as ``.zmetadata`` holds).
+
+        Nodes come in hierarchy order (the root, then depth by depth, each group's children
+        together, by name): zarr-python nests consolidated metadata by grouping consecutive
+        keys of one parent, and loses the children of a parent listed twice.
+        """
+        nodes: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+            (g, {"zarr_format": 2}, attrs) for g, attrs in self.groups.items()
+        ]
+        nodes += [(name, a.zarray, a.zattrs) for name, a in self.arrays.items()]
         meta: dict[str, Any] = {}
-        for g in sorted(self.groups, key=lambda s: (s.count("/"), s) if s else (-1, "")):
-            prefix = f"{g}/" if g else ""
-            meta[f"{prefix}.zgroup"] = {"zarr_format": 2}
-            meta[f"{prefix}.zattrs"] = self.groups[g]
-        for name, a in self.arrays.items():
-            meta[f"{name}/.zarray"] = a.zarray
-            meta[f"{name}/.zattrs"] = a.zattrs
+        for path, zmeta, zattrs in sorted(nodes, key=lambda n: _hierarchy_key(n[0])):
+            prefix = f"{path}/" if path else ""
+            meta[f"{prefix}{'.zarray' if 'shape' in zmeta else '.zgroup'}"] = zmeta
+            meta[f"{prefix}.zattrs"] = zattrs
         return meta
+
+
+def _hierarchy_key(path: str) -> tuple[int, list[str]]:
+    """Sort key of a node path: depth first, then the parent's path, then the name."""
+    parts = path.split("/") if path else []
+    return len(parts), parts
 
 
 def used_groups(dataset: ScanResult, arrays: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._model import ScanResult
+from ._timeunits import describe_time, effective_units, rebase_time_coordinates
 
 __all__ = ["PLACEMENT_SCHEMA", "place", "placement_table"]
 
@@ -58,6 +59,7 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
     scans = list(scans)
     if not scans:
         raise InvalidArgumentError("no files to place")
+    rebase_time_coordinates(scans)  # daily files counting time from their own day
     if len(scans) == 1 and concat_dim is None:
         rows = [(scans[0].url, n, [0] * len(v.shape)) for n, v in scans[0].variables.items()]
         return placement_table(rows)
@@ -66,6 +68,7 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
         if dim not in s.dimensions:
             raise IncompatibleSourcesError(f"{s.path}: has no dimension {dim!r}")
     if all(dim in s.coords and s.coords[dim].size for s in scans):
+        _check_same_units(dim, scans)
         order = sorted(range(len(scans)), key=lambda i: float(scans[i].coords[dim][0]))
         _check_coordinate_order(dim, [scans[i] for i in order])
     else:
@@ -85,20 +88,38 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
     return placement_table(rows)
 
 
+def _check_same_units(dim: str, scans: list[ScanResult]) -> None:
+    """Files are ordered by their coordinate values only when these mean the same times."""
+    first = effective_units(scans[0], dim)
+    for s in scans[1:]:
+        got = effective_units(s, dim)
+        # the calendar first: files of several calendars are never rebased onto one epoch
+        for label, a, b in zip(("calendar", "units"), first[::-1], got[::-1], strict=True):
+            if a != b:
+                raise IncompatibleSourcesError(
+                    f"variable {dim!r}: {label} differs between {scans[0].path} ({a!r}) and "
+                    f"{s.path} ({b!r}); refusing to combine them"
+                )
+
+
 def _check_coordinate_order(dim: str, scans: list[ScanResult]) -> None:
     """Concatenated coordinate values must increase strictly: no file overlaps the next."""
     for s in scans:
         values = s.coords[dim]
         if values.size > 1 and not np.all(np.diff(values) > 0):
+            k = int(np.flatnonzero(np.diff(values) <= 0)[0])
+            shown = [describe_time(x, *effective_units(s, dim)) for x in values[k : k + 2]]
             raise IncompatibleSourcesError(
-                f"{s.path}: coordinate {dim!r} does not increase strictly within the file"
+                f"{s.path}: coordinate {dim!r} does not increase strictly within the file "
+                f"({shown[0]} is followed by {shown[1]})"
             )
     for a, b in itertools.pairwise(scans):
         last, first = a.coords[dim][-1], b.coords[dim][0]
         if not last < first:
             raise IncompatibleSourcesError(
-                f"overlapping sources along {dim!r}: {a.path} ends at {last!r} and {b.path} "
-                f"starts at {first!r}"
+                f"overlapping sources along {dim!r}: {a.path} ends at "
+                f"{describe_time(last, *effective_units(a, dim))} and {b.path} starts at "
+                f"{describe_time(first, *effective_units(b, dim))}"
             )
 
 

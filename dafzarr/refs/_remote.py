@@ -22,10 +22,16 @@ from .._io._blocks import BlockReader, Layout
 from .._io._urls import is_remote, open_source
 from ..errors import DafzarrError, H5Error
 
-__all__ = ["PrefetchedReaders", "is_remote", "open_h5", "open_reader"]
+__all__ = ["PrefetchedReaders", "is_remote", "open_h5", "open_reader", "remote_path"]
 
 #: Files opened and prefetched ahead of the one being scanned.
 WINDOW = 16
+
+
+def remote_path(path: str, store: Any = None) -> bool:
+    """Whether ``path`` is read remotely: any URL but ``file://``, or a key of ``store``
+    (:func:`~dafzarr._io.open_source` refuses the schemes it does not know)."""
+    return store is not None or ("://" in path and not path.lower().startswith("file://"))
 
 
 def open_reader(

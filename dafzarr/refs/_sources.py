@@ -1,18 +1,14 @@
 """The files of a virtual dataset (access paths and public URLs), and scanning them all.
 
-:func:`scan_many` scans in this process, in local worker processes (files handed out in
-batches), or on a dask cluster (one task per file, Arrow tables sent back). Remote files
-(``http(s)://``, ``s3://``) are read through block caches, the next files prefetched in
-threads while one is scanned (see :mod:`._remote`).
+:func:`scan_many` scans one file at a time or several at once (each in a helper process
+with its own deadline), or on a dask cluster (one task per file, Arrow tables sent back).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_all_start_methods, get_context
-from multiprocessing.context import BaseContext
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +16,10 @@ import pyarrow as pa
 
 from .._progress import Progress as _Progress
 from ..errors import IncompatibleSourcesError, InvalidArgumentError
+from ._deadline import map_with_deadline
 from ._model import OnUnsupported, ScanResult, file_url
-from ._remote import PrefetchedReaders, is_remote
-from ._scan import scan, scan_reader
+from ._remote import PrefetchedReaders, remote_path
+from ._scan import DEFAULT_TIMEOUT, check_timeout, scan, scan_path, scan_reader
 
 __all__ = ["mosaic_sources", "scan_many", "sources_table"]
 
@@ -68,7 +65,7 @@ def mosaic_sources(
             seen.add(item)
     if check_sizes:
         for a, p in zip(acc, pub, strict=True):
-            if (public is None and "://" not in a) or is_remote(a):
+            if (public is None and "://" not in a) or remote_path(a):
                 continue  # p is file_url(a), or a is not a local file
             if p.startswith("file://") and p != file_url(a):
                 local = Path(p.removeprefix("file://"))
@@ -91,68 +88,59 @@ def sources_table(sources: Any) -> pa.Table:
 
 
 # --- Scanning many files ------------------------------------------------------------------
-def _scan_in_order(
-    access: list[str],
-    public: list[str],
-    on_unsupported: OnUnsupported,
-    storage_options: Mapping[str, Any] | None,
-    store: Any,
-    done: Callable[[int], None] | None = None,
-) -> list[ScanResult]:
-    """Scan the files one after the other in this process, the remote ones prefetched ahead."""
-    remote = [i for i, a in enumerate(access) if store is not None or is_remote(a)]
-    readers = PrefetchedReaders([access[i] for i in remote], storage_options, store).readers()
-    out = []
-    try:
-        for i, (a, p) in enumerate(zip(access, public, strict=True)):
-            if remote and remote[0] == i:
-                remote.pop(0)
-                result = scan_reader(next(readers), url=p, on_unsupported=on_unsupported)
-            else:
-                result = scan(a, url=p, on_unsupported=on_unsupported)
-            out.append(result)
-            if done is not None:
-                done(1)
-    finally:
-        readers.close()  # stops the prefetching of files left unscanned
-    return out
-
-
 def _scan_table(
-    access: str, public: str, on_unsupported: OnUnsupported,
+    access: str, public: str, on_unsupported: OnUnsupported, timeout: float | None,
     storage_options: Mapping[str, Any] | None = None, store: Any = None,
 ) -> pa.Table:
     """Scan one file into one Arrow table (what is sent back from a dask cluster)."""
-    return scan(access, url=public, on_unsupported=on_unsupported,
+    return scan(access, url=public, on_unsupported=on_unsupported, timeout=timeout,
                 storage_options=storage_options, store=store).to_arrow()
 
 
-def _scan_batch(
-    access: list[str], public: list[str], on_unsupported: OnUnsupported,
-    storage_options: Mapping[str, Any] | None = None, store: Any = None,
-) -> list[ScanResult]:
-    """Scan several files in a local worker process (results return pickled, in one message)."""
-    return _scan_in_order(access, public, on_unsupported, storage_options, store)
+def _scan_stream(
+    access: Sequence[str], public: Sequence[str], on_unsupported: OnUnsupported,
+    timeout: float | None, storage_options: Mapping[str, Any] | None = None,
+    store: Any = None,
+) -> Iterator[ScanResult]:  # fmt: skip
+    """Scans of several files in order: in one helper, a few files queued ahead (see
+    :func:`~dafzarr.refs._deadline.map_with_deadline`), each with its own deadline; remote
+    files prefetched ahead in threads (see :class:`~dafzarr.refs._remote.PrefetchedReaders`)."""
+    if any(remote_path(a, store) for a in access):
+        yield from _scan_with_remote(access, public, on_unsupported, timeout, storage_options,
+                                     store)
+        return
+    if timeout is None:
+        for a, p in zip(access, public, strict=True):
+            yield scan(a, url=p, on_unsupported=on_unsupported, timeout=None)
+        return
+    calls: list[tuple[tuple[Any, ...], dict[str, Any], str]] = [
+        ((a, p, None, on_unsupported), {}, a) for a, p in zip(access, public, strict=True)
+    ]
+    yield from map_with_deadline(scan_path, calls, timeout=timeout)
 
 
-# Files per task for local processes: enough tasks per worker to balance the load, few enough
-# that a task costs much more than sending it and its results.
-_BATCH_MAX = 64
-_TASKS_PER_WORKER = 8
+def _scan_with_remote(
+    access: Sequence[str], public: Sequence[str], on_unsupported: OnUnsupported,
+    timeout: float | None, storage_options: Mapping[str, Any] | None, store: Any,
+) -> Iterator[ScanResult]:  # fmt: skip
+    """As ``_scan_stream`` for files some of which are remote."""
+    remote = [a for a in access if remote_path(a, store)]
+    readers = PrefetchedReaders(remote, storage_options, store).readers()
+    try:
+        for a, p in zip(access, public, strict=True):
+            if remote_path(a, store):
+                yield scan_reader(next(readers), url=p, on_unsupported=on_unsupported,
+                                  timeout=timeout)
+            else:
+                yield scan(a, url=p, on_unsupported=on_unsupported, timeout=timeout)
+    finally:
+        readers.close()  # stops the prefetching of files left unscanned
 
 
-def _worker_context() -> BaseContext:
-    """Workers forked from a single-threaded server that has imported the scanner once.
-
-    Forking this (possibly multi-threaded) process would be unsafe; spawning imports numpy,
-    h5py and pyarrow again in every worker. Where fork servers do not exist, spawn.
-    """
-    if "forkserver" not in get_all_start_methods():
-        return get_context("spawn")
-    ctx = get_context("forkserver")
-    # pyarrow imports pandas on first use (about a second); import it once, in the server.
-    ctx.set_forkserver_preload(["dafzarr.refs._sources", "pandas"])
-    return ctx
+# Files per task of workers=N: enough tasks per worker to balance the load, enough files per
+# task that queueing them ahead in one helper pays.
+_BATCH_MAX = 16
+_TASKS_PER_WORKER = 4
 
 
 def _is_dask_client(obj: Any) -> bool:
@@ -165,18 +153,26 @@ def scan_many(
     workers: Any = None,
     progress: bool = True,
     on_unsupported: OnUnsupported = "raise",
+    timeout: float | None = DEFAULT_TIMEOUT,
     storage_options: Mapping[str, Any] | None = None,
     store: Any = None,
 ) -> list[ScanResult]:
     """Scan every source file, in the order of ``sources``.
 
-    ``workers=None`` or ``1`` scans in this process; ``workers=N`` uses N local processes
-    (files handed out in batches, results sent back pickled); a ``dask.distributed.Client``
-    runs the scans on its cluster, one task per file, and only Arrow tables travel back.
-    Sources may be ``http(s)://`` and ``s3://`` URLs, reached with ``storage_options`` or
-    through an obstore ``store`` (as for :func:`~dafzarr.refs.scan`); in one process the next
-    files are fetched ahead, concurrently, while one is scanned.
+    ``workers=None`` or ``1`` scans one file at a time; ``workers=N`` keeps N scans going at
+    once; a ``dask.distributed.Client`` runs the scans on its cluster, one task per file, and
+    only Arrow tables travel back. Each file's scan runs in a reused helper process with
+    its own deadline of ``timeout`` seconds (see :func:`dafzarr.refs.scan`), so N workers
+    are N helper processes. Sources may be ``http(s)://`` and ``s3://`` URLs, reached with
+    ``storage_options`` or through an obstore ``store`` (as for :func:`~dafzarr.refs.scan`);
+    the next remote files are fetched ahead, concurrently, while one is scanned.
     """
+    check_timeout(timeout)
+    local = workers is not None and not _is_dask_client(workers)
+    if local and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InvalidArgumentError(
+            f"workers must be None, an int >= 1 or a dask Client: {workers!r}"
+        )
     table = sources_table(sources)
     access = table.column("access").to_pylist()
     public = table.column("public").to_pylist()
@@ -184,9 +180,9 @@ def scan_many(
         results: list[ScanResult | None] = [None] * len(access)
         if _is_dask_client(workers):
             futures = workers.map(
-                _scan_table, access, public, on_unsupported=on_unsupported,
+                _scan_table, access, public, on_unsupported=on_unsupported, timeout=timeout,
                 storage_options=storage_options, store=store, pure=False,
-            )
+            )  # fmt: skip
             import distributed
 
             dask_completed: Any = distributed.as_completed
@@ -196,27 +192,31 @@ def scan_many(
                 results[index[fut.key]] = ScanResult.from_arrow(fut.result())
                 bar.step()
         elif workers is None or workers == 1:
-            results[:] = _scan_in_order(
-                access, public, on_unsupported, storage_options, store, bar.step
-            )
+            stream = _scan_stream(access, public, on_unsupported, timeout, storage_options, store)
+            for i, r in enumerate(stream):
+                results[i] = r
+                bar.step()
         else:
-            if not isinstance(workers, int) or workers < 1:
-                raise InvalidArgumentError(
-                    f"workers must be None, an int >= 1 or a dask Client: {workers!r}"
-                )
+            # Threads only wait: files are scanned in helper processes (one per thread), in
+            # batches of files queued ahead.
             n = len(access)
             batch = max(1, min(_BATCH_MAX, -(-n // (workers * _TASKS_PER_WORKER))))
-            with ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context()) as ex:
-                futs = {
-                    ex.submit(
-                        _scan_batch, access[i : i + batch], public[i : i + batch],
-                        on_unsupported, storage_options, store,
-                    ): i
-                    for i in range(0, n, batch)
-                }
-                for fut in as_completed(futs):
-                    done = fut.result()
-                    start = futs[fut]
-                    results[start : start + len(done)] = done
-                    bar.step(len(done))
+
+            def run(start: int) -> list[ScanResult]:
+                stop = start + batch
+                return list(_scan_stream(access[start:stop], public[start:stop],
+                                         on_unsupported, timeout, storage_options, store))
+
+            with ThreadPoolExecutor(max_workers=workers) as ex:
+                futs = {ex.submit(run, start): start for start in range(0, n, batch)}
+                try:
+                    for fut in as_completed(futs):
+                        done = fut.result()
+                        start = futs[fut]
+                        results[start : start + len(done)] = done
+                        bar.step(len(done))
+                except BaseException:
+                    for f in futs:
+                        f.cancel()
+                    raise
     return [r for r in results if r is not None]

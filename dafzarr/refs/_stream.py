@@ -218,6 +218,9 @@ class ReferenceWriter:
     def _flush(self) -> None:
         """Write the pending rows as the current array's next reference file."""
         assert self._array is not None
+        if not self._pending:  # an array without chunks: one empty record
+            self._pending.append((np.empty(0, np.int32), np.empty(0, np.int64),
+                                  np.empty(0, np.int64), {}))
         if len(self._pending) == 1:
             idx, off, nbytes, raw = self._pending[0]
         else:
