@@ -11,7 +11,12 @@ matrix (a PCA), random, with a fresh seed each run (printed).
 Suites (peers alternate within each round, same data, same process):
 
 * **write**: ZarrDaf directory, ZarrDaf ZIP, anndata ``write_h5ad``, anndata ``write_zarr``,
-  and the floor: ``np.save`` of the UMIs' three arrays and the axes' names.
+  and the floor: ``np.save`` of the UMIs' three arrays and the axes' names. Then the UMIs
+  alone (the two axes and the sparse matrix) in ZarrDaf next to that same floor.
+* **write dense**: a dense 20,000 x 20,000 float32 matrix (``--quick``: 4,000 x 4,000), as
+  ZarrDaf directory and ZIP, from a row-major (C-ordered) array (the column-major layout is
+  then its transpose) and from a Fortran-ordered one (the stored bytes as they are), next to
+  ``np.save`` of the same array.
 * **read sparse**: the whole UMI matrix as a scipy CSR cells x genes matrix (each ZarrDaf
   read opens the data set, reads and closes it), next to one numpy pass over the indices
   (``indices - 1``, the least a 1-based format must do).
@@ -123,6 +128,14 @@ def write_daf(path: str, d: dict[str, Any]) -> None:
     daf.close()
 
 
+def write_daf_umis(path: str, d: dict[str, Any]) -> None:
+    """The UMIs alone: both axes and the sparse matrix (what ``write_npy`` saves)."""
+    daf = dafzarr.open_daf(path, "w")
+    daf.add_axis("cell", d["cells"]).add_axis("gene", d["genes"])
+    daf.set_matrix("gene", "cell", "UMIs", d["X"].T, relayout=False, indtype="uint32")
+    daf.close()
+
+
 def write_npy(path: str, d: dict[str, Any]) -> None:
     """The floor a writer is measured against: ``np.save`` of the UMIs' data, indices and
     index pointer and of the axes' names, one ``.npy`` file each in directory ``path``."""
@@ -225,6 +238,8 @@ class Write(_Suite):
     _outputs: ClassVar[dict[str, str]] = {
         "time_daf_dir": "w.daf.zarr", "time_daf_zip": "w.daf.zarr.zip",
         "time_h5ad": "w.h5ad", "time_anndata_zarr": "w.zarr", "time_npy": "w.npy",
+        "time_umis_daf_dir": "u.daf.zarr", "time_umis_daf_zip": "u.daf.zarr.zip",
+        "time_umis_npy": "u.npy",
     }
 
     def prepare(self, name: str) -> None:
@@ -251,6 +266,91 @@ class Write(_Suite):
     @c.bench("write data set", "np.save (UMIs + names)", c.MB, lambda s: s.nbytes, size=_size)
     def time_npy(self) -> None:
         write_npy(self.p("w.npy"), self.d)
+
+    @c.bench("write UMIs + axes", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
+             target=_ratio_target("np.save", 1.5, within=True))
+    def time_umis_daf_dir(self) -> None:
+        write_daf_umis(self.p("u.daf.zarr"), self.d)
+
+    @c.bench("write UMIs + axes", "ZarrDaf ZIP", c.MB, lambda s: s.nbytes, size=_size,
+             target=_ratio_target("np.save", 1.5, within=True))
+    def time_umis_daf_zip(self) -> None:
+        write_daf_umis(self.p("u.daf.zarr.zip"), self.d)
+
+    @c.bench("write UMIs + axes", "np.save", c.MB, lambda s: s.nbytes, size=_size)
+    def time_umis_npy(self) -> None:
+        write_npy(self.p("u.npy"), self.d)
+
+
+def dense_side() -> int:
+    return 4_000 if c.quick() else 20_000
+
+
+class WriteDense(_Suite):
+    """Write one dense float32 matrix (ZarrDaf stores it column-major)."""
+
+    label = "write dense"
+    baseline = ("np.save",)
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 3}
+    _outputs: ClassVar[dict[str, str]] = {
+        "time_dir_c": "c.daf.zarr", "time_zip_c": "c.daf.zarr.zip",
+        "time_dir_f": "f.daf.zarr", "time_zip_f": "f.daf.zarr.zip", "time_npy": "d.npy",
+    }
+
+    def setup(self) -> None:
+        self._mktemp()
+        n = dense_side()
+        self.c_order = np.random.default_rng(seed()).random((n, n), dtype=np.float32)
+        self.f_order = np.asfortranarray(self.c_order)
+        self.names = [f"e{i}" for i in range(n)]
+        self.nbytes = self.c_order.nbytes
+
+    def teardown(self) -> None:
+        del self.c_order, self.f_order
+        super().teardown()
+
+    def prepare(self, name: str) -> None:
+        c.remove(self.p(self._outputs[name]))
+
+    def _write(self, path: str, value: Any) -> None:
+        daf = dafzarr.open_daf(path, "w")
+        daf.add_axis("row", self.names).add_axis("column", self.names)
+        daf.set_matrix("row", "column", "m", value, relayout=False)
+        daf.close()
+
+    def _size(self) -> str:
+        n = dense_side()
+        return f"{n:,} x {n:,} float32"
+
+    @c.bench("write dense matrix", "ZarrDaf directory, row-major input", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size(),
+             target=_ratio_target("np.save", 1.3, within=True))
+    def time_dir_c(self) -> None:
+        self._write(self.p("c.daf.zarr"), self.c_order)
+
+    @c.bench("write dense matrix", "ZarrDaf ZIP, row-major input", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size(),
+             target=_ratio_target("np.save", 1.3, within=True))
+    def time_zip_c(self) -> None:
+        self._write(self.p("c.daf.zarr.zip"), self.c_order)
+
+    @c.bench("write dense matrix", "ZarrDaf directory, Fortran-ordered input", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size(),
+             target=_ratio_target("np.save", 1.3, within=True))
+    def time_dir_f(self) -> None:
+        self._write(self.p("f.daf.zarr"), self.f_order)
+
+    @c.bench("write dense matrix", "ZarrDaf ZIP, Fortran-ordered input", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size(),
+             target=_ratio_target("np.save", 1.3, within=True))
+    def time_zip_f(self) -> None:
+        self._write(self.p("f.daf.zarr.zip"), self.f_order)
+
+    @c.bench("write dense matrix", "np.save", c.MB, lambda s: s.nbytes,
+             size=lambda s: s._size())
+    def time_npy(self) -> None:
+        os.makedirs(self.p("d.npy"))
+        np.save(os.path.join(self.p("d.npy"), "m.npy"), self.c_order)
 
 
 class Read(_Suite):
@@ -470,11 +570,12 @@ def memory_report(the_seed: int) -> str:
     return "\n".join(rows)
 
 
-SUITES: dict[str, list[type]] = {"write": [Write], "read": [Read]}
+SUITES: dict[str, list[type]] = {"write": [Write], "write-dense": [WriteDense],
+                                 "read": [Read]}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parts = ["write", "read", "memory"]
+    parts = ["write", "write-dense", "read", "memory"]
     ap = c.argument_parser("python -m benchmarks.bench_daf", __doc__, parts)
     ap.add_argument("--seed", type=int, default=None, help="reuse a printed seed")
     ap.add_argument("--child", nargs=3, metavar=("TASK", "PATH", "SEED"), help=argparse.SUPPRESS)
@@ -498,8 +599,8 @@ def main(argv: list[str] | None = None) -> int:
          f"per-cell vectors, a {N_PCS}-column dense PCA; seed {seed()}"),
         *clock.lines(rounds),
     ], results, (
-        "MB/s count the sparse matrix's bytes (data + indices + indptr). Vector and matrix "
-        "reads are per call on an open data set."
+        "MB/s count the sparse matrix's bytes (data + indices + indptr), or the dense "
+        "matrix's bytes. Vector and matrix reads are per call on an open data set."
     ))
     if mem:
         print("\n### Peak resident memory (child processes)\n")

@@ -6,6 +6,11 @@
 * Sparse values are checked in one pass (index pointer, then scipy's canonical-format scan,
   then the slices' end points): out-of-range indices anywhere are still refused.
 * 1-based indices are written straight into the ZIP entry: the stored bytes are exact.
+* A large row-major dense matrix is transposed tile by tile where it is stored (into the ZIP
+  entry, or block by block into the directory's file): the stored column-major bytes are
+  exact at every tile and block edge, an all-zero one is still elided (v3).
+* Hostile stored indices (0, past the axis, a column pointer going back or not ending at the
+  values' count) are refused with a ``DafFormatError`` naming the property.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import scipy.sparse as sp
 
 import dafzarr
 from dafzarr import MmapZipStore
-from dafzarr.daf import _backends_zip
+from dafzarr.daf import _backends_zip, _values
 from dafzarr.errors import DafFormatError
 
 
@@ -128,4 +133,120 @@ def test_one_based_indices_are_stored_exactly(
     assert (d.get_np_matrix("cell", "gene", "m") != m.T).nnz == 0
     assert (d.get_np_matrix("gene", "cell", "m64") != m).nnz == 0
     assert d.get_np_matrix("g3", "c2", "dup").toarray().tolist() == [[2, 0], [0, 4], [4, 0]]
+    d.close()
+
+
+def _backend_daf(tmp_path: Path, rel: str | None, zarr_format: int = 2) -> Any:
+    if rel is None:
+        return dafzarr.memory_daf(zarr_format=zarr_format)
+    return dafzarr.open_daf(tmp_path / rel, "w", zarr_format=zarr_format)
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "bool"])
+def test_row_major_matrices_are_stored_column_major_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rel: str | None, dtype: str
+) -> None:
+    # Small tiles and blocks, so that every edge case (partial tiles, partial blocks, one
+    # row or one column) is crossed on small matrices.
+    monkeypatch.setattr(_values, "_TRANSPOSE_MIN", 0)
+    monkeypatch.setattr(_values, "_TILE", 7)
+    monkeypatch.setattr(_values, "_STREAM_BYTES", 1000)
+    monkeypatch.setattr(_values, "_PARALLEL_MIN", 64)
+    rng = np.random.default_rng(11)
+    shapes = {"a": (53, 40), "b": (1, 30), "c": (30, 1), "d": (13, 200)}
+    d = _backend_daf(tmp_path, rel)
+    values = {}
+    for name, (nr, nc) in shapes.items():
+        d.add_axis(f"{name}r", [str(i) for i in range(nr)])
+        d.add_axis(f"{name}c", [str(i) for i in range(nc)])
+        values[name] = (rng.random((nr, nc)) * 100).astype(dtype)
+        assert values[name].flags.c_contiguous
+        d.set_matrix(f"{name}r", f"{name}c", "m", values[name])
+    if rel is not None:
+        d.close()
+        d = dafzarr.open_daf(tmp_path / rel)
+    for name, value in values.items():
+        got = d.get_np_matrix(f"{name}r", f"{name}c", "m")
+        assert got.flags.f_contiguous and got.dtype == value.dtype
+        assert np.array_equal(got, value), name
+        assert np.array_equal(d.get_np_matrix(f"{name}c", f"{name}r", "m"), value.T), name
+    d.close()
+    if rel == "x.daf.zarr":  # the stored chunk is the transpose, byte for byte
+        import zarr
+
+        z = zarr.open_group(tmp_path / rel, mode="r")
+        assert np.array_equal(z["matrices/ar/ac/m"][...], values["a"].T)
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+def test_large_row_major_matrix_round_trips(tmp_path: Path, rel: str | None) -> None:
+    # Above the size where the tiled transpose (and, for a ZIP, its threads) takes over.
+    nr, nc = 1500, 1300
+    assert nr * nc * 4 >= _values._TRANSPOSE_MIN and nr * nc * 4 >= _values._PARALLEL_MIN
+    value = np.random.default_rng(3).random((nr, nc), dtype=np.float32)
+    d = _backend_daf(tmp_path, rel)
+    d.add_axis("r", [str(i) for i in range(nr)]).add_axis("c", [str(i) for i in range(nc)])
+    d.set_matrix("r", "c", "m", value, relayout=False)
+    if rel is not None:
+        d.close()
+        d = dafzarr.open_daf(tmp_path / rel)
+    assert np.array_equal(d.get_np_matrix("r", "c", "m", relayout=False), value)
+    d.close()
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr"])
+def test_all_zero_transposed_matrix_is_elided_in_v3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rel: str | None
+) -> None:
+    monkeypatch.setattr(_values, "_TRANSPOSE_MIN", 0)
+    d = _backend_daf(tmp_path, rel, zarr_format=3)
+    d.add_axis("r", ["a", "b", "c"]).add_axis("c", ["x", "y"])
+    d.set_matrix("r", "c", "z", np.zeros((3, 2), np.float32), relayout=False)
+    d.set_matrix("r", "c", "nz", np.array([[0, 0], [0, 1], [0, 0]], np.float32),
+                 relayout=False)
+    keys = d._backend.keys_under("matrices/r/c")
+    assert not any(k.startswith("matrices/r/c/z/c") for k in keys)
+    assert any(k.startswith("matrices/r/c/nz/c") for k in keys)
+    assert d.get_np_matrix("r", "c", "z").tolist() == [[0, 0], [0, 0], [0, 0]]
+    assert d.get_np_matrix("r", "c", "nz").tolist() == [[0, 0], [0, 1], [0, 0]]
+    d.close()
+
+
+def _store_raw_sparse(d: Any, colptr: list[int], rowval: list[int]) -> None:
+    """Overwrite the stored ``colptr``/``rowval`` of matrix ``gene x cell`` ``m``."""
+    base = "matrices/gene/cell/m"
+    for name, arr in (("colptr", colptr), ("rowval", rowval)):
+        d._backend.delete_tree(f"{base}/{name}")
+        a = np.array(arr, np.uint32)
+        d._write(d._array_items(f"{base}/{name}", a, a.dtype))
+
+
+@pytest.mark.parametrize(("colptr", "rowval", "why"), [
+    ([1, 3, 4], [1, 0, 2], r"rowval: stored index out of range 1..3 \(found 0"),
+    ([1, 3, 4], [1, 4, 2], r"rowval: stored 1-based index 4 is out of range 1..3"),
+    ([1, 3, 4], [1, 0xFFFF_FFFF, 2], r"rowval: stored (1-based )?index .*out of range"),
+    ([1, 4, 3, 4], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
+    ([1, 3, 3], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
+    ([0, 3, 4], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
+], ids=["zero", "past-axis", "huge", "colptr-back", "colptr-short", "colptr-zero"])
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+def test_hostile_stored_indices_are_refused(
+    tmp_path: Path, rel: str | None, colptr: list[int], rowval: list[int], why: str
+) -> None:
+    d = _backend_daf(tmp_path, rel)
+    d.add_axis("gene", ["a", "b", "c"]).add_axis("cell", ["x", "y"] + (
+        ["z"] if len(colptr) == 4 else []))
+    ncells = len(colptr) - 1
+    d.set_matrix("gene", "cell", "m", sp.csc_matrix(np.ones((3, ncells), np.float32)),
+                 relayout=False, indtype="uint32")
+    if rel == "x.daf.zarr.zip":  # rewrite the file: a ZIP store is append-only here
+        d.close()
+        d = dafzarr.open_daf(tmp_path / rel, "r+")
+    _store_raw_sparse(d, colptr, rowval)
+    nzval = np.arange(1, 4, dtype=np.float32)
+    d._backend.delete_tree("matrices/gene/cell/m/nzval")
+    d._write(d._array_items("matrices/gene/cell/m/nzval", nzval, nzval.dtype))
+    with pytest.raises(DafFormatError, match=rf"(?s)matrices/gene/cell/m.*{why}"):
+        d.get_np_matrix("gene", "cell", "m")
     d.close()

@@ -28,7 +28,7 @@ from zarr.core.buffer import Buffer, BufferPrototype
 from .._io import byte_range_bounds
 from ..errors import DafReadOnlyError
 from ._names import _METADATA_NAMES
-from ._values import OneBased
+from ._values import StreamedChunk
 
 __all__ = ["Backend", "DirectoryBackend", "MemoryBackend"]
 
@@ -205,7 +205,7 @@ class DirectoryBackend(Backend):
             tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
             try:
                 with open(tmp, "wb") as f:
-                    if isinstance(data, OneBased):  # 1-based indices, computed as written
+                    if isinstance(data, StreamedChunk):  # computed as written
                         f.writelines(data.blocks())
                     else:
                         mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data

@@ -13,7 +13,15 @@ from . import _layout as lay
 from ._axes import Axes
 from ._names import _join, check_name
 from ._storage import UNDEF
-from ._values import OneBased, _check_sparse, _dense, _index_dtype, _scalar_array, _zero_based
+from ._values import (
+    OneBased,
+    _check_sparse,
+    _dense,
+    _index_dtype,
+    _scalar_array,
+    _zero_based,
+    column_major,
+)
 
 
 class Matrices(Axes):
@@ -178,8 +186,9 @@ class Matrices(Axes):
             )
         dt = lay.element_type(arr.dtype, where)
         data = _dense(arr, dt)
-        # Column-major bytes: the Zarr array is the transpose, C-ordered.
-        return self._array_items(path, np.ascontiguousarray(data.T), dt)
+        # Column-major bytes: the Zarr array is the transpose, C-ordered (a view of a
+        # Fortran-ordered value; else computed tile by tile where it is stored).
+        return self._array_items(path, column_major(data), dt)
 
     def set_matrix(
         self, rows_axis: str, columns_axis: str, name: str, value: Any, *,

@@ -31,7 +31,7 @@ from ._backends import Backend
 from ._backends_zip import ZipBackend
 from ._names import _join
 from ._packed import read_packed
-from ._values import OneBased, _as_strings, _json
+from ._values import StreamedChunk, Transposed, _as_strings, _json
 
 Mode = Literal["r", "r+", "w+", "w"]
 _MODES = ("r", "r+", "w+", "w")
@@ -250,14 +250,17 @@ class DafStorage:
         return out
 
     def _array_items(
-        self, path: str, data: np.ndarray[Any, Any] | OneBased, dt: np.dtype[Any] | str
+        self, path: str, data: np.ndarray[Any, Any] | StreamedChunk, dt: np.dtype[Any] | str
     ) -> list[tuple[str, Any]]:
-        """Chunk then documents of one flat array (``data`` in Zarr shape)."""
+        """Chunk then documents of one flat array (``data`` in Zarr shape; a
+        :class:`StreamedChunk` is computed where it is stored)."""
         L = self._layout
         items: list[tuple[str, Any]] = []
         shape = tuple(int(n) for n in data.shape)
-        if isinstance(data, OneBased):  # never all zero (elided): written where stored
-            if data.size:
+        if isinstance(data, StreamedChunk):  # written where stored
+            # 1-based indices are never all zero; a transpose is when its source is.
+            zero = isinstance(data, Transposed) and L.elide(dt, data.src)
+            if data.size and not zero:
                 items.append((L.chunk_key(path, len(shape)), data))
         elif data.size and not L.elide(dt, data):
             if isinstance(dt, str):
@@ -311,14 +314,14 @@ class DafStorage:
                     self._note_written([k for k, _ in items])
 
     def _place_one_based(self, items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        """Write :class:`OneBased` chunks into reserved ZIP entries (one pass, no temporary
-        array; a failure rolls back with the batch); a directory streams them to its files;
-        other backends get the arrays."""
+        """Write :class:`StreamedChunk` chunks (1-based indices, transposes) into reserved
+        ZIP entries (one pass, no temporary array; a failure rolls back with the batch); a
+        directory streams them to its files; other backends get the arrays."""
         b = self._backend
         out: list[tuple[str, Any]] = []
         for key, data in items:
-            if not isinstance(data, OneBased) or b.kind == "directory":
-                out.append((key, data))  # a directory streams OneBased blocks to the file
+            if not isinstance(data, StreamedChunk) or b.kind == "directory":
+                out.append((key, data))  # a directory streams the blocks to the file
             elif b.kind == "zip":
                 data.fill(b.reserve(key, data.nbytes))
                 b.seal(key)
