@@ -391,3 +391,18 @@ def test_a_block_reader_goes_to_another_process_with_its_blocks(
     before = reader.requests
     reader.learn(copy.stats())
     assert 20 in reader.layout().from_start and reader.requests == before + 1
+
+
+def test_a_store_that_cannot_reach_the_helper_process_is_a_clear_error(
+    days: list[Path],
+) -> None:
+    """obstore's memory store cannot be pickled: the scan under a deadline says so and how
+    to scan without one."""
+    import obstore
+    from obstore.store import MemoryStore
+
+    store = MemoryStore()
+    obstore.put(store, "d.nc", days[0].read_bytes())
+    with pytest.raises(InvalidArgumentError, match="timeout=None"):
+        scan("d.nc", store=store)
+    _same_scan(scan("d.nc", store=store, timeout=None), scan(days[0]))

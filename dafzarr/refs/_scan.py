@@ -9,6 +9,7 @@ at the deadline (see :mod:`._deadline`), or in this process.
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -136,6 +137,14 @@ def scan_reader(
     url = url or reader.name
     if timeout is None:
         return scan_remote(reader, url, wanted, on_unsupported)
+    try:
+        pickle.dumps(reader.source)
+    except (TypeError, AttributeError, pickle.PicklingError) as exc:
+        raise InvalidArgumentError(
+            f"{reader.name}: the scan's deadline runs it in a helper process, and this store "
+            f"cannot be sent there ({exc}); pass timeout=None to scan in this process, or "
+            "use a store that can be pickled (obstore's HTTP, S3, GCS and Azure stores)"
+        ) from None
     from ._deadline import call_with_deadline
 
     result, stats = call_with_deadline(
