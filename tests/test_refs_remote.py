@@ -277,20 +277,27 @@ def test_scan_many_in_s3_equals_local_scans_and_xarray_reads_through_them(
         _same_scan(one, got[2])
         out = tmp_path / "s3.parq"
         virtualize(urls, out, concat_dim="time", progress=False, storage_options=options)
-        mapper = LazyReferenceMapper(str(out), engine="pyarrow")  # type: ignore[arg-type]
-        fs = ReferenceFileSystem(
-            fo=mapper, remote_protocol="s3", asynchronous=True,
-            remote_options={"key": "testing", "secret": "testing", "asynchronous": True,
-                            "client_kwargs": {"endpoint_url": s3.endpoint,
-                                              "region_name": "us-east-1"}},
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # botocore's datetime use
-            xs = xr.open_dataset(zarr.storage.FsspecStore(fs, read_only=True), engine="zarr",
-                                 zarr_format=2, consolidated=False).load()
+        got = {}
+        for engine in ("pyarrow", "fastparquet"):
+            mapper = LazyReferenceMapper(str(out), engine=engine)  # type: ignore[arg-type]
+            fs = ReferenceFileSystem(
+                fo=mapper, remote_protocol="s3", asynchronous=True,
+                remote_options={"key": "testing", "secret": "testing", "asynchronous": True,
+                                "client_kwargs": {"endpoint_url": s3.endpoint,
+                                                  "region_name": "us-east-1"}},
+            )
+            with warnings.catch_warnings(), fastparquet_deprecation_ignored():
+                warnings.simplefilter("ignore", DeprecationWarning)  # botocore's datetime use
+                got[engine] = xr.open_dataset(
+                    zarr.storage.FsspecStore(fs, read_only=True), engine="zarr", zarr_format=2,
+                    consolidated=False,
+                ).load()
     want = xr.open_mfdataset(days, combine="nested", concat_dim="time", data_vars="minimal",
                              coords="minimal", compat="override").load()
-    np.testing.assert_array_equal(xs["tas"].values, want["tas"].values)
+    for engine, xs in got.items():
+        for name in ("tas", "noise", "time", "lat"):
+            np.testing.assert_array_equal(xs[name].values, want[name].values,
+                                          err_msg=f"{engine}: {name}")
 
 
 # --- the command line --------------------------------------------------------------------------
