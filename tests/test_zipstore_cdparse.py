@@ -135,8 +135,15 @@ def _outcome_ref(cd: bytes, n: int, limit: int) -> object:
 
 
 def _outcome_new(cd: bytes, n: int, limit: int) -> object:
+    return _outcome(lambda: parse_entries(cd, n, limit, "x.zip", zf.unsafe_name_reason))
+
+
+def _outcome(parse: Any) -> object:
+    """What the compiled parser makes of a directory (``parse()``): the entries, the
+    index, the refused entries, whether a name repeats and the first header; or the
+    error message."""
     try:
-        entries = parse_entries(cd, n, limit, "x.zip", zf.unsafe_name_reason)
+        entries = parse()
         check_no_overlap(entries, "x.zip")
     except CorruptArchiveError as e:
         return str(e)
@@ -236,14 +243,7 @@ def _outcome_pieces(cd: bytes, n: int, limit: int, piece: int) -> object:
         return cd[offset - limit : offset - limit + length]
 
     tr = zf.Trailer(limit, len(cd), n, limit + len(cd), limit + len(cd) + 22)
-    try:
-        entries = zf.parse_central_directory_in_pieces(read, tr, "x.zip", piece)
-        check_no_overlap(entries, "x.zip")
-    except CorruptArchiveError as e:
-        return str(e)
-    index, refused, shadowed, first = index_entries(entries)
-    return ([_fields(e) for e in entries], {k: _fields(e) for k, e in index.items()},
-            [_fields(e) for e in refused], shadowed, first)
+    return _outcome(lambda: zf.parse_central_directory_in_pieces(read, tr, "x.zip", piece))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -22,10 +22,7 @@ from ._object import ObjectSource, http_store
 from ._options import HttpOptions
 from ._source import ByteSource
 
-__all__ = ["REMOTE_SCHEMES", "is_remote", "open_source", "s3_store"]
-
-#: The URL schemes read over the network.
-REMOTE_SCHEMES = ("http", "https", "s3")
+__all__ = ["is_remote", "open_source", "s3_store"]
 
 # s3fs's names (top level and in ``client_kwargs``) -> obstore's S3 configuration keys.
 _S3_NAMES = {
@@ -39,9 +36,10 @@ _HTTP_NAMES = ("headers",)
 
 
 def is_remote(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a URL read over the network (``http(s)://``, ``s3://``)."""
+    """Whether ``path`` is a URL other than ``file://``: :func:`open_source` reads it over
+    the network, or refuses a scheme it does not know."""
     scheme, sep, _ = str(os.fspath(path)).partition("://")
-    return bool(sep) and scheme.lower() in REMOTE_SCHEMES
+    return bool(sep) and scheme.lower() != "file"
 
 
 def _refuse(url: str, unknown: set[str], known: tuple[str, ...]) -> None:

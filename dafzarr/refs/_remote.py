@@ -22,16 +22,16 @@ from .._io._blocks import BlockReader, Layout
 from .._io._urls import is_remote, open_source
 from ..errors import DafzarrError, H5Error
 
-__all__ = ["PrefetchedReaders", "is_remote", "open_h5", "open_reader", "remote_path"]
+__all__ = ["PrefetchedReaders", "open_h5", "open_reader", "remote_path"]
 
 #: Files opened and prefetched ahead of the one being scanned.
 WINDOW = 16
 
 
 def remote_path(path: str, store: Any = None) -> bool:
-    """Whether ``path`` is read remotely: any URL but ``file://``, or a key of ``store``
-    (:func:`~dafzarr._io.open_source` refuses the schemes it does not know)."""
-    return store is not None or ("://" in path and not path.lower().startswith("file://"))
+    """Whether ``path`` is read remotely: a URL other than ``file://``, or a key of
+    ``store``."""
+    return store is not None or is_remote(path)
 
 
 def open_reader(
@@ -102,12 +102,13 @@ class PrefetchedReaders:
         learned = threading.Event()  # set once a scan taught a layout (or on the way out)
         with ThreadPoolExecutor(self.window, thread_name_prefix="dafzarr-prefetch") as pool:
             pending: dict[int, Future[BlockReader]] = {}
+            submitted = 0
             try:
                 for i in range(n):
                     # Ahead: the next files open at once, and prefetch once a layout is known.
-                    for j in range(i, min(n, i + self.window + 1)):
-                        if j not in pending and j >= i and (j > i or i == 0):
-                            pending[j] = pool.submit(self._open, j, learned)
+                    while submitted < min(n, i + self.window + 1):
+                        pending[submitted] = pool.submit(self._open, submitted, learned)
+                        submitted += 1
                     reader = pending.pop(i).result()
                     try:
                         yield reader

@@ -23,7 +23,8 @@ from ._remote import open_h5, open_reader, remote_path
 from ._walk import open_local, scan_file
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "check_timeout", "scan", "scan_path", "scan_reader", "scan_remote",
+    "DEFAULT_TIMEOUT", "check_arguments", "check_timeout", "scan", "scan_path", "scan_reader",
+    "scan_remote",
 ]  # fmt: skip
 
 
@@ -85,11 +86,7 @@ def scan(
         fill value, attributes minus netCDF's hidden ones, dimension names, group path and
         dense chunk references.
     """
-    if on_unsupported not in ("raise", "skip"):
-        raise InvalidArgumentError(
-            f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}"
-        )
-    check_timeout(timeout)
+    check_arguments(on_unsupported, timeout)
     p = os.fspath(path)
     if p.startswith("file://"):
         p = unquote(urlsplit(p).path)
@@ -128,11 +125,7 @@ def scan_reader(
     With a deadline, the reader goes to the helper process with the blocks it holds (a
     prefetch done here is not lost), and what the scan read there comes back to it.
     """
-    if on_unsupported not in ("raise", "skip"):
-        raise InvalidArgumentError(
-            f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}"
-        )
-    check_timeout(timeout)
+    check_arguments(on_unsupported, timeout)
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
     url = url or reader.name
     if timeout is None:
@@ -178,6 +171,15 @@ def _scan_remote_copy(
 ) -> tuple[ScanResult, ReadStats]:
     """:func:`scan_remote` in a helper process; also what the reader read there."""
     return scan_remote(reader, url, wanted, on_unsupported), reader.stats()
+
+
+def check_arguments(on_unsupported: object, timeout: object) -> None:
+    """Refuse an ``on_unsupported`` other than ``"raise"``/``"skip"``, and a bad ``timeout``."""
+    if on_unsupported not in ("raise", "skip"):
+        raise InvalidArgumentError(
+            f"on_unsupported must be 'raise' or 'skip', not {on_unsupported!r}"
+        )
+    check_timeout(timeout)
 
 
 def check_timeout(timeout: object) -> None:
