@@ -4,14 +4,15 @@
 8 MiB, and takes the first signature it meets there: a zstd chunk that died at the start of
 the file made ``7z t`` open the archive as a zstd stream. Dead plain-text metadata (a
 superseded ``zarr.json``) is harmless and stays; anything else before the first listed entry
-makes the commit compact the archive (temporary file, fsync, rename) when its live entries
-are small enough for a commit to copy them, and when nothing may still read the old bytes
-through this store.
+makes the commit compact the archive (temporary file, fsync, rename) when nothing may still
+read the old bytes through this store, and when its live entries are within the store's
+``renew_limit`` (no bound by default).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import sys
 import zipfile
@@ -23,6 +24,7 @@ import pytest
 import zarr
 
 from dafzarr import MmapZipStore
+from dafzarr.errors import InvalidArgumentError
 
 from .common import check_archive
 from .test_zipstore_restart import killed_run, sigkill_rounds
@@ -122,10 +124,25 @@ def test_many_dead_plain_bytes_renew_the_archive(tmp_path: Path) -> None:
     check_archive(p, {"m4": text, "b": b"live"})
 
 
-def test_large_archives_keep_their_dead_start_until_compact(tmp_path: Path) -> None:
+def test_archives_beyond_64_mib_are_renewed_too(tmp_path: Path) -> None:
+    """By default there is no size bound: 7-Zip finds every archive after every commit."""
     p = tmp_path / "big.zip"
+    big = os.urandom(1 << 20)
     with MmapZipStore(p, "w") as store:
-        store._renew_limit = 1000  # live entries beyond what a commit may copy
+        store["a/c/0"] = ZSTD_CHUNK
+        with store.batch():
+            for i in range(70):
+                store[f"b/c/{i}"] = big
+        inode = os.stat(p).st_ino
+        del store["a/c/0"]
+        assert os.stat(p).st_ino != inode and store.space().dead_bytes == 0
+        check_archive(p)
+        assert bytes(store["b/c/69"]) == big
+
+
+def test_a_renew_limit_keeps_the_dead_start_until_compact(tmp_path: Path) -> None:
+    p = tmp_path / "big.zip"
+    with MmapZipStore(p, "w", renew_limit=1000) as store:
         store["a/c/0"] = ZSTD_CHUNK
         store["b"] = os.urandom(5000)
         inode = os.stat(p).st_ino
@@ -134,6 +151,31 @@ def test_large_archives_keep_their_dead_start_until_compact(tmp_path: Path) -> N
         check_archive(p, seven_zip_detects=False)  # valid; 7-Zip needs -tzip
         store.compact()
     check_archive(p)
+    with MmapZipStore(p, "r+", renew_limit=1000) as store:
+        assert pickle.loads(pickle.dumps(store)).renew_limit == 1000
+        assert store.with_read_only(True).renew_limit == 1000
+
+
+@pytest.mark.parametrize("limit", [-1, 1.5, True, "64M"])
+def test_a_bad_renew_limit_is_refused(tmp_path: Path, limit: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="renew_limit"):
+        MmapZipStore(tmp_path / "x.zip", "w", renew_limit=limit)  # type: ignore[arg-type]
+    assert not (tmp_path / "x.zip").exists()
+
+
+def test_close_renews_what_a_view_deferred(tmp_path: Path) -> None:
+    p = tmp_path / "view.zip"
+    store = MmapZipStore(p, "w")
+    store["a/c/0"] = ZSTD_CHUNK
+    store["b"] = b"live"
+    view = store["a/c/0"]
+    inode = os.stat(p).st_ino
+    del store["a/c/0"]
+    assert os.stat(p).st_ino == inode  # the view maps the dead bytes: kept
+    del view
+    store.close()
+    assert os.stat(p).st_ino != inode
+    check_archive(p, {"b": b"live"})
 
 
 def test_a_view_defers_the_renewal_to_a_later_commit(tmp_path: Path) -> None:

@@ -284,13 +284,13 @@ def compact_in_place(a: Archive, fm: FileMapping, *, progress: bool = False) -> 
     return new
 
 
-def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int) -> bool:
+def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int | None) -> bool:
     """Whether the archive should be rewritten now so that it starts with a listed entry
     (see ``MmapZipStore._renew_start``).
 
     Yes when no entry is listed any more but dead bytes remain, or when the bytes before
     the first listed entry may hide the archive from 7-Zip (``a.plain_start`` is False) and
-    the live entries hold at most ``live_limit`` bytes. Never inside a transaction, while
+    the live entries hold at most ``live_limit`` bytes (None: any number). Never inside a transaction, while
     views of the mapping are alive or reservations are open, or when the file has other
     hard links.
     """
@@ -299,7 +299,7 @@ def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int) -> bool:
     if a.entries:
         if a.plain_start or a.first_listed <= 0:
             return False
-        if sum(e.csize for e in a.live_entries()) > live_limit:
+        if live_limit is not None and sum(e.csize for e in a.live_entries()) > live_limit:
             return False
     if fm.exports:
         gc.collect()

@@ -67,6 +67,7 @@ class ArchiveHandle(Store):
         durable: bool,
         max_decompressed_size: int,
         append_only: bool,
+        renew_limit: int | None,
     ) -> None:
         """Set the options and check the path; open nothing."""
         if mode not in MODES:
@@ -79,6 +80,12 @@ class ArchiveHandle(Store):
             mode = "r+"
         if max_file_size <= 0:
             raise InvalidArgumentError(f"max_file_size must be positive, got {max_file_size}")
+        if renew_limit is not None and (
+            isinstance(renew_limit, bool) or not isinstance(renew_limit, int) or renew_limit < 0
+        ):
+            raise InvalidArgumentError(
+                f"renew_limit must be None or a number of bytes >= 0, got {renew_limit!r}"
+            )
         super().__init__(read_only=read_only)
         self.path = os.path.abspath(os.fspath(path))
         self.mode: Mode = mode
@@ -86,6 +93,7 @@ class ArchiveHandle(Store):
         self.durable = bool(durable)
         self.max_decompressed_size = int(max_decompressed_size)
         self.append_only = bool(append_only)
+        self.renew_limit = renew_limit
         self._truncate_on_open = mode == "w"
         self._lock = threading.RLock()
         self._fm: FileMapping | None = None
@@ -325,17 +333,17 @@ class ArchiveHandle(Store):
     def _renew_start(self) -> bool:
         """Rewrite the archive when its first bytes would hide it from 7-Zip.
 
-        Called after every commit outside a batch; costs nothing unless the commit left the
-        file starting with dead bytes that matter. Two cases:
+        Called after every commit outside a batch and at :meth:`close`; costs nothing
+        unless the file starts with dead bytes that matter. Two cases:
 
         - no entry stays listed: the dead bytes hold nothing anybody asked to keep, and a
           fresh empty archive replaces them;
         - the first listed entry comes after dead entries whose data is not plain text
           (compressed or binary chunks, in which 7-Zip may detect another format), or
           after 4 MiB or more of them (7-Zip looks for an archive within the first 8 MiB
-          only): when the live entries hold at most :attr:`_renew_limit` bytes, the archive
-          is compacted, so that it starts with a listed entry again. Larger archives keep
-          their dead bytes until :meth:`compact` (``7z -tzip`` reads them meanwhile).
+          only): the archive is compacted, so that it starts with a listed entry again,
+          unless its live entries hold more than :attr:`renew_limit` bytes (then it keeps
+          its dead bytes until :meth:`compact`; ``7z -tzip`` reads it meanwhile).
 
         Both go the way compaction does (temporary file, fsync, rename: a kill leaves the
         committed archive or the renewed one). Skipped, leaving the committed (valid) archive
@@ -344,20 +352,15 @@ class ArchiveHandle(Store):
         was rewritten.
         """
         a = self._archive
-        if a.entries and a.plain_start:
+        if self.read_only or (a.entries and a.plain_start):
             return False  # the common case, decided without a look at the file
         try:
-            if not worth_renewing(a, self._fm, self._renew_limit):
+            if not worth_renewing(a, self._fm, self.renew_limit):
                 return False
             self._compact_in_place()
         except (OSError, DafzarrError):
             return False
         return True
-
-    #: Most live bytes an archive may hold for a commit to renew it (``_renew_start``):
-    #: beyond, the copy would cost more than a commit should, and :meth:`compact` is the
-    #: user's call.
-    _renew_limit = 64 << 20
 
     #: Least space a batch's relocation of the directory leaves for the entries that follow
     #: (it grows with the batch; the commit gives back what stays unused). A larger floor
@@ -412,6 +415,8 @@ class ArchiveHandle(Store):
             self._commit_pending()
             if self._archive.tx is not None:
                 raise BatchOpenError(f"cannot close {self.path} inside a batch")
+            if self._fm is not None:
+                self._renew_start()  # views that deferred a renewal may be gone now
             fm = self._fm
             if fm is not None:
                 if fm.exports:

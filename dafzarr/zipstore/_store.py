@@ -65,6 +65,16 @@ class MmapZipStore(ArchiveHandle):
         By default a rewrite appends a newer copy and a delete drops the key; the next
         commit lists only live entries, and the old bytes stay in the file as dead space
         (see :meth:`space`) until :meth:`compact`.
+    renew_limit
+        When a commit leaves the file starting with dead bytes that would hide the archive
+        from 7-Zip (dead binary or compressed data first, or 4 MiB and more of dead bytes),
+        the store renews the archive: its live entries are copied into a fresh file, as
+        :meth:`compact` does. Default ``None``: always, so every tool reads the archive
+        after every commit. An integer bounds the live bytes such a commit may copy: larger
+        archives keep their dead start (valid, read by every other tool and by
+        ``7z -tzip``) until :meth:`compact`, or until a commit or :meth:`close` finds them
+        within the bound. Use it when deleting or rewriting the first entries of a very
+        large archive must stay cheap.
 
     Notes
     -----
@@ -91,11 +101,13 @@ class MmapZipStore(ArchiveHandle):
         durable: bool = False,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED,
         append_only: bool = False,
+        renew_limit: int | None = None,
     ) -> None:
         if max_file_size is None:
             max_file_size = fitting_max_file_size(DEFAULT_MAX_FILE_SIZE)
         self._configure(
-            path, mode, read_only, max_file_size, durable, max_decompressed_size, append_only
+            path, mode, read_only, max_file_size, durable, max_decompressed_size, append_only,
+            renew_limit,
         )
         # Open now: a writable store holds the archive's lock from here on (a second
         # writer is refused at once), and mode "w" has emptied the archive when this returns.
@@ -170,6 +182,7 @@ class MmapZipStore(ArchiveHandle):
             "durable": self.durable,
             "max_decompressed_size": self.max_decompressed_size,
             "append_only": self.append_only,
+            "renew_limit": self.renew_limit,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -183,6 +196,7 @@ class MmapZipStore(ArchiveHandle):
             state["durable"],
             state["max_decompressed_size"],
             state.get("append_only", False),
+            state.get("renew_limit"),
         )
 
     # --- zarr Store API -----------------------------------------------------------------
