@@ -17,6 +17,7 @@ extensions = [
     ext("_h5chunks"),  # H5Dchunk_iter through h5py's C-API capsule: no HDF5 headers, no link
     ext("_lz4seg"),  # LZ4 block sequence walk: ArrayFile's independently decodable segments
     ext("_zipdir"),  # ZIP central directory parsed in one pass; the index of served keys
+    ext("_transpose"),  # cache-blocked transposition: column-major matrices from row-major input
 ]
 
 directives = {"language_level": 3, "embedsignature": True}
