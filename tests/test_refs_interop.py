@@ -12,14 +12,18 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from dafzarr import refs
+from dafzarr import errors, refs
+from dafzarr.errors import InvalidArgumentError
 
 from .refs_common import (
     chunk_refs,
     open_mf,
+    open_reference_xr,
+    open_zarr_default,
     write_nested_groups,
     write_nofill_netcdf,
     write_undefined_fill,
+    write_vlen_strings,
 )
 from .test_refs_compose import days
 from .test_refs_scan import make_cf
@@ -165,3 +169,173 @@ def test_virtualizarr_reads_inline_threshold_0_stores_of_real_world_files(tmp_pa
         assert list(vds.data_vars) == names, group
         prefix = f"{group}/" if group else ""
         assert _manifest_refs(vds, names[0]) == chunk_refs(scanned[prefix + names[0]])
+
+
+# --- References only (inline_threshold=0) --------------------------------------------------------
+def write_unreferenceable_netcdf(path: Path, *, group: bool = True) -> Path:
+    """A netCDF-4 file whose variables have chunks to reference, next to ones that have none:
+    variable-length strings (1-d, 0-d, and, with ``group``, in a group with attributes), a CF
+    grid mapping whose 0-d value is never written, and a compact dataset (added with h5py)."""
+    import h5py
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.title = "unreferenceable"
+        ds.createDimension("x", 3)
+        data = ds.createVariable("data", "f4", ("x",), zlib=True, chunksizes=(2,))
+        data.grid_mapping = "crs"
+        data[:] = [1.5, 2.5, 3.5]
+        scalar = ds.createVariable("scalar", "f8", ())
+        scalar[()] = 42.0
+        crs = ds.createVariable("crs", "i4", ())
+        crs.grid_mapping_name = "latitude_longitude"
+        names = ds.createVariable("names", str, ("x",))
+        names[:] = np.array(["a", "bé", ""], dtype=object)
+        label = ds.createVariable("label", str, ())
+        label[0] = "hello"
+        if group:
+            station = ds.createGroup("station")
+            station.id = "st-1"
+            codes = np.array(["p", "q", "r"], dtype=object)
+            station.createVariable("code", str, ("x",))[:] = codes
+    with h5py.File(path, "a") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        space = h5py.h5s.create_simple((4,))
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.STD_I16LE, space, dcpl=dcpl)
+        f["compact"][...] = np.arange(4, dtype="i2") - 2
+    return path
+
+
+UNREFERENCEABLE = {
+    "names": "variable-length strings",
+    "label": "variable-length strings",
+    "crs": "0-d variable whose value was never written",
+    "compact": "compact layout",
+}
+IN_GROUP = {"station/code": "variable-length strings"}
+# The root attribute that records them (documented in README.md).
+LEFT_OUT_ATTRIBUTE = "dafzarr_variables_left_out"
+
+
+def _left_out(warned: list[warnings.WarningMessage], path: Path) -> dict[str, str]:
+    """``{variable: message}`` of the VariableLeftOutWarnings, each checked to name ``path``."""
+    out = {}
+    for w in warned:
+        assert w.category.__name__ == "VariableLeftOutWarning", w
+        assert issubclass(w.category, errors.VariableLeftOutWarning), w
+        message = str(w.message)
+        assert message.startswith(f"{path}: variable "), message
+        out[message.split("'")[1]] = message
+    return out
+
+
+def test_inline_threshold_0_leaves_out_variables_without_chunks(tmp_path: Path) -> None:
+    """``inline_threshold=0``: no inlined chunk, so VirtualiZarr 2.5.1 opens the parquet store
+    of a file without nested groups, and the JSON references of one with them, group by
+    group; each variable that has no chunk to reference is left out with a warning naming
+    the file, the variable and why, recorded in the root attributes."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+    from virtualizarr import open_virtual_dataset
+    from virtualizarr.parsers import KerchunkJSONParser
+
+    _virtualizarr_version()
+    path = write_unreferenceable_netcdf(tmp_path / "flat.nc", group=False)
+    scanned = refs.scan(path)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        store = refs.write_parquet(scanned, tmp_path / "flat.refs", inline_threshold=0)
+    messages = _left_out(warned, path)
+    assert sorted(messages) == sorted(UNREFERENCEABLE)
+    for name, why in UNREFERENCEABLE.items():
+        assert why in messages[name] and "inline_threshold=None" in messages[name], name
+    vds = _open_virtual(store)
+    assert set(vds.variables) == {"data", "scalar"}
+    for name in ("data", "scalar"):
+        assert _manifest_refs(vds, name) == chunk_refs(scanned[name])
+    recorded = vds.attrs[LEFT_OUT_ATTRIBUTE]
+    assert sorted(recorded) == sorted(UNREFERENCEABLE)
+    assert all(why in recorded[n] for n, why in UNREFERENCEABLE.items())
+    assert vds.attrs["title"] == "unreferenceable"
+    # the scan itself is not changed
+    assert set(scanned.variables) == {"data", "scalar", *UNREFERENCEABLE}
+    assert LEFT_OUT_ATTRIBUTE not in scanned.groups[""]
+
+    # JSON: no base64 chunk; a group that held only strings keeps its attributes
+    path = write_unreferenceable_netcdf(tmp_path / "mixed.nc")
+    scanned = refs.scan(path)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        doc = refs.to_kerchunk_json(scanned, tmp_path / "mixed.json", inline_threshold=0)
+    assert sorted(_left_out(warned, path)) == sorted({**UNREFERENCEABLE, **IN_GROUP})
+    assert not [k for k, v in doc["refs"].items() if isinstance(v, str) and "/.z" not in k
+                and not k.startswith(".z")]  # fmt: skip
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Numcodecs codecs are not in the Zarr version 3")
+        root = open_virtual_dataset(
+            url=str(tmp_path / "mixed.json"), registry=registry, parser=KerchunkJSONParser()
+        )
+        station = open_virtual_dataset(
+            url=str(tmp_path / "mixed.json"), registry=registry,
+            parser=KerchunkJSONParser(group="station"),
+        )  # fmt: skip
+    assert set(root.variables) == {"data", "scalar"}
+    assert _manifest_refs(root, "data") == chunk_refs(scanned["data"])
+    assert dict(station.attrs) == {"id": "st-1"} and not station.variables
+
+
+def test_default_threshold_keeps_every_variable_for_xarray_and_fsspec(tmp_path: Path) -> None:
+    """``inline_threshold=None`` (the default) and ``N > 0`` inline what has no chunk to
+    reference, as always: xarray over fsspec and zarr-python read every variable, silently."""
+    path = write_unreferenceable_netcdf(tmp_path / "mixed.nc")
+    scanned = refs.scan(path)
+    for threshold in ({}, {"inline_threshold": None}, {"inline_threshold": 64}):
+        store = tmp_path / f"store-{len(threshold)}-{threshold.get('inline_threshold')}"
+        refs.write_parquet(scanned, store, **threshold)  # any warning fails the test
+        ds = open_reference_xr(store, decode_cf=False)
+        assert set(ds.variables) == {"data", "scalar", "crs", "names", "label", "compact"}
+        np.testing.assert_array_equal(ds["data"].values, [1.5, 2.5, 3.5])
+        assert [str(s) for s in ds["names"].values] == ["a", "bé", ""]
+        assert str(ds["label"].values) == "hello"
+        np.testing.assert_array_equal(ds["compact"].values, np.arange(4, dtype="i2") - 2)
+        assert float(ds["scalar"]) == 42.0
+        assert ds["crs"].attrs["grid_mapping_name"] == "latitude_longitude"
+        assert LEFT_OUT_ATTRIBUTE not in ds.attrs
+        station = open_reference_xr(store, group="station")
+        assert [str(s) for s in station["code"].values] == ["p", "q", "r"]
+        assert open_zarr_default(store)["station"].attrs["id"] == "st-1"
+
+
+@pytest.mark.parametrize("threshold", [-1, True, 1.5, "0"])
+def test_inline_threshold_must_be_none_or_a_count_of_bytes(
+    tmp_path: Path, threshold: object
+) -> None:
+    path = write_unreferenceable_netcdf(tmp_path / "mixed.nc")
+    scanned = refs.scan(path)
+    with pytest.raises(InvalidArgumentError, match="inline_threshold must be None or"):
+        refs.write_parquet(scanned, tmp_path / "store", inline_threshold=threshold)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="inline_threshold must be None or"):
+        refs.to_kerchunk_json(scanned, inline_threshold=threshold)  # type: ignore[arg-type]
+    assert not (tmp_path / "store").exists()
+
+
+def test_h5py_strings_left_out_and_their_group_attributes_kept(tmp_path: Path) -> None:
+    """NWB/h5ad-shaped strings (h5py): with ``inline_threshold=0`` the strings are left out,
+    the numbers referenced, and the h5ad dataframe group that held only its index keeps its
+    attributes (zarr-python and xarray read them)."""
+    path = write_vlen_strings(tmp_path / "s.h5")
+    scanned = refs.scan(path)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        store = refs.write_parquet(scanned, tmp_path / "s.refs", inline_threshold=0)
+    strings = {"session_description", "ascii0", "ascii1", "obs/_index"}
+    assert set(_left_out(warned, path)) == strings
+    root = open_zarr_default(store)
+    assert set(root.array_keys()) == {"x"} and set(root.group_keys()) == {"obs"}
+    assert set(root.attrs[LEFT_OUT_ATTRIBUTE]) == strings
+    assert root["obs"].attrs["encoding-type"] == "dataframe"
+    assert root.attrs["neurodata_type"] == "NWBFile"
+    np.testing.assert_array_equal(open_reference_xr(store)["x"].values, np.arange(6.0))
+
