@@ -339,3 +339,40 @@ def test_h5py_strings_left_out_and_their_group_attributes_kept(tmp_path: Path) -
     assert root.attrs["neurodata_type"] == "NWBFile"
     np.testing.assert_array_equal(open_reference_xr(store)["x"].values, np.arange(6.0))
 
+
+def test_virtualizarr_parquet_parser_and_nested_groups(tmp_path: Path) -> None:
+    """Pins the cause of a reader limitation (README, *Reader notes*): VirtualiZarr 2.5.1's
+    parquet parser lists keys through fsspec's ``LazyReferenceMapper``, which takes every
+    nested group for an array. The store is valid (zarr-python reads every group; JSON
+    references of the same scan open in VirtualiZarr level by level, see above). When this
+    test fails, fsspec or VirtualiZarr lifted the limitation: update the README."""
+    from fsspec.implementations.reference import LazyReferenceMapper
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+    from virtualizarr import open_virtual_dataset
+    from virtualizarr.parsers import KerchunkParquetParser
+
+    _virtualizarr_version()
+    scanned = refs.scan(write_nested_groups(tmp_path / "nested.h5"))
+    store = refs.write_parquet(scanned, tmp_path / "nested.refs", inline_threshold=0)
+    group_as_array = r"'g[12](/sub)?/\.zarray'"
+    with pytest.raises(KeyError, match=group_as_array):
+        list(LazyReferenceMapper(str(store), engine="pyarrow").keys())
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    for group in (None, "g1"):
+        with pytest.raises(KeyError, match=group_as_array), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "The 'fastparquet' engine is deprecated")
+            open_virtual_dataset(
+                url=str(store), registry=registry, parser=KerchunkParquetParser(group=group)
+            )
+    root = open_zarr_default(store)
+    for name in ("top", "g1/a", "g1/sub/b", "g2/a", "g2/sub/b"):
+        np.testing.assert_array_equal(root[name][:], _h5py_read(scanned.path, name))
+
+
+def _h5py_read(path: str, name: str) -> np.ndarray:
+    """``name``'s values as h5py reads them from ``path``."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return np.asarray(f[name][()])
