@@ -376,3 +376,21 @@ def _h5py_read(path: str, name: str) -> np.ndarray:
 
     with h5py.File(path, "r") as f:
         return np.asarray(f[name][()])
+
+
+def test_a_composed_dataset_is_written_as_composed_or_refused(tmp_path: Path) -> None:
+    """``virtualize`` inlines coordinates on request: asking ``write_parquet`` for references
+    only (or for inlining a composed dataset's small chunks) is an error, not a store that
+    VirtualiZarr 2.5.1 then refuses; without inlined arrays, ``0`` writes it as composed."""
+    files = days(tmp_path)
+    vds = refs.virtualize(files, None, progress=False)
+    with pytest.raises(InvalidArgumentError, match=r"references only.*'time'"):
+        refs.write_parquet(vds, tmp_path / "store", inline_threshold=0)
+    with pytest.raises(InvalidArgumentError, match="applies to a scanned file"):
+        refs.to_kerchunk_json(vds, inline_threshold=10)
+    assert not (tmp_path / "store").exists()
+    refs.write_parquet(vds, tmp_path / "store", inline_threshold=None)
+    # one file: its time coordinate (chunks of 512) can be referenced
+    referenced = refs.virtualize(files[:1], None, progress=False, inline_coords=False)
+    store = refs.write_parquet(referenced, tmp_path / "referenced", inline_threshold=0)
+    assert _open_virtual(store).sizes["time"] == 2

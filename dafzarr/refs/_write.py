@@ -155,6 +155,24 @@ def inline_small_chunks(vds: VirtualDataset, access: list[str], threshold: int) 
                         a.path_index[i] = -1
 
 
+def _check_composed(vds: VirtualDataset, threshold: int | None) -> None:
+    """Refuse a threshold that a composed dataset, written as composed, would not honour."""
+    if threshold is None:
+        return
+    if threshold > 0:
+        raise InvalidArgumentError(
+            f"inline_threshold={threshold} applies to a scanned file; a composed dataset is "
+            "written as composed (virtualize(inline_threshold=...) inlines its small chunks)"
+        )
+    inlined = [name for name, a in vds.arrays.items() if a.raw]
+    if inlined:
+        raise InvalidArgumentError(
+            f"inline_threshold=0 asks for references only, but the composed dataset inlines "
+            f"{', '.join(map(repr, inlined))} (coordinates: virtualize(inline_coords=False) "
+            "references them); pass inline_threshold=None to write it as composed"
+        )
+
+
 def as_virtual(
     dataset: ScanResult | VirtualDataset, *, inline_threshold: int | None = None
 ) -> VirtualDataset:
@@ -168,6 +186,7 @@ def as_virtual(
     """
     check_inline_threshold(inline_threshold)
     if isinstance(dataset, VirtualDataset):
+        _check_composed(dataset, inline_threshold)
         return dataset
     left_out: dict[str, str] = {}
     if inline_threshold == 0:
@@ -209,7 +228,8 @@ def write_parquet(
     existing store as it was. An existing store is replaced only with ``overwrite=True``
     (otherwise :class:`~dafzarr.errors.OutputExistsError`, a ``FileExistsError``).
     ``inline_threshold`` applies to a scanned file as in :func:`as_virtual` (``0``: references
-    only, for VirtualiZarr 2.5.1); a composed :class:`VirtualDataset` is written as composed.
+    only, for VirtualiZarr 2.5.1); a composed :class:`VirtualDataset` is written as composed
+    (``0`` with inlined arrays, or ``N > 0``: :class:`~dafzarr.errors.InvalidArgumentError`).
     """
     check_record_size(record_size)
     vds = as_virtual(dataset, inline_threshold=inline_threshold)
