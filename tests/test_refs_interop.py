@@ -6,7 +6,9 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -34,7 +36,7 @@ def _virtualizarr_version() -> tuple[int, ...]:
     return tuple(int(x) for x in vz.__version__.split(".")[:3] if x.isdigit())
 
 
-def _open_virtual(store: Path) -> xr.Dataset:
+def _open_virtual(store: Path, **kw: Any) -> xr.Dataset:
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import LocalStore
     from virtualizarr import open_virtual_dataset
@@ -47,7 +49,7 @@ def _open_virtual(store: Path) -> xr.Dataset:
         # VirtualiZarr reads through fsspec's fastparquet engine, deprecated by pandas >= 3.1
         warnings.filterwarnings("ignore", "The 'fastparquet' engine is deprecated")
         return open_virtual_dataset(
-            url=str(store), registry=registry, parser=KerchunkParquetParser()
+            url=str(store), registry=registry, parser=KerchunkParquetParser(), **kw
         )
 
 
@@ -394,3 +396,31 @@ def test_a_composed_dataset_is_written_as_composed_or_refused(tmp_path: Path) ->
     referenced = refs.virtualize(files[:1], None, progress=False, inline_coords=False)
     store = refs.write_parquet(referenced, tmp_path / "referenced", inline_threshold=0)
     assert _open_virtual(store).sizes["time"] == 2
+
+
+def test_virtualizarr_reads_the_goes_fixture_references_only(
+    fixture_set: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A GOES-R product (real-world NetCDF4): its 0-d containers never written (the grid
+    mapping among them) are left out with ``inline_threshold=0``, and VirtualiZarr 2.5.1 opens
+    the rest with the scan's references. It cannot read a 0-d chunk of kerchunk references
+    (its manifest gets the grid (1,)), which decoding the 0-d time ``t`` does at open: that
+    needs ``decode_times=False`` (README, *Reader notes*)."""
+    path = fixture_set("netcdf") / "20171025_2056.Cloud_Top_Height.nc"
+    _virtualizarr_version()
+    scanned = refs.scan(path)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        store = refs.write_parquet(scanned, tmp_path / "goes.refs", inline_threshold=0)
+    never_written = {n for n, v in scanned.variables.items() if not v.shape and v.offset[0] < 0}
+    assert "goes_imager_projection" in never_written
+    assert set(_left_out(warned, path)) == never_written
+    with pytest.raises(AttributeError, match="has no attribute 'decode'"):
+        _open_virtual(store)
+    vds = _open_virtual(store, decode_times=False)
+    assert set(vds.variables) == set(scanned.variables) - never_written
+    assert sorted(vds.attrs[LEFT_OUT_ATTRIBUTE]) == sorted(never_written)
+    virtual = [n for n in vds.variables if hasattr(vds[n].data, "manifest")]
+    assert "t" in virtual and len(virtual) == len(vds.variables) - 2  # x, y loaded
+    for name in virtual:
+        assert _manifest_refs(vds, name) == chunk_refs(scanned[name]), name
