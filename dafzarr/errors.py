@@ -49,6 +49,7 @@ __all__ = [
     "UnsupportedEntryError",
     "UnsupportedHDF5Error",
     "UnsupportedVariableWarning",
+    "VariableLeftOutWarning",
 ]
 
 
@@ -202,6 +203,15 @@ class SelfCheckError(DafzarrError, RuntimeError):
 
 class UnsupportedVariableWarning(UserWarning):
     """A variable was skipped (``on_unsupported="skip"``) because it cannot be referenced."""
+
+
+class VariableLeftOutWarning(UserWarning):
+    """A references-only store (``inline_threshold=0``) left out a variable that has no chunk
+    to reference (variable-length strings, compact layout, a 0-d value never written).
+
+    The message names the file, the variable and the reason; the store's root attribute
+    ``dafzarr_variables_left_out`` records them too.
+    """
 
 
 class H5Error(DafzarrError, RuntimeError):

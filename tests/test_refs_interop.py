@@ -6,20 +6,26 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from dafzarr import refs
+from dafzarr import errors, refs
+from dafzarr.errors import InvalidArgumentError
 
 from .refs_common import (
     chunk_refs,
     open_mf,
+    open_reference_xr,
+    open_zarr_default,
     write_nested_groups,
     write_nofill_netcdf,
     write_undefined_fill,
+    write_vlen_strings,
 )
 from .test_refs_compose import days
 from .test_refs_scan import make_cf
@@ -30,7 +36,7 @@ def _virtualizarr_version() -> tuple[int, ...]:
     return tuple(int(x) for x in vz.__version__.split(".")[:3] if x.isdigit())
 
 
-def _open_virtual(store: Path) -> xr.Dataset:
+def _open_virtual(store: Path, **kw: Any) -> xr.Dataset:
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import LocalStore
     from virtualizarr import open_virtual_dataset
@@ -43,7 +49,7 @@ def _open_virtual(store: Path) -> xr.Dataset:
         # VirtualiZarr reads through fsspec's fastparquet engine, deprecated by pandas >= 3.1
         warnings.filterwarnings("ignore", "The 'fastparquet' engine is deprecated")
         return open_virtual_dataset(
-            url=str(store), registry=registry, parser=KerchunkParquetParser()
+            url=str(store), registry=registry, parser=KerchunkParquetParser(), **kw
         )
 
 
@@ -165,3 +171,256 @@ def test_virtualizarr_reads_inline_threshold_0_stores_of_real_world_files(tmp_pa
         assert list(vds.data_vars) == names, group
         prefix = f"{group}/" if group else ""
         assert _manifest_refs(vds, names[0]) == chunk_refs(scanned[prefix + names[0]])
+
+
+# --- References only (inline_threshold=0) --------------------------------------------------------
+def write_unreferenceable_netcdf(path: Path, *, group: bool = True) -> Path:
+    """A netCDF-4 file whose variables have chunks to reference, next to ones that have none:
+    variable-length strings (1-d, 0-d, and, with ``group``, in a group with attributes), a CF
+    grid mapping whose 0-d value is never written, and a compact dataset (added with h5py)."""
+    import h5py
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.title = "unreferenceable"
+        ds.createDimension("x", 3)
+        data = ds.createVariable("data", "f4", ("x",), zlib=True, chunksizes=(2,))
+        data.grid_mapping = "crs"
+        data[:] = [1.5, 2.5, 3.5]
+        scalar = ds.createVariable("scalar", "f8", ())
+        scalar[()] = 42.0
+        crs = ds.createVariable("crs", "i4", ())
+        crs.grid_mapping_name = "latitude_longitude"
+        names = ds.createVariable("names", str, ("x",))
+        names[:] = np.array(["a", "bé", ""], dtype=object)
+        label = ds.createVariable("label", str, ())
+        label[0] = "hello"
+        if group:
+            station = ds.createGroup("station")
+            station.id = "st-1"
+            codes = np.array(["p", "q", "r"], dtype=object)
+            station.createVariable("code", str, ("x",))[:] = codes
+    with h5py.File(path, "a") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        space = h5py.h5s.create_simple((4,))
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.STD_I16LE, space, dcpl=dcpl)
+        f["compact"][...] = np.arange(4, dtype="i2") - 2
+    return path
+
+
+UNREFERENCEABLE = {
+    "names": "variable-length strings",
+    "label": "variable-length strings",
+    "crs": "0-d variable whose value was never written",
+    "compact": "compact layout",
+}
+IN_GROUP = {"station/code": "variable-length strings"}
+# The root attribute that records them (documented in README.md).
+LEFT_OUT_ATTRIBUTE = "dafzarr_variables_left_out"
+
+
+def _left_out(warned: list[warnings.WarningMessage], path: Path) -> dict[str, str]:
+    """``{variable: message}`` of the VariableLeftOutWarnings, each checked to name ``path``."""
+    out = {}
+    for w in warned:
+        assert w.category.__name__ == "VariableLeftOutWarning", w
+        assert issubclass(w.category, errors.VariableLeftOutWarning), w
+        message = str(w.message)
+        assert message.startswith(f"{path}: variable "), message
+        out[message.split("'")[1]] = message
+    return out
+
+
+def test_inline_threshold_0_leaves_out_variables_without_chunks(tmp_path: Path) -> None:
+    """``inline_threshold=0``: no inlined chunk, so VirtualiZarr 2.5.1 opens the parquet store
+    of a file without nested groups, and the JSON references of one with them, group by
+    group; each variable that has no chunk to reference is left out with a warning naming
+    the file, the variable and why, recorded in the root attributes."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+    from virtualizarr import open_virtual_dataset
+    from virtualizarr.parsers import KerchunkJSONParser
+
+    _virtualizarr_version()
+    path = write_unreferenceable_netcdf(tmp_path / "flat.nc", group=False)
+    scanned = refs.scan(path)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        store = refs.write_parquet(scanned, tmp_path / "flat.refs", inline_threshold=0)
+    messages = _left_out(warned, path)
+    assert sorted(messages) == sorted(UNREFERENCEABLE)
+    for name, why in UNREFERENCEABLE.items():
+        assert why in messages[name] and "inline_threshold=None" in messages[name], name
+    vds = _open_virtual(store)
+    assert set(vds.variables) == {"data", "scalar"}
+    for name in ("data", "scalar"):
+        assert _manifest_refs(vds, name) == chunk_refs(scanned[name])
+    recorded = vds.attrs[LEFT_OUT_ATTRIBUTE]
+    assert sorted(recorded) == sorted(UNREFERENCEABLE)
+    assert all(why in recorded[n] for n, why in UNREFERENCEABLE.items())
+    assert vds.attrs["title"] == "unreferenceable"
+    # the scan itself is not changed
+    assert set(scanned.variables) == {"data", "scalar", *UNREFERENCEABLE}
+    assert LEFT_OUT_ATTRIBUTE not in scanned.groups[""]
+
+    # JSON: no base64 chunk; a group that held only strings keeps its attributes
+    path = write_unreferenceable_netcdf(tmp_path / "mixed.nc")
+    scanned = refs.scan(path)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        doc = refs.to_kerchunk_json(scanned, tmp_path / "mixed.json", inline_threshold=0)
+    assert sorted(_left_out(warned, path)) == sorted({**UNREFERENCEABLE, **IN_GROUP})
+    assert not [k for k, v in doc["refs"].items() if isinstance(v, str) and "/.z" not in k
+                and not k.startswith(".z")]  # fmt: skip
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Numcodecs codecs are not in the Zarr version 3")
+        root = open_virtual_dataset(
+            url=str(tmp_path / "mixed.json"), registry=registry, parser=KerchunkJSONParser()
+        )
+        station = open_virtual_dataset(
+            url=str(tmp_path / "mixed.json"), registry=registry,
+            parser=KerchunkJSONParser(group="station"),
+        )  # fmt: skip
+    assert set(root.variables) == {"data", "scalar"}
+    assert _manifest_refs(root, "data") == chunk_refs(scanned["data"])
+    assert dict(station.attrs) == {"id": "st-1"} and not station.variables
+
+
+def test_default_threshold_keeps_every_variable_for_xarray_and_fsspec(tmp_path: Path) -> None:
+    """``inline_threshold=None`` (the default) and ``N > 0`` inline what has no chunk to
+    reference, as always: xarray over fsspec and zarr-python read every variable, silently."""
+    path = write_unreferenceable_netcdf(tmp_path / "mixed.nc")
+    scanned = refs.scan(path)
+    for threshold in ({}, {"inline_threshold": None}, {"inline_threshold": 64}):
+        store = tmp_path / f"store-{len(threshold)}-{threshold.get('inline_threshold')}"
+        refs.write_parquet(scanned, store, **threshold)  # any warning fails the test
+        ds = open_reference_xr(store, decode_cf=False)
+        assert set(ds.variables) == {"data", "scalar", "crs", "names", "label", "compact"}
+        np.testing.assert_array_equal(ds["data"].values, [1.5, 2.5, 3.5])
+        assert [str(s) for s in ds["names"].values] == ["a", "bé", ""]
+        assert str(ds["label"].values) == "hello"
+        np.testing.assert_array_equal(ds["compact"].values, np.arange(4, dtype="i2") - 2)
+        assert float(ds["scalar"]) == 42.0
+        assert ds["crs"].attrs["grid_mapping_name"] == "latitude_longitude"
+        assert LEFT_OUT_ATTRIBUTE not in ds.attrs
+        station = open_reference_xr(store, group="station")
+        assert [str(s) for s in station["code"].values] == ["p", "q", "r"]
+        assert open_zarr_default(store)["station"].attrs["id"] == "st-1"
+
+
+@pytest.mark.parametrize("threshold", [-1, True, 1.5, "0"])
+def test_inline_threshold_must_be_none_or_a_count_of_bytes(
+    tmp_path: Path, threshold: object
+) -> None:
+    path = write_unreferenceable_netcdf(tmp_path / "mixed.nc")
+    scanned = refs.scan(path)
+    with pytest.raises(InvalidArgumentError, match="inline_threshold must be None or"):
+        refs.write_parquet(scanned, tmp_path / "store", inline_threshold=threshold)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="inline_threshold must be None or"):
+        refs.to_kerchunk_json(scanned, inline_threshold=threshold)  # type: ignore[arg-type]
+    assert not (tmp_path / "store").exists()
+
+
+def test_h5py_strings_left_out_and_their_group_attributes_kept(tmp_path: Path) -> None:
+    """NWB/h5ad-shaped strings (h5py): with ``inline_threshold=0`` the strings are left out,
+    the numbers referenced, and the h5ad dataframe group that held only its index keeps its
+    attributes (zarr-python and xarray read them)."""
+    path = write_vlen_strings(tmp_path / "s.h5")
+    scanned = refs.scan(path)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        store = refs.write_parquet(scanned, tmp_path / "s.refs", inline_threshold=0)
+    strings = {"session_description", "ascii0", "ascii1", "obs/_index"}
+    assert set(_left_out(warned, path)) == strings
+    root = open_zarr_default(store)
+    assert set(root.array_keys()) == {"x"} and set(root.group_keys()) == {"obs"}
+    assert set(root.attrs[LEFT_OUT_ATTRIBUTE]) == strings
+    assert root["obs"].attrs["encoding-type"] == "dataframe"
+    assert root.attrs["neurodata_type"] == "NWBFile"
+    np.testing.assert_array_equal(open_reference_xr(store)["x"].values, np.arange(6.0))
+
+
+def test_virtualizarr_parquet_parser_and_nested_groups(tmp_path: Path) -> None:
+    """Pins the cause of a reader limitation (README, *Reader notes*): VirtualiZarr 2.5.1's
+    parquet parser lists keys through fsspec's ``LazyReferenceMapper``, which takes every
+    nested group for an array. The store is valid (zarr-python reads every group; JSON
+    references of the same scan open in VirtualiZarr level by level, see above). When this
+    test fails, fsspec or VirtualiZarr lifted the limitation: update the README."""
+    from fsspec.implementations.reference import LazyReferenceMapper
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+    from virtualizarr import open_virtual_dataset
+    from virtualizarr.parsers import KerchunkParquetParser
+
+    _virtualizarr_version()
+    scanned = refs.scan(write_nested_groups(tmp_path / "nested.h5"))
+    store = refs.write_parquet(scanned, tmp_path / "nested.refs", inline_threshold=0)
+    group_as_array = r"'g[12](/sub)?/\.zarray'"
+    with pytest.raises(KeyError, match=group_as_array):
+        list(LazyReferenceMapper(str(store), engine="pyarrow").keys())
+    registry = ObjectStoreRegistry({"file://": LocalStore()})
+    for group in (None, "g1"):
+        with pytest.raises(KeyError, match=group_as_array), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "The 'fastparquet' engine is deprecated")
+            open_virtual_dataset(
+                url=str(store), registry=registry, parser=KerchunkParquetParser(group=group)
+            )
+    root = open_zarr_default(store)
+    for name in ("top", "g1/a", "g1/sub/b", "g2/a", "g2/sub/b"):
+        np.testing.assert_array_equal(root[name][:], _h5py_read(scanned.path, name))
+
+
+def _h5py_read(path: str, name: str) -> np.ndarray:
+    """``name``'s values as h5py reads them from ``path``."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return np.asarray(f[name][()])
+
+
+def test_a_composed_dataset_is_written_as_composed_or_refused(tmp_path: Path) -> None:
+    """``virtualize`` inlines coordinates on request: asking ``write_parquet`` for references
+    only (or for inlining a composed dataset's small chunks) is an error, not a store that
+    VirtualiZarr 2.5.1 then refuses; without inlined arrays, ``0`` writes it as composed."""
+    files = days(tmp_path)
+    vds = refs.virtualize(files, None, progress=False)
+    with pytest.raises(InvalidArgumentError, match=r"references only.*'time'"):
+        refs.write_parquet(vds, tmp_path / "store", inline_threshold=0)
+    with pytest.raises(InvalidArgumentError, match="applies to a scanned file"):
+        refs.to_kerchunk_json(vds, inline_threshold=10)
+    assert not (tmp_path / "store").exists()
+    refs.write_parquet(vds, tmp_path / "store", inline_threshold=None)
+    # one file: its time coordinate (chunks of 512) can be referenced
+    referenced = refs.virtualize(files[:1], None, progress=False, inline_coords=False)
+    store = refs.write_parquet(referenced, tmp_path / "referenced", inline_threshold=0)
+    assert _open_virtual(store).sizes["time"] == 2
+
+
+def test_virtualizarr_reads_the_goes_fixture_references_only(
+    fixture_set: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A GOES-R product (real-world NetCDF4): its 0-d containers never written (the grid
+    mapping among them) are left out with ``inline_threshold=0``, and VirtualiZarr 2.5.1 opens
+    the rest with the scan's references. It cannot read a 0-d chunk of kerchunk references
+    (its manifest gets the grid (1,)), which decoding the 0-d time ``t`` does at open: that
+    needs ``decode_times=False`` (README, *Reader notes*)."""
+    path = fixture_set("netcdf") / "20171025_2056.Cloud_Top_Height.nc"
+    _virtualizarr_version()
+    scanned = refs.scan(path)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        store = refs.write_parquet(scanned, tmp_path / "goes.refs", inline_threshold=0)
+    never_written = {n for n, v in scanned.variables.items() if not v.shape and v.offset[0] < 0}
+    assert "goes_imager_projection" in never_written
+    assert set(_left_out(warned, path)) == never_written
+    with pytest.raises(AttributeError, match="has no attribute 'decode'"):
+        _open_virtual(store)
+    vds = _open_virtual(store, decode_times=False)
+    assert set(vds.variables) == set(scanned.variables) - never_written
+    assert sorted(vds.attrs[LEFT_OUT_ATTRIBUTE]) == sorted(never_written)
+    virtual = [n for n in vds.variables if hasattr(vds[n].data, "manifest")]
+    assert "t" in virtual and len(virtual) == len(vds.variables) - 2  # x, y loaded
+    for name in virtual:
+        assert _manifest_refs(vds, name) == chunk_refs(scanned[name]), name

@@ -7,15 +7,18 @@ writers replace their output whole, by a rename, once it is complete.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import math
 import os
+import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._atomic import atomic_file
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, VariableLeftOutWarning
 from ._layout import PLACEMENT_FILE
 from ._model import (
     ScanResult,
@@ -29,13 +32,20 @@ from ._model import (
 from ._stream import REFS_SCHEMA, ReferenceWriter, check_record_size
 
 __all__ = [
+    "LEFT_OUT_ATTRIBUTE",
     "REFS_SCHEMA",
     "as_virtual",
+    "check_inline_threshold",
     "inline_small_chunks",
+    "no_reference_reason",
+    "references_only",
     "to_kerchunk_json",
     "write_parquet",
 ]
 
+#: The root attribute in which a references-only store (``inline_threshold=0``) records the
+#: variables it left out: ``{variable path: reason}`` (absent when none was left out).
+LEFT_OUT_ATTRIBUTE = "dafzarr_variables_left_out"
 
 
 def _from_variable(v: Variable) -> VirtualArray:
@@ -48,6 +58,80 @@ def _from_variable(v: Variable) -> VirtualArray:
         size=v.size,
         raw=dict(v.raw),
     )
+
+
+def check_inline_threshold(threshold: object) -> None:
+    """Refuse an ``inline_threshold`` that is neither ``None`` nor an integer >= 0."""
+    if threshold is not None and (
+        not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 0
+    ):
+        raise InvalidArgumentError(
+            f"inline_threshold must be None or an integer >= 0, not {threshold!r}"
+        )
+
+
+def no_reference_reason(v: Variable) -> str | None:
+    """Why the scanned variable ``v`` has no chunk that a reference can point to (``None``: it
+    has one, or needs none). Such a variable is inlined, or read as its fill value."""
+    if v.layout == "vlen":
+        return (
+            "variable-length strings: HDF5 keeps them in its global heap, not in chunks that "
+            "a reference can point to"
+        )
+    if v.raw and v.layout == "compact":
+        return "compact layout: its data are in the dataset's header, not in a chunk"
+    if v.raw:
+        return "its data are inlined, not in a chunk that a reference can point to"
+    if not v.shape and not bool((v.offset >= 0).any()):
+        return "a 0-d variable whose value was never written: no chunk to reference"
+    return None
+
+
+def references_only(
+    dataset: ScanResult, *, stacklevel: int = 2
+) -> tuple[ScanResult, dict[str, str]]:
+    """``dataset`` without the variables that have no chunk to reference, and ``{name:
+    reason}`` for those, each also given as a :class:`~dafzarr.errors.VariableLeftOutWarning`
+    (issued ``stacklevel`` frames up); the returned scan's root attributes record them under
+    :data:`LEFT_OUT_ATTRIBUTE`. ``dataset`` itself is not changed."""
+    left_out: dict[str, str] = {}
+    for name, v in dataset.variables.items():
+        reason = no_reference_reason(v)
+        if reason is not None:
+            left_out[name] = reason
+            warnings.warn(
+                f"{dataset.path}: variable {name!r} left out (inline_threshold=0 writes "
+                f"references only): {reason}; the default inline_threshold=None keeps it",
+                VariableLeftOutWarning,
+                stacklevel=stacklevel + 1,
+            )
+    if not left_out:
+        return dataset, left_out
+    root = dataset.groups.get("", {})
+    if LEFT_OUT_ATTRIBUTE in root:
+        raise InvalidArgumentError(
+            f"{dataset.path}: its root attribute {LEFT_OUT_ATTRIBUTE!r} is where a "
+            "references-only store records the variables it leaves out; write it with "
+            "inline_threshold=None"
+        )
+    groups = {**dataset.groups, "": {**root, LEFT_OUT_ATTRIBUTE: dict(left_out)}}
+    variables = {n: v for n, v in dataset.variables.items() if n not in left_out}
+    return dataclasses.replace(dataset, variables=variables, groups=groups), left_out
+
+
+def _attributed_parents(dataset: ScanResult, names: Iterable[str]) -> list[str]:
+    """For each of ``names``, a path under its deepest ancestor group that has attributes: a
+    group that held only variables left out keeps its attributes (and a group without any,
+    nothing to keep, stays out, as an empty group does)."""
+    out = []
+    for name in names:
+        parts = name.split("/")[:-1]
+        for depth in range(len(parts), 0, -1):
+            group = "/".join(parts[:depth])
+            if dataset.groups.get(group):
+                out.append(f"{group}/_")
+                break
+    return out
 
 
 def inline_small_chunks(vds: VirtualDataset, access: list[str], threshold: int) -> None:
@@ -71,19 +155,47 @@ def inline_small_chunks(vds: VirtualDataset, access: list[str], threshold: int) 
                         a.path_index[i] = -1
 
 
-def as_virtual(
-    dataset: ScanResult | VirtualDataset, *, inline_threshold: int = 0
-) -> VirtualDataset:
-    """A :class:`VirtualDataset` for one scanned file (or ``dataset`` itself).
+def _check_composed(vds: VirtualDataset, threshold: int | None) -> None:
+    """Refuse a threshold that a composed dataset, written as composed, would not honour."""
+    if threshold is None:
+        return
+    if threshold > 0:
+        raise InvalidArgumentError(
+            f"inline_threshold={threshold} applies to a scanned file; a composed dataset is "
+            "written as composed (virtualize(inline_threshold=...) inlines its small chunks)"
+        )
+    inlined = [name for name, a in vds.arrays.items() if a.raw]
+    if inlined:
+        raise InvalidArgumentError(
+            f"inline_threshold=0 asks for references only, but the composed dataset inlines "
+            f"{', '.join(map(repr, inlined))} (coordinates: virtualize(inline_coords=False) "
+            "references them); pass inline_threshold=None to write it as composed"
+        )
 
-    ``inline_threshold`` > 0 copies the bytes of chunks smaller than that many bytes into the
-    references (unreadable by VirtualiZarr < 2.6.1).
+
+def as_virtual(
+    dataset: ScanResult | VirtualDataset, *, inline_threshold: int | None = None
+) -> VirtualDataset:
+    """A :class:`VirtualDataset` for one scanned file (or ``dataset`` itself, as composed).
+
+    ``inline_threshold``: ``None`` references every chunk and inlines the variables that have
+    none to reference (variable-length strings, compact datasets); ``0`` writes references
+    only, leaving those variables out (see :func:`references_only`; VirtualiZarr 2.5.1 reads
+    no inlined chunk); ``N > 0`` also copies the bytes of chunks smaller than ``N`` bytes into
+    the references.
     """
+    check_inline_threshold(inline_threshold)
     if isinstance(dataset, VirtualDataset):
+        _check_composed(dataset, inline_threshold)
         return dataset
+    left_out: dict[str, str] = {}
+    if inline_threshold == 0:
+        # the warnings point at the caller of write_parquet / to_kerchunk_json
+        dataset, left_out = references_only(dataset, stacklevel=3)
     arrays = {name: _from_variable(v) for name, v in dataset.variables.items()}
-    vds = VirtualDataset(paths=[dataset.url], arrays=arrays, groups=used_groups(dataset, arrays))
-    inline_small_chunks(vds, [dataset.path], inline_threshold)
+    groups = used_groups(dataset, [*arrays, *_attributed_parents(dataset, left_out)])
+    vds = VirtualDataset(paths=[dataset.url], arrays=arrays, groups=groups)
+    inline_small_chunks(vds, [dataset.path], inline_threshold or 0)
     return vds
 
 
@@ -104,7 +216,7 @@ def write_parquet(
     record_size: int = 100_000,
     compression: str = "zstd",
     overwrite: bool = False,
-    inline_threshold: int = 0,
+    inline_threshold: int | None = None,
 ) -> Path:
     """Write a kerchunk-Parquet reference store as fsspec's ``LazyReferenceMapper`` reads it.
 
@@ -115,6 +227,9 @@ def write_parquet(
     renamed into place (fsynced; see :mod:`dafzarr._atomic`): a failure or a kill leaves an
     existing store as it was. An existing store is replaced only with ``overwrite=True``
     (otherwise :class:`~dafzarr.errors.OutputExistsError`, a ``FileExistsError``).
+    ``inline_threshold`` applies to a scanned file as in :func:`as_virtual` (``0``: references
+    only, for VirtualiZarr 2.5.1); a composed :class:`VirtualDataset` is written as composed
+    (``0`` with inlined arrays, or ``N > 0``: :class:`~dafzarr.errors.InvalidArgumentError`).
     """
     check_record_size(record_size)
     vds = as_virtual(dataset, inline_threshold=inline_threshold)
@@ -137,13 +252,13 @@ def to_kerchunk_json(
     dataset: ScanResult | VirtualDataset,
     out_path: str | os.PathLike[str] | None = None,
     *,
-    inline_threshold: int = 0,
+    inline_threshold: int | None = None,
 ) -> dict[str, Any]:
     """kerchunk version-1 JSON references (``{"version": 1, "refs": {...}}``) for small stores.
 
     Missing chunks have no key (readers return the fill value); inlined chunks are
     ``"base64:..."`` strings. Written to ``out_path`` when given (replaced whole, by a rename,
-    once complete).
+    once complete). ``inline_threshold`` as in :func:`as_virtual`.
     """
     vds = as_virtual(dataset, inline_threshold=inline_threshold)
     refs: dict[str, Any] = {k: dumps(v) for k, v in vds.metadata().items()}
