@@ -372,6 +372,31 @@ def test_virtualizarr_parquet_parser_and_nested_groups(tmp_path: Path) -> None:
         np.testing.assert_array_equal(root[name][:], _h5py_read(scanned.path, name))
 
 
+def test_one_parquet_store_per_group_opens_in_virtualizarr(tmp_path: Path) -> None:
+    """``write_parquet(group=...)``: the arrays directly in one group as a flat store, which
+    VirtualiZarr 2.5.1's parquet parser opens (no nested group for its listing to trip on),
+    with the scan's references and the group's attributes; values equal h5py's."""
+    _virtualizarr_version()
+    scanned = refs.scan(write_nested_groups(tmp_path / "nested.h5"))
+    expected = {"": ["top"], "g1": ["a"], "g1/sub": ["b"], "g2": ["a"], "/g2/sub/": ["b"]}
+    for group, names in expected.items():
+        out = tmp_path / f"{group.strip('/').replace('/', '_') or 'root'}.refs"
+        store = refs.write_parquet(scanned, out, inline_threshold=0, group=group)
+        vds = _open_virtual(store)
+        assert sorted(vds.variables) == names, group
+        prefix = group.strip("/") + "/" if group.strip("/") else ""
+        assert _manifest_refs(vds, names[0]) == chunk_refs(scanned[prefix + names[0]])
+        if group.strip("/") in ("g1", "g2"):
+            assert vds.attrs["name"] == group
+        ds = open_reference_xr(store)
+        np.testing.assert_array_equal(
+            ds[names[0]].values, _h5py_read(scanned.path, prefix + names[0])
+        )
+    with pytest.raises(InvalidArgumentError, match=r"no group 'g3' among .*'g1/sub'"):
+        refs.write_parquet(scanned, tmp_path / "bad.refs", group="g3")
+    assert not (tmp_path / "bad.refs").exists()
+
+
 def _h5py_read(path: str, name: str) -> np.ndarray:
     """``name``'s values as h5py reads them from ``path``."""
     import h5py

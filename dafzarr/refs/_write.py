@@ -38,6 +38,7 @@ __all__ = [
     "check_inline_threshold",
     "inline_small_chunks",
     "no_reference_reason",
+    "one_group",
     "references_only",
     "to_kerchunk_json",
     "write_parquet",
@@ -199,6 +200,33 @@ def as_virtual(
     return vds
 
 
+def one_group(vds: VirtualDataset, group: str | None) -> VirtualDataset:
+    """``vds`` itself (``group=None``), or only the arrays directly in ``group`` as the root
+    of a flat hierarchy: the group's attributes become the root's, subgroups are left out.
+
+    For readers that cannot list nested groups (VirtualiZarr 2.5.1's parquet parser): one
+    store per group. ``""`` is the root group.
+    """
+    if group is None:
+        return vds
+    if not isinstance(group, str):
+        raise InvalidArgumentError(f"group must be a group path (a str), not {group!r}")
+    group = group.strip("/")
+    if group not in vds.groups:
+        known = ", ".join(repr(g) for g in sorted(vds.groups))
+        raise InvalidArgumentError(
+            f"no group {group!r} among the dataset's groups holding arrays ({known})"
+        )
+    prefix = f"{group}/" if group else ""
+    arrays = {
+        name[len(prefix):]: dataclasses.replace(a, name=name[len(prefix):])
+        for name, a in vds.arrays.items()
+        if name.startswith(prefix) and "/" not in name[len(prefix):]
+    }
+    return VirtualDataset(paths=vds.paths, arrays=arrays, groups={"": dict(vds.groups[group])},
+                          placement=vds.placement)
+
+
 def _check_array(a: VirtualArray) -> None:
     shape, chunks = tuple(a.zarray["shape"]), tuple(a.zarray["chunks"])
     n = math.prod(chunk_grid(shape, chunks))
@@ -217,6 +245,7 @@ def write_parquet(
     compression: str = "zstd",
     overwrite: bool = False,
     inline_threshold: int | None = None,
+    group: str | None = None,
 ) -> Path:
     """Write a kerchunk-Parquet reference store as fsspec's ``LazyReferenceMapper`` reads it.
 
@@ -230,9 +259,12 @@ def write_parquet(
     ``inline_threshold`` applies to a scanned file as in :func:`as_virtual` (``0``: references
     only, for VirtualiZarr 2.5.1); a composed :class:`VirtualDataset` is written as composed
     (``0`` with inlined arrays, or ``N > 0``: :class:`~dafzarr.errors.InvalidArgumentError`).
+    ``group`` writes only the arrays directly in that group (``""``: the root), as the root
+    of a flat store (see :func:`one_group`): VirtualiZarr 2.5.1's parquet parser cannot list
+    nested groups, so write one store per group for it.
     """
     check_record_size(record_size)
-    vds = as_virtual(dataset, inline_threshold=inline_threshold)
+    vds = one_group(as_virtual(dataset, inline_threshold=inline_threshold), group)
     for a in vds.arrays.values():
         _check_array(a)
     with ReferenceWriter(out_path, vds.paths, record_size=record_size, compression=compression,
