@@ -6,10 +6,8 @@ value and packing attributes, chunk-aligned boundaries, no overlap; anything els
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ..errors import IncompatibleSourcesError, InvalidArgumentError, VariableLeftOutWarning
+from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._model import (
     OnUnsupported,
     ScanResult,
@@ -37,7 +35,7 @@ from ._write import (
     LEFT_OUT_ATTRIBUTE,
     check_inline_threshold,
     inline_small_chunks,
-    no_reference_reason,
+    leave_out_unreferenceable,
     write_parquet,
 )
 
@@ -258,41 +256,6 @@ def _place_refs(
 
 
 # --- The whole pipeline ----------------------------------------------------------------------
-def _references_only(scans: Sequence[ScanResult]) -> tuple[list[ScanResult], dict[str, str]]:
-    """The scans without the variables that have no chunk to reference in some file, and
-    ``{name: reason}`` for those (one warning per variable, naming a file where it has none)."""
-    left_out: dict[str, str] = {}
-    for s in scans:
-        for name, v in s.variables.items():
-            if name in left_out:
-                continue
-            reason = no_reference_reason(v)
-            if reason is not None:
-                left_out[name] = reason
-                warnings.warn(
-                    f"variable {name!r} left out (inline_threshold=0 writes references only): "
-                    f"{reason} (in {s.path}); the default inline_threshold=None keeps it",
-                    VariableLeftOutWarning,
-                    stacklevel=3,
-                )
-    if not left_out:
-        return list(scans), left_out
-    for s in scans:
-        if LEFT_OUT_ATTRIBUTE in s.groups.get("", {}):
-            raise InvalidArgumentError(
-                f"{s.path}: its root attribute {LEFT_OUT_ATTRIBUTE!r} is where a "
-                "references-only store records the variables it leaves out; write it with "
-                "inline_threshold=None"
-            )
-    kept = [
-        dataclasses.replace(
-            s, variables={n: v for n, v in s.variables.items() if n not in left_out}
-        )
-        for s in scans
-    ]
-    return kept, left_out
-
-
 def virtualize(
     sources: Any,
     out_path: str | os.PathLike[str] | None,
@@ -369,7 +332,7 @@ def virtualize(
     )
     left_out: dict[str, str] = {}
     if inline_threshold == 0:
-        scans, left_out = _references_only(scans)
+        scans, left_out = leave_out_unreferenceable(scans, stacklevel=2)
     if placement is None:
         placement_table = place(scans, concat_dim=concat_dim)
     elif isinstance(placement, pa.Table):

@@ -11,7 +11,7 @@ import dataclasses
 import math
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ __all__ = [
     "as_virtual",
     "check_inline_threshold",
     "inline_small_chunks",
+    "leave_out_unreferenceable",
     "no_reference_reason",
     "one_group",
     "references_only",
@@ -88,36 +89,55 @@ def no_reference_reason(v: Variable) -> str | None:
     return None
 
 
-def references_only(
-    dataset: ScanResult, *, stacklevel: int = 2
-) -> tuple[ScanResult, dict[str, str]]:
-    """``dataset`` without the variables that have no chunk to reference, and ``{name:
-    reason}`` for those, each also given as a :class:`~dafzarr.errors.VariableLeftOutWarning`
-    (issued ``stacklevel`` frames up); the returned scan's root attributes record them under
-    :data:`LEFT_OUT_ATTRIBUTE`. ``dataset`` itself is not changed."""
+def leave_out_unreferenceable(
+    scans: Sequence[ScanResult], *, stacklevel: int = 2
+) -> tuple[list[ScanResult], dict[str, str]]:
+    """The scans without the variables that have no chunk to reference in some file, and
+    ``{name: reason}`` for those, each also given once as a
+    :class:`~dafzarr.errors.VariableLeftOutWarning` naming the first file where it has none
+    (issued ``stacklevel`` frames up). The scans themselves are not changed."""
     left_out: dict[str, str] = {}
-    for name, v in dataset.variables.items():
-        reason = no_reference_reason(v)
-        if reason is not None:
+    for scan in scans:
+        for name, v in scan.variables.items():
+            reason = None if name in left_out else no_reference_reason(v)
+            if reason is None:
+                continue
             left_out[name] = reason
             warnings.warn(
-                f"{dataset.path}: variable {name!r} left out (inline_threshold=0 writes "
+                f"{scan.path}: variable {name!r} left out (inline_threshold=0 writes "
                 f"references only): {reason}; the default inline_threshold=None keeps it",
                 VariableLeftOutWarning,
                 stacklevel=stacklevel + 1,
             )
     if not left_out:
-        return dataset, left_out
-    root = dataset.groups.get("", {})
-    if LEFT_OUT_ATTRIBUTE in root:
-        raise InvalidArgumentError(
-            f"{dataset.path}: its root attribute {LEFT_OUT_ATTRIBUTE!r} is where a "
-            "references-only store records the variables it leaves out; write it with "
-            "inline_threshold=None"
+        return list(scans), left_out
+    for scan in scans:
+        if LEFT_OUT_ATTRIBUTE in scan.groups.get("", {}):
+            raise InvalidArgumentError(
+                f"{scan.path}: its root attribute {LEFT_OUT_ATTRIBUTE!r} is where a "
+                "references-only store records the variables it leaves out; write it with "
+                "inline_threshold=None"
+            )
+    kept = [
+        dataclasses.replace(
+            scan, variables={n: v for n, v in scan.variables.items() if n not in left_out}
         )
-    groups = {**dataset.groups, "": {**root, LEFT_OUT_ATTRIBUTE: dict(left_out)}}
-    variables = {n: v for n, v in dataset.variables.items() if n not in left_out}
-    return dataclasses.replace(dataset, variables=variables, groups=groups), left_out
+        for scan in scans
+    ]
+    return kept, left_out
+
+
+def references_only(
+    dataset: ScanResult, *, stacklevel: int = 2
+) -> tuple[ScanResult, dict[str, str]]:
+    """``dataset`` without the variables that have no chunk to reference (see
+    :func:`leave_out_unreferenceable`), its root attributes recording them under
+    :data:`LEFT_OUT_ATTRIBUTE`. ``dataset`` itself is not changed."""
+    (kept,), left_out = leave_out_unreferenceable([dataset], stacklevel=stacklevel + 1)
+    if left_out:
+        root = {**kept.groups.get("", {}), LEFT_OUT_ATTRIBUTE: dict(left_out)}
+        kept = dataclasses.replace(kept, groups={**kept.groups, "": root})
+    return kept, left_out
 
 
 def _attributed_parents(dataset: ScanResult, names: Iterable[str]) -> list[str]:
