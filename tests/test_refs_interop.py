@@ -372,6 +372,31 @@ def test_virtualizarr_parquet_parser_and_nested_groups(tmp_path: Path) -> None:
         np.testing.assert_array_equal(root[name][:], _h5py_read(scanned.path, name))
 
 
+def test_one_parquet_store_per_group_opens_in_virtualizarr(tmp_path: Path) -> None:
+    """``write_parquet(group=...)``: the arrays directly in one group as a flat store, which
+    VirtualiZarr 2.5.1's parquet parser opens (no nested group for its listing to trip on),
+    with the scan's references and the group's attributes; values equal h5py's."""
+    _virtualizarr_version()
+    scanned = refs.scan(write_nested_groups(tmp_path / "nested.h5"))
+    expected = {"": ["top"], "g1": ["a"], "g1/sub": ["b"], "g2": ["a"], "/g2/sub/": ["b"]}
+    for group, names in expected.items():
+        out = tmp_path / f"{group.strip('/').replace('/', '_') or 'root'}.refs"
+        store = refs.write_parquet(scanned, out, inline_threshold=0, group=group)
+        vds = _open_virtual(store)
+        assert sorted(vds.variables) == names, group
+        prefix = group.strip("/") + "/" if group.strip("/") else ""
+        assert _manifest_refs(vds, names[0]) == chunk_refs(scanned[prefix + names[0]])
+        if group.strip("/") in ("g1", "g2"):
+            assert vds.attrs["name"] == group
+        ds = open_reference_xr(store)
+        np.testing.assert_array_equal(
+            ds[names[0]].values, _h5py_read(scanned.path, prefix + names[0])
+        )
+    with pytest.raises(InvalidArgumentError, match=r"no group 'g3' among .*'g1/sub'"):
+        refs.write_parquet(scanned, tmp_path / "bad.refs", group="g3")
+    assert not (tmp_path / "bad.refs").exists()
+
+
 def _h5py_read(path: str, name: str) -> np.ndarray:
     """``name``'s values as h5py reads them from ``path``."""
     import h5py
@@ -424,3 +449,61 @@ def test_virtualizarr_reads_the_goes_fixture_references_only(
     assert "t" in virtual and len(virtual) == len(vds.variables) - 2  # x, y loaded
     for name in virtual:
         assert _manifest_refs(vds, name) == chunk_refs(scanned[name]), name
+
+
+def test_virtualize_with_inline_threshold_0_writes_references_only(tmp_path: Path) -> None:
+    """A collection composed with ``inline_threshold=0``: coordinates referenced, not inlined;
+    a variable with no chunk to reference in the files is left out once (one warning, the
+    root attribute); VirtualiZarr 2.5.1 opens the store with the scan's references."""
+    import netCDF4
+
+    _virtualizarr_version()
+    files = []
+    for i in range(3):  # daily files whose time coordinate is chunked one step per chunk
+        files.append(tmp_path / f"day{i}.nc")
+        with netCDF4.Dataset(files[-1], "w") as ds:
+            ds.createDimension("time", None)
+            ds.createDimension("x", 4)
+            t = ds.createVariable("time", "f8", ("time",), chunksizes=(1,))
+            t.units = "days since 2000-01-01"
+            t[:] = [2 * i, 2 * i + 1]
+            sst = ds.createVariable("sst", "f4", ("time", "x"), zlib=True, chunksizes=(1, 4))
+            sst[:] = np.arange(8, dtype="f4").reshape(2, 4) + 10 * i
+            ds.createVariable("station", str, ())[0] = "st-1"
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        vds = refs.virtualize(files, tmp_path / "store", inline_threshold=0, progress=False)
+    assert [str(w.message).split("'")[1] for w in warned] == ["station"]
+    assert issubclass(warned[0].category, errors.VariableLeftOutWarning)
+    assert "variable-length strings" in str(warned[0].message)
+    assert not any(a.raw for a in vds.arrays.values())  # nothing inlined, time included
+    assert "station" not in vds.arrays
+    got = _open_virtual(tmp_path / "store", decode_times=False)
+    assert set(got.variables) == set(vds.arrays)
+    assert "variable-length strings" in got.attrs[LEFT_OUT_ATTRIBUTE]["station"]
+    assert _manifest_refs(got, "sst") == {
+        k: (int(o), int(n)) for k, o, n in _composed_refs(vds, "sst")
+    }
+    # the default still inlines the strings and the coordinates for fsspec and xarray
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", errors.VariableLeftOutWarning)
+        vds = refs.virtualize(files, tmp_path / "default", progress=False)
+    assert vds.arrays["station"].raw and vds.arrays["time"].raw
+
+
+def _composed_refs(vds: Any, name: str) -> list[tuple[str, int, int]]:
+    a = vds.arrays[name]
+    grid = [-(-s // c) for s, c in zip(a.zarray["shape"], a.zarray["chunks"], strict=True)]
+    out = []
+    for flat in np.flatnonzero(a.path_index >= 0):
+        key = ".".join(str(int(i)) for i in np.unravel_index(flat, grid))
+        out.append((key, a.offset[flat], a.size[flat]))
+    return out
+
+
+def test_inline_threshold_0_and_inline_coords_contradict(tmp_path: Path) -> None:
+    files = days(tmp_path, 2)
+    with pytest.raises(InvalidArgumentError, match="excludes inline_coords=True"):
+        refs.virtualize(files, None, inline_threshold=0, inline_coords=True, progress=False)
+    with pytest.raises(InvalidArgumentError, match="inline_threshold must be None or"):
+        refs.virtualize(files, None, inline_threshold=-1, progress=False)

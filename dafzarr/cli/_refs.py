@@ -128,7 +128,10 @@ def add_parser(sub: Any) -> None:
     b.add_argument("--placement", help="a GDAL multidimensional VRT or a saved placement table")
     b.add_argument("--save-placement", help="write the placement table to this parquet file")
     b.add_argument("--record-size", type=int, default=100_000)
-    b.add_argument("--inline-threshold", type=int, default=0)
+    b.add_argument("--inline-threshold", type=int, default=None,
+                   help="0: references only (variables with no chunk left out, coordinates "
+                        "referenced: a store VirtualiZarr 2.5.1 reads); N: also inline chunks "
+                        "under N bytes; default: inline only what has no chunk")
     b.add_argument("--workers", type=int, default=None, help="scan with N processes")
     b.add_argument("--skip-unsupported", action="store_true", help="skip, warn, do not fail")
     b.add_argument("--overwrite", action="store_true", help="replace an existing store")

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ..errors import IncompatibleSourcesError
+from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._model import (
     OnUnsupported,
     ScanResult,
@@ -31,7 +31,13 @@ from ._scan import DEFAULT_TIMEOUT
 from ._sources import scan_many, sources_table
 from ._timeunits import rebase_time_coordinates
 from ._vrt import placement_from_vrt
-from ._write import inline_small_chunks, write_parquet
+from ._write import (
+    LEFT_OUT_ATTRIBUTE,
+    check_inline_threshold,
+    inline_small_chunks,
+    leave_out_unreferenceable,
+    write_parquet,
+)
 
 __all__ = ["compose", "virtualize"]
 
@@ -257,8 +263,8 @@ def virtualize(
     concat_dim: str | None = None,
     placement: pa.Table | str | os.PathLike[str] | None = None,
     record_size: int = 100_000,
-    inline_threshold: int = 0,
-    inline_coords: bool = True,
+    inline_threshold: int | None = None,
+    inline_coords: bool | None = None,
     workers: Any = None,
     progress: bool = True,
     on_unsupported: OnUnsupported = "raise",
@@ -283,10 +289,15 @@ def virtualize(
     record_size
         References per parquet file.
     inline_threshold
-        Inline chunks smaller than this many bytes (0: never; VirtualiZarr < 2.6.1 cannot read
-        inlined chunks).
+        ``None`` (default): reference every chunk, inline what has none to reference
+        (variable-length strings, compact datasets). ``0``: references only, a store that
+        VirtualiZarr 2.5.1 reads: variables with no chunk to reference are left out (one
+        :class:`~dafzarr.errors.VariableLeftOutWarning` each, and the root attribute
+        ``dafzarr_variables_left_out``), and coordinates are referenced, not inlined.
+        ``N > 0``: also inline chunks smaller than ``N`` bytes.
     inline_coords
         Inline the values of coordinate variables (1-D, named after their dimension).
+        Default: yes, unless ``inline_threshold=0``.
     workers
         ``None``/1: one file at a time; N: N files at once (N helper processes); a
         ``dask.distributed.Client``: scan on its cluster.
@@ -306,20 +317,36 @@ def virtualize(
         ``add_offset``, ``_Unsigned``, ``units`` or ``calendar``; a file boundary is not
         aligned to chunks; sources overlap.
     """
+    check_inline_threshold(inline_threshold)
+    if inline_coords is None:
+        inline_coords = inline_threshold != 0
+    elif inline_coords and inline_threshold == 0:
+        raise InvalidArgumentError(
+            "inline_threshold=0 writes references only, which excludes inline_coords=True; "
+            "leave inline_coords unset (or pass inline_threshold=None to inline coordinates)"
+        )
     table = sources_table(sources)
     scans = scan_many(
         table, workers=workers, progress=progress, on_unsupported=on_unsupported,
         timeout=timeout, storage_options=storage_options, store=store,
     )
+    left_out: dict[str, str] = {}
+    if inline_threshold == 0:
+        scans, left_out = leave_out_unreferenceable(scans, stacklevel=2)
     if placement is None:
         placement_table = place(scans, concat_dim=concat_dim)
     elif isinstance(placement, pa.Table):
         placement_table = placement
     else:
         placement_table = placement_from_vrt(placement, table, scans)
+    if left_out:  # a given placement may name them
+        keep = pa.array([n not in left_out for n in placement_table.column("variable").to_pylist()])
+        placement_table = placement_table.filter(keep)
     vds = compose(scans, placement_table, inline_coords=inline_coords)
     vds.placement = placement_table
-    inline_small_chunks(vds, [s.path for s in scans], inline_threshold)
+    if left_out:
+        vds.groups[""] = {**vds.groups.get("", {}), LEFT_OUT_ATTRIBUTE: left_out}
+    inline_small_chunks(vds, [s.path for s in scans], inline_threshold or 0)
     if out_path is not None:
         write_parquet(vds, out_path, record_size=record_size, overwrite=overwrite)
     return vds

@@ -11,7 +11,7 @@ import dataclasses
 import math
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,9 @@ __all__ = [
     "as_virtual",
     "check_inline_threshold",
     "inline_small_chunks",
+    "leave_out_unreferenceable",
     "no_reference_reason",
+    "one_group",
     "references_only",
     "to_kerchunk_json",
     "write_parquet",
@@ -87,36 +89,55 @@ def no_reference_reason(v: Variable) -> str | None:
     return None
 
 
-def references_only(
-    dataset: ScanResult, *, stacklevel: int = 2
-) -> tuple[ScanResult, dict[str, str]]:
-    """``dataset`` without the variables that have no chunk to reference, and ``{name:
-    reason}`` for those, each also given as a :class:`~dafzarr.errors.VariableLeftOutWarning`
-    (issued ``stacklevel`` frames up); the returned scan's root attributes record them under
-    :data:`LEFT_OUT_ATTRIBUTE`. ``dataset`` itself is not changed."""
+def leave_out_unreferenceable(
+    scans: Sequence[ScanResult], *, stacklevel: int = 2
+) -> tuple[list[ScanResult], dict[str, str]]:
+    """The scans without the variables that have no chunk to reference in some file, and
+    ``{name: reason}`` for those, each also given once as a
+    :class:`~dafzarr.errors.VariableLeftOutWarning` naming the first file where it has none
+    (issued ``stacklevel`` frames up). The scans themselves are not changed."""
     left_out: dict[str, str] = {}
-    for name, v in dataset.variables.items():
-        reason = no_reference_reason(v)
-        if reason is not None:
+    for scan in scans:
+        for name, v in scan.variables.items():
+            reason = None if name in left_out else no_reference_reason(v)
+            if reason is None:
+                continue
             left_out[name] = reason
             warnings.warn(
-                f"{dataset.path}: variable {name!r} left out (inline_threshold=0 writes "
+                f"{scan.path}: variable {name!r} left out (inline_threshold=0 writes "
                 f"references only): {reason}; the default inline_threshold=None keeps it",
                 VariableLeftOutWarning,
                 stacklevel=stacklevel + 1,
             )
     if not left_out:
-        return dataset, left_out
-    root = dataset.groups.get("", {})
-    if LEFT_OUT_ATTRIBUTE in root:
-        raise InvalidArgumentError(
-            f"{dataset.path}: its root attribute {LEFT_OUT_ATTRIBUTE!r} is where a "
-            "references-only store records the variables it leaves out; write it with "
-            "inline_threshold=None"
+        return list(scans), left_out
+    for scan in scans:
+        if LEFT_OUT_ATTRIBUTE in scan.groups.get("", {}):
+            raise InvalidArgumentError(
+                f"{scan.path}: its root attribute {LEFT_OUT_ATTRIBUTE!r} is where a "
+                "references-only store records the variables it leaves out; write it with "
+                "inline_threshold=None"
+            )
+    kept = [
+        dataclasses.replace(
+            scan, variables={n: v for n, v in scan.variables.items() if n not in left_out}
         )
-    groups = {**dataset.groups, "": {**root, LEFT_OUT_ATTRIBUTE: dict(left_out)}}
-    variables = {n: v for n, v in dataset.variables.items() if n not in left_out}
-    return dataclasses.replace(dataset, variables=variables, groups=groups), left_out
+        for scan in scans
+    ]
+    return kept, left_out
+
+
+def references_only(
+    dataset: ScanResult, *, stacklevel: int = 2
+) -> tuple[ScanResult, dict[str, str]]:
+    """``dataset`` without the variables that have no chunk to reference (see
+    :func:`leave_out_unreferenceable`), its root attributes recording them under
+    :data:`LEFT_OUT_ATTRIBUTE`. ``dataset`` itself is not changed."""
+    (kept,), left_out = leave_out_unreferenceable([dataset], stacklevel=stacklevel + 1)
+    if left_out:
+        root = {**kept.groups.get("", {}), LEFT_OUT_ATTRIBUTE: dict(left_out)}
+        kept = dataclasses.replace(kept, groups={**kept.groups, "": root})
+    return kept, left_out
 
 
 def _attributed_parents(dataset: ScanResult, names: Iterable[str]) -> list[str]:
@@ -199,6 +220,33 @@ def as_virtual(
     return vds
 
 
+def one_group(vds: VirtualDataset, group: str | None) -> VirtualDataset:
+    """``vds`` itself (``group=None``), or only the arrays directly in ``group`` as the root
+    of a flat hierarchy: the group's attributes become the root's, subgroups are left out.
+
+    For readers that cannot list nested groups (VirtualiZarr 2.5.1's parquet parser): one
+    store per group. ``""`` is the root group.
+    """
+    if group is None:
+        return vds
+    if not isinstance(group, str):
+        raise InvalidArgumentError(f"group must be a group path (a str), not {group!r}")
+    group = group.strip("/")
+    if group not in vds.groups:
+        known = ", ".join(repr(g) for g in sorted(vds.groups))
+        raise InvalidArgumentError(
+            f"no group {group!r} among the dataset's groups holding arrays ({known})"
+        )
+    prefix = f"{group}/" if group else ""
+    arrays = {
+        name[len(prefix):]: dataclasses.replace(a, name=name[len(prefix):])
+        for name, a in vds.arrays.items()
+        if name.startswith(prefix) and "/" not in name[len(prefix):]
+    }
+    return VirtualDataset(paths=vds.paths, arrays=arrays, groups={"": dict(vds.groups[group])},
+                          placement=vds.placement)
+
+
 def _check_array(a: VirtualArray) -> None:
     shape, chunks = tuple(a.zarray["shape"]), tuple(a.zarray["chunks"])
     n = math.prod(chunk_grid(shape, chunks))
@@ -217,6 +265,7 @@ def write_parquet(
     compression: str = "zstd",
     overwrite: bool = False,
     inline_threshold: int | None = None,
+    group: str | None = None,
 ) -> Path:
     """Write a kerchunk-Parquet reference store as fsspec's ``LazyReferenceMapper`` reads it.
 
@@ -230,9 +279,12 @@ def write_parquet(
     ``inline_threshold`` applies to a scanned file as in :func:`as_virtual` (``0``: references
     only, for VirtualiZarr 2.5.1); a composed :class:`VirtualDataset` is written as composed
     (``0`` with inlined arrays, or ``N > 0``: :class:`~dafzarr.errors.InvalidArgumentError`).
+    ``group`` writes only the arrays directly in that group (``""``: the root), as the root
+    of a flat store (see :func:`one_group`): VirtualiZarr 2.5.1's parquet parser cannot list
+    nested groups, so write one store per group for it.
     """
     check_record_size(record_size)
-    vds = as_virtual(dataset, inline_threshold=inline_threshold)
+    vds = one_group(as_virtual(dataset, inline_threshold=inline_threshold), group)
     for a in vds.arrays.values():
         _check_array(a)
     with ReferenceWriter(out_path, vds.paths, record_size=record_size, compression=compression,
