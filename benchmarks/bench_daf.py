@@ -12,11 +12,19 @@ Suites (peers alternate within each round, same data, same process):
 
 * **write**: ZarrDaf directory, ZarrDaf ZIP, anndata ``write_h5ad``, anndata ``write_zarr``,
   and the floor: ``np.save`` of the UMIs' three arrays and the axes' names. Then the UMIs
-  alone (the two axes and the sparse matrix) in ZarrDaf next to that same floor.
+  alone (the two axes and the sparse matrix) in ZarrDaf next to that same floor, and next to
+  ``np.save`` + ``os.fsync`` of each file (neither ZarrDaf nor ``np.save`` syncs).
 * **write dense**: a dense 20,000 x 20,000 float32 matrix (``--quick``: 4,000 x 4,000), as
   ZarrDaf directory and ZIP, from a row-major (C-ordered) array (the column-major layout is
   then its transpose) and from a Fortran-ordered one (the stored bytes as they are), next to
-  ``np.save`` of the same array.
+  ``np.save`` of the same array (and with ``os.fsync``), and the machine's limits in memory:
+  a plain copy of the matrix and the transpose kernel alone.
+* **write growth**: the UMIs and axes write (directory, ZIP, ``np.save``) at 10^6, 10^7 and
+  10^8 stored values (``--quick``: 10^5, 10^6), each size in its own child process: median
+  time, time per stored value and peak resident memory above the input.
+
+Every timed write starts with the system's dirty pages written back (``os.sync``, untimed):
+a writer otherwise pays, at random, for the writeback of the previous writers' output.
 * **read sparse**: the whole UMI matrix as a scipy CSR cells x genes matrix (each ZarrDaf
   read opens the data set, reads and closes it), next to one numpy pass over the indices
   (``indices - 1``, the least a 1-based format must do).
@@ -49,6 +57,7 @@ import scipy.sparse as sp
 import zarr
 
 import dafzarr
+from dafzarr._transpose import transpose_columns
 
 from . import common as c
 
@@ -146,6 +155,28 @@ def write_npy(path: str, d: dict[str, Any]) -> None:
         np.save(os.path.join(path, f"{name}.npy"), arr)
 
 
+def write_npy_fsync(path: str, d: dict[str, Any]) -> None:
+    """:func:`write_npy`, then ``os.fsync`` of each file and of the directory: the same
+    files made durable (what ``np.save`` alone does not do)."""
+    write_npy(path, d)
+    fsync_tree(path)
+
+
+def fsync_tree(path: str) -> None:
+    """fsync every file in directory ``path``, then the directory."""
+    for name in sorted(os.listdir(path)):
+        fd = os.open(os.path.join(path, name), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _adata(d: dict[str, Any]) -> Any:
     import anndata
     import pandas as pd
@@ -234,16 +265,17 @@ class Write(_Suite):
 
     label = "write"
     baseline = ("anndata .h5ad",)
-    bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 3}
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
     _outputs: ClassVar[dict[str, str]] = {
         "time_daf_dir": "w.daf.zarr", "time_daf_zip": "w.daf.zarr.zip",
         "time_h5ad": "w.h5ad", "time_anndata_zarr": "w.zarr", "time_npy": "w.npy",
         "time_umis_daf_dir": "u.daf.zarr", "time_umis_daf_zip": "u.daf.zarr.zip",
-        "time_umis_npy": "u.npy",
+        "time_umis_npy": "u.npy", "time_umis_npy_fsync": "uf.npy",
     }
 
     def prepare(self, name: str) -> None:
         c.remove(self.p(self._outputs[name]))
+        c.settle_writeback()  # no writer pays for the previous one's dirty pages
 
     @c.bench("write data set", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
              target=_ratio_target("np.save (UMIs + names)", 1.5, within=True))
@@ -281,6 +313,10 @@ class Write(_Suite):
     def time_umis_npy(self) -> None:
         write_npy(self.p("u.npy"), self.d)
 
+    @c.bench("write UMIs + axes", "np.save + fsync", c.MB, lambda s: s.nbytes, size=_size)
+    def time_umis_npy_fsync(self) -> None:
+        write_npy_fsync(self.p("uf.npy"), self.d)
+
 
 def dense_side() -> int:
     return 4_000 if c.quick() else 20_000
@@ -295,6 +331,7 @@ class WriteDense(_Suite):
     _outputs: ClassVar[dict[str, str]] = {
         "time_dir_c": "c.daf.zarr", "time_zip_c": "c.daf.zarr.zip",
         "time_dir_f": "f.daf.zarr", "time_zip_f": "f.daf.zarr.zip", "time_npy": "d.npy",
+        "time_npy_fsync": "df.npy",
     }
 
     def setup(self) -> None:
@@ -304,13 +341,19 @@ class WriteDense(_Suite):
         self.f_order = np.asfortranarray(self.c_order)
         self.names = [f"e{i}" for i in range(n)]
         self.nbytes = self.c_order.nbytes
+        self.scratch = np.empty_like(self.c_order)
+        self.scratch.fill(0)  # its pages are mapped before the timed copies
 
     def teardown(self) -> None:
-        del self.c_order, self.f_order
+        del self.c_order, self.f_order, self.scratch
         super().teardown()
 
     def prepare(self, name: str) -> None:
-        c.remove(self.p(self._outputs[name]))
+        # Every output goes (not only the one the sample rewrites): at full size each is
+        # 1.6 GB and the ZIP ones reserve room for their entry while they are written.
+        for out in self._outputs.values():
+            c.remove(self.p(out))
+        c.settle_writeback()
 
     def _write(self, path: str, value: Any) -> None:
         daf = dafzarr.open_daf(path, "w")
@@ -351,6 +394,27 @@ class WriteDense(_Suite):
     def time_npy(self) -> None:
         os.makedirs(self.p("d.npy"))
         np.save(os.path.join(self.p("d.npy"), "m.npy"), self.c_order)
+
+    @c.bench("write dense matrix", "np.save + fsync", c.MB, lambda s: s.nbytes,
+             size=lambda s: s._size())
+    def time_npy_fsync(self) -> None:
+        os.makedirs(self.p("df.npy"))
+        np.save(os.path.join(self.p("df.npy"), "m.npy"), self.c_order)
+        fsync_tree(self.p("df.npy"))
+
+    # The limits of the machine, in memory (no file): a plain copy of the matrix and the
+    # transpose a row-major input needs, by the kernel ZarrDaf runs (one thread).
+
+    @c.bench("write dense matrix", "limit: memcpy (np.copyto, in memory)", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size())
+    def time_memcpy(self) -> None:
+        np.copyto(self.scratch, self.c_order)
+
+    @c.bench("write dense matrix", "limit: transpose kernel (one thread, in memory)", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size())
+    def time_transpose(self) -> None:
+        n = self.c_order.shape[1]
+        transpose_columns(self.c_order, self.scratch, 0, n)
 
 
 class Read(_Suite):
@@ -570,17 +634,109 @@ def memory_report(the_seed: int) -> str:
     return "\n".join(rows)
 
 
+# --- Cost growth (child processes) ------------------------------------------------------------
+
+
+def growth_sizes() -> list[int]:
+    """Stored values of the growth table (``--quick``: a smoke run)."""
+    return [100_000, 1_000_000] if c.quick() else [1_000_000, 10_000_000, 100_000_000]
+
+
+GROWTH_PER_CELL = 600  # 2 % of the 30,000 genes
+
+
+def growth_data(nnz: int, the_seed: int) -> dict[str, Any]:
+    """A cells x 30,000 genes CSR with ``GROWTH_PER_CELL`` values per cell and ``nnz`` in
+    all (rounded to whole cells), built in a few vector passes (sorted, unique gene indices:
+    one random gene in each of 600 consecutive bands of 50 genes)."""
+    genes, per = 30_000, GROWTH_PER_CELL
+    cells = max(1, nnz // per)
+    rng = np.random.default_rng(the_seed)
+    band = genes // per
+    indices = rng.integers(0, band, size=(cells, per), dtype=np.int32)
+    indices += np.arange(0, genes, band, dtype=np.int32)[:per]
+    values = rng.integers(1, 20, size=cells * per, dtype=np.int32).astype(np.float32)
+    indptr = np.arange(0, (cells + 1) * per, per, dtype=np.int64)
+    x = sp.csr_matrix((values, indices.reshape(-1), indptr), shape=(cells, genes))
+    return {"X": x, "cells": [f"c{i}" for i in range(cells)],
+            "genes": [f"g{i}" for i in range(genes)]}
+
+
+def _growth_child(nnz: int, tmp: str, the_seed: int, rounds: int) -> None:
+    """Time the UMIs + axes writes (directory, ZIP, ``np.save``) alternately, one warm-up
+    round and ``rounds`` counted ones, and the peak resident memory of each write above the
+    memory before it (which holds the input); print the figures as JSON."""
+    import gc
+    import time
+
+    d = growth_data(nnz, the_seed)
+    writers = {"dir": (write_daf_umis, "g.daf.zarr"), "zip": (write_daf_umis, "g.daf.zarr.zip"),
+               "npy": (write_npy, "g.npy")}
+    names = list(writers)
+    times: dict[str, list[float]] = {k: [] for k in names}
+    peaks: dict[str, int] = dict.fromkeys(names, 0)
+    for r in range(1 + rounds):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            fn, out = writers[name]
+            path = os.path.join(tmp, out)
+            c.remove(path)
+            c.settle_writeback()
+            gc.collect()
+            _reset_peak()
+            before = _rss()
+            t0 = time.perf_counter()
+            fn(path, d)
+            dt = time.perf_counter() - t0
+            peaks[name] = max(peaks[name], _maxrss() - before)
+            if r:
+                times[name].append(dt)
+    for _fn, out in writers.values():
+        c.remove(os.path.join(tmp, out))
+    print(json.dumps({"nnz": int(d["X"].nnz), "data": data_bytes(d["X"]), "times": times,
+                      "peaks": peaks, "load": c.loadavg()}))
+
+
+def growth_report(the_seed: int, rounds: int) -> str:
+    """The growth table: one child process per size (its memory starts fresh)."""
+    import statistics
+
+    rows = [("| stored values | data | ZarrDaf directory: median s (ns/value), peak | "
+             "ZarrDaf ZIP: median s (ns/value), peak | np.save: median s (ns/value), peak | "
+             "load average |"), "|---|---|---|---|---|---|"]
+    for nnz in growth_sizes():
+        with tempfile.TemporaryDirectory(prefix="dafzarr-bench-growth-") as tmp:
+            args = [sys.executable, "-m", "benchmarks.bench_daf", "--child", "growth", tmp,
+                    str(the_seed), "--growth-nnz", str(nnz), "--rounds", str(rounds)]
+            res = subprocess.run(args + (["--quick"] if c.quick() else []),
+                                 capture_output=True, text=True, check=True)
+        fig = json.loads(res.stdout.strip().splitlines()[-1])
+        cells = []
+        for name in ("dir", "zip", "npy"):
+            med = statistics.median(fig["times"][name])
+            cells.append(f"{med:.3f} s ({med / fig['nnz'] * 1e9:.1f}), "
+                         f"{c.human_bytes(max(fig['peaks'][name], 0))}")
+        rows.append(f"| {fig['nnz']:,} | {c.human_bytes(fig['data'])} | " + " | ".join(cells)
+                    + f" | {fig['load']} |")
+        c.eprint(f"growth: {nnz:,} done")
+    return "\n".join(rows)
+
+
 SUITES: dict[str, list[type]] = {"write": [Write], "write-dense": [WriteDense],
                                  "read": [Read]}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parts = ["write", "write-dense", "read", "memory"]
+    parts = ["write", "write-dense", "read", "memory", "write-growth"]
     ap = c.argument_parser("python -m benchmarks.bench_daf", __doc__, parts)
     ap.add_argument("--seed", type=int, default=None, help="reuse a printed seed")
     ap.add_argument("--child", nargs=3, metavar=("TASK", "PATH", "SEED"), help=argparse.SUPPRESS)
+    ap.add_argument("--growth-nnz", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     only = c.selected_suites(ap, args, parts)
+    if args.child and args.child[0] == "growth":
+        _growth_child(args.growth_nnz, args.child[1], int(args.child[2]), args.rounds or 3)
+        return 0
     if args.child:
         child(args.child[0], args.child[1], int(args.child[2]))
         return 0
@@ -592,6 +748,7 @@ def main(argv: list[str] | None = None) -> int:
         c.eprint(f"seed {seed()}; generating data ...")
         results = c.run_suites(SUITES, only, rounds)
         mem = memory_report(seed()) if "memory" in only else ""
+        growth = growth_report(seed(), rounds) if "write-growth" in only else ""
     cells, genes, density = sizes()
     c.report("ZarrDaf benchmarks", [
         f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, h5py {h5py.__version__}",
@@ -607,6 +764,13 @@ def main(argv: list[str] | None = None) -> int:
         print(mem)
         print("\nThe fill writes the matrix into reserved ZIP entries through the mapping; "
               "its pages count as resident until the kernel writes them back.")
+    if growth:
+        print("\n### Cost growth: write of the UMIs and the two axes vs stored values\n")
+        print(growth)
+        print("\nEach size in its own child process: peers alternate, 1 warm-up round + "
+              f"{rounds} counted rounds; peak = peak resident memory above the memory "
+              "before the write (which holds the input); ns/value = median time / stored "
+              "values.")
     return 0
 
 if __name__ == "__main__":

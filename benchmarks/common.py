@@ -67,6 +67,17 @@ def remove(path: str | os.PathLike[str]) -> None:
             os.unlink(p)
 
 
+def settle_writeback() -> None:
+    """Write every dirty page of the system back (``os.sync``) before a write is timed.
+
+    Writers that each leave hundreds of MB in the page cache otherwise pay for one another:
+    once the dirty pages pass the kernel's threshold, whichever process writes next is
+    throttled until the backlog drains, so the same write measured 2-5x apart depending on
+    what ran before it. Untimed; call it in ``prepare``."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
 # --- Tagging benchmarks ----------------------------------------------------------------
 
 # Units: a rate in MB/s (amount in bytes, MB = 1e6 bytes), entries/s (amount in entries),
