@@ -165,7 +165,9 @@ class Prim(Type):
         self.size = self.align = struct.calcsize(self.fmt)
 
     def read(self, dec: Decoder, pos: int) -> Any:
-        dec.check(pos, self.size, self.align, "scalar")
+        size = self.size
+        if pos < 0 or pos + size > dec.n or pos % size:  # a scalar's alignment is its size
+            dec.check(pos, size, self.align, "scalar")
         return struct.unpack_from(self.fmt, dec.buf, pos)[0]
 
     def write(self, enc: Encoder, pos: int, value: Any, res: Any) -> None:
@@ -382,7 +384,9 @@ class Enum(Type):
         if tag not in self.variants:
             raise RkyvError(f"enum at {pos} has the unknown tag {tag}")
         name, fields = self.variants[tag]
-        return (name, *(t.read(dec, pos + off) for t, off in fields))
+        if not fields:
+            return (name,)
+        return (name, *[t.read(dec, pos + off) for t, off in fields])
 
     def deps(self, enc: Encoder, value: Any) -> Any:
         _, fields = self.variants[self.tags[value[0]]]
