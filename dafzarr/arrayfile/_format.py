@@ -76,6 +76,8 @@ class _ChunkTableType(r.Vec):
         start, n = self.locate(dec, pos)
         if n == 0:
             return ChunkTable.empty(0)
+        if n >= _BIG_TABLE:  # numpy's per-call cost is small next to the table: read it now
+            return self._read_now(dec, pos, start, n)
         (ndim,) = struct.unpack_from("<Q", dec.buf, start + 8)
         if ndim > 64:
             raise r.RkyvError(f"chunk table at {pos}: {ndim} coordinates per chunk")
@@ -83,6 +85,22 @@ class _ChunkTableType(r.Vec):
         table = ChunkTable(np.zeros((n, ndim), np.uint32), np.zeros((n, 3), np.uint32))
         dec.later.append((start, n, ndim, table))
         return table
+
+    def _read_now(self, dec: r.Decoder, pos: int, start: int, n: int) -> ChunkTable:
+        entries = np.frombuffer(dec.buf, _ENTRY, count=n, offset=start)
+        lens = entries["clen"]
+        ndim = int(lens[0])
+        if ndim > 64 or not np.all(lens == ndim):
+            raise r.RkyvError(f"chunk table at {pos}: coordinates of different lengths")
+        cpos = entries["coff"] + (start + 32 * np.arange(n, dtype=np.int64))
+        if ndim == 0:
+            return ChunkTable(np.zeros((n, 0), np.uint32), _addrs(entries))
+        if cpos.min() < 0 or int(cpos.max()) + 4 * ndim > dec.n or np.any(cpos % 4):
+            raise r.RkyvError(f"chunk table at {pos}: a coordinate lies outside the payload")
+        dec.charge(4 * ndim * n, f"chunk table at {pos}")
+        words = np.frombuffer(dec.buf, "<u4", count=dec.n // 4)
+        coords = words[(cpos // 4)[:, None] + np.arange(ndim)]
+        return ChunkTable(coords.astype(np.uint32, copy=False), _addrs(entries))
 
     def deps(self, enc: r.Encoder, value: Any) -> Any:
         table: ChunkTable = value
@@ -102,6 +120,17 @@ class _ChunkTableType(r.Vec):
         entries["size"] = table.addrs[:, 2]
         enc.out += entries.tobytes()
         return (start, n)
+
+
+_BIG_TABLE = 4096  # tables this long are read at once, shorter ones together (_fill_tables)
+
+
+def _addrs(entries: np.ndarray) -> npt.NDArray[np.uint32]:
+    out = np.empty((entries.shape[0], 3), np.uint32)
+    out[:, 0] = entries["blk"]
+    out[:, 1] = entries["off"]
+    out[:, 2] = entries["size"]
+    return out
 
 
 def _fill_tables(dec: r.Decoder) -> None:
