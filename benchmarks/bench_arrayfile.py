@@ -76,6 +76,12 @@ class _Suite(c.TempDirSuite):
     def _af_config(self) -> FileConfig:
         return FileConfig(codec=self.codec)
 
+    @property
+    def codec_name(self) -> str:
+        """The codec as the table's operations name it (each codec is an operation of its
+        own, so that ratios compare peers of one codec)."""
+        return self.codec or "none"
+
     def prepare(self, name: str) -> None:
         """Remove the output a write sample is about to make, right before it."""
         if name == "time_write_arrayfile":
@@ -207,32 +213,32 @@ class ManyArrays(_Suite):
     def _size(self) -> str:
         return f"{len(self.arrays)} x 1 MiB, {self.codec or 'none'}"
 
-    @c.bench("many arrays: write", "ArrayFile", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: write", "ArrayFile", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size(),
              target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN_FSYNC, 0.5)))
     def time_write_arrayfile(self) -> None:
         self._write_af("w")
 
-    @c.bench("many arrays: write", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench("many arrays, {codec_name}: write", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_write_plain(self) -> None:
         _write_plain(self._path("w.plain"), self.names, self.arrays, fsync=False)
 
-    @c.bench("many arrays: write", PLAIN_FSYNC, c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: write", PLAIN_FSYNC, c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_write_plain_fsync(self) -> None:
         _write_plain(self._path("w.plain"), self.names, self.arrays, fsync=True)
 
-    @c.bench("many arrays: write", "zarr sharded", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: write", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_write_zarr(self) -> None:
         self._write_zarr("w.zarr")
 
-    @c.bench("many arrays: write", "icechunk", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: write", "icechunk", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_write_icechunk(self) -> None:
         self._write_icechunk("w.ic")
 
-    @c.bench("many arrays: read", "ArrayFile", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: read", "ArrayFile", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size(),
              target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN, 0.8)))
     def time_read_arrayfile(self) -> None:
@@ -240,11 +246,11 @@ class ManyArrays(_Suite):
             for name in self.names:
                 f.read_array(name)
 
-    @c.bench("many arrays: read", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench("many arrays, {codec_name}: read", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_read_plain(self) -> None:
         _read_plain(self._path("read.plain"), self.names, np.float64)
 
-    @c.bench("many arrays: read", "zarr sharded", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: read", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_zarr(self) -> None:
         g: Any = zarr.open_group(store=LocalStore(self._path("read.zarr"), read_only=True),
@@ -252,7 +258,7 @@ class ManyArrays(_Suite):
         for name in self.names:
             g[name][...]
 
-    @c.bench("many arrays: read", "icechunk", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: read", "icechunk", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_icechunk(self) -> None:
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self._path("read.ic")))
@@ -349,44 +355,44 @@ class BigArray(_Suite):
         a, b = self.chunks
         return slice(i * a, (i + 1) * a), slice(j * b, (j + 1) * b)
 
-    @c.bench("1 array: write", "ArrayFile", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench("1 array, {codec_name}: write", "ArrayFile", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_write_arrayfile(self) -> None:
         self._write_af("w")
 
-    @c.bench("1 array: write", "zarr sharded", c.MB, lambda s: s.nbytes,
+    @c.bench("1 array, {codec_name}: write", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_write_zarr(self) -> None:
         self._write_zarr("w.zarr")
 
-    @c.bench("1 array: write", "icechunk", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench("1 array, {codec_name}: write", "icechunk", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_write_icechunk(self) -> None:
         self._write_icechunk("w.ic")
 
-    @c.bench("1 array: read all", "ArrayFile", c.MB, lambda s: s.nbytes,
+    @c.bench("1 array, {codec_name}: read all", "ArrayFile", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_arrayfile(self) -> None:
         with ArrayFile.open(self._path("read.af"), config=self._af_config()) as f:
             f.read_array("x")
 
-    @c.bench("1 array: read all", "zarr sharded", c.MB, lambda s: s.nbytes,
+    @c.bench("1 array, {codec_name}: read all", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_zarr(self) -> None:
         zarr.open_array(LocalStore(self._path("read.zarr"), read_only=True), mode="r")[...]
 
-    @c.bench("1 array: read all", "icechunk", c.MB, lambda s: s.nbytes,
+    @c.bench("1 array, {codec_name}: read all", "icechunk", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_icechunk(self) -> None:
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self._path("read.ic")))
         zarr.open_array(repo.readonly_session("main").store, mode="r")[...]
 
-    @c.bench("1 array: random chunk reads", "ArrayFile", c.PER_CALL, lambda s: s.n_random,
+    @c.bench("1 array, {codec_name}: random chunk reads", "ArrayFile", c.PER_CALL, lambda s: s.n_random,
              size=lambda s: s._rsize(), target=_ratio_target("zarr sharded", 2.0))
     def time_random_arrayfile(self) -> None:
         a, b = self.chunks
         for i, j in self.picks:
             self._af.read_array("x", [i * a, j * b], [a, b])
 
-    @c.bench("1 array: random chunk reads", "ArrayFile, 1 MiB blocks", c.PER_CALL,
+    @c.bench("1 array, {codec_name}: random chunk reads", "ArrayFile, 1 MiB blocks", c.PER_CALL,
              lambda s: s.n_random, size=lambda s: s._rsize(),
              target=_ratio_target("zarr sharded", 2.0))
     def time_random_arrayfile_1mib_blocks(self) -> None:
@@ -394,13 +400,13 @@ class BigArray(_Suite):
         for i, j in self.picks:
             self._af_small.read_array("x", [i * a, j * b], [a, b])
 
-    @c.bench("1 array: random chunk reads", "zarr sharded", c.PER_CALL, lambda s: s.n_random,
+    @c.bench("1 array, {codec_name}: random chunk reads", "zarr sharded", c.PER_CALL, lambda s: s.n_random,
              size=lambda s: s._rsize())
     def time_random_zarr(self) -> None:
         for i, j in self.picks:
             self._za[self._region(i, j)]
 
-    @c.bench("1 array: random chunk reads", "icechunk", c.PER_CALL, lambda s: s.n_random,
+    @c.bench("1 array, {codec_name}: random chunk reads", "icechunk", c.PER_CALL, lambda s: s.n_random,
              size=lambda s: s._rsize())
     def time_random_icechunk(self) -> None:
         for i, j in self.picks:
@@ -464,20 +470,20 @@ class Footer:
     def _size(self) -> str:
         return f"{self.n:,} chunks, {c.human_bytes(len(self.data))}"
 
-    @c.bench("footer: decode", "ArrayFile", c.ENTRIES, lambda s: s.n, size=lambda s: s._size())
+    @c.bench("footer of {n:,} chunks: decode", "ArrayFile", c.ENTRIES, lambda s: s.n, size=lambda s: s._size())
     def time_decode(self) -> None:
         from dafzarr.arrayfile import _format as fmt
 
         fmt.decode_footer(self.data[:-12])
 
-    @c.bench("footer: open + first chunk read", "ArrayFile", c.ENTRIES, lambda s: s.n,
+    @c.bench("footer of {n:,} chunks: open + first chunk read", "ArrayFile", c.ENTRIES, lambda s: s.n,
              size=lambda s: s._size(), target=lambda s, peers: (
                  f"open < 1 s (is {s.median:.3f} s)", s.median < 1.0))
     def time_open(self) -> None:
         with ArrayFile.open(self.path) as f:
             f.read_array("grid", [self.grid[0] // 2, 500], [1, 1])
 
-    @c.bench("footer: random single-chunk reads (lookup)", "ArrayFile", c.PER_CALL,
+    @c.bench("footer of {n:,} chunks: random single-chunk reads (lookup)", "ArrayFile", c.PER_CALL,
              lambda s: s.n_lookups, size=lambda s: s._size())
     def time_lookup(self) -> None:
         read = self._af.read_array
@@ -547,22 +553,22 @@ class Growth:
     def _size(self) -> str:
         return f"{self.count:,} x 800 B"
 
-    @c.bench("growth: write all", "ArrayFile", c.PER_CALL, lambda s: s.count,
+    @c.bench("growth, {count:,} arrays: write all", "ArrayFile", c.PER_CALL, lambda s: s.count,
              size=lambda s: s._size())
     def time_write_arrayfile(self) -> None:
         self._write_af("w.af")
 
-    @c.bench("growth: write all", PLAIN, c.PER_CALL, lambda s: s.count,
+    @c.bench("growth, {count:,} arrays: write all", PLAIN, c.PER_CALL, lambda s: s.count,
              size=lambda s: s._size())
     def time_write_plain(self) -> None:
         _write_plain(os.path.join(self.dir, "w.plain"), self.names, self.arrays, fsync=False)
 
-    @c.bench("growth: open", "ArrayFile", c.PER_CALL, lambda s: s.count,
+    @c.bench("growth, {count:,} arrays: open", "ArrayFile", c.PER_CALL, lambda s: s.count,
              size=lambda s: s._size())
     def time_open(self) -> None:
         ArrayFile.open(os.path.join(self.dir, "read.af"), config=FileConfig(codec=None)).close()
 
-    @c.bench("growth: open + read all", "ArrayFile", c.PER_CALL, lambda s: s.count,
+    @c.bench("growth, {count:,} arrays: open + read all", "ArrayFile", c.PER_CALL, lambda s: s.count,
              size=lambda s: s._size())
     def time_read_arrayfile(self) -> None:
         with ArrayFile.open(os.path.join(self.dir, "read.af"),
@@ -570,7 +576,7 @@ class Growth:
             for n in self.names:
                 f.read_array(n)
 
-    @c.bench("growth: open + read all", PLAIN, c.PER_CALL, lambda s: s.count,
+    @c.bench("growth, {count:,} arrays: open + read all", PLAIN, c.PER_CALL, lambda s: s.count,
              size=lambda s: s._size())
     def time_read_plain(self) -> None:
         _read_plain(os.path.join(self.dir, "read.plain"), self.names, np.float64)
