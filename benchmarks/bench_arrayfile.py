@@ -7,14 +7,21 @@ Run from the project root::
 Suites (the peers run alternately on the same data in the same process):
 
 a. many arrays: 1,000 x 1 MiB float64 arrays (quick: 100), 128 KiB chunks. Write all
-   (ArrayFile: define + write + flush; zarr: one array per shard; Icechunk: one commit), then
-   open and read all back.
+   (ArrayFile: define + write + flush; zarr: one array per shard; Icechunk: one commit; plain
+   files: one ``ndarray.tofile`` per array into a directory), then open and read all back
+   (plain files: one ``np.fromfile`` per file). ArrayFile's flush fsyncs its one new file and
+   the directory, so the plain files are written twice: without fsync, and with an fsync per
+   file plus one of the directory (the same durability).
 b. one 1 GiB float64 array (quick: 64 MiB) in a 64 x 64 grid of chunks: write, full read,
    and 200 random single-chunk reads on an open handle (zarr: shards of 8 x 8 chunks) whose
    chunk cache is emptied before every sample, so every read goes to the file; ArrayFile also
    with 1 MiB blocks instead of the default 8 MiB. An LZ4 block written by dafzarr is made of
    independently decodable segments, so a chunk read decodes its segment, not its block.
-c. a footer of 1,000,000 chunk entries: decode it, and open a file holding it.
+c. footers of 1,000 and 1,000,000 chunk entries: decode one, open a file holding it and read
+   one chunk, and read 1,000 random single chunks on an open handle (the chunk lookup).
+d. growth: 10 to 100,000 small arrays (quick: up to 10,000) of 100 float64 each in one file:
+   write all, open, and open + read all, next to plain files (one per array); also the
+   memory an open handle holds and the peak of a read of every array (tracemalloc).
 
 Each suite runs with no compression and with LZ4 (ArrayFile: LZ4 blocks; the zarr peers: the
 numcodecs LZ4 codec on each chunk). Speed is never asserted: the script prints figures,
@@ -26,6 +33,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import tracemalloc
 import warnings
 from typing import Any, ClassVar
 
@@ -61,12 +69,18 @@ _ratio_target = c.ratio_target
 class _Suite(c.TempDirSuite):
     params: ClassVar[list[str]] = ["none", "lz4"]
     param_names: ClassVar[list[str]] = ["codec"]
-    baseline = ("zarr sharded", "icechunk")
+    baseline: tuple[str, ...] = ("zarr sharded", "icechunk")
     codec: str | None = None
     temp_prefix = "dafzarr-bench-af-"
 
     def _af_config(self) -> FileConfig:
         return FileConfig(codec=self.codec)
+
+    @property
+    def codec_name(self) -> str:
+        """The codec as the table's operations name it (each codec is an operation of its
+        own, so that ratios compare peers of one codec)."""
+        return self.codec or "none"
 
     def prepare(self, name: str) -> None:
         """Remove the output a write sample is about to make, right before it."""
@@ -76,6 +90,8 @@ class _Suite(c.TempDirSuite):
             c.remove(self._path("w.zarr"))
         elif name == "time_write_icechunk":
             c.remove(self._path("w.ic"))
+        elif name.startswith("time_write_plain"):
+            c.remove(self._path("w.plain"))
 
     def _af_remove(self, stem: str) -> None:
         for name in os.listdir(self.dir):
@@ -91,11 +107,66 @@ def _many(count: int, n: int) -> list[np.ndarray]:
     return [np.cumsum(rng.standard_normal(n)).round(3) for _ in range(count)]
 
 
+PLAIN = "plain files"
+PLAIN_FSYNC = "plain files, fsync each"
+
+
+def _plain_target(other: str, factor: float) -> Any:
+    """At least ``factor`` times the speed of plain-file peer ``other``; with compression the
+    ratio is shown but the target (set for uncompressed data) does not apply."""
+    base = _ratio_target(other, factor)
+
+    def target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+        if "none" in s.size:
+            return base(s, peers)
+        r = s.speedup_over(peers[other]) if other in peers else float("nan")
+        return f"informational with compression: is {r:.2f}x {other}", True
+
+    return target
+
+
+def _both(*targets: Any) -> Any:
+    """Several targets in one column: met when each is."""
+
+    def target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+        outs = [t(s, peers) for t in targets]
+        return "; ".join(text for text, _ in outs), all(ok for _, ok in outs)
+
+    return target
+
+
+def _write_plain(directory: str, names: list[str], arrays: list[np.ndarray], *, fsync: bool
+                 ) -> None:
+    """One file per array (``ndarray.tofile``); ``fsync``: each file, then the directory."""
+    os.mkdir(directory)
+    for name, x in zip(names, arrays, strict=True):
+        path = os.path.join(directory, name)
+        if fsync:
+            with open(path, "wb") as f:
+                x.tofile(f)
+                f.flush()
+                os.fsync(f.fileno())
+        else:
+            x.tofile(path)
+    if fsync:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _read_plain(directory: str, names: list[str], dtype: Any) -> None:
+    for name in names:
+        np.fromfile(os.path.join(directory, name), dtype=dtype)
+
+
 class ManyArrays(_Suite):
     """1,000 x 1 MiB arrays (quick: 100): write all, then open and read all."""
 
     label = "a"
     chunk = 16_384  # 128 KiB of float64
+    baseline = ("zarr sharded", "icechunk", PLAIN, PLAIN_FSYNC)
 
     def setup(self, codec: str) -> None:
         self.codec = None if codec == "none" else codec
@@ -108,6 +179,7 @@ class ManyArrays(_Suite):
         self._write_af("read")
         self._write_zarr("read.zarr")
         self._write_icechunk("read.ic")
+        _write_plain(self._path("read.plain"), self.names, self.arrays, fsync=False)
 
     def _write_af(self, stem: str) -> None:
         self._af_remove(stem)
@@ -141,29 +213,44 @@ class ManyArrays(_Suite):
     def _size(self) -> str:
         return f"{len(self.arrays)} x 1 MiB, {self.codec or 'none'}"
 
-    @c.bench("many arrays: write", "ArrayFile", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size(), target=_ratio_target("icechunk", 1.5))
+    @c.bench("many arrays, {codec_name}: write", "ArrayFile", c.MB, lambda s: s.nbytes,
+             size=lambda s: s._size(),
+             target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN_FSYNC, 0.5)))
     def time_write_arrayfile(self) -> None:
         self._write_af("w")
 
-    @c.bench("many arrays: write", "zarr sharded", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: write", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    def time_write_plain(self) -> None:
+        _write_plain(self._path("w.plain"), self.names, self.arrays, fsync=False)
+
+    @c.bench("many arrays, {codec_name}: write", PLAIN_FSYNC, c.MB, lambda s: s.nbytes,
+             size=lambda s: s._size())
+    def time_write_plain_fsync(self) -> None:
+        _write_plain(self._path("w.plain"), self.names, self.arrays, fsync=True)
+
+    @c.bench("many arrays, {codec_name}: write", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_write_zarr(self) -> None:
         self._write_zarr("w.zarr")
 
-    @c.bench("many arrays: write", "icechunk", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: write", "icechunk", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_write_icechunk(self) -> None:
         self._write_icechunk("w.ic")
 
-    @c.bench("many arrays: read", "ArrayFile", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size(), target=_ratio_target("icechunk", 1.5))
+    @c.bench("many arrays, {codec_name}: read", "ArrayFile", c.MB, lambda s: s.nbytes,
+             size=lambda s: s._size(),
+             target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN, 0.8)))
     def time_read_arrayfile(self) -> None:
         with ArrayFile.open(self._path("read.af"), config=self._af_config()) as f:
             for name in self.names:
                 f.read_array(name)
 
-    @c.bench("many arrays: read", "zarr sharded", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: read", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    def time_read_plain(self) -> None:
+        _read_plain(self._path("read.plain"), self.names, np.float64)
+
+    @c.bench("many arrays, {codec_name}: read", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_zarr(self) -> None:
         g: Any = zarr.open_group(store=LocalStore(self._path("read.zarr"), read_only=True),
@@ -171,7 +258,7 @@ class ManyArrays(_Suite):
         for name in self.names:
             g[name][...]
 
-    @c.bench("many arrays: read", "icechunk", c.MB, lambda s: s.nbytes,
+    @c.bench("many arrays, {codec_name}: read", "icechunk", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_icechunk(self) -> None:
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self._path("read.ic")))
@@ -268,44 +355,44 @@ class BigArray(_Suite):
         a, b = self.chunks
         return slice(i * a, (i + 1) * a), slice(j * b, (j + 1) * b)
 
-    @c.bench("1 array: write", "ArrayFile", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench("1 array, {codec_name}: write", "ArrayFile", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_write_arrayfile(self) -> None:
         self._write_af("w")
 
-    @c.bench("1 array: write", "zarr sharded", c.MB, lambda s: s.nbytes,
+    @c.bench("1 array, {codec_name}: write", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_write_zarr(self) -> None:
         self._write_zarr("w.zarr")
 
-    @c.bench("1 array: write", "icechunk", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench("1 array, {codec_name}: write", "icechunk", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_write_icechunk(self) -> None:
         self._write_icechunk("w.ic")
 
-    @c.bench("1 array: read all", "ArrayFile", c.MB, lambda s: s.nbytes,
+    @c.bench("1 array, {codec_name}: read all", "ArrayFile", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_arrayfile(self) -> None:
         with ArrayFile.open(self._path("read.af"), config=self._af_config()) as f:
             f.read_array("x")
 
-    @c.bench("1 array: read all", "zarr sharded", c.MB, lambda s: s.nbytes,
+    @c.bench("1 array, {codec_name}: read all", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_zarr(self) -> None:
         zarr.open_array(LocalStore(self._path("read.zarr"), read_only=True), mode="r")[...]
 
-    @c.bench("1 array: read all", "icechunk", c.MB, lambda s: s.nbytes,
+    @c.bench("1 array, {codec_name}: read all", "icechunk", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_icechunk(self) -> None:
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self._path("read.ic")))
         zarr.open_array(repo.readonly_session("main").store, mode="r")[...]
 
-    @c.bench("1 array: random chunk reads", "ArrayFile", c.PER_CALL, lambda s: s.n_random,
+    @c.bench("1 array, {codec_name}: random chunk reads", "ArrayFile", c.PER_CALL, lambda s: s.n_random,
              size=lambda s: s._rsize(), target=_ratio_target("zarr sharded", 2.0))
     def time_random_arrayfile(self) -> None:
         a, b = self.chunks
         for i, j in self.picks:
             self._af.read_array("x", [i * a, j * b], [a, b])
 
-    @c.bench("1 array: random chunk reads", "ArrayFile, 1 MiB blocks", c.PER_CALL,
+    @c.bench("1 array, {codec_name}: random chunk reads", "ArrayFile, 1 MiB blocks", c.PER_CALL,
              lambda s: s.n_random, size=lambda s: s._rsize(),
              target=_ratio_target("zarr sharded", 2.0))
     def time_random_arrayfile_1mib_blocks(self) -> None:
@@ -313,13 +400,13 @@ class BigArray(_Suite):
         for i, j in self.picks:
             self._af_small.read_array("x", [i * a, j * b], [a, b])
 
-    @c.bench("1 array: random chunk reads", "zarr sharded", c.PER_CALL, lambda s: s.n_random,
+    @c.bench("1 array, {codec_name}: random chunk reads", "zarr sharded", c.PER_CALL, lambda s: s.n_random,
              size=lambda s: s._rsize())
     def time_random_zarr(self) -> None:
         for i, j in self.picks:
             self._za[self._region(i, j)]
 
-    @c.bench("1 array: random chunk reads", "icechunk", c.PER_CALL, lambda s: s.n_random,
+    @c.bench("1 array, {codec_name}: random chunk reads", "icechunk", c.PER_CALL, lambda s: s.n_random,
              size=lambda s: s._rsize())
     def time_random_icechunk(self) -> None:
         for i, j in self.picks:
@@ -330,18 +417,23 @@ class BigArray(_Suite):
 
 
 class Footer:
-    """Decode a footer holding 1,000,000 chunk entries (2-D), and open a file with it."""
+    """Footers of 1,000 and 1,000,000 chunk entries (2-D): decode, open, random lookups."""
 
     label = "c"
     baseline = ()
+    params: ClassVar[list[int]] = [1_000, 1_000_000]
+    param_names: ClassVar[list[str]] = ["chunks"]
     bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
+    n_lookups = 1000
 
-    def setup(self) -> None:
+    def setup(self, n: int) -> None:
         from dafzarr.arrayfile import _format as fmt
 
         self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-af-")
-        self.n = 1_000_000
-        coords = np.stack(np.unravel_index(np.arange(self.n), (1000, 1000)), axis=1)
+        self.n = n
+        side = 1000
+        grid = (n // side, side)
+        coords = np.stack(np.unravel_index(np.arange(self.n), grid), axis=1)
         addrs = np.zeros((self.n, 3), np.uint32)
         addrs[:, 1] = np.arange(self.n) % 1024 * 8
         addrs[:, 2] = 8
@@ -350,7 +442,7 @@ class Footer:
                              "uncompressed_size": 8192, "codec": ("None",)}]
         footer["arrays"] = [{
             "name": "grid", "dtype": ("Float64",),
-            "layout": {"shape": [1000, 1000], "dimension_names": ["y", "x"],
+            "layout": {"shape": list(grid), "dimension_names": ["y", "x"],
                        "storage": {"chunk_shape": [1, 1], "chunks": fmt.ChunkTable(
                            coords.astype(np.uint32), addrs)}},
             "fill_value": None, "deleted": False, "attributes": ("U16", []),
@@ -359,25 +451,150 @@ class Footer:
         self.path = os.path.join(self._tmp.name, "grid.af")
         with open(self.path, "wb") as f:
             f.write(bytes(8192) + self.data)
+        self.grid = grid
+        self._rng = np.random.default_rng()
+        self._af = ArrayFile.open(self.path)
+        self._af.read_array("grid", [0, 0], [1, 1])  # builds the chunk index
+        self.picks: list[tuple[int, int]] = []
 
-    def teardown(self) -> None:
+    def teardown(self, *params: Any) -> None:
+        self._af.close()
         self._tmp.cleanup()
 
-    @c.bench("footer: decode 1M chunk entries", "ArrayFile", c.ENTRIES, lambda s: s.n,
-             size=lambda s: c.human_bytes(len(s.data)))
+    def prepare(self, name: str) -> None:
+        if name == "time_lookup":
+            ys = self._rng.integers(0, self.grid[0], self.n_lookups).tolist()
+            xs = self._rng.integers(0, self.grid[1], self.n_lookups).tolist()
+            self.picks = list(zip(ys, xs, strict=True))
+
+    def _size(self) -> str:
+        return f"{self.n:,} chunks, {c.human_bytes(len(self.data))}"
+
+    @c.bench("footer of {n:,} chunks: decode", "ArrayFile", c.ENTRIES, lambda s: s.n, size=lambda s: s._size())
     def time_decode(self) -> None:
         from dafzarr.arrayfile import _format as fmt
 
         fmt.decode_footer(self.data[:-12])
 
-    @c.bench("footer: open + first chunk read", "ArrayFile", c.ENTRIES, lambda s: s.n,
-             size=lambda s: c.human_bytes(len(s.data)))
+    @c.bench("footer of {n:,} chunks: open + first chunk read", "ArrayFile", c.ENTRIES, lambda s: s.n,
+             size=lambda s: s._size(), target=lambda s, peers: (
+                 f"open < 1 s (is {s.median:.3f} s)", s.median < 1.0))
     def time_open(self) -> None:
         with ArrayFile.open(self.path) as f:
-            f.read_array("grid", [500, 500], [1, 1])
+            f.read_array("grid", [self.grid[0] // 2, 500], [1, 1])
+
+    @c.bench("footer of {n:,} chunks: random single-chunk reads (lookup)", "ArrayFile", c.PER_CALL,
+             lambda s: s.n_lookups, size=lambda s: s._size())
+    def time_lookup(self) -> None:
+        read = self._af.read_array
+        for y, x in self.picks:
+            read("grid", [y, x], [1, 1])
 
 
-SUITES: dict[str, list[type]] = {"a": [ManyArrays], "b": [BigArray], "c": [Footer]}
+# --- (d) growth with the number of arrays ----------------------------------------------
+
+
+class Growth:
+    """10 to 100,000 arrays of 100 float64 in one file: write, open, open + read all."""
+
+    label = "d"
+    baseline = (PLAIN,)
+    params: ClassVar[list[int]] = [10, 100, 1_000, 10_000, 100_000]
+    param_names: ClassVar[list[str]] = ["arrays"]
+    bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 3}
+    memory: ClassVar[list[tuple[int, int, int, int]]] = []  # (arrays, bytes, held, peak)
+
+    def setup(self, count: int) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-af-")
+        self.dir = self._tmp.name
+        self.count = count
+        rng = np.random.default_rng()
+        data = rng.standard_normal((count, 100)).round(3)
+        self.arrays = list(data)
+        self.names = [f"a{i:06d}" for i in range(count)]
+        self.nbytes = data.nbytes
+        self._write_af("read.af")
+        _write_plain(os.path.join(self.dir, "read.plain"), self.names, self.arrays, fsync=False)
+        self._measure_memory()
+
+    def teardown(self, *params: Any) -> None:
+        self._tmp.cleanup()
+
+    def _write_af(self, name: str) -> None:
+        path = os.path.join(self.dir, name)
+        with ArrayFile.create(path, config=FileConfig(codec=None)) as f:
+            for n, x in zip(self.names, self.arrays, strict=True):
+                f.define_array(n, x.dtype, ["t"], x.shape)
+                f.write_array(n, [0], x)
+
+    def _measure_memory(self) -> None:
+        tracemalloc.start()
+        try:
+            f = ArrayFile.open(os.path.join(self.dir, "read.af"), config=FileConfig(codec=None))
+            held = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            for n in self.names:
+                f.read_array(n)
+            peak = tracemalloc.get_traced_memory()[1]
+            f.close()
+        finally:
+            tracemalloc.stop()
+        size = os.path.getsize(os.path.join(self.dir, "read.1.af"))
+        self.memory.append((self.count, size, held, peak))
+
+    def prepare(self, name: str) -> None:
+        if name == "time_write_arrayfile":
+            for n in os.listdir(self.dir):
+                if n.startswith("w."):
+                    c.remove(os.path.join(self.dir, n))
+        elif name == "time_write_plain":
+            c.remove(os.path.join(self.dir, "w.plain"))
+
+    def _size(self) -> str:
+        return f"{self.count:,} x 800 B"
+
+    @c.bench("growth, {count:,} arrays: write all", "ArrayFile", c.PER_CALL, lambda s: s.count,
+             size=lambda s: s._size())
+    def time_write_arrayfile(self) -> None:
+        self._write_af("w.af")
+
+    @c.bench("growth, {count:,} arrays: write all", PLAIN, c.PER_CALL, lambda s: s.count,
+             size=lambda s: s._size())
+    def time_write_plain(self) -> None:
+        _write_plain(os.path.join(self.dir, "w.plain"), self.names, self.arrays, fsync=False)
+
+    @c.bench("growth, {count:,} arrays: open", "ArrayFile", c.PER_CALL, lambda s: s.count,
+             size=lambda s: s._size())
+    def time_open(self) -> None:
+        ArrayFile.open(os.path.join(self.dir, "read.af"), config=FileConfig(codec=None)).close()
+
+    @c.bench("growth, {count:,} arrays: open + read all", "ArrayFile", c.PER_CALL, lambda s: s.count,
+             size=lambda s: s._size())
+    def time_read_arrayfile(self) -> None:
+        with ArrayFile.open(os.path.join(self.dir, "read.af"),
+                            config=FileConfig(codec=None)) as f:
+            for n in self.names:
+                f.read_array(n)
+
+    @c.bench("growth, {count:,} arrays: open + read all", PLAIN, c.PER_CALL, lambda s: s.count,
+             size=lambda s: s._size())
+    def time_read_plain(self) -> None:
+        _read_plain(os.path.join(self.dir, "read.plain"), self.names, np.float64)
+
+
+def memory_table() -> str:
+    """The memory figures suite d measured, as Markdown."""
+    rows = ["| arrays | file size | held by an open handle | per array | peak of open + read all |",
+            "|---|---|---|---|---|"]
+    for count, size, held, peak in Growth.memory:
+        rows.append(f"| {count:,} | {c.human_bytes(size)} | {c.human_bytes(held)} | "
+                    f"{held / count:,.0f} B | {c.human_bytes(peak)} |")
+    return "\n".join(rows)
+
+
+SUITES: dict[str, list[type]] = {
+    "a": [ManyArrays], "b": [BigArray], "c": [Footer], "d": [Growth],
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -385,25 +602,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--codecs", default="none,lz4", help="comma-separated: none,lz4")
     args = ap.parse_args(argv)
     only = c.selected_suites(ap, args, list(SUITES))
-    if icechunk is None:
+    if icechunk is None and ("a" in only or "b" in only):
         ap.error("the icechunk peer is missing: pip install 'dafzarr[bench]'")
     codecs = [s.strip() for s in args.codecs.split(",") if s.strip()]
     for key in only:
         for cls in SUITES[key]:
-            if hasattr(cls, "params"):
-                cls.params = codecs
+            if getattr(cls, "param_names", None) == ["codec"]:
+                setattr(cls, "params", codecs)  # noqa: B010 - not every suite has params
+    if c.quick():
+        Growth.params = [n for n in Growth.params if n <= 10_000]
     rounds = args.rounds or 3
     with c.RunClock() as clock:
         results = c.run_suites(SUITES, only, rounds)
     c.report("ArrayFile benchmarks", [
         (f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, icechunk "
-         f"{icechunk.__version__}"),
+         f"{icechunk.__version__ if icechunk is not None else 'not installed'}"),
         *clock.lines(rounds),
     ], results, (
         "Rates use MB = 10^6 bytes; random reads are in µs per chunk read (lower is "
         "better). ratio = how many times faster than the named peer (medians). Targets are "
         "informational."
     ))
+    if Growth.memory:
+        print("\nMemory (suite d, tracemalloc: Python objects and numpy buffers):\n")
+        print(memory_table())
     return 0
 
 if __name__ == "__main__":

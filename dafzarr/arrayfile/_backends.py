@@ -95,6 +95,9 @@ class Backend:
     """Abstract object access; keys are '/'-separated names (absolute paths for files)."""
 
     ident: str
+    #: Whether :meth:`read_into` reads straight into the caller's buffers (worth using for
+    #: chunk-sized reads); otherwise readers fetch whole blocks and cache them.
+    direct_reads = False
 
     def tail(self, key: str, n: int) -> Tail:
         raise NotImplementedError
@@ -108,6 +111,19 @@ class Backend:
         """The bytes of each ``(start, end)`` of one version of ``key`` (concurrently where
         the store allows it)."""
         return [self.read(key, version, a, b) for a, b in ranges]
+
+    def read_into(self, key: str, version: str, start: int, buffers: Sequence[memoryview]
+                  ) -> None:
+        """Fill ``buffers`` in order with the bytes of one version of ``key`` from ``start``
+        (``EOFError`` if the object ends first)."""
+        end = start + sum(b.nbytes for b in buffers)
+        data = memoryview(self.read(key, version, start, end)).cast("B")
+        if data.nbytes != end - start:
+            raise EOFError(f"{key}: short read of [{start}, {end})")
+        pos = 0
+        for b in buffers:
+            b[:] = data[pos : pos + b.nbytes]
+            pos += b.nbytes
 
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
         """Store ``parts`` concatenated as ``key`` atomically; return the new version token.
@@ -137,6 +153,28 @@ class Backend:
 # --- Local files -----------------------------------------------------------------------
 
 
+class _LocalFile(FileSource):
+    """A :class:`~dafzarr._io.FileSource` that also reads straight into buffers."""
+
+    def read_into(self, start: int, buffers: Sequence[memoryview]) -> None:
+        """Fill ``buffers`` in order from ``start`` with ``preadv`` (no intermediate copy)."""
+        bufs = list(buffers)
+        i, pos = 0, start
+        while i < len(bufs):
+            n = os.preadv(self._fd, bufs[i : i + _IOV_MAX], pos)
+            if n == 0:
+                raise EOFError(f"{self.where}: short read at {pos}")
+            pos += n
+            while i < len(bufs) and n >= bufs[i].nbytes:
+                n -= bufs[i].nbytes
+                i += 1
+            if n:
+                bufs[i] = bufs[i][n:]
+
+
+_IOV_MAX = 1024  # POSIX requires at least 16; Linux allows 1024 buffers per call
+
+
 class LocalBackend(Backend):
     """Files on a POSIX file system; writes go to a temporary file then are renamed or linked.
 
@@ -144,17 +182,19 @@ class LocalBackend(Backend):
     seeing the generation it opened even after the name is replaced.
     """
 
+    direct_reads = True
+
     def __init__(self) -> None:
         self.ident = "file"
-        self._sources: dict[str, FileSource] = {}
+        self._sources: dict[str, _LocalFile] = {}
         self._lock = threading.Lock()
 
-    def _source(self, key: str, version: str | None) -> FileSource:
+    def _source(self, key: str, version: str | None) -> _LocalFile:
         with self._lock:
             cur = self._sources.get(key)
             if cur is not None and (version is None or cur.version == version):
                 return cur
-        src = FileSource(key)
+        src = _LocalFile(key)
         if version is not None and src.version != version:
             src.close()
             raise FileNotFoundError(errno.ESTALE, f"{key} was replaced since it was opened", key)
@@ -173,8 +213,18 @@ class LocalBackend(Backend):
     def read(self, key: str, version: str, start: int, end: int) -> Buffer:
         return self._source(key, version).read(start, end)
 
+    def read_into(self, key: str, version: str, start: int, buffers: Sequence[memoryview]
+                  ) -> None:
+        self._source(key, version).read_into(start, buffers)
+
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
+        parts = list(parts)
         directory = os.path.dirname(key) or "."
+        staged = _staged_prefix(parts, directory)
+        if staged is not None:
+            version = _put_staged(key, directory, staged, parts, create_only=create_only)
+            if version is not None:
+                return version
         tmp = os.path.join(directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
@@ -224,6 +274,73 @@ class LocalBackend(Backend):
             sources, self._sources = self._sources, {}
         for src in sources.values():
             src.close()
+
+
+def _staged_prefix(parts: list[Any], directory: str) -> tuple[int, int] | None:
+    """``(fd, length)`` when ``parts`` starts with ranges that lay out ``[0, length)`` of one
+    unnamed temporary file (``O_TMPFILE``) on the file system of ``directory``, and the other
+    parts are bytes: that file can then become the object itself, with the rest appended."""
+    first = parts[0] if parts else None
+    if not isinstance(first, FileRange):
+        return None
+    fd, end, tail = first.fd, 0, False
+    for part in parts:
+        if not isinstance(part, FileRange):
+            tail = True
+        elif tail or part.fd != fd or part.offset != end:
+            return None
+        else:
+            end += part.length
+    try:
+        st = os.fstat(fd)
+        same_fs = st.st_dev == os.stat(directory).st_dev
+    except OSError:
+        return None
+    return (fd, end) if st.st_nlink == 0 and same_fs else None
+
+
+def _put_staged(key: str, directory: str, staged: tuple[int, int], parts: list[Any], *,
+                create_only: bool) -> str | None:
+    """Append the parts after the staged ranges to the staged file, make it durable and link
+    it in as ``key``; None when the file cannot be linked (the caller copies instead)."""
+    fd, end = staged
+    os.ftruncate(fd, end)  # an earlier attempt may have appended its own footer
+    pos = end
+    for part in parts:
+        if isinstance(part, FileRange):
+            continue
+        view = memoryview(part).cast("B")
+        done = 0
+        while done < len(view):
+            n = os.pwrite(fd, view[done:], pos + done)
+            if n <= 0:
+                raise OSError(f"{key}: short write ({done} bytes)")
+            done += n
+        pos += done
+    os.fsync(fd)
+    st = os.fstat(fd)
+    source = f"/proc/self/fd/{fd}"
+    target = key if create_only else os.path.join(
+        directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        # a directory descriptor makes os.link call linkat(), which follows the /proc link
+        # to the file (plain link() would try to link the symbolic link itself)
+        os.link(source, target, src_dir_fd=dir_fd, follow_symlinks=True)
+    except FileExistsError:
+        raise  # another writer's object
+    except OSError:
+        return None  # no /proc, or linking refused: copy the bytes instead
+    finally:
+        os.close(dir_fd)
+    if not create_only:
+        try:
+            os.replace(target, key)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)
+    _fsync_dir(directory)
+    return file_version(os.stat(key)) if create_only else file_version(st)
 
 
 def _fsync_dir(directory: str) -> None:

@@ -53,7 +53,7 @@ def compact(
 ) -> list[dict[str, Any]]:
     """Write the new base, then delete the sidecars oldest first; ``records.layers`` follow
     (also when a delete fails). The statistics of the new base, for the caller to write."""
-    alloc = BlockAllocator(config, spill_dir)
+    alloc = BlockAllocator(config, spill_dir, stage=spill_dir is not None)
     try:
         entries, stats = repack(records, reader, alloc)
         base = write_layer(backend, records.key, "", records.layers, entries, alloc.finish(),

@@ -35,7 +35,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import numpy as np
 
@@ -45,11 +45,12 @@ from ._backends import Backend, LocalBackend, MemoryBackend
 from ._cache import DeltaCache
 from ._compact import compact
 from ._config import FileConfig
+from ._direct import whole_array_runs
 from ._flush import flush
 from ._footer import layer_from_footer
 from ._geometry import chunks_in, clipped, region
 from ._reader import ChunkReader
-from ._records import ArrayInfo, ArrayStats, Records, new_meta
+from ._records import ArrayInfo, ArrayStats, Layer, Meta, Records, new_meta
 from ._sidecars import discover, load_layer, load_stats, resolve_target, write_stats
 from ._stats import array_stats, updated_stats
 from ._types import as_array, attribute_to_python, chunk_stats, encode_chunk, python_to_attribute
@@ -57,6 +58,19 @@ from ._types import as_array, attribute_to_python, chunk_stats, encode_chunk, py
 __all__ = ["ArrayFile"]
 
 _PRIVATE = object()
+
+
+def _direct_buffer(
+    meta: Meta, coord: tuple[int, ...], src: tuple[Any, ...], dst: np.ndarray
+) -> memoryview | None:
+    """``dst`` (where chunk ``coord`` goes in a result) as bytes, if the chunk is wanted
+    whole and ``dst`` is contiguous, so that the stored chunk can be read into it as is."""
+    if not dst.flags.c_contiguous:
+        return None
+    cshape = clipped(meta, coord)
+    if cshape and any(s.start != 0 or s.stop != c for s, c in zip(src, cshape, strict=True)):
+        return None
+    return memoryview(cast(Any, dst.reshape(-1).view(np.uint8)))
 
 
 class ArrayFile:
@@ -89,6 +103,8 @@ class ArrayFile:
         self._reader = ChunkReader(backend, self._cache, key)
         self._alloc: BlockAllocator | None = None
         self._stats: list[dict[str, Any]] = []
+        # the statistics entries by name, made on first use for the entries it names
+        self._stats_by_name: tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] | None = None
         self._stats_gen = 0
         self._closed = False
 
@@ -245,20 +261,37 @@ class ArrayFile:
             meta = records.meta(name)
             info = meta.require_info()
             st, sh = region(meta, start, shape)
+            out = np.empty(sh, dtype=info.np_dtype)
+            whole = whole_array_runs(records, reader, meta) if sh == meta.shape else None
+            if whole is not None:
+                raw = memoryview(cast(Any, out.reshape(-1).view(np.uint8)))
+                reader.read_runs([(layer, begin, begin + size, [raw[at : at + size]])
+                                  for layer, begin, at, size in whole])
+                return out
             pieces = list(chunks_in(meta, st, sh))
-            lone = len(pieces) == 1
-            if lone and pieces[0][1] == pieces[0][2] and sh == clipped(meta, pieces[0][0]):
-                # exactly one whole chunk: decode it straight into the result
-                coord = pieces[0][0]
-                loc = records.locate(meta, meta.key(coord))
-                if loc is not None:
-                    return reader.chunk_values(meta, coord, loc, self._alloc, direct=True).copy()
-            out = np.full(sh, meta.element(), dtype=info.np_dtype)
+            # a chunk of an uncompressed local block is read by itself, not with its block
+            direct = len(pieces) == 1 or reader.backend.direct_reads
+            # chunks of uncompressed blocks go straight from the file into ``out``: one
+            # vectored read per run of chunks that are adjacent in the file
+            runs: list[tuple[Layer, int, int, list[memoryview]]] = []
             for coord, dst, src in pieces:
                 loc = records.locate(meta, meta.key(coord))
                 if loc is None:
+                    out[dst] = meta.element()
                     continue
-                out[dst] = reader.chunk_values(meta, coord, loc, self._alloc, direct=lone)[src]
+                buf = None if info.vlen else _direct_buffer(meta, coord, src, out[dst])
+                span = None if buf is None else reader.direct_span(loc)
+                if span is not None and buf is not None and span[2] == buf.nbytes:
+                    layer, begin, size = span
+                    last = runs[-1] if runs else None
+                    if last is not None and last[0] is layer and last[2] == begin:
+                        last[3].append(buf)
+                        runs[-1] = (layer, last[1], begin + size, last[3])
+                    else:
+                        runs.append((layer, begin, begin + size, [buf]))
+                    continue
+                out[dst] = reader.chunk_values(meta, coord, loc, self._alloc, direct=direct)[src]
+            reader.read_runs(runs)
             return out
 
     async def read_array_async(
@@ -296,7 +329,8 @@ class ArrayFile:
                                 chunk_stats(info, meta.fill, values)))
             p = records.for_write(name)
             if self._alloc is None:
-                self._alloc = BlockAllocator(self._config, self._spill_dir())
+                spill = self._spill_dir()
+                self._alloc = BlockAllocator(self._config, spill, stage=spill is not None)
             for key, coord, payload, stats in encoded:
                 bid, off, size = self._alloc.append(payload)
                 p.chunks[key] = (coord, bid, off, size, stats)
@@ -344,7 +378,11 @@ class ArrayFile:
         """Statistics of ``name`` as of the last flush, or None if there are none."""
         with self._lock:
             self._check_open()
-            return array_stats(self._records.meta(name), self._stats)
+            meta = self._records.meta(name)
+            by_name = self._stats_by_name
+            if by_name is None or by_name[0] is not self._stats:  # the entries changed
+                by_name = self._stats_by_name = (self._stats, {e["name"]: e for e in self._stats})
+            return array_stats(meta, by_name[1])
 
     # --- Compaction --------------------------------------------------------------------
 

@@ -58,14 +58,16 @@ def layer_from_footer(
                            codec)
     keys, values = footer["attr_keys"], footer["attr_values"]
     arrays: dict[str, LayerArray] = {}
+    stored: list[tuple[Meta, fmt.ChunkTable]] = []
     for a in footer["arrays"]:
         meta = _meta_from_footer(key, a, keys, values)
         table: fmt.ChunkTable = a["layout"]["storage"]["chunks"]
         if len(table):
-            _check_table(key, meta, table, blocks)
+            stored.append((meta, table))
         else:
             table = fmt.ChunkTable.empty(len(meta.shape))
         arrays[meta.name] = LayerArray(meta, bool(a["deleted"]), table)
+    _check_tables(key, stored, blocks)
     layer = Layer(key, number, version, footer, blocks, arrays, segments=segments)
     if segments is None:
         blocks_end = max((b[0] + b[1] for b in blocks.values()), default=0)
@@ -94,6 +96,43 @@ def _meta_from_footer(key: str, a: dict[str, Any], keys: list[str], values: list
         attrs[keys[p["k"]]] = values[p["v"]]
     return Meta(name, a["dtype"], info, shape, list(layout["dimension_names"]),
                 chunk_shape, a["fill_value"], attrs)
+
+
+def _check_tables(key: str, stored: list[tuple[Meta, fmt.ChunkTable]], blocks: BlockMap
+                  ) -> None:
+    """:func:`_check_table` of every array of a layer in a few passes over all their chunks;
+    when one fails, the array at fault is found and named."""
+    if not stored:
+        return
+    if _tables_ok(stored, blocks):
+        return
+    for meta, table in stored:
+        _check_table(key, meta, table, blocks)
+    raise corrupt(key, "a chunk table does not fit its array or its blocks")
+
+
+def _tables_ok(stored: list[tuple[Meta, fmt.ChunkTable]], blocks: BlockMap) -> bool:
+    by_ndim: dict[int, list[tuple[Meta, fmt.ChunkTable]]] = {}
+    for meta, table in stored:
+        if table.coords.shape[1] != len(meta.shape):
+            return False
+        by_ndim.setdefault(len(meta.shape), []).append((meta, table))
+    for ndim, group in by_ndim.items():
+        if ndim == 0:
+            continue
+        coords = np.concatenate([t.coords for _, t in group])
+        grids = np.repeat(np.array([m.grid for m, _ in group], np.uint64),
+                          [len(t) for _, t in group], axis=0)
+        if np.any(coords >= grids):
+            return False
+    addrs = np.concatenate([t.addrs for _, t in stored]).astype(np.int64)
+    ids = np.array(sorted(blocks), np.int64)
+    if not len(ids):
+        return False
+    usize = np.array([blocks[i][2] for i in ids.tolist()], np.int64)
+    where = np.minimum(np.searchsorted(ids, addrs[:, 0]), len(ids) - 1)
+    return bool(np.all(ids[where] == addrs[:, 0])
+                and np.all(addrs[:, 1] + addrs[:, 2] <= usize[where]))
 
 
 def _check_table(key: str, meta: Meta, table: fmt.ChunkTable, blocks: BlockMap) -> None:

@@ -71,9 +71,22 @@ class _ChunkTableType(r.Vec):
         super().__init__(r.Struct([], 32, 8))
 
     def read(self, dec: r.Decoder, pos: int) -> ChunkTable:
+        """The table's place and size; its rows are filled by :func:`_fill_tables` once the
+        whole footer is read (one vectorised pass over every table of the footer)."""
         start, n = self.locate(dec, pos)
         if n == 0:
             return ChunkTable.empty(0)
+        if n >= _BIG_TABLE:  # numpy's per-call cost is small next to the table: read it now
+            return self._read_now(dec, pos, start, n)
+        (ndim,) = struct.unpack_from("<Q", dec.buf, start + 8)
+        if ndim > 64:
+            raise r.RkyvError(f"chunk table at {pos}: {ndim} coordinates per chunk")
+        dec.charge(4 * ndim * n, f"chunk table at {pos}")
+        table = ChunkTable(np.zeros((n, ndim), np.uint32), np.zeros((n, 3), np.uint32))
+        dec.later.append((start, n, ndim, table))
+        return table
+
+    def _read_now(self, dec: r.Decoder, pos: int, start: int, n: int) -> ChunkTable:
         entries = np.frombuffer(dec.buf, _ENTRY, count=n, offset=start)
         lens = entries["clen"]
         ndim = int(lens[0])
@@ -109,12 +122,53 @@ class _ChunkTableType(r.Vec):
         return (start, n)
 
 
+_BIG_TABLE = 4096  # tables this long are read at once, shorter ones together (_fill_tables)
+
+
 def _addrs(entries: np.ndarray) -> npt.NDArray[np.uint32]:
     out = np.empty((entries.shape[0], 3), np.uint32)
     out[:, 0] = entries["blk"]
     out[:, 1] = entries["off"]
     out[:, 2] = entries["size"]
     return out
+
+
+def _fill_tables(dec: r.Decoder) -> None:
+    """Fill the rows of every chunk table the decoder met (see ``_ChunkTableType.read``)."""
+    tables = dec.later
+    if not tables:
+        return
+    starts = np.array([t[0] for t in tables], np.int64)
+    counts = np.array([t[1] for t in tables], np.int64)
+    ndims = np.array([t[2] for t in tables], np.int64)
+    total = int(counts.sum())
+    ends = np.cumsum(counts)
+    rank = np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
+    pos = np.repeat(starts, counts) + 32 * rank  # every entry, 8-aligned (checked by locate)
+    w64 = np.frombuffer(dec.buf, "<i8", count=dec.n // 8)
+    w32 = np.frombuffer(dec.buf, "<u4", count=dec.n // 4)
+    nd = np.repeat(ndims, counts)
+    if np.any(w64[pos // 8 + 1] != nd):
+        bad = int(np.searchsorted(ends, int(np.argmax(w64[pos // 8 + 1] != nd)), "right"))
+        raise r.RkyvError(f"chunk table at {tables[bad][0]}: coordinates of different lengths")
+    words = pos // 4
+    addrs = np.stack([w32[words + 4], w32[words + 5], w32[words + 6]], axis=1)
+    cpos = w64[pos // 8] + pos
+    bad_pos = (nd > 0) & ((cpos < 0) | (cpos + 4 * nd > dec.n) | (cpos % 4 != 0))
+    if np.any(bad_pos):
+        bad = int(np.searchsorted(ends, int(np.argmax(bad_pos)), "right"))
+        raise r.RkyvError(f"chunk table at {tables[bad][0]}: a coordinate lies outside the payload")
+    for (_, _, _, table), a in zip(tables, np.split(addrs, ends[:-1]), strict=True):
+        table.addrs = a
+    for d in np.unique(ndims).tolist():
+        if d == 0:
+            continue
+        rows = nd == d
+        which = np.flatnonzero(ndims == d)
+        coords = w32[(cpos[rows] // 4)[:, None] + np.arange(d)]
+        cuts = np.cumsum(counts[which])[:-1]
+        for i, c in zip(which.tolist(), np.split(coords, cuts), strict=True):
+            tables[i][3].coords = c
 
 
 # --- Schema ----------------------------------------------------------------------------
@@ -245,7 +299,9 @@ def decode_footer(payload: bytes | memoryview) -> dict[str, Any]:
             f"footer version {version} is not supported (this reader knows 4 and 5)"
         )
     try:
-        footer: dict[str, Any] = r.decode_root(FOOTERS[version], payload)
+        dec = r.Decoder(payload)
+        footer: dict[str, Any] = r.decode_root_with(FOOTERS[version], dec)
+        _fill_tables(dec)
     except (r.RkyvError, UnicodeDecodeError, struct.error) as exc:
         raise CorruptFooterError(
             f"footer v{version} does not decode ({exc}); files written by array-format 0.7 "

@@ -94,7 +94,10 @@ class ChunkReader:
             raise corrupt(layer.key, f"block {bid} is not in the footer") from None
         raw = self.cache.io.get(ck) if codec is not None else None
         if raw is None:
-            raw = self.backend.read(layer.key, layer.version, off, off + csize)
+            try:
+                raw = self.backend.read(layer.key, layer.version, off, off + csize)
+            except EOFError:
+                raw = b""
             if len(raw) != csize:
                 raise corrupt(layer.key, f"block {bid} is truncated")
             if codec is not None:
@@ -102,6 +105,34 @@ class ChunkReader:
         block = seg.decode_block(codec, raw, usize, what=f"{layer.key}: block {bid}")
         self.cache.blocks.put(ck, block)
         return block
+
+    def block_cached(self, layer: Layer, bid: int) -> bool:
+        """Whether block ``bid`` of ``layer`` is in the decoded-block cache."""
+        return self.cache.blocks.get(self._cache_key(layer, bid)) is not None
+
+    def direct_span(self, loc: Any) -> tuple[Layer, int, int] | None:
+        """``(layer, offset in the object, size)`` of a committed chunk that can be read
+        straight into the caller's memory: its block is uncompressed and not cached, and the
+        backend reads into buffers. None otherwise."""
+        if loc[0] == "p" or not self.backend.direct_reads:
+            return None
+        layer, la, row = loc
+        bid, off, size = la.table.addrs[row].tolist()
+        block = layer.blocks.get(bid)
+        if block is None or block[3] is not None or off + size > block[2]:
+            return None
+        if self.block_cached(layer, bid):
+            return None
+        return layer, block[0] + off, size
+
+    def read_runs(self, runs: list[tuple[Layer, int, int, list[memoryview]]]) -> None:
+        """Fill each run's buffers from ``[start, end)`` of its layer (one vectored read per
+        run of chunks adjacent in the object)."""
+        for layer, start, _, buffers in runs:
+            try:
+                self.backend.read_into(layer.key, layer.version, start, buffers)
+            except EOFError:
+                raise corrupt(layer.key, f"a block is truncated (read at {start})") from None
 
     def raw_chunk(self, loc: Any, alloc: BlockAllocator | None, *, direct: bool = False) -> Any:
         """The stored bytes of a chunk (``alloc`` holds the pending blocks). ``direct``: a
@@ -119,7 +150,10 @@ class ChunkReader:
                 self._cache_key(layer, bid)
             ) is None:
                 start = meta[0] + off
-                data = self.backend.read(layer.key, layer.version, start, start + size)
+                try:
+                    data = self.backend.read(layer.key, layer.version, start, start + size)
+                except EOFError:
+                    data = b""
                 if len(data) != size:
                     raise corrupt(layer.key, f"block {bid} is truncated")
                 return data

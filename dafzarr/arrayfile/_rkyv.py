@@ -59,6 +59,7 @@ __all__ = [
     "Type",
     "Vec",
     "decode_root",
+    "decode_root_with",
     "encode_root",
 ]
 
@@ -72,13 +73,15 @@ def _align_up(n: int, a: int) -> int:
 class Decoder:
     """A payload being read: the bytes, plus bounds checks that name what was being read."""
 
-    __slots__ = ("buf", "depth", "left", "n")
+    __slots__ = ("buf", "depth", "later", "left", "n")
 
     def __init__(self, buf: bytes | bytearray | memoryview) -> None:
         self.buf = memoryview(buf).cast("B")
         self.n = len(self.buf)
         self.depth = 0
         self.left = self.n  # bytes that out-of-line claims may still take (see the module doc)
+        # values whose contents a type fills in one pass once the whole payload is read
+        self.later: list[Any] = []
 
     def charge(self, size: int, what: str) -> None:
         """Count ``size`` out-of-line bytes against the payload's size; refuse aliasing."""
@@ -90,6 +93,8 @@ class Decoder:
         self.left -= size
 
     def check(self, pos: int, size: int, align: int, what: str) -> None:
+        if pos >= 0 and size >= 0 and pos + size <= self.n and not pos % align:
+            return
         if pos < 0 or size < 0 or pos + size > self.n:
             raise RkyvError(
                 f"{what}: range [{pos}, {pos + size}) lies outside the {self.n}-byte payload"
@@ -160,7 +165,9 @@ class Prim(Type):
         self.size = self.align = struct.calcsize(self.fmt)
 
     def read(self, dec: Decoder, pos: int) -> Any:
-        dec.check(pos, self.size, self.align, "scalar")
+        size = self.size
+        if pos < 0 or pos + size > dec.n or pos % size:  # a scalar's alignment is its size
+            dec.check(pos, size, self.align, "scalar")
         return struct.unpack_from(self.fmt, dec.buf, pos)[0]
 
     def write(self, enc: Encoder, pos: int, value: Any, res: Any) -> None:
@@ -233,6 +240,9 @@ class _String(Type):
 STRING: Type = _String()
 
 
+_VEC_HEAD = struct.Struct("<qQ")
+
+
 class Vec(Type):
     """``Vec<T>`` / ``Box<[T]>``: ``{offset: i64, len: u64}`` pointing at contiguous elements."""
 
@@ -245,13 +255,15 @@ class Vec(Type):
     @property
     def elem(self) -> Type:
         e = self._elem
-        return e if isinstance(e, Type) else e()
+        if not isinstance(e, Type):
+            e = self._elem = e()
+        return e
 
     def locate(self, dec: Decoder, pos: int) -> tuple[int, int]:
         """The (absolute start, length) of the element array."""
         dec.check(pos, 16, 8, "vector")
-        start = dec.target(pos, "vector")
-        (n,) = struct.unpack_from("<Q", dec.buf, pos + 8)
+        off, n = _VEC_HEAD.unpack_from(dec.buf, pos)
+        start = pos + off
         e = self.elem
         if n > dec.n:
             raise RkyvError(f"vector at {pos} claims {n} elements in a {dec.n}-byte payload")
@@ -262,6 +274,8 @@ class Vec(Type):
     def read(self, dec: Decoder, pos: int) -> Any:
         start, n = self.locate(dec, pos)
         e = self.elem
+        if type(e) is Prim:  # one unpack for a vector of scalars (bounds checked by locate)
+            return list(struct.unpack_from(f"<{n}{e.fmt[1:]}", dec.buf, start))
         return [e.read(dec, start + i * e.size) for i in range(n)]
 
     def deps(self, enc: Encoder, value: Any) -> Any:
@@ -370,7 +384,9 @@ class Enum(Type):
         if tag not in self.variants:
             raise RkyvError(f"enum at {pos} has the unknown tag {tag}")
         name, fields = self.variants[tag]
-        return (name, *(t.read(dec, pos + off) for t, off in fields))
+        if not fields:
+            return (name,)
+        return (name, *[t.read(dec, pos + off) for t, off in fields])
 
     def deps(self, enc: Encoder, value: Any) -> Any:
         _, fields = self.variants[self.tags[value[0]]]
@@ -423,7 +439,11 @@ def encode_root(root: Type, value: Any) -> bytes:
 
 def decode_root(root: Type, payload: bytes | bytearray | memoryview) -> Any:
     """Decode a payload whose root value of type ``root`` sits at its end."""
-    dec = Decoder(payload)
+    return decode_root_with(root, Decoder(payload))
+
+
+def decode_root_with(root: Type, dec: Decoder) -> Any:
+    """:func:`decode_root` with a given decoder (whose ``later`` list the caller reads)."""
     pos = dec.n - root.size
     if pos < 0:
         raise RkyvError(f"the {dec.n}-byte payload is smaller than its {root.size}-byte root")

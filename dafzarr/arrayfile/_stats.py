@@ -64,11 +64,16 @@ def updated_stats(
     return list(table.values()) if changed else None
 
 
-def array_stats(meta: Meta, entries: list[dict[str, Any]]) -> ArrayStats | None:
-    """The user's view of ``meta``'s statistics entry, or None if there is none."""
-    for e in entries:
-        if e["name"] == meta.name:
-            return ArrayStats(stat_to_python(meta.info, e["min"]),
-                              stat_to_python(meta.info, e["max"]),
-                              int(e["null_count"]), int(e["row_count"]))
-    return None
+def array_stats(meta: Meta, entries: list[dict[str, Any]] | dict[str, dict[str, Any]]
+                ) -> ArrayStats | None:
+    """The user's view of ``meta``'s statistics entry, or None if there is none.
+    ``entries``: the statistics entries, or those entries by array name."""
+    if isinstance(entries, dict):
+        found = entries.get(meta.name)
+    else:
+        found = next((e for e in entries if e["name"] == meta.name), None)
+    if found is None:
+        return None
+    return ArrayStats(stat_to_python(meta.info, found["min"]),
+                      stat_to_python(meta.info, found["max"]),
+                      int(found["null_count"]), int(found["row_count"]))

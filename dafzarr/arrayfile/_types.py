@@ -56,15 +56,22 @@ _FIXED = {
     "Float32": "<f4", "Float64": "<f8", "TimestampNs": "<M8[ns]",
 }
 _BY_NUMPY = {np.dtype(v).newbyteorder("="): k for k, v in _FIXED.items()}
+_BY_TAG: dict[str, DTypeInfo] = {}  # filled below: the element types, made once
 
 
 def dtype_from_tag(tag: str) -> DTypeInfo:
     """The element type of a footer ``DType`` variant (``ValueError`` if unsupported)."""
+    known = _BY_TAG.get(tag)
+    if known is not None:
+        return known
     if tag in _FIXED:
         return DTypeInfo(tag, np.dtype(_FIXED[tag]))
     if tag in ("String", "Binary"):
         return DTypeInfo(tag, np.dtype(object), vlen=True)
     raise ValueError(f"element type {tag} has no implementation (Bool and lists cannot be read)")
+
+
+_BY_TAG.update((tag, dtype_from_tag(tag)) for tag in (*_FIXED, "String", "Binary"))
 
 
 def dtype_info(dtype: Any) -> DTypeInfo:
@@ -252,6 +259,10 @@ def chunk_stats(
             flat = flat[keep]
         if flat.size == 0:
             return None, None, 0
+        lo, hi = flat.min(), flat.max()  # NaN if any is NaN
+        if not (np.isnan(lo) or np.isnan(hi)) and lo != 0 and hi != 0:
+            # no NaN, and no zero whose sign total_cmp would tell apart: the same answer
+            return ("Float", float(lo)), ("Float", float(hi)), int(flat.size)
         keys = _total_order(np.ascontiguousarray(flat))
         lo, hi = flat[int(np.argmin(keys))], flat[int(np.argmax(keys))]
         return ("Float", float(lo)), ("Float", float(hi)), int(flat.size)
