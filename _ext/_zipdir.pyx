@@ -16,6 +16,8 @@ central-directory record, its :class:`Entry` and its index slot, in one compiled
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
+from cpython.dict cimport PyDict_GetItem
+from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -587,3 +589,69 @@ def stage_small_run(object a, object fm, list items not None, Py_ssize_t start):
         tx.write = w
     return i
 
+
+# --- The directory after rewrites and deletes -----------------------------------------------
+
+def live_entries(list entries not None, dict index not None, object dropped not None):
+    """What the next directory lists, in order: each key's live copy (the entry ``index``
+    holds for its name), each folder entry once (its last copy), except the folders named in
+    ``dropped``."""
+    cdef dict folders = None
+    cdef list keep = []
+    cdef Py_ssize_t i, j, n = len(entries), k
+    cdef Entry e, f
+    cdef str name
+    cdef PyObject* live
+    for i in range(n):
+        e = <Entry?>entries[i]
+        name = e.name
+        k = len(name)
+        if k and name[k - 1] == "/":
+            if folders is None:  # the first folder entry: find every folder's last copy
+                folders = {}
+                for j in range(n):
+                    f = <Entry?>entries[j]
+                    if f.name.endswith("/") and f.name not in dropped:
+                        folders[f.name] = f
+            live = PyDict_GetItem(folders, name)
+        else:
+            live = PyDict_GetItem(index, name)
+        if live == <PyObject*>e:
+            keep.append(e)
+    return keep
+
+
+def gather_records(list keep not None, bytearray cd not None):
+    """The directory of the entries ``keep``: their records, copied from ``cd`` (where each
+    entry's ``cd_pos`` and ``cd_len`` say) in order, into one new ``bytearray``."""
+    cdef Py_ssize_t total = 0, pos = 0, size = len(cd)
+    cdef Entry e
+    cdef char* src
+    cdef char* dst
+    for item in keep:
+        e = <Entry?>item
+        if e.cd_pos < 0 or e.cd_pos + e.cd_len > size:
+            raise ValueError(f"entry {e.name!r}: record outside the directory in memory")
+        total += e.cd_len
+    out = bytearray(total)
+    src = PyByteArray_AS_STRING(cd)
+    dst = PyByteArray_AS_STRING(out)
+    for item in keep:
+        e = <Entry>item
+        memcpy(dst + pos, src + e.cd_pos, e.cd_len)
+        pos += e.cd_len
+    return out
+
+
+def renumber(list keep not None):
+    """Set each entry's ``cd_pos`` to its record's place in the directory of ``keep`` (their
+    records in order); return the lowest local-header offset (-1: no entry)."""
+    cdef long long pos = 0, first = -1
+    cdef Entry e
+    for item in keep:
+        e = <Entry?>item
+        e.cd_pos = pos
+        pos += e.cd_len
+        if first < 0 or e.lfh_offset < first:
+            first = e.lfh_offset
+    return first

@@ -22,7 +22,7 @@ import pytest
 
 import dafzarr.zipstore._commit as commit_module
 from dafzarr import MmapZipStore
-from dafzarr._zipdir import SMALL_VALUE_MAX
+from dafzarr._zipdir import SMALL_VALUE_MAX, Entry, gather_records, live_entries, renumber
 from dafzarr.errors import (
     AppendOnlyError,
     ArchiveFullError,
@@ -285,3 +285,32 @@ def test_sigkill_during_batches_leaves_a_committed_state(tmp_path: Path, delay: 
     assert contents in (committed, with_next), (len(reported), len(keys))
     check_archive(path, contents)
 
+
+# --- The directory after rewrites and deletes, gathered in compiled loops --------------------
+
+
+def _reference_live(entries: list[Entry], index: dict[str, Entry], dropped: set[str]) -> list[Entry]:
+    """The definition the compiled ``live_entries`` follows."""
+    folders = {e.name: e for e in entries if e.is_dir and e.name not in dropped}
+    return [e for e in entries if (folders.get(e.name) if e.is_dir else index.get(e.name)) is e]
+
+
+def test_live_entries_and_records_match_their_definition() -> None:
+    names = ["a", "d/", "b", "a", "d/", "e/", "c", "b", "f/"]
+    entries, cd = [], bytearray()
+    for i, name in enumerate(names):
+        record = bytes([i]) * (10 + i)
+        entries.append(Entry(name, 0, 0x800, 0, 1, 1, 100 * i, len(cd), len(record)))
+        cd += record
+    index = {e.name: e for e in entries if not e.is_dir}
+    del index["c"]  # deleted
+    for dropped in (set(), {"d/"}, {"e/", "f/", "d/"}):
+        keep = live_entries(entries, index, dropped)
+        assert keep == _reference_live(entries, index, dropped)
+        records = gather_records(keep, cd)
+        assert records == b"".join(bytes(cd[e.cd_pos : e.cd_pos + e.cd_len]) for e in keep)
+    keep = live_entries(entries, index, set())
+    assert [e.name for e in keep] == ["a", "d/", "e/", "b", "f/"]
+    assert renumber(keep) == 300
+    assert [e.cd_pos for e in keep] == [0, 13, 27, 42, 59]
+    assert live_entries([], {}, set()) == [] and renumber([]) == -1

@@ -41,6 +41,7 @@ from typing import Any
 
 from .._crc import mapped_crc32
 from .._posix import FileMapping
+from .._zipdir import gather_records, renumber
 from . import _format as zf
 from ._read import data_offset
 from ._state import Archive, Txn, live_index
@@ -73,7 +74,7 @@ def write_trailer(a: Archive, fm: FileMapping, at: int, n: int, cd_size: int, cd
     fm.write(at, zf.trailer(n, cd_size, cd_at, len(a.comment)))
 
 
-def _write_past_end(a: Archive, fm: FileMapping, at: int, cd: memoryview | bytes, n: int,
+def _write_past_end(a: Archive, fm: FileMapping, at: int, cd: memoryview | bytearray, n: int,
                     step: str) -> None:
     """Write a directory and its end records at ``at``, the end of the file, with pwrite(2):
     the file grows with what is written (a crash leaves a tail that recovery cuts).
@@ -130,22 +131,12 @@ def make_room(a: Archive, fm: FileMapping, tx: Txn, need: int, room: int, what: 
     tx.live_cd, tx.live_end = new_cd, new_end
 
 
-def _pruned_directory(a: Archive) -> tuple[bytes, list[zf.Entry], list[int]]:
-    """The directory without superseded, deleted and shadowed entries.
-
-    Returns its bytes, its entries and their record positions in it; the entries' own
-    ``cd_pos`` still describe ``a.cd`` until the new directory is installed.
-    """
+def _pruned_directory(a: Archive) -> tuple[bytearray, list[zf.Entry]]:
+    """The directory without superseded, deleted and shadowed entries: its bytes and its
+    entries (gathered in compiled loops); the entries' own ``cd_pos`` still describe
+    ``a.cd`` until the new directory is installed."""
     keep = a.live_entries()
-    cd = a.cd
-    parts = []
-    positions = []
-    pos = 0
-    for e in keep:
-        parts.append(cd[e.cd_pos : e.cd_pos + e.cd_len])
-        positions.append(pos)
-        pos += e.cd_len
-    return b"".join(parts), keep, positions
+    return gather_records(keep, a.cd), keep
 
 
 def place_directory(a: Archive, fm: FileMapping, tx: Txn) -> None:
@@ -155,10 +146,10 @@ def place_directory(a: Archive, fm: FileMapping, tx: Txn) -> None:
     a name), the new directory lists only live entries; the superseded bytes stay in
     the file as dead space, so views of them stay valid.
     """
-    pruned: tuple[bytes, list[zf.Entry], list[int]] | None = None
+    pruned: tuple[bytearray, list[zf.Entry]] | None = None
     if tx.pruned or a.shadowed:
         pruned = _pruned_directory(a)
-        cd: memoryview | bytes = pruned[0]
+        cd: memoryview | bytearray = pruned[0]
         n = len(pruned[1])
     else:
         cd = memoryview(a.cd)
@@ -166,13 +157,11 @@ def place_directory(a: Archive, fm: FileMapping, tx: Txn) -> None:
 
     def install() -> None:  # at the commit point: memory follows the file
         if pruned is not None:
-            data, keep, positions = pruned
-            for e, p in zip(keep, positions, strict=True):
-                e.cd_pos = p
+            data, keep = pruned
+            a.first_listed = renumber(keep)
             a.entries = keep
-            a.cd = bytearray(data)
+            a.cd = data
             a.shadowed = False
-            a.first_listed = min((e.lfh_offset for e in keep), default=-1)
             a.dropped_folders.clear()
             tx.pruned = False
 
