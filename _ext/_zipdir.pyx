@@ -1,16 +1,26 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True
-"""The ZIP central directory parsed in one pass over its bytes, and the index built from it.
+"""The ZIP central directory parsed in one pass over its bytes, and the index built from it;
+small stored entries written in one call.
 
 MmapZipStore opens archives of millions of entries: the fixed 46-byte records, the names and
 the ZIP64 extras are read here with C loops, each entry becomes one compact :class:`Entry`
 (no cyclic garbage collection: an entry holds only numbers and strings), and the index
 of served keys is built in one loop. Every length and offset is checked against the bytes
 present before it is used, with the same messages as the checks they replace.
+
+Inside a batch, a new small entry is written by :func:`append_small` (or a run of them by
+:func:`append_small_many`): local header, data and CRC-32 into the mapping, its
+central-directory record, its :class:`Entry` and its index slot, in one compiled call.
 """
 
 cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_Resize
+from cpython.dict cimport PyDict_GetItem
+from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy, memset
 
 from dafzarr.errors import CorruptArchiveError
 
@@ -317,3 +327,331 @@ def index_entries(list entries not None):
         index[name] = e
         served += 1
     return index, refused, len(index) != served, first
+
+
+# --- Small stored entries written in one call ---------------------------------------------
+
+cdef extern from "_crc32_kernel.h" nogil:
+    uint32_t dz_crc32_copy(uint32_t crc, unsigned char* dst, const unsigned char* src, size_t n)
+    void dz_crc_init()
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+
+dz_crc_init()  # this module's copy of the CRC tables and kernel choice
+
+cdef enum:
+    LFH_ZIP64_EXTRA = 20  # id, length, uncompressed and compressed size
+    CD_ZIP64_EXTRA = 28  # id, length, both sizes, local-header offset
+    VERSION_MADE_BY = 0x031E
+    VERSION_NEEDED = 45
+    DOS_DATE_1980 = 0x0021
+    PAD_EXTRA_ID = 0xDAF1
+
+cdef uint32_t LFH_SIG = 0x04034B50
+cdef uint32_t EXTERNAL_ATTR = 0o100644 << 16
+
+#: Largest value :func:`append_small` writes; larger ones take the general path (which
+#: writes them with pwrite(2), faster than stores into fresh pages of the mapping).
+SMALL_VALUE_MAX = 1 << 14
+
+
+cdef inline void _put16(uint8_t* p, unsigned int v) noexcept nogil:
+    p[0] = v & 0xFF
+    p[1] = (v >> 8) & 0xFF
+
+
+cdef inline void _put32(uint8_t* p, uint32_t v) noexcept nogil:
+    p[0] = v & 0xFF
+    p[1] = (v >> 8) & 0xFF
+    p[2] = (v >> 16) & 0xFF
+    p[3] = (v >> 24) & 0xFF
+
+
+cdef inline void _put64(uint8_t* p, uint64_t v) noexcept nogil:
+    _put32(p, <uint32_t>v)
+    _put32(p + 4, <uint32_t>(v >> 32))
+
+
+cdef inline bint _plain_key(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """Whether an ASCII key is a name the store writes as it is: not empty, no NUL or
+    backslash, no leading or trailing ``/``, no empty, ``.`` or ``..`` component (the checks of
+    ``_input.encode_key``, which gives the error for any other key)."""
+    cdef Py_ssize_t i, start = 0, part
+    cdef uint8_t ch
+    if n == 0 or n > U16_MAX or s[0] == 0x2F or s[n - 1] == 0x2F:
+        return False
+    for i in range(n + 1):
+        ch = s[i] if i < n else 0x2F
+        if ch == 0 or ch == 0x5C:
+            return False
+        if ch == 0x2F:
+            part = i - start
+            if part == 0:
+                return False
+            if s[start] == 0x2E and (part == 1 or (part == 2 and s[start + 1] == 0x2E)):
+                return False
+            start = i + 1
+    return True
+
+
+cdef inline unsigned int _padding(long long lfh_offset, Py_ssize_t name_length) noexcept nogil:
+    """``_format.alignment_padding``: the data starts at a multiple of 8."""
+    cdef unsigned int r = <unsigned int>((lfh_offset + LFH_SIZE + name_length + 20) % 8)
+    cdef unsigned int t
+    if r == 0:
+        return 0
+    t = 8 - r
+    return t if t >= 4 else t + 8
+
+
+cdef long long _append_one(
+    object key, object value, uint8_t* base, long long mapped, list entries, dict index,
+    bytearray cd, long long write, long long room_end, long long tail_limit,
+) except -2:
+    """Write one small stored entry at ``write``; its end, or -1 to leave it to the general
+    path (the key or value needs its checks, the key exists, or there is no room)."""
+    cdef Py_ssize_t n, size, cd_len, cd_old
+    cdef const char* name
+    cdef Py_buffer buf
+    cdef unsigned int pad, header_len
+    cdef long long end
+    cdef uint32_t crc
+    cdef uint8_t* p
+    cdef Entry e
+    if type(key) is not str or not PyUnicode_IS_ASCII(key):
+        return -1
+    name = PyUnicode_AsUTF8AndSize(key, &n)  # the ASCII characters themselves: no copy
+    if not _plain_key(<const uint8_t*>name, n) or key in index:
+        return -1
+    if type(value) is not bytes and type(value) is not bytearray and type(value) is not memoryview:
+        return -1
+    try:
+        PyObject_GetBuffer(value, &buf, PyBUF_SIMPLE)
+    except (BufferError, ValueError):  # not contiguous, or released: the general path says
+        return -1
+    try:
+        size = buf.len
+        if size > SMALL_VALUE_MAX:
+            return -1
+        pad = _padding(write, n)
+        header_len = LFH_SIZE + <unsigned int>n + LFH_ZIP64_EXTRA + pad
+        end = write + header_len + size
+        cd_len = CD_SIZE + n + CD_ZIP64_EXTRA
+        cd_old = len(cd)
+        # The entry must stay below the live directory, and the archive with its new
+        # directory inside max_file_size (the general path says why not).
+        if write < 0 or end > room_end or end > mapped or end + cd_old + cd_len > tail_limit:
+            return -1
+        crc = dz_crc32_copy(0, base + write + header_len, <const unsigned char*>buf.buf,
+                            <size_t>size)
+    finally:
+        PyBuffer_Release(&buf)
+    p = base + write
+    _put32(p, LFH_SIG)
+    _put16(p + 4, VERSION_NEEDED)
+    _put16(p + 6, FLAG_UTF8)
+    _put16(p + 8, 0)  # stored
+    _put16(p + 10, 0)  # time
+    _put16(p + 12, DOS_DATE_1980)
+    _put32(p + 14, crc)
+    _put32(p + 18, <uint32_t>U32_MAX)
+    _put32(p + 22, <uint32_t>U32_MAX)
+    _put16(p + 26, <unsigned int>n)
+    _put16(p + 28, LFH_ZIP64_EXTRA + pad)
+    memcpy(p + LFH_SIZE, name, <size_t>n)
+    p += LFH_SIZE + n
+    _put16(p, ZIP64_EXTRA_ID)
+    _put16(p + 2, 16)
+    _put64(p + 4, <uint64_t>size)
+    _put64(p + 12, <uint64_t>size)
+    if pad:
+        _put16(p + 20, PAD_EXTRA_ID)
+        _put16(p + 22, pad - 4)
+        memset(p + 24, 0, pad - 4)
+    PyByteArray_Resize(cd, cd_old + cd_len)
+    p = <uint8_t*>PyByteArray_AS_STRING(cd) + cd_old
+    _put32(p, CD_SIG)
+    _put16(p + 4, VERSION_MADE_BY)
+    _put16(p + 6, VERSION_NEEDED)
+    _put16(p + 8, FLAG_UTF8)
+    _put16(p + 10, 0)  # stored
+    _put16(p + 12, 0)  # time
+    _put16(p + 14, DOS_DATE_1980)
+    _put32(p + 16, crc)
+    _put32(p + 20, <uint32_t>U32_MAX)
+    _put32(p + 24, <uint32_t>U32_MAX)
+    _put16(p + 28, <unsigned int>n)
+    _put16(p + 30, CD_ZIP64_EXTRA)
+    _put16(p + 32, 0)  # comment
+    _put16(p + 34, 0)  # disk
+    _put16(p + 36, 0)  # internal attributes
+    _put32(p + 38, EXTERNAL_ATTR)
+    _put32(p + 42, <uint32_t>U32_MAX)
+    memcpy(p + CD_SIZE, name, <size_t>n)
+    p += CD_SIZE + n
+    _put16(p, ZIP64_EXTRA_ID)
+    _put16(p + 2, 24)
+    _put64(p + 4, <uint64_t>size)
+    _put64(p + 12, <uint64_t>size)
+    _put64(p + 20, <uint64_t>write)
+    e = Entry.__new__(Entry)
+    e.name = key
+    e.method = 0
+    e.flags = FLAG_UTF8
+    e.crc = crc
+    e.csize = size
+    e.usize = size
+    e.lfh_offset = write
+    e.cd_pos = cd_old
+    e.cd_len = <unsigned int>cd_len
+    e.data_offset = write + header_len
+    e.end_limit = -1
+    e.refused = None
+    entries.append(e)
+    index[key] = e
+    return end
+
+
+cdef uint8_t* _mapped_base(object fm, long long* mapped) except NULL:
+    """The writable mapping's base address and size (checked open and writable)."""
+    if fm.closed or not fm.writable:
+        raise ValueError(f"the mapping of {fm.path} is closed or read-only")
+    mapped[0] = fm.size
+    return <uint8_t*><size_t>fm.address
+
+
+cdef enum:
+    TRAILER_SIZE = 98  # ZIP64 end record, its locator, the end record
+
+
+def stage_small(object a, object fm, object key, object value):
+    """Write a new small stored entry ``key`` into the open batch of the archive state ``a``
+    (a ``zipstore._state.Archive``) through the writable mapping ``fm``: local header and
+    data at the transaction's write offset, its central-directory record appended to
+    ``a.cd``, a new :class:`Entry` to ``a.entries`` and ``a.index``.
+
+    Returns False, having changed nothing, when the general path must write it: no batch
+    open, a key that is not plain ASCII or that exists, a value that is not ``bytes``,
+    ``bytearray`` or a contiguous ``memoryview`` of at most :data:`SMALL_VALUE_MAX` bytes,
+    an entry that would reach the live directory (it must move first), or an archive
+    that would pass ``max_file_size``.
+    """
+    cdef long long mapped, w, end
+    cdef uint8_t* base
+    tx = a.tx
+    if tx is None or not tx.depth or fm is None:
+        return False
+    base = _mapped_base(fm, &mapped)
+    w = tx.write
+    end = _append_one(key, value, base, mapped, a.entries, a.index, a.cd, w, tx.live_cd,
+                      a.max_file_size - TRAILER_SIZE - len(a.comment))
+    if end < 0:
+        return False
+    if a.first_listed < 0:
+        a.first_listed = w
+    tx.write = end
+    return True
+
+
+def stage_small_run(object a, object fm, list items not None, Py_ssize_t start):
+    """:func:`stage_small` of the ``(key, value)`` pairs ``items[start:]`` in order, up to
+    the first that the general path must write; returns its index (``len(items)`` when all
+    were written)."""
+    cdef long long mapped, w, end, w0, room_end, tail_limit
+    cdef uint8_t* base
+    cdef Py_ssize_t i = start, n = len(items)
+    cdef object pair
+    cdef list entries
+    cdef dict index
+    cdef bytearray cd
+    tx = a.tx
+    if tx is None or not tx.depth or fm is None:
+        return start
+    base = _mapped_base(fm, &mapped)
+    w0 = w = tx.write
+    room_end = tx.live_cd
+    tail_limit = a.max_file_size - TRAILER_SIZE - len(a.comment)
+    entries, index, cd = a.entries, a.index, a.cd
+    while i < n:
+        pair = items[i]
+        if type(pair) is not tuple or len(<tuple>pair) != 2:
+            break
+        end = _append_one((<tuple>pair)[0], (<tuple>pair)[1], base, mapped, entries, index,
+                          cd, w, room_end, tail_limit)
+        if end < 0:
+            break
+        w = end
+        i += 1
+    if i > start:
+        if a.first_listed < 0:
+            a.first_listed = w0
+        tx.write = w
+    return i
+
+
+# --- The directory after rewrites and deletes -----------------------------------------------
+
+def live_entries(list entries not None, dict index not None, object dropped not None):
+    """What the next directory lists, in order: each key's live copy (the entry ``index``
+    holds for its name), each folder entry once (its last copy), except the folders named in
+    ``dropped``."""
+    cdef dict folders = None
+    cdef list keep = []
+    cdef Py_ssize_t i, j, n = len(entries), k
+    cdef Entry e, f
+    cdef str name
+    cdef PyObject* live
+    for i in range(n):
+        e = <Entry?>entries[i]
+        name = e.name
+        k = len(name)
+        if k and name[k - 1] == "/":
+            if folders is None:  # the first folder entry: find every folder's last copy
+                folders = {}
+                for j in range(n):
+                    f = <Entry?>entries[j]
+                    if f.name.endswith("/") and f.name not in dropped:
+                        folders[f.name] = f
+            live = PyDict_GetItem(folders, name)
+        else:
+            live = PyDict_GetItem(index, name)
+        if live == <PyObject*>e:
+            keep.append(e)
+    return keep
+
+
+def gather_records(list keep not None, bytearray cd not None):
+    """The directory of the entries ``keep``: their records, copied from ``cd`` (where each
+    entry's ``cd_pos`` and ``cd_len`` say) in order, into one new ``bytearray``."""
+    cdef Py_ssize_t total = 0, pos = 0, size = len(cd)
+    cdef Entry e
+    cdef char* src
+    cdef char* dst
+    for item in keep:
+        e = <Entry?>item
+        if e.cd_pos < 0 or e.cd_pos + e.cd_len > size:
+            raise ValueError(f"entry {e.name!r}: record outside the directory in memory")
+        total += e.cd_len
+    out = bytearray(total)
+    src = PyByteArray_AS_STRING(cd)
+    dst = PyByteArray_AS_STRING(out)
+    for item in keep:
+        e = <Entry>item
+        memcpy(dst + pos, src + e.cd_pos, e.cd_len)
+        pos += e.cd_len
+    return out
+
+
+def renumber(list keep not None):
+    """Set each entry's ``cd_pos`` to its record's place in the directory of ``keep`` (their
+    records in order); return the lowest local-header offset (-1: no entry)."""
+    cdef long long pos = 0, first = -1
+    cdef Entry e
+    for item in keep:
+        e = <Entry?>item
+        e.cd_pos = pos
+        pos += e.cd_len
+        if first < 0 or e.lfh_offset < first:
+            first = e.lfh_offset
+    return first

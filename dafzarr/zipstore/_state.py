@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .._zipdir import index_entries
+from .._zipdir import index_entries, live_entries
 from ..errors import ArchiveFullError
 from . import _format as zf
 
@@ -113,13 +113,7 @@ class Archive:
 
     def live_entries(self) -> list[zf.Entry]:
         """What the next directory lists, in order: each key's live copy, each folder once."""
-        index = self.index
-        dropped = self.dropped_folders
-        folders = {e.name: e for e in self.entries if e.is_dir and e.name not in dropped}
-        return [
-            e for e in self.entries
-            if (folders.get(e.name) if e.is_dir else index.get(e.name)) is e
-        ]
+        return live_entries(self.entries, self.index, self.dropped_folders)
 
     def refused_list(self, most: int = 5) -> str:
         """The refused entries and why, for a message (the first ``most`` of them)."""

@@ -137,7 +137,7 @@ class MmapZipStore(ArchiveHandle):
         return self._read(e)
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._append(key, value)
+        self._set_item(key, value)
 
     def __delitem__(self, key: str) -> None:
         self._delete_sync(key, missing_ok=False)

@@ -10,12 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .._posix import FileMapping
+from .._zipdir import stage_small as _stage_small
+from .._zipdir import stage_small_run as _stage_small_run
 from ..errors import AppendOnlyError, EntryExistsError
 from . import _commit
 from ._read import unchanged
 from ._state import Archive, Txn
 
-__all__ = ["delete_keys", "drop_folders", "keys_under", "refuse_rewrite", "reserve", "stage"]
+__all__ = [
+    "delete_keys", "drop_folders", "keys_under", "refuse_rewrite", "reserve", "stage",
+    "stage_small", "stage_small_run",
+]
 
 
 def refuse_rewrite(path: str, key: str, what: str = "overwrite") -> None:
@@ -44,6 +49,26 @@ def stage(
     with _commit.write_step(a, fm, batch=grouped, keep_open=True) as tx:
         _commit.add_entry(a, fm, tx, key, raw, data, data.nbytes, batch_room)
     return tx
+
+
+def stage_small(a: Archive, fm: FileMapping, key: object, value: object) -> bool:
+    """Write a new small entry into the open batch in one compiled call
+    (:func:`dafzarr._zipdir.stage_small`); False when :func:`stage` must write it.
+
+    The same bytes, entry and index slot as :func:`stage` and ``_commit.add_entry``, for the
+    common case only: a plain ASCII key not in the archive, a ``bytes``-like value of at
+    most 16 KiB, room below the live directory (no relocation) and within
+    ``max_file_size``. Crash hooks of the tests see the general path only.
+    """
+    return _commit._step_hook is None and _stage_small(a, fm, key, value)
+
+
+def stage_small_run(a: Archive, fm: FileMapping, items: list[object], start: int) -> int:
+    """:func:`stage_small` of the ``(key, value)`` pairs ``items[start:]`` in order, up to
+    the first that :func:`stage` must write; returns its index (``len(items)``: all done)."""
+    if _commit._step_hook is not None:
+        return start
+    return _stage_small_run(a, fm, items, start)
 
 
 def reserve(
