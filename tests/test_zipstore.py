@@ -22,7 +22,7 @@ from dafzarr import (
 )
 from dafzarr.zipstore import _format as zf
 
-from .common import check_zip_tools_accept
+from .common import check_archive, check_zip_tools_accept
 
 EMPTY_HEX = (
     "504b06062c000000000000001e032d00000000000000000000000000000000000000000000000000"
@@ -509,3 +509,23 @@ def test_concurrent_first_use_opens_once(tmp_path: Path) -> None:
         t.join()
     assert not errors, errors[0]
     reader.close()
+
+
+def test_a_batch_allocates_a_bounded_room_ahead_of_large_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The room a batch leaves for the entries that follow has its blocks allocated: it is
+    bounded, so a large entry does not need several times its size of free disk."""
+    from dafzarr.zipstore import _commit
+
+    monkeypatch.setattr(_commit, "_ROOM_CAP", 1 << 20)
+    p = tmp_path / "big.zip"
+    big = np.arange(1 << 20, dtype=np.uint64).tobytes()  # 8 MiB
+    with MmapZipStore(p, "w") as store:
+        with store.batch():
+            store["a"] = big
+            inside = os.stat(p)
+            store["b"] = big
+        assert max(inside.st_size, inside.st_blocks * 512) < len(big) + (2 << 20)
+    check_archive(p, {"a": big, "b": big})
+    assert os.path.getsize(p) < 2 * len(big) + 4096

@@ -339,6 +339,10 @@ def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | 
             move_directory(a, fm, tx.start)
 
 
+#: Most room a batch's relocation of the directory leaves ahead of an entry (allocated).
+_ROOM_CAP = 256 << 20
+
+
 def add_entry(
     a: Archive, fm: FileMapping, tx: Txn, key: str, raw: bytes, data: memoryview | None,
     size: int, batch_room: int,
@@ -354,8 +358,14 @@ def add_entry(
     entry_cd_len = zf.CD_SIZE + len(raw) + 28
     tail = len(a.cd) + entry_cd_len + a.trailer_len()  # directory + end records
     # Inside a batch more entries follow: the directory moves far enough ahead for
-    # several more of this size (the commit gives back what they leave unused).
-    room = tail if not tx.batch else max(tail, w - tx.start, 4 * (header_len + size), batch_room)
+    # several more of this size, or as much as the batch wrote so far (the commit gives
+    # back what they leave unused). The room's blocks are allocated (see
+    # FileMapping.resize), so it stays within _ROOM_CAP: a batch holding a 2 GB entry
+    # must not need 8 GB more of free disk for a while.
+    room = tail
+    if tx.batch:
+        ahead = min(max(w - tx.start, 4 * (header_len + size)), _ROOM_CAP)
+        room = max(tail, ahead, batch_room)
     a.check_size(w + header_len + size + tail, repr(key))
     make_room(a, fm, tx, header_len + size, room, repr(key))
     offset = w + header_len
