@@ -945,3 +945,43 @@ def test_fuzz_mutated_archives_long(
     fuzz_bases: dict[str, Any], base_name: str, data: st.DataObject
 ) -> None:
     run_fuzz_example(fuzz_bases[base_name], fuzz_bases["dir"], data)
+
+
+def _renamed_in_directory(path: Path) -> bytes:
+    """An archive whose directory record of ``arr/c/1`` was damaged into ``arr/c/0``: it
+    lists ``arr/c/0`` twice, the newer record pointing at ``arr/c/1``'s header and data."""
+    with MmapZipStore(path, "w") as store:
+        store["arr/c/0"] = b"zero" * 50
+        store["arr/c/1"] = b"one!" * 50
+    data = bytearray(path.read_bytes())
+    pos = data.index(b"arr/c/1", data.index(b"PK\x01\x02"))  # in the directory
+    data[pos + 6] = ord("0")
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+def test_a_directory_record_naming_another_entrys_header_is_refused(tmp_path: Path) -> None:
+    """Reading serves no bytes under a name whose local header names another entry, and
+    ``verify()`` reports it (zipfile refuses such an entry too)."""
+    p = tmp_path / "renamed.zip"
+    _renamed_in_directory(p)
+    with MmapZipStore(p) as store:
+        assert sorted(store) == ["arr/c/0"]
+        with pytest.raises(CorruptArchiveError, match=r"'arr/c/0': the local header at offset "
+                           r"\d+ names 'arr/c/1'"):
+            bytes(store["arr/c/0"])
+        assert store.verify() == ["arr/c/0"]
+    with zipfile.ZipFile(p) as z, pytest.raises(zipfile.BadZipFile, match="differ"):
+        z.read(z.infolist()[1])
+
+
+def test_a_writable_open_does_not_drop_the_intact_copy_of_a_name_listed_twice(
+    tmp_path: Path,
+) -> None:
+    """A commit keeps the newest record of a name: when that record is damaged, the older
+    (intact) copy would be dropped, so the writable open is refused and the file kept."""
+    p = tmp_path / "renamed.zip"
+    before = _renamed_in_directory(p)
+    with pytest.raises(CorruptArchiveError, match="lists 'arr/c/0' more than once"):
+        MmapZipStore(p, "r+")
+    assert p.read_bytes() == before

@@ -343,6 +343,14 @@ def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) ->
     data = lfh + LFH_SIZE + n_len + e_len
     if data > limit or entry.csize > limit - data:
         raise _bad(path, f"entry {entry.name!r}: data runs past the central directory")
+    # The record must be this entry's: a directory whose name or offset was damaged can point
+    # at another entry's header, whose data (and CRC) would then be served under this name.
+    local, _ = _decode_name(bytes(read(lfh + LFH_SIZE, n_len)), entry.flags)
+    if local != entry.name:
+        raise _bad(
+            path, f"entry {entry.name!r}: the local header at offset {lfh} names {local!r}; "
+            "the central directory does not describe this entry's data"
+        )
     return int(data)
 
 

@@ -24,7 +24,7 @@ from ..errors import (
 )
 from . import _format as zf
 from ._commit import move_directory
-from ._read import decoded
+from ._read import data_offset, decoded
 from ._state import Archive
 
 __all__ = [
@@ -103,7 +103,31 @@ def load_writable(a: Archive, fm: FileMapping) -> None:
     a.install(entries, cd, tr, fm.read(tr.end - tr.comment, tr.comment))
     if a.refused:  # an intact archive, or not: either way, write nothing
         refuse_unsafe_names(a.path, a.refused_list())
+    if a.shadowed:
+        check_newest_copies(a, fm)
     recover(a, fm, tr)
+
+
+def check_newest_copies(a: Archive, fm: FileMapping) -> None:
+    """Refuse to write an archive whose directory lists a name twice when the newer record
+    does not describe that name's data: the next commit would keep it and drop the older
+    copy, which may be the only intact one (a damaged directory, not a superseded copy).
+    """
+    seen: set[str] = set()
+    for e in a.entries:
+        if e.refused is not None or e.is_dir:
+            continue
+        if e.name in seen:
+            newest = a.index[e.name]
+            try:
+                data_offset(a, fm, newest)
+            except CorruptArchiveError as exc:
+                raise CorruptArchiveError(
+                    f"{exc}\n{a.path} lists {e.name!r} more than once, and a commit would "
+                    "keep only this record: the archive is not opened for writing (it can "
+                    "still be read)"
+                ) from None
+        seen.add(e.name)
 
 
 def salvage(a: Archive, fm: FileMapping) -> bool:
