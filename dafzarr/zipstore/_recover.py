@@ -43,7 +43,17 @@ def write_empty(fm: FileMapping, durable: bool) -> None:
 
     Truncate, then lay the 98 bytes down with one pwrite: a crash leaves a prefix of the
     empty archive, which a writable open completes (never 98 zero bytes).
+
+    A file that already is the empty archive (mode ``"w"`` on a new path creates one
+    first) is left as it is: ext4 remembers a truncation to zero and writes the whole file
+    out when it is closed (its guard for files rewritten in place), which made closing a
+    store freshly written with 1 GB wait about 0.4 s for the disk.
     """
+    size = len(zf.EMPTY_ARCHIVE)
+    if fm.size == size and fm.read(0, size) == zf.EMPTY_ARCHIVE:
+        if durable:
+            fm.fsync()
+        return
     fm.resize(0)
     fm.pwrite(0, zf.EMPTY_ARCHIVE)
     if durable:
