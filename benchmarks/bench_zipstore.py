@@ -1012,7 +1012,7 @@ def _open_and_list(how: str, path: str) -> int:
         with zipfile.ZipFile(path) as z:
             return len(z.namelist())
     with MmapZipStore(path, how) as store:
-        return len(list(store.keys()))
+        return len(store.keys())  # a list already, as namelist() is
 
 
 _OPEN_CHILD = """
@@ -1033,7 +1033,7 @@ if how == "zipfile":
         n = len(z.namelist())
 else:
     with MmapZipStore(path, how) as store:
-        n = len(list(store.keys()))
+        n = len(store.keys())
 print(before, hwm(), n)
 """
 
