@@ -1,10 +1,12 @@
 """Computed chunks (1-based indices, transposes) written block by block into a ZIP entry with
-pwrite(2).
+pwrite(2), and the canonical-format scan of sparse values split over threads.
 
 * A writer killed with SIGKILL while the blocks of an entry are being written leaves the
   property absent (the entry is in an uncommitted batch), every earlier one whole, and an
   archive that ``zipfile`` and ``unzip -t`` accept.
 * Blocks that do not fill the entry are an error, and the entry is rolled back.
+* The split scan finds unsorted indices and duplicates in any part (they are then summed
+  and sorted, the caller's arrays left alone) and indices out of range in any part.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,8 +25,8 @@ import scipy.sparse as sp
 
 import dafzarr
 from dafzarr import MmapZipStore
-from dafzarr.daf import _backends_zip
-from dafzarr.errors import CorruptArchiveError, DafzarrError, RecoveryWarning
+from dafzarr.daf import _backends_zip, _values
+from dafzarr.errors import CorruptArchiveError, DafFormatError, DafzarrError, RecoveryWarning
 
 from .common import check_zip_tools_accept
 
@@ -111,3 +114,61 @@ def test_blocks_that_do_not_fill_the_entry_are_refused(tmp_path: Path) -> None:
     with zipfile.ZipFile(tmp_path / "s.zip") as zf:
         assert zf.testzip() is None
         assert zf.read("x") == b"abcd" and zf.read("empty") == b""
+
+
+def _csc(indices: list[int], indptr: list[int], shape: tuple[int, int]) -> Any:
+    data = np.arange(1, len(indices) + 1, dtype=np.float32)
+    return sp.csc_matrix((data, np.array(indices, np.int32), np.array(indptr, np.int32)),
+                         shape=shape)
+
+
+@pytest.fixture
+def split_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every sparse value is scanned in three parts."""
+    monkeypatch.setattr(_values, "_PARALLEL_MIN", 1)
+    monkeypatch.setattr(_values, "_THREADS", 3)
+
+
+# 6 columns of 2 values each: the three parts are columns 0-1, 2-3 and 4-5.
+_SORTED = [0, 1, 1, 2, 0, 2, 1, 3, 0, 3, 2, 3]
+_PTR = [0, 2, 4, 6, 8, 10, 12]
+
+
+@pytest.mark.parametrize("where", [0, 4, 10])
+@pytest.mark.parametrize("fault", ["unsorted", "duplicate"])
+def test_the_split_scan_finds_a_fault_in_any_part(
+    split_scan: None, where: int, fault: str
+) -> None:
+    indices = list(_SORTED)
+    if fault == "unsorted":
+        indices[where], indices[where + 1] = indices[where + 1], indices[where]
+    else:
+        indices[where + 1] = indices[where]
+    value = _csc(indices, _PTR, (4, 6))
+    expected = value.toarray()  # duplicates summed
+    d = dafzarr.memory_daf()
+    d.add_axis("g", list("abcd")).add_axis("c", list("uvwxyz"))
+    d.set_matrix("g", "c", "m", value, relayout=False)
+    assert not value.has_canonical_format
+    assert value.indices.tolist() == indices  # the caller's arrays are left alone
+    got = d.get_np_matrix("g", "c", "m")
+    assert got.has_canonical_format and np.array_equal(got.toarray(), expected)
+
+
+def test_the_split_scan_caches_a_canonical_answer(split_scan: None) -> None:
+    value = _csc(_SORTED, _PTR, (4, 6))
+    d = dafzarr.memory_daf()
+    d.add_axis("g", list("abcd")).add_axis("c", list("uvwxyz"))
+    d.set_matrix("g", "c", "m", value, relayout=False)
+    assert value._has_canonical_format is True  # as scipy's own scan leaves it
+    assert np.array_equal(d.get_np_matrix("g", "c", "m").toarray(), value.toarray())
+
+
+@pytest.mark.parametrize("where", [1, 5, 11])
+def test_the_split_scan_still_refuses_indices_out_of_range(split_scan: None, where: int) -> None:
+    indices = list(_SORTED)
+    indices[where] = 4
+    d = dafzarr.memory_daf()
+    d.add_axis("g", list("abcd")).add_axis("c", list("uvwxyz"))
+    with pytest.raises(DafFormatError, match=r"(?s)indices must be < 4.*matrix 'm'"):
+        d.set_matrix("g", "c", "m", _csc(indices, _PTR, (4, 6)), relayout=False)

@@ -7,6 +7,7 @@ sparse value) into what the layout stores, their checks, and the checked convers
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -109,7 +110,7 @@ def _check_compressed_fast(value: Any) -> bool:
         raise InvalidArgumentError("indptr must be a non-decreasing sequence")
     if indices.size == 0:
         return True
-    if value.has_canonical_format:
+    if _has_canonical_format(value):
         starts, stops = indptr[:-1], indptr[1:]
         full = stops > starts
         lo, hi = indices[starts[full]].min(), indices[stops[full] - 1].max()
@@ -120,6 +121,33 @@ def _check_compressed_fast(value: Any) -> bool:
     if lo < 0:
         raise InvalidArgumentError("indices must be >= 0")
     return True
+
+
+def _has_canonical_format(value: Any) -> bool:
+    """``value.has_canonical_format`` of a CSR/CSC value whose index pointer was checked:
+    scipy's own answer when it has one cached, else scipy's scan run over parts of the
+    slices on a few threads (it releases the GIL), the answer then cached on the value as
+    scipy would."""
+    cached = getattr(value, "_has_canonical_format", None)
+    if cached is not None or not getattr(value, "_has_sorted_indices", True) \
+            or value.nnz < _PARALLEL_MIN or _THREADS < 2:
+        return bool(value.has_canonical_format)
+    from scipy.sparse._sparsetools import csr_has_canonical_format
+
+    indptr, indices = value.indptr, value.indices
+    major = indptr.size - 1
+    # Cut between slices where the stored values split evenly.
+    cuts = np.searchsorted(indptr, [value.nnz * k // _THREADS for k in range(_THREADS)])
+    bounds = sorted({0, major, *(min(int(c), major) for c in cuts)})
+    parts = list(itertools.pairwise(bounds))
+    with ThreadPoolExecutor(len(parts)) as pool:
+        found = list(pool.map(
+            lambda ab: bool(csr_has_canonical_format(ab[1] - ab[0], indptr[ab[0] : ab[1] + 1],
+                                                     indices)),
+            parts,
+        ))
+    value.has_canonical_format = all(found)
+    return bool(value.has_canonical_format)
 
 
 class StreamedChunk:
