@@ -132,8 +132,10 @@ def _has_canonical_format(value: Any) -> bool:
     if cached is not None or not getattr(value, "_has_sorted_indices", True) \
             or value.nnz < _PARALLEL_MIN or _THREADS < 2:
         return bool(value.has_canonical_format)
-    from scipy.sparse._sparsetools import csr_has_canonical_format
-
+    try:
+        from scipy.sparse._sparsetools import csr_has_canonical_format
+    except ImportError:  # a scipy that moved its private kernels: its own serial scan
+        return bool(value.has_canonical_format)
     indptr, indices = value.indptr, value.indices
     major = indptr.size - 1
     # Cut between slices where the stored values split evenly.
