@@ -18,7 +18,7 @@ Suites (peers alternate within each round, same data, same process):
   ZarrDaf directory and ZIP, from a row-major (C-ordered) array (the column-major layout is
   then its transpose) and from a Fortran-ordered one (the stored bytes as they are), next to
   ``np.save`` of the same array (and with ``os.fsync``), and the machine's limits in memory:
-  a plain copy of the matrix and the transpose kernel alone.
+  a plain copy of the matrix and the transpose kernel alone (one and two threads).
 * **write growth**: the UMIs and axes write (directory, ZIP, ``np.save``) at 10^6, 10^7 and
   10^8 stored values (``--quick``: 10^5, 10^6), each size in its own child process: median
   time, time per stored value and peak resident memory above the input.
@@ -415,6 +415,12 @@ class WriteDense(_Suite):
     def time_transpose(self) -> None:
         n = self.c_order.shape[1]
         transpose_columns(self.c_order, self.scratch, 0, n)
+
+    @c.bench("write dense matrix", "limit: transpose kernel (two threads, in memory)", c.MB,
+             lambda s: s.nbytes, size=lambda s: s._size())
+    def time_transpose_2(self) -> None:
+        n = self.c_order.shape[1]
+        transpose_columns(self.c_order, self.scratch, 0, n, 2)
 
 
 class Read(_Suite):

@@ -5,5 +5,5 @@ from typing import Any
 import numpy as np
 
 def transpose_columns(
-    src: np.ndarray[Any, Any], dst: np.ndarray[Any, Any], lo: int, hi: int
+    src: np.ndarray[Any, Any], dst: np.ndarray[Any, Any], lo: int, hi: int, threads: int = 1
 ) -> None: ...

@@ -55,3 +55,28 @@ def test_sixteen_byte_elements_have_no_kernel() -> None:
     src = np.zeros((2, 2), np.complex128)
     with pytest.raises(ValueError, match="16-byte"):
         transpose_columns(src, np.zeros((2, 2), np.complex128), 0, 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 517), (515, 300), (33, 1031), (1, 600), (600, 1), (7, 9)])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads_split_the_columns_exactly(
+    dtype: str, shape: tuple[int, int], threads: int
+) -> None:
+    # Wider than a panel (256 columns), with edges that are not multiples of 4 or 32.
+    rng = np.random.default_rng(sum(shape) + threads)
+    src = (rng.random(shape) * 200).astype(dtype)
+    nr, nc = shape
+    for lo, hi in [(0, nc), (nc // 3, nc), (min(5, nc), max(min(5, nc), nc - 3))]:
+        dst = np.full((hi - lo, nr), 7, dtype=dtype)
+        transpose_columns(src, dst, lo, hi, threads)
+        assert np.array_equal(dst, src[:, lo:hi].T), (lo, hi)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_threads_refuse_a_destination_that_does_not_fit(threads: int) -> None:
+    src = np.zeros((5, 600), np.float32)
+    with pytest.raises(ValueError, match="cannot hold"):
+        transpose_columns(src, np.zeros((600, 4), np.float32), 0, 600, threads)
+    with pytest.raises(ValueError, match="at least 1"):
+        transpose_columns(src, np.zeros((600, 5), np.float32), 0, 600, 0)

@@ -42,8 +42,13 @@ __all__ = ["ZipBackend", "acquire_zip_store", "release_zip_store"]
 # several times slower than write(2) on ext4); MADV_POPULATE_WRITE (Linux 5.14) maps the
 # whole range writable in one call first. It changes no byte, so it is only a hint: any
 # failure (an older kernel, another system) leaves the faults to the fill.
+_MADV_POPULATE_READ = 22
 _MADV_POPULATE_WRITE = 23
 _POPULATE_MIN = 1 << 20
+# The store splits a new entry of 128 MiB or more over the cores, each thread faulting in
+# its slice of the mapping; ZarrDaf writes such an array with pwrite(2) instead, on one
+# thread (see ZipBackend.put_streamed), as it writes its computed chunks.
+_PWRITE_ARRAY_MIN = 128 << 20
 
 
 def _libc_madvise() -> Any:
@@ -65,12 +70,17 @@ def populate_for_write(arr: np.ndarray[Any, Any]) -> bool:
     """Map the whole pages of a writable view of a shared mapping before it is filled
     (whether the kernel did it). Bytes before the first and after the last whole page are
     left to the fill: the range never reaches outside the view."""
-    if _MADVISE is None or arr.nbytes < _POPULATE_MIN:
+    return _populate(arr.ctypes.data, arr.nbytes, _MADV_POPULATE_WRITE)
+
+
+def _populate(address: int, nbytes: int, advice: int) -> bool:
+    """madvise ``advice`` over the whole pages of ``[address, address + nbytes)``."""
+    if _MADVISE is None or nbytes < _POPULATE_MIN:
         return False
     page = mmap.PAGESIZE
-    start = -(-arr.ctypes.data // page) * page
-    stop = (arr.ctypes.data + arr.nbytes) // page * page
-    return stop > start and _MADVISE(start, stop - start, _MADV_POPULATE_WRITE) == 0
+    start = -(-address // page) * page
+    stop = (address + nbytes) // page * page
+    return stop > start and _MADVISE(start, stop - start, advice) == 0
 
 
 @dataclass
@@ -246,7 +256,11 @@ class ZipBackend(Backend):
     def put(self, items: Iterable[tuple[str, Any]]) -> None:
         with self.store.batch():
             for key, data in items:
-                self.store[self.prefix + key] = data
+                if (isinstance(data, np.ndarray) and data.nbytes >= _PWRITE_ARRAY_MIN
+                        and (self.prefix + key) not in self.store):
+                    self.put_streamed(key, data.nbytes, [data.reshape(-1).view(np.uint8)])
+                else:
+                    self.store[self.prefix + key] = data
 
     def children(self, prefix: str) -> list[str]:
         full = self.prefix + prefix if prefix else self.group
@@ -292,6 +306,41 @@ class ZipBackend(Backend):
     def seal(self, key: str) -> None:
         if (self.prefix + key) in self.store:
             self.store.patch_entry_crc(self.prefix + key)
+
+    def put_streamed(self, key: str, nbytes: int, blocks: Iterable[Any]) -> None:
+        """A new entry of ``nbytes`` bytes written from consecutive ``blocks`` (buffers) with
+        pwrite(2), then its CRC-32 stored.
+
+        The entry is reserved first (in the open batch: it becomes visible, and durable, only
+        when the batch commits). Its bytes then go into the page cache through the file's
+        descriptor, as a plain file write does, instead of through stores into the shared
+        mapping, each first store of which faults in a page. Blocks of the wrong total size
+        raise ``DafzarrError`` (the batch then rolls the entry back).
+        """
+        full = self.prefix + key
+        fm = self.store._check_writable_sync()  # the file's mapping, and its descriptor
+        view = self.store.reserve_entry(full, nbytes)
+        offset = view.ctypes.data - fm.address if nbytes else 0
+        del view  # a live export of the mapping would keep the store from closing
+        if nbytes and not 0 <= offset <= fm.size - nbytes:
+            raise DafzarrError(f"{self.describe()}: the entry reserved for {key!r} is not "
+                               "in the archive's mapping")
+        pos = offset
+        for block in blocks:
+            mv = memoryview(block).cast("B")
+            if pos + mv.nbytes > offset + nbytes:
+                break
+            fm.write(pos, mv)
+            pos += mv.nbytes
+        else:
+            if pos == offset + nbytes:
+                # The CRC reads the bytes back: map the pages the writes left in the page
+                # cache in one call rather than one fault each.
+                _populate(fm.address + offset, nbytes, _MADV_POPULATE_READ)
+                self.store.patch_entry_crc(full)
+                return
+        raise DafzarrError(f"{self.describe()}: the data of {key!r} do not fill the "
+                           f"{nbytes} bytes reserved for it")
 
     def zarr_store(self) -> tuple[Store, str]:
         return self.store, self.group

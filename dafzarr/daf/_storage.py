@@ -314,17 +314,16 @@ class DafStorage:
                     self._note_written([k for k, _ in items])
 
     def _place_one_based(self, items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        """Write :class:`StreamedChunk` chunks (1-based indices, transposes) into reserved
-        ZIP entries (one pass, no temporary array; a failure rolls back with the batch); a
+        """Write :class:`StreamedChunk` chunks (1-based indices, transposes) block by block
+        into new ZIP entries (no temporary array; a failure rolls back with the batch); a
         directory streams them to its files; other backends get the arrays."""
         b = self._backend
         out: list[tuple[str, Any]] = []
         for key, data in items:
             if not isinstance(data, StreamedChunk) or b.kind == "directory":
                 out.append((key, data))  # a directory streams the blocks to the file
-            elif b.kind == "zip":
-                data.fill(b.reserve(key, data.nbytes))
-                b.seal(key)
+            elif isinstance(b, ZipBackend):
+                b.put_streamed(key, data.nbytes, data.blocks())
             else:
                 out.append((key, np.asarray(data)))
         return out

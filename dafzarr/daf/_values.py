@@ -7,6 +7,7 @@ sparse value) into what the layout stores, their checks, and the checked convers
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -109,7 +110,7 @@ def _check_compressed_fast(value: Any) -> bool:
         raise InvalidArgumentError("indptr must be a non-decreasing sequence")
     if indices.size == 0:
         return True
-    if value.has_canonical_format:
+    if _has_canonical_format(value):
         starts, stops = indptr[:-1], indptr[1:]
         full = stops > starts
         lo, hi = indices[starts[full]].min(), indices[stops[full] - 1].max()
@@ -122,12 +123,41 @@ def _check_compressed_fast(value: Any) -> bool:
     return True
 
 
+def _has_canonical_format(value: Any) -> bool:
+    """``value.has_canonical_format`` of a CSR/CSC value whose index pointer was checked:
+    scipy's own answer when it has one cached, else scipy's scan run over parts of the
+    slices on a few threads (it releases the GIL), the answer then cached on the value as
+    scipy would."""
+    cached = getattr(value, "_has_canonical_format", None)
+    if cached is not None or not getattr(value, "_has_sorted_indices", True) \
+            or value.nnz < _PARALLEL_MIN or _THREADS < 2:
+        return bool(value.has_canonical_format)
+    try:
+        from scipy.sparse._sparsetools import csr_has_canonical_format
+    except ImportError:  # a scipy that moved its private kernels: its own serial scan
+        return bool(value.has_canonical_format)
+    indptr, indices = value.indptr, value.indices
+    major = indptr.size - 1
+    # Cut between slices where the stored values split evenly.
+    cuts = np.searchsorted(indptr, [value.nnz * k // _THREADS for k in range(_THREADS)])
+    bounds = sorted({0, major, *(min(int(c), major) for c in cuts)})
+    parts = list(itertools.pairwise(bounds))
+    with ThreadPoolExecutor(len(parts)) as pool:
+        found = list(pool.map(
+            lambda ab: bool(csr_has_canonical_format(ab[1] - ab[0], indptr[ab[0] : ab[1] + 1],
+                                                     indices)),
+            parts,
+        ))
+    value.has_canonical_format = all(found)
+    return bool(value.has_canonical_format)
+
+
 class StreamedChunk:
     """A chunk computed where it is stored rather than built whole in memory first.
 
-    A ZIP reserves the entry and has :meth:`fill` write into it; a directory writes the
-    consecutive :meth:`blocks` to its file; any other backend takes the array
-    (``np.asarray``). ``dtype``, ``shape``, ``size`` and ``nbytes`` describe the chunk.
+    A ZIP or a directory writes the consecutive :meth:`blocks` to the entry or the file; any
+    other backend takes the array (``np.asarray``, through :meth:`fill`). ``dtype``,
+    ``shape``, ``size`` and ``nbytes`` describe the chunk.
     """
 
     dtype: np.dtype[Any]
@@ -152,11 +182,10 @@ class StreamedChunk:
 class OneBased(StreamedChunk):
     """0-based indices to store 1-based as ``dtype``, computed where they are stored.
 
-    A ZIP writes them straight into a reserved entry (:meth:`fill`), a directory streams them
-    to its file (:meth:`blocks`), in one pass with no temporary copy of the whole array;
-    other backends take the array (``np.asarray``). The
-    caller has checked that the indices are non-negative and that ``dtype`` holds every
-    shifted index (no wrap-around).
+    A ZIP or a directory writes them to the entry or the file block by block
+    (:meth:`blocks`), in one pass with no temporary copy of the whole array; other backends
+    take the array (``np.asarray``). The caller has checked that the indices are
+    non-negative and that ``dtype`` holds every shifted index (no wrap-around).
     """
 
     def __init__(self, src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> None:
@@ -172,20 +201,7 @@ class OneBased(StreamedChunk):
 
     def fill(self, out: np.ndarray[Any, Any]) -> None:
         """Write the 1-based indices into ``out`` (``nbytes`` bytes, any dtype)."""
-        dst = out.view(self.dtype)
-
-        def part(lo: int, hi: int) -> None:
-            for a in range(lo, hi, _BLOCK):
-                b = min(a + _BLOCK, hi)
-                np.add(self.src[a:b], 1, out=dst[a:b], casting="unsafe")
-
-        n = self.size
-        if n >= _PARALLEL_MIN and _THREADS > 1:  # each thread faults in its own pages
-            step = -(-n // _THREADS)
-            with ThreadPoolExecutor(_THREADS) as pool:
-                list(pool.map(lambda lo: part(lo, min(lo + step, n)), range(0, n, step)))
-        else:
-            part(0, n)
+        np.add(self.src, 1, out=out.reshape(-1).view(self.dtype), casting="unsafe")
 
     def blocks(self) -> Iterator[Any]:
         """The 1-based indices in consecutive blocks, in two small buffers (write each one
@@ -201,10 +217,6 @@ class OneBased(StreamedChunk):
         bounds = [(a, min(a + step, self.size)) for a in range(0, self.size, max(step, 1))]
         return _prefetched(block, bounds, bufs)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray[Any, Any]:
-        out: np.ndarray[Any, Any] = np.add(self.src, 1, dtype=self.dtype, casting="unsafe")
-        return out if dtype is None else out.astype(dtype, copy=False)
-
 
 class Transposed(StreamedChunk):
     """The C-ordered transpose of a 2-D array, computed where it is stored.
@@ -212,9 +224,10 @@ class Transposed(StreamedChunk):
     A column-major matrix stored from a row-major array is its transpose. numpy's own copy
     of a transposed view strides through memory a column at a time (about 30x slower than a
     plain copy on a large matrix); this one runs a compiled kernel over square blocks that
-    stay in cache (4 x 4 register transposes), on a few threads into a ZIP entry, or block of
-    rows by block of rows (one small buffer) into a directory's file: no temporary copy of
-    the whole matrix.
+    stay in cache (4 x 4 register transposes). A ZIP entry or a directory's file is written
+    block of rows by block of rows (:meth:`blocks`: two small buffers, the next block
+    transposed on a second thread while the current one is written): no temporary copy of
+    the whole matrix. :meth:`fill` splits the rows over the cores.
     """
 
     def __init__(self, src: np.ndarray[Any, Any]) -> None:
@@ -226,11 +239,18 @@ class Transposed(StreamedChunk):
         self.size = int(src.size)
         self.nbytes = self.size * src.dtype.itemsize
 
-    def _rows(self, dst: np.ndarray[Any, Any], lo: int, hi: int) -> None:
+    @property
+    def _compiled(self) -> bool:
+        """Whether the compiled kernel takes the source (else numpy copies tiles)."""
+        src = self.src
+        return bool(src.flags.c_contiguous) and src.dtype.itemsize in (1, 2, 4, 8) \
+            and not src.dtype.hasobject
+
+    def _rows(self, dst: np.ndarray[Any, Any], lo: int, hi: int, threads: int = 1) -> None:
         """Rows ``lo:hi`` of the transpose (columns ``lo:hi`` of the source) into ``dst``."""
         src, n = self.src, self.src.shape[0]
-        if src.flags.c_contiguous and src.dtype.itemsize in (1, 2, 4, 8) and not src.dtype.hasobject:
-            transpose_columns(src, dst[: hi - lo], lo, hi)
+        if self._compiled:
+            transpose_columns(src, dst[: hi - lo], lo, hi, threads)
             return
         for a in range(lo, hi, _TILE):
             b = min(a + _TILE, hi)
@@ -240,19 +260,25 @@ class Transposed(StreamedChunk):
     def fill(self, out: np.ndarray[Any, Any]) -> None:
         dst = out.reshape(-1).view(self.dtype).reshape(self.shape)
         rows = self.shape[0]
-        if self.nbytes >= _PARALLEL_MIN and _THREADS > 1 and rows > 1:
-            step = -(-rows // _THREADS)
-            with ThreadPoolExecutor(_THREADS) as pool:
-                list(pool.map(lambda lo: self._rows(dst[lo : lo + step], lo,
-                                                    min(lo + step, rows)),
-                              range(0, rows, step)))
-        else:
-            self._rows(dst, 0, rows)
+        threads = _THREADS if self.nbytes >= _PARALLEL_MIN and rows > 1 else 1
+        if self._compiled or threads == 1:
+            self._rows(dst, 0, rows, threads)  # the kernel splits the rows itself
+            return
+        step = -(-rows // threads)
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda lo: self._rows(dst[lo : lo + step], lo, min(lo + step, rows)),
+                          range(0, rows, step)))
 
     def blocks(self) -> Iterator[Any]:
+        """Blocks of whole rows of the transpose, each computed on a second thread while
+        the caller writes the previous one out: two small buffers (about ``_STREAM_BYTES``
+        each, a multiple of 16 rows when that large, so that the source's cache lines are
+        read whole), no copy of the whole matrix."""
         rows, cols = self.shape
         row_bytes = max(1, cols * self.dtype.itemsize)
-        height = max(1, min(rows, _TILE, _STREAM_BYTES // row_bytes))
+        height = max(1, min(rows, _STREAM_BYTES // row_bytes))
+        if height >= 32:
+            height -= height % 16
         bufs = [np.empty((height, cols), self.dtype) for _ in range(2 if rows > height else 1)]
 
         def block(buf: np.ndarray[Any, Any], lo: int, hi: int) -> np.ndarray[Any, Any]:
@@ -320,7 +346,7 @@ _THREADS = max(1, min(4, os.cpu_count() or 1))
 # Transposes copy square tiles of this side (a 256 x 256 float32 tile is 256 KiB); a
 # directory's file is written in blocks of rows of at most about this many bytes.
 _TILE = 256
-_STREAM_BYTES = 32 << 20
+_STREAM_BYTES = 8 << 20
 _TRANSPOSE_MIN = 1 << 22
 
 
