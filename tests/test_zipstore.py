@@ -677,3 +677,30 @@ def test_small_entries_of_a_batch_go_into_the_free_room(tmp_path: Path) -> None:
     check_archive(p, want)
     with MmapZipStore(p) as store:
         assert {k: bytes(store[k]) for k in store} == want
+
+
+def test_commits_near_max_file_size_keep_no_room(tmp_path: Path) -> None:
+    """Where free room would take the file past ``max_file_size``, a commit places its
+    directory right after its entries instead: the file stays within the limit after every
+    commit, holds no room, and every state reads back."""
+    from dafzarr.zipstore import _commit
+
+    p = tmp_path / "tight.zip"
+    want = _base_archive(p, 300)
+    limit = os.path.getsize(p) + 4000  # a few small entries, not a second directory
+    steps: list[str] = []
+    with MmapZipStore(p, "r+", max_file_size=limit) as store:
+        _commit._step_hook = steps.append
+        try:
+            for i in range(8):
+                key = f"t/{i}" if i % 2 else f"base/{i + 1:05d}"  # new keys and rewrites
+                want.pop(key, None)
+                store[key] = want[key] = bytes([i]) * 100
+                assert os.path.getsize(p) <= limit
+                assert store.space().free_bytes == 0
+                with MmapZipStore(p, "r") as reader:
+                    assert reader.keys() == list(want)
+        finally:
+            _commit._step_hook = None
+    assert "commit:up-trailer" not in steps
+    check_archive(p, want)
