@@ -605,6 +605,24 @@ def test_single_commits_write_the_directory_once(
     check_archive(p, want)
 
 
+def _read_with_zarr_zipstore(p: Path, key: str) -> bytes | None:
+    """``key`` as zarr's own ``ZipStore`` (through ``zipfile``) reads it."""
+    import asyncio
+
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.storage import ZipStore
+
+    async def read() -> bytes | None:
+        store = await ZipStore.open(p, mode="r")
+        try:
+            buf = await store.get(key, prototype=default_buffer_prototype())
+            return None if buf is None else buf.to_bytes()
+        finally:
+            store.close()
+
+    return asyncio.run(read())
+
+
 _EXIT_WITHOUT_CLOSE = """
 import os, sys
 from dafzarr import MmapZipStore
@@ -628,6 +646,7 @@ def test_reopen_of_a_writer_left_open_keeps_its_free_room(tmp_path: Path) -> Non
     subprocess.run([sys.executable, "-c", _EXIT_WITHOUT_CLOSE, str(p)], check=True, timeout=120)
     want["a"] = b"A" * 100
     check_archive(p, want)
+    assert _read_with_zarr_zipstore(p, "a") == want["a"]
     before = p.read_bytes()
     dead_at = before.index(b"B" * 5000)
     with MmapZipStore(p, "r") as reader:

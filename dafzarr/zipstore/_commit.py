@@ -426,7 +426,7 @@ def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | 
         # Give back the room the relocation took (no view can point into it); without a
         # relocation, the abandoned entries' bytes are free room again as they are.
         with contextlib.suppress(OSError, ValueError):
-            # On failure it is still a valid archive; the next writable open closes it.
+            # On failure it is still a valid archive, with more free room.
             move_directory(a, fm, tx.start)
 
 
