@@ -27,6 +27,7 @@ import signal
 import sys
 import warnings
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -88,8 +89,41 @@ def _batch(prefix: str, sizes: list[int]) -> tuple[tuple[str, int], ...]:
 # 50 entries with 70 KiB ones among them: the live CD is relocated several times
 _BATCH50 = _batch("batch", [[0, 100, 70 * 1024, 3000, 10][i % 5] for i in range(50)])
 # 50 entries that fill the room left before the relocated CD: the new CD does not fit below
-# the live copy and is committed past EOF first ("commit:x-*")
+# the live copy and goes past EOF ("commit:up-*")
 _BATCH50X = _batch("xbatch", [[0, 100, 1000, 3000][i % 4] for i in range(50)])
+
+# Single commits one after the other on the "many" base, then close: (what, key, size),
+# with what "put" (payload(key, size)) or "del". The first commit relocates the directory
+# and goes up past the end of the file; the next ones write the directory once, up or down
+# in the free room, and close() moves it right after the last entry. The keys new, rewritten
+# and deleted are chosen so that each kind of change meets both placements (the test checks
+# it), and none is the first entry (whose death would renew the archive).
+Action = tuple[str, str, int]
+SEQUENCES: dict[str, tuple[Action, ...]] = {
+    "seq": (
+        ("put", "seq/new0", 10),
+        ("put", "base/0100", 77),  # base size 13
+        ("del", "base/0150", 0),
+        ("put", "seq/new1", 100),
+        ("put", "base/0101", 5),  # base size 257
+        ("del", "seq/new0", 0),
+        ("put", "seq/new2", 0),
+        ("put", "base/0100", 3000),  # rewritten again
+    ),
+}
+SEQUENCE_BASE = "many"
+# Called after each action of a sequence (the parent's in-process run marks the commits).
+action_done: Callable[[], None] | None = None
+
+
+def apply_action(state: dict[str, bytes], action: Action) -> dict[str, bytes]:
+    """The key -> value state (in the archive's order) after one action of a sequence."""
+    what, key, size = action
+    new = {k: v for k, v in state.items() if k != key}
+    if what == "put":
+        new[key] = payload(key, size)
+    return new
+
 
 OPS: dict[str, Op] = {
     op.name: op
@@ -121,6 +155,8 @@ OPS: dict[str, Op] = {
         # with (small) and without (large) overlap of the live CD
         Op("recover-small", "many+pending-small", "open", (PENDING["many+pending-small"],)),
         Op("recover-large", "many+pending-large", "open", (PENDING["many+pending-large"],)),
+        # single commits in a row (new keys, rewrites, deletes): see SEQUENCES
+        *(Op(name, SEQUENCE_BASE, "sequence", ()) for name in SEQUENCES),
     )
 }
 
@@ -149,6 +185,14 @@ def perform(store: MmapZipStore, op: Op) -> None:
             store[key2] = payload(key2, size2)
     elif op.kind == "open":
         store.keys()
+    elif op.kind == "sequence":
+        for what, key, size in SEQUENCES[op.name]:
+            if what == "put":
+                store[key] = payload(key, size)
+            else:
+                del store[key]
+            if action_done is not None:  # the parent's recording run marks each commit
+                action_done()
     else:  # pragma: no cover - a typo in OPS
         raise ValueError(op.kind)
 

@@ -6,6 +6,7 @@ import os
 import struct
 import subprocess
 import sys
+import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -529,3 +530,196 @@ def test_a_batch_allocates_a_bounded_room_ahead_of_large_entries(
         assert max(inside.st_size, inside.st_blocks * 512) < len(big) + (2 << 20)
     check_archive(p, {"a": big, "b": big})
     assert os.path.getsize(p) < 2 * len(big) + 4096
+
+
+# --- single commits: one directory write, free room between commits --------------------------
+
+
+def _base_archive(p: Path, count: int) -> dict[str, bytes]:
+    items = {f"base/{i:05d}": bytes([i % 251]) * 50 for i in range(count)}
+    with MmapZipStore(p, "w") as store:
+        store.set_many(items)
+    return items
+
+
+def _cd_offset(p: Path) -> int:
+    raw = p.read_bytes()
+    return int(struct.unpack_from("<Q", raw, len(raw) - 98 + 48)[0])
+
+
+@pytest.mark.parametrize(("durable", "commits"), [(False, 240), (True, 24)])
+def test_single_commits_write_the_directory_once(
+    tmp_path: Path, durable: bool, commits: int
+) -> None:
+    """Into an archive whose directory is much larger than an entry, every single commit
+    after the first writes the directory once and relocates nothing: new keys, rewrites
+    and deletes alike, with or without ``durable``. The file holds the entries, at most
+    three directories and the holes between commits, instead of growing by a directory per
+    commit; every committed state reads back; close() leaves the directory right after
+    the last entry."""
+    from dafzarr.zipstore import _commit
+
+    p = tmp_path / "once.zip"
+    want = _base_archive(p, 3000)
+    rewrites = iter(f"base/{j:05d}" for j in range(1, 1000))  # never the first entry
+    deletes = iter(f"base/{j:05d}" for j in range(2000, 3000))
+    steps: list[str] = []
+    _commit._step_hook = steps.append
+    try:
+        with MmapZipStore(p, "r+", durable=durable) as store:
+            for i in range(commits):
+                done = len(steps)
+                if i % 3 == 0:
+                    key, value = f"new/{i:04d}", os.urandom(100)
+                    store[key] = want[key] = value
+                elif i % 3 == 1:
+                    key, value = next(rewrites), os.urandom(60)
+                    del want[key]
+                    store[key] = want[key] = value
+                else:
+                    key = next(deletes)
+                    del store[key], want[key]
+                # one write of the directory (the first commit also relocates it)
+                writes = [s for s in steps[done:] if s.endswith("cd")]
+                assert len(writes) == (2 if i == 0 else 1), writes
+                assert writes[-1] in ("commit:cd", "commit:up-cd"), writes
+                space = store.space()
+                size = os.path.getsize(p)
+                need = space.directory_bytes
+                data_end = space.live_bytes + space.dead_bytes
+                assert space.file_size == size
+                assert size <= data_end + 3 * need + (32 << 10), (i, size - data_end, need)
+                with MmapZipStore(p, "r") as reader:
+                    assert reader.keys() == list(want)
+                    assert reader.space().free_bytes == space.free_bytes > 0
+                if i % 60 == 59:
+                    check_archive(p, want)
+    finally:
+        _commit._step_hook = None
+    assert steps[-3:] == ["settle:cd", "settle:trailer", "settle:truncated"]
+    with MmapZipStore(p, "r") as store:
+        space = store.space()
+        assert space.free_bytes == 0 and space.file_size == os.path.getsize(p)
+        assert _cd_offset(p) == space.live_bytes + space.dead_bytes
+        assert {k: bytes(store[k]) for k in store} == want
+    check_archive(p, want)
+
+
+def _read_with_zarr_zipstore(p: Path, key: str) -> bytes | None:
+    """``key`` as zarr's own ``ZipStore`` (through ``zipfile``) reads it."""
+    import asyncio
+
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.storage import ZipStore
+
+    async def read() -> bytes | None:
+        store = await ZipStore.open(p, mode="r")
+        try:
+            buf = await store.get(key, prototype=default_buffer_prototype())
+            return None if buf is None else buf.to_bytes()
+        finally:
+            store.close()
+
+    return asyncio.run(read())
+
+
+_EXIT_WITHOUT_CLOSE = """
+import os, sys
+from dafzarr import MmapZipStore
+store = MmapZipStore(sys.argv[1], "r+")
+store["a"] = b"A" * 100
+store["b"] = b"B" * 5000
+del store["b"]
+os._exit(0)
+"""
+
+
+def test_reopen_of_a_writer_left_open_keeps_its_free_room(tmp_path: Path) -> None:
+    """A writer that exits without close() leaves free room before the directory: every
+    reader takes the archive, a read-only handle counts the room as free (not dead), and a
+    writable reopen warns of nothing, changes no byte, keeps the dead copy of a deleted key
+    (a reader may map it) and writes its next commit's directory once."""
+    from dafzarr.zipstore import _commit
+
+    p = tmp_path / "open.zip"
+    want = _base_archive(p, 300)
+    subprocess.run([sys.executable, "-c", _EXIT_WITHOUT_CLOSE, str(p)], check=True, timeout=120)
+    want["a"] = b"A" * 100
+    check_archive(p, want)
+    assert _read_with_zarr_zipstore(p, "a") == want["a"]
+    before = p.read_bytes()
+    dead_at = before.index(b"B" * 5000)
+    with MmapZipStore(p, "r") as reader:
+        space = reader.space()
+    assert space.free_bytes > 0 and 5000 < space.dead_bytes < 5100
+    parts = (space.live_bytes, space.dead_bytes, space.free_bytes, space.directory_bytes)
+    assert sum(parts) == space.file_size == len(before)
+    steps: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store = MmapZipStore(p, "r+")
+    try:
+        assert p.read_bytes() == before
+        assert store.space() == space
+        _commit._step_hook = steps.append
+        try:
+            store["c"] = b"C" * 10
+        finally:
+            _commit._step_hook = None
+        assert [s for s in steps if s.endswith("cd")] in (["commit:cd"], ["commit:up-cd"])
+    finally:
+        store.close()
+    want["c"] = b"C" * 10
+    after = p.read_bytes()
+    assert after[dead_at : dead_at + 5000] == b"B" * 5000
+    check_archive(p, want)
+
+
+def test_small_entries_of_a_batch_go_into_the_free_room(tmp_path: Path) -> None:
+    """The compiled path of batched small appends writes into the room a single commit
+    kept before the directory, without relocating it."""
+    from dafzarr.zipstore import _write
+
+    p = tmp_path / "fast.zip"
+    want = _base_archive(p, 300)
+    with MmapZipStore(p, "r+") as store:
+        store["single"] = want["single"] = b"s" * 100
+        a, fm = store._archive, store._fm
+        cd_before = a.cd_offset
+        with store.batch():
+            for i in range(20):
+                key, value = f"fast/{i:02d}", os.urandom(100)
+                assert _write.stage_small(a, fm, key, value)
+                want[key] = value
+            assert a.tx is not None and a.tx.live_cd == cd_before and not a.tx.relocated
+        assert max(e.lfh_offset for e in a.entries) < cd_before
+    check_archive(p, want)
+    with MmapZipStore(p) as store:
+        assert {k: bytes(store[k]) for k in store} == want
+
+
+def test_commits_near_max_file_size_keep_no_room(tmp_path: Path) -> None:
+    """Where free room would take the file past ``max_file_size``, a commit places its
+    directory right after its entries instead: the file stays within the limit after every
+    commit, holds no room, and every state reads back."""
+    from dafzarr.zipstore import _commit
+
+    p = tmp_path / "tight.zip"
+    want = _base_archive(p, 300)
+    limit = os.path.getsize(p) + 4000  # a few small entries, not a second directory
+    steps: list[str] = []
+    with MmapZipStore(p, "r+", max_file_size=limit) as store:
+        _commit._step_hook = steps.append
+        try:
+            for i in range(8):
+                key = f"t/{i}" if i % 2 else f"base/{i + 1:05d}"  # new keys and rewrites
+                want.pop(key, None)
+                store[key] = want[key] = bytes([i]) * 100
+                assert os.path.getsize(p) <= limit
+                assert store.space().free_bytes == 0
+                with MmapZipStore(p, "r") as reader:
+                    assert reader.keys() == list(want)
+        finally:
+            _commit._step_hook = None
+    assert "commit:up-trailer" not in steps
+    check_archive(p, want)

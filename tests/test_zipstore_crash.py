@@ -34,6 +34,7 @@ import pytest
 import dafzarr.zipstore._commit as commit_module
 from dafzarr import CorruptArchiveError, MmapZipStore, RecoveryWarning
 
+from . import _crash_child as child
 from ._crash_child import (
     BASES,
     COMMENT,
@@ -41,11 +42,15 @@ from ._crash_child import (
     OPS,
     PENDING,
     RANDOM_BASE,
+    SEQUENCE_BASE,
+    SEQUENCES,
+    apply_action,
     base_entries,
     payload,
     perform,
     random_groups,
 )
+from .common import check_archive
 
 CHILD = str(Path(__file__).with_name("_crash_child.py"))
 SIGKILLED = -9
@@ -58,19 +63,28 @@ Entries = list[tuple[str, int]]
 
 # --- Cases ------------------------------------------------------------------------------------
 
+# A single commit into an archive whose directory lies right after its entries: the
+# directory is relocated past the end, the entry written, the new directory written past
+# the end again (up); close() then moves it down right after the entry (settle).
 SINGLE_STEPS = (
     "relocate:resized",
     "relocate:cd",
     "relocate:trailer",
     "entry:data",
     "entry:header",
-    "commit:cd",
-    "commit:trailer",
-    "commit:truncated",
+    "commit:up-zeros",
+    "commit:up-cd",
+    "commit:up-trailer",
+    "settle:cd",
+    "settle:trailer",
+    "settle:truncated",
 )
+SETTLE_STEPS = ("settle:cd", "settle:trailer", "settle:truncated")
 # What a writable reopen must show after a kill at a step: "old" (only the entries that were
 # there before), "new" (also all the operation's entries) or "either".
-SINGLE_EXPECT = dict.fromkeys(SINGLE_STEPS, "old") | {"commit:truncated": "new"}
+SINGLE_EXPECT = dict.fromkeys(SINGLE_STEPS, "old") | dict.fromkeys(
+    ("commit:up-trailer", *SETTLE_STEPS), "new"
+)
 
 
 @dataclass(frozen=True)
@@ -109,27 +123,31 @@ def _kill_cases() -> list[KillCase]:
         ("commit:cd", 1),
         ("commit:trailer", 1),
         ("commit:truncated", 1),
+        *((step, 1) for step in SETTLE_STEPS),
     ]:
         for op in ("batch50", "batch50-comment"):
-            cases.append(KillCase(op, step, nth, "new" if step == "commit:truncated" else "old"))
-    # batch50x commits past EOF first: the commit point is "commit:x-trailer"
+            expect = "new" if step == "commit:truncated" or step in SETTLE_STEPS else "old"
+            cases.append(KillCase(op, step, nth, expect))
+    # batch50x fills the room left before the relocated CD: the new CD goes past EOF (up),
+    # and the commit point is "commit:up-trailer"
     for step, nth, expect in [
         ("relocate:resized", 1, "old"),
         ("relocate:cd", 1, "old"),
         ("relocate:trailer", 1, "old"),
         ("entry:data", 50, "old"),
         ("entry:header", 50, "old"),
-        ("commit:x-resized", 1, "old"),
-        ("commit:x-cd", 1, "old"),
-        ("commit:x-trailer", 1, "new"),
-        ("commit:cd", 1, "new"),
-        ("commit:trailer", 1, "new"),
-        ("commit:truncated", 1, "new"),
+        ("commit:up-zeros", 1, "old"),
+        ("commit:up-cd", 1, "old"),
+        ("commit:up-trailer", 1, "new"),
+        *((step, 1, "new") for step in SETTLE_STEPS),
     ]:
         cases.append(KillCase("batch50x", step, nth, expect))
         cases.append(KillCase("batch50x-comment", step, nth, expect))
     # a reservation killed during its commit is never patched: rolled back whatever the step
-    cases += [KillCase("reserve", s, 1, "old") for s in SINGLE_STEPS]
+    # (at close, it is patched)
+    cases += [
+        KillCase("reserve", s, 1, "new" if s in SETTLE_STEPS else "old") for s in SINGLE_STEPS
+    ]
     cases += [
         # local header CRC patched, directory CRC still 0: the directory is authoritative
         KillCase("reserve", "patch:header", 1, "either"),
@@ -158,6 +176,57 @@ def _kill_cases() -> list[KillCase]:
 
 
 KILL_CASES = _kill_cases()
+
+
+# --- Single commits in a row: where each places the directory ---------------------------------
+
+RELOCATE = ("relocate:resized", "relocate:cd", "relocate:trailer")
+ENTRY = ("entry:data", "entry:header")
+PLACED = {
+    "up": ("commit:up-zeros", "commit:up-cd", "commit:up-trailer"),
+    "down": ("commit:cd", "commit:trailer", "commit:truncated"),
+}
+COMMIT_POINTS = frozenset(("commit:up-trailer", "commit:truncated"))
+# How each action of a sequence places its directory (a relocation first where marked).
+SEQUENCE_PLACEMENTS: dict[str, tuple[str, ...]] = {
+    "seq": ("relocate+up", "down", "up", "down", "up", "down", "up", "down"),
+}
+
+
+def sequence_trace(name: str) -> list[tuple[str, int]]:
+    """The steps of a sequence, each with the number of actions committed once it is done
+    (the steps of close() last)."""
+    trace: list[tuple[str, int]] = []
+    for k, (placement, (what, _, _)) in enumerate(
+        zip(SEQUENCE_PLACEMENTS[name], SEQUENCES[name], strict=True)
+    ):
+        steps = (RELOCATE if placement.startswith("relocate") else ()) + (
+            ENTRY if what == "put" else ()
+        ) + PLACED[placement.rsplit("+", 1)[-1]]
+        committed = False
+        for step in steps:
+            committed = committed or step in COMMIT_POINTS
+            trace.append((step, k + 1 if committed else k))
+    trace += [(step, len(SEQUENCES[name])) for step in SETTLE_STEPS]
+    return trace
+
+
+def _sequence_cases(*, slow: bool) -> list[KillCase]:
+    """A kill at every step of the sequences (the steps that place a directory; with
+    ``slow``, the others too); ``expect`` is the number of actions committed."""
+    cases = []
+    for name in SEQUENCES:
+        seen: dict[str, int] = {}
+        for step, committed in sequence_trace(name):
+            seen[step] = seen.get(step, 0) + 1
+            placing = step.startswith(("commit:", "settle:"))
+            if placing != slow:
+                cases.append(KillCase(name, step, seen[step], str(committed)))
+    return cases
+
+
+SEQUENCE_CASES = _sequence_cases(slow=False)
+SEQUENCE_CASES_SLOW = _sequence_cases(slow=True)
 
 
 @dataclass(frozen=True)
@@ -495,6 +564,111 @@ def test_kill_cases_cover_every_step(op_name: str, tmp_path: Path, bases: dict[s
     for c in cases:
         assert c.step is not None
         assert steps.count(c.step) >= c.nth, f"{c}: step occurs {steps.count(c.step)} times"
+
+
+# --- 1b. SIGKILL at every step of single commits in a row -------------------------------------
+
+
+def sequence_state(name: str, committed: int) -> dict[str, bytes]:
+    """The archive's keys and values (in its order) after the first ``committed`` actions."""
+    state = {k: payload(k, size) for k, size in base_entries(SEQUENCE_BASE)}
+    for action in SEQUENCES[name][:committed]:
+        state = apply_action(state, action)
+    return state
+
+
+def check_sequence_state(path: Path, want: dict[str, bytes], what: str) -> None:
+    with MmapZipStore(path, "r") as store:
+        assert store.keys() == list(want), f"{what}: keys differ"
+        for key, value in want.items():
+            assert bytes(store[key]) == value, f"{what}: value of {key!r} differs"
+
+
+def _check_sequence_kill(case: KillCase, run: ChildRun) -> None:
+    assert run.returncode == SIGKILLED, f"the child was not killed:\n{run.describe()}"
+    assert f"kill {case.step} #{case.nth}\n" in run.stdout, run.describe()
+    want = sequence_state(case.op, int(case.expect))
+    path = run.path
+    # read-only, before any recovery: the committed state or a refusal, the file untouched
+    before = path.read_bytes()
+    error = ""
+    try:
+        check_sequence_state(path, want, "read-only open before recovery")
+    except CorruptArchiveError as e:
+        error = str(e)
+    assert not error or str(path) in error, error
+    assert path.read_bytes() == before, "a read-only open modified the file"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store = MmapZipStore(path, "r+")
+        try:
+            assert store.keys() == list(want), "writable reopen: keys differ"
+            assert {k: bytes(store[k]) for k in store} == want
+            assert store.verify() == []
+            space = store.space()
+            assert space.file_size == path.stat().st_size
+        finally:
+            store.close()
+    others = [w for w in caught if not issubclass(w.category, RecoveryWarning)]
+    assert not others, [str(w.message) for w in others]
+    if path.read_bytes() != before:
+        assert caught, "the writable open changed the file without a RecoveryWarning"
+    check_archive(path, want)
+    # appends after the recovery go on from the committed state
+    store = MmapZipStore(path, "r+")
+    store[FRESH_KEY] = payload(FRESH_KEY, 1234)
+    store.close()
+    check_archive(path, {**want, FRESH_KEY: payload(FRESH_KEY, 1234)})
+
+
+@pytest.mark.parametrize("case", SEQUENCE_CASES, ids=str)
+def test_sigkill_in_single_commits_in_a_row(case: KillCase, runner: Runner) -> None:
+    """A kill at every step that places a directory, up past the end or down into the free
+    room, of new keys, rewrites and deletes, and of close(): a reopen shows exactly the
+    state of the last commit that passed its commit point."""
+    run = runner.result(case)
+    _check_sequence_kill(case, run)
+    shutil.rmtree(run.path.parent)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", SEQUENCE_CASES_SLOW, ids=str)
+def test_sigkill_in_single_commits_in_a_row_other_steps(case: KillCase, runner: Runner) -> None:
+    run = runner.result(case)
+    _check_sequence_kill(case, run)
+    shutil.rmtree(run.path.parent)
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_sequence_places_as_planned(name: str, tmp_path: Path, bases: dict[str, Path]) -> None:
+    """The in-process run of a sequence passes exactly the steps its kill cases expect:
+    one directory write per commit after the first, each of new keys, rewrites and deletes
+    meeting both placements."""
+    path = tmp_path / "a.zip"
+    shutil.copyfile(bases[SEQUENCE_BASE], path)
+    steps: list[str] = []
+    marks: list[int] = []
+    previous = commit_module._step_hook
+    commit_module._step_hook = steps.append
+    child.action_done = lambda: marks.append(len(steps))
+    try:
+        store = MmapZipStore(path, "r+")
+        perform(store, OPS[name])
+        store.close()
+    finally:
+        commit_module._step_hook = previous
+        child.action_done = None
+    assert steps == [step for step, _ in sequence_trace(name)]
+    kinds: dict[str, set[str]] = {}
+    placements = SEQUENCE_PLACEMENTS[name]
+    for (what, key, _), placement in zip(SEQUENCES[name], placements, strict=True):
+        kind = "delete" if what == "del" else "rewrite" if key.startswith("base/") else "new"
+        kinds.setdefault(kind, set()).add(placement.rsplit("+", 1)[-1])
+    assert kinds == {kind: {"up", "down"} for kind in ("new", "rewrite", "delete")}
+    # after the first commit, each writes the directory once
+    directory_writes = [s for s in steps if s.endswith("cd")]
+    assert len(directory_writes) == len(placements) + 2  # and the relocation, and close()
+    check_archive(path, sequence_state(name, len(placements)))
 
 
 # --- 2. SIGKILL at a random time --------------------------------------------------------------

@@ -189,22 +189,33 @@ def test_commit_steps_without_a_store(tmp_path: Path) -> None:
 
 
 def test_abort_without_a_store_leaves_the_committed_archive(tmp_path: Path) -> None:
-    """An aborted transaction's entries are forgotten and its bytes given back: the file is
-    byte for byte what the last commit left."""
-    path = tmp_path / "a.zip"
-    a, fm = _mapped(path)
-    try:
-        tx = _commit.begin(a, fm)
-        _commit.add_entry(a, fm, tx, "k", b"k", memoryview(b"v" * 10), 10, 1 << 16)
-        _commit.end(a, fm, tx)
-        committed = path.read_bytes()
-        tx = _commit.begin(a, fm)
-        _commit.add_entry(a, fm, tx, "gone", b"gone", memoryview(b"w" * 1000), 1000, 1 << 16)
-        _commit.abort(a, fm, tx)
-        assert "gone" not in a.index and list(a.index) == ["k"]
-    finally:
-        fm.close()
-    assert path.read_bytes() == committed
+    """An aborted transaction's entries are forgotten and its bytes given back: settled,
+    the file is byte for byte what the last commit left, whether the entries went into the
+    free room the commit kept or needed the directory relocated."""
+    files = []
+    for name in ("room.zip", "relocated.zip"):
+        path = tmp_path / name
+        a, fm = _mapped(path)
+        try:
+            tx = _commit.begin(a, fm)
+            _commit.add_entry(a, fm, tx, "k", b"k", memoryview(b"v" * 10), 10, 1 << 16)
+            _commit.end(a, fm, tx)
+            assert a.cd_offset > a.data_end  # free room kept before the directory
+            if name == "relocated.zip":
+                _commit.settle(a, fm)
+                assert a.cd_offset == a.data_end
+                committed = path.read_bytes()
+            tx = _commit.begin(a, fm)
+            _commit.add_entry(a, fm, tx, "gone", b"gone", memoryview(b"w" * 1000), 1000, 1 << 16)
+            assert tx.relocated == (name == "relocated.zip")
+            _commit.abort(a, fm, tx)
+            assert "gone" not in a.index and list(a.index) == ["k"]
+            _commit.settle(a, fm)
+            assert _space.space(a, fm).free_bytes == 0
+        finally:
+            fm.close()
+        files.append(path.read_bytes())
+    assert files[0] == files[1] == committed
 
 
 def test_recovery_without_a_store_rolls_back_a_torn_entry(tmp_path: Path) -> None:

@@ -91,11 +91,11 @@ def check_zero_copy(
 
 @contextmanager
 def counting_commits() -> Iterator[dict[str, int]]:
-    """Count the store's commits (each ends with the step ``commit:truncated``)."""
+    """Count the store's commits (each passes ``commit:truncated`` or ``commit:up-trailer``)."""
     seen = {"n": 0}
 
     def hook(name: str) -> None:
-        if name == "commit:truncated":
+        if name in ("commit:truncated", "commit:up-trailer"):
             seen["n"] += 1
 
     dafzarr.zipstore._commit._step_hook = hook

@@ -3,25 +3,36 @@
 State: committed entries end at ``E`` (where the next local header goes); the live central
 directory (CD) sits at ``C >= E`` followed by the 98-byte trailer and the archive comment
 (kept from a foreign archive, usually empty), which end at EOF ``S``. The comment is written
-before the end record, so a complete end record implies a complete comment.
-Readers find the live CD through the trailer at EOF. A commit never stores into the bytes of
-the live CD + trailer:
+before the end record, so a complete end record implies a complete comment. The bytes
+``[E, C)`` are *free room* that no entry claims: the next commits write their entries there.
+Readers find the live CD through the trailer at EOF, and accept free room before it.
+A commit never stores into the bytes of a live entry or of the live CD + trailer:
 
 1. If the new entries' bytes ``[E, W)`` would reach the live CD, first *relocate* it: grow the
    file and copy the live CD + trailer past the old EOF. That copy becomes the live one (it is
-   at EOF) and the old one becomes dead space. A crash before the copy completes leaves a
+   at EOF) and the old one becomes free room. A crash before the copy completes leaves a
    zero (or partly written) tail; recovery scans back to the old, intact trailer.
-2. Write each entry's local header and data at ``W``; they are invisible until step 3.
-3. Place the new CD + trailer right after the data. If that range is below the live copy,
-   write it there, then ``ftruncate`` the live copy away: the truncate is the commit point.
-   Otherwise write it past EOF first (the commit point: it is complete and at EOF), then copy
-   it down and truncate.
+2. Write each entry's local header, data and CRC at ``W``; they are invisible until step 3.
+3. Place the new CD + trailer, one write of it (``need`` bytes in all):
+
+   - *down*, when it fits below the live copy with ``need`` bytes of room left after the
+     entries: write it at ``W + need``, then ``ftruncate`` the live copy away (the commit
+     point). The room left is where the next commit's entries go, and where :func:`settle`
+     moves the directory down to with one write;
+   - *up*, otherwise: write it past EOF after a zeroed hole (the commit point: the trailer
+     complete at EOF). The old CD + trailer and the hole become free room, enough for the
+     next commit to go down again. The hole is about twice this commit's bytes, so
+     alternating commits of similar size write the directory once each;
+   - *canonical*, when going up would pass ``max_file_size``: right after the data (below
+     the live copy, then truncate; or past EOF first, then copied down and truncated).
 
 A batch is steps 1-3 with many entries in step 2: N appends cost O(N) bytes, and a crash
 anywhere in the batch rolls back the whole batch. Within each copy the CD is written before
 the trailer, so a complete trailer implies a complete CD. ``durable=True`` adds msync/fsync
-after steps 1 and 3 so the order also holds across power loss. The final bytes are exactly
-the layout of ``mmap-zip-store`` (entries contiguous, CD right after the last entry).
+after step 1, and around the commit point of step 3 (the entries before it), so the order
+also holds across power loss. :func:`settle` (at ``close()``) moves the directory right
+after the last entry with the same placement rule: a closed archive has exactly the layout
+of ``mmap-zip-store`` (entries contiguous, CD right after the last entry).
 
 Reservations (``reserve_entry``) commit an entry whose data is filled later through a
 writable view, with CRC 0 until ``patch_entry_crc`` stores the real CRC (local header first,
@@ -37,6 +48,7 @@ import contextlib
 import re
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from .._crc import mapped_crc32
@@ -49,7 +61,7 @@ from ._state import Archive, Txn, live_index
 __all__ = [
     "PLAIN_START_LIMIT", "abort", "add_entry", "begin", "commit", "end", "leave_failed",
     "make_room", "mark_unlisted_start", "move_directory", "patch_crc", "place_directory",
-    "write_step", "write_trailer",
+    "settle", "write_step", "write_trailer",
 ]  # fmt: skip
 
 _U32 = struct.Struct("<I")
@@ -129,35 +141,28 @@ def make_room(a: Archive, fm: FileMapping, tx: Txn, need: int, room: int, what: 
         fm.fsync()
     tx.dirty.append((tx.live_cd, tx.live_end))
     tx.live_cd, tx.live_end = new_cd, new_end
+    tx.relocated = True
 
 
-def _pruned_directory(a: Archive) -> tuple[bytearray, list[zf.Entry]]:
-    """The directory without superseded, deleted and shadowed entries: its bytes and its
-    entries (gathered in compiled loops); the entries' own ``cd_pos`` still describe
-    ``a.cd`` until the new directory is installed."""
-    keep = a.live_entries()
-    return gather_records(keep, a.cd), keep
+#: Least bytes of the zeroed hole an *up* commit leaves before its directory (on top of
+#: twice the commit's own bytes): the next two commits fit in it when they are about as
+#: large as this one.
+_HOLE_SLACK = 4 << 10
 
 
-def place_directory(a: Archive, fm: FileMapping, tx: Txn) -> None:
-    """Make the in-memory CD live right after the data at ``tx.write`` (the commit).
+@dataclass(slots=True)
+class _Directory:
+    """The directory a commit makes live: its bytes and entry count, and, after rewrites
+    or deletes, the entries it keeps (installed in memory at the commit point)."""
 
-    After a rewrite or delete (or on the first commit to a foreign archive that repeats
-    a name), the new directory lists only live entries; the superseded bytes stay in
-    the file as dead space, so views of them stay valid.
-    """
-    pruned: tuple[bytearray, list[zf.Entry]] | None = None
-    if tx.pruned or a.shadowed:
-        pruned = _pruned_directory(a)
-        cd: memoryview | bytearray = pruned[0]
-        n = len(pruned[1])
-    else:
-        cd = memoryview(a.cd)
-        n = len(a.entries)
+    cd: memoryview | bytearray
+    n: int
+    pruned: tuple[bytearray, list[zf.Entry]] | None
 
-    def install() -> None:  # at the commit point: memory follows the file
-        if pruned is not None:
-            data, keep = pruned
+    def install(self, a: Archive, tx: Txn) -> None:
+        """At the commit point: memory follows the file."""
+        if self.pruned is not None:
+            data, keep = self.pruned
             a.first_listed = renumber(keep)
             a.entries = keep
             a.cd = data
@@ -165,61 +170,146 @@ def place_directory(a: Archive, fm: FileMapping, tx: Txn) -> None:
             a.dropped_folders.clear()
             tx.pruned = False
 
-    w, size = tx.write, len(cd)
+
+def _new_directory(a: Archive, tx: Txn) -> _Directory:
+    """The directory to place: after a rewrite or delete (or on the first commit to a
+    foreign archive that repeats a name) only the live entries, gathered in compiled loops
+    (their ``cd_pos`` still describe ``a.cd`` until it is installed); the superseded bytes
+    stay in the file as dead space, so views of them stay valid."""
+    if tx.pruned or a.shadowed:
+        keep = a.live_entries()
+        data = gather_records(keep, a.cd)
+        return _Directory(data, len(keep), (data, keep))
+    return _Directory(memoryview(a.cd), len(a.entries), None)
+
+
+def _set_live(a: Archive, data_end: int, cd_offset: int) -> None:
+    a.data_end = a.limit = data_end
+    a.cd_offset = cd_offset
+    a.placed = True
+
+
+def _place_below(a: Archive, fm: FileMapping, tx: Txn, d: _Directory, at: int, step: str) -> None:
+    """Write the directory at ``at`` (its bytes end below the live copy), then cut the live
+    copy away with ``ftruncate``: the commit point."""
+    size = len(d.cd)
+    end = at + size + a.trailer_len()
+    fm.write(at, d.cd)
+    _step(step + "cd")
+    write_trailer(a, fm, at + size, d.n, size, at)
+    _step(step + "trailer")
+    if a.durable:
+        fm.msync(tx.start, end - tx.start)
+        fm.fsync()
+    fm.resize(end)  # commit point: cuts off the old live directory
+    d.install(a, tx)
+    _set_live(a, tx.write, at)
+    _step(step + "truncated")
+    if a.durable:
+        fm.fsync()
+
+
+def _place_past_end(a: Archive, fm: FileMapping, tx: Txn, d: _Directory, x: int) -> None:
+    """Write the directory at ``x``, past the end of the file, after zeroing the hole up to
+    it: the complete trailer at EOF is the commit point, and the old directory becomes
+    free room.
+
+    The hole is written, not left sparse: the next entries may be stored into it through
+    the mapping, where a store into a hole of a full disk would raise SIGBUS.
+    """
+    if a.durable and tx.write > tx.start:
+        fm.msync(tx.start, tx.write - tx.start)  # the entries before the directory lists them
+        fm.fsync()
+    if x > tx.live_end:
+        fm.pwrite(tx.live_end, bytes(x - tx.live_end))
+    _step("commit:up-zeros")
+    _write_past_end(a, fm, x, d.cd, d.n, "commit:up-")  # commit point
+    tx.committed = True
+    d.install(a, tx)
+    _set_live(a, tx.write, x)
+    if a.durable:
+        fm.fsync()
+
+
+def _place_canonical(a: Archive, fm: FileMapping, tx: Txn, d: _Directory, step: str) -> None:
+    """Make the directory live right after the data at ``tx.write``: below the live copy
+    when it fits there, else past EOF first (the commit point), then copied down and the
+    copy cut off."""
+    w, size = tx.write, len(d.cd)
     tlen = a.trailer_len()
     final_end = w + size + tlen
     if final_end <= tx.live_cd:
-        fm.write(w, cd)
-        _step("commit:cd")
-        write_trailer(a, fm, w + size, n, size, w)
-        _step("commit:trailer")
-        if a.durable:
-            fm.msync(tx.start, final_end - tx.start)
-            fm.fsync()
-        fm.resize(final_end)  # commit point: cuts off the old live directory
-        install()
-        _step("commit:truncated")
-    else:
-        x = max(tx.live_end, final_end)
-        a.check_reserve(x + size + tlen, "the central directory")
-        if x > fm.size:  # the copy-down below stores into [live_end, x) through the mapping
-            fm.resize(x)
-        _step("commit:x-resized")
-        # commit point: the end records complete, at EOF
-        _write_past_end(a, fm, x, cd, n, "commit:x-")
-        tx.committed = True
-        install()
-        a.cd_offset, a.data_end, a.limit = x, w, w
-        if a.durable:
-            fm.msync(tx.start, x + size + tlen - tx.start)
-            fm.fsync()
-        fm.write(w, cd)
-        _step("commit:cd")
-        write_trailer(a, fm, w + size, n, size, w)
-        _step("commit:trailer")
-        if a.durable:
-            fm.msync(w, size + tlen)
-        fm.resize(final_end)
-        _step("commit:truncated")
+        _place_below(a, fm, tx, d, w, step)
+        return
+    x = max(tx.live_end, final_end)
+    a.check_reserve(x + size + tlen, "the central directory")
+    if x > fm.size:  # the copy-down below stores into [live_end, x) through the mapping
+        fm.resize(x)
+    _step(step + "x-resized")
+    if a.durable and w > tx.start:
+        fm.msync(tx.start, w - tx.start)
+        fm.fsync()
+    _write_past_end(a, fm, x, d.cd, d.n, step + "x-")  # commit point: end records at EOF
+    tx.committed = True
+    d.install(a, tx)
+    _set_live(a, w, x)
     if a.durable:
         fm.fsync()
-    a.cd_offset = w
-    a.data_end = w
-    a.limit = w
+    fm.write(w, d.cd)
+    _step(step + "cd")
+    write_trailer(a, fm, w + size, d.n, size, w)
+    _step(step + "trailer")
+    if a.durable:
+        fm.msync(w, size + tlen)
+    fm.resize(final_end)
+    _set_live(a, w, w)
+    _step(step + "truncated")
+    if a.durable:
+        fm.fsync()
 
 
-def move_directory(a: Archive, fm: FileMapping, data_end: int) -> None:
-    """Make the in-memory CD live right after ``data_end``, through the commit placement.
+def place_directory(a: Archive, fm: FileMapping, tx: Txn) -> None:
+    """Make the new directory live (the commit), with one write of it: down into the free
+    room, or up past the end of the file (see the module's step 3)."""
+    d = _new_directory(a, tx)
+    w, size = tx.write, len(d.cd)
+    need = size + a.trailer_len()
+    # Down: ``need`` bytes of room stay after the entries (less near max_file_size).
+    at = min(w + need, a.max_file_size - need)
+    if w <= at and at + need <= tx.live_cd:
+        _place_below(a, fm, tx, d, at, "commit:")
+        return
+    # Up: a hole for about two more commits of this size, unless they are as large as the
+    # directory (then writing the directory twice costs no more than zeroing the hole).
+    grown = tx.write - tx.start + max(len(a.cd) - tx.cd_len0, 0)
+    x = tx.live_end + min(2 * grown + _HOLE_SLACK, max(need, _HOLE_SLACK))
+    if x + need <= a.max_file_size:
+        _place_past_end(a, fm, tx, d, x)
+        return
+    _place_canonical(a, fm, tx, d, "commit:")
 
-    Used to roll back entries and to close a gap before the directory: the live CD is
-    where ``a.cd_offset`` says, and the file ends with its trailer.
+
+def move_directory(a: Archive, fm: FileMapping, data_end: int, step: str = "commit:") -> None:
+    """Make the in-memory CD live right after ``data_end``, through the canonical placement.
+
+    Used to roll back entries and to close the free room before the directory: the live
+    CD is where ``a.cd_offset`` says, and the file ends with its trailer. ``step`` prefixes
+    the names the crash tests see.
     """
     tx = Txn(len(a.entries), len(a.cd), data_end, data_end, a.cd_offset, fm.size)
     a.tx = tx
     try:
-        place_directory(a, fm, tx)
+        _place_canonical(a, fm, tx, _new_directory(a, tx), step)
     finally:
         a.tx = None
+
+
+def settle(a: Archive, fm: FileMapping) -> None:
+    """Move the directory right after the last entry when a commit of this handle left free
+    room before it (``close()``): one write of the directory, then ``ftruncate``. The file
+    then has exactly the layout of a store that never kept room."""
+    if a.tx is None and a.placed and a.data_end < a.cd_offset and not fm.closed:
+        move_directory(a, fm, a.data_end, "settle:")
 
 
 @contextlib.contextmanager
@@ -332,10 +422,11 @@ def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | 
     tx.pruned = False
     a.cd_offset = tx.live_cd
     a.data_end = tx.start
-    if fm is not None and not fm.closed and fm.exports == 0 and tx.live_cd > tx.start:
-        # Close the gap the abandoned entries left (no view can point into it).
+    if fm is not None and not fm.closed and fm.exports == 0 and tx.relocated:
+        # Give back the room the relocation took (no view can point into it); without a
+        # relocation, the abandoned entries' bytes are free room again as they are.
         with contextlib.suppress(OSError, ValueError):
-            # On failure it is still a valid archive; the next writable open closes it.
+            # On failure it is still a valid archive, with more free room.
             move_directory(a, fm, tx.start)
 
 

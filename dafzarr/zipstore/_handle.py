@@ -441,13 +441,22 @@ class ArchiveHandle(Store):
             _commit.commit(self._archive, self._fm, tx)
 
     def close(self) -> None:
-        """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive."""
+        """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive.
+
+        A writer first moves the directory right after the last entry (one write of it),
+        giving back the free room its commits kept before the directory.
+        """
         with self._lock:
             self._commit_pending()
             if self._archive.tx is not None:
                 raise BatchOpenError(f"cannot close {self.path} inside a batch")
             if self._fm is not None:
                 self._renew_start()  # views that deferred a renewal may be gone now
+            if self._fm is not None and not self.read_only:
+                # On failure (a full disk) the archive stays as the last commit left it:
+                # valid, with its free room.
+                with contextlib.suppress(OSError):
+                    _commit.settle(self._archive, self._fm)
             fm = self._fm
             if fm is not None:
                 if fm.exports:

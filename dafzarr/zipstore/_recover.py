@@ -4,12 +4,15 @@ archive back to a prefix of what was committed.
 :func:`load_writable` reads the trailer at the end of the file; failing that, it scans back
 for the latest end record whose directory validates (:func:`scan_for_trailer`) and, failing
 that too, rebuilds a directory from the local headers (:func:`salvage`). :func:`recover` then
-rolls back entries a crash left incomplete, cuts bytes past the trailer and closes a gap
-before the directory, through the commit protocol's own placement.
+rolls back entries a crash left incomplete and cuts bytes past the trailer, through the
+commit protocol's own placement, and keeps the free room before the directory for the next
+commits.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import struct
 import warnings
 from typing import NoReturn
@@ -294,8 +297,9 @@ def _entry_end(a: Archive, fm: FileMapping, e: zf.Entry, limit: int) -> int:
 
 
 def recover(a: Archive, fm: FileMapping, tr: zf.Trailer) -> None:
-    """Roll back incomplete entries, cut bytes past the trailer ``tr`` and close a gap an
-    interrupted commit left before the directory (a :class:`RecoveryWarning` says what)."""
+    """Roll back incomplete entries and cut bytes past the trailer ``tr`` (a
+    :class:`RecoveryWarning` says what); find where the next entry goes, keeping the free
+    room before the directory."""
     entries = a.entries
     limit = tr.cd_offset
     n = len(entries)
@@ -333,23 +337,22 @@ def recover(a: Archive, fm: FileMapping, tr: zf.Trailer) -> None:
         fm.resize(tr.end)
         if a.durable:
             fm.fsync()
-    # Deleted entries may sit between the last live entry and the directory: they are
-    # committed bytes that a reader may still map, so they stay. An interrupted
-    # commit's leftovers end in bytes that are no local record (the old directory,
-    # zeros): then the whole gap is leftovers and goes.
-    if (
-        not dropped
-        and data_end < a.cd_offset
-        and _skip_local_records(a, fm, data_end, a.cd_offset) == a.cd_offset
-    ):
-        data_end = a.cd_offset
+    # Dead entries (deleted, superseded) may sit between the last listed entry and the
+    # directory: they are committed bytes that a reader may still map, so they stay. The
+    # rest up to the directory is free room: a writer's room between commits (a handle
+    # that was not closed) or an interrupted commit's leftovers (old directories, zeros,
+    # entries it never committed). The next commits write into it; close() gives back what
+    # they leave.
+    if not dropped and data_end < a.cd_offset:
+        data_end = _skip_local_records(a, fm, data_end, a.cd_offset)
     gap = a.cd_offset - data_end if not dropped else 0
-    if gap > 0:
-        # An interrupted commit left dead bytes before the directory: move it down (the
-        # same crash-safe placement as a commit), so the archive is exactly the layout
-        # every reader expects (unzip rejects an empty archive whose directory is not
-        # at offset 0).
+    if gap > 0 and not a.entries:
+        # No entry: make it the plain empty archive (unzip rejects an empty archive whose
+        # directory is not at offset 0), with the commit's crash-safe placement.
         move_directory(a, fm, data_end)
+    elif gap > 0:
+        _back_free_room(a, fm, data_end, gap)
+        gap = 0
     a.data_end = min(data_end, a.cd_offset)
     if dropped or junk or gap > 0:
         what = []
@@ -364,6 +367,21 @@ def recover(a: Archive, fm: FileMapping, tr: zf.Trailer) -> None:
             RecoveryWarning,
             stacklevel=5,
         )
+
+
+def _back_free_room(a: Archive, fm: FileMapping, start: int, length: int) -> None:
+    """Allocate the blocks of the free room ``[start, start + length)``: the next entries
+    are stored into it through the mapping, where a store into a hole of a full disk would
+    raise SIGBUS (a power loss may leave holes where zeros were written). Allocated blocks
+    cost nothing more; filesystems without ``fallocate`` are left as they are."""
+    try:
+        os.posix_fallocate(fm.fd, start, length)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise OSError(
+                exc.errno, f"{a.path}: cannot allocate the free room before the central "
+                f"directory ({length} bytes): {exc.strerror}", a.path,
+            ) from None
 
 
 def _skip_local_records(a: Archive, fm: FileMapping, pos: int, limit: int) -> int:

@@ -7,12 +7,14 @@ each reads the :class:`~dafzarr.zipstore._state.Archive` and the mapping, and wr
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from .._crc import crc32
 from .._posix import FileMapping
 from ..errors import CorruptArchiveError, UnsupportedEntryError
+from . import _format as zf
 from ._read import data_offset, read_entry
 from ._state import Archive
 
@@ -25,21 +27,31 @@ class ArchiveSpace:
 
     entries: int  # live keys
     live_bytes: int  # local headers and data of the live entries
-    dead_bytes: int  # superseded and deleted copies, and other unclaimed bytes
+    dead_bytes: int  # superseded and deleted copies, and other unclaimed bytes among them
     directory_bytes: int  # central directory, end records and comment
     file_size: int  # once every pending write is committed
+    # Room between the entries and the directory that a writer keeps for its next commits
+    # (its close() gives it back; 0 in a closed archive).
+    free_bytes: int = 0
 
     def __str__(self) -> str:
+        free = f", {self.free_bytes} free bytes" if self.free_bytes else ""
         return (
             f"{self.entries} entries: {self.live_bytes} live bytes, {self.dead_bytes} dead "
-            f"bytes, {self.directory_bytes} bytes of directory, {self.file_size} bytes in all"
+            f"bytes{free}, {self.directory_bytes} bytes of directory, {self.file_size} bytes "
+            "in all"
         )
 
 
 def space(a: Archive, fm: FileMapping) -> ArchiveSpace:
-    """How the archive's bytes are used, once the open transaction (if any) commits."""
+    """How the archive's bytes are used, once the open transaction (if any) commits
+    (its free room: as it is before the live directory now)."""
     tx = a.tx
-    end = tx.write if tx is not None else a.data_end
+    if tx is not None:
+        end, cd_at = tx.write, max(tx.live_cd, tx.write)
+    else:
+        end = a.data_end if a.unkept_cd_size < 0 else _reader_data_end(a, fm)
+        cd_at = a.cd_offset
     live = 0
     for e in a.live_entries():
         if not e.is_dir:
@@ -53,8 +65,39 @@ def space(a: Archive, fm: FileMapping) -> ArchiveSpace:
         live_bytes=live,
         dead_bytes=max(end - live, 0),
         directory_bytes=directory,
-        file_size=end + directory,
+        file_size=cd_at + directory,
+        free_bytes=cd_at - end,
     )
+
+
+def _reader_data_end(a: Archive, fm: FileMapping) -> int:
+    """Where a read-only archive's entries end: after the last listed entry and the dead
+    entries that follow it; the bytes from there to the directory are a writer's free room.
+
+    The tail is read with ``pread``, not through the mapping: a writer may have cut it off
+    since this handle mapped the file.
+    """
+    last = max(a.entries, key=lambda e: e.lfh_offset, default=None)
+    if last is not None and last.flags & zf.FLAG_DATA_DESCRIPTOR:
+        return a.cd_offset  # a descriptor of unknown length follows: no room assumed
+    size = fm.size
+
+    def read(offset: int, length: int) -> bytes:
+        out = os.pread(fm.fd, length, offset) if 0 <= offset <= size - length else b""
+        if len(out) != length:
+            raise CorruptArchiveError(f"{a.path}: the file shrank while being read")
+        return out
+
+    try:
+        pos = 0 if last is None else data_offset(a, fm, last) + last.csize
+        while pos < a.cd_offset:
+            rec = zf.read_local_record(read, pos, a.cd_offset, a.path)
+            if rec is None:
+                break
+            pos = rec.data_offset + rec.csize
+    except (CorruptArchiveError, OSError):
+        return a.cd_offset
+    return min(pos, a.cd_offset)
 
 
 def verify(a: Archive, fm: FileMapping) -> list[str]:

@@ -32,6 +32,7 @@ class Txn:
     depth: int = 0
     batch: bool = False
     committed: bool = False  # the new directory is live (past the commit point)
+    relocated: bool = False  # the live CD was copied past the end to make room
     pruned: bool = False  # an entry was superseded or deleted: the next CD leaves it out
     done: bool = False  # committed, or abandoned (then ``failure`` says why)
     failure: BaseException | None = None
@@ -76,7 +77,10 @@ class Archive:
     # are not kept in ``cd`` (-1: they are).
     unkept_cd_size: int = -1
     cd_offset: int = 0  # where the live directory is in the file
-    data_end: int = 0  # where the next local header goes
+    # Where the next local header goes; ``[data_end, cd_offset)`` is free room (dead bytes
+    # that no entry claims: old directories, zeros) that the next commits write into.
+    data_end: int = 0
+    placed: bool = False  # a commit of this handle placed the directory (see _commit.settle)
     limit: int = 0  # entries' data ends before this offset
     unpatched: set[str] = field(default_factory=set)  # reservations without their CRC yet
     tx: Txn | None = None
@@ -91,6 +95,7 @@ class Archive:
         self.shadowed, self.first_listed, self.dead_prefix, self.comment = False, -1, 0, b""
         self.plain_start = True
         self.cd_offset = self.data_end = self.limit = 0
+        self.placed = False
         self.unpatched, self.tx, self.dropped_folders, self.refused = set(), None, set(), []
 
     def install(
