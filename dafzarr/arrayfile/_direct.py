@@ -52,7 +52,7 @@ def _plan(layer: Layer, la: LayerArray, meta: Meta) -> tuple[list[Run], list[int
         return ()
     table = la.table
     n = -(-meta.shape[0] // meta.chunk_shape[0]) if meta.shape else 1  # chunks on axis 0
-    if len(table) != n:
+    if n == 0 or len(table) != n:
         return ()
     if meta.shape and table.coords[:, 0].tolist() != list(range(n)):
         return ()
@@ -61,11 +61,19 @@ def _plan(layer: Layer, la: LayerArray, meta: Meta) -> tuple[list[Run], list[int
         row_bytes *= s
     size = row_bytes * (meta.chunk_shape[0] if meta.shape else 1)
     last_size = row_bytes * (meta.shape[0] - (n - 1) * meta.chunk_shape[0]) if meta.shape else size
+    bids, offs, sizes = table.addrs.T.tolist()
+    first = bids[0]
+    block = layer.blocks.get(first)
+    if (block is not None and block[3] is None and bids.count(first) == n
+            and sizes[-1] == last_size and sizes[:-1] == [size] * (n - 1)
+            and offs == list(range(offs[0], offs[0] + n * size, size))):
+        # the usual case, checked with list operations: one piece of one block
+        return [(block[0] + offs[0], 0, size * (n - 1) + last_size)], [first]
     blocks: dict[int, int] = {}
     runs: list[Run] = []
     at = 0
     end = -1
-    for i, (bid, off, got) in enumerate(table.addrs.tolist()):
+    for i, (bid, off, got) in enumerate(zip(bids, offs, sizes, strict=True)):
         if got != (size if i + 1 < n else last_size):
             return ()  # the general path names the chunk whose size is wrong
         base = blocks.get(bid)
