@@ -18,6 +18,7 @@ extensions = [
     ext("_lz4seg"),  # LZ4 block sequence walk: ArrayFile's independently decodable segments
     ext("_zipdir"),  # ZIP central directory parsed in one pass; the index of served keys
     ext("_transpose"),  # cache-blocked transposition: column-major matrices from row-major input
+    ext("_affooter"),  # ArrayFile footer records (rkyv) read in one loop: opening many arrays
 ]
 
 directives = {"language_level": 3, "embedsignature": True}

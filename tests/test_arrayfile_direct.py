@@ -57,6 +57,40 @@ def test_uncompressed_reads_match_the_data_and_bypass_the_cache(tmp_path: Path, 
         assert len(cache.blocks) == 0
 
 
+def test_whole_reads_on_one_handle_follow_writes_flushes_and_compaction(tmp_path: Path
+                                                                      ) -> None:
+    """How a whole array is read from the file is worked out once per array and layer; each
+    read still sees pending chunks, a newer layer, a compacted base and cached blocks."""
+    x = np.arange(1000.0)
+    cache = DeltaCache()
+    cfg = FileConfig(codec=None, block_target_size=4096, cache=cache)
+    with ArrayFile.create(tmp_path / "f.af", config=cfg) as f:
+        f.define_array("x", x.dtype, ["t"], x.shape, chunk_shape=[128])
+        f.write_array("x", [0], x)
+    with ArrayFile.open(tmp_path / "f.af", config=cfg) as f:
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        x += 1
+        f.write_array("x", [0], x)  # every chunk pending, then in a new layer
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        f.flush()
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        f.write_array("x", [130], -np.ones(5))  # pending: part of one chunk
+        x[130:135] = -1
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        f.flush()  # a sidecar with that chunk above the others
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        x += 1
+        f.write_array("x", [0], x)
+        f.flush()
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        f.compact()
+        np.testing.assert_array_equal(f.read_array("x"), x)
+        f.array_stats("x")
+        np.testing.assert_array_equal(f.read_array("x"), x)
+    with ArrayFile.open(tmp_path / "f.af", config=cfg) as f:
+        np.testing.assert_array_equal(f.read_array("x"), x)
+
+
 def test_reads_mix_layers_pending_chunks_and_unwritten_chunks(tmp_path: Path) -> None:
     x = np.arange(100.0)
     with ArrayFile.create(tmp_path / "f.af", config=RAW) as f:

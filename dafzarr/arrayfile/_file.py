@@ -260,13 +260,21 @@ class ArrayFile:
             records, reader = self._records, self._reader
             meta = records.meta(name)
             info = meta.require_info()
-            st, sh = region(meta, start, shape)
+            if start is None and shape is None:
+                st, sh = (0,) * len(meta.shape), meta.shape
+            else:
+                st, sh = region(meta, start, shape)
             out = np.empty(sh, dtype=info.np_dtype)
             whole = whole_array_runs(records, reader, meta) if sh == meta.shape else None
             if whole is not None:
+                layer, whole_runs = whole
                 raw = memoryview(cast(Any, out.reshape(-1).view(np.uint8)))
-                reader.read_runs([(layer, begin, begin + size, [raw[at : at + size]])
-                                  for layer, begin, at, size in whole])
+                if len(whole_runs) == 1:  # the array is one piece of the file
+                    begin = whole_runs[0][0]
+                    reader.read_runs([(layer, begin, begin + raw.nbytes, [raw])])
+                else:
+                    reader.read_runs([(layer, begin, begin + size, [raw[at : at + size]])
+                                      for begin, at, size in whole_runs])
                 return out
             pieces = list(chunks_in(meta, st, sh))
             # a chunk of an uncompressed local block is read by itself, not with its block

@@ -121,8 +121,9 @@ def _tables_ok(stored: list[tuple[Meta, fmt.ChunkTable]], blocks: BlockMap) -> b
         if ndim == 0:
             continue
         coords = np.concatenate([t.coords for _, t in group])
-        grids = np.repeat(np.array([m.grid for m, _ in group], np.uint64),
-                          [len(t) for _, t in group], axis=0)
+        shapes = np.array([m.shape for m, _ in group], np.int64)
+        chunk_shapes = np.array([m.chunk_shape for m, _ in group], np.int64)  # none is 0
+        grids = np.repeat(-(-shapes // chunk_shapes), [len(t) for _, t in group], axis=0)
         if np.any(coords >= grids):
             return False
     addrs = np.concatenate([t.addrs for _, t in stored]).astype(np.int64)

@@ -4,19 +4,23 @@ An ``.af`` object is ``[blocks][rkyv footer][footer_size: u64 LE]["ARRF"]``; a `
 object is ``[rkyv StatsFile][size: u64 LE]["ARST"]``. This module turns those bytes into Python
 values and back. Footers are dictionaries mirroring the archived structs; enum values are
 tuples ``(variant, *fields)``; each array's chunk table is a :class:`ChunkTable` of numpy
-arrays, decoded and encoded without a Python loop over chunks.
+arrays, decoded and encoded without a Python loop over chunks. The per-array records (one
+per array in a footer and in a statistics object) are read by the compiled
+:mod:`dafzarr._affooter` to the same values with the same checks; the Python schema below
+writes them, and reads them when asked to (``compiled=False``, the reference in tests).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from .. import _affooter
 from ..errors import CorruptFooterError
 from . import _rkyv as r
 
@@ -57,6 +61,11 @@ class ChunkTable:
         return cls(np.zeros((0, ndim), np.uint32), np.zeros((0, 3), np.uint32))
 
 
+_BIG_TABLE = 4096  # tables this long are read at once, shorter ones together (_fill_tables)
+# placeholders of a table whose rows _fill_tables has not yet filled (never handed out)
+_NO_COORDS = np.zeros((0, 1), np.uint32)
+_NO_ADDRS = np.zeros((0, 3), np.uint32)
+
 _ENTRY = np.dtype(
     [("coff", "<i8"), ("clen", "<u8"), ("blk", "<u4"), ("off", "<u4"), ("size", "<u4"),
      ("pad", "<u4")]
@@ -82,9 +91,24 @@ class _ChunkTableType(r.Vec):
         if ndim > 64:
             raise r.RkyvError(f"chunk table at {pos}: {ndim} coordinates per chunk")
         dec.charge(4 * ndim * n, f"chunk table at {pos}")
-        table = ChunkTable(np.zeros((n, ndim), np.uint32), np.zeros((n, 3), np.uint32))
+        table = self.deferred_table(n, ndim)
         dec.later.append((start, n, ndim, table))
         return table
+
+    # what the compiled decoder (:mod:`dafzarr._affooter`) asks of this type
+    big = _BIG_TABLE
+
+    @staticmethod
+    def empty_table() -> ChunkTable:
+        """The table of an array without stored chunks."""
+        return ChunkTable.empty(0)
+
+    @staticmethod
+    def deferred_table(n: int, ndim: int) -> ChunkTable:
+        """A table of ``n`` rows that :func:`_fill_tables` fills (its addresses always; its
+        coordinates when it has any)."""
+        coords = _NO_COORDS if ndim else np.zeros((n, 0), np.uint32)
+        return ChunkTable(coords, _NO_ADDRS)
 
     def _read_now(self, dec: r.Decoder, pos: int, start: int, n: int) -> ChunkTable:
         entries = np.frombuffer(dec.buf, _ENTRY, count=n, offset=start)
@@ -122,9 +146,6 @@ class _ChunkTableType(r.Vec):
         return (start, n)
 
 
-_BIG_TABLE = 4096  # tables this long are read at once, shorter ones together (_fill_tables)
-
-
 def _addrs(entries: np.ndarray) -> npt.NDArray[np.uint32]:
     out = np.empty((entries.shape[0], 3), np.uint32)
     out[:, 0] = entries["blk"]
@@ -158,17 +179,20 @@ def _fill_tables(dec: r.Decoder) -> None:
     if np.any(bad_pos):
         bad = int(np.searchsorted(ends, int(np.argmax(bad_pos)), "right"))
         raise r.RkyvError(f"chunk table at {tables[bad][0]}: a coordinate lies outside the payload")
-    for (_, _, _, table), a in zip(tables, np.split(addrs, ends[:-1]), strict=True):
-        table.addrs = a
+    lo = 0
+    for (_, _, _, table), hi in zip(tables, ends.tolist(), strict=True):
+        table.addrs = addrs[lo:hi]  # views of one array: a slice each, no copy
+        lo = hi
     for d in np.unique(ndims).tolist():
         if d == 0:
             continue
         rows = nd == d
         which = np.flatnonzero(ndims == d)
         coords = w32[(cpos[rows] // 4)[:, None] + np.arange(d)]
-        cuts = np.cumsum(counts[which])[:-1]
-        for i, c in zip(which.tolist(), np.split(coords, cuts), strict=True):
-            tables[i][3].coords = c
+        lo = 0
+        for i, k in zip(which.tolist(), counts[which].tolist(), strict=True):
+            tables[i][3].coords = coords[lo : lo + k]
+            lo += k
 
 
 # --- Schema ----------------------------------------------------------------------------
@@ -210,7 +234,8 @@ _ATTRS = r.Enum(
      2: ("U64", [(r.Vec(r.Struct([("k", r.U64, 0), ("v", r.U64, 8)], 16, 8)), 8)])},
     24, 8,
 )
-_STORAGE = r.Struct([("chunk_shape", _V32, 0), ("chunks", _ChunkTableType(), 16)], 32, 8)
+_CHUNKS = _ChunkTableType()
+_STORAGE = r.Struct([("chunk_shape", _V32, 0), ("chunks", _CHUNKS, 16)], 32, 8)
 _LAYOUT = r.Struct(
     [("shape", _V32, 0), ("dimension_names", r.Vec(r.STRING), 16), ("storage", _STORAGE, 32)],
     64, 8,
@@ -240,10 +265,30 @@ for _tag, (_name, _elem) in enumerate(
     _AV5[_tag] = (_name, [(r.Vec(_elem), 8)])
 
 
-def _footer_type(version: int) -> r.Struct:
+class _CompiledVec(r.Vec):
+    """A vector of records that :mod:`dafzarr._affooter` reads in one compiled loop, to the
+    values and with the checks of the Python schema ``elem``, which still writes them."""
+
+    def __init__(self, elem: r.Type, read_records: Callable[[r.Decoder, int, int], Any]) -> None:
+        super().__init__(elem)
+        self._read_records = read_records
+
+    def read(self, dec: r.Decoder, pos: int) -> Any:
+        start, n = self.locate(dec, pos)
+        return self._read_records(dec, start, n)
+
+
+def _read_arrays(dec: r.Decoder, start: int, n: int) -> list[dict[str, Any]]:
+    return _affooter.read_arrays(dec, start, n, _DTYPE, _CHUNKS)
+
+
+def _footer_type(version: int, *, compiled: bool = True) -> r.Struct:
+    """The footer root of ``version``; ``compiled=False``: every record decoded by the
+    Python schema (the reference the compiled decoder is tested against)."""
     av = r.Enum(_AV4 if version == 4 else _AV5, 24, 8)
+    arrays = _CompiledVec(_ARRAY, _read_arrays) if compiled else r.Vec(_ARRAY)
     return r.Struct(
-        [("version", r.U32, 0), ("blocks", r.Vec(_BLOCK), 8), ("arrays", r.Vec(_ARRAY), 24),
+        [("version", r.U32, 0), ("blocks", r.Vec(_BLOCK), 8), ("arrays", arrays, 24),
          ("attr_keys", r.Vec(r.STRING), 40), ("attr_values", r.Vec(av), 56),
          ("overlay_index", r.U32, 72), ("base_file_hint", r.STRING, 80)],
         96, 8,
@@ -251,6 +296,7 @@ def _footer_type(version: int) -> r.Struct:
 
 
 FOOTERS = {4: _footer_type(4), 5: _footer_type(5)}
+PY_FOOTERS = {4: _footer_type(4, compiled=False), 5: _footer_type(5, compiled=False)}
 
 _STAT = r.Enum(
     {0: ("Int", [(r.I64, 8)]), 1: ("UInt", [(r.U64, 8)]), 2: ("Float", [(r.F64, 8)]),
@@ -262,8 +308,13 @@ _ARRAY_STATS = r.Struct(
      ("null_count", r.U64, 80), ("row_count", r.U64, 88)],
     96, 8,
 )
-_STATS_V0 = r.Struct([("arrays", r.Vec(_ARRAY_STATS), 0)], 16, 8)
-_STATS_V1 = r.Struct([("version", r.U32, 0), ("arrays", r.Vec(_ARRAY_STATS), 8)], 24, 8)
+_STATS_VEC = _CompiledVec(_ARRAY_STATS, _affooter.read_stats)
+_STATS_V0 = r.Struct([("arrays", _STATS_VEC, 0)], 16, 8)
+_STATS_V1 = r.Struct([("version", r.U32, 0), ("arrays", _STATS_VEC, 8)], 24, 8)
+_PY_STATS = {
+    0: r.Struct([("arrays", r.Vec(_ARRAY_STATS), 0)], 16, 8),
+    1: r.Struct([("version", r.U32, 0), ("arrays", r.Vec(_ARRAY_STATS), 8)], 24, 8),
+}
 
 
 # --- Trailer and top level -------------------------------------------------------------
@@ -289,8 +340,9 @@ def split_trailer(tail: bytes | bytearray | memoryview, magic: bytes, total_size
     return int(size)
 
 
-def decode_footer(payload: bytes | memoryview) -> dict[str, Any]:
-    """Decode a footer payload (v4 or v5)."""
+def decode_footer(payload: bytes | memoryview, *, compiled: bool = True) -> dict[str, Any]:
+    """Decode a footer payload (v4 or v5). ``compiled=False``: with the Python schema only
+    (the same values and checks, slower; the reference of the compiled decoder)."""
     if len(payload) < 96:
         raise CorruptFooterError(f"a {len(payload)}-byte footer is smaller than its root")
     (version,) = struct.unpack_from("<I", payload, len(payload) - 96)
@@ -300,7 +352,8 @@ def decode_footer(payload: bytes | memoryview) -> dict[str, Any]:
         )
     try:
         dec = r.Decoder(payload)
-        footer: dict[str, Any] = r.decode_root_with(FOOTERS[version], dec)
+        root = (FOOTERS if compiled else PY_FOOTERS)[version]
+        footer: dict[str, Any] = r.decode_root_with(root, dec)
         _fill_tables(dec)
     except (r.RkyvError, UnicodeDecodeError, struct.error) as exc:
         raise CorruptFooterError(
@@ -323,8 +376,10 @@ def empty_footer(*, version: int = 4, overlay_index: int = 0, hint: str = "") ->
     }
 
 
-def decode_stats(payload: bytes | memoryview) -> tuple[int, list[dict[str, Any]]]:
-    """Decode a stats payload; return (generation 0 or 1, entries).
+def decode_stats(payload: bytes | memoryview, *, compiled: bool = True
+                 ) -> tuple[int, list[dict[str, Any]]]:
+    """Decode a stats payload; return (generation 0 or 1, entries). ``compiled=False``: with
+    the Python schema only (see :func:`decode_footer`).
 
     Generation 0 (crate 0.10/0.11) has the root ``{arrays}``; generation 1 (0.12) has
     ``{version, arrays}``. Both keep ``arrays`` in the last 16 bytes, so the generation is
@@ -351,7 +406,8 @@ def decode_stats(payload: bytes | memoryview) -> tuple[int, list[dict[str, Any]]
     else:
         raise CorruptFooterError(f"a {n}-byte stats payload is too short")
     try:
-        root = r.decode_root(_STATS_V1 if gen else _STATS_V0, payload)
+        schema = (_STATS_V1 if gen else _STATS_V0) if compiled else _PY_STATS[gen]
+        root = r.decode_root(schema, payload)
     except (r.RkyvError, UnicodeDecodeError, struct.error) as exc:
         raise CorruptFooterError(f"the stats table does not decode ({exc})") from exc
     if gen == 1 and root["version"] != 1:

@@ -128,13 +128,15 @@ class Meta:
 class LayerArray:
     """One array in one committed layer: metadata, tombstone flag, chunk table."""
 
-    __slots__ = ("_index", "deleted", "meta", "table")
+    __slots__ = ("_index", "deleted", "meta", "table", "whole_plan")
 
     def __init__(self, meta: Meta, deleted: bool, table: fmt.ChunkTable) -> None:
         self.meta = meta
         self.deleted = deleted
         self.table = table
         self._index: dict[int, int] | None = None
+        # how a whole-array read is made of direct reads (see ._direct), once worked out
+        self.whole_plan: Any = None
 
     def lookup(self, key: int) -> int | None:
         """The table row of chunk ``key`` (a hash index built on first use), or None."""

@@ -1,0 +1,8 @@
+"""Stub of the compiled ArrayFile footer-record decoder (``_ext/_affooter.pyx``)."""
+
+from typing import Any
+
+def read_arrays(
+    dec: Any, start: int, n: int, dtype_type: Any, table_type: Any,
+) -> list[dict[str, Any]]: ...
+def read_stats(dec: Any, start: int, n: int) -> list[dict[str, Any]]: ...
