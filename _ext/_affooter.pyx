@@ -192,17 +192,24 @@ cdef class _Payload:
             raise RkyvError(f"enum at {pos} has the unknown tag {tag}")
         return value
 
-    cdef object fill(self, int64_t pos):
-        """``Option<FillValue>`` (32 bytes, the value at +8)."""
+    cdef int64_t some(self, int64_t pos) except -2:
+        """Where the 24-byte enum of an ``Option`` of one (32 bytes, the value at +8) lies,
+        checked, or -1 for ``None``."""
         self.check(pos, 32, 8, "option")
         cdef int tag = self.p[pos]
         if tag == 0:
-            return None
+            return -1
         if tag != 1:
             raise RkyvError(f"option at {pos} has the tag {tag}")
-        pos += 8
-        self.check(pos, 24, 8, "enum")
-        tag = self.p[pos]
+        self.check(pos + 8, 24, 8, "enum")
+        return pos + 8
+
+    cdef object fill(self, int64_t pos):
+        """``Option<FillValue>`` (32 bytes, the value at +8)."""
+        pos = self.some(pos)
+        if pos < 0:
+            return None
+        cdef int tag = self.p[pos]
         if tag == 0:
             return ("Bool", self.boolean(pos + 1))
         if tag == 1:
@@ -262,15 +269,10 @@ cdef class _Payload:
 
     cdef object stat(self, int64_t pos):
         """``Option<StatValue>`` (32 bytes, the value at +8)."""
-        self.check(pos, 32, 8, "option")
-        cdef int tag = self.p[pos]
-        if tag == 0:
+        pos = self.some(pos)
+        if pos < 0:
             return None
-        if tag != 1:
-            raise RkyvError(f"option at {pos} has the tag {tag}")
-        pos += 8
-        self.check(pos, 24, 8, "enum")
-        tag = self.p[pos]
+        cdef int tag = self.p[pos]
         cdef int64_t n, start
         if tag == 0:
             return ("Int", _i64(self.p + pos + 8))

@@ -101,3 +101,18 @@ class HttpReplies:
             self.send_header("Content-Range", content_range)
         self.end_headers()
         self.wfile.write(body)
+
+
+def alias_strings(data: bytearray, vec_head: int, count: int) -> bytes:
+    """Point every string record of the archived vector whose head is at ``vec_head`` at the
+    bytes of its first string: a hostile rkyv footer that is small in the file and, decoded
+    naively, ``count`` times the first string in memory."""
+    (rel, n) = struct.unpack_from("<qQ", data, vec_head)
+    start = vec_head + rel
+    assert n == count
+    (head, first_rel) = struct.unpack_from("<Qq", data, start)
+    target = start + first_rel
+    for i in range(1, n):
+        pos = start + 16 * i
+        struct.pack_into("<Qq", data, pos, head, target - pos)
+    return bytes(data)

@@ -14,7 +14,7 @@ import pytest
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError
 from dafzarr.arrayfile import _format as fmt
 
-from .common import peak_allocation
+from .common import alias_strings, peak_allocation
 
 
 def _norm(x: Any) -> Any:
@@ -191,16 +191,7 @@ def _aliased_dimension_names(copies: int, length: int) -> bytes:
     data = bytearray(fmt.encode_footer(footer))
     root = len(data) - 12 - 96
     (rel, _) = struct.unpack_from("<qQ", data, root + 24)
-    dims_head = root + 24 + rel + 56
-    (rel, n) = struct.unpack_from("<qQ", data, dims_head)
-    start = dims_head + rel
-    assert n == copies + 1
-    (head, first_rel) = struct.unpack_from("<Qq", data, start)
-    target = start + first_rel
-    for i in range(1, n):
-        pos = start + 16 * i
-        struct.pack_into("<Qq", data, pos, head, target - pos)
-    return bytes(data)
+    return alias_strings(data, root + 24 + rel + 56, copies + 1)
 
 
 def test_aliased_dimension_names_are_refused_before_they_are_decoded(tmp_path: Path) -> None:

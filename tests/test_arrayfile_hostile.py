@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ from dafzarr import DafzarrError
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError
 from dafzarr.arrayfile import _format as fmt
 
-from .common import peak_allocation
+from .common import alias_strings, peak_allocation
 
 
 def _aliased_footer(copies: int, length: int) -> bytes:
@@ -23,16 +22,7 @@ def _aliased_footer(copies: int, length: int) -> bytes:
     footer["attr_keys"] = ["k" * length] + [f"{i:017d}" for i in range(copies)]
     data = bytearray(fmt.encode_footer(footer))
     payload_size = len(data) - 12
-    vec_pos = payload_size - 96 + 40
-    (rel, n) = struct.unpack_from("<qQ", data, vec_pos)
-    start = vec_pos + rel
-    assert n == copies + 1
-    (head, first_rel) = struct.unpack_from("<Qq", data, start)
-    target = start + first_rel
-    for i in range(1, n):
-        pos = start + 16 * i
-        struct.pack_into("<Qq", data, pos, head, target - pos)
-    return bytes(data)
+    return alias_strings(data, payload_size - 96 + 40, copies + 1)
 
 
 def test_aliased_strings_are_refused_before_they_are_decoded(tmp_path: Path) -> None:
