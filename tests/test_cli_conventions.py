@@ -163,3 +163,16 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     shown = b"".join(chunks).decode()
     assert proc.returncode == 0 and b"entries" in out
     assert "packing: 100%" in shown and "files/s" in shown
+
+
+def test_zip_info_reports_the_room_an_open_writer_keeps(tmp_path: Path) -> None:
+    path = tmp_path / "open.zip"
+    with MmapZipStore(path, "w") as store:
+        for i in range(20):
+            store[f"k{i}"] = bytes(100)  # single commits: the writer keeps free room
+        text = run("zip", "info", str(path)).stdout
+        info = json.loads(run("zip", "info", "--json", str(path)).stdout)
+        assert info["free_bytes"] > 0
+        assert f"free bytes       {info['free_bytes']:>14}" in text
+    closed = run("zip", "info", str(path)).stdout
+    assert "free bytes" not in closed and "dead bytes" in closed

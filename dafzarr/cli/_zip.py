@@ -55,6 +55,9 @@ def _info(args: argparse.Namespace) -> int:
     print(f"  live bytes       {space.live_bytes:>14}  ({human(space.live_bytes)})")
     print(f"  dead bytes       {space.dead_bytes:>14}  ({human(space.dead_bytes)}; "
           "dafzarr zip compact gives them back)")
+    if space.free_bytes:
+        print(f"  free bytes       {space.free_bytes:>14}  ({human(space.free_bytes)}; room a "
+              "writer keeps for its next commits, given back when it closes)")
     print(f"  directory bytes  {space.directory_bytes:>14}")
     return 0
 
