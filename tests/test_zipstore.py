@@ -6,6 +6,8 @@ import os
 import struct
 import subprocess
 import sys
+import threading
+import time
 import warnings
 import zipfile
 import zlib
@@ -289,6 +291,44 @@ def test_zero_copy_views_survive_growth(tmp_path: Path) -> None:
     del first, view
     store.close()
     store.close()  # idempotent
+
+
+def test_close_waits_for_views_another_thread_is_releasing(tmp_path: Path) -> None:
+    # zarr decodes on its I/O thread, which can still hold a read's buffers for a few
+    # milliseconds after the reading thread has its result and closes the store.
+    p = tmp_path / "t.zip"
+    store = MmapZipStore(p, "w")
+    store["k"] = np.arange(1000, dtype=np.int64)
+    cycle: list[object] = [store["k"]]
+    cycle.append(cycle)  # freed by a garbage collection only, once the thread lets go
+    held = [cycle]
+    del cycle
+    assert store._fm is not None and store._fm.exports == 1
+    ready = threading.Event()
+
+    def release_soon() -> None:
+        ready.set()
+        time.sleep(0.05)
+        held.clear()
+
+    thread = threading.Thread(target=release_soon)
+    thread.start()
+    ready.wait()
+    store.close()
+    thread.join()
+    assert not held
+    with zipfile.ZipFile(p) as z:
+        assert z.read("k") == np.arange(1000, dtype=np.int64).tobytes()
+
+    # A view nobody releases still refuses the close, after the wait.
+    store = MmapZipStore(p, "r")
+    view = store["k"]
+    t0 = time.monotonic()
+    with pytest.raises(BufferError, match="1 zero-copy view"):
+        store.close()
+    assert time.monotonic() - t0 >= 0.2
+    del view
+    store.close()
 
 
 def test_try_mmap_entry_as_cases(tmp_path: Path) -> None:

@@ -102,9 +102,10 @@ _REGISTRY_LOCK = threading.RLock()
 
 def _try_close(shared: _Shared) -> bool:
     """Close the store unless zero-copy views of it are alive (a full garbage collection
-    first frees views that only unreachable cycles hold); whether it closed."""
+    first frees views that only unreachable cycles hold); whether it closed. ZarrDaf reads
+    on the calling thread, so no view is waited for: those alive are the caller's."""
     try:
-        shared.store.close()
+        shared.store._close(grace=0.0)
     except BufferError:
         return False
     return True

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import gc
 import os
 import stat
 import types
@@ -51,7 +50,7 @@ from ..errors import (
 )
 from . import _format as zf
 from ._commit import commit
-from ._read import raw_records
+from ._read import VIEW_GRACE, raw_records, views_gone
 from ._space import ArchiveSpace
 from ._state import Archive
 
@@ -227,9 +226,7 @@ def _ready_for_compaction(a: Archive, fm: FileMapping) -> None:
         commit(a, fm, tx)
     if a.tx is not None:
         raise BatchOpenError(f"cannot compact {a.path} inside a batch")
-    if fm.exports:
-        gc.collect()
-    if fm.exports:
+    if not views_gone(fm, VIEW_GRACE):
         raise ArchiveInUseError(
             f"cannot compact {a.path}: {fm.exports} zero-copy view(s) of its mapping are "
             "alive (arrays from try_mmap_entry_as, memoryviews from store[key]); release them "
@@ -301,10 +298,8 @@ def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int | None) -
             return False
         if live_limit is not None and sum(e.csize for e in a.live_entries()) > live_limit:
             return False
-    if fm.exports:
-        gc.collect()
-        if fm.exports:
-            return False
+    if not views_gone(fm):
+        return False
     return os.stat(os.path.realpath(a.path)).st_nlink <= 1
 
 

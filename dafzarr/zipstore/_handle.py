@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gc
 import os
 import threading
 import types
@@ -444,8 +443,14 @@ class ArchiveHandle(Store):
         """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive.
 
         A writer first moves the directory right after the last entry (one write of it),
-        giving back the free room its commits kept before the directory.
+        giving back the free room its commits kept before the directory. Views that another
+        thread is releasing (zarr's I/O thread finishing a read) are waited for, a quarter
+        of a second at most.
         """
+        self._close(_read.VIEW_GRACE)
+
+    def _close(self, grace: float) -> None:
+        """:meth:`close`, waiting at most ``grace`` seconds for views to go."""
         with self._lock:
             self._commit_pending()
             if self._archive.tx is not None:
@@ -459,8 +464,7 @@ class ArchiveHandle(Store):
                     _commit.settle(self._archive, self._fm)
             fm = self._fm
             if fm is not None:
-                if fm.exports:
-                    gc.collect()
+                _read.views_gone(fm, grace)
                 fm.close()
                 self._fm = None
                 self._reset_state()

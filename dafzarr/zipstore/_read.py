@@ -6,7 +6,9 @@ through; none writes to the file (resolving an entry's data offset only fills in
 
 from __future__ import annotations
 
+import gc
 import math
+import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,7 +23,42 @@ from ._state import Archive
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["data_offset", "decoded", "mmap_entry_as", "raw_records", "read_entry", "unchanged"]
+__all__ = [
+    "VIEW_GRACE",
+    "data_offset",
+    "decoded",
+    "mmap_entry_as",
+    "raw_records",
+    "read_entry",
+    "unchanged",
+    "views_gone",
+]
+
+#: How long :func:`views_gone` waits, at most, for views another thread is releasing.
+VIEW_GRACE = 0.25
+
+
+def views_gone(fm: FileMapping, grace: float = 0.0) -> bool:
+    """Whether no zero-copy view of the mapping is alive, after giving them a chance to go.
+
+    A full garbage collection frees the views that only unreachable cycles hold. With
+    ``grace`` > 0, short sleeps (which hand the GIL over), each followed by another
+    collection, then let another thread finish dropping views it is done with: zarr decodes
+    on its own I/O thread, whose last step can still reference a read's buffers (and the
+    cycles holding them) after the reading thread has its result, for as long as the
+    interpreter lets the reading thread run (several milliseconds on a loaded machine).
+    Costs nothing when no view is alive.
+    """
+    if not fm.exports:
+        return True
+    gc.collect()
+    deadline = time.monotonic() + grace
+    while fm.exports and time.monotonic() < deadline:
+        time.sleep(0.002)
+        if fm.exports:
+            gc.collect()
+    return not fm.exports
+
 
 
 def data_offset(a: Archive, fm: FileMapping, e: zf.Entry) -> int:
