@@ -101,8 +101,8 @@ def test_a_writer_killed_inside_an_entry_leaves_no_half_property(
 def test_blocks_that_do_not_fill_the_entry_are_refused(tmp_path: Path) -> None:
     with MmapZipStore(tmp_path / "s.zip", "w") as store:
         backend = _backends_zip.ZipBackend(store, "", read_only=False)
-        for blocks in ([b"ab", b"c"], [b"abcd", b"ef"]):
-            with pytest.raises(DafzarrError, match="do not fill the 4 bytes"), \
+        for blocks, why in (([b"ab", b"c"], "do not fill"), ([b"abcd", b"ef"], "overflow")):
+            with pytest.raises(DafzarrError, match=f"given for 'x' {why} its 4 bytes"), \
                     backend.transaction():
                 backend.put_streamed("x", 4, blocks)
             assert "x" not in store

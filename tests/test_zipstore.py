@@ -11,7 +11,9 @@ import time
 import warnings
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,9 +22,11 @@ from dafzarr import (
     AppendOnlyError,
     ArchiveLockedError,
     CorruptArchiveError,
+    EntryExistsError,
     MmapZipStore,
     RecoveryWarning,
 )
+from dafzarr.errors import InvalidArgumentError
 from dafzarr.zipstore import _format as zf
 
 from .common import check_archive, check_zip_tools_accept
@@ -308,7 +312,7 @@ def test_close_waits_for_views_another_thread_is_releasing(tmp_path: Path) -> No
 
     def release_soon() -> None:
         ready.set()
-        time.sleep(0.05)
+        time.sleep(0.02)
         held.clear()
 
     thread = threading.Thread(target=release_soon)
@@ -364,6 +368,95 @@ def test_reserve_and_patch(tmp_path: Path) -> None:
         assert store.keys() == ["before", "res", "zero", "after"]
         assert bytes(store["res"]) == (np.arange(4096) % 251).astype(np.uint8).tobytes()
     check_zip_tools_accept(p)
+
+
+def _blocks(parts: list[bytes]) -> Iterator[Any]:
+    """The parts as bytes, memoryviews and numpy arrays of other dtypes, computed lazily."""
+    for i, part in enumerate(parts):
+        if i % 3 == 0:
+            yield part
+        elif i % 3 == 1:
+            yield memoryview(part)
+        else:
+            yield np.frombuffer(part, np.uint8).view(np.int32) if len(part) % 4 == 0 \
+                else np.frombuffer(part, np.uint8)
+
+
+def test_set_streamed_writes_blocks_with_their_crc(tmp_path: Path) -> None:
+    p = tmp_path / "s.zip"
+    rng = np.random.default_rng(5)
+    # small blocks (stored through the mapping), large ones (pwrite), an empty one
+    parts = [rng.bytes(n) for n in (3, 40_000, 0, 1 << 20, 17, 3 << 20, 1000)]
+    whole = b"".join(parts)
+    with MmapZipStore(p, "w") as store:
+        store["before"] = b"b"
+        store.set_streamed("big", len(whole), _blocks(parts))
+        assert bytes(store["big"]) == whole
+        with MmapZipStore(p, "r") as reader:  # committed by the call
+            assert bytes(reader["big"]) == whole
+        with store.batch():
+            store.set_streamed("in/batch", 4, [b"ab", b"cd"])
+            store.set_streamed("empty", 0, [])
+            with MmapZipStore(p, "r") as reader:  # not before the batch commits
+                assert "in/batch" not in reader
+        store["after"] = b"a"
+    check_archive(p, {"before": b"b", "big": whole, "in/batch": b"abcd", "empty": b"",
+                      "after": b"a"})
+
+
+def test_set_streamed_refuses_blocks_that_do_not_add_up(tmp_path: Path) -> None:
+    p = tmp_path / "s.zip"
+    with MmapZipStore(p, "w") as store:
+        store["keep"] = b"k"
+
+        def failing() -> Iterator[bytes]:
+            yield b"x" * 100_000
+            raise RuntimeError("the source failed")
+
+        cases: list[tuple[Any, type[Exception], str]] = [
+            ([b"ab", b"c"], InvalidArgumentError, "given for 'x' do not fill its 4 bytes"),
+            ([b"abcd", b"e"], InvalidArgumentError, "given for 'x' overflow its 4 bytes"),
+            ([b"abcdefgh"], InvalidArgumentError, "overflow"),
+            (failing(), RuntimeError, "the source failed"),
+        ]
+        for blocks, kind, match in cases:
+            with pytest.raises(kind, match=match):
+                store.set_streamed("x", 4 if kind is InvalidArgumentError else 200_000, blocks)
+            assert "x" not in store and store.keys() == ["keep"]
+        with pytest.raises(EntryExistsError):
+            store.set_streamed("keep", 1, [b"k"])
+        with pytest.raises(InvalidArgumentError, match="negative"):
+            store.set_streamed("neg", -1, [])
+        store.set_streamed("x", 4, [b"ab", b"cd"])
+    check_archive(p, {"keep": b"k", "x": b"abcd"})
+
+
+def test_sigkill_inside_set_streamed_leaves_the_last_commit(tmp_path: Path) -> None:
+    p = tmp_path / "k.zip"
+    code = f"""
+import sys, time
+from dafzarr import MmapZipStore
+store = MmapZipStore({str(p)!r}, "w")
+store["keep"] = b"k" * 100
+def blocks():
+    yield b"x" * (4 << 20)
+    print("written", flush=True)
+    time.sleep(60)
+    yield b"y"
+store.set_streamed("big", (4 << 20) + 1, blocks())
+"""
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                          text=True) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline() == "written\n"
+        finally:
+            child.kill()
+    with MmapZipStore(p, "r") as store:
+        assert store.keys() == ["keep"]
+    with MmapZipStore(p, "r+") as store:
+        assert store.keys() == ["keep"]
+        store.set_streamed("big", 3, [b"abc"])
+    check_archive(p, {"keep": b"k" * 100, "big": b"abc"})
 
 
 def test_unpatched_reservation_rolled_back(tmp_path: Path) -> None:

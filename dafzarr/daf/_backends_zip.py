@@ -42,13 +42,13 @@ __all__ = ["ZipBackend", "acquire_zip_store", "release_zip_store"]
 # several times slower than write(2) on ext4); MADV_POPULATE_WRITE (Linux 5.14) maps the
 # whole range writable in one call first. It changes no byte, so it is only a hint: any
 # failure (an older kernel, another system) leaves the faults to the fill.
-_MADV_POPULATE_READ = 22
 _MADV_POPULATE_WRITE = 23
 _POPULATE_MIN = 1 << 20
 # The store splits a new entry of 128 MiB or more over the cores, each thread faulting in
 # its slice of the mapping; ZarrDaf writes such an array with pwrite(2) instead, on one
 # thread (see ZipBackend.put_streamed), as it writes its computed chunks.
 _PWRITE_ARRAY_MIN = 128 << 20
+_PWRITE_PIECE = 64 << 20
 
 
 def _libc_madvise() -> Any:
@@ -71,6 +71,14 @@ def populate_for_write(arr: np.ndarray[Any, Any]) -> bool:
     (whether the kernel did it). Bytes before the first and after the last whole page are
     left to the fill: the range never reaches outside the view."""
     return _populate(arr.ctypes.data, arr.nbytes, _MADV_POPULATE_WRITE)
+
+
+def _pieces(data: np.ndarray[Any, Any]) -> Iterator[np.ndarray[Any, Any]]:
+    """A large contiguous array's bytes in pieces the store writes with pwrite(2) on this
+    thread (it spreads a single buffer of 128 MiB or more over the cores instead)."""
+    flat = data.reshape(-1).view(np.uint8)
+    for i in range(0, flat.size, _PWRITE_PIECE):
+        yield flat[i : i + _PWRITE_PIECE]
 
 
 def _populate(address: int, nbytes: int, advice: int) -> bool:
@@ -259,7 +267,7 @@ class ZipBackend(Backend):
             for key, data in items:
                 if (isinstance(data, np.ndarray) and data.nbytes >= _PWRITE_ARRAY_MIN
                         and (self.prefix + key) not in self.store):
-                    self.put_streamed(key, data.nbytes, [data.reshape(-1).view(np.uint8)])
+                    self.put_streamed(key, data.nbytes, _pieces(data))
                 else:
                     self.store[self.prefix + key] = data
 
@@ -309,39 +317,13 @@ class ZipBackend(Backend):
             self.store.patch_entry_crc(self.prefix + key)
 
     def put_streamed(self, key: str, nbytes: int, blocks: Iterable[Any]) -> None:
-        """A new entry of ``nbytes`` bytes written from consecutive ``blocks`` (buffers) with
-        pwrite(2), then its CRC-32 stored.
-
-        The entry is reserved first (in the open batch: it becomes visible, and durable, only
-        when the batch commits). Its bytes then go into the page cache through the file's
-        descriptor, as a plain file write does, instead of through stores into the shared
-        mapping, each first store of which faults in a page. Blocks of the wrong total size
-        raise ``DafzarrError`` (the batch then rolls the entry back).
-        """
-        full = self.prefix + key
-        fm = self.store._check_writable_sync()  # the file's mapping, and its descriptor
-        view = self.store.reserve_entry(full, nbytes)
-        offset = view.ctypes.data - fm.address if nbytes else 0
-        del view  # a live export of the mapping would keep the store from closing
-        if nbytes and not 0 <= offset <= fm.size - nbytes:
-            raise DafzarrError(f"{self.describe()}: the entry reserved for {key!r} is not "
-                               "in the archive's mapping")
-        pos = offset
-        for block in blocks:
-            mv = memoryview(block).cast("B")
-            if pos + mv.nbytes > offset + nbytes:
-                break
-            fm.write(pos, mv)
-            pos += mv.nbytes
-        else:
-            if pos == offset + nbytes:
-                # The CRC reads the bytes back: map the pages the writes left in the page
-                # cache in one call rather than one fault each.
-                _populate(fm.address + offset, nbytes, _MADV_POPULATE_READ)
-                self.store.patch_entry_crc(full)
-                return
-        raise DafzarrError(f"{self.describe()}: the data of {key!r} do not fill the "
-                           f"{nbytes} bytes reserved for it")
+        """A new entry of ``nbytes`` bytes written from consecutive ``blocks`` (buffers),
+        as a plain file write writes them (see :meth:`MmapZipStore.set_streamed`), in the
+        open batch: it becomes visible, and durable, only when the batch commits."""
+        try:
+            self.store.set_streamed(self.prefix + key, nbytes, blocks)
+        except InvalidArgumentError as exc:
+            raise DafzarrError(f"{self.describe()}: {exc}") from exc
 
     def zarr_store(self) -> tuple[Store, str]:
         return self.store, self.group

@@ -485,11 +485,13 @@ def add_entry(
     return entry
 
 
-def patch_crc(a: Archive, fm: FileMapping, e: zf.Entry) -> int:
-    """Store the CRC-32 of a stored entry's current data: local header first, then the live
-    directory (when the entry is committed) and the directory in memory."""
+def patch_crc(a: Archive, fm: FileMapping, e: zf.Entry, value: int | None = None) -> int:
+    """Store the CRC-32 of a stored entry's current data (``value``, when the caller
+    computed it as it wrote the data): local header first, then the live directory (when
+    the entry is committed) and the directory in memory."""
     off = data_offset(a, fm, e)
-    value = mapped_crc32(fm, off, e.csize)
+    if value is None:
+        value = mapped_crc32(fm, off, e.csize)
     packed = _U32.pack(value)
     fm.write(e.lfh_offset + zf.LFH_CRC_OFFSET, packed)
     _step("patch:header")

@@ -263,6 +263,45 @@ class ArchiveHandle(Store):
             )
             return np.frombuffer(fm.view(offset, nbytes, writable=True), np.uint8)
 
+    def set_streamed(self, key: str, nbytes: int, blocks: Iterable[Any]) -> None:
+        """Store a new entry of ``nbytes`` bytes from consecutive ``blocks`` (buffers).
+
+        For values computed piece by piece (an iterator may compute the next block while
+        the previous one is written) or too large to assemble in memory first: each block
+        is written as it comes, large ones with pwrite(2) into the page cache, and the
+        CRC-32 is computed from the blocks themselves. The entry appears, complete and with
+        its CRC, when the call commits (or with the open batch); blocks that do not add up
+        to ``nbytes`` raise :class:`~dafzarr.errors.InvalidArgumentError` and leave no
+        entry. The key must not exist.
+        """
+        raw = encode_key(key, self.path)
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise InvalidArgumentError(f"cannot store a negative size ({nbytes}) for {key!r}")
+        with self.batch():
+            with self._lock:
+                fm = self._check_writable_sync()
+                start = _write.reserve(
+                    self._archive, fm, key, raw, nbytes, append_only=self.append_only,
+                    batch_room=self._batch_room,
+                )
+            pos, end, crc = start, start + nbytes, 0
+            for block in blocks:
+                mv = as_bytes_view(block)
+                if mv.nbytes > end - pos:
+                    pos += mv.nbytes
+                    break
+                with self._lock:  # the batch keeps the mapping open and the entry in place
+                    crc = fm.write_crc32(pos, mv, crc)
+                pos += mv.nbytes
+            if pos != end:
+                raise InvalidArgumentError(
+                    f"{self.path}: the blocks given for {key!r} "
+                    f"{'overflow' if pos > end else 'do not fill'} its {nbytes} bytes"
+                )
+            with self._lock:
+                _commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
+
     def patch_entry_crc(self, key: str) -> int:
         """Store the CRC-32 of an entry's current data (after filling a reservation)."""
         with self._lock:
