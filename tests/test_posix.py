@@ -100,3 +100,25 @@ def test_rfind_and_zero_checks(tmp_path: Path) -> None:
         assert fm.rfind(b"PK\x05\x06", 0, 100_007) == 0
         assert fm.rfind(b"nope", 0, fm.size) == -1
         assert fm.is_zero(4, 100_000) and not fm.is_zero(0, 5)
+
+
+def test_populate_maps_whole_pages_and_changes_no_byte(tmp_path: Path) -> None:
+    # An unaligned range of a shared file mapping: only its whole pages are populated, and
+    # no byte inside or outside it changes.
+    path = tmp_path / "m.bin"
+    base = np.random.default_rng(5).integers(0, 256, 3 << 20, dtype=np.uint8)
+    base.tofile(path)
+    with FileMapping(str(path), True, 8 << 20) as fm:
+        assert fm.populate(1234, len(base) - 1234 - 777, writable=True)
+        assert fm.populate(0, len(base))
+        assert not fm.populate(1234, 4096)  # no whole page inside
+        assert not fm.populate(0, 0)
+        with pytest.raises(IndexError, match="outside"):
+            fm.populate(len(base) - 10, 20)  # outside the file
+        fm.msync(0, len(base))
+    assert np.array_equal(np.fromfile(path, np.uint8), base)
+    path.write_bytes(bytes(8192))
+    with FileMapping(str(path), False, 0) as ro:
+        assert ro.populate(0, 8192)
+        with pytest.raises(ValueError, match="read-only"):
+            ro.populate(0, 8192, writable=True)

@@ -18,11 +18,8 @@ handles on the old store keep their snapshot until they close.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
-import mmap
 import os
-import sys
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -37,40 +34,11 @@ from ._backends import Backend, _children_of
 
 __all__ = ["ZipBackend", "acquire_zip_store", "release_zip_store"]
 
-# A reserved entry is filled through the archive's shared mapping. Each first store into a
-# page would fault in and allocate that page on its own (a fault and a page_mkwrite per 4 KiB,
-# several times slower than write(2) on ext4); MADV_POPULATE_WRITE (Linux 5.14) maps the
-# whole range writable in one call first. It changes no byte, so it is only a hint: any
-# failure (an older kernel, another system) leaves the faults to the fill.
-_MADV_POPULATE_WRITE = 23
-_POPULATE_MIN = 1 << 20
 # The store splits a new entry of 128 MiB or more over the cores, each thread faulting in
 # its slice of the mapping; ZarrDaf writes such an array with pwrite(2) instead, on one
 # thread (see ZipBackend.put_streamed), as it writes its computed chunks.
 _PWRITE_ARRAY_MIN = 128 << 20
 _PWRITE_PIECE = 64 << 20
-
-
-def _libc_madvise() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_MADVISE = _libc_madvise()
-
-
-def populate_for_write(arr: np.ndarray[Any, Any]) -> bool:
-    """Map the whole pages of a writable view of a shared mapping before it is filled
-    (whether the kernel did it). Bytes before the first and after the last whole page are
-    left to the fill: the range never reaches outside the view."""
-    return _populate(arr.ctypes.data, arr.nbytes, _MADV_POPULATE_WRITE)
 
 
 def _pieces(data: np.ndarray[Any, Any]) -> Iterator[np.ndarray[Any, Any]]:
@@ -79,16 +47,6 @@ def _pieces(data: np.ndarray[Any, Any]) -> Iterator[np.ndarray[Any, Any]]:
     flat = data.reshape(-1).view(np.uint8)
     for i in range(0, flat.size, _PWRITE_PIECE):
         yield flat[i : i + _PWRITE_PIECE]
-
-
-def _populate(address: int, nbytes: int, advice: int) -> bool:
-    """madvise ``advice`` over the whole pages of ``[address, address + nbytes)``."""
-    if _MADVISE is None or nbytes < _POPULATE_MIN:
-        return False
-    page = mmap.PAGESIZE
-    start = -(-address // page) * page
-    stop = (address + nbytes) // page * page
-    return stop > start and _MADVISE(start, stop - start, advice) == 0
 
 
 @dataclass
@@ -308,9 +266,8 @@ class ZipBackend(Backend):
             yield
 
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
-        arr = self.store.reserve_entry(self.prefix + key, nbytes)
-        populate_for_write(arr)
-        return arr
+        # Filled whole: its pages are mapped writable in one call, not one fault each.
+        return self.store.reserve_entry(self.prefix + key, nbytes, populate=True)
 
     def seal(self, key: str) -> None:
         if (self.prefix + key) in self.store:
