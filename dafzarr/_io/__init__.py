@@ -13,7 +13,7 @@ from __future__ import annotations
 from ._blocks import BlockReader
 from ._local import FileSource, file_version
 from ._memory import MemorySource
-from ._object import ObjectSource, http_store
+from ._object import ObjectSource, http_store, object_version
 from ._options import HttpOptions
 from ._ranges import byte_range_bounds
 from ._source import Buffer, ByteSource, Head
@@ -32,5 +32,6 @@ __all__ = [
     "file_version",
     "http_store",
     "is_remote",
+    "object_version",
     "open_source",
 ]

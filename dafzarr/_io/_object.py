@@ -35,7 +35,7 @@ from ._options import HttpOptions
 from ._source import Buffer, Head, check_ranges, replaced, wrong_length
 from ._workers import DeadlinePassed, ForkedAfterUse, call_within, map_within
 
-__all__ = ["ObjectSource", "http_store"]
+__all__ = ["ObjectSource", "http_store", "object_version"]
 
 T = TypeVar("T")
 
@@ -126,18 +126,22 @@ class ObjectSource:
         return self._within(lambda until: self._whole(limit, until),
                             "a GET of the whole object")
 
-    def read_or_whole(self, start: int, stop: int, *, whole_limit: int) -> tuple[Buffer, bool]:
-        """The bytes ``[start, stop)`` and ``True``; or, from a server that ignores ``Range``,
-        the whole object (at most ``whole_limit`` bytes) and ``False``."""
+    def read_or_whole(
+        self, start: int, stop: int, *, whole_limit: int
+    ) -> tuple[Buffer, Head | None]:
+        """The bytes ``[start, stop)`` and the head of the object they come from (pass its
+        version to the reads of the rest, so that they come from the same object); or, from
+        a server that ignores ``Range``, the whole object (at most ``whole_limit`` bytes)
+        and ``None``."""
         check_ranges(self.where, [(start, stop)])
 
-        def attempt(until: float) -> tuple[Buffer, bool]:
-            if not self.ranges_ignored:
+        def attempt(until: float) -> tuple[Buffer, Head | None]:
+            if not self.ranges_ignored and start < stop:
                 try:
-                    return self._range(start, stop, None, until, fallback=False), True
+                    return self._answer(start, stop, None, until)
                 except RangeIgnored:
                     self.ranges_ignored = True
-            return self._whole(whole_limit, until), False
+            return self._whole(whole_limit, until), None
 
         return self._within(attempt, asked_range(start, stop))
 
@@ -231,7 +235,7 @@ class ObjectSource:
             meta = obstore.head(self.store, self.path)
         except STORE_ERRORS as exc:
             raise store_error(exc, self.where, "HEAD") from None
-        return Head(int(meta["size"]), _version(meta))
+        return Head(int(meta["size"]), object_version(meta))
 
     def _range(
         self, start: int, stop: int, version: str | None, until: float, *,
@@ -241,17 +245,32 @@ class ObjectSource:
             return b""
         if self.ranges_ignored and fallback:
             return self._skip_to(start, stop, until)
+        try:
+            return self._answer(start, stop, version, until)[0]
+        except RangeIgnored:
+            if not fallback:
+                raise
+            self.ranges_ignored = True
+            return self._skip_to(start, stop, until)
+
+    def _answer(
+        self, start: int, stop: int, version: str | None, until: float
+    ) -> tuple[Buffer, Head]:
+        """One range request (``RangeIgnored`` when the server sends the whole object): the
+        body, and the head of the object that answered."""
         options: dict[str, Any] = {"range": (start, stop)}
-        etag = None if version is None else version.split("|", 1)[0]
-        if etag not in (None, "None"):
+        etag, modified, size = _version_parts(version)
+        if etag is not None:
             options["if_match"] = etag
 
-        size = None if version is None else version.rsplit("|", 1)[-1]
-
-        def once() -> Buffer:
+        def once() -> tuple[Buffer, Head]:
             result = self._get(options, asked_range(start, stop))
-            if size not in (None, "None") and str(result.meta["size"]) != size:
-                raise replaced(self.where)  # (servers without ETags: the size tells)
+            # Servers without ETags: the size and the modification time tell.
+            if size is not None and str(result.meta["size"]) != size:
+                raise replaced(self.where)
+            answered = _modified(result.meta)
+            if etag is None and None not in (modified, answered) and answered != modified:
+                raise replaced(self.where)
             first, end = result.range
             if (first, end) != (start, stop):
                 raise HttpReadError(
@@ -261,15 +280,9 @@ class ObjectSource:
             body = self._collect(result, stop - start + 1, until)
             if len(body) != stop - start:
                 raise HttpReadError(wrong_length(self.where, start, stop, len(body)))
-            return body
+            return body, Head(int(result.meta["size"]), object_version(result.meta))
 
-        try:
-            return self._retrying(once, until)
-        except RangeIgnored:
-            if not fallback:
-                raise
-            self.ranges_ignored = True
-            return self._skip_to(start, stop, until)
+        return self._retrying(once, until)
 
     def _skip_to(self, start: int, stop: int, until: float) -> Buffer:
         """``[start, stop)`` from the whole object, read from its start up to ``stop``."""
@@ -330,7 +343,7 @@ class ObjectSource:
                     f"{self.where}: the last {n} bytes of a {size}-byte object were asked "
                     f"for; the answer covers [{first}, {stop}) with {len(body)} bytes"
                 )
-            return body, Head(size, _version(result.meta))
+            return body, Head(size, object_version(result.meta))
 
         try:
             return self._retrying(once, until)
@@ -341,6 +354,35 @@ class ObjectSource:
             return memoryview(whole)[max(0, size - n) :], Head(size, f"None|None|{size}")
 
 
-def _version(meta: Any) -> str:
-    """The version token of an object: its ETag, version and size."""
-    return f"{meta.get('e_tag')}|{meta.get('version')}|{meta['size']}"
+def object_version(meta: Any) -> str:
+    """The version token of an object (from obstore's metadata): ``etag|version|size``, and
+    for a server that sends no ETag, ``None|version|modified|size`` with the modification
+    time (whole seconds since the epoch, as HTTP's ``Last-Modified`` gives it) when known,
+    so that a replacement of the same size is told apart too."""
+    etag = meta.get("e_tag")
+    modified = _modified(meta) if etag is None else None
+    middle = "" if modified is None else f"|{modified}"
+    return f"{etag}|{meta.get('version')}{middle}|{meta['size']}"
+
+
+def _modified(meta: Any) -> int | None:
+    """An answer's modification time, or None when the server sent none (obstore then
+    reports the epoch)."""
+    when = meta.get("last_modified")
+    if when is None:
+        return None
+    seconds = int(when.timestamp())
+    return seconds if seconds > 0 else None
+
+
+def _version_parts(version: str | None) -> tuple[str | None, int | None, str | None]:
+    """The ETag, modification time and size a version token pins (each None if unknown).
+
+    Tokens of three fields (``etag|version|size``) carry no modification time."""
+    if version is None:
+        return None, None, None
+    fields = version.split("|")
+    etag = fields[0] if fields[0] != "None" else None
+    size = fields[-1] if len(fields) > 1 and fields[-1] != "None" else None
+    modified = int(fields[2]) if len(fields) == 4 and fields[2].isdigit() else None
+    return etag, modified, size

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._io import FileSource, MemorySource, ObjectSource, file_version
+from .._io import FileSource, MemorySource, ObjectSource, file_version, object_version
 from ..errors import RefusedEntryWarning
 from ..zipstore._format import unsafe_name_reason
 
@@ -418,10 +418,6 @@ class ObstoreBackend(Backend):
         self.store = store
         self.ident = f"obstore-{id(store):x}"
 
-    @staticmethod
-    def _version(meta: Any) -> str:
-        return f"{meta.get('e_tag')}|{meta.get('version')}|{meta['size']}"
-
     def _where(self, key: str) -> str:
         return f"{self.store!r} {key}"
 
@@ -453,7 +449,7 @@ class ObstoreBackend(Backend):
         etag = res.get("e_tag")
         if etag is None:  # some stores do not return one: ask
             meta = self._obs.head(self.store, key)
-            return self._version(meta)
+            return object_version(meta)
         return f"{etag}|{res.get('version')}|{len(data)}"
 
     def delete(self, key: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -58,20 +59,22 @@ class HttpBackend(Backend):
             return super().mmap_as(key, dtype, shape)
         source = self.source(key)
         try:
-            first, honoured = source.read_or_whole(0, min(self.stripe, nbytes),
-                                                   whole_limit=nbytes)
+            first, head = source.read_or_whole(0, min(self.stripe, nbytes), whole_limit=nbytes)
         except FileNotFoundError:
             return None
-        if not honoured:  # the server ignores Range: the whole object, no longer than the array
+        if head is None:  # the server ignores Range: the whole object, no longer than the array
             return super()._as_array(first, dtype, shape)
+        if head.size != nbytes:  # not the array's raw bytes (as from ``_as_array``)
+            return None
         out = np.empty(nbytes, np.uint8)
         out[: len(first)] = np.frombuffer(first, np.uint8)
         ranges = [(a, min(a + self.stripe, nbytes)) for a in range(len(first), nbytes,
                                                                    self.stripe)]
-        try:
-            bodies = source.read_ranges(ranges)
-        except FileNotFoundError:
-            raise HttpReadError(f"{source.where}: the object vanished while read (HTTP 404)") from None
+        try:  # every stripe from the object that answered the first one
+            bodies = source.read_ranges(ranges, version=head.version)
+        except FileNotFoundError as exc:
+            what = "was replaced" if exc.errno == errno.ESTALE else "vanished (HTTP 404)"
+            raise HttpReadError(f"{source.where}: the object {what} while read") from None
         for (a, b), body in zip(ranges, bodies, strict=True):
             out[a:b] = np.frombuffer(body, np.uint8)
         return _readonly(out.view(dtype).reshape(shape))
