@@ -274,8 +274,8 @@ class Write(_Suite):
     }
 
     def prepare(self, name: str) -> None:
-        c.remove(self.p(self._outputs[name]))
         c.settle_writeback()  # no writer pays for the previous one's dirty pages
+        c.remove(self.p(self._outputs[name]))  # then its own, freed right before it writes
 
     @c.bench("write data set", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
              target=_ratio_target("np.save (UMIs + names)", 1.5, within=True))
@@ -351,9 +351,9 @@ class WriteDense(_Suite):
     def prepare(self, name: str) -> None:
         # Every output goes (not only the one the sample rewrites): at full size each is
         # 1.6 GB and the ZIP ones reserve room for their entry while they are written.
+        c.settle_writeback()
         for out in self._outputs.values():
             c.remove(self.p(out))
-        c.settle_writeback()
 
     def _write(self, path: str, value: Any) -> None:
         daf = dafzarr.open_daf(path, "w")

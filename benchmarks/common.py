@@ -22,6 +22,7 @@ import gc
 import itertools
 import os
 import platform
+import random
 import shutil
 import statistics
 import sys
@@ -243,8 +244,11 @@ def run_suite(
 ) -> list[Stats]:
     """Run all ``time_*`` methods of ``cls`` alternately; one Stats per method and params.
 
-    Each round runs every method once, starting one method later than the previous round
-    (A B C, B C A, C A B, ...). A suite may define ``prepare(method_name)`` (called before
+    Each round runs every method once, in its own order (shuffled with the round's number as
+    the seed, so the same in every run): no method always follows the same one. With a fixed
+    rotation (A B C, B C A, ...) a method's predecessor is nearly always the same, and on a
+    VM what a sample leaves behind (dirty pages, freed memory the host takes back within a
+    second) then biased every sample of the one that follows. A suite may define ``prepare(method_name)`` (called before
     each sample, untimed: remove the outputs the sample will rewrite) and attributes
     ``bench_rounds``/``bench_warmup`` to override the counts.
     """
@@ -264,8 +268,9 @@ def run_suite(
             samples: dict[str, list[float]] = {n: [] for n in names}
             prepare = getattr(suite, "prepare", None)
             for r in range(warmup + rounds):
-                k = r % len(names)
-                for n in names[k:] + names[:k]:
+                order = list(names)
+                random.Random(r).shuffle(order)
+                for n in order:
                     if prepare is not None:
                         prepare(n)
                     gc.collect()
