@@ -17,6 +17,7 @@ __all__ = [
     "ArchiveLockedError",
     "ArrayExistsError",
     "ArrayNotFoundError",
+    "AttributeLossWarning",
     "BatchOpenError",
     "CorruptArchiveError",
     "CorruptArrayFileError",
@@ -199,6 +200,13 @@ class SelfCheckError(DafzarrError, RuntimeError):
     This is a defect in dafzarr or a library it uses, not in the user's data; the message
     names what differs.
     """
+
+
+class AttributeLossWarning(UserWarning):
+    """An HDF5 attribute cannot be carried over exactly into the references: an
+    extended-precision (long double) value that the nearest double changes, or a value of a
+    type h5py cannot read, left out. The message names the file, the object and the
+    attribute."""
 
 
 class UnsupportedVariableWarning(UserWarning):

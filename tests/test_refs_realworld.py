@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dafzarr import refs
-from dafzarr.errors import UnsupportedHDF5Error, UnsupportedVariableWarning
+from dafzarr.errors import AttributeLossWarning, UnsupportedHDF5Error, UnsupportedVariableWarning
 
 from .refs_common import (
     open_reference_xr,
@@ -282,3 +282,25 @@ def test_unrepresentable_types_are_skipped_with_a_reason(tmp_path: Path) -> None
     root = open_zarr_default(store)
     np.testing.assert_array_equal(root["ok"][:], np.arange(3))
     assert open_reference_xr(store).attrs["ld"] == 1.5
+
+
+def test_long_double_attributes_that_a_double_changes_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "ld.h5"
+    third = np.longdouble(1) / 3  # not a double: rounding it changes it
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=np.arange(3, dtype="f4"))
+        f.attrs["exact"] = np.longdouble(0.25)
+        f.attrs["third"] = third
+        f["v"].attrs["range"] = np.array([third, 2], dtype=np.longdouble)
+        f["v"].attrs["z"] = np.clongdouble(third * 1j)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = refs.scan(path)
+    messages = sorted(str(w.message) for w in caught
+                      if issubclass(w.category, AttributeLossWarning))
+    assert len(messages) == 3, [str(w.message) for w in caught]
+    assert messages[0].startswith(f"{path}: group '/': attribute 'third' is extended")
+    assert messages[1].startswith(f"{path}: variable 'v': attribute 'range' is extended")
+    assert messages[2].startswith(f"{path}: variable 'v': attribute 'z' is extended")
+    assert r.groups[""] == {"exact": 0.25, "third": float(third)}
+    assert r["v"].attrs == {"range": [float(third), 2.0], "z": [0.0, float(third)]}

@@ -7,12 +7,14 @@ out of the attributes a reader sees.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import h5py
 import numpy as np
 
 from .. import _h5chunks
+from ..errors import AttributeLossWarning
 
 __all__ = [
     "HIDDEN_ATTRIBUTES",
@@ -94,12 +96,14 @@ def decode_name(raw: bytes) -> str | bytes:
         return raw
 
 
-def read_attrs(oid: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def read_attrs(oid: Any, where: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
     """Each attribute read once: (visible ones as JSON data, raw values the scanner needs).
 
     ``oid`` is an open ``GroupID`` or ``DatasetID``. Common attribute kinds are read by the
     extension directly; the others (and everything, if the extension cannot list them)
-    through h5py's ``AttributeManager``, with the same values either way.
+    through h5py's ``AttributeManager``, with the same values either way. An attribute
+    that cannot be carried over exactly gets an :class:`AttributeLossWarning` naming
+    ``where`` (the file and the object).
     """
     visible: dict[str, Any] = {}
     raw: dict[str, Any] = {}
@@ -122,13 +126,30 @@ def read_attrs(oid: Any) -> tuple[dict[str, Any], dict[str, Any]]:
                 manager = h5py.AttributeManager(_Parent(oid))
             try:
                 value = manager[key]
-            except (OSError, TypeError, ValueError):  # types h5py cannot read (vlen of vlen)
+            except (OSError, TypeError, ValueError) as exc:  # e.g. vlen of vlen
+                warnings.warn(f"{where}: attribute {key!r} left out: h5py cannot read its "
+                              f"type ({exc})", AttributeLossWarning, stacklevel=2)
                 continue
         if key in _NEEDED_RAW:
             raw[key] = value
         if key not in HIDDEN_ATTRIBUTES:
             visible[key] = attr_to_json(value)
+            if _rounded(value):
+                warnings.warn(f"{where}: attribute {key!r} is extended precision (long "
+                              "double); written as the nearest double, which differs",
+                              AttributeLossWarning, stacklevel=2)
     return visible, raw
+
+
+def _rounded(value: Any) -> bool:
+    """Whether the nearest doubles of an extended-precision value differ from it."""
+    if not isinstance(value, np.ndarray | np.generic):
+        return False
+    kind, size = value.dtype.kind, value.dtype.itemsize
+    if not ((kind == "f" and size > 8) or (kind == "c" and size > 16)):
+        return False
+    near = np.asarray(value).astype(np.complex128 if kind == "c" else np.float64)
+    return not np.array_equal(near.astype(value.dtype), value, equal_nan=True)
 
 
 def is_dimension_only(raw: dict[str, Any]) -> bool:

@@ -154,9 +154,9 @@ def _scan_file(
     datasets, group_ids = _collect(fid)
     opened.extend(datasets.values())
     opened.extend(group_ids.values())
-    groups = {"": read_attrs(root)[0]}
+    groups = {"": read_attrs(root, f"{p}: group '/'")[0]}
     for g, gid in group_ids.items():
-        groups[g] = read_attrs(gid)[0]
+        groups[g] = read_attrs(gid, f"{p}: group {g!r}")[0]
     user_block = _user_block(fid) if _CHUNK_ADDR_NEEDS_USERBLOCK else 0
 
     # Dimension lengths: a scale's length is the largest extent of any axis attached to
@@ -171,7 +171,7 @@ def _scan_file(
         if dsid.shape is None:
             empty.add(name)
         shapes[name] = ds_shape = tuple(int(n) for n in dsid.shape or ())
-        attrs[name] = read_attrs(dsid)
+        attrs[name] = read_attrs(dsid, f"{p}: variable {name!r}")
         raw = attrs[name][1]
         if is_dimension_only(raw):
             dimension_only.add(name)
