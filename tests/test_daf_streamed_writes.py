@@ -12,6 +12,7 @@ pwrite(2), and the canonical-format scan of sparse values split over threads.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -172,3 +173,32 @@ def test_the_split_scan_still_refuses_indices_out_of_range(split_scan: None, whe
     d.add_axis("g", list("abcd")).add_axis("c", list("uvwxyz"))
     with pytest.raises(DafFormatError, match=r"(?s)indices must be < 4.*matrix 'm'"):
         d.set_matrix("g", "c", "m", _csc(indices, _PTR, (4, 6)), relayout=False)
+
+
+_PIECES_CHILD = """
+import sys
+import numpy as np
+import dafzarr
+d = dafzarr.open_daf(sys.argv[1], "w")
+d.add_axis("r", [f"r{i}" for i in range(1500)]).add_axis("c", [f"c{i}" for i in range(1400)])
+d.set_matrix("r", "c", "f", np.asfortranarray(np.ones((1500, 1400))), relayout=False)
+d.set_matrix("r", "c", "t", np.ones((1500, 1400)), relayout=False)  # transposed as written
+d.close()
+"""
+
+
+def test_a_directory_writes_large_arrays_in_pieces(tmp_path: Path) -> None:
+    # One write(2) of hundreds of MB lets the kernel back the file with 2 MiB page-cache
+    # folios, which a VM whose host takes free memory back makes several times slower to
+    # fill: a directory writes its files in pieces of at most 1 MiB, as the ZIP store does.
+    trace, path = tmp_path / "trace.txt", tmp_path / "p.daf.zarr"
+    subprocess.run(["strace", "-f", "-qq", "-e", "trace=write", "-o", str(trace),
+                    sys.executable, "-c", _PIECES_CHILD, str(path)], check=True, timeout=300)
+    sizes = [int(m.group(1)) for m in re.finditer(r"\bwrite\(\d+, .*\) = (\d+)$",
+                                                   trace.read_text(), re.MULTILINE)]
+    assert sum(sizes) >= 2 * 1500 * 1400 * 8  # both 16.8 MB matrices went through write(2)
+    assert max(sizes) <= 1 << 20, max(sizes)
+    d = dafzarr.open_daf(path)
+    assert bool(np.all(d.get_np_matrix("r", "c", "f", relayout=False) == 1))
+    assert bool(np.all(d.get_np_matrix("r", "c", "t", relayout=False) == 1))
+    d.close()

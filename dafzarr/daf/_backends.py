@@ -32,8 +32,22 @@ from ._values import StreamedChunk
 
 __all__ = ["Backend", "DirectoryBackend", "MemoryBackend"]
 
+
+def _write_in_pieces(f: Any, data: Any) -> None:
+    """Write a bytes-like object or array to ``f`` in pieces of :data:`_WRITE_PIECE`."""
+    mv = memoryview(data)
+    if mv.ndim != 1 or mv.format != "B":
+        mv = mv.cast("B")
+    for start in range(0, mv.nbytes, _WRITE_PIECE):
+        f.write(mv[start : start + _WRITE_PIECE])
+
 # Linux maps every page of a populated mapping at once (a sparse read touches them all).
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+# Files are written in pieces of this size, as the ZIP store writes its entries. One write
+# of hundreds of MB lets the kernel back the file's page cache with 2 MiB folios; on a VM
+# whose host takes free memory back, each such folio's first touch then costs several times
+# what smaller ones do (a 240 MB write measured 0.57 s instead of 0.06 s).
+_WRITE_PIECE = 1 << 20
 
 
 def _readonly(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -206,10 +220,10 @@ class DirectoryBackend(Backend):
             try:
                 with open(tmp, "wb") as f:
                     if isinstance(data, StreamedChunk):  # computed as written
-                        f.writelines(data.blocks())
+                        for block in data.blocks():
+                            _write_in_pieces(f, block)
                     else:
-                        mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-                        f.write(mv)
+                        _write_in_pieces(f, data)
                 os.replace(tmp, path)  # atomic: readers see the old or the new bytes
             except BaseException:
                 with contextlib.suppress(OSError):
