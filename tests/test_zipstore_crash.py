@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -245,6 +246,12 @@ class RandomCase:
 
 RANDOM_CASES = [RandomCase(seed) for seed in range(15)]
 RANDOM_CASES_SLOW = [RandomCase(seed) for seed in range(100, 140)]
+
+
+def _with_slow(fast: list[Any], slow: list[Any]) -> list[Any]:
+    """The parameters of a test: the ``fast`` cases, then the ``slow`` ones marked ``slow``
+    (the runner starts the children of whichever are selected)."""
+    return [*fast, *(pytest.param(case, marks=pytest.mark.slow) for case in slow)]
 
 
 # --- Running children -------------------------------------------------------------------------
@@ -621,19 +628,11 @@ def _check_sequence_kill(case: KillCase, run: ChildRun) -> None:
     check_archive(path, {**want, FRESH_KEY: payload(FRESH_KEY, 1234)})
 
 
-@pytest.mark.parametrize("case", SEQUENCE_CASES, ids=str)
+@pytest.mark.parametrize("case", _with_slow(SEQUENCE_CASES, SEQUENCE_CASES_SLOW), ids=str)
 def test_sigkill_in_single_commits_in_a_row(case: KillCase, runner: Runner) -> None:
     """A kill at every step that places a directory, up past the end or down into the free
-    room, of new keys, rewrites and deletes, and of close(): a reopen shows exactly the
-    state of the last commit that passed its commit point."""
-    run = runner.result(case)
-    _check_sequence_kill(case, run)
-    shutil.rmtree(run.path.parent)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("case", SEQUENCE_CASES_SLOW, ids=str)
-def test_sigkill_in_single_commits_in_a_row_other_steps(case: KillCase, runner: Runner) -> None:
+    room, of new keys, rewrites and deletes, and of close() (the other steps: ``slow``): a
+    reopen shows exactly the state of the last commit that passed its commit point."""
     run = runner.result(case)
     _check_sequence_kill(case, run)
     shutil.rmtree(run.path.parent)
@@ -700,16 +699,8 @@ def _check_random(case: RandomCase, run: ChildRun) -> None:
     assert set(reported) <= set(keys)
 
 
-@pytest.mark.parametrize("case", RANDOM_CASES, ids=str)
+@pytest.mark.parametrize("case", _with_slow(RANDOM_CASES, RANDOM_CASES_SLOW), ids=str)
 def test_sigkill_at_random_time(case: RandomCase, runner: Runner) -> None:
-    run = runner.result(case)
-    _check_random(case, run)
-    shutil.rmtree(run.path.parent)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("case", RANDOM_CASES_SLOW, ids=str)
-def test_sigkill_at_random_time_many(case: RandomCase, runner: Runner) -> None:
     run = runner.result(case)
     _check_random(case, run)
     shutil.rmtree(run.path.parent)

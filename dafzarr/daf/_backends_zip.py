@@ -277,10 +277,7 @@ class ZipBackend(Backend):
         """A new entry of ``nbytes`` bytes written from consecutive ``blocks`` (buffers),
         as a plain file write writes them (see :meth:`MmapZipStore.set_streamed`), in the
         open batch: it becomes visible, and durable, only when the batch commits."""
-        try:
-            self.store.set_streamed(self.prefix + key, nbytes, blocks)
-        except InvalidArgumentError as exc:
-            raise DafzarrError(f"{self.describe()}: {exc}") from exc
+        self.store.set_streamed(self.prefix + key, nbytes, blocks)
 
     def zarr_store(self) -> tuple[Store, str]:
         return self.store, self.group

@@ -60,7 +60,6 @@ def views_gone(fm: FileMapping, grace: float = 0.0) -> bool:
     return not fm.exports
 
 
-
 def data_offset(a: Archive, fm: FileMapping, e: zf.Entry) -> int:
     """Where the entry's data starts (read from its local header the first time)."""
     if e.data_offset < 0:
