@@ -19,6 +19,7 @@ extensions = [
     ext("_zipdir"),  # ZIP central directory parsed in one pass; the index of served keys
     ext("_transpose"),  # cache-blocked transposition: column-major matrices from row-major input
     ext("_affooter"),  # ArrayFile footer records (rkyv) read in one loop: opening many arrays
+    ext("_indices"),  # 1-based sparse indices written and checked (canonical, in range) in one pass
 ]
 
 directives = {"language_level": 3, "embedsignature": True}

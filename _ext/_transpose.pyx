@@ -8,7 +8,7 @@ first-level cache, so each cache line is read once: several GB/s on one core. It
 elements by their size only (1, 2, 4 or 8 bytes), whatever their type.
 """
 
-import threading
+from ._threads import on_threads
 
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 
@@ -97,22 +97,7 @@ def transpose_columns(src, dst, Py_ssize_t lo, Py_ssize_t hi, int threads=1):
     if len(bounds) < 2:
         _one_range(src, dst, lo, hi)
         return
-    failures = []
-
-    def part(a, b):
-        try:
-            _one_range(src, dst[a - lo : b - lo], a, b)
-        except BaseException as exc:  # re-raised by the calling thread
-            failures.append(exc)
-
-    workers = [threading.Thread(target=part, args=ab, daemon=True) for ab in bounds[1:]]
-    for w in workers:
-        w.start()
-    part(*bounds[0])
-    for w in workers:
-        w.join()
-    if failures:
-        raise failures[0]
+    on_threads(lambda a, b: _one_range(src, dst[a - lo : b - lo], a, b), bounds)
 
 
 def _split(Py_ssize_t lo, Py_ssize_t hi, int threads):
