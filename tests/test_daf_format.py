@@ -16,7 +16,7 @@ import zarr
 from zarr.storage import ZipStore
 
 import dafzarr
-from dafzarr.daf._layout import decode_strings, encode_strings
+from dafzarr.daf._layout import ZmetadataText, decode_strings, encode_strings, zmetadata_doc
 
 from .common import check_zip_tools_accept
 
@@ -129,6 +129,66 @@ def test_zmetadata_sorted_and_incremental_equals_rebuild(tmp_path: Path) -> None
     dafzarr.open_daf(root, "r").close()  # a missing .zmetadata is rebuilt on open
     assert _read(root / ".zmetadata") == text
     assert not list(root.glob(".zmetadata.*"))
+
+
+def test_the_incremental_zmetadata_is_the_indented_document_byte_for_byte() -> None:
+    """Entries added, changed (a new value object, or announced as changed) and removed in
+    any order give the bytes of ``json.dumps(doc, indent=4)`` with sorted keys each time."""
+    rng = np.random.default_rng(5)
+    values: list[Any] = [
+        {"zarr_format": 2, "shape": [3], "fill_value": float("nan"), "filters": None},
+        {}, {"a": []}, {"x": {"y": [1, {"z": "é\n\"q\""}], "w": {}}}, {"big": 1e300},
+        {"chunks": [1, 2, 3], "dtype": "<f4", "order": "C", "compressor": None},
+    ]
+    keys = [f"{p}/.z{k}" for p in ("a", "a/b", "b", "matrices/c/d/é", "vectors/x y", "z")
+            for k in ("array", "attrs", "group")] + [".zattrs", ".zgroup"]
+    text, entries = ZmetadataText(), {}
+    assert text.document(entries) == zmetadata_doc(entries)
+    for step in range(300):
+        key = keys[int(rng.integers(len(keys)))]
+        action = int(rng.integers(4))
+        changed: list[str] | None = None
+        if action == 0 and key in entries:
+            del entries[key]
+            changed = []
+        elif action == 1 and key in entries:  # changed in place: must be announced
+            entries[key] = dict(entries[key], step=step)
+            changed = [key]
+        else:
+            entries[key] = dict(values[int(rng.integers(len(values)))])
+            changed = [key] if action == 2 else None
+        assert text.document(entries, changed) == zmetadata_doc(entries), step
+        assert zmetadata_doc(entries) == json.dumps(
+            {"metadata": dict(sorted(entries.items(), key=lambda kv: (kv[0].count("/"), kv[0]))),
+             "zarr_consolidated_format": 1}, indent=4).encode()
+
+
+def test_writing_vectors_one_by_one_reencodes_only_what_changed(tmp_path: Path) -> None:
+    """The consolidated metadata of a directory encodes each entry once: later writes do
+    not encode the earlier entries again (JSON encoding grew quadratically before)."""
+    import dafzarr.daf._layout as layout
+
+    d = dafzarr.open_daf(tmp_path / "x.daf.zarr", "w")
+    d.add_axis("cell", ["a", "b"])
+    encoded = [0]  # characters of JSON encoded with indentation
+    real = layout.json.dumps
+
+    def counting(value: Any, *args: Any, **kwargs: Any) -> str:
+        out = real(value, *args, **kwargs)
+        encoded[0] += len(out) if kwargs.get("indent") else 0
+        return out
+
+    try:
+        layout.json.dumps = counting
+        for i in range(60):
+            d.set_vector("cell", f"v{i}", np.arange(2.0))
+    finally:
+        layout.json.dumps = real
+    d.close()
+    final = (tmp_path / "x.daf.zarr" / ".zmetadata").stat().st_size
+    assert encoded[0] < 2 * final  # each entry about once, not the whole document each time
+    doc = json.loads(_read(tmp_path / "x.daf.zarr" / ".zmetadata"))
+    assert all(f"vectors/cell/v{i}/.zarray" in doc["metadata"] for i in range(60))
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])

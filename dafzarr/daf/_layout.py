@@ -8,8 +8,10 @@ root attribute). This module knows how each generation spells a node; it does no
 
 from __future__ import annotations
 
+import bisect
 import json
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -352,9 +354,52 @@ def sort_consolidated(entries: dict[str, Any]) -> dict[str, Any]:
 
 
 def zmetadata_doc(entries: dict[str, Any]) -> bytes:
-    """The v2 ``.zmetadata`` document (4-space indentation, keys sorted by depth then path)."""
-    doc = {"metadata": sort_consolidated(entries), "zarr_consolidated_format": 1}
-    return json.dumps(doc, indent=4).encode()
+    """The v2 ``.zmetadata`` document (4-space indentation, keys sorted by depth then path):
+    the bytes of ``json.dumps(doc, indent=4)``."""
+    return ZmetadataText().document(entries)
+
+
+class ZmetadataText:
+    """The v2 ``.zmetadata`` document of changing entries, encoded incrementally.
+
+    :meth:`document` returns the bytes of :func:`zmetadata_doc`, encoding again only the
+    entries whose value is another object than at the last call, and keeping the sorted
+    order of the keys: writing one property does not re-encode every other. (Python's
+    indented JSON encoder is pure Python; a directory of 1,600 vectors written one by one
+    took 17 s without this, 10.9 ms per vector at the end.)
+    """
+
+    def __init__(self) -> None:
+        self._lines: dict[str, tuple[Any, str]] = {}  # key -> (value, its encoded line)
+        self._order: list[tuple[int, str]] = []  # (depth, key), sorted
+
+    def document(self, entries: dict[str, Any], changed: Iterable[str] | None = None) -> bytes:
+        """The document of ``entries``. ``changed``: the keys whose values may have changed
+        since the last call (and the new ones; removed keys are found anyway); None: any."""
+        if not entries:
+            return b'{\n    "metadata": {},\n    "zarr_consolidated_format": 1\n}'
+        lines = self._lines
+        new = entries.keys() - lines.keys()
+        if new or len(lines) != len(entries):
+            for key in lines.keys() - entries.keys():
+                del lines[key]
+                self._order.pop(bisect.bisect_left(self._order, (key.count("/"), key)))
+            for key in new:
+                bisect.insort(self._order, (key.count("/"), key))
+        todo = entries.keys() if changed is None else new.union(k for k in changed if k in entries)
+        for key in todo:
+            value = entries[key]
+            hit = lines.get(key)
+            if hit is None or hit[0] is not value:
+                # Indented as at depth 2 (JSON text holds no raw newline but between tokens).
+                text = json.dumps(value, indent=4).replace("\n", _DEPTH_2)
+                lines[key] = (value, f"        {json.dumps(key)}: {text}")
+        body = ",\n".join([lines[key][1] for _, key in self._order])
+        return ('{\n    "metadata": {\n' + body
+                + '\n    },\n    "zarr_consolidated_format": 1\n}').encode()
+
+
+_DEPTH_2 = "\n" + " " * 8
 
 
 def marker_bytes() -> bytes:

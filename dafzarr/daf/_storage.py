@@ -62,6 +62,7 @@ class DafStorage:
     _finalizer: Any
     _stale_consolidated: bool
     _cmeta: dict[str, Any] | None
+    _ctext: lay.ZmetadataText  # the .zmetadata document, encoded incrementally
     _cstamp: Any
 
     # --- Making the group a Daf data set -----------------------------------------------------
@@ -345,7 +346,7 @@ class DafStorage:
         head = path + "/"
         for key in [k for k in self._cmeta if k == path or k.startswith(head)]:
             del self._cmeta[key]
-        self._flush_consolidated()
+        self._flush_consolidated([])
 
     def _consolidated_doc(self) -> str:
         return ".zmetadata" if self._layout is lay.V2 else "zarr.json"
@@ -373,14 +374,14 @@ class DafStorage:
             self._rebuild_consolidated()
             return
         assert self._cmeta is not None
-        changed = False
+        changed = []
         for key in keys:
             ckey = self._consolidated_key(key)
             if ckey is not None:
                 self._cmeta[ckey] = _json(self._backend.get(key), key)
-                changed = True
+                changed.append(ckey)
         if changed:
-            self._flush_consolidated()
+            self._flush_consolidated(changed)
 
     def _rebuild_consolidated(self) -> None:
         entries: dict[str, Any] = {}
@@ -395,10 +396,12 @@ class DafStorage:
         self._cmeta = entries
         self._flush_consolidated()
 
-    def _flush_consolidated(self) -> None:
+    def _flush_consolidated(self, changed: list[str] | None = None) -> None:
+        """Rewrite the consolidated metadata; ``changed``: the only entries set since the
+        last rewrite (None: any may have been)."""
         assert self._cmeta is not None
         if self._layout is lay.V2:
-            doc = lay.zmetadata_doc(self._cmeta)
+            doc = self._ctext.document(self._cmeta, changed)
             self._backend.put([(".zmetadata", doc)])
         else:
             root = _json(self._backend.get("zarr.json"), "zarr.json")

@@ -82,6 +82,7 @@ class ZarrDaf(Description, Fills):
         self._mode = mode
         self._read_only = mode == "r"
         self._cmeta = None
+        self._ctext = lay.ZmetadataText()
         self._cstamp = None
         self._lock = threading.RLock()
         self._axis_cache = {}
