@@ -9,6 +9,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ from dafzarr.errors import (
     DafMissingError,
     DafReadOnlyError,
     DafzarrError,
+    InvalidArgumentTypeError,
 )
 
 from .common import check_zip_tools_accept
@@ -648,3 +650,31 @@ def test_closing_while_an_unclosed_zip_daf_is_collected_does_not_hang(tmp_path: 
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "closed [0.0, 1.0]"
+
+
+@pytest.mark.parametrize("kind", ["list", "object array", "pandas index", "unicode array",
+                                  "pandas strings"])
+def test_strings_from_any_container_are_stored_as_given(kind: str) -> None:
+    names = ["a", "bé", "", "c d"]
+    value: Any = {
+        "list": names, "object array": np.array(names, dtype=object),
+        "pandas index": pd.Index(names), "unicode array": np.array(names),
+        "pandas strings": pd.array(names, dtype="string"),
+    }[kind]
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["x", "y", "z", "w"])
+    d.set_vector("cell", "label", value)
+    got = d.get_np_vector("cell", "label")
+    assert got.tolist() == names and all(type(v) is str for v in got)
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        value[0] = "changed"  # the stored vector does not share the caller's array
+        assert d.get_np_vector("cell", "label")[0] == "a"
+
+
+@pytest.mark.parametrize("bad", [[1, "a"], np.array(["a", 2.5], dtype=object),
+                                 np.array(["a", None], dtype=object), np.array([b"a", b"b"])])
+def test_non_strings_among_strings_are_refused_by_type(bad: Any) -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["x", "y"])
+    with pytest.raises(InvalidArgumentTypeError, match="expected strings, got"):
+        d.add_axis("gene", bad)

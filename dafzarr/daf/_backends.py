@@ -32,6 +32,14 @@ from ._values import StreamedChunk
 
 __all__ = ["Backend", "DirectoryBackend", "MemoryBackend"]
 
+# Linux maps every page of a populated mapping at once (a sparse read touches them all).
+_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+# Files are written in pieces of this size, as the ZIP store writes its entries. One write
+# of hundreds of MB lets the kernel back the file's page cache with 2 MiB folios; on a VM
+# whose host takes free memory back, each such folio's first touch then costs several times
+# what smaller ones do (a 240 MB write measured 0.57 s instead of 0.06 s).
+_WRITE_PIECE = 1 << 20
+
 
 def _write_in_pieces(f: Any, data: Any) -> None:
     """Write a bytes-like object or array to ``f`` in pieces of :data:`_WRITE_PIECE`."""
@@ -40,14 +48,6 @@ def _write_in_pieces(f: Any, data: Any) -> None:
         mv = mv.cast("B")
     for start in range(0, mv.nbytes, _WRITE_PIECE):
         f.write(mv[start : start + _WRITE_PIECE])
-
-# Linux maps every page of a populated mapping at once (a sparse read touches them all).
-_MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
-# Files are written in pieces of this size, as the ZIP store writes its entries. One write
-# of hundreds of MB lets the kernel back the file's page cache with 2 MiB folios; on a VM
-# whose host takes free memory back, each such folio's first touch then costs several times
-# what smaller ones do (a 240 MB write measured 0.57 s instead of 0.06 s).
-_WRITE_PIECE = 1 << 20
 
 
 def _readonly(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

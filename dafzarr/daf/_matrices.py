@@ -14,6 +14,7 @@ from ._axes import Axes
 from ._names import _join, check_name
 from ._storage import UNDEF
 from ._values import (
+    NotCanonicalError,
     OneBased,
     _check_sparse,
     _dense,
@@ -21,6 +22,7 @@ from ._values import (
     _scalar_array,
     _zero_based,
     column_major,
+    csc_of,
 )
 
 
@@ -148,8 +150,13 @@ class Matrices(Axes):
         return pd.DataFrame(m, index=index, columns=columns, copy=False)
 
     def _matrix_items(
-        self, rows: str, cols: str, name: str, value: Any, indtype: Any
+        self, rows: str, cols: str, name: str, value: Any, indtype: Any,
+        check_indices: bool = False,
     ) -> list[tuple[str, Any]]:
+        """The keys and chunks of one layout of a matrix. ``check_indices``: the indices of
+        a sparse value whose canonical format is not known are checked as they are written
+        (:class:`NotCanonicalError` if they are not canonical or not in range), not
+        scanned first."""
         nr, nc = self.axis_length(rows), self.axis_length(cols)
         path = _join("matrices", rows, cols, name)
         where = f"matrix {name!r}"
@@ -162,14 +169,16 @@ class Matrices(Axes):
                 )
             # A CSC value is used as it is, keeping the canonical-format flag scipy cached
             # on it in _check_sparse (no second scan).
-            csc = value if value.format == "csc" else sp.csc_matrix(value)
-            if not csc.has_canonical_format:  # never reorder the caller's arrays in place
+            csc = csc_of(value)
+            check = (csc.indptr, nr) if check_indices else None
+            if check is None and not csc.has_canonical_format:  # never reorder in place
                 csc = csc.copy()
                 csc.sum_duplicates()
             dt = lay.element_type(csc.data.dtype, where)
             idt = _index_dtype(indtype, max(nr, csc.nnz), where)
             items = self._array_items(_join(path, "colptr"), OneBased(csc.indptr, idt), idt)
-            items += self._array_items(_join(path, "rowval"), OneBased(csc.indices, idt), idt)
+            items += self._array_items(_join(path, "rowval"),
+                                       OneBased(csc.indices, idt, check), idt)
             if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(csc.data))):
                 items += self._array_items(_join(path, "nzval"), _dense(csc.data, dt), dt)
             items += self._layout.group_docs(path).items()
@@ -206,21 +215,46 @@ class Matrices(Axes):
         pairs = [(rows_axis, columns_axis)]
         if relayout and rows_axis != columns_axis:
             pairs.append((columns_axis, rows_axis))
+        where = f"matrix {name!r} of the axes {rows_axis} x {columns_axis}" \
+                f"\nin the daf data: {self._name}"
+        # A CSC value stored in one layout (the flipped layout converts the value, which
+        # needs its indices checked first) has its indices checked as they are written,
+        # unless the store is append-only (what a fault leaves written cannot be deleted).
+        deferred = False
         if sp.issparse(value):
-            _check_sparse(value, f"matrix {name!r} of the axes {rows_axis} x {columns_axis}"
-                                 f"\nin the daf data: {self._name}")
+            deferred = _check_sparse(value, where, defer_indices=len(pairs) == 1
+                                     and not self._backend.append_only)
         else:
             value = np.asarray(value)
-        items = self._matrix_items(rows_axis, columns_axis, name, value, indtype)
-        if len(pairs) == 2:
-            flipped = value.T if sp.issparse(value) or np.ndim(value) else value
-            items += self._matrix_items(columns_axis, rows_axis, name, flipped, indtype)
+
+        def items_of(check_indices: bool) -> list[tuple[str, Any]]:
+            items = self._matrix_items(rows_axis, columns_axis, name, value, indtype,
+                                       check_indices)
+            if len(pairs) == 2:
+                flipped = value.T if sp.issparse(value) or np.ndim(value) else value
+                if getattr(value, "format", None) in ("csr", "csc") \
+                        and getattr(value, "_has_canonical_format", False):
+                    flipped.has_canonical_format = True  # the same arrays, each slice sorted
+                items += self._matrix_items(columns_axis, rows_axis, name, flipped, indtype)
+            return items
+
+        items = items_of(deferred)
         with self._changing([
             (_join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}", overwrite,
              f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}")
             for r, c in pairs
         ]):
-            self._write(items)
+            try:
+                self._write(items)
+                if deferred:  # every index was checked as written: cache it as scipy would
+                    value.has_canonical_format = True
+            except NotCanonicalError:
+                # Unsorted or duplicate indices (or out of range): drop what was written of
+                # the matrix (in the open change), check it in full, write it canonical.
+                for r, c in pairs:
+                    self._delete_node(_join("matrices", r, c, name))
+                _check_sparse(value, where)
+                self._write(items_of(False))
         return self
 
     def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._indices import csr_to_csc, shift_checked
 from .._transpose import transpose_columns
 from ..errors import DafFormatError, InvalidArgumentError, InvalidArgumentTypeError, UnsafeCastError
 from . import _layout as lay
@@ -47,15 +48,20 @@ def _scalar_array(value: Any, where: str) -> tuple[np.ndarray[Any, Any], np.dtyp
 def _as_strings(values: Any) -> np.ndarray[Any, Any]:
     """``values`` as an object array of ``str``; ``InvalidArgumentTypeError`` for a non-string.
 
-    A list or tuple of plain ``str`` (axis names, the common case) and a numpy unicode array
-    take a fast path with no per-element Python loop."""
-    if isinstance(values, list | tuple) and set(map(type, values)) <= {str}:
-        out = np.empty(len(values), dtype=object)
-        out[:] = values
-        return out
-    if isinstance(values, np.ndarray) and values.dtype.kind == "U":
-        return values.astype(object)
+    A list, tuple or object array of plain ``str`` (axis names, pandas' indexes and columns:
+    the common cases) and a numpy unicode array take a fast path with no per-element Python
+    loop."""
+    if isinstance(values, list | tuple):
+        if set(map(type, values)) <= {str}:
+            out = np.empty(len(values), dtype=object)
+            out[:] = values
+            return out
+        values = np.asarray(values, dtype=object)  # numpy would turn numbers into strings
     arr = np.asarray(values)
+    if arr.dtype.kind == "U":
+        return arr.astype(object)
+    if arr.dtype == object and set(map(type, arr.reshape(-1).tolist())) <= {str}:
+        return arr.copy()  # an object array of plain str (pandas' names and columns)
     out = np.empty(arr.shape, dtype=object)
     flat = arr.reshape(-1)
     oflat = out.reshape(-1)
@@ -72,14 +78,21 @@ def _dense(value: Any, dt: np.dtype[Any] | str) -> np.ndarray[Any, Any]:
     return np.asarray(value).astype(dt, copy=False)
 
 
-def _check_sparse(value: Any, where: str) -> None:
+def _check_sparse(value: Any, where: str, *, defer_indices: bool = False) -> bool:
     """Refuse (``DafFormatError``) a scipy sparse value whose indices are out of range or
     whose index pointer is not monotonic, before scipy's C code converts it (which would
-    write out of bounds) and before its indices are cast to the stored index type."""
+    write out of bounds) and before its indices are cast to the stored index type.
+
+    ``defer_indices``: a value :func:`_deferred` accepts has only its index pointer checked
+    here, and True is returned: its indices are to be checked as they are written
+    (:class:`OneBased` with ``check``), in the same pass. Else False.
+    """
+    defer = defer_indices and value.format == "csc" and value.indices.size > 0 \
+        and _deferred(value)
     try:
-        if value.format in ("csr", "csc") and _check_compressed_fast(value):
-            pass
-        elif value.format in ("csr", "csc", "bsr"):
+        if value.format in ("csr", "csc") and _check_compressed_fast(value, defer):
+            return defer
+        if value.format in ("csr", "csc", "bsr"):
             value.check_format(full_check=True)
         elif value.format == "coo":
             for axis, (idx, size) in enumerate(zip(value.coords, value.shape, strict=True)):
@@ -87,13 +100,25 @@ def _check_sparse(value: Any, where: str) -> None:
                     raise InvalidArgumentError(f"axis {axis} indices must be in 0..{size - 1}")
     except ValueError as exc:
         raise DafFormatError(f"invalid sparse value: {exc}\nfor the {where}") from None
+    return False
 
 
-def _check_compressed_fast(value: Any) -> bool:
+def _deferred(value: Any) -> bool:
+    """Whether the indices of a CSC value (written as it is) can be checked as they are
+    written: int32/int64 indices with no canonical-format answer cached on the value (a
+    cached answer is used instead)."""
+    return (value.indices.dtype in (np.int32, np.int64)
+            and value.indptr.dtype == value.indices.dtype
+            and getattr(value, "_has_canonical_format", None) is None
+            and bool(getattr(value, "_has_sorted_indices", True)))
+
+
+def _check_compressed_fast(value: Any, skip_indices: bool = False) -> bool:
     """The checks of scipy's ``check_format(full_check=True)`` on a 2-D CSR/CSC value with
     int32 or int64 index arrays, in one pass over the indices instead of three; False (nothing
     checked) for other index types. ``ValueError`` (scipy's or ``InvalidArgumentError``)
-    with scipy's messages.
+    with scipy's messages. ``skip_indices``: the index pointer only (the write checks the
+    indices).
 
     The index pointer is checked first (O(major axis)), so that scipy's canonical-format scan
     reads in bounds; a canonical value (each slice's indices strictly increasing, which that
@@ -108,7 +133,7 @@ def _check_compressed_fast(value: Any) -> bool:
     bound = value.shape[1] if value.format == "csr" else value.shape[0]
     if indptr.size > 1 and np.diff(indptr).min() < 0:
         raise InvalidArgumentError("indptr must be a non-decreasing sequence")
-    if indices.size == 0:
+    if indices.size == 0 or skip_indices:
         return True
     if _has_canonical_format(value):
         starts, stops = indptr[:-1], indptr[1:]
@@ -152,6 +177,29 @@ def _has_canonical_format(value: Any) -> bool:
     return bool(value.has_canonical_format)
 
 
+def csc_of(value: Any) -> Any:
+    """A checked CSR/CSC value (:func:`_check_sparse`) as a CSC matrix: a CSC value itself,
+    a large CSR one converted on a few threads (scipy's conversion runs on one), any other
+    through scipy. Each column's indices come out sorted, duplicates kept, as scipy's."""
+    import scipy.sparse as sp
+
+    if value.format == "csc":
+        return value
+    if value.format != "csr" or value.nnz < _PARALLEL_MIN or _THREADS < 2 \
+            or value.shape[1] * _CONVERT_VALUES_PER_COLUMN > value.nnz:
+        return sp.csc_matrix(value)
+    try:
+        indptr, indices, data = csr_to_csc(value.indptr, value.indices, value.data,
+                                           value.shape[1], _THREADS)
+    except ValueError:  # index or value types it has no kernel for, or too many to index
+        return sp.csc_matrix(value)
+    out = sp.csc_matrix((data, indices, indptr), shape=value.shape, copy=False)
+    out.has_sorted_indices = True
+    if getattr(value, "_has_canonical_format", False):  # no duplicates in, none out
+        out.has_canonical_format = True
+    return out
+
+
 class StreamedChunk:
     """A chunk computed where it is stored rather than built whole in memory first.
 
@@ -179,29 +227,52 @@ class StreamedChunk:
         return out if dtype is None else out.astype(dtype, copy=False)
 
 
+class NotCanonicalError(Exception):
+    """Indices that :class:`OneBased` checks as it writes them are not canonical (a slice's
+    indices not strictly increasing) or not in range. Raised before any block holding them
+    is handed out; the caller drops what it wrote, checks the value in full and writes it
+    again (or refuses it)."""
+
+
 class OneBased(StreamedChunk):
     """0-based indices to store 1-based as ``dtype``, computed where they are stored.
 
     A ZIP or a directory writes them to the entry or the file block by block
     (:meth:`blocks`), in one pass with no temporary copy of the whole array; other backends
-    take the array (``np.asarray``). The caller has checked that the indices are
-    non-negative and that ``dtype`` holds every shifted index (no wrap-around).
+    take the array (``np.asarray``). The caller has checked that ``dtype`` holds every
+    shifted index (no wrap-around) and, unless it passes ``check``, that the indices are
+    non-negative.
+
+    ``check``: ``(indptr, bound)`` of compressed indices (int32 or int64, the index pointer
+    checked) not yet checked: the same pass checks that each slice's indices are strictly
+    increasing and in ``0 <= index < bound``, else raises :class:`NotCanonicalError`.
     """
 
-    def __init__(self, src: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> None:
-        self.src = src.reshape(-1)
+    def __init__(self, src: np.ndarray[Any, Any], dtype: np.dtype[Any],
+                 check: tuple[np.ndarray[Any, Any], int] | None = None) -> None:
+        self.indices = self.src = src.reshape(-1)
         if self.src.dtype.kind in "iu" and self.src.dtype.itemsize == dtype.itemsize:
             # Non-negative indices read the same in the stored type: add with no cast.
             self.src = self.src.view(dtype.newbyteorder("=")) if self.src.dtype.isnative \
                 else self.src
+        self.check = check
         self.dtype = dtype
         self.size = int(self.src.size)
         self.shape = (self.size,)
         self.nbytes = self.size * dtype.itemsize
 
+    def _shift(self, out: np.ndarray[Any, Any], a: int, b: int) -> None:
+        """Indices ``a:b``, 1-based, into ``out`` (of ``dtype``, ``b - a`` long)."""
+        if self.check is None:
+            np.add(self.src[a:b], 1, out=out, casting="unsafe")
+            return
+        indptr, bound = self.check
+        if shift_checked(self.indices, out, indptr, a, b, bound) >= 0:
+            raise NotCanonicalError(f"indices {a}:{b} are not canonical or not in 0..{bound - 1}")
+
     def fill(self, out: np.ndarray[Any, Any]) -> None:
         """Write the 1-based indices into ``out`` (``nbytes`` bytes, any dtype)."""
-        np.add(self.src, 1, out=out.reshape(-1).view(self.dtype), casting="unsafe")
+        self._shift(out.reshape(-1).view(self.dtype), 0, self.size)
 
     def blocks(self) -> Iterator[Any]:
         """The 1-based indices in consecutive blocks, in two small buffers (write each one
@@ -211,7 +282,7 @@ class OneBased(StreamedChunk):
 
         def block(buf: np.ndarray[Any, Any], a: int, b: int) -> np.ndarray[Any, Any]:
             out = buf[: b - a]
-            np.add(self.src[a:b], 1, out=out, casting="unsafe")
+            self._shift(out, a, b)
             return out
 
         bounds = [(a, min(a + step, self.size)) for a in range(0, self.size, max(step, 1))]
@@ -343,6 +414,9 @@ def _default_indtype(size: int) -> np.dtype[Any]:
 _BLOCK = 1 << 18
 _PARALLEL_MIN = 1 << 22
 _THREADS = max(1, min(4, os.cpu_count() or 1))
+# The threaded CSR to CSC conversion keeps three counters per column and thread: a matrix
+# with fewer values per column than this (very wide) is converted by scipy, in less memory.
+_CONVERT_VALUES_PER_COLUMN = 8
 # Transposes copy square tiles of this side (a 256 x 256 float32 tile is 256 KiB); a
 # directory's file is written in blocks of rows of at most about this many bytes.
 _TILE = 256
