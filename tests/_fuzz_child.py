@@ -6,13 +6,21 @@ parse or raise a :class:`~dafzarr.DafzarrError`, within ``PER_INPUT_SECONDS`` (a
 interrupts a hang), with Python allocations (``tracemalloc`` peak) of at most
 ``ALLOC_RATIO`` times the input's size plus ``ALLOC_FLOOR``; native allocations are bounded by
 an address-space limit (``NATIVE_HEADROOM`` above what the process holds before each input).
-A segfault or SIGBUS kills this process: the parent sees the signal.
+A segfault or SIGBUS kills this process: the parent sees the signal, and ``faulthandler``
+prints every thread's stack. An input that the timer signal cannot interrupt (a native loop,
+a deadlock) is stopped by ``faulthandler``'s watchdog after ``WATCHDOG_SECONDS``, which also
+prints every thread's stack and ends the process; so is an exit that does not end. Each input
+is saved to ``WORKDIR/current-input`` before it runs, so that the parent can name the input a
+crash or a hang came from.
 The first failing input is printed (hex) and the process exits with status 1.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
+import os
+import re
 import resource
 import signal
 import sys
@@ -30,11 +38,21 @@ from hypothesis import strategies as st
 from dafzarr import DafzarrError
 
 PER_INPUT_SECONDS = 5.0
+# A hang the timer signal cannot interrupt ends the process this long after the input began.
+WATCHDOG_SECONDS = float(os.environ.get("DAFZARR_FUZZ_WATCHDOG", "60"))
+# The name, in the work directory, of the input being parsed.
+CURRENT_INPUT = "current-input"
 ALLOC_RATIO = 4
 ALLOC_FLOOR = 1 << 20  # fixed costs: zarr/xarray objects, read buffers, hypothesis itself
 # Address space one input may map or allocate beyond what the process holds before it: the
 # decoders' own state (bzip2 about 4 MiB, a zstd window), HDF5's caches, worker thread stacks.
+# The process runs with MALLOC_ARENA_MAX=1 (it starts itself again with ``ENV`` if not): glibc
+# otherwise gives a thread's first allocation a heap arena of its own, reserving 64 to 128 MiB
+# of address space at once, so that a thread zarr's pool starts, or frees, during an input
+# makes allocations fail at random moments, and a failure inside the pool's plumbing can leave
+# zarr waiting for ever on a coroutine that ended.
 NATIVE_HEADROOM = 64 << 20
+ENV = {"MALLOC_ARENA_MAX": "1"}
 
 Runner = Callable[[bytes], None]
 
@@ -219,12 +237,26 @@ def _compact_dcpl(h5py: Any) -> Any:
     return dcpl
 
 
+def _native_hang(work: Path) -> tuple[bytes, int, Runner]:
+    """Not a parser: inputs that hang in C code holding the GIL, where the timer signal cannot
+    interrupt them (a regular expression's exponential backtracking), so that the test of
+    the watchdog has a hang to catch."""
+    base = b"a" * 40
+
+    def run(data: bytes) -> None:
+        if data != base:
+            re.match(rb"(a+)+$", data + b"!")
+
+    return base, 0, run
+
+
 TARGETS: dict[str, Callable[[Path], tuple[bytes, int, Runner]]] = {
     "zip": _zip,
     "arrayfile": _arrayfile,
     "rkyv": _rkyv,
     "daf": _daf,
     "hdf5": _hdf5,
+    "native-hang": _native_hang,
 }
 
 _INTERESTING = [
@@ -305,10 +337,12 @@ def _native_limit() -> Iterator[None]:
 
 
 def main(target: str, examples: int, work: Path) -> int:
+    faulthandler.enable()
     base, hot, run = TARGETS[target](work)
     run(base)  # the valid input parses
     signal.signal(signal.SIGALRM, _on_alarm)
     tracemalloc.start()
+    current = work / CURRENT_INPUT
 
     @settings(
         max_examples=examples,
@@ -320,16 +354,30 @@ def main(target: str, examples: int, work: Path) -> int:
     )
     @given(_mutated(base, hot))
     def fuzz(data: bytes) -> None:
+        current.write_bytes(data)
+        faulthandler.dump_traceback_later(WATCHDOG_SECONDS, exit=True)
         try:
             _check(run, data)
         except BaseException:
             print(f"failing input ({target}, {len(data)} bytes): {data.hex()}", file=sys.stderr)
             raise
+        finally:
+            faulthandler.cancel_dump_traceback_later()
 
-    fuzz()
+    try:
+        fuzz()
+    finally:
+        # Threads a failed input left behind must not keep the process from ending.
+        faulthandler.dump_traceback_later(WATCHDOG_SECONDS, exit=True)
     print(f"{target}: {examples} inputs, all parsed or refused with DafzarrError")
     return 0
 
 
 if __name__ == "__main__":
+    if any(os.environ.get(k) != v for k, v in ENV.items()):  # read by glibc at start only
+        os.execve(
+            sys.executable,
+            [sys.executable, "-m", "tests._fuzz_child", *sys.argv[1:]],
+            {**os.environ, **ENV},
+        )
     sys.exit(main(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])))

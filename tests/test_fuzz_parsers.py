@@ -5,8 +5,9 @@ file, its rkyv footer decoded on its own too), Daf metadata documents (``.zattrs
 ``.zarray``, ``.zgroup``, ``zarr.json``) and the HDF5 scan of ``dafzarr.refs``. Each input must
 parse or raise a ``DafzarrError`` within a per-input time limit, with bounded allocation (see
 ``tests/_fuzz_child.py``). The loop runs in a child process so that a segfault or SIGBUS is a
-failure of this test, reported with its signal, not a crash of pytest; a native hang that the
-child's timer cannot interrupt is caught by the parent's timeout.
+failure of this test, reported with its signal and the input, not a crash of pytest; a native
+hang that the child's timer cannot interrupt is ended by the child's watchdog, or else by the
+parent's timeout, and reported with every thread's stack and the input.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from ._fuzz_child import CURRENT_INPUT
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ["zip", "arrayfile", "rkyv", "daf", "hdf5"]
 
@@ -27,25 +30,39 @@ def _fuzz(target: str, examples: int, tmp_path: Path, timeout: float) -> None:
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     )
-    try:
-        proc = subprocess.run(
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("wb") as fout, err.open("wb") as ferr:
+        proc = subprocess.Popen(
             [sys.executable, "-m", "tests._fuzz_child", target, str(examples), str(tmp_path)],
             cwd=ROOT,
             env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+            stdout=fout,
+            stderr=ferr,
         )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"fuzzing {target} hung for {timeout} s (a native hang?): {exc.stderr!r}")
-    if proc.returncode < 0:
+        try:
+            status = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            # The child's own watchdog should have ended it: ask faulthandler for every
+            # thread's stack (SIGABRT), then kill it.
+            proc.send_signal(signal.SIGABRT)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            status = None
+    stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
+    current = tmp_path / CURRENT_INPUT
+    last = f"\nthe input being parsed: {current.read_bytes().hex()}" if current.exists() else ""
+    if status is None:
+        pytest.fail(f"fuzzing {target} hung for {timeout} s:\n{stderr[-6000:]}{last}")
+    if status < 0:
         pytest.fail(
-            f"fuzzing {target} killed the child with {signal.Signals(-proc.returncode).name}:\n"
-            f"{proc.stderr[-4000:]}"
+            f"fuzzing {target} killed the child with {signal.Signals(-status).name}:\n"
+            f"{stderr[-4000:]}{last}"
         )
-    assert proc.returncode == 0, f"fuzzing {target} failed:\n{proc.stderr[-6000:]}"
-    assert f"{target}: {examples} inputs" in proc.stdout
+    assert status == 0, f"fuzzing {target} failed:\n{stderr[-6000:]}{last}"
+    assert f"{target}: {examples} inputs" in stdout
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -60,3 +77,27 @@ def test_fuzz_parser(target: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("target", TARGETS)
 def test_fuzz_parser_long(target: str, tmp_path: Path) -> None:
     _fuzz(target, 10_000, tmp_path, timeout=1800)
+
+
+def test_watchdog_ends_a_native_hang_with_stacks_and_the_input(tmp_path: Path) -> None:
+    """An input that hangs where the timer signal cannot interrupt it ends the child with
+    every thread's stack printed, and the input is left for the parent to report."""
+    env = dict(
+        os.environ,
+        DAFZARR_FUZZ_WATCHDOG="2",
+        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests._fuzz_child", "native-hang", "10", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Timeout (0:00:02)!" in proc.stderr
+    assert "most recent call first" in proc.stderr and "in run" in proc.stderr
+    hung = (tmp_path / CURRENT_INPUT).read_bytes()
+    assert hung != b"a" * 40 and hung  # the mutated input, not the valid one
