@@ -48,16 +48,6 @@ def sizes() -> tuple[int, int, int]:
     return (_SIZES.get("cells", cells), _SIZES.get("genes", genes), _SIZES.get("nnz", nnz))
 
 
-_SEED: int | None = None
-
-
-def seed() -> int:
-    global _SEED
-    if _SEED is None:
-        _SEED = int(np.random.SeedSequence().entropy % (1 << 32))  # type: ignore[operator]
-    return _SEED
-
-
 def make_adata(the_seed: int) -> Any:
     """The AnnData object every peer writes."""
     import anndata
@@ -155,17 +145,12 @@ def read_zarr(path: str) -> Any:
     return anndata.read_zarr(path)
 
 
-_DATA: dict[int, Any] = {}
+# The data set of the run, from a seed the report prints (``--seed`` repeats a run).
+dataset = c.SeededData(make_adata)
+seed = dataset.seed
 
 
-def dataset() -> Any:
-    if seed() not in _DATA:
-        _DATA.clear()
-        _DATA[seed()] = make_adata(seed())
-    return _DATA[seed()]
-
-
-class _Suite(c.TempDirSuite):
+class _Suite(c.WriterSuite):
     temp_prefix = "dafzarr-bench-anndata-"
 
     def setup(self) -> None:
@@ -173,9 +158,6 @@ class _Suite(c.TempDirSuite):
         self.ad = dataset()
         self.nnz = self.ad.X.nnz
         self.nbytes = x_bytes(self.ad)
-
-    def p(self, name: str) -> str:
-        return self._path(name)
 
 
 class Write(_Suite):
@@ -188,10 +170,6 @@ class Write(_Suite):
         "time_daf_zip": "w.daf.zarr.zip", "time_daf_zip_relayout": "wr.daf.zarr.zip",
         "time_h5ad": "w.h5ad", "time_zarr": "w.zarr",
     }
-
-    def prepare(self, name: str) -> None:
-        c.settle_writeback()  # no writer pays for the previous one's dirty pages
-        c.remove(self.p(self._outputs[name]))  # then its own, freed right before it writes
 
     @c.bench("write AnnData", "Daf ZIP", c.MB, lambda s: s.nbytes, size=_size)
     def time_daf_zip(self) -> None:
@@ -256,9 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("cells", "genes", "nnz"):
         if getattr(args, name) is not None:
             _SIZES[name] = getattr(args, name)
-    global _SEED
-    if args.seed is not None:
-        _SEED = args.seed
+    dataset.set_seed(args.seed)
     rounds = args.rounds or 3
     warnings.filterwarnings("ignore", module="anndata")
     with c.RunClock() as clock:

@@ -70,16 +70,6 @@ def sizes() -> tuple[int, int, float]:
     return (10_000, 30_000, 0.02) if c.quick() else (100_000, 30_000, 0.02)
 
 
-_SEED: int | None = None
-
-
-def seed() -> int:
-    global _SEED
-    if _SEED is None:
-        _SEED = int(np.random.SeedSequence().entropy % (1 << 32))  # type: ignore[operator]
-    return _SEED
-
-
 def column_counts(rng: np.random.Generator, cells: int, genes: int, density: float) -> Any:
     """Stored values per cell (a row of the cells x genes CSR)."""
     return rng.binomial(genes, density, size=cells)
@@ -241,14 +231,9 @@ def _sparse_read_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, boo
     return f"{h5ad}; {npy}", h5ad_ok and npy_ok
 
 
-_DATA: dict[int, dict[str, Any]] = {}
-
-
-def dataset() -> dict[str, Any]:
-    if seed() not in _DATA:
-        _DATA.clear()
-        _DATA[seed()] = make_data(seed())
-    return _DATA[seed()]
+# The data set of the run, from a seed the report prints (``--seed`` repeats a run).
+dataset = c.SeededData(make_data)
+seed = dataset.seed
 
 
 def _size(s: Any) -> str:
@@ -256,7 +241,7 @@ def _size(s: Any) -> str:
     return f"{cells:,} x {genes:,}, nnz {s.nnz:,}"
 
 
-class _Suite(c.TempDirSuite):
+class _Suite(c.WriterSuite):
     temp_prefix = "dafzarr-bench-daf-"
 
     def setup(self) -> None:
@@ -264,9 +249,6 @@ class _Suite(c.TempDirSuite):
         self.d = dataset()
         self.nnz = self.d["X"].nnz
         self.nbytes = data_bytes(self.d["X"])
-
-    def p(self, name: str) -> str:
-        return self._path(name)
 
 
 class Write(_Suite):
@@ -281,10 +263,6 @@ class Write(_Suite):
         "time_umis_daf_dir": "u.daf.zarr", "time_umis_daf_zip": "u.daf.zarr.zip",
         "time_umis_npy": "u.npy", "time_umis_npy_fsync": "uf.npy",
     }
-
-    def prepare(self, name: str) -> None:
-        c.settle_writeback()  # no writer pays for the previous one's dirty pages
-        c.remove(self.p(self._outputs[name]))  # then its own, freed right before it writes
 
     @c.bench("write data set", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
              target=_ratio_target("np.save (data set)", 1.5, within=True))
@@ -585,8 +563,7 @@ def _fill_in_place(path: str, the_seed: int) -> tuple[int, int]:
 
 def child(task: str, path: str, the_seed: int) -> None:
     """Run one writer and print its memory figures as JSON."""
-    global _SEED
-    _SEED = the_seed
+    dataset.set_seed(the_seed)
     if task == "fill":
         import gc
 
@@ -755,9 +732,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(args.child[0], args.child[1], int(args.child[2]))
         return 0
-    global _SEED
-    if args.seed is not None:
-        _SEED = args.seed
+    dataset.set_seed(args.seed)
     rounds = args.rounds or 3
     with c.RunClock() as clock:
         c.eprint(f"seed {seed()}; generating data ...")

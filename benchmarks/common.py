@@ -30,7 +30,9 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, ClassVar, Generic, Self, TypeVar
+
+T = TypeVar("T")
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -165,8 +167,55 @@ class TempDirSuite:
     def _path(self, name: str) -> str:
         return os.path.join(self.dir, name)
 
+    def p(self, name: str) -> str:
+        """The path of ``name`` in the suite's temporary directory."""
+        return self._path(name)
+
     def teardown(self, *params: Any) -> None:
         self._tmp.cleanup()
+
+
+class WriterSuite(TempDirSuite):
+    """A suite whose ``time_*`` writers each write one output, named in ``_outputs``.
+
+    Before each writer's sample the system's dirty pages are written back (untimed), so that
+    no writer pays for the writeback of the previous one's output, and then the writer's own
+    previous output is removed, so that the memory it held is free right before it writes.
+    """
+
+    _outputs: ClassVar[dict[str, str]] = {}  # time_* method -> the file or directory it writes
+
+    def prepare(self, name: str) -> None:
+        if name in self._outputs:
+            settle_writeback()
+            remove(self._path(self._outputs[name]))
+
+
+class SeededData(Generic[T]):
+    """The random data of a run, made from one seed that the report prints, so that a run can
+    be repeated (``--seed``). Made once per seed; only the last is kept (they are large)."""
+
+    def __init__(self, make: Callable[[int], T]) -> None:
+        self._make = make
+        self._seed: int | None = None
+        self._data: tuple[int, T] | None = None
+
+    def seed(self) -> int:
+        if self._seed is None:
+            self._seed = random.SystemRandom().randrange(1 << 32)
+        return self._seed
+
+    def set_seed(self, seed: int | None) -> None:
+        """Use ``seed`` (None: keep the one drawn, or draw one when first asked)."""
+        if seed is not None:
+            self._seed = seed
+
+    def __call__(self) -> T:
+        seed = self.seed()
+        if self._data is None or self._data[0] != seed:
+            self._data = None  # the previous data set goes first
+            self._data = (seed, self._make(seed))
+        return self._data[1]
 
 
 # --- Running ---------------------------------------------------------------------------
