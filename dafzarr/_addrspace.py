@@ -1,10 +1,15 @@
-"""Address space for writable ZIP archives: a size limit that fits the process, a clear error.
+"""Address space for mappings: a size limit that fits the process, clear errors.
 
 A writable :class:`~dafzarr.zipstore.MmapZipStore` reserves (without committing memory)
 twice its ``max_file_size`` of address space, so that the archive can grow without its
 mapping ever moving. Where the process has an address-space limit (``ulimit -v``,
 ``RLIMIT_AS``, common on HPC login and batch nodes) the default must fit under it, and a
 reservation that still fails must say which option to lower, not just ``ENOMEM``.
+
+Reads map files too (a ZIP archive opened read-only, each array file of a ZarrDaf directory).
+A map the kernel refuses raises :class:`~dafzarr.AddressSpaceError` naming the file, its size
+and the cause: the address-space limit, or the system's limit on the number of mappings of
+one process (``vm.max_map_count``), which a process holding many open data sets can reach.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ import resource
 
 from .errors import AddressSpaceError
 
-__all__ = ["address_space_limit", "fitting_max_file_size", "probe_reservation",
-           "reservation_error"]
+__all__ = ["address_space_limit", "fitting_max_file_size", "mapping_error",
+           "probe_reservation", "reservation_error"]
 
 _MIB = 1 << 20
 # Of the address space still free under the limit, a default reservation (twice the file
@@ -54,19 +59,53 @@ def fitting_max_file_size(default: int) -> int:
     return max(min(default, (free // _FRACTION) & ~(_MIB - 1)), _MIB)
 
 
+# Mappings a process may still make, near vm.max_map_count, before it counts as the cause
+# (a failed map may itself have needed a few: a guard, a split of a neighbour).
+_MAPS_SLACK = 16
+
+
+def _mapping_counts() -> tuple[int, int] | None:
+    """The process' memory mappings and the system's limit on them, where Linux tells."""
+    try:
+        with open("/proc/sys/vm/max_map_count", "rb") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            count = sum(1 for _ in f)
+    except (OSError, ValueError):
+        return None
+    return count, limit
+
+
+def _refusal_cause() -> str | None:
+    """Why the kernel refused a map with ``ENOMEM``, where a limit explains it."""
+    counts = _mapping_counts()
+    if counts is not None and counts[0] + _MAPS_SLACK >= counts[1]:
+        return (f"the process holds {counts[0]} memory mappings, at the system's limit "
+                f"vm.max_map_count = {counts[1]}; close the data sets and archives no longer "
+                "needed, or raise the limit (sysctl vm.max_map_count)")
+    limit = address_space_limit()
+    if limit is not None:
+        return (f"the process' address-space limit (RLIMIT_AS, ulimit -v) is {limit} bytes, "
+                f"{_address_space_used()} of them in use")
+    return None
+
+
 def reservation_error(path: str, max_file_size: int, reserve: int) -> AddressSpaceError:
     """The error for a reservation of ``reserve`` bytes (for ``max_file_size``) that failed."""
-    limit = address_space_limit()
-    if limit is None:
-        why = "more than the system grants"
-    else:
-        why = (f"the process' address-space limit (RLIMIT_AS, ulimit -v) is {limit} bytes, "
-               f"{_address_space_used()} of them in use")
+    why = _refusal_cause() or "more than the system grants"
     return AddressSpaceError(
         errno.ENOMEM,
         f"can't open {path} for writing: it needs {reserve} bytes of address space for "
         f"max_file_size = {max_file_size} bytes, {why}; pass a smaller max_file_size= "
         "(the largest size the archive may reach while it is open)",
+    )
+
+
+def mapping_error(path: str, nbytes: int) -> AddressSpaceError:
+    """The error for a read-only map of ``nbytes`` of ``path`` that the kernel refused."""
+    why = _refusal_cause() or "the system refused the address space"
+    return AddressSpaceError(
+        errno.ENOMEM, f"can't map {path} ({nbytes} bytes) to read it: {why}"
     )
 
 

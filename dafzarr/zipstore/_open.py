@@ -14,7 +14,7 @@ import os
 import time
 import warnings
 
-from .._addrspace import probe_reservation, reservation_error
+from .._addrspace import mapping_error, probe_reservation, reservation_error
 from .._posix import FileMapping
 from ..errors import ArchiveLockedError, CorruptArchiveError, RefusedEntryWarning
 from . import _format as zf
@@ -134,7 +134,12 @@ def open_read_only(a: Archive) -> FileMapping:
     pause = 0.0005
     last_look = False
     while True:
-        fm = FileMapping(a.path, False, 0)
+        try:
+            fm = FileMapping(a.path, False, 0)
+        except OSError as e:
+            if e.errno != errno.ENOMEM:
+                raise
+            raise mapping_error(a.path, os.path.getsize(a.path)) from None
         try:
             load_read_only(a, fm)
             return fm
