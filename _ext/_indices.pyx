@@ -65,6 +65,10 @@ cdef Py_ssize_t _shift(
         if stop > hi:
             stop = hi
         if i < stop:
+            # A checked pointer gives start <= i (start == i but where a block begins inside
+            # a slice); any other pointer is refused before src[i - 1] is read.
+            if start < 0 or start > i:
+                return i
             if i == start:
                 bad = src[i] < 0
             else:

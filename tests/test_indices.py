@@ -90,6 +90,28 @@ def test_a_hostile_index_pointer_reads_nothing_out_of_bounds() -> None:
 
 
 @pytest.mark.parametrize(
+    "indptr", [[0, -3, 64], [5, 64], [0, 40, 30, 64], [0, 10, -1, 64], [0, 64, 2, 64]]
+)
+def test_a_hostile_index_pointer_reads_nothing_before_or_after_the_indices(
+    indptr: list[int],
+) -> None:
+    """The indices sit between guard values; were any guard read, the answer would depend
+    on it: the answers with low and with high guards must be the same."""
+    ptr = np.array(indptr, np.int64)
+    answers = set()
+    for guard in (-(2**62), 2**62):
+        buf = np.full(80, guard, np.int64)
+        buf[8:72] = np.arange(64)  # canonical for any pointer that splits them
+        indices = buf[8:72]
+        for lo, hi in ((0, 64), (1, 64), (30, 50), (63, 64)):
+            answers.add((guard, lo, hi, shift_checked(indices, np.empty(64, "u8"), ptr, lo, hi,
+                                                      100)))
+    low = {(lo, hi, r) for g, lo, hi, r in answers if g < 0}
+    high = {(lo, hi, r) for g, lo, hi, r in answers if g > 0}
+    assert low == high
+
+
+@pytest.mark.parametrize(
     ("args", "match"),
     [
         ((np.zeros(4, "i4"), np.zeros(4, "u4"), np.zeros(2, "i8"), 0, 4, 9), "both be int32"),
