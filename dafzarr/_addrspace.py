@@ -76,23 +76,31 @@ def _mapping_counts() -> tuple[int, int] | None:
     return count, limit
 
 
-def _refusal_cause() -> str | None:
-    """Why the kernel refused a map with ``ENOMEM``, where a limit explains it."""
+def _mapping_limit_cause() -> str | None:
+    """The text for a process at ``vm.max_map_count``, or None if it is not there."""
     counts = _mapping_counts()
-    if counts is not None and counts[0] + _MAPS_SLACK >= counts[1]:
-        return (f"the process holds {counts[0]} memory mappings, at the system's limit "
-                f"vm.max_map_count = {counts[1]}; close the data sets and archives no longer "
-                "needed, or raise the limit (sysctl vm.max_map_count)")
+    if counts is None or counts[0] + _MAPS_SLACK < counts[1]:
+        return None
+    return (f"the process holds {counts[0]} memory mappings, at the system's limit "
+            f"vm.max_map_count = {counts[1]}; close the data sets and archives no longer "
+            "needed, or raise the limit (sysctl vm.max_map_count)")
+
+
+def _address_limit_cause() -> str | None:
+    """The text for a process under an address-space limit, or None if it has none."""
     limit = address_space_limit()
-    if limit is not None:
-        return (f"the process' address-space limit (RLIMIT_AS, ulimit -v) is {limit} bytes, "
-                f"{_address_space_used()} of them in use")
-    return None
+    if limit is None:
+        return None
+    return (f"the process' address-space limit (RLIMIT_AS, ulimit -v) is {limit} bytes, "
+            f"{_address_space_used()} of them in use")
 
 
 def reservation_error(path: str, max_file_size: int, reserve: int) -> AddressSpaceError:
     """The error for a reservation of ``reserve`` bytes (for ``max_file_size``) that failed."""
-    why = _refusal_cause() or "more than the system grants"
+    maps = _mapping_limit_cause()
+    if maps is not None:  # a smaller reservation would not help
+        return AddressSpaceError(errno.ENOMEM, f"can't open {path} for writing: {maps}")
+    why = _address_limit_cause() or "more than the system grants"
     return AddressSpaceError(
         errno.ENOMEM,
         f"can't open {path} for writing: it needs {reserve} bytes of address space for "
@@ -103,10 +111,9 @@ def reservation_error(path: str, max_file_size: int, reserve: int) -> AddressSpa
 
 def mapping_error(path: str, nbytes: int) -> AddressSpaceError:
     """The error for a read-only map of ``nbytes`` of ``path`` that the kernel refused."""
-    why = _refusal_cause() or "the system refused the address space"
-    return AddressSpaceError(
-        errno.ENOMEM, f"can't map {path} ({nbytes} bytes) to read it: {why}"
-    )
+    why = (_mapping_limit_cause() or _address_limit_cause()
+           or "the system refused the address space")
+    return AddressSpaceError(errno.ENOMEM, f"can't map {path} ({nbytes} bytes) to read it: {why}")
 
 
 def probe_reservation(path: str, max_file_size: int, reserve: int) -> None:

@@ -1,11 +1,12 @@
-"""Reads that map files, refused by the kernel: a clear error naming the file and the cause.
+"""Maps refused by the kernel: a clear error naming the file and the cause.
 
 A ZIP archive opened read-only is mapped whole, and each array file of a ZarrDaf directory is
 mapped when it is read. Where the kernel refuses a map (``ENOMEM``), the error is an
 :class:`AddressSpaceError` (a ``DafzarrError`` and an ``OSError``) that names the file, its
 size and the limit that refused it: the address-space limit (``ulimit -v``, ``RLIMIT_AS``)
 or the number of mappings one process may hold (``vm.max_map_count``). Each case runs in a
-real child process that reaches the limit.
+real child process that reaches the limit. A writable open at the mapping limit names that
+limit too, not the archive's size option (a smaller reservation would not help).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ resource.setrlimit(resource.RLIMIT_AS, (used + (1 << 20), resource.RLIM_INFINITY
 
 # Mappings: small anonymous maps of alternating protection (so that none merge) until the
 # kernel refuses one.
-MAPPINGS = """
+FILL_MAPPINGS = """
 import errno, mmap, sys, dafzarr
 path = sys.argv[1]
 held = []
@@ -51,7 +52,8 @@ while True:
         held.append(mmap.mmap(-1, mmap.PAGESIZE, prot=prot))
     except OSError:
         break
-""" + READ
+"""
+MAPPINGS = FILL_MAPPINGS + READ
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +100,18 @@ def test_reads_within_the_limits(datasets: dict[str, str]) -> None:
     for path in datasets.values():
         with dafzarr.open_daf(path, "r") as d:
             assert d.get_np_matrix("r", "g", "big").sum() == ROWS * COLS
+
+
+def test_writable_open_at_the_mapping_limit_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "new.zip"
+    out = _child(FILL_MAPPINGS + """
+try:
+    dafzarr.MmapZipStore(path, "w")
+    print("opened")
+except dafzarr.AddressSpaceError as exc:
+    print("refused:", exc)
+""", str(path))
+    assert out.startswith("refused: "), out
+    assert f"can't open {path} for writing" in out and "vm.max_map_count = " in out
+    assert "max_file_size" not in out
+    assert not path.exists()
