@@ -87,16 +87,16 @@ class _Suite(c.TempDirSuite):
         if name == "time_write_arrayfile":
             self._af_remove("w")
         elif name == "time_write_zarr":
-            c.remove(self._path("w.zarr"))
+            c.remove(self.p("w.zarr"))
         elif name == "time_write_icechunk":
-            c.remove(self._path("w.ic"))
+            c.remove(self.p("w.ic"))
         elif name.startswith("time_write_plain"):
-            c.remove(self._path("w.plain"))
+            c.remove(self.p("w.plain"))
 
     def _af_remove(self, stem: str) -> None:
         for name in os.listdir(self.dir):
             if name.startswith(stem + "."):
-                c.remove(self._path(name))
+                c.remove(self.p(name))
 
 
 # --- (a) many arrays -------------------------------------------------------------------
@@ -179,11 +179,11 @@ class ManyArrays(_Suite):
         self._write_af("read")
         self._write_zarr("read.zarr")
         self._write_icechunk("read.ic")
-        _write_plain(self._path("read.plain"), self.names, self.arrays, fsync=False)
+        _write_plain(self.p("read.plain"), self.names, self.arrays, fsync=False)
 
     def _write_af(self, stem: str) -> None:
         self._af_remove(stem)
-        with ArrayFile.create(self._path(f"{stem}.af"), config=self._af_config()) as f:
+        with ArrayFile.create(self.p(f"{stem}.af"), config=self._af_config()) as f:
             for name, x in zip(self.names, self.arrays, strict=True):
                 f.define_array(name, x.dtype, ["t"], x.shape, chunk_shape=[self.chunk])
                 f.write_array(name, [0], x)
@@ -196,12 +196,12 @@ class ManyArrays(_Suite):
             a[...] = x
 
     def _write_zarr(self, name: str) -> None:
-        c.remove(self._path(name))
-        self._write_group(LocalStore(self._path(name)))
+        c.remove(self.p(name))
+        self._write_group(LocalStore(self.p(name)))
 
     def _write_icechunk(self, name: str) -> None:
-        c.remove(self._path(name))
-        repo = icechunk.Repository.create(icechunk.local_filesystem_storage(self._path(name)))
+        c.remove(self.p(name))
+        repo = icechunk.Repository.create(icechunk.local_filesystem_storage(self.p(name)))
         session = repo.writable_session("main")
         g = zarr.open_group(store=session.store, mode="w", zarr_format=3)
         for n, x in zip(self.names, self.arrays, strict=True):
@@ -221,12 +221,12 @@ class ManyArrays(_Suite):
 
     @c.bench("many arrays, {codec_name}: write", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_write_plain(self) -> None:
-        _write_plain(self._path("w.plain"), self.names, self.arrays, fsync=False)
+        _write_plain(self.p("w.plain"), self.names, self.arrays, fsync=False)
 
     @c.bench("many arrays, {codec_name}: write", PLAIN_FSYNC, c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_write_plain_fsync(self) -> None:
-        _write_plain(self._path("w.plain"), self.names, self.arrays, fsync=True)
+        _write_plain(self.p("w.plain"), self.names, self.arrays, fsync=True)
 
     @c.bench("many arrays, {codec_name}: write", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
@@ -242,18 +242,18 @@ class ManyArrays(_Suite):
              size=lambda s: s._size(),
              target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN, 0.8)))
     def time_read_arrayfile(self) -> None:
-        with ArrayFile.open(self._path("read.af"), config=self._af_config()) as f:
+        with ArrayFile.open(self.p("read.af"), config=self._af_config()) as f:
             for name in self.names:
                 f.read_array(name)
 
     @c.bench("many arrays, {codec_name}: read", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_read_plain(self) -> None:
-        _read_plain(self._path("read.plain"), self.names, np.float64)
+        _read_plain(self.p("read.plain"), self.names, np.float64)
 
     @c.bench("many arrays, {codec_name}: read", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_zarr(self) -> None:
-        g: Any = zarr.open_group(store=LocalStore(self._path("read.zarr"), read_only=True),
+        g: Any = zarr.open_group(store=LocalStore(self.p("read.zarr"), read_only=True),
                                  mode="r")
         for name in self.names:
             g[name][...]
@@ -261,7 +261,7 @@ class ManyArrays(_Suite):
     @c.bench("many arrays, {codec_name}: read", "icechunk", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_icechunk(self) -> None:
-        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self._path("read.ic")))
+        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self.p("read.ic")))
         g: Any = zarr.open_group(store=repo.readonly_session("main").store, mode="r")
         for name in self.names:
             g[name][...]
@@ -294,19 +294,19 @@ class BigArray(_Suite):
         self._write_icechunk("read.ic")
         # the same data in 1 MiB blocks: a random chunk read decompresses 1 MiB, not 8 MiB
         self._af_remove("small")
-        with ArrayFile.create(self._path("small.af"), config=FileConfig(
+        with ArrayFile.create(self.p("small.af"), config=FileConfig(
                 codec=self.codec, block_target_size=1 << 20)) as f:
             f.define_array("x", self.x.dtype, ["y", "x"], self.x.shape, chunk_shape=self.chunks)
             f.write_array("x", [0, 0], self.x)
         # caches of their own, emptied before each random-read sample (see prepare)
         self._caches = [DeltaCache(), DeltaCache()]
-        self._af_small = ArrayFile.open(self._path("small.af"), config=FileConfig(
+        self._af_small = ArrayFile.open(self.p("small.af"), config=FileConfig(
             codec=self.codec, cache=self._caches[0]))
-        self._af = ArrayFile.open(self._path("read.af"), config=FileConfig(
+        self._af = ArrayFile.open(self.p("read.af"), config=FileConfig(
             codec=self.codec, cache=self._caches[1]))
-        self._za: Any = zarr.open_array(LocalStore(self._path("read.zarr"), read_only=True),
+        self._za: Any = zarr.open_array(LocalStore(self.p("read.zarr"), read_only=True),
                                         mode="r")
-        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self._path("read.ic")))
+        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self.p("read.ic")))
         self._ia: Any = zarr.open_array(repo.readonly_session("main").store, mode="r")
 
     def teardown(self, *params: Any) -> None:
@@ -325,20 +325,20 @@ class BigArray(_Suite):
 
     def _write_af(self, stem: str) -> None:
         self._af_remove(stem)
-        with ArrayFile.create(self._path(f"{stem}.af"), config=self._af_config()) as f:
+        with ArrayFile.create(self.p(f"{stem}.af"), config=self._af_config()) as f:
             f.define_array("x", self.x.dtype, ["y", "x"], self.x.shape, chunk_shape=self.chunks)
             f.write_array("x", [0, 0], self.x)
 
     def _write_zarr(self, name: str) -> None:
-        c.remove(self._path(name))
-        a = zarr.create_array(LocalStore(self._path(name)), shape=self.x.shape,
+        c.remove(self.p(name))
+        a = zarr.create_array(LocalStore(self.p(name)), shape=self.x.shape,
                               dtype=self.x.dtype, chunks=self.chunks, shards=self.shards,
                               compressors=_zarr_codecs(self.codec))
         a[...] = self.x
 
     def _write_icechunk(self, name: str) -> None:
-        c.remove(self._path(name))
-        repo = icechunk.Repository.create(icechunk.local_filesystem_storage(self._path(name)))
+        c.remove(self.p(name))
+        repo = icechunk.Repository.create(icechunk.local_filesystem_storage(self.p(name)))
         session = repo.writable_session("main")
         a = zarr.create_array(session.store, shape=self.x.shape, dtype=self.x.dtype,
                               chunks=self.chunks, compressors=_zarr_codecs(self.codec))
@@ -371,18 +371,18 @@ class BigArray(_Suite):
     @c.bench("1 array, {codec_name}: read all", "ArrayFile", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_arrayfile(self) -> None:
-        with ArrayFile.open(self._path("read.af"), config=self._af_config()) as f:
+        with ArrayFile.open(self.p("read.af"), config=self._af_config()) as f:
             f.read_array("x")
 
     @c.bench("1 array, {codec_name}: read all", "zarr sharded", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_zarr(self) -> None:
-        zarr.open_array(LocalStore(self._path("read.zarr"), read_only=True), mode="r")[...]
+        zarr.open_array(LocalStore(self.p("read.zarr"), read_only=True), mode="r")[...]
 
     @c.bench("1 array, {codec_name}: read all", "icechunk", c.MB, lambda s: s.nbytes,
              size=lambda s: s._size())
     def time_read_icechunk(self) -> None:
-        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self._path("read.ic")))
+        repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self.p("read.ic")))
         zarr.open_array(repo.readonly_session("main").store, mode="r")[...]
 
     @c.bench("1 array, {codec_name}: random chunk reads", "ArrayFile", c.PER_CALL, lambda s: s.n_random,

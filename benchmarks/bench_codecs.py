@@ -85,7 +85,7 @@ class _ArraySuite(c.TempDirSuite):
         self.x = _data(kind, n, self.rng).reshape(-1, 4096)
         self.nbytes = self.x.nbytes
         self.chunk = (8, 4096)  # 256 KiB
-        self.path = self._path("a.af")
+        self.path = self.p("a.af")
         with ArrayFile.create(self.path, config=FileConfig(codec=codec)) as f:
             f.define_array("x", self.x.dtype, ["r", "c"], self.x.shape, chunk_shape=self.chunk)
             f.write_array("x", [0, 0], self.x)

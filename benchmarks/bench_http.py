@@ -116,7 +116,7 @@ class Read(c.TempDirSuite):
         rng = np.random.default_rng(0)
         self.big = rng.random(big_n())
         self.small = [rng.random(SMALL_N) for _ in range(SMALL)]
-        d = dafzarr.open_daf(self._path("x.daf.zarr"), "w", zarr_format=3)
+        d = dafzarr.open_daf(self.p("x.daf.zarr"), "w", zarr_format=3)
         d.add_axis("cell", [f"c{i}" for i in range(big_n())])
         d.add_axis("gene", [f"g{i}" for i in range(SMALL_N)])
         d.set_vector("cell", "v", self.big)

@@ -114,7 +114,7 @@ class ScanVariable(_TempDirSuite):
         self._mktemp()
         rows = 100 if c.quick() else 1000
         self.nchunks = rows * 100
-        self.path = self._path("many.h5")
+        self.path = self.p("many.h5")
         _make_many_chunks(self.path, rows)
         got = refs.scan(self.path)["a"]
         kc = _kerchunk_translate(self.path)["refs"]
@@ -203,14 +203,14 @@ class WriteParquet(_TempDirSuite):
         self._mktemp()
         rows = 100 if c.quick() else 1000
         self.nchunks = rows * 100
-        path = self._path("many.h5")
+        path = self.p("many.h5")
         _make_many_chunks(path, rows)
         self.scanned = refs.scan(path)
         self.kc = _kerchunk_translate(path)
 
     def prepare(self, name: str) -> None:
-        c.remove(self._path("out_dafzarr"))
-        c.remove(self._path("out_kerchunk"))
+        c.remove(self.p("out_dafzarr"))
+        c.remove(self.p("out_kerchunk"))
 
     @c.bench(
         "write parquet",
@@ -221,8 +221,8 @@ class WriteParquet(_TempDirSuite):
         target=lambda s, p: (f"< 0.1 s: {s.median:.3f} s", s.median < 0.1),
     )
     def time_dafzarr(self) -> None:
-        c.remove(self._path("out_dafzarr"))
-        refs.write_parquet(self.scanned, self._path("out_dafzarr"))
+        c.remove(self.p("out_dafzarr"))
+        refs.write_parquet(self.scanned, self.p("out_dafzarr"))
 
     @c.bench(
         "write parquet",
@@ -234,7 +234,7 @@ class WriteParquet(_TempDirSuite):
     def time_kerchunk(self) -> None:
         from kerchunk.df import refs_to_dataframe
 
-        refs_to_dataframe(self.kc, self._path("out_kerchunk"))
+        refs_to_dataframe(self.kc, self.p("out_kerchunk"))
 
 
 # --- (c) many daily files -> one store -----------------------------------------------------------
@@ -248,7 +248,7 @@ class ManyFiles(_TempDirSuite):
     def setup(self) -> None:
         self._mktemp()
         self.nfiles = 40 if c.quick() else 1000
-        self.files = [self._path(f"day{d:05d}.nc") for d in range(self.nfiles)]
+        self.files = [self.p(f"day{d:05d}.nc") for d in range(self.nfiles)]
         for d, p in enumerate(self.files):
             write_daily_netcdf(p, d, shape=(180, 360), variables=("sst", "anom"))
         vds = refs.virtualize(self.files, None, progress=False)
@@ -257,7 +257,7 @@ class ManyFiles(_TempDirSuite):
 
     def prepare(self, name: str) -> None:
         for out in ("out_dafzarr", "out_dafzarr2", "out_kerchunk", "out_vz"):
-            c.remove(self._path(out))
+            c.remove(self.p(out))
 
     @c.bench(
         "files -> store",
@@ -268,8 +268,8 @@ class ManyFiles(_TempDirSuite):
         target=_ratio_target("kerchunk Single+MultiZarrToZarr+parquet", 10),
     )
     def time_dafzarr(self) -> None:
-        c.remove(self._path("out_dafzarr"))
-        refs.virtualize(self.files, self._path("out_dafzarr"), progress=False)
+        c.remove(self.p("out_dafzarr"))
+        refs.virtualize(self.files, self.p("out_dafzarr"), progress=False)
 
     @c.bench(
         "files -> store",
@@ -279,8 +279,8 @@ class ManyFiles(_TempDirSuite):
         size=lambda s: f"{s.nfiles} files",
     )
     def time_dafzarr_workers(self) -> None:
-        c.remove(self._path("out_dafzarr2"))
-        refs.virtualize(self.files, self._path("out_dafzarr2"), workers=2, progress=False)
+        c.remove(self.p("out_dafzarr2"))
+        refs.virtualize(self.files, self.p("out_dafzarr2"), workers=2, progress=False)
 
     @c.bench(
         "files -> store",
@@ -297,7 +297,7 @@ class ManyFiles(_TempDirSuite):
         combined = MultiZarrToZarr(
             singles, concat_dims=["time"], identical_dims=["lat", "lon"], remote_protocol="file"
         ).translate()
-        refs_to_dataframe(combined, self._path("out_kerchunk"))
+        refs_to_dataframe(combined, self.p("out_kerchunk"))
 
     @c.bench(
         "files -> store",
@@ -315,7 +315,7 @@ class ManyFiles(_TempDirSuite):
             combine="nested", data_vars="minimal", coords="minimal", compat="override",
             loadable_variables=["time", "lat", "lon"],
         )  # fmt: skip
-        vds.vz.to_kerchunk(self._path("out_vz"), format="parquet")
+        vds.vz.to_kerchunk(self.p("out_vz"), format="parquet")
 
 
 # --- (d) files on a remote HTTP server --------------------------------------------------------
@@ -337,9 +337,9 @@ class RemoteFiles(_TempDirSuite):
         self.nfiles = 20 if c.quick() else 100
         names = [f"oisst{d:04d}.nc" for d in range(self.nfiles)]
         for d, name in enumerate(names):
-            write_daily_netcdf(self._path(name), d, shape=(720, 1440),
+            write_daily_netcdf(self.p(name), d, shape=(720, 1440),
                                variables=("sst", "anom", "err", "ice"))
-        self.size = sum(os.path.getsize(self._path(n)) for n in names)
+        self.size = sum(os.path.getsize(self.p(n)) for n in names)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.bench_http", "--serve", self.dir,
              str(REMOTE_DELAY)], stdout=subprocess.PIPE, text=True,
@@ -348,7 +348,7 @@ class RemoteFiles(_TempDirSuite):
         port = int(self.proc.stdout.readline())
         self.urls = [f"http://127.0.0.1:{port}/{n}" for n in names]
         ours = refs.scan_many(self.urls, progress=False)
-        local = refs.scan(self._path(names[-1]))
+        local = refs.scan(self.p(names[-1]))
         if not np.array_equal(ours[-1].variables["sst"].offset, local.variables["sst"].offset):
             raise AssertionError("the remote scan found other chunks than the local one")
         self._count_fetches()

@@ -84,12 +84,12 @@ class _WriterSuite(c.TempDirSuite):
 
     def _open(self, peer: str) -> tuple[Any, str]:
         name, make = _STORES[peer]
-        path = self._path(name)
+        path = self.p(name)
         c.remove(path)  # no-op under the runner (prepare did it); needed under asv
         return make(path), path
 
     def prepare(self, name: str) -> None:
-        c.remove(self._path(_STORES[self._peer_of[name]][0]))
+        c.remove(self.p(_STORES[self._peer_of[name]][0]))
 
     _peer_of: ClassVar[dict[str, str]] = {}
 

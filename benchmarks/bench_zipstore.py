@@ -149,11 +149,11 @@ class ZarrWrite(_TempDirSuite):
         self.nbytes = sum(x.nbytes for x in self.arrays)
 
     def prepare(self, name: str) -> None:
-        c.remove(self._path(self._outputs[name]))
+        c.remove(self.p(self._outputs[name]))
 
     @c.bench("zarr write", "MmapZipStore", c.MB, lambda s: s.nbytes, size=_size_a)
     def time_write_mmapzip(self) -> None:
-        p = self._path("mmapzip.zip")
+        p = self.p("mmapzip.zip")
         c.remove(p)  # no-op under the runner (prepare did it); needed under asv
         store = MmapZipStore(p, "w")
         write_group(store, self.arrays)
@@ -161,7 +161,7 @@ class ZarrWrite(_TempDirSuite):
 
     @c.bench("zarr write", "ZipStore", c.MB, lambda s: s.nbytes, size=_size_a)
     def time_write_zipstore(self) -> None:
-        p = self._path("zipstore.zip")
+        p = self.p("zipstore.zip")
         c.remove(p)
         store = ZipStore(p, mode="w")
         write_group(store, self.arrays)
@@ -169,7 +169,7 @@ class ZarrWrite(_TempDirSuite):
 
     @c.bench("zarr write", "LocalStore", c.MB, lambda s: s.nbytes, size=_size_a)
     def time_write_localstore(self) -> None:
-        p = self._path("localstore")
+        p = self.p("localstore")
         c.remove(p)
         store = LocalStore(p)
         write_group(store, self.arrays)
@@ -198,9 +198,9 @@ class ZarrRead(_TempDirSuite):
         self.count = len(self.arrays)
         self.nbytes = sum(x.nbytes for x in self.arrays)
         self.names = _names(self.count)
-        self.p_mmap = self._path("mmapzip.zip")
-        self.p_zip = self._path("zipstore.zip")
-        self.p_local = self._path("localstore")
+        self.p_mmap = self.p("mmapzip.zip")
+        self.p_zip = self.p("zipstore.zip")
+        self.p_local = self.p("localstore")
         s = MmapZipStore(self.p_mmap, "w")
         write_group(s, self.arrays)
         s.close()
@@ -208,7 +208,7 @@ class ZarrRead(_TempDirSuite):
         write_group(z, self.arrays)
         z.close()
         write_group(LocalStore(self.p_local), self.arrays)
-        self.p_rewritten = self._path("rewritten.zip")
+        self.p_rewritten = self.p("rewritten.zip")
         write_superseded_group(self.p_rewritten, self.arrays)
         memory = MemoryStore()
         write_group(memory, self.arrays)
@@ -320,7 +320,7 @@ class RawMmapRead(_TempDirSuite):
         self.nbytes = 64 * c.MiB if c.quick() else c.GiB
         self.n = self.nbytes // 8
         self.arr = np.random.default_rng().random(self.n)
-        self.path = self._path("raw.zip")
+        self.path = self.p("raw.zip")
         w = MmapZipStore(self.path, "w")
         w["big"] = self.arr
         w["small"] = np.random.default_rng().random(128)  # 1 KiB
@@ -425,10 +425,10 @@ class SmallAppends(_TempDirSuite):
         self.n_batch, self.n_single, self.n_commit = sizes
 
     def prepare(self, name: str) -> None:
-        c.remove(self._path(name + ".zip"))
+        c.remove(self.p(name + ".zip"))
 
     def _fresh(self, name: str) -> str:
-        p = self._path(name + ".zip")
+        p = self.p(name + ".zip")
         c.remove(p)
         return p
 
@@ -523,15 +523,15 @@ class CommitScaling(_TempDirSuite):
         # At least 60: the first commit after the store opens also copies the directory
         # past the end of the file (the later ones write it once each).
         self.commits = max(60, min(200, 2_000_000 // entries))
-        self.template = self._path("template.zip")
+        self.template = self.p("template.zip")
         _small_archive(self.template, entries)
-        self.path = self._path("archive.zip")
+        self.path = self.p("archive.zip")
         self.store: MmapZipStore | None = None
         with MmapZipStore(self.template, "r") as store:
             self.cd_bytes = store.space().directory_bytes
         self.cd = os.urandom(self.cd_bytes)
         self.dst = bytearray(self.cd_bytes)
-        self.fpath = self._path("cd.bin")
+        self.fpath = self.p("cd.bin")
         with open(self.fpath, "wb") as f:
             f.write(self.cd)
         self.fd = os.open(self.fpath, os.O_WRONLY)
@@ -670,8 +670,8 @@ class LargeAppend(_TempDirSuite):
         self.nbytes = min(size, 64 * c.MiB) if c.quick() else size
         self.arr = np.random.default_rng().random(self.nbytes // 8)
         self.dst = np.ones_like(self.arr)
-        self.path = self._path("large.zip")
-        self.fpath = self._path("large.bin")
+        self.path = self.p("large.zip")
+        self.fpath = self.p("large.bin")
 
     def prepare(self, name: str) -> None:
         c.remove(self.path)
@@ -805,7 +805,7 @@ class CopyCrc32(_TempDirSuite):
         self.size = size
         self.reps = max(1, (256 * c.MiB) // size)
         self.src = np.random.default_rng().integers(0, 256, size, dtype=np.uint8)
-        path = self._path("mapped.bin")
+        path = self.p("mapped.bin")
         with open(path, "wb") as f:
             f.truncate(size)
         self.fm = _posix.FileMapping(path, True, size)
@@ -866,7 +866,7 @@ class Pack(_TempDirSuite):
         self._mktemp()
         self.nbytes = 64 * c.MiB if c.quick() else c.GiB
         self.files = 1_000 if c.quick() else 10_000
-        self.src = self._path("store.zarr")
+        self.src = self.p("store.zarr")
         _write_directory_store(self.src, self.nbytes, self.files)
         self.total = sum(
             os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self.src) for f in fs
@@ -875,7 +875,7 @@ class Pack(_TempDirSuite):
             raise RuntimeError("the pack benchmark needs Info-ZIP's zip")
 
     def prepare(self, name: str) -> None:
-        c.remove(self._path(name + ".zip"))
+        c.remove(self.p(name + ".zip"))
 
     def _size(self) -> str:
         return f"{self.files:,} files, {c.human_bytes(self.total)}"
@@ -883,12 +883,12 @@ class Pack(_TempDirSuite):
     @c.bench("pack a directory store", "MmapZipStore.pack", c.MB, lambda s: s.total,
              size=lambda s: s._size(), target=_ratio_target("zip -0 -r", 2.0))
     def time_pack_mmapzip(self) -> None:
-        MmapZipStore.pack(self.src, self._path("time_pack_mmapzip.zip"))
+        MmapZipStore.pack(self.src, self.p("time_pack_mmapzip.zip"))
 
     @c.bench("pack a directory store", "zip -0 -r", c.MB, lambda s: s.total,
              size=lambda s: s._size())
     def time_pack_zip(self) -> None:
-        subprocess.run(["zip", "-0", "-r", "-q", self._path("time_pack_zip.zip"), "."],
+        subprocess.run(["zip", "-0", "-r", "-q", self.p("time_pack_zip.zip"), "."],
                        cwd=self.src, check=True)
 
 
@@ -907,7 +907,7 @@ class Compact(_TempDirSuite):
         self._mktemp()
         nbytes = 32 * c.MiB if c.quick() else 512 * c.MiB
         self.entries = 500 if c.quick() else 5_000
-        self.source = self._path("dead.zip")
+        self.source = self.p("dead.zip")
         rng = np.random.default_rng()
         size = nbytes // self.entries
         with MmapZipStore(self.source, "w") as store:
@@ -916,11 +916,11 @@ class Compact(_TempDirSuite):
                     for i in range(self.entries):
                         store[f"x/{i}"] = rng.bytes(size)
             self.space = store.space()
-        self.live = self._path("live.zip")
+        self.live = self.p("live.zip")
         MmapZipStore.compact(self.source, self.live)
 
     def prepare(self, name: str) -> None:
-        c.remove(self._path(name + ".zip"))
+        c.remove(self.p(name + ".zip"))
 
     def _size(self) -> str:
         s = self.space
@@ -930,12 +930,12 @@ class Compact(_TempDirSuite):
     @c.bench("compact an archive", "MmapZipStore.compact(path, out)", c.MB,
              lambda s: s.space.live_bytes, size=lambda s: s._size())
     def time_compact_mmapzip(self) -> None:
-        MmapZipStore.compact(self.source, self._path("time_compact_mmapzip.zip"))
+        MmapZipStore.compact(self.source, self.p("time_compact_mmapzip.zip"))
 
     @c.bench("compact an archive", "copy + fsync of the result", c.MB,
              lambda s: s.space.live_bytes, size=lambda s: s._size())
     def time_copy(self) -> None:
-        out = self._path("time_copy.zip")
+        out = self.p("time_copy.zip")
         shutil.copyfile(self.live, out)
         fd = os.open(out, os.O_RDONLY)
         try:
@@ -966,7 +966,7 @@ class CompressedRead(_TempDirSuite):
         self.count = 16 if c.quick() else 64
         self.size = 1 * c.MiB
         rng = np.random.default_rng()
-        self.path = self._path("entries.zip")
+        self.path = self.p("entries.zip")
         with zipfile.ZipFile(self.path, "w", self.compression) as z:
             for i in range(self.count):
                 if kind == "sparse":
@@ -1064,7 +1064,7 @@ class OpenLarge(_TempDirSuite):
     def setup(self) -> None:
         self._mktemp()
         self.count = 100_000 if c.quick() else 1_000_000
-        self.path = self._path("many.zip")
+        self.path = self.p("many.zip")
         _write_many_entries(self.path, self.count)
         for how in ("r", "r+", "zipfile"):
             if _open_and_list(how, self.path) != self.count:

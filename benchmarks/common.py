@@ -150,7 +150,7 @@ def ratio_target(
 class TempDirSuite:
     """Base of the suites: one call per sample, data under a temporary directory.
 
-    ``_mktemp()`` (in ``setup``) makes the directory, ``_path(name)`` names a file in it and
+    ``_mktemp()`` (in ``setup``) makes the directory, ``p(name)`` names a file in it and
     ``teardown`` removes it. asv reads ``number``/``repeat``/``warmup_time``/``timeout``.
     """
 
@@ -164,12 +164,9 @@ class TempDirSuite:
         self._tmp = tempfile.TemporaryDirectory(prefix=self.temp_prefix)
         self.dir = self._tmp.name
 
-    def _path(self, name: str) -> str:
-        return os.path.join(self.dir, name)
-
     def p(self, name: str) -> str:
         """The path of ``name`` in the suite's temporary directory."""
-        return self._path(name)
+        return os.path.join(self.dir, name)
 
     def teardown(self, *params: Any) -> None:
         self._tmp.cleanup()
@@ -188,7 +185,7 @@ class WriterSuite(TempDirSuite):
     def prepare(self, name: str) -> None:
         if name in self._outputs:
             settle_writeback()
-            remove(self._path(self._outputs[name]))
+            remove(self.p(self._outputs[name]))
 
 
 class SeededData(Generic[T]):

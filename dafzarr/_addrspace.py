@@ -14,15 +14,17 @@ one process (``vm.max_map_count``), which a process holding many open data sets 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
 import resource
+from collections.abc import Callable, Iterator
 
 from .errors import AddressSpaceError
 
 __all__ = ["address_space_limit", "fitting_max_file_size", "mapping_error",
-           "probe_reservation", "reservation_error"]
+           "named_map_refusal", "probe_reservation", "reservation_error"]
 
 _MIB = 1 << 20
 # Of the address space still free under the limit, a default reservation (twice the file
@@ -114,6 +116,18 @@ def mapping_error(path: str, nbytes: int) -> AddressSpaceError:
     why = (_mapping_limit_cause() or _address_limit_cause()
            or "the system refused the address space")
     return AddressSpaceError(errno.ENOMEM, f"can't map {path} ({nbytes} bytes) to read it: {why}")
+
+
+@contextlib.contextmanager
+def named_map_refusal(path: str, nbytes: Callable[[], int]) -> Iterator[None]:
+    """A read-only map of ``path`` made in the block that the kernel refuses (``ENOMEM``)
+    raises :func:`mapping_error`, with the size ``nbytes()`` gives."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno != errno.ENOMEM:
+            raise
+        raise mapping_error(path, nbytes()) from None
 
 
 def probe_reservation(path: str, max_file_size: int, reserve: int) -> None:

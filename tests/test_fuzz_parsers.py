@@ -26,10 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ["zip", "arrayfile", "rkyv", "daf", "hdf5"]
 
 
+def _child_env(**extra: str) -> dict[str, str]:
+    """The environment of a fuzzing child: this one, with this tree importable."""
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return dict(os.environ, PYTHONPATH=path, **extra)
+
+
 def _fuzz(target: str, examples: int, tmp_path: Path, timeout: float) -> None:
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    )
+    env = _child_env()
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with out.open("wb") as fout, err.open("wb") as ferr:
         proc = subprocess.Popen(
@@ -82,15 +86,10 @@ def test_fuzz_parser_long(target: str, tmp_path: Path) -> None:
 def test_watchdog_ends_a_native_hang_with_stacks_and_the_input(tmp_path: Path) -> None:
     """An input that hangs where the timer signal cannot interrupt it ends the child with
     every thread's stack printed, and the input is left for the parent to report."""
-    env = dict(
-        os.environ,
-        DAFZARR_FUZZ_WATCHDOG="2",
-        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    )
     proc = subprocess.run(
         [sys.executable, "-m", "tests._fuzz_child", "native-hang", "10", str(tmp_path)],
         cwd=ROOT,
-        env=env,
+        env=_child_env(DAFZARR_FUZZ_WATCHDOG="2"),
         capture_output=True,
         text=True,
         timeout=120,

@@ -25,7 +25,7 @@ import numpy as np
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
-from .._addrspace import mapping_error
+from .._addrspace import named_map_refusal
 from .._io import byte_range_bounds
 from ..errors import DafReadOnlyError
 from ._names import _METADATA_NAMES
@@ -269,12 +269,8 @@ class DirectoryBackend(Backend):
             if nbytes == 0:
                 return _readonly(np.empty(shape, dtype))
             flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
-            try:
+            with named_map_refusal(self._path(key), lambda: nbytes):
                 m = mmap.mmap(fd, nbytes, flags=flags, prot=mmap.PROT_READ)
-            except OSError as exc:
-                if exc.errno != errno.ENOMEM:
-                    raise
-                raise mapping_error(self._path(key), nbytes) from None
         finally:
             os.close(fd)
         return _readonly(np.frombuffer(m, dtype).reshape(shape))

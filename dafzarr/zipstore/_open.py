@@ -14,7 +14,7 @@ import os
 import time
 import warnings
 
-from .._addrspace import mapping_error, probe_reservation, reservation_error
+from .._addrspace import named_map_refusal, probe_reservation, reservation_error
 from .._posix import FileMapping
 from ..errors import ArchiveLockedError, CorruptArchiveError, RefusedEntryWarning
 from . import _format as zf
@@ -134,12 +134,8 @@ def open_read_only(a: Archive) -> FileMapping:
     pause = 0.0005
     last_look = False
     while True:
-        try:
+        with named_map_refusal(a.path, lambda: os.path.getsize(a.path)):
             fm = FileMapping(a.path, False, 0)
-        except OSError as e:
-            if e.errno != errno.ENOMEM:
-                raise
-            raise mapping_error(a.path, os.path.getsize(a.path)) from None
         try:
             load_read_only(a, fm)
             return fm
