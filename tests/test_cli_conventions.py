@@ -15,6 +15,7 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -129,16 +130,37 @@ def test_closed_pipe_ends_quietly(archive: Path) -> None:
     assert status == 128 + signal.SIGPIPE
 
 
+@contextlib.contextmanager
+def _sigint_not_ignored() -> Iterator[None]:
+    """Start children with SIGINT's default action, as a shell starts the job a terminal's
+    Ctrl-C reaches. A runner that starts the tests in the background ignores SIGINT; children
+    would inherit that, and Python then installs no handler of its own. A handled signal,
+    unlike an ignored one, is reset to its default by exec."""
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_exits_130_without_a_traceback(archive: Path) -> None:
     # `zip cat` of a 64 MiB entry into a pipe nobody reads blocks in its write.
-    with subprocess.Popen([sys.executable, "-m", "dafzarr", "zip", "cat", str(archive), "big"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as cat:
+    with _sigint_not_ignored():
+        cat = subprocess.Popen([sys.executable, "-m", "dafzarr", "zip", "cat", str(archive), "big"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with cat:
         assert cat.stdout is not None and cat.stderr is not None
         assert cat.stdout.read(1 << 16) == bytes(1 << 16)  # it is writing
         time.sleep(0.2)
         os.kill(cat.pid, signal.SIGINT)
-        err = cat.stderr.read()  # blocks until it exits
-        status = cat.wait(timeout=120)
+        try:
+            status = cat.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            cat.kill()
+            pytest.fail("`zip cat` was still writing 120 s after SIGINT")
+        err = cat.stderr.read()
     assert status == 130
     assert b"Traceback" not in err and b"interrupted" in err
 
