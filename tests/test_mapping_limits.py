@@ -42,10 +42,7 @@ resource.setrlimit(resource.RLIMIT_AS, (used + (1 << 20), resource.RLIM_INFINITY
 
 # Mappings: small anonymous maps of alternating protection (so that none merge) until the
 # kernel refuses one.
-FILL_MAPPINGS = """
-import errno, mmap, sys, dafzarr
-path = sys.argv[1]
-held = []
+FILL = """
 while True:
     prot = mmap.PROT_READ if len(held) % 2 else mmap.PROT_READ | mmap.PROT_WRITE
     try:
@@ -53,6 +50,11 @@ while True:
     except OSError:
         break
 """
+FILL_MAPPINGS = """
+import errno, mmap, sys, dafzarr
+path = sys.argv[1]
+held = []
+""" + FILL
 MAPPINGS = FILL_MAPPINGS + READ
 
 
@@ -115,3 +117,26 @@ except dafzarr.AddressSpaceError as exc:
     assert f"can't open {path} for writing" in out and "vm.max_map_count = " in out
     assert "max_file_size" not in out
     assert not path.exists()
+
+
+def test_small_files_of_a_directory_take_no_mapping(tmp_path: Path) -> None:
+    """Small array files of a directory are read, not mapped: a data set of many small
+    vectors stays readable, all of them held at once, by a process with a handful of
+    mappings left, while its large matrix still meets the limit."""
+    path = str(tmp_path / "many.daf.zarr")
+    count = 400
+    with dafzarr.open_daf(path, "w") as d:
+        d.add_axis("r", [f"r{i}" for i in range(ROWS)])
+        d.add_axis("g", [f"g{i}" for i in range(COLS)])
+        for i in range(count):
+            d.set_vector("g", f"v{i}", np.full(COLS, i, np.float64))  # 8,000 bytes each
+        d.set_matrix("r", "g", "big", np.ones((ROWS, COLS)), relayout=False)
+    out = _child(FILL_MAPPINGS + f"""
+del held[-32:]  # room for the interpreter's own maps, far fewer than the vectors
+d = dafzarr.open_daf(path, "r")
+vectors = [d.get_np_vector("g", f"v{{i}}") for i in range({count})]
+assert all((v == i).all() for i, v in enumerate(vectors))
+print("read", len(vectors))
+""" + FILL + READ, path)
+    assert out.startswith(f"read {count}\nrefused: "), out
+    assert "vm.max_map_count = " in out

@@ -35,6 +35,11 @@ __all__ = ["Backend", "DirectoryBackend", "MemoryBackend"]
 
 # Linux maps every page of a populated mapping at once (a sparse read touches them all).
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+# Files up to this size are read, not mapped: each mapping costs a syscall, a page fault
+# and one of the process's ``vm.max_map_count`` mappings (65,530 by default), which a data
+# set of many small vectors or metadata files would otherwise use up; copying 64 KiB costs
+# less than mapping it.
+_READ_AT_MOST = 64 << 10
 # Files are written in pieces of this size, as the ZIP store writes its entries. One write
 # of hundreds of MB lets the kernel back the file's page cache with 2 MiB folios; on a VM
 # whose host takes free memory back, each such folio's first touch then costs several times
@@ -268,6 +273,11 @@ class DirectoryBackend(Backend):
                 return None
             if nbytes == 0:
                 return _readonly(np.empty(shape, dtype))
+            if nbytes <= _READ_AT_MOST:
+                data = os.pread(fd, nbytes, 0)
+                if len(data) != nbytes:  # cut short since fstat: the caller reports its size
+                    return None
+                return np.frombuffer(data, dtype).reshape(shape)
             flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
             with named_map_refusal(self._path(key), lambda: nbytes):
                 m = mmap.mmap(fd, nbytes, flags=flags, prot=mmap.PROT_READ)
