@@ -1,7 +1,7 @@
 """Maps refused by the kernel: a clear error naming the file and the cause.
 
-A ZIP archive opened read-only is mapped whole, and each array file of a ZarrDaf directory is
-mapped when it is read. Where the kernel refuses a map (``ENOMEM``), the error is an
+A ZIP archive opened read-only is mapped whole, and each array file of a ZarrDaf directory
+larger than 64 KiB is mapped when it is read (smaller ones are read into memory). Where the kernel refuses a map (``ENOMEM``), the error is an
 :class:`AddressSpaceError` (a ``DafzarrError`` and an ``OSError``) that names the file, its
 size and the limit that refused it: the address-space limit (``ulimit -v``, ``RLIMIT_AS``)
 or the number of mappings one process may hold (``vm.max_map_count``). Each case runs in a
@@ -34,7 +34,7 @@ except dafzarr.AddressSpaceError as exc:
 
 # Address space: what the child uses after its imports plus 1 MiB.
 ADDRESS_SPACE = """
-import errno, resource, sys, dafzarr
+import errno, resource, sys, dafzarr, dafzarr.daf  # what the read imports, before the limit
 path = sys.argv[1]
 used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 resource.setrlimit(resource.RLIMIT_AS, (used + (1 << 20), resource.RLIM_INFINITY))
@@ -51,7 +51,7 @@ while True:
         break
 """
 FILL_MAPPINGS = """
-import errno, mmap, sys, dafzarr
+import errno, mmap, sys, dafzarr, dafzarr.daf
 path = sys.argv[1]
 held = []
 """ + FILL
