@@ -21,10 +21,10 @@ except ImportError as _exc:  # pragma: no cover - depends on how the package was
         ) from _exc
     raise
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from ._config import show_config
 from ._io import HttpOptions
-from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
-from .daf import ZarrDaf, memory_daf, open_daf
 from .errors import (
     AddressSpaceError,
     AppendOnlyError,
@@ -45,6 +45,38 @@ from .errors import (
     UnsupportedEntryError,
 )
 from .zipstore import MmapZipStore
+
+if _TYPE_CHECKING:
+    from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
+    from .daf import ZarrDaf, memory_daf, open_daf
+
+# Imported on first use: the Daf layer brings scipy, and a process that only opens ZIP stores
+# need not hold either (about 25 MB of memory and a third of a second of import time).
+_LAZY = {
+    "ArrayFile": "arrayfile",
+    "ArrayStats": "arrayfile",
+    "DeltaCache": "arrayfile",
+    "FileConfig": "arrayfile",
+    "ZarrDaf": "daf",
+    "memory_daf": "daf",
+    "open_daf": "daf",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dafzarr' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 try:  # the version is defined once, in pyproject.toml; the installed metadata carries it
     __version__ = _metadata.version("dafzarr")

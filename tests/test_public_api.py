@@ -11,6 +11,8 @@ import builtins
 import importlib
 import pkgutil
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -175,3 +177,26 @@ def test_the_error_table_lists_every_exception_with_its_builtin() -> None:
         cls = getattr(errors, name)
         assert issubclass(cls, getattr(builtins, builtin)), (name, builtin)
         assert issubclass(cls, (errors.DafzarrError, Warning)), name
+
+
+def test_importing_the_package_leaves_the_daf_layer_for_first_use() -> None:
+    """A process that opens ZIP stores only does not load the Daf layer and scipy (about
+    25 MB and a third of a second); the names still import from the package root."""
+    code = """
+import sys
+import dafzarr
+from dafzarr import MmapZipStore
+assert "scipy" not in sys.modules and "dafzarr.daf" not in sys.modules, "loaded at import"
+assert "open_daf" in dir(dafzarr)
+from dafzarr import open_daf
+assert open_daf is dafzarr.daf.open_daf and dafzarr.ArrayFile is dafzarr.arrayfile.ArrayFile
+try:
+    dafzarr.no_such_name
+except AttributeError as exc:
+    assert "no_such_name" in str(exc)
+else:
+    raise AssertionError("no AttributeError")
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
