@@ -42,12 +42,14 @@ cdef uint64_t U32_MAX = 0xFFFFFFFF
 cdef class Entry:
     """One central-directory entry, with sizes and offsets resolved from ZIP64 extras."""
 
+    # Fields sized to what the format holds, so that an entry takes 96 bytes (a million-entry
+    # archive holds a million of them): method and flags are 16-bit fields of the records.
     cdef public str name
-    cdef public int method
-    cdef public int flags
+    cdef public unsigned short method
+    cdef public unsigned short flags
     cdef public unsigned int crc
     cdef public long long csize
-    cdef public object usize
+    cdef public unsigned long long usize
     cdef public long long lfh_offset
     cdef public unsigned int cd_len  # at most 46 + 3 * 65535 bytes
     cdef public long long cd_pos  # offset of this entry's record inside the directory bytes
@@ -56,7 +58,8 @@ cdef class Entry:
     cdef public object refused  # why the name is not served (unsafe or not UTF-8), if so
 
     def __init__(
-        self, str name, int method, int flags, unsigned int crc, long long csize, object usize,
+        self, str name, unsigned short method, unsigned short flags, unsigned int crc,
+        long long csize, unsigned long long usize,
         long long lfh_offset, long long cd_pos, unsigned int cd_len, long long data_offset=-1,
         long long end_limit=-1, object refused=None,
     ):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 import struct
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -293,3 +294,16 @@ def test_entry_compares_and_prints_like_the_record_it_was() -> None:
     assert not a.is_dir and Entry("d/", 0, 0, 0, 0, 0, 0, 0, 0).is_dir
     with pytest.raises(TypeError):
         hash(a)
+
+
+def test_an_entry_holds_any_zip64_size_in_96_bytes() -> None:
+    """A million-entry archive holds a million entries: each takes 96 bytes (one of
+    pymalloc's size classes), whatever its sizes, up to the format's 2^64 - 1."""
+    for usize in (1, 1 << 40, (1 << 64) - 1):
+        e = Entry("arr/c/0", 8, 0x0808, 7, 1, usize, 0, 0, 74)
+        assert e.usize == usize
+        assert sys.getsizeof(e) <= 96
+    with pytest.raises(OverflowError):
+        Entry("k", 1 << 16, 0, 0, 0, 0, 0, 0, 46)  # a 16-bit field of the records
+    with pytest.raises(OverflowError):
+        Entry("k", 0, 0, 0, 0, 1 << 64, 0, 0, 46)
