@@ -1,12 +1,13 @@
 """Maps refused by the kernel: a clear error naming the file and the cause.
 
 A ZIP archive opened read-only is mapped whole, and each array file of a ZarrDaf directory
-larger than 64 KiB is mapped when it is read (smaller ones are read into memory). Where the kernel refuses a map (``ENOMEM``), the error is an
-:class:`AddressSpaceError` (a ``DafzarrError`` and an ``OSError``) that names the file, its
-size and the limit that refused it: the address-space limit (``ulimit -v``, ``RLIMIT_AS``)
-or the number of mappings one process may hold (``vm.max_map_count``). Each case runs in a
-real child process that reaches the limit. A writable open at the mapping limit names that
-limit too, not the archive's size option (a smaller reservation would not help).
+larger than 64 KiB is mapped when it is read (smaller ones are read into memory). Where the
+kernel refuses a map (``ENOMEM``), the error is an :class:`AddressSpaceError` (a
+``DafzarrError`` and an ``OSError``) that names the file, its size and the limit that
+refused it: the address-space limit (``ulimit -v``, ``RLIMIT_AS``) or the number of mappings
+one process may hold (``vm.max_map_count``). Each case runs in a real child process that
+reaches the limit. A writable open at the mapping limit names that limit too, not the
+archive's size option (a smaller reservation would not help).
 """
 
 from __future__ import annotations

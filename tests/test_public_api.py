@@ -180,8 +180,8 @@ def test_the_error_table_lists_every_exception_with_its_builtin() -> None:
 
 
 def test_importing_the_package_leaves_the_daf_layer_for_first_use() -> None:
-    """A process that opens ZIP stores only does not load the Daf layer and scipy (about
-    25 MB and a third of a second); the names still import from the package root."""
+    """A process that opens ZIP stores only does not load the Daf layer and scipy (16 MB
+    and 0.3 s); the names still import from the package root."""
     code = """
 import sys
 import dafzarr
