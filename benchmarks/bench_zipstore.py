@@ -44,7 +44,6 @@ import importlib.metadata
 import mmap
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -125,16 +124,10 @@ _ratio_target = c.ratio_target
 
 def chunk_spans(path: str, names: list[str]) -> list[tuple[int, int]]:
     """(offset, size) of each array's single stored chunk (``name/0``) in the archive at
-    ``path``, found with :mod:`zipfile` and each entry's local header."""
-    spans = []
-    with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
-        for name in names:
-            info = zf.getinfo(f"{name}/0")
-            f.seek(info.header_offset)
-            header = f.read(30)
-            name_len, extra_len = struct.unpack("<HH", header[26:30])
-            spans.append((info.header_offset + 30 + name_len + extra_len, info.file_size))
-    return spans
+    ``path``, as the store reports them."""
+    with MmapZipStore(path, "r") as store:
+        found = {i["name"]: (i["data_offset"], i["size"]) for i in store.info()}
+    return [found[f"{name}/0"] for name in names]
 
 
 _FROM_MEMORY = "limit: copy each chunk from memory"

@@ -273,11 +273,8 @@ class DirectoryBackend(Backend):
                 return None
             if nbytes == 0:
                 return _readonly(np.empty(shape, dtype))
-            if nbytes <= _READ_AT_MOST:
-                data = os.pread(fd, nbytes, 0)
-                if len(data) != nbytes:  # cut short since fstat: the caller reports its size
-                    return None
-                return np.frombuffer(data, dtype).reshape(shape)
+            if nbytes <= _READ_AT_MOST:  # None if cut short since fstat: the caller reports it
+                return self._as_array(os.pread(fd, nbytes, 0), dtype, shape)
             flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
             with named_map_refusal(self._path(key), lambda: nbytes):
                 m = mmap.mmap(fd, nbytes, flags=flags, prot=mmap.PROT_READ)
