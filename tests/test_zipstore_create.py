@@ -67,3 +67,43 @@ def test_mode_w_replaces_a_short_or_foreign_file(tmp_path: Path, content: bytes)
     check_archive(path)
     with zipfile.ZipFile(path) as z:
         assert z.namelist() == ["k"]
+
+
+_CREATE_ONLY = """
+import sys
+from dafzarr import MmapZipStore
+MmapZipStore(sys.argv[1], "w").close()
+"""
+
+
+def test_a_kill_while_creating_leaves_no_file_beside_the_archive(tmp_path: Path) -> None:
+    """A child killed when it gives the new empty archive its name (SIGKILL injected at the
+    ``link``/``linkat`` call) leaves the folder as it was: no half-made temporary."""
+    path = tmp_path / "new.zip"
+    trace = tmp_path.parent / f"{tmp_path.name}-trace.txt"
+    res = subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=link,linkat", "-e", "inject=link,linkat:signal=KILL",
+         "-o", str(trace), sys.executable, "-c", _CREATE_ONLY, str(path)],
+        capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode in (-9, 137), res
+    assert "killed by SIGKILL" in trace.read_text()
+    assert list(tmp_path.iterdir()) == []
+    subprocess.run([sys.executable, "-c", _CREATE_ONLY, str(path)], check=True, timeout=120)
+    assert [p.name for p in tmp_path.iterdir()] == ["new.zip"]
+    check_archive(path)
+
+
+def test_creating_through_a_named_temporary(tmp_path: Path) -> None:
+    """The way for file systems without anonymous files: the archive, nothing beside it, and
+    a file another process made meanwhile is kept."""
+    from dafzarr.zipstore._open import _create_empty_through_a_name
+
+    path = tmp_path / "new.zip"
+    _create_empty_through_a_name(str(path))
+    assert [p.name for p in tmp_path.iterdir()] == ["new.zip"]
+    check_archive(path)
+    path.write_bytes(b"theirs")
+    _create_empty_through_a_name(str(path))
+    assert path.read_bytes() == b"theirs"
+    assert [p.name for p in tmp_path.iterdir()] == ["new.zip"]

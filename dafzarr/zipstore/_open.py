@@ -15,8 +15,14 @@ import time
 import warnings
 
 from .._addrspace import named_map_refusal, probe_reservation, reservation_error
+from .._atomic import locked_temporary, publish_file
 from .._posix import FileMapping
-from ..errors import ArchiveLockedError, CorruptArchiveError, RefusedEntryWarning
+from ..errors import (
+    ArchiveLockedError,
+    CorruptArchiveError,
+    OutputExistsError,
+    RefusedEntryWarning,
+)
 from . import _format as zf
 from ._recover import load_writable, read_entries, write_empty
 from ._state import Archive
@@ -30,17 +36,53 @@ _READ_SETTLE_SECONDS = 0.02
 
 
 def create_empty(path: str) -> None:
-    """Create a 98-byte empty archive at ``path`` atomically, unless a file is there."""
-    directory = os.path.dirname(path) or "."
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(zf.EMPTY_ARCHIVE)
+    """Create a 98-byte empty archive at ``path`` atomically, unless a file is there.
+
+    The bytes are written to an anonymous file (``O_TMPFILE``) that gets its name with one
+    ``linkat``, so a process killed at any instant leaves either no file or the whole empty
+    archive, and never a temporary beside it. A file system without anonymous files gets a
+    named temporary instead, which the stale-temporary sweep of the next write removes.
+    """
+    directory, name = os.path.split(os.path.abspath(path))
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        os.link(tmp, path)
-    except FileExistsError:
-        pass
+        try:
+            fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise
+            _create_empty_through_a_name(path)
+            return
+        try:
+            _write_all(fd, zf.EMPTY_ARCHIVE)
+            # linkat(AT_SYMLINK_FOLLOW) of the descriptor's /proc link names the file (a
+            # directory descriptor makes Python call linkat, not link).
+            os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            if os.path.isdir("/proc/self/fd"):
+                raise
+            _create_empty_through_a_name(path)  # no /proc: name it the portable way
+        finally:
+            os.close(fd)
     finally:
-        os.unlink(tmp)
+        os.close(dir_fd)
+
+
+def _create_empty_through_a_name(path: str) -> None:
+    with locked_temporary(path) as (fd, tmp):
+        _write_all(fd, zf.EMPTY_ARCHIVE)
+        try:
+            publish_file(fd, tmp, path, force=False)
+        except OutputExistsError:  # another process created it meanwhile
+            os.unlink(tmp)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def writer_lock_held(st: os.stat_result) -> bool | None:
