@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import gc
 import http.server
 import io
 import os
@@ -37,6 +38,7 @@ from dafzarr._io._blocks import BlockReader
 from dafzarr._io._urls import open_source
 from dafzarr.errors import HttpReadError, InvalidArgumentError
 from dafzarr.refs import scan, scan_many, virtualize
+from dafzarr.refs._scan import scan_reader
 from tests._moto_s3 import moto_s3
 from tests.refs_common import fastparquet_deprecation_ignored, pandas_missing_chunk_workaround
 
@@ -240,6 +242,88 @@ def test_a_server_that_fails_for_good_is_an_error_naming_the_url(
 
     with pytest.raises(HttpReadError, match=re.escape(target)):
         scan_reader(reader)
+
+
+class _CollectingWorkers:
+    """A source whose reads wait for a worker thread that starts a garbage collection first,
+    as any allocation there may (automatic collections are made rare for the test, so only
+    this one happens), with h5py objects in the garbage: made on the reading thread, inside
+    HDF5, just before it waits."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.where = inner.where
+        self.collected = 0
+
+    def head(self) -> Any:
+        return self.inner.head()
+
+    def read(self, start: int, stop: int, *, version: str | None = None) -> Any:
+        return self.read_ranges([(start, stop)], version=version)[0]
+
+    def read_ranges(self, ranges: Any, *, version: str | None = None) -> Any:
+        import h5py
+
+        from dafzarr._io._workers import call_within
+
+        cycle: dict[str, Any] = {"id": h5py.h5p.create(h5py.h5p.FILE_ACCESS)}
+        cycle["self"] = cycle  # garbage only a collection frees
+        del cycle
+
+        def in_worker() -> Any:
+            if gc.isenabled():  # what an automatic collection does: nothing when disabled
+                self.collected += 1
+                gc.collect()
+            return self.inner.read_ranges(ranges, version=version)
+
+        return call_within(in_worker, 5)
+
+
+def test_a_collection_in_a_worker_never_waits_for_the_scan(
+    served: Any, days: list[Path]
+) -> None:
+    """h5py holds its global lock through the whole HDF5 call that reads through the reader,
+    and its objects take that lock when freed: a collection started in the worker the read
+    waits for would wait for the read (until its deadline). The scan pauses them."""
+    url, _ = served()
+    target = f"{url}/{days[0].name}"
+    source = _CollectingWorkers(open_source(target, options=FAST))
+    threshold = gc.get_threshold()
+    gc.set_threshold(1 << 30)
+    try:
+        got = scan_reader(BlockReader(source), timeout=None)
+    finally:
+        gc.set_threshold(*threshold)
+    _same_scan(got, scan(days[0], url=target))
+    assert source.collected == 0
+    assert gc.isenabled()
+
+
+def test_collection_paused_nests_across_threads() -> None:
+    from dafzarr._io._blocks import collection_paused
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with collection_paused():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=other)
+    with collection_paused():
+        t.start()
+        assert inside.wait(10) and not gc.isenabled()
+    assert not gc.isenabled()  # the other thread is still inside
+    leave.set()
+    t.join()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()  # disabled before: left disabled
+    finally:
+        gc.enable()
 
 
 def test_a_missing_object_and_bad_options_are_clear_errors(served: Any) -> None:

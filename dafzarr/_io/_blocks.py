@@ -10,21 +10,30 @@ A scan of a collection visits the same places in each file (the superblock, the 
 headers, the chunk indexes). :meth:`BlockReader.layout` records where a reader went, and
 :meth:`BlockReader.prefetch` fetches those places of the next file in one go, from another
 thread, before anything asks for them.
+
+h5py holds its global lock for the whole of each HDF5 call, reads through a
+:class:`BlockReader` included, and the objects of h5py take that lock when they are freed.
+A read that waits for a worker thread (:mod:`._workers`) while a garbage collection started
+in that worker frees such an object waits for itself: each thread holds what the other
+needs, until the read's deadline. So whoever reads a :class:`BlockReader` through h5py
+holds :func:`collection_paused` meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgumentError
 from ._source import ByteSource
 
-__all__ = ["BLOCK_SIZE", "BlockReader", "Layout", "ReadStats"]
+__all__ = ["BLOCK_SIZE", "BlockReader", "Layout", "ReadStats", "collection_paused"]
 
 #: Bytes per block, the unit of caching and of learned layouts: small, so that a prefetch
 #: of what a scan read brings little else.
@@ -38,6 +47,31 @@ MAX_CACHED = 64 << 20
 MAX_LAYOUT_BLOCKS = 1024
 #: Uncached blocks between two wanted ones that a prefetch fetches too, saving a request.
 _GAP = 4
+
+
+_pause_lock = threading.Lock()
+_pausing = 0  # threads inside collection_paused()
+_was_enabled = False
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Automatic garbage collection paused in the whole process while inside (see the module
+    doc); calls may nest and overlap across threads. The last to leave enables it again if it
+    was enabled when the first came in. ``gc.collect()`` still collects."""
+    global _pausing, _was_enabled
+    with _pause_lock:
+        if _pausing == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pausing += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pausing -= 1
+            if _pausing == 0 and _was_enabled:
+                gc.enable()
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from .._io._blocks import BlockReader, Layout
+from .._io._blocks import BlockReader, Layout, collection_paused
 from .._io._urls import is_remote, open_source
 from ..errors import DafzarrError, H5Error
 
-__all__ = ["PrefetchedReaders", "open_h5", "open_reader", "remote_path"]
+__all__ = ["PrefetchedReaders", "open_reader", "opened_h5", "remote_path"]
 
 #: Files opened and prefetched ahead of the one being scanned.
 WINDOW = 16
@@ -43,7 +43,7 @@ def open_reader(
     return BlockReader(open_source(path, storage_options=storage_options, store=store))
 
 
-def open_h5(reader: BlockReader) -> Any:
+def _open_h5(reader: BlockReader) -> Any:
     """The HDF5 file identifier of a remote file read through ``reader``."""
     import h5py
 
@@ -55,6 +55,19 @@ def open_h5(reader: BlockReader) -> Any:
         if reader.failure is not None:  # HDF5 reports a failed read without its cause
             raise reader.failure from exc
         raise H5Error(f"{reader.name}: HDF5 cannot open the file: {exc}") from exc
+
+
+@contextlib.contextmanager
+def opened_h5(reader: BlockReader) -> Iterator[Any]:
+    """The HDF5 file identifier of a remote file read through ``reader``, closed on the way
+    out; automatic garbage collection is paused meanwhile (h5py reads through ``reader``
+    holding its global lock: see :mod:`dafzarr._io._blocks`)."""
+    with collection_paused():
+        fid = _open_h5(reader)
+        try:
+            yield fid
+        finally:
+            fid.close()
 
 
 class PrefetchedReaders:

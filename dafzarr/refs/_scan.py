@@ -19,7 +19,7 @@ import h5py
 from .._io._blocks import BlockReader, ReadStats
 from ..errors import H5Error, InvalidArgumentError, UnsupportedHDF5Error
 from ._model import OnUnsupported, ScanResult, file_url
-from ._remote import open_h5, open_reader, remote_path
+from ._remote import open_reader, opened_h5, remote_path
 from ._walk import open_local, scan_file
 
 __all__ = [
@@ -155,15 +155,14 @@ def scan_remote(
 
     A read that failed for good raises as itself (naming the URL and the range), not as the
     HDF5 error it caused."""
-    fid = open_h5(reader)
-    try:
-        return scan_file(fid, reader.name, url, wanted, on_unsupported, file_size=reader.size)
-    except (UnsupportedHDF5Error, H5Error) as exc:
-        if reader.failure is not None:
-            raise reader.failure from exc
-        raise
-    finally:
-        fid.close()
+    with opened_h5(reader) as fid:
+        try:
+            return scan_file(fid, reader.name, url, wanted, on_unsupported,
+                             file_size=reader.size)
+        except (UnsupportedHDF5Error, H5Error) as exc:
+            if reader.failure is not None:
+                raise reader.failure from exc
+            raise
 
 
 def _scan_remote_copy(
