@@ -12,11 +12,11 @@ headers, the chunk indexes). :meth:`BlockReader.layout` records where a reader w
 thread, before anything asks for them.
 
 h5py holds its global lock for the whole of each HDF5 call, reads through a
-:class:`BlockReader` included, and the objects of h5py take that lock when they are freed.
-A read that waits for a worker thread (:mod:`._workers`) while a garbage collection started
-in that worker frees such an object waits for itself: each thread holds what the other
-needs, until the read's deadline. So whoever reads a :class:`BlockReader` through h5py
-holds :func:`collection_paused` meanwhile.
+:class:`BlockReader` included, and h5py's objects take that lock when they are freed. A
+read waits for a worker thread (:mod:`._workers`); if a garbage collection started in that
+worker frees an h5py object, each thread holds what the other needs, and the read fails at
+its deadline. So whoever reads a :class:`BlockReader` through h5py holds
+:func:`collection_paused` meanwhile.
 """
 
 from __future__ import annotations

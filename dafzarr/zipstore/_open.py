@@ -41,7 +41,8 @@ def create_empty(path: str) -> None:
     The bytes are written to an anonymous file (``O_TMPFILE``) that gets its name with one
     ``linkat``, so a process killed at any instant leaves either no file or the whole empty
     archive, and never a temporary beside it. A file system without anonymous files gets a
-    named temporary instead, which the stale-temporary sweep of the next write removes.
+    flocked named temporary instead; a later creation of the same path removes the one a
+    killed process left, once it is stale.
     """
     directory, name = os.path.split(os.path.abspath(path))
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
