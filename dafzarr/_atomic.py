@@ -38,6 +38,7 @@ __all__ = [
     "atomic_file",
     "check_destination",
     "fsync_directory",
+    "link_descriptor",
     "no_space",
     "remove_stale_temporaries",
 ]
@@ -60,6 +61,23 @@ def fsync_directory(directory: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def link_descriptor(fd: int, path: str) -> None:
+    """Give the file open as ``fd`` (an anonymous ``O_TMPFILE`` one, say) the name ``path``.
+
+    ``linkat`` with ``AT_SYMLINK_FOLLOW`` of the descriptor's ``/proc/self/fd`` link;
+    :class:`FileExistsError` if ``path`` exists, another :class:`OSError` where ``/proc`` or
+    hard links are missing.
+    """
+    directory, name = os.path.split(os.path.abspath(path))
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        # a directory descriptor makes os.link call linkat(), which follows the /proc link
+        # to the file (plain link() would try to link the symbolic link itself)
+        os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _fsync_tree(root: str) -> None:

@@ -238,8 +238,6 @@ def test_a_server_that_fails_for_good_is_an_error_naming_the_url(
     url, _ = served(broken)
     target = f"{url}/{days[0].name}"
     reader = BlockReader(open_source(target, options=FAST), block_size=4096, readahead=4096)
-    from dafzarr.refs._scan import scan_reader
-
     with pytest.raises(HttpReadError, match=re.escape(target)):
         scan_reader(reader)
 

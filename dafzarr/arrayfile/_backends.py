@@ -27,6 +27,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .._atomic import link_descriptor
 from .._io import FileSource, MemorySource, ObjectSource, file_version, object_version
 from ..errors import RefusedEntryWarning
 from ..zipstore._format import unsafe_name_reason
@@ -319,20 +320,14 @@ def _put_staged(key: str, directory: str, staged: tuple[int, int], parts: list[A
         pos += done
     os.fsync(fd)
     st = os.fstat(fd)
-    source = f"/proc/self/fd/{fd}"
     target = key if create_only else os.path.join(
         directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        # a directory descriptor makes os.link call linkat(), which follows the /proc link
-        # to the file (plain link() would try to link the symbolic link itself)
-        os.link(source, target, src_dir_fd=dir_fd, follow_symlinks=True)
+        link_descriptor(fd, target)
     except FileExistsError:
         raise  # another writer's object
     except OSError:
         return None  # no /proc, or linking refused: copy the bytes instead
-    finally:
-        os.close(dir_fd)
     if not create_only:
         try:
             os.replace(target, key)

@@ -15,7 +15,7 @@ import time
 import warnings
 
 from .._addrspace import named_map_refusal, probe_reservation, reservation_error
-from .._atomic import locked_temporary, publish_file
+from .._atomic import link_descriptor, locked_temporary, publish_file
 from .._posix import FileMapping
 from ..errors import (
     ArchiveLockedError,
@@ -44,31 +44,25 @@ def create_empty(path: str) -> None:
     flocked named temporary instead; a later creation of the same path removes the one a
     killed process left, once it is stale.
     """
-    directory, name = os.path.split(os.path.abspath(path))
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    directory = os.path.dirname(os.path.abspath(path))
     try:
-        try:
-            fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
-                raise
-            _create_empty_through_a_name(path)
-            return
-        try:
-            _write_all(fd, zf.EMPTY_ARCHIVE)
-            # linkat(AT_SYMLINK_FOLLOW) of the descriptor's /proc link names the file (a
-            # directory descriptor makes Python call linkat, not link).
-            os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd)
-        except FileExistsError:
-            pass
-        except FileNotFoundError:
-            if os.path.isdir("/proc/self/fd"):
-                raise
-            _create_empty_through_a_name(path)  # no /proc: name it the portable way
-        finally:
-            os.close(fd)
+        fd = os.open(directory, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise
+        _create_empty_through_a_name(path)
+        return
+    try:
+        _write_all(fd, zf.EMPTY_ARCHIVE)
+        link_descriptor(fd, path)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self/fd"):
+            raise
+        _create_empty_through_a_name(path)  # no /proc: name it the portable way
     finally:
-        os.close(dir_fd)
+        os.close(fd)
 
 
 def _create_empty_through_a_name(path: str) -> None:
