@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import struct
+import subprocess
+import sys
 import tracemalloc
 import warnings
 import zipfile
@@ -983,5 +985,69 @@ def test_a_writable_open_does_not_drop_the_intact_copy_of_a_name_listed_twice(
     p = tmp_path / "renamed.zip"
     before = _renamed_in_directory(p)
     with pytest.raises(CorruptArchiveError, match="lists 'arr/c/0' more than once"):
+        MmapZipStore(p, "r+")
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [case_overlapping_stored_data, CASES["overlap-hidden-by-long-name"]],
+    ids=["stored-data", "hidden-by-long-name"],
+)
+def test_an_entry_inside_another_entrys_data_is_never_dropped(
+    tmp_path: Path, builder: Callable[[], Case]
+) -> None:
+    """``zipfile`` reads both entries of such a complete directory; rebuilding it from the
+    local headers would keep only the outer one. A writable open and ``dafzarr zip repair``
+    refuse it, name both entries, and leave the file as it was."""
+    p = tmp_path / "overlap.zip"
+    p.write_bytes(builder().data)
+    before = p.read_bytes()
+    with zipfile.ZipFile(p) as z:
+        assert len(z.namelist()) == 2 and z.read("b")  # both are there to read
+    with pytest.raises(CorruptArchiveError, match=r"entries '\w+' and 'b' overlap.*no entry "
+                       "was dropped"):
+        MmapZipStore(p, "r+")
+    assert p.read_bytes() == before
+    res = subprocess.run(
+        [sys.executable, "-m", "dafzarr", "zip", "repair", str(p)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert res.returncode != 0 and "overlap" in res.stderr, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr
+    assert p.read_bytes() == before
+
+
+def test_an_overlap_hidden_from_the_directory_keeps_both_entries(tmp_path: Path) -> None:
+    """Entry A's local extra field hides from the directory that A's data holds B's record:
+    a writable open keeps both listed (A is refused when read, B is served), and a commit
+    keeps both for ``zipfile``."""
+    p = tmp_path / "overlap.zip"
+    p.write_bytes(CASES["overlap-hidden-by-local-extra"]().data)
+    with MmapZipStore(p, "r+") as store:
+        assert bytes(store["b"]) == b"entry B " * 8
+        store["c"] = b"new"
+    with zipfile.ZipFile(p) as z:
+        assert sorted(z.namelist()) == ["a", "b", "c"]
+        assert z.read("b") == b"entry B " * 8 and len(z.read("a")) > 30
+
+
+def test_an_outer_entry_listed_last_is_not_rolled_back(tmp_path: Path) -> None:
+    """The entry whose data holds another entry's record, listed last, with a local extra
+    field that hides the overlap from the directory: it checks out up to the directory, so
+    it is no interrupted append to roll back; the writable open refuses and names both."""
+    b_data = b"entry B " * 8
+    inner = zb.build([zb.Member("b", b_data)])
+    b_record = inner.data[: inner.cd_offset]
+    a = zb.Member("a", b_record, lfh_extra=struct.pack("<HH", 0xCAFE, 196) + bytes(196))
+    first = zb.build([a])
+    b = zb.Member("b", b_data, write_local=False, cd_lfh_offset=first.data_offsets[0])
+    p = tmp_path / "overlap.zip"
+    p.write_bytes(zb.build([b, a]).data)
+    before = p.read_bytes()
+    with zipfile.ZipFile(p) as z:
+        assert z.read("a") == b_record and z.read("b") == b_data
+    with pytest.raises(CorruptArchiveError, match=r"entries 'a' and 'b' overlap.*no entry "
+                       r"was dropped"):
         MmapZipStore(p, "r+")
     assert p.read_bytes() == before

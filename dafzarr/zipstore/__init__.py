@@ -12,6 +12,7 @@ The modules, from the bottom up (each imports only modules listed before it):
 - ``_state``: the explicit state every step takes: the directory in memory
   (:class:`~dafzarr.zipstore._state.Archive`) and the open transaction.
 - ``_input``: keys checked and encoded as ZIP names; values seen as bytes.
+- ``_lead``: bytes before the archive (a self-extracting stub), which nothing writes over.
 - ``_read``: entries served as zero-copy views, or decoded.
 - ``_space``: byte accounting, CRC checks and the listing of the directory.
 - ``_commit``: the commit protocol: begin, make room, write entries, place the directory,

@@ -50,6 +50,7 @@ from ..errors import (
 )
 from . import _format as zf
 from ._commit import commit
+from ._lead import leading_bytes
 from ._read import VIEW_GRACE, raw_records, views_gone
 from ._space import ArchiveSpace
 from ._state import Archive
@@ -111,6 +112,12 @@ class ArchiveWriter:
         self.pos = 0  # where the next local header goes
         self.cd = bytearray()
         self.count = 0
+
+    def add_leading(self, data: Any) -> None:
+        """Write the bytes that precede the archive (before any entry)."""
+        assert self.pos == 0, "leading bytes go before any entry"
+        _pwrite_all(self.fd, [data], 0, self.path)
+        self.pos = len(data)
 
     def _place(self, raw: bytes) -> tuple[int, int]:
         """Padding and header length of an entry named ``raw`` at the current position."""
@@ -190,10 +197,16 @@ def _entry_flags(e: zf.Entry) -> int:
 
 
 def copy_live_entries(a: Archive, fm: FileMapping, writer: ArchiveWriter, progress: bool) -> None:
-    """Copy every live entry of ``a``, in file order, as it is stored (never decoded).
+    """Copy the bytes before the archive, if any (a self-extracting stub, the file it was
+    appended to: see ``_lead``), then every live entry of ``a``, in file order, as it is
+    stored (never decoded).
 
     Stored entries are CRC-checked on the way: a damaged entry stops the copy.
     """
+    lead = leading_bytes(fm, a.first_listed, a.cd_offset, a.path)
+    if lead:
+        with fm.view(0, lead) as view:
+            writer.add_leading(view)
     records = raw_records(a, fm)
     with Progress(len(a.live_entries()), "compacting", progress, unit="entries") as bar:
         written: set[str] = set()
@@ -287,11 +300,12 @@ def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int | None) -
 
     Yes when no entry is listed any more but dead bytes remain, or when the bytes before
     the first listed entry may hide the archive from 7-Zip (``a.plain_start`` is False) and
-    the live entries hold at most ``live_limit`` bytes (None: any number). Never inside a transaction, while
-    views of the mapping are alive or reservations are open, or when the file has other
-    hard links.
+    the live entries hold at most ``live_limit`` bytes (None: any number). Never inside a
+    transaction, while views of the mapping are alive or reservations are open, when the
+    file has other hard links, or when bytes that are not the archive's precede it (see
+    ``_lead``: the file stays what it was; :meth:`~dafzarr.MmapZipStore.compact` keeps them).
     """
-    if a.tx is not None or fm is None or a.data_end == 0 or a.unpatched:
+    if a.tx is not None or fm is None or a.data_end == 0 or a.unpatched or a.lead:
         return False
     if a.entries:
         if a.plain_start or a.first_listed <= 0:

@@ -24,7 +24,7 @@ from ..errors import (
     RefusedEntryWarning,
 )
 from . import _format as zf
-from ._recover import load_writable, read_entries, write_empty
+from ._recover import check_apart, load_writable, read_entries, write_empty
 from ._state import Archive
 
 __all__ = ["create_empty", "load_read_only", "map_writable", "open_read_only", "open_writable"]
@@ -237,6 +237,7 @@ def load_read_only(a: Archive, fm: FileMapping) -> None:
             f"{e}\n(if a writer was interrupted, a writable open - mode 'r+' - recovers "
             f"the archive, or run: dafzarr zip repair {a.path})"
         ) from None
+    check_apart(entries, a.path)
     a.install(entries, None, tr, read(tr.end - tr.comment, tr.comment))
     if a.refused:
         warnings.warn(

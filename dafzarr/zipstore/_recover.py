@@ -27,11 +27,12 @@ from ..errors import (
 )
 from . import _format as zf
 from ._commit import move_directory
+from ._lead import leading_bytes
 from ._read import data_offset, decoded
 from ._state import Archive
 
 __all__ = [
-    "load_writable", "read_directory", "read_entries", "recover", "salvage", "scan_for_trailer", "write_empty",
+    "check_apart", "load_writable", "read_directory", "read_entries", "recover", "salvage", "scan_for_trailer", "write_empty",
 ]  # fmt: skip
 
 _U32 = struct.Struct("<I")
@@ -64,22 +65,62 @@ def write_empty(fm: FileMapping, durable: bool) -> None:
 
 
 def read_directory(
-    read: zf.Reader, tr: zf.Trailer, path: str
+    read: zf.Reader, tr: zf.Trailer, path: str, *, apart: bool = True
 ) -> tuple[list[zf.Entry], bytearray]:
-    """The entries of the directory ``tr`` points to, checked, and its bytes (the buffer
-    :meth:`Archive.install` keeps)."""
+    """The entries of the directory ``tr`` points to, and its bytes (the buffer
+    :meth:`Archive.install` keeps); ``apart``: checked not to share bytes too."""
     cd = bytearray(read(tr.cd_offset, tr.cd_size))
     entries = zf.parse_central_directory(cd, tr, path)
-    zf.check_no_overlap(entries, path)
+    if apart:
+        zf.check_no_overlap(entries, path)
     return entries, cd
 
 
+def check_apart(entries: list[zf.Entry], path: str) -> None:
+    """Refuse entries of a complete directory that share bytes, saying what to do.
+
+    ``zipfile`` reads such an archive (entry ``a``'s data may hold entry ``b`` whole), but
+    the store serves and writes none: overlapping compressed entries are the overlapping-entry
+    ZIP bomb, and rebuilding the directory from the local headers, as a recovery does, would
+    drop the entries hidden inside others. The directory is complete, so this is how the
+    archive was made, not an interrupted write: nothing is recovered or changed.
+    """
+    try:
+        zf.check_no_overlap(entries, path)
+    except CorruptArchiveError as exc:
+        raise CorruptArchiveError(_shared_bytes(str(exc))) from None
+
+
+def _shared_bytes(what: str) -> str:
+    return (
+        f"{what}; the store neither reads nor writes an archive whose entries share bytes "
+        "(nothing was changed, and no entry was dropped): extract the entries with another "
+        "tool (Python's zipfile reads them) into a new archive"
+    )
+
+
+def _hides_an_entry(a: Archive, fm: FileMapping, e: zf.Entry, limit: int) -> str | None:
+    """The name of the entry whose local header lies inside ``e``'s data, when that is all
+    that fails ``e``'s check (its header, data and CRC check out up to ``limit``)."""
+    inner = e.end_limit
+    if inner < 0 or inner >= limit:
+        return None
+    offset = e.data_offset
+    e.end_limit = -1
+    try:
+        intact = _entry_ok(a, fm, e, limit)
+    finally:
+        e.end_limit, e.data_offset = inner, offset
+    if not intact:
+        return None
+    return next((o.name for o in a.entries if o.lfh_offset == inner), f"at offset {inner}")
+
+
 def read_entries(read: zf.Reader, tr: zf.Trailer, path: str) -> list[zf.Entry]:
-    """The entries of the directory ``tr`` points to, checked, without keeping its bytes
-    (a reader's memory then holds the entries and one piece of the directory at a time)."""
-    entries = zf.parse_central_directory_in_pieces(read, tr, path)
-    zf.check_no_overlap(entries, path)
-    return entries
+    """The entries of the directory ``tr`` points to, without keeping its bytes (a reader's
+    memory then holds the entries and one piece of the directory at a time); not yet
+    checked to lie apart (:func:`check_apart`)."""
+    return zf.parse_central_directory_in_pieces(read, tr, path)
 
 
 def refuse_unsafe_names(path: str, names: str) -> NoReturn:
@@ -101,7 +142,7 @@ def load_writable(a: Archive, fm: FileMapping) -> None:
     read = fm.read
     try:
         tr = zf.find_trailer(read, size, a.path)
-        entries, cd = read_directory(read, tr, a.path)
+        entries, cd = read_directory(read, tr, a.path, apart=False)
     except CorruptArchiveError as first:
         found = scan_for_trailer(a, fm)
         if found is None:
@@ -113,9 +154,12 @@ def load_writable(a: Archive, fm: FileMapping) -> None:
                 "automatically"
             ) from None
         tr, entries, cd = found
+    else:
+        check_apart(entries, a.path)  # complete: refused, never rebuilt without some
     a.install(entries, cd, tr, fm.read(tr.end - tr.comment, tr.comment))
     if a.refused:  # an intact archive, or not: either way, write nothing
         refuse_unsafe_names(a.path, a.refused_list())
+    a.lead = a.dead_prefix = leading_bytes(fm, a.first_listed, a.cd_offset, a.path)
     if a.shadowed:
         check_newest_copies(a, fm)
     recover(a, fm, tr)
@@ -311,13 +355,19 @@ def recover(a: Archive, fm: FileMapping, tr: zf.Trailer) -> None:
         if e.crc == 0 and e.csize > 0 and e.method == 0 and not _entry_ok(a, fm, e, limit):
             first_bad = i  # an unpatched reservation followed by other entries
             break
+    for e in entries[first_bad:]:
+        inner = _hides_an_entry(a, fm, e, limit)
+        if inner is not None:  # intact, with another entry inside: never rolled back
+            raise CorruptArchiveError(_shared_bytes(
+                f"{a.path}: not a valid ZIP archive: entries {e.name!r} and {inner!r} overlap"
+            ))
     dropped = [e.name for e in entries[first_bad:]]
     junk = fm.size - tr.end
     # Where the next entry goes: right after the last kept entry's data (reusing any gap
     # an interrupted commit left before the directory), unless that entry is followed
     # by a data descriptor of unknown length.
     kept = entries[:first_bad]
-    data_end = 0
+    data_end = a.lead
     if kept:
         last = max(kept, key=lambda e: e.lfh_offset)
         data_end = _entry_end(a, fm, last, limit)

@@ -15,6 +15,7 @@ from .._crc import crc32
 from .._posix import FileMapping
 from ..errors import CorruptArchiveError, UnsupportedEntryError
 from . import _format as zf
+from ._lead import leading_bytes
 from ._read import data_offset, read_entry
 from ._state import Archive
 
@@ -33,13 +34,17 @@ class ArchiveSpace:
     # Room between the entries and the directory that a writer keeps for its next commits
     # (its close() gives it back; 0 in a closed archive).
     free_bytes: int = 0
+    # Bytes before the archive that are not its own (a self-extracting stub, or the file it
+    # was appended to): kept by every write and by compaction.
+    leading_bytes: int = 0
 
     def __str__(self) -> str:
         free = f", {self.free_bytes} free bytes" if self.free_bytes else ""
+        lead = f"{self.leading_bytes} leading bytes, " if self.leading_bytes else ""
         return (
-            f"{self.entries} entries: {self.live_bytes} live bytes, {self.dead_bytes} dead "
-            f"bytes{free}, {self.directory_bytes} bytes of directory, {self.file_size} bytes "
-            "in all"
+            f"{self.entries} entries: {lead}{self.live_bytes} live bytes, {self.dead_bytes} "
+            f"dead bytes{free}, {self.directory_bytes} bytes of directory, {self.file_size} "
+            "bytes in all"
         )
 
 
@@ -60,13 +65,15 @@ def space(a: Archive, fm: FileMapping) -> ArchiveSpace:
             except CorruptArchiveError:
                 live += e.csize
     directory = a.directory_size() + a.trailer_len()
+    lead = a.lead if a.unkept_cd_size < 0 else leading_bytes(fm, a.first_listed, a.cd_offset, a.path)
     return ArchiveSpace(
         entries=len(a.index),
         live_bytes=live,
-        dead_bytes=max(end - live, 0),
+        dead_bytes=max(end - live - lead, 0),
         directory_bytes=directory,
         file_size=cd_at + directory,
         free_bytes=cd_at - end,
+        leading_bytes=lead,
     )
 
 

@@ -67,6 +67,9 @@ class Archive:
     # headers before it are marked as listed by no directory.
     first_listed: int = -1
     dead_prefix: int = 0
+    # Bytes at the start of the file that are not the archive's (a self-extracting stub, or
+    # the file the archive was appended to; see ``_lead``): never written, marked or dropped.
+    lead: int = 0
     # Whether the bytes before the first listed entry are only plain-text metadata of dead
     # entries and few enough for 7-Zip to find the archive past them (see
     # ``_commit.mark_unlisted_start``); False asks the store to renew the archive.
@@ -93,7 +96,7 @@ class Archive:
         """Forget the loaded directory (the options stay)."""
         self.entries, self.index, self.cd, self.unkept_cd_size = [], {}, bytearray(), -1
         self.shadowed, self.first_listed, self.dead_prefix, self.comment = False, -1, 0, b""
-        self.plain_start = True
+        self.plain_start, self.lead = True, 0
         self.cd_offset = self.data_end = self.limit = 0
         self.placed = False
         self.unpatched, self.tx, self.dropped_folders, self.refused = set(), None, set(), []
