@@ -185,6 +185,9 @@ cdef class FileMapping:
     cdef Py_ssize_t _exports
     cdef public object path  # settable: a mapping follows its file through a rename
     cdef readonly bint writable
+    # A store that closes while views are alive keeps only a weak reference: the mapping,
+    # its descriptor and its lock then go with the last view.
+    cdef object __weakref__
 
     def __cinit__(self):
         self._fd = -1

@@ -384,6 +384,69 @@ def test_handles_on_one_zip_share_one_store(tmp_path: Path) -> None:
     dafzarr.open_daf(path, "w").close()  # truncation once nothing maps the file
 
 
+_TRY_WRITER = """
+import sys
+from dafzarr import MmapZipStore
+from dafzarr.errors import ArchiveLockedError
+try:
+    MmapZipStore(sys.argv[1], "r+").close()
+except ArchiveLockedError:
+    print("locked")
+else:
+    print("opened")
+"""
+
+
+def _other_process_opens_for_writing(path: Path) -> str:
+    proc = subprocess.run([sys.executable, "-c", _TRY_WRITER, str(path)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    return proc.stdout.strip()
+
+
+@pytest.mark.parametrize("matrix", [False, True])
+def test_the_writer_lock_goes_with_the_last_view_of_a_closed_zip_daf(
+    tmp_path: Path, matrix: bool
+) -> None:
+    """Closed while a zero-copy array read from it is alive, a writable ZIP data set keeps
+    the archive's lock only while that array lives: once it is collected, another process
+    can open the archive for writing, and this process can open it again."""
+    path = tmp_path / "x.daf.zarr.zip"
+    d = dafzarr.open_daf(path, "w")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["g", "h"])
+    d.set_vector("cell", "v", np.arange(3.0))
+    d.set_matrix("cell", "gene", "m", np.ones((3, 2)))
+    d.close()
+    d = dafzarr.open_daf(path, "r+")
+    view = d.get_np_matrix("cell", "gene", "m") if matrix else d.get_np_vector("cell", "v")
+    d.set_scalar("s", 1)  # a commit before the close
+    d.close()
+    assert _other_process_opens_for_writing(path) == "locked"  # the view still maps it
+    total = float(view.sum())
+    del view
+    gc.collect()
+    assert _other_process_opens_for_writing(path) == "opened"
+    again = dafzarr.open_daf(path, "r+")
+    assert again.get_scalar("s") == 1 and float(again.get_np_vector("cell", "v").sum()) == 3.0
+    assert total in (3.0, 6.0)
+    again.close()
+
+
+def test_a_zip_daf_reopened_while_its_views_live_takes_its_store_back(tmp_path: Path) -> None:
+    path = tmp_path / "x.daf.zarr.zip"
+    d = dafzarr.open_daf(path, "w")
+    d.add_axis("cell", ["a", "b"]).set_vector("cell", "v", np.arange(2.0))
+    view = d.get_np_vector("cell", "v")
+    d.close()
+    again = dafzarr.open_daf(path, "r+")  # the same mapping, the same lock
+    again.set_vector("cell", "w", np.arange(2.0) + 1)
+    again.close()
+    assert view.tolist() == [0.0, 1.0]
+    del view
+    gc.collect()
+    with MmapZipStore(path, "r+") as store:  # the lock went with the view
+        assert "vectors/cell/w/0" in store
+
+
 def test_read_only_store_blocks_writable_open_while_in_use(tmp_path: Path) -> None:
     path = tmp_path / "x.daf.zarr.zip"
     dafzarr.open_daf(path, "w").set_scalar("a", 1).close()

@@ -6,7 +6,9 @@ handle on the same ZIP path in one process shares one store, through a registry 
 absolute path and counted by references. The first open decides writability; a writable open
 while read-only handles are alive is refused, and so is a truncating open while any handle is
 alive. When the last handle goes, the store closes; if zero-copy views of it are still alive,
-it lingers in the registry (unmapped when the views die) and the next open reuses it.
+it lingers in the registry and the next open reuses it, but its mapping, descriptor and (for
+a writer) lock go as soon as the last view does
+(:meth:`~dafzarr.zipstore.MmapZipStore.close_after_views`).
 
 A read-only store serves the archive as it was committed when the store opened. Another
 process may commit since (a new data set in a ``.dafs.zarr.zip``, say), so a read-only open
@@ -69,10 +71,12 @@ _REGISTRY_LOCK = threading.RLock()
 def _try_close(shared: _Shared) -> bool:
     """Close the store unless zero-copy views of it are alive (a full garbage collection
     first frees views that only unreachable cycles hold); whether it closed. ZarrDaf reads
-    on the calling thread, so no view is waited for: those alive are the caller's."""
+    on the calling thread, so no view is waited for: those alive are the caller's. A store
+    left open that way lets its mapping (with the writer's lock) go with the last view."""
     try:
         shared.store._close(grace=0.0)
     except BufferError:
+        shared.store.close_after_views()
         return False
     return True
 
@@ -92,7 +96,10 @@ def _close_if_unused(shared: _Shared) -> bool:
     gc.collect(0)
     if shared.store.close_if_unused():
         return True
-    return shared.writable and _try_close(shared)
+    if shared.writable:
+        return _try_close(shared)
+    shared.store.close_after_views()
+    return False
 
 
 def _file_stamp(path: str) -> tuple[int, ...] | None:

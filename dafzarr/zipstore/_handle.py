@@ -16,6 +16,7 @@ import errno
 import os
 import threading
 import types
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -99,6 +100,8 @@ class ArchiveHandle(Store):
         self._truncate_on_open = mode == "w"
         self._lock = threading.RLock()
         self._fm: FileMapping | None = None
+        # The mapping close_after_views() left to the views alive then (see there).
+        self._parked: weakref.ref[FileMapping] | None = None
         self._staging = 0  # large writes being copied in worker threads now (see set)
         self._archive = Archive(
             self.path, self.max_file_size, self.durable, self.max_decompressed_size
@@ -114,6 +117,8 @@ class ArchiveHandle(Store):
         with self._lock:
             if self._is_open:
                 raise ValueError("store is already open")
+            if self._take_back_parked():
+                return
             if self.read_only:
                 fm = _open.open_read_only(self._archive)
             else:
@@ -477,6 +482,7 @@ class ArchiveHandle(Store):
         whether the store is closed. Never runs the garbage collector, so it costs nothing
         when views are legitimately alive (arrays returned to the caller)."""
         with self._lock:
+            self._take_back_parked()
             self._commit_pending()
             fm = self._fm
             if fm is not None and fm.exports and self._archive.tx is None:
@@ -503,16 +509,8 @@ class ArchiveHandle(Store):
     def _close(self, grace: float) -> None:
         """:meth:`close`, waiting at most ``grace`` seconds for views to go."""
         with self._lock:
-            self._commit_pending()
-            if self._archive.tx is not None:
-                raise BatchOpenError(f"cannot close {self.path} inside a batch")
-            if self._fm is not None:
-                self._renew_start()  # views that deferred a renewal may be gone now
-            if self._fm is not None and not self.read_only:
-                # On failure (a full disk) the archive stays as the last commit left it:
-                # valid, with its free room.
-                with contextlib.suppress(OSError):
-                    _commit.settle(self._archive, self._fm)
+            self._take_back_parked()
+            self._settle_for_close()
             fm = self._fm
             if fm is not None:
                 _read.views_gone(fm, grace)
@@ -520,6 +518,55 @@ class ArchiveHandle(Store):
                 self._fm = None
                 self._reset_state()
             super().close()
+
+    def _settle_for_close(self) -> None:
+        """What a writer does before it lets the mapping go: commit what is pending, renew
+        the archive if due, and give back the free room before the directory."""
+        self._commit_pending()
+        if self._archive.tx is not None:
+            raise BatchOpenError(f"cannot close {self.path} inside a batch")
+        if self._fm is not None:
+            self._renew_start()  # views that deferred a renewal may be gone now
+        if self._fm is not None and not self.read_only:
+            # On failure (a full disk) the archive stays as the last commit left it:
+            # valid, with its free room.
+            with contextlib.suppress(OSError):
+                _commit.settle(self._archive, self._fm)
+
+    def close_after_views(self) -> bool:
+        """Close now, or, while zero-copy views of the archive are alive, when the last goes.
+
+        A writer commits, renews and settles as :meth:`close` does, now; the mapping, the
+        file's descriptor and the writer's lock then go with the last view (other processes
+        can open the archive for writing from that moment), not when this object goes.
+        Using the store before that takes the mapping back, as it was; after, opens the
+        archive again. Returns whether the store closed now.
+        """
+        with self._lock:
+            self._take_back_parked()
+            self._settle_for_close()
+            fm = self._fm
+            if fm is None or not fm.exports:
+                self.close()
+                return True
+            self._parked = weakref.ref(fm)
+            self._fm = None
+            self._is_open = False
+            return False
+
+    def _take_back_parked(self) -> bool:
+        """Take back the mapping :meth:`close_after_views` left to views, if it is still
+        alive (its state is as it was: the lock was held throughout); whether it was."""
+        ref, self._parked = self._parked, None
+        if ref is None:
+            return False
+        fm = ref()
+        if fm is None or fm.closed:
+            self._reset_state()  # the archive may have changed since: load it afresh
+            return False
+        self._fm = fm
+        self._is_open = True
+        return True
 
     def __exit__(
         self,
