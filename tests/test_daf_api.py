@@ -343,7 +343,7 @@ def test_two_dafs_in_one_zip_append_independently(tmp_path: Path) -> None:
         dafzarr.open_daf(f"{base}#/missing")
     ra.close()
     rb.close()
-    with pytest.raises(AppendOnlyError, match="can't truncate a sub-daf inside a zip-backed"):
+    with pytest.raises(AppendOnlyError, match=f"can't truncate the data set in {base}#/first"):
         dafzarr.open_daf(f"{base}#/first", "w", append_only=True)
     fresh = dafzarr.open_daf(f"{base}#/third", "w")  # mode w on a new sub-daf creates it
     fresh.set_scalar("c", 1)
@@ -445,6 +445,22 @@ def test_a_zip_daf_reopened_while_its_views_live_takes_its_store_back(tmp_path: 
     gc.collect()
     with MmapZipStore(path, "r+") as store:  # the lock went with the view
         assert "vectors/cell/w/0" in store
+
+
+def test_append_only_mode_w_never_empties_a_zip_data_set(tmp_path: Path) -> None:
+    path = tmp_path / "x.daf.zarr.zip"
+    with dafzarr.open_daf(path, "w", append_only=True) as d:  # a new file: created
+        d.set_scalar("a", 1)
+    before = path.read_bytes()
+    with pytest.raises(AppendOnlyError, match=r"can't truncate the data set in .*x\.daf\."
+                       r"zarr\.zip: mode 'w' empties it.*'w\+'"):
+        dafzarr.open_daf(path, "w", append_only=True)
+    assert path.read_bytes() == before
+    with dafzarr.open_daf(path, "w+", append_only=True) as d:
+        assert d.get_scalar("a") == 1
+        d.set_scalar("b", 2)
+    with dafzarr.open_daf(path, "w") as d:  # without the option, "w" empties it
+        assert d.scalars_set() == set()
 
 
 def test_read_only_store_blocks_writable_open_while_in_use(tmp_path: Path) -> None:

@@ -218,6 +218,34 @@ def test_append_only_option(tmp_path: Path) -> None:
         assert pickle.loads(pickle.dumps(store)).append_only
 
 
+def test_append_only_refuses_mode_w_on_a_file_with_entries(tmp_path: Path) -> None:
+    """Mode "w" empties the file: an append-only store refuses it where entries would go,
+    and keeps the file; a new file, an empty one or an archive without entries is fine."""
+    p = tmp_path / "ao.zip"
+    with MmapZipStore(p, "w", append_only=True) as store:  # a new file
+        store["k"] = b"v"
+    before = p.read_bytes()
+    with pytest.raises(AppendOnlyError, match=r"holds an archive of 1 entries, and mode 'w' "
+                       r"would empty it.*'w\+'"):
+        MmapZipStore(p, "w", append_only=True)
+    assert p.read_bytes() == before
+    with MmapZipStore(p, "w+", append_only=True) as store:
+        assert bytes(store["k"]) == b"v"
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"not an archive")
+    with pytest.raises(AppendOnlyError, match="14 bytes that is not a valid archive"):
+        MmapZipStore(junk, "w", append_only=True)
+    assert junk.read_bytes() == b"not an archive"
+    empty = tmp_path / "empty.zip"
+    MmapZipStore(empty, "w").close()
+    (tmp_path / "zero.zip").touch()
+    for q in (empty, tmp_path / "zero.zip"):
+        with MmapZipStore(q, "w", append_only=True) as store:
+            store["x"] = b"y"
+        with MmapZipStore(q, "r") as store:
+            assert bytes(store["x"]) == b"y"
+
+
 def _count_commits() -> dict[str, int]:
     seen = {"n": 0}
 

@@ -89,7 +89,9 @@ def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
     if mode in ("r", "r+") and not os.path.isfile(container):
         raise DafNotFoundError(2, f"no such file: {container}", container)
     store_mode = mode
-    if group and mode == "w":
+    if mode == "w" and (group or append_only):
+        # A group is emptied by its first commit, never the whole archive; an append-only
+        # data set is never emptied.
         if os.path.isfile(container):
             probe = acquire_zip_store(container, "r+", max_file_size)
             backend = ZipBackend(probe, group, read_only=False, append_only=append_only)
@@ -97,9 +99,11 @@ def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
             if backend.children("") or backend.keys_under(""):
                 if append_only:
                     backend.close()
+                    where = f"{container}#/{group}" if group else container
                     raise AppendOnlyError(
-                        "can't truncate a sub-daf inside a zip-backed ZarrDaf; the ZIP "
-                        f"backend is append-only: {container}#/{group}"
+                        f"can't truncate the data set in {where}: mode 'w' empties it, and "
+                        "it is opened append-only; open it with mode 'w+' or 'r+', or "
+                        "delete it first"
                     )
                 truncate = True
             return backend, truncate

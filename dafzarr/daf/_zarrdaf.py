@@ -59,6 +59,7 @@ class ZarrDaf(Description, Fills):
     append_only
         ZIP only: refuse every delete and overwrite (``AppendOnlyError``), as
         DataAxesFormats.jl's ZIP backend does; by default they work as on directories.
+        Mode ``"w"`` on a data set that holds anything is refused too (use ``"w+"``).
     http
         Deadline, retries and limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`);
         default: ``HttpOptions()``.

@@ -122,6 +122,8 @@ class ArchiveHandle(Store):
             if self.read_only:
                 fm = _open.open_read_only(self._archive)
             else:
+                if self._truncate_on_open and self.append_only:
+                    _open.refuse_truncating(self.path)
                 fm = _open.open_writable(
                     self._archive, self.mode in ("w+", "w"), self._truncate_on_open
                 )

@@ -18,6 +18,7 @@ from .._addrspace import named_map_refusal, probe_reservation, reservation_error
 from .._atomic import link_descriptor, locked_temporary, publish_file
 from .._posix import FileMapping
 from ..errors import (
+    AppendOnlyError,
     ArchiveLockedError,
     CorruptArchiveError,
     OutputExistsError,
@@ -27,7 +28,10 @@ from . import _format as zf
 from ._recover import check_apart, load_writable, read_entries, write_empty
 from ._state import Archive
 
-__all__ = ["create_empty", "load_read_only", "map_writable", "open_read_only", "open_writable"]
+__all__ = [
+    "create_empty", "load_read_only", "map_writable", "open_read_only", "open_writable",
+    "refuse_truncating",
+]  # fmt: skip
 
 # How long a read-only open retries an archive whose end is not a valid trailer (a writer
 # in another process may be in the middle of a commit).
@@ -97,6 +101,29 @@ def writer_lock_held(st: os.stat_result) -> bool | None:
         if ident in fields and b"FLOCK" in fields and b"WRITE" in fields and b"->" not in fields:
             return True
     return False
+
+
+def refuse_truncating(path: str) -> None:
+    """Refuse to empty the file at ``path`` for an append-only store, unless it holds no
+    entry (absent, empty, or an archive without entries)."""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        return
+    if size:
+        a = Archive(path, 1)
+        try:
+            open_read_only(a).close()
+            if not a.entries:
+                return
+            what = f"an archive of {len(a.entries)} entries"
+        except CorruptArchiveError:
+            what = f"a file of {size} bytes that is not a valid archive"
+        raise AppendOnlyError(
+            f"{path} holds {what}, and mode 'w' would empty it, which an append-only store "
+            "never does; open it with mode 'w+' (created if missing, kept if present) or "
+            "'r+', or delete the file first"
+        )
 
 
 def open_writable(a: Archive, create: bool, truncate: bool) -> FileMapping:

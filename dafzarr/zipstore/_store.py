@@ -61,7 +61,8 @@ class MmapZipStore(ArchiveHandle):
         checked (length, CRC-32) and discarded, then into one buffer of the claimed size.
     append_only
         Refuse to rewrite or delete an existing entry
-        (:class:`~dafzarr.errors.AppendOnlyError` naming the key), for write-once archives.
+        (:class:`~dafzarr.errors.AppendOnlyError` naming the key), for write-once archives;
+        mode ``"w"`` on a file that holds entries is refused too (use ``"w+"``).
         By default a rewrite appends a newer copy and a delete drops the key; the next
         commit lists only live entries, and the old bytes stay in the file as dead space
         (see :meth:`space`) until :meth:`compact`.
