@@ -9,6 +9,10 @@ both in the same pass, a block at a time, so the check costs no second read of t
 Only the index pointer decides which memory is read; index values are only compared and
 shifted, never used as addresses, so hostile values cannot make it read out of bounds.
 
+**1-based indices read back.** :func:`zero_based` subtracts one from stored indices of any
+width into the int32 or int64 indices scipy takes, in one pass, and returns the largest
+result for the caller's range check: scipy then neither scans nor copies them again.
+
 **CSR to CSC on threads.** :func:`csr_to_csc` is scipy's conversion (count each column's
 values, then place each row's values at its columns' next free slots) with the rows split
 between threads: each counts its rows' columns, so each knows where its values go in every
@@ -121,6 +125,63 @@ def shift_checked(src, dst, indptr, Py_ssize_t lo, Py_ssize_t hi, bound):
     if dst.dtype.kind not in "iu" or size not in (1, 2, 4, 8):
         raise ValueError(f"the output must be of 1, 2, 4 or 8-byte integers, not {dst.dtype}")
     return _run(src, dst.view(f"u{size}"), indptr, lo, hi, top)
+
+
+# --- 1-based stored indices read back -------------------------------------------------------
+
+ctypedef fused stored_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+ctypedef fused zero_t:
+    uint32_t
+    uint64_t
+
+
+cdef uint64_t _unshift(
+    const stored_t[::1] src, zero_t[::1] dst, Py_ssize_t lo, Py_ssize_t hi
+) noexcept nogil:
+    # dst[i] = src[i] - 1 for lo <= i < hi; the largest src[i] - 1 as an unsigned 64-bit
+    # value (a stored 0 wraps to the largest one).
+    cdef uint64_t top = 0, v
+    cdef Py_ssize_t i
+    for i in range(lo, hi):
+        v = <uint64_t>src[i] - 1
+        top = v if v > top else top
+        dst[i] = <zero_t>v
+    return top
+
+
+def _unshift_part(const stored_t[::1] src, zero_t[::1] dst, Py_ssize_t lo, Py_ssize_t hi,
+                  list tops, Py_ssize_t t):
+    cdef uint64_t top
+    with nogil:
+        top = _unshift(src, dst, lo, hi)
+    tops[t] = top
+
+
+def zero_based(src, dst, int threads=1):
+    """Write the 1-based indices ``src`` (unsigned 1, 2, 4 or 8-byte integers; view signed
+    ones as unsigned) minus one into ``dst`` (unsigned 4 or 8-byte integers of the same
+    length; view int32/int64 as uint32/uint64), in one pass, on ``threads`` threads for a
+    large array. Returns the largest ``src[i] - 1`` as an unsigned 64-bit number (a stored 0
+    counts as 2**64 - 1), which the caller compares with its bound: ``dst`` holds the
+    indices exactly when that number fits it. Indices are only copied, never used as
+    addresses.
+    """
+    if src.ndim != 1 or dst.ndim != 1 or src.shape[0] != dst.shape[0]:
+        raise ValueError("zero_based takes two 1-D arrays of one length")
+    if src.dtype.kind != "u" or dst.dtype.str not in ("<u4", "<u8"):
+        raise ValueError(f"no kernel from {src.dtype} to {dst.dtype}")
+    n = src.shape[0]
+    threads = max(1, min(threads, n // (1 << 20)))
+    step = -(-n // threads) if n else 0
+    tops = [0] * threads
+    on_threads(_unshift_part, [(src, dst, t * step, min(n, (t + 1) * step), tops, t)
+                               for t in range(threads)])
+    return max(tops)
 
 
 # --- CSR to CSC -----------------------------------------------------------------------------

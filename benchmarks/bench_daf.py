@@ -32,7 +32,9 @@ a writer otherwise pays, at random, for the writeback of the previous writers' o
 * **read vector** / **read flat matrix**: one per-cell vector; the dense PCA matrix.
 
 ZarrDaf stores the UMIs as the Daf matrix ``gene x cell`` (column-major, so its CSC arrays are
-exactly the cells x genes CSR that anndata stores) with uint32 indices, no relayout.
+exactly the cells x genes CSR that anndata stores) with ``set_matrix``'s default index type
+(uint32 here), no relayout; the sparse read also reads a ZIP that holds them as Int64 and as
+UInt64 (what Julia's ``SparseMatrixCSC`` writes by default).
 
 The **memory** part runs each writer (and the in-place ``empty_sparse_matrix`` fill of a ZIP)
 in a child process and reports its peak resident memory above the memory it had before the
@@ -117,14 +119,16 @@ def data_bytes(x: sp.csr_matrix) -> int:
 # --- Writers and readers (shared by the timed suite and the memory children) ---------------------
 
 
-def write_daf(path: str, d: dict[str, Any]) -> None:
+def write_daf(path: str, d: dict[str, Any], indtype: str | None = None) -> None:
+    """The data set as a user writes it: ``set_matrix`` with its default index type, unless
+    ``indtype`` asks for another (as Julia's ``SparseMatrixCSC`` writes Int64)."""
     daf = dafzarr.open_daf(path, "w")
     daf.add_axis("cell", d["cells"]).add_axis("gene", d["genes"])
     daf.add_axis("pc", [str(i) for i in range(N_PCS)])
     for name, v in d["vectors"].items():
         daf.set_vector("cell", name, v)
     daf.set_matrix("cell", "pc", "pca", d["pca"], relayout=False)
-    daf.set_matrix("gene", "cell", "UMIs", d["X"].T, relayout=False, indtype="uint32")
+    daf.set_matrix("gene", "cell", "UMIs", d["X"].T, relayout=False, indtype=indtype)
     daf.close()
 
 
@@ -132,7 +136,7 @@ def write_daf_umis(path: str, d: dict[str, Any]) -> None:
     """The UMIs alone: both axes and the sparse matrix (what ``write_npy`` saves)."""
     daf = dafzarr.open_daf(path, "w")
     daf.add_axis("cell", d["cells"]).add_axis("gene", d["genes"])
-    daf.set_matrix("gene", "cell", "UMIs", d["X"].T, relayout=False, indtype="uint32")
+    daf.set_matrix("gene", "cell", "UMIs", d["X"].T, relayout=False)
     daf.close()
 
 
@@ -420,10 +424,14 @@ class Read(_Suite):
         super().setup()
         write_daf(self.p("r.daf.zarr"), self.d)
         write_daf(self.p("r.daf.zarr.zip"), self.d)
+        write_daf(self.p("r64.daf.zarr.zip"), self.d, "int64")
+        write_daf(self.p("ru64.daf.zarr.zip"), self.d, "uint64")
         write_h5ad(self.p("r.h5ad"), self.d)
         write_anndata_zarr(self.p("r.zarr"), self.d)
         x = self.d["X"]
         for reader, name in ((read_daf_sparse, "r.daf.zarr"), (read_daf_sparse, "r.daf.zarr.zip"),
+                             (read_daf_sparse, "r64.daf.zarr.zip"),
+                             (read_daf_sparse, "ru64.daf.zarr.zip"),
                              (read_h5ad_sparse, "r.h5ad"),
                              (read_anndata_zarr_sparse, "r.zarr")):
             got = reader(self.p(name))
@@ -447,6 +455,16 @@ class Read(_Suite):
              target=_sparse_read_target)
     def time_sparse_daf_zip(self) -> None:
         read_daf_sparse(self.p("r.daf.zarr.zip"))
+
+    @c.bench("read sparse matrix", "ZarrDaf ZIP, Int64 indices", c.MB, lambda s: s.nbytes,
+             size=_size, target=_sparse_read_target)
+    def time_sparse_daf_zip_int64(self) -> None:
+        read_daf_sparse(self.p("r64.daf.zarr.zip"))
+
+    @c.bench("read sparse matrix", "ZarrDaf ZIP, UInt64 indices", c.MB, lambda s: s.nbytes,
+             size=_size, target=_sparse_read_target)
+    def time_sparse_daf_zip_uint64(self) -> None:
+        read_daf_sparse(self.p("ru64.daf.zarr.zip"))
 
     @c.bench("read sparse matrix", "numpy: indices - 1", c.MB, lambda s: s.nbytes, size=_size)
     def time_sparse_numpy_pass(self) -> None:

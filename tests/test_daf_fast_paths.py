@@ -137,6 +137,54 @@ def test_one_based_indices_are_stored_exactly(
     d.close()
 
 
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
+def test_sparse_indices_default_to_the_smallest_unsigned_type_that_holds_them(
+    tmp_path: Path, rel: str | None
+) -> None:
+    """A scipy matrix as scipy makes it (int32 indices) is stored with uint32 1-based
+    indices, as DataAxesFormats.jl chooses, not int64; so is a sparse vector."""
+    m = sp.random(300, 200, density=0.05, format="csr", dtype=np.float32,
+                  rng=np.random.default_rng(2))
+    assert m.indices.dtype == np.int32
+    d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(tmp_path / rel, "w")
+    d.add_axis("gene", [f"g{i}" for i in range(300)])
+    d.add_axis("cell", [f"c{i}" for i in range(200)])
+    d.set_matrix("gene", "cell", "m", m)
+    d.set_vector("cell", "v", sp.random(1, 200, density=0.2, format="csr",
+                                        rng=np.random.default_rng(3)))
+    for layout in ("gene/cell", "cell/gene"):
+        for part in ("colptr", "rowval"):
+            stored = d._read_array(f"matrices/{layout}/m/{part}")  # type: ignore[attr-defined]
+            assert stored.dtype == np.dtype("<u4"), (layout, part, stored.dtype)
+    assert d._read_array("vectors/cell/v/nzind").dtype == np.dtype("<u4")  # type: ignore[attr-defined]
+    d.close()
+
+
+@pytest.mark.parametrize("stored", ["uint16", "uint32", "int32", "int64", "uint64"])
+def test_stored_indices_of_any_type_read_into_scipy_int32_indices(
+    tmp_path: Path, stored: str
+) -> None:
+    """Julia's default SparseMatrixCSC stores Int64 indices: read back, they arrive as the
+    int32 indices scipy keeps for a matrix of this size, written in one pass (scipy neither
+    scans them for their type nor copies them)."""
+    m = sp.random(400, 300, density=0.05, format="csc", dtype=np.float64,
+                  rng=np.random.default_rng(4))
+    path = tmp_path / "x.daf.zarr.zip"
+    with dafzarr.open_daf(path, "w") as d:
+        d.add_axis("gene", [f"g{i}" for i in range(400)])
+        d.add_axis("cell", [f"c{i}" for i in range(300)])
+        d.set_matrix("gene", "cell", "m", m, relayout=False, indtype=stored)
+    with dafzarr.open_daf(path) as d:
+        got = d.get_np_matrix("gene", "cell", "m")
+        assert got.indices.dtype == got.indptr.dtype == np.int32
+        assert np.array_equal(got.indices, m.indices) and np.array_equal(got.indptr, m.indptr)
+        assert np.array_equal(got.data, m.data)
+        rebuilt = sp.csc_matrix((got.data, got.indices, got.indptr), shape=got.shape,
+                                copy=False)
+        assert np.shares_memory(rebuilt.indices, got.indices)  # scipy keeps them as given
+        del got, rebuilt
+
+
 def _backend_daf(tmp_path: Path, rel: str | None, zarr_format: int = 2) -> Any:
     if rel is None:
         return dafzarr.memory_daf(zarr_format=zarr_format)

@@ -30,7 +30,10 @@ def fill_example(d: dafzarr.ZarrDaf) -> dafzarr.ZarrDaf:
     d.set_scalar("title", "hello").set_scalar("n", np.int32(7))
     d.set_vector("cell", "score", np.array([1.5, 2.5, 3.5]))
     d.set_matrix("cell", "gene", "expr", np.array([[1, 2], [3, 4], [5, 6]], np.float32))
-    d.set_matrix("cell", "gene", "sp", sp.csc_matrix(np.array([[0, 2], [0, 0], [5, 0.0]])))
+    # Julia's sparse matrices hold Int64 indices (the default here is the smallest unsigned
+    # type that holds them).
+    d.set_matrix("cell", "gene", "sp", sp.csc_matrix(np.array([[0, 2], [0, 0], [5, 0.0]])),
+                 indtype="int64")
     return d
 
 

@@ -332,7 +332,7 @@ def test_v3_zip_overwritten_into_the_julia_fixture(tmp_path: Path, fixtures_dir:
     d.set_matrix("cell", "gene", "expr", np.array([[1, 2], [3, 4], [5, 6]], np.float32))
     d.set_matrix("cell", "gene", "sp", np.ones((3, 2)))
     d.set_matrix("cell", "gene", "sp", sp.csc_matrix(np.array([[0, 2], [0, 0], [5, 0.0]])),
-                 overwrite=True)
+                 overwrite=True, indtype="int64")  # Julia's Int64 indices
     d.close()
     check_archive(path)
     src = fixtures_dir / "julia-daf" / "daf030-flat.daf.zarr"

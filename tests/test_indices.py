@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse._sparsetools import csr_has_canonical_format
 
-from dafzarr._indices import csr_to_csc, shift_checked
+from dafzarr._indices import csr_to_csc, shift_checked, zero_based
 
 
 def _random_canonical(rng: np.random.Generator, slices: int, bound: int,
@@ -204,3 +204,41 @@ def test_csr_to_csc_refuses_what_it_has_no_kernel_for() -> None:
         csr_to_csc(ptr.astype(np.int64), idx, np.ones(1), 1)
     with pytest.raises(ValueError, match="cannot index"):
         csr_to_csc(ptr, idx, np.ones(1), 1 << 31)
+
+
+# --- 1-based indices read back -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stored", ["u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8"])
+@pytest.mark.parametrize("out", ["u4", "u8"])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_zero_based_shifts_any_stored_type_in_one_pass(stored: str, out: str,
+                                                       threads: int) -> None:
+    rng = np.random.default_rng(5)
+    n = 3 << 20 if threads > 1 else 1000  # large enough to be split between threads
+    top = min(np.iinfo(stored).max, 2**31 - 1)
+    one_based = rng.integers(1, top, size=n, endpoint=True).astype(stored)
+    one_based[n // 2] = top  # the largest, in a later thread's part
+    dst = np.empty(n, out)
+    got = zero_based(one_based.view(f"u{one_based.itemsize}"), dst, threads)
+    assert got == top - 1
+    assert np.array_equal(dst, one_based.astype(np.int64) - 1)
+
+
+@pytest.mark.parametrize("stored", ["i4", "i8", "u4"])
+def test_zero_based_reports_a_stored_zero_or_negative_past_every_bound(stored: str) -> None:
+    for bad in (0, -1, np.iinfo(stored).min):
+        if bad < 0 and stored.startswith("u"):
+            continue
+        one_based = np.array([3, 1, bad, 2], stored)
+        got = zero_based(one_based.view(f"u{one_based.itemsize}"), np.empty(4, "u8"))
+        assert got >= np.iinfo(np.int32).max, (stored, bad)
+
+
+def test_zero_based_refuses_what_it_has_no_kernel_for() -> None:
+    with pytest.raises(ValueError, match="no kernel"):
+        zero_based(np.zeros(3, "i4"), np.empty(3, "u4"))
+    with pytest.raises(ValueError, match="no kernel"):
+        zero_based(np.zeros(3, "u4"), np.empty(3, "u2"))
+    with pytest.raises(ValueError, match="one length"):
+        zero_based(np.zeros(3, "u4"), np.empty(4, "u4"))

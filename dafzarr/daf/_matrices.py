@@ -19,6 +19,7 @@ from ._values import (
     _check_sparse,
     _dense,
     _index_dtype,
+    _index_width,
     _scalar_array,
     _zero_based,
     column_major,
@@ -81,14 +82,10 @@ class Matrices(Axes):
         ):
             raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer "
                              f"for {rowval.size} stored values")
-        indptr = _zero_based(colptr, rowval.size + 1, f"{where}/colptr")
-        indices = _zero_based(rowval, nr, f"{where}/rowval")
-        if indices.dtype != indptr.dtype:  # scipy wants one index type; colptr is short
-            if indptr.dtype.itemsize > indices.dtype.itemsize and rowval.size < (1 << 31) - 1:
-                indptr = indptr.astype(indices.dtype)
-            else:
-                indptr = indptr.astype(np.int64)
-                indices = indices.astype(np.int64)
+        # The index type scipy would choose, written directly: it neither scans nor copies.
+        width = _index_width(nr, nc, rowval.size)
+        indptr = _zero_based(colptr, rowval.size + 1, f"{where}/colptr", width)
+        indices = _zero_based(rowval, nr, f"{where}/rowval", width)
         cls = sp.csc_array if sparse_class == "csc_array" else sp.csc_matrix
         return cls((nzval, indices, indptr), shape=(nr, nc), copy=False)
 
@@ -207,6 +204,8 @@ class Matrices(Axes):
 
         With ``relayout`` (default) the transposed layout ``columns_axis x rows_axis`` is
         stored too, so both orientations read without a copy (never for a square pair).
+        A sparse value's 1-based indices are stored as ``indtype``; by default the smallest
+        of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses.
         """
         self._check_writable()
         self._require_axis(rows_axis)

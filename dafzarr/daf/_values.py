@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._indices import csr_to_csc, shift_checked
+from .._indices import csr_to_csc, shift_checked, zero_based
 from .._transpose import transpose_columns
 from ..errors import DafFormatError, InvalidArgumentError, InvalidArgumentTypeError, UnsafeCastError
 from . import _layout as lay
@@ -393,8 +393,11 @@ def column_major(data: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | Transpose
 
 
 def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
+    """The stored type of 1-based indices up to ``size + 1``: ``indtype``, checked to hold
+    them, or by default the smallest of uint32 and uint64 that does (DataAxesFormats.jl's
+    rule, so a scipy matrix's int32 indices take 4 bytes each, not 8)."""
     if indtype is None:
-        return np.dtype(np.int64)
+        return _default_indtype(size)
     dt = np.dtype(indtype)
     if dt.kind not in "iu":
         raise UnsafeCastError(f"{where}: the index type must be an integer type, got {dt}")
@@ -406,7 +409,8 @@ def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
 
 
 def _default_indtype(size: int) -> np.dtype[Any]:
-    return np.dtype(np.uint32) if size <= 0xFFFF_FFFF else np.dtype(np.uint64)
+    """uint32 when the 1-based indices up to ``size + 1`` fit it, else uint64."""
+    return np.dtype("<u4") if size + 1 <= 0xFFFF_FFFF else np.dtype("<u8")
 
 
 # Index conversion runs in blocks small enough that the range check reads the block just
@@ -424,45 +428,35 @@ _STREAM_BYTES = 8 << 20
 _TRANSPOSE_MIN = 1 << 22
 
 
-def _shift_block(src: np.ndarray[Any, Any], out: np.ndarray[Any, Any], lo: int, hi: int) -> int:
-    top = 0
-    one = out.dtype.type(1)
-    for a in range(lo, hi, _BLOCK):
-        b = min(a + _BLOCK, hi)
-        np.subtract(src[a:b], one, out=out[a:b])
-        top = max(top, int(out[a:b].max()))
-    return top
+def _zero_based(
+    idx: np.ndarray[Any, Any], bound: int, where: str, width: int = 8
+) -> np.ndarray[Any, Any]:
+    """1-based stored indices of any integer type -> 0-based int32 (``width`` 4) or int64
+    (``width`` 8) indices, each checked to be in ``0..bound-1``.
 
-
-def _zero_based(idx: np.ndarray[Any, Any], bound: int, where: str) -> np.ndarray[Any, Any]:
-    """1-based stored indices -> 0-based signed indices, each checked to be in ``0..bound-1``.
-
-    ``idx - 1`` is computed in the unsigned type of the same width (so a stored 0 wraps to the
-    largest value) and its maximum checked; the result is viewed as signed with no further
-    copy (scipy accepts int32 and int64 indices).
+    One pass of the compiled kernel (on threads for large arrays): ``idx - 1`` in unsigned
+    arithmetic of the stored width (a stored 0 or a negative index wraps past every bound),
+    written straight into the type scipy keeps without scanning or copying it again, and its
+    maximum checked afterwards.
     """
-    if idx.dtype.itemsize < 4:
-        idx = idx.astype(np.int32)
-    unsigned = np.dtype(f"<u{idx.dtype.itemsize}")
-    signed = np.dtype(f"<i{idx.dtype.itemsize}")
-    src = idx.view(unsigned)
-    out: np.ndarray[Any, Any] = np.empty(src.shape, unsigned)
-    n = src.size
-    if n >= _PARALLEL_MIN and _THREADS > 1:
-        step = -(-n // _THREADS)
-        with ThreadPoolExecutor(_THREADS) as pool:
-            tops = list(pool.map(lambda lo: _shift_block(src, out, lo, min(lo + step, n)),
-                                 range(0, n, step)))
-        top = max(tops)
-    else:
-        top = _shift_block(src, out, 0, n) if n else 0
-    if n and (top >= bound or top > np.iinfo(signed).max):
-        if top > np.iinfo(signed).max:  # a stored 0 (wrapped) or a negative index
+    src = idx.reshape(-1).view(f"<u{idx.dtype.itemsize}")
+    out: np.ndarray[Any, Any] = np.empty(src.shape, f"<u{width}")
+    threads = _THREADS if src.size >= _PARALLEL_MIN else 1
+    top = zero_based(np.ascontiguousarray(src), out, threads) if src.size else 0
+    signed = np.dtype(f"<i{width}")
+    if src.size and (top >= bound or top > np.iinfo(signed).max):
+        negative = idx.dtype.kind == "i" and top + 1 > np.iinfo(idx.dtype).max
+        if top == 2**64 - 1 or negative:
             raise DafFormatError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
-                             "negative index)")
+                                 "negative index)")
         raise DafFormatError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
     return out.view(signed)
 
+
+def _index_width(*sizes: int) -> int:
+    """The width of the indices scipy keeps for a matrix of these sizes (shape and stored
+    values): int32 while every size fits it, as scipy itself chooses."""
+    return 4 if max(sizes, default=0) < np.iinfo(np.int32).max else 8
 
 
 def _numeric(eltype: Any, what: str) -> np.dtype[Any]:

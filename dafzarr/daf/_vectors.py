@@ -117,8 +117,9 @@ class Vectors(Axes):
         """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
 
         Sparse input (any scipy format: a 1-D sparse array of length ``n``, or ``1 x n`` or
-        ``n x 1``) is stored sparse with 1-based ``nzind`` of type ``indtype`` (default
-        int64); duplicate positions are added up.
+        ``n x 1``) is stored sparse with 1-based ``nzind`` of type ``indtype`` (default: the
+        smallest of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses);
+        duplicate positions are added up.
         """
         self._check_writable()
         self._require_axis(axis)
