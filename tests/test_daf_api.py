@@ -548,6 +548,54 @@ def test_failed_fill_leaves_nothing(tmp_path: Path, rel: str | None) -> None:
             check_zip_tools_accept(path)
 
 
+def _open_failing_fill(d: dafzarr.ZarrDaf, kind: str) -> Any:
+    """An overwriting fill of the property ``kind`` names (see ``_snapshot_with_old``)."""
+    if kind == "dense vector":
+        return d.empty_dense_vector("cell", "v", "float32", overwrite=True)
+    if kind == "sparse vector":
+        return d.empty_sparse_vector("cell", "v", "float32", 2, overwrite=True)
+    if kind == "dense matrix":
+        return d.empty_dense_matrix("cell", "gene", "m", "float32", overwrite=True)
+    return d.empty_sparse_matrix("cell", "gene", "m", "float32", 2, overwrite=True)
+
+
+def _snapshot(d: dafzarr.ZarrDaf) -> dict[str, bytes]:
+    """Every key of the data set (a directory: every file under it) and its bytes."""
+    b = d._backend
+    return {k: bytes(memoryview(b.get(k)).cast("B")) for k in sorted(b.keys_under(""))}
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip", "m.dafs.zarr.zip#/g"])
+@pytest.mark.parametrize(("kind", "fails_by"), [
+    ("dense vector", "raising"), ("sparse vector", "raising"),
+    ("sparse vector", "bad indices"), ("dense matrix", "raising"),
+    ("sparse matrix", "raising"), ("sparse matrix", "bad indices"),
+])
+def test_failed_overwriting_fill_keeps_the_old_property(
+    tmp_path: Path, rel: str | None, kind: str, fails_by: str
+) -> None:
+    """On every backend, as on a ZIP: the old property stays, readable and unchanged, and
+    the failed fill leaves no file, key or property behind."""
+    path = None if rel is None else f"{tmp_path}/{rel}"
+    d = dafzarr.memory_daf() if path is None else dafzarr.open_daf(path, "w")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
+    d.set_vector("cell", "v", np.array([1.5, 2.5, 3.5]))
+    d.set_matrix("cell", "gene", "m", sp.csc_matrix(np.array([[1.0, 0], [0, 2], [3, 0]])))
+    before = _snapshot(d)
+    with pytest.raises(RuntimeError if fails_by == "raising" else ValueError), \
+            _open_failing_fill(d, kind) as parts:
+        for part in parts if isinstance(parts, tuple) else (parts,):
+            part[...] = 0  # written into the reservation; 0 is no valid 1-based index
+        if fails_by == "raising":
+            raise RuntimeError("boom")
+    assert _snapshot(d) == before
+    r = d if path is None else (d.close(), dafzarr.open_daf(path))[1]
+    assert r.get_np_vector("cell", "v").tolist() == [1.5, 2.5, 3.5]
+    assert r.get_np_matrix("cell", "gene", "m").toarray().tolist() == [[1, 0], [0, 2], [3, 0]]
+    assert r.get_np_matrix("gene", "cell", "m").toarray().tolist() == [[1, 0, 3], [0, 2, 0]]
+    r.close()
+
+
 def test_fill_rejects_strings() -> None:
     d = dafzarr.memory_daf()
     d.add_axis("cell", ["a"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import itertools
 import math
 import mmap
 import os
@@ -68,6 +69,8 @@ class Backend:
     read_only = False
     append_only = False
     consolidates = False  # keeps consolidated metadata (directories only)
+    #: A transaction that raises leaves nothing it wrote or deleted (ZIP: one batch).
+    rolls_back = False
 
     def consolidation_lock(self) -> contextlib.AbstractContextManager[None]:
         """Held while the consolidated metadata is checked and rewritten."""
@@ -121,11 +124,14 @@ class Backend:
         yield
 
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
-        """A writable zeroed byte array that becomes the key's data (fill, then ``seal``)."""
+        """A writable zeroed byte array that becomes the key's data (fill, then ``seal``).
+
+        Outside a ZIP the reservation is kept aside: the key keeps its old data, if any,
+        until ``seal`` (a ZIP refuses to reserve an existing key)."""
         raise NotImplementedError
 
     def seal(self, key: str) -> None:
-        """Make a filled reservation final (ZIP: store its CRC-32)."""
+        """Make a filled reservation the key's data (ZIP: store its CRC-32)."""
 
     def abandon(self, key: str) -> None:
         """Drop a reservation whose fill failed."""
@@ -157,7 +163,9 @@ class DirectoryBackend(Backend):
     def __init__(self, root: str, *, read_only: bool) -> None:
         self.root = root
         self.read_only = read_only
-        self._fills: dict[str, np.memmap[Any, Any]] = {}
+        # Reservations being filled: key -> (staging file, its mapping).
+        self._fills: dict[str, tuple[str, np.ndarray[Any, Any]]] = {}
+        self._staged = itertools.count()
         # Metadata documents by key, with the (inode, size, mtime) they were read at: a
         # lookup then costs one stat, and a file replaced by any writer is read again.
         self._docs: dict[str, tuple[tuple[int, int, int], bytes]] = {}
@@ -283,27 +291,33 @@ class DirectoryBackend(Backend):
         return _readonly(np.frombuffer(m, dtype).reshape(shape))
 
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
-        path = self._path(key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # a leftover file may be mapped somewhere: never truncate it
-        with open(path, "wb") as f:
+        """A new file at the root (a ``.tmp`` name, which consolidation skips), mapped;
+        ``seal`` renames it into place, so the node being replaced stays readable and whole
+        until then (deleting it removes no reservation)."""
+        staged = os.path.join(
+            self.root,
+            f".fill.{os.getpid()}.{threading.get_ident()}.{next(self._staged)}.tmp",
+        )
+        with open(staged, "wb") as f:
             f.truncate(nbytes)
-        if nbytes == 0:
-            return np.zeros(0, np.uint8)
-        arr = np.memmap(path, np.uint8, mode="r+", shape=(nbytes,))
-        self._fills[key] = arr
+        arr = (np.zeros(0, np.uint8) if nbytes == 0
+               else np.memmap(staged, np.uint8, mode="r+", shape=(nbytes,)))
+        self._fills[key] = (staged, arr)
         return arr
 
     def seal(self, key: str) -> None:
-        arr = self._fills.pop(key, None)
-        if arr is not None:
+        staged, arr = self._fills.pop(key)
+        if isinstance(arr, np.memmap):
             arr.flush()
+        path = self._path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.replace(staged, path)  # a file mapped elsewhere is never truncated
 
     def abandon(self, key: str) -> None:
-        self._fills.pop(key, None)
-        with contextlib.suppress(OSError):
-            os.unlink(self._path(key))
+        fill = self._fills.pop(key, None)
+        if fill is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(fill[0])
 
     def zarr_store(self) -> tuple[Store, str]:
         from zarr.storage import LocalStore
@@ -324,6 +338,7 @@ class MemoryBackend(Backend):
 
     def __init__(self) -> None:
         self.data: dict[str, Any] = {}
+        self._fills: dict[str, np.ndarray[Any, Any]] = {}  # reservations being filled
 
     def get(self, key: str) -> Any:
         return self.data.get(key)
@@ -354,16 +369,16 @@ class MemoryBackend(Backend):
 
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
         arr = np.zeros(nbytes, np.uint8)
-        self.data[key] = arr
+        self._fills[key] = arr
         return arr
 
     def seal(self, key: str) -> None:
-        arr = self.data.get(key)
-        if isinstance(arr, np.ndarray):
-            arr.flags.writeable = False
+        arr = self._fills.pop(key)
+        arr.flags.writeable = False
+        self.data[key] = arr
 
     def abandon(self, key: str) -> None:
-        self.data.pop(key, None)
+        self._fills.pop(key, None)
 
     def describe(self) -> str:
         return "<memory>"

@@ -207,6 +207,7 @@ class ZipBackend(Backend):
     """
 
     kind = "zip"
+    rolls_back = True
 
     def __init__(
         self, store: MmapZipStore, group: str, *, read_only: bool, append_only: bool = False

@@ -28,15 +28,20 @@ class Fills(Axes):
         check: Any = None,
     ) -> Iterator[list[np.ndarray[Any, Any]]]:
         """Reserve the chunks of ``parts`` (name, dtype, Zarr shape), yield them for filling,
-        then publish their documents. ZIP: one batch, rolled back if the fill raises."""
+        then publish their documents. A property overwritten (``overwrite``) stays, readable
+        and unchanged, until the fill succeeds; a fill that raises leaves no trace.
+
+        On a ZIP the whole fill is one batch: the old property is deleted first (a
+        reservation cannot supersede an entry) and the batch's rollback restores it. Other
+        backends reserve the chunks aside and delete the old property once the fill passed.
+        """
         self._check_writable()
         L = self._layout
         b = self._backend
         sparse = parts[0][0] != ""
         exists = self._replaceable(path, what, overwrite, exists_text)
         with b.transaction():
-            # Inside the transaction: on a ZIP, a fill that fails keeps the old property.
-            if exists:
+            if exists and b.rolls_back:
                 self._delete_node(path)
             keys: list[str] = []
             views: list[np.ndarray[Any, Any]] = []
@@ -59,6 +64,8 @@ class Fills(Axes):
                 for key in keys:
                     b.abandon(key)
                 raise
+            if exists and not b.rolls_back:
+                self._delete_node(path)
             for key in keys:
                 b.seal(key)
             items: list[tuple[str, Any]] = []
