@@ -718,6 +718,75 @@ def test_relayout_matrix_and_sparse_classes(tmp_path: Path, rel: str | None) -> 
     d.close()
 
 
+_OLD = np.arange(1.0, 7.0).reshape(3, 2)  # cell x gene
+_NEW = np.array([[0.0, 5], [6, 0], [0, 7]])
+
+
+def _fill_new_sparse(d: dafzarr.ZarrDaf) -> None:
+    with d.empty_sparse_matrix("cell", "gene", "m", "float64", 3, overwrite=True) as parts:
+        colptr, rowval, nzval = parts
+        colptr[:], rowval[:], nzval[:] = [1, 2, 4], [2, 1, 3], [6, 5, 7]
+
+
+def _fill_new_dense(d: dafzarr.ZarrDaf) -> None:
+    with d.empty_dense_matrix("cell", "gene", "m", "float64", overwrite=True) as m:
+        m[:] = _NEW
+
+
+# (old layouts stored, how the old value is stored, the overwrite)
+_OVERWRITES: dict[str, tuple[str, Any, Any]] = {
+    "set one layout over both": ("both", _OLD, lambda d: d.set_matrix(
+        "cell", "gene", "m", _NEW, overwrite=True, relayout=False)),
+    "set the flipped layout over both": ("both", sp.csr_matrix(_OLD), lambda d: d.set_matrix(
+        "gene", "cell", "m", _NEW.T, overwrite=True, relayout=False)),
+    "set one layout over the flipped one": ("flipped", _OLD, lambda d: d.set_matrix(
+        "cell", "gene", "m", sp.csc_matrix(_NEW), overwrite=True, relayout=False)),
+    "set both over the flipped one": ("flipped", _OLD, lambda d: d.set_matrix(
+        "cell", "gene", "m", _NEW, overwrite=True)),
+    "set both over one": ("one", _OLD, lambda d: d.set_matrix(
+        "cell", "gene", "m", _NEW, overwrite=True)),
+    "dense fill over both": ("both", sp.csc_matrix(_OLD), _fill_new_dense),
+    "dense fill over the flipped one": ("flipped", _OLD, _fill_new_dense),
+    "sparse fill over both": ("both", _OLD, _fill_new_sparse),
+}
+
+
+def _assert_every_layout_reads(d: dafzarr.ZarrDaf, want: np.ndarray[Any, Any]) -> None:
+    """Each stored layout of matrix ``m``, and each orientation read, is ``want``."""
+    for rows, cols, value in (("cell", "gene", want), ("gene", "cell", want.T)):
+        for relayout in (False, True):
+            got = d.get_np_matrix(rows, cols, "m", relayout=relayout, default=None)
+            if got is not None:
+                dense = got.toarray() if sp.issparse(got) else np.asarray(got)
+                assert dense.tolist() == value.tolist(), (rows, cols, relayout)
+            else:
+                assert not relayout
+
+
+@pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip", "m.dafs.zarr.zip#/g"])
+@pytest.mark.parametrize("case", sorted(_OVERWRITES))
+def test_overwriting_a_matrix_leaves_no_stale_layout(
+    tmp_path: Path, rel: str | None, case: str
+) -> None:
+    """No layout of an overwritten matrix keeps the old values, whichever layouts the old
+    and the new value are stored in; a delete then drops every layout."""
+    path = None if rel is None else f"{tmp_path}/{rel}"
+    d = dafzarr.memory_daf() if path is None else dafzarr.open_daf(path, "w")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
+    layouts, old, overwrite = _OVERWRITES[case]
+    if layouts == "flipped":
+        d.set_matrix("gene", "cell", "m", old.T, relayout=False)
+    else:
+        d.set_matrix("cell", "gene", "m", old, relayout=layouts == "both")
+    overwrite(d)
+    _assert_every_layout_reads(d, _NEW)
+    r = d if path is None else (d.close(), dafzarr.open_daf(path, "r+"))[1]
+    _assert_every_layout_reads(r, _NEW)
+    r.delete_matrix("gene", "cell", "m")
+    assert not r.has_matrix("cell", "gene", "m") and not r.has_matrix("gene", "cell", "m")
+    r.close()
+
+
 def test_damaged_stores_give_clear_errors(tmp_path: Path) -> None:
     root = tmp_path / "x.daf.zarr"
     d = dafzarr.open_daf(root, "w")

@@ -43,6 +43,11 @@ while True:
                      overwrite=True)
     full = np.full((NCELLS, 3), i % 100 + 1, "float32")
     d.set_matrix("cell", "gene", "m", full if i % 2 else sp.csc_matrix(full), overwrite=True)
+    if i % 2:  # one layout over both: the other goes in the same commit
+        with d.empty_dense_matrix("cell", "gene", "f", "float32", overwrite=True) as f:
+            f[:] = i % 100 + 1
+    else:
+        d.set_matrix("cell", "gene", "f", full, overwrite=True)
     with d.empty_dense_vector("cell", "e", "int32" if i % 2 else "float64",
                               overwrite=True) as e:
         e[:] = i
@@ -77,6 +82,11 @@ def _check(d: dafzarr.ZarrDaf) -> int:
     dense_back = back.toarray() if hasattr(back, "toarray") else back
     assert dense.shape == (N, 3) and dense_back.shape == (3, N)
     assert _value(dense, "m") == _value(dense_back, "m (other layout)")  # one commit
+    f = d.get_np_matrix("cell", "gene", "f")
+    assert f.shape == (N, 3)
+    if d.has_matrix("gene", "cell", "f", relayout=False):  # never a stale other layout
+        assert _value(f, "f") == _value(d.get_np_matrix("gene", "cell", "f", relayout=False),
+                                        "f (other layout)")
     e = d.get_np_vector("cell", "e")
     assert e.shape == (N,)
     assert _value(e, "e") >= rounds - 1

@@ -132,6 +132,7 @@ SEQUENCES: dict[str, list[Op]] = {
                                                              random_state=1), overwrite=True),
         lambda d: d.set_matrix("cell", "gene", "m", np.ones((4, 2), "int64"), overwrite=True,
                                relayout=False),
+        lambda d: d.relayout_matrix("cell", "gene", "m"),  # the overwrite dropped gene x cell
         lambda d: d.relayout_matrix("cell", "gene", "m"),  # exists
         lambda d: d.relayout_matrix("cell", "gene", "m", overwrite=True),
         lambda d: d.delete_matrix("cell", "gene", "m", relayout=False),

@@ -5,44 +5,48 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._casting import checked_view
 from ..errors import InvalidArgumentError
-from ._axes import Axes
+from ._matrices import Matrices
 from ._names import _check_not_reserved, _join, check_name
 from ._values import _default_indtype, _index_dtype, _numeric
+from ._vectors import Vectors
 
 
-class Fills(Axes):
+class Fills(Vectors, Matrices):
     """``empty_dense_vector``, ``empty_sparse_vector``, ``empty_dense_matrix``,
     ``empty_sparse_matrix``."""
 
     @contextlib.contextmanager
     def _filling(
-        self, path: str, what: str, exists_text: str, overwrite: bool,
+        self, path: str, replaces: Sequence[tuple[str, str, bool, str]],
         parts: list[tuple[str, np.dtype[Any], tuple[int, ...]]],
         check: Any = None,
     ) -> Iterator[list[np.ndarray[Any, Any]]]:
-        """Reserve the chunks of ``parts`` (name, dtype, Zarr shape), yield them for filling,
-        then publish their documents. A property overwritten (``overwrite``) stays, readable
-        and unchanged, until the fill succeeds; a fill that raises leaves no trace.
+        """Reserve the chunks of ``parts`` (name, dtype, Zarr shape) of the property at
+        ``path``, yield them for filling, then publish their documents. The properties
+        ``replaces`` names (as :meth:`_changing`) stay, readable and unchanged, until the
+        fill succeeds; a fill that raises leaves no trace.
 
-        On a ZIP the whole fill is one batch: the old property is deleted first (a
-        reservation cannot supersede an entry) and the batch's rollback restores it. Other
-        backends reserve the chunks aside and delete the old property once the fill passed.
+        On a ZIP the whole fill is one batch: the old properties are deleted first (a
+        reservation cannot supersede an entry) and the batch's rollback restores them.
+        Other backends reserve the chunks aside and delete the old properties once the fill
+        passed.
         """
         self._check_writable()
         L = self._layout
         b = self._backend
         sparse = parts[0][0] != ""
-        exists = self._replaceable(path, what, overwrite, exists_text)
+        doomed = self._doomed(replaces)
+        before, after = (doomed, []) if b.rolls_back else ([], doomed)
         with b.transaction():
-            if exists and b.rolls_back:
-                self._delete_node(path)
+            for old in before:
+                self._delete_node(old)
             keys: list[str] = []
             views: list[np.ndarray[Any, Any]] = []
             try:
@@ -64,8 +68,8 @@ class Fills(Axes):
                 for key in keys:
                     b.abandon(key)
                 raise
-            if exists and not b.rolls_back:
-                self._delete_node(path)
+            for old in after:
+                self._delete_node(old)
             for key in keys:
                 b.seal(key)
             items: list[tuple[str, Any]] = []
@@ -89,8 +93,8 @@ class Fills(Axes):
         _check_not_reserved(axis, name, self._name)
         dt = _numeric(eltype, f"vector {name!r}")
         n = self.axis_length(axis)
-        with self._filling(_join("vectors", axis, name), f"vector {name} of the axis {axis}",
-                           f"existing vector: {name}\nfor the axis: {axis}", overwrite,
+        path = _join("vectors", axis, name)
+        with self._filling(path, self._vector_replace(path, axis, name, overwrite),
                            [("", dt, (n,))]) as (v,):
             yield v
 
@@ -117,8 +121,7 @@ class Fills(Axes):
                     f"indices in 1..{n}"
                 )
 
-        with self._filling(path, f"vector {name} of the axis {axis}",
-                           f"existing vector: {name}\nfor the axis: {axis}", overwrite,
+        with self._filling(path, self._vector_replace(path, axis, name, overwrite),
                            [("nzind", idt, (int(nnz),)), ("nzval", dt, (int(nnz),))],
                            check) as (nzind, nzval):
             yield nzind, nzval
@@ -136,9 +139,8 @@ class Fills(Axes):
         nr, nc = self.axis_length(rows_axis), self.axis_length(columns_axis)
         with self._filling(
             _join("matrices", rows_axis, columns_axis, name),
-            f"matrix {name} of the axes {rows_axis} x {columns_axis}",
-            f"existing matrix: {name}\nfor the rows axis: {rows_axis}\n"
-            f"and the columns axis: {columns_axis}", overwrite, [("", dt, (nc, nr))],
+            self._matrix_replaces(rows_axis, columns_axis, name, overwrite, relayout=False),
+            [("", dt, (nc, nr))],
         ) as (m,):
             yield m.T
 
@@ -174,9 +176,8 @@ class Fills(Axes):
                 )
 
         with self._filling(
-            path, f"matrix {name} of the axes {rows_axis} x {columns_axis}",
-            f"existing matrix: {name}\nfor the rows axis: {rows_axis}\n"
-            f"and the columns axis: {columns_axis}", overwrite,
+            path, self._matrix_replaces(rows_axis, columns_axis, name, overwrite,
+                                        relayout=False),
             [("colptr", idt, (nc + 1,)), ("rowval", idt, (nnz,)), ("nzval", dt, (nnz,))],
             check,
         ) as (colptr, rowval, nzval):

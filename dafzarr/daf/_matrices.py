@@ -238,11 +238,8 @@ class Matrices(Axes):
             return items
 
         items = items_of(deferred)
-        with self._changing([
-            (_join("matrices", r, c, name), f"matrix {name} of the axes {r} x {c}", overwrite,
-             f"existing matrix: {name}\nfor the rows axis: {r}\nand the columns axis: {c}")
-            for r, c in pairs
-        ]):
+        with self._changing(self._matrix_replaces(rows_axis, columns_axis, name, overwrite,
+                                                  relayout=len(pairs) == 2)):
             try:
                 self._write(items)
                 if deferred:  # every index was checked as written: cache it as scipy would
@@ -255,6 +252,31 @@ class Matrices(Axes):
                 _check_sparse(value, where)
                 self._write(items_of(False))
         return self
+
+    @staticmethod
+    def _matrix_replace(rows: str, cols: str, name: str,
+                        overwrite: bool) -> tuple[str, str, bool, str]:
+        """What a write of the ``rows x cols`` layout of a matrix replaces there (see
+        :meth:`_changing`)."""
+        what = f"matrix {name} of the axes {rows} x {cols}"
+        exists_text = (f"existing matrix: {name}\nfor the rows axis: {rows}\n"
+                       f"and the columns axis: {cols}")
+        return _join("matrices", rows, cols, name), what, overwrite, exists_text
+
+    def _matrix_replaces(self, rows: str, cols: str, name: str, overwrite: bool, *,
+                         relayout: bool) -> list[tuple[str, str, bool, str]]:
+        """What a write of a matrix replaces: its ``rows x cols`` layout and, with
+        ``relayout``, the flipped one (each refused when it exists, unless ``overwrite``).
+
+        An overwrite replaces the flipped layout even when it writes only one: left in
+        place, the flipped layout would keep the old values for readers of
+        ``cols x rows``. A new layout (no ``overwrite``) beside a stored flipped one leaves
+        that one alone, as DataAxesFormats.jl does.
+        """
+        layouts = [(rows, cols)]
+        if rows != cols and (relayout or overwrite):
+            layouts.append((cols, rows))
+        return [self._matrix_replace(r, c, name, overwrite) for r, c in layouts]
 
     def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
                         overwrite: bool = False) -> Self:
@@ -271,12 +293,7 @@ class Matrices(Axes):
             )
         m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
         items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
-        with self._changing([(
-            _join("matrices", columns_axis, rows_axis, name),
-            f"matrix {name} of the axes {columns_axis} x {rows_axis}", overwrite,
-            (f"existing matrix: {name}\nfor the rows axis: {columns_axis}\n"
-             f"and the columns axis: {rows_axis}"),
-        )]):
+        with self._changing([self._matrix_replace(columns_axis, rows_axis, name, overwrite)]):
             self._write(items)
         return self
 

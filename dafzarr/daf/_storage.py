@@ -283,7 +283,7 @@ class DafStorage:
         waiting in the batch, or deleted inside the batch.
         """
         with self._lock:
-            doomed = [r[0] for r in replaces if self._replaceable(*r)]
+            doomed = self._doomed(replaces)
             with self._backend.transaction():
                 for path in doomed:
                     self._delete_node(path)
@@ -436,6 +436,11 @@ class DafStorage:
             return True
         self._check_deletable(what)
         return False
+
+    def _doomed(self, replaces: Sequence[tuple[str, str, bool, str]]) -> list[str]:
+        """The paths of ``replaces`` (see :meth:`_changing`) that hold a property to delete;
+        an existing one that may not be replaced is refused (:meth:`_replaceable`)."""
+        return [r[0] for r in replaces if self._replaceable(*r)]
 
     def _replaceable(self, path: str, what: str, overwrite: bool, exists_text: str) -> bool:
         """Before writing ``path``: whether a property is there to delete (``overwrite``);

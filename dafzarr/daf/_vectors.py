@@ -166,10 +166,16 @@ class Vectors(Axes):
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
                 data = _dense(raw, dt)
             items = self._array_items(path, data, dt)
-        with self._changing([(path, f"vector {name} of the axis {axis}", overwrite,
-                              f"existing vector: {name}\nfor the axis: {axis}")]):
+        with self._changing(self._vector_replace(path, axis, name, overwrite)):
             self._write(items)
         return self
+
+    def _vector_replace(
+        self, path: str, axis: str, name: str, overwrite: bool
+    ) -> list[tuple[str, str, bool, str]]:
+        """What a write of the vector at ``path`` replaces (see :meth:`_changing`)."""
+        return [(path, f"vector {name} of the axis {axis}", overwrite,
+                 f"existing vector: {name}\nfor the axis: {axis}")]
 
     def _sparse_vector_items(
         self, path: str, pos0: np.ndarray[Any, Any], vals: np.ndarray[Any, Any],
