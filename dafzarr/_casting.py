@@ -16,6 +16,10 @@ the user's data through :func:`cast_for_storage` before it meets the stored type
 A refusal is a :class:`~dafzarr.errors.UnsafeCastError` naming where the data was going and
 both types. The check reads the data's extremes without copying them (a converted copy only
 for datetimes of another unit, or for floats beyond the stored type's largest finite value).
+
+A numpy masked array that masks values is refused before any cast (:func:`unmasked`, an
+:class:`~dafzarr.errors.InvalidArgumentTypeError`): the values under its mask would be stored
+as data, and its mask lost.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UnsafeCastError
+from .errors import InvalidArgumentTypeError, UnsafeCastError
 
 __all__ = [
     "CheckedArray",
@@ -33,7 +37,28 @@ __all__ = [
     "check_fits",
     "check_value_fits",
     "checked_view",
+    "unmasked",
 ]
+
+
+def unmasked(value: Any, where: str) -> Any:
+    """``value`` as it is, or the data of a numpy masked array that masks nothing.
+
+    A masked array that masks values is refused (:class:`InvalidArgumentTypeError` naming
+    ``where``): no stored layout keeps a mask, so the values under it would be stored as
+    data. Every writer of user values passes them through here before ``np.asarray`` (which
+    drops the mask).
+    """
+    if not isinstance(value, np.ma.MaskedArray):
+        return value
+    if np.ma.is_masked(value):
+        count = int(np.count_nonzero(np.ma.getmaskarray(value)))
+        raise InvalidArgumentTypeError(
+            f"{where}: a masked array (numpy.ma) with {count} masked value(s) cannot be "
+            "stored: the values under its mask would be stored as data; store "
+            "value.filled(fill_value) instead, or the mask as data of its own"
+        )
+    return np.ma.getdata(value)
 
 
 def _refuse(where: str, src: np.dtype[Any], dst: np.dtype[Any], why: str) -> UnsafeCastError:
@@ -158,8 +183,14 @@ class CheckedArray(np.ndarray):
     def __array_finalize__(self, obj: Any) -> None:
         self._where = getattr(obj, "_where", "array")
 
+    def _source(self, value: Any) -> np.ndarray[Any, Any]:
+        """The values written into this array as an array (a checked array as a plain
+        view); a masked array that masks values is refused (:func:`unmasked`)."""
+        value = unmasked(value, self._where)
+        return _plain(value) if isinstance(value, np.ndarray) else np.asarray(value)
+
     def __setitem__(self, key: Any, value: Any) -> None:
-        arr = _plain(value) if isinstance(value, np.ndarray) else np.asarray(value)
+        arr = self._source(value)
         if arr.dtype != self.dtype:  # checked, then cast by numpy into place (no copy)
             check_fits(arr, self.dtype, self._where)
         with np.errstate(over="ignore"):
@@ -167,13 +198,13 @@ class CheckedArray(np.ndarray):
 
     def fill(self, value: Any) -> None:
         """``ndarray.fill``, refusing a value the element type cannot hold."""
-        arr = np.asarray(value)
+        arr = self._source(value)
         check_fits(arr, self.dtype, self._where)
         self.view(np.ndarray)[...] = arr
 
     def put(self, indices: Any, values: Any, mode: Any = "raise") -> None:
         """``ndarray.put``, refusing values the element type cannot hold."""
-        arr = _plain(values) if isinstance(values, np.ndarray) else np.asarray(values)
+        arr = self._source(values)
         check_fits(arr, self.dtype, self._where)
         self.view(np.ndarray).put(indices, arr.astype(self.dtype), mode=mode)
 
@@ -209,7 +240,7 @@ class CheckedArray(np.ndarray):
             params.update(kwargs)
             dst = params.get("dst")
             if "casting" not in params and isinstance(dst, CheckedArray):
-                src = np.asarray(params.get("src"))
+                src = dst._source(params.get("src"))
                 check_fits(src, dst.dtype, dst._where)
                 with np.errstate(over="ignore"):
                     np.copyto(dst.view(np.ndarray), src, casting="unsafe",

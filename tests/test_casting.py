@@ -11,7 +11,12 @@ import scipy.sparse as sp
 
 import dafzarr
 from dafzarr import ArrayFile, FileConfig
-from dafzarr.errors import DafFormatError, DafzarrError, UnsafeCastError
+from dafzarr.errors import (
+    DafFormatError,
+    DafzarrError,
+    InvalidArgumentTypeError,
+    UnsafeCastError,
+)
 
 from .common import check_zip_tools_accept
 
@@ -165,6 +170,50 @@ def test_every_way_of_filling_in_place_is_checked(daf: Any) -> None:
         assert v.tolist() == [4, 5, 6]
         np.copyto(v, np.array([9.9, 9.9, 9.9]), casting="unsafe")  # an explicit request
     assert daf.get_np_vector("cell", "v").tolist() == [9, 9, 9]
+
+
+_MASKED = np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+
+
+def test_masked_arrays_are_refused_by_every_daf_writer(daf: Any) -> None:
+    """A masked array that masks values is refused naming the property, never stored with
+    the values under its mask as data; one that masks nothing is stored as its data."""
+    masked_matrix = np.ma.masked_array(np.ones((3, 2)), mask=[[0, 1], [0, 0], [0, 0]])
+    writes = [
+        (lambda: daf.set_vector("cell", "v", _MASKED), "vector 'v' of the axis cell"),
+        (lambda: daf.set_vector("cell", "v", np.ma.masked_array(["a", "b", "c"],
+                                                                mask=[1, 0, 0])), "vector 'v'"),
+        (lambda: daf.set_vector("cell", "v", np.ma.masked), "vector 'v'"),
+        (lambda: daf.set_matrix("cell", "gene", "m", masked_matrix),
+         "matrix 'm' of the axes cell x gene"),
+        (lambda: daf.set_matrix("cell", "gene", "m", masked_matrix, relayout=False),
+         "matrix 'm'"),
+        (lambda: daf.set_scalar("s", np.ma.masked), "scalar 's'"),
+        (lambda: daf.add_axis("ax", np.ma.masked_array(["a", "b"], mask=[0, 1])),
+         "entries of the axis ax"),
+    ]
+    for write, where in writes:
+        with pytest.raises(DafzarrError, match=where) as info:
+            write()
+        assert isinstance(info.value, TypeError)
+    fills = [
+        lambda v: v.__setitem__(slice(None), _MASKED),
+        lambda v: v.__setitem__(0, np.ma.masked),
+        lambda v: v.fill(np.ma.masked),
+        lambda v: v.put([0, 1, 2], _MASKED),
+        lambda v: np.copyto(v, _MASKED),
+    ]
+    for fill in fills:
+        with pytest.raises(InvalidArgumentTypeError, match="vectors/cell/f: a masked array"), \
+                daf.empty_dense_vector("cell", "f", "float64") as v:
+            fill(v)
+    assert daf.vectors_set("cell") == set() and daf.matrices_set("cell", "gene") == set()
+    assert daf.scalars_set() == set() and daf.axes_set() == {"cell", "gene"}
+    daf.set_vector("cell", "v", np.ma.masked_array([1.0, 2.0, 3.0]))
+    with daf.empty_dense_vector("cell", "f", "float64") as v:
+        v[:] = np.ma.masked_array([4.0, 5.0, 6.0], mask=False)
+    assert daf.get_np_vector("cell", "v").tolist() == [1.0, 2.0, 3.0]
+    assert daf.get_np_vector("cell", "f").tolist() == [4.0, 5.0, 6.0]
 
 
 def test_empty_sparse_and_matrix_fills_are_checked(daf: Any) -> None:

@@ -183,6 +183,44 @@ def test_bad_values_refused_inside_a_batch(tmp_path: Path) -> None:
     check_archive(path, {})
 
 
+# Arrays whose bytes do not hold their values: what each message says.
+_LOSSY_ARRAYS: dict[str, tuple[Any, str]] = {
+    "masked": (np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]), "1 masked value"),
+    "masked 2-d": (np.ma.masked_array(np.ones((2, 3), "i4"), mask=np.eye(2, 3)),
+                   "2 masked value"),
+    "masked constant": (np.ma.masked, "1 masked value"),
+    "objects": (np.array([b"a", 1], dtype=object), "array of Python objects"),
+    "strings as objects": (np.array(["a", "b"], dtype=object), "array of Python objects"),
+    "object field": (np.zeros(2, dtype=[("n", "i4"), ("o", "O")]), "array of Python objects"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_LOSSY_ARRAYS))
+def test_masked_and_object_arrays_refused(tmp_path: Path, kind: str) -> None:
+    """Refused by name on every way in (one put, a batch, ``set_many``), leaving nothing."""
+    value, why = _LOSSY_ARRAYS[kind]
+    path = tmp_path / "a.zip"
+    with MmapZipStore(path, "w") as store:
+        store["kept"] = b"committed"
+        puts = [
+            lambda: store.__setitem__("bad", value),
+            lambda: store.set_many([("first", b"in the failed batch"), ("bad", value)]),
+            lambda: store.set_streamed("bad", 16, [value]),
+        ]
+        for put in puts:
+            with pytest.raises(InvalidArgumentTypeError, match=f"a.zip: entry 'bad': .*{why}"):
+                put()
+            assert list(store) == ["kept"]
+        with pytest.raises(InvalidArgumentTypeError, match="entry 'bad'"), store.batch():
+            store["first"] = b"in the failed batch"
+            store["bad"] = value
+        assert list(store) == ["kept"]
+        # A masked array that masks nothing is its data.
+        store["unmasked"] = np.ma.masked_array(np.arange(3, dtype="<i4"))
+        assert bytes(store["unmasked"]) == np.arange(3, dtype="<i4").tobytes()
+    check_archive(path, {"kept": b"committed", "unmasked": np.arange(3, dtype="<i4").tobytes()})
+
+
 def test_append_only_refuses_rewrites_inside_a_batch(tmp_path: Path) -> None:
     path = tmp_path / "a.zip"
     with MmapZipStore(path, "w", append_only=True) as store:

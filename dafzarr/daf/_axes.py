@@ -8,6 +8,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from .._casting import unmasked
 from ..errors import DafExistsError, DafFormatError, DafMissingError
 from . import _layout as lay
 from ._names import _join, check_name
@@ -77,7 +78,8 @@ class Axes(DafStorage):
         """Create an axis with unique entry names."""
         self._check_writable()
         check_name(axis, "axis")
-        names = _as_strings(entries).reshape(-1)
+        names = _as_strings(unmasked(entries, f"entries of the axis {axis}\nin the daf data: "
+                                              f"{self._name}")).reshape(-1)
         if len(set(names.tolist())) != len(names):
             raise DafFormatError(
                 f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"

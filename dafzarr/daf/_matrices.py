@@ -8,6 +8,7 @@ from typing import Any, Literal, Self
 import numpy as np
 import scipy.sparse as sp
 
+from .._casting import unmasked
 from ..errors import DafFormatError, DafMissingError, InvalidArgumentError
 from . import _layout as lay
 from ._axes import Axes
@@ -220,6 +221,7 @@ class Matrices(Axes):
         # needs its indices checked first) has its indices checked as they are written,
         # unless the store is append-only (what a fault leaves written cannot be deleted).
         deferred = False
+        value = unmasked(value, where)
         if sp.issparse(value):
             deferred = _check_sparse(value, where, defer_indices=len(pairs) == 1
                                      and not self._backend.append_only)

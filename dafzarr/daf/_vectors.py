@@ -8,6 +8,7 @@ from typing import Any, Self
 import numpy as np
 import scipy.sparse as sp
 
+from .._casting import unmasked
 from ..errors import DafFormatError, DafMissingError, InvalidArgumentError
 from . import _layout as lay
 from ._axes import Axes
@@ -127,6 +128,8 @@ class Vectors(Axes):
         _check_not_reserved(axis, name, self._name)
         n = self.axis_length(axis)
         path = _join("vectors", axis, name)
+        value = unmasked(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
+                                f"{self._name}")
         if hasattr(value, "index") and hasattr(value, "to_numpy"):  # a pandas Series
             index = np.asarray(value.index, dtype=object)
             if len(index) == n and not np.array_equal(index, self.axis_np_entries(axis)):

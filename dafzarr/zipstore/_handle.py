@@ -163,7 +163,7 @@ class ArchiveHandle(Store):
         """Write one entry into the open transaction (opening one); commit nothing
         (see ``_write.stage``)."""
         raw = encode_key(key, self.path)
-        data = as_bytes_view(value)
+        data = as_bytes_view(value, f"{self.path}: entry {key!r}")
         with self._lock:
             fm = self._check_writable_sync()
             return _write.stage(
@@ -306,7 +306,7 @@ class ArchiveHandle(Store):
                 )
             pos, end, crc = start, start + nbytes, 0
             for block in blocks:
-                mv = as_bytes_view(block)
+                mv = as_bytes_view(block, f"{self.path}: entry {key!r}")
                 if mv.nbytes > end - pos:
                     pos += mv.nbytes
                     break

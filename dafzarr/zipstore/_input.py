@@ -7,17 +7,31 @@ from typing import Any
 import numpy as np
 from zarr.core.buffer import Buffer
 
+from .._casting import unmasked
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from . import _format as zf
 
 __all__ = ["as_bytes_view", "encode_key"]
 
 
-def as_bytes_view(data: Any) -> memoryview:
-    """A flat unsigned-byte view of a bytes-like object or numpy array, without a copy."""
+def as_bytes_view(data: Any, where: str) -> memoryview:
+    """A flat unsigned-byte view of a bytes-like object or numpy array, without a copy.
+
+    Arrays whose bytes do not hold their values are refused
+    (:class:`~dafzarr.errors.InvalidArgumentTypeError` naming ``where``, the entry): a
+    masked array that masks values (:func:`~dafzarr._casting.unmasked`) and an array of
+    Python objects (references into this process).
+    """
     if isinstance(data, Buffer):
         data = data.as_buffer_like()
     if isinstance(data, np.ndarray):
+        data = unmasked(data, where)
+        if data.dtype.hasobject:
+            raise InvalidArgumentTypeError(
+                f"{where}: an array of Python objects ({data.dtype}) cannot be stored: it "
+                "holds references, not values; convert it to a numeric, bytes (S) or "
+                "unicode (U) array first"
+            )
         if not data.flags.c_contiguous:
             data = np.ascontiguousarray(data)
         return memoryview(data.reshape(-1).view(np.uint8))
