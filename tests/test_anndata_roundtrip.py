@@ -85,6 +85,7 @@ def _uns(rng: np.random.Generator) -> dict[str, Any]:
         "np_f32": np.float32(1.5), "np_i16": np.int16(-7), "none": None,
         "colors": ["#ff0000", "#00ff00"], "sizes": [1, 2, 3], "empty_list": [],
         "vec": rng.random(4), "names": np.array(["a", "bb"]), "objs": np.array(["x", "y"], object),
+        "bytes": np.array([b"ab", b"\xe9", b""]), "np_bytes": np.bytes_(b"x\xff"),
         "mat": rng.random((3, 2)), "smat": sp.random(4, 5, density=0.5, format="csr", rng=rng),
         "rank_genes_groups": {
             "names": np.rec.fromarrays([np.array(["g1", "g2"], object), np.array(["g3", "g4"],
@@ -93,6 +94,8 @@ def _uns(rng: np.random.Generator) -> dict[str, Any]:
             "scores": np.rec.fromarrays([np.array([1.5, 2.0], "float32"), np.array([3, 4])],
                                         names=["B cells", "T"]),
             "plain_records": np.array([(1, "a")], dtype=[("n", "<i4"), ("s", "<U2")]),
+            "bytes_records": np.array([(1, b"ab"), (2, b"\xff"), (3, b"\x00z")],
+                                      dtype=[("n", "<i4"), ("s", "S2")]),
         },
         "table": pd.DataFrame({"n": [3, 1], "kind": pd.Categorical(["u", "v"])},
                               index=pd.Index([10, 20], name="id")),
@@ -360,6 +363,24 @@ def test_julia_view_is_plain_daf(tmp_path: Path) -> None:
     for axis in d.axes_set():
         for name in d.vectors_set(axis):
             assert d.get_np_vector(axis, name).dtype.kind in "biufOT", (axis, name)
+
+
+def test_uns_bytes_come_back_byte_for_byte(tmp_path: Path) -> None:
+    """Bytes in ``uns`` (a record field, an array, a scalar) are kept exactly: Daf sees
+    strings of one Latin-1 character per byte, and AnnData gets the same bytes back."""
+    rec = np.array([(1, b"ab"), (2, b"\xff\x01"), (3, b"")], dtype=[("n", "i4"), ("s", "S2")])
+    ad = anndata.AnnData(obs=pd.DataFrame(index=["a", "b"]), var=pd.DataFrame(index=["x"]))
+    ad.uns["rec"] = rec
+    ad.uns["raw"] = {"array": np.array([b"\x00\x80", b"z"]), "scalar": np.bytes_(b"\xfe")}
+    anndata_to_daf(ad, tmp_path / "a.daf.zarr.zip").close()
+    with dafzarr.open_daf(tmp_path / "a.daf.zarr.zip") as d:
+        assert list(d.get_np_vector("uns.rec", "s")) == ["ab", "\xff\x01", ""]
+        assert d.get_scalar("uns.raw.scalar") == "\xfe"
+        back = daf_to_anndata(d)
+    assert back.uns["rec"].dtype == rec.dtype and back.uns["rec"].tobytes() == rec.tobytes()
+    assert back.uns["raw"]["array"].dtype == np.dtype("S2")
+    assert back.uns["raw"]["array"].tolist() == [b"\x00\x80", b"z"]
+    assert type(back.uns["raw"]["scalar"]) is np.bytes_ and back.uns["raw"]["scalar"] == b"\xfe"
 
 
 def test_daf_without_manifest_reads_with_the_plain_mapping() -> None:

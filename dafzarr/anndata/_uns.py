@@ -5,7 +5,9 @@ float, str, numpy scalar) as the scalar of that name; a 1-D array or a flat list
 element type as the axis ``uns.k1.k2`` (entries ``"0"``, ``"1"``, ...) with the vector
 ``value``; a 2-D array or sparse matrix as the matrix ``value`` of the axes
 ``uns.k1.k2.rows`` x ``uns.k1.k2.columns``. The tree (keys in order, dicts, ``None``) is in
-the manifest.
+the manifest, with each value's numpy dtype: bytes (``S``) values, which Daf has no element
+type for, are stored as strings of one Latin-1 character per byte and come back as the same
+bytes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,25 @@ def _where(path: tuple[str, ...]) -> str:
     return "uns" + "".join(f"[{k!r}]" for k in path)
 
 
+def _storable(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Unicode or bytes values as the ``str`` objects Daf stores (bytes: one Latin-1
+    character per byte, so every byte value has one); other values as they are."""
+    if values.dtype.kind == "S":
+        return np.char.decode(values, "latin-1").astype(object)
+    return values.astype(object) if values.dtype.kind == "U" else values
+
+
+def _restored(values: Any, dtype: np.dtype[Any]) -> Any:
+    """Stored values back in the numpy ``dtype`` the manifest recorded (undoes
+    :func:`_storable`)."""
+    if dtype.kind == "S":
+        return np.char.encode(np.asarray(values, dtype=str), "latin-1").astype(dtype)
+    if dtype.kind in "OU":
+        text = np.asarray(values, dtype=object)
+        return text.astype(dtype) if dtype.kind == "U" else text
+    return values
+
+
 def _array(plan: Plan, name: str, value: Any, where: str) -> Spec:
     if sp.issparse(value) or (isinstance(value, np.ndarray) and value.ndim == 2):
         rows, cols = f"{name}.rows", f"{name}.columns"
@@ -44,11 +65,10 @@ def _array(plan: Plan, name: str, value: Any, where: str) -> Spec:
     if value.dtype.kind == "O":
         if not all(isinstance(v, str) for v in value.tolist()):
             raise AnnDataConversionError(f"{where}: an object array must hold only str")
-    elif value.dtype.kind != "U":
+    elif value.dtype.kind not in "US":
         daf_dtype(value.dtype, where)
     plan.axis(name, [str(i) for i in range(value.shape[0])], where)
-    plan.vector(name, "value", value.astype(object) if value.dtype.kind == "U" else value,
-                where)
+    plan.vector(name, "value", _storable(value), where)
     return {"kind": "vector", "axis": name, "dtype": value.dtype.str}
 
 
@@ -66,9 +86,9 @@ def _records(plan: Plan, name: str, value: Any, where: str) -> Spec:
         column = np.asarray(value[field])
         if dtype.kind == "O" and not all(isinstance(v, str) for v in column.tolist()):
             raise AnnDataConversionError(f"{at}: an object field must hold only str")
-        if dtype.kind not in "OU":
+        if dtype.kind not in "OUS":
             daf_dtype(dtype, at)
-        plan.vector(name, field, column.astype(object) if dtype.kind == "U" else column, at)
+        plan.vector(name, field, _storable(column), at)
         fields.append([field, dtype.str])
     return {"kind": "records", "axis": name, "fields": fields,
             "recarray": isinstance(value, np.recarray)}
@@ -107,9 +127,9 @@ def encode_uns(plan: Plan, value: Any, path: tuple[str, ...] = ()) -> Spec:
         plan.scalar(name, value, where)
         return {"kind": "scalar", "type": _PYTHON_SCALARS[type(value)]}
     if isinstance(value, np.generic):
-        if not isinstance(value, np.str_):
+        if not isinstance(value, np.str_ | np.bytes_):
             daf_dtype(value.dtype, where)
-        plan.scalar(name, value, where)
+        plan.scalar(name, _storable(np.asarray(value))[()], where)
         return {"kind": "scalar", "type": "numpy", "dtype": value.dtype.str}
     if isinstance(value, list):
         types = {type(v) for v in value}
@@ -135,7 +155,9 @@ def _scalar(daf: ZarrDaf, name: str, spec: Spec) -> Any:
     kind = spec["type"]
     if kind == "numpy":
         dtype = np.dtype(spec["dtype"])
-        return np.str_(value) if dtype.kind == "U" else np.asarray(value).astype(dtype)[()]
+        if dtype.kind in "US":
+            return _restored([value], dtype)[0]
+        return np.asarray(value).astype(dtype)[()]
     return {"bool": bool, "int": int, "float": float, "str": str}[kind](value)
 
 
@@ -144,8 +166,7 @@ def _records_back(daf: ZarrDaf, spec: Spec) -> Any:
     dtype = np.dtype([(field, np.dtype(code)) for field, code in spec["fields"]])
     out = np.empty(daf.axis_length(axis), dtype=dtype)
     for field, _code in spec["fields"]:
-        values = daf.get_np_vector(axis, field)
-        out[field] = np.asarray(values, dtype=object) if dtype[field].kind in "OU" else values
+        out[field] = _restored(daf.get_np_vector(axis, field), dtype[field])
     return out.view(np.recarray) if spec["recarray"] else out
 
 
@@ -166,12 +187,7 @@ def decode_uns(daf: ZarrDaf, spec: Spec, path: tuple[str, ...] = ()) -> Any:
     if kind == "frame":
         index = decode_column(daf, spec["frame"]["axis"], spec["index"])
         return decode_frame(daf, spec["frame"], index)
-    values: Any = daf.get_np_vector(spec["axis"], "value")
-    dtype = np.dtype(spec["dtype"])
-    if dtype.kind in "OU":
-        values = np.asarray(values, dtype=object)
-        if dtype.kind == "U":
-            values = values.astype(dtype)
+    values = _restored(daf.get_np_vector(spec["axis"], "value"), np.dtype(spec["dtype"]))
     if spec.get("list"):
         return values.tolist()
     return values
