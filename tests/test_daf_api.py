@@ -872,5 +872,25 @@ def test_strings_from_any_container_are_stored_as_given(kind: str) -> None:
 def test_non_strings_among_strings_are_refused_by_type(bad: Any) -> None:
     d = dafzarr.memory_daf()
     d.add_axis("cell", ["x", "y"])
-    with pytest.raises(InvalidArgumentTypeError, match="expected strings, got"):
+    with pytest.raises(InvalidArgumentTypeError, match=r"entries of the axis gene\n.*expected "
+                                                       r"strings, got"):
         d.add_axis("gene", bad)
+    if not isinstance(bad, list):  # a list of numbers and strings is a unicode array
+        with pytest.raises(InvalidArgumentTypeError, match="vector 'v' of the axis cell: "
+                                                           "expected strings, got"):
+            d.set_vector("cell", "v", bad)
+        with pytest.raises(InvalidArgumentTypeError, match="matrix 'm': expected strings"):
+            d.set_matrix("cell", "cell", "m", np.stack([bad, bad]))
+    assert d.axes_set() == {"cell"} and d.vectors_set("cell") == set()
+
+
+def test_bytes_scalars_are_refused_by_name() -> None:
+    d = dafzarr.memory_daf()
+    d.add_axis("cell", ["x", "y"])
+    with pytest.raises(InvalidArgumentTypeError, match="scalar 's': unsupported scalar value "
+                                                       "of type bytes_; Daf stores no bytes"):
+        d.set_scalar("s", np.bytes_(b"x"))
+    for broadcast in (np.bytes_(b"x"), np.array(b"x")):
+        with pytest.raises(InvalidArgumentTypeError, match="vector 'v': unsupported scalar"):
+            d.set_vector("cell", "v", broadcast)
+    assert d.scalars_set() == set() and d.vectors_set("cell") == set()

@@ -78,8 +78,8 @@ class Axes(DafStorage):
         """Create an axis with unique entry names."""
         self._check_writable()
         check_name(axis, "axis")
-        names = _as_strings(unmasked(entries, f"entries of the axis {axis}\nin the daf data: "
-                                              f"{self._name}")).reshape(-1)
+        where = f"entries of the axis {axis}\nin the daf data: {self._name}"
+        names = _as_strings(unmasked(entries, where), where).reshape(-1)
         if len(set(names.tolist())) != len(names):
             raise DafFormatError(
                 f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"

@@ -178,7 +178,8 @@ class Matrices(Axes):
             items += self._array_items(_join(path, "rowval"),
                                        OneBased(csc.indices, idt, check), idt)
             if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(csc.data))):
-                items += self._array_items(_join(path, "nzval"), _dense(csc.data, dt), dt)
+                items += self._array_items(_join(path, "nzval"), _dense(csc.data, dt, where),
+                                           dt)
             items += self._layout.group_docs(path).items()
             return items
         if np.ndim(value) == 0:
@@ -192,7 +193,7 @@ class Matrices(Axes):
                 f"{cols} shape: {(nr, nc)}\nin the daf data: {self._name}"
             )
         dt = lay.element_type(arr.dtype, where)
-        data = _dense(arr, dt)
+        data = _dense(arr, dt, where)
         # Column-major bytes: the Zarr array is the transpose, C-ordered (a view of a
         # Fortran-ordered value; else computed tile by tile where it is stored).
         return self._array_items(path, column_major(data), dt)

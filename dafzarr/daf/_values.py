@@ -29,7 +29,11 @@ def _scalar_array(value: Any, where: str) -> tuple[np.ndarray[Any, Any], np.dtyp
         return np.array([bool(value)], dtype=np.bool_), np.dtype(np.bool_)
     if isinstance(value, np.generic):
         dt = lay.element_type(value.dtype, where)
-        assert isinstance(dt, np.dtype)
+        if isinstance(dt, str):  # numpy bytes: Daf strings are text
+            raise InvalidArgumentTypeError(
+                f"{where}: unsupported scalar value of type {type(value).__name__}; Daf "
+                "stores no bytes: decode it to str"
+            )
         return np.array([value], dtype=dt), dt
     if isinstance(value, int):
         dt = np.dtype(np.int64) if -(1 << 63) <= value < (1 << 63) else np.dtype(np.uint64)
@@ -45,8 +49,9 @@ def _scalar_array(value: Any, where: str) -> tuple[np.ndarray[Any, Any], np.dtyp
     )
 
 
-def _as_strings(values: Any) -> np.ndarray[Any, Any]:
-    """``values`` as an object array of ``str``; ``InvalidArgumentTypeError`` for a non-string.
+def _as_strings(values: Any, where: str = "") -> np.ndarray[Any, Any]:
+    """``values`` as an object array of ``str``; ``InvalidArgumentTypeError`` (naming
+    ``where``, when given) for a non-string.
 
     A list, tuple or object array of plain ``str`` (axis names, pandas' indexes and columns:
     the common cases) and a numpy unicode array take a fast path with no per-element Python
@@ -65,16 +70,21 @@ def _as_strings(values: Any) -> np.ndarray[Any, Any]:
     out = np.empty(arr.shape, dtype=object)
     flat = arr.reshape(-1)
     oflat = out.reshape(-1)
+    prefix = f"{where}: " if where else ""
     for i, v in enumerate(flat):
         if not isinstance(v, str | np.str_):
-            raise InvalidArgumentTypeError(f"expected strings, got {type(v).__name__}: {v!r}")
+            raise InvalidArgumentTypeError(
+                f"{prefix}expected strings, got {type(v).__name__}: {v!r}"
+            )
         oflat[i] = str(v)
     return out
 
 
-def _dense(value: Any, dt: np.dtype[Any] | str) -> np.ndarray[Any, Any]:
+def _dense(value: Any, dt: np.dtype[Any] | str, where: str) -> np.ndarray[Any, Any]:
+    """``value`` as an array of the Daf element type ``dt`` (strings: checked, naming
+    ``where``)."""
     if isinstance(dt, str):
-        return _as_strings(value)
+        return _as_strings(value, where)
     return np.asarray(value).astype(dt, copy=False)
 
 

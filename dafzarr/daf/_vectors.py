@@ -167,7 +167,7 @@ class Vectors(Axes):
                         f"in the daf data: {self._name}"
                     )
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
-                data = _dense(raw, dt)
+                data = _dense(raw, dt, f"vector {name!r} of the axis {axis}")
             items = self._array_items(path, data, dt)
         with self._changing(self._vector_replace(path, axis, name, overwrite)):
             self._write(items)
@@ -187,7 +187,7 @@ class Vectors(Axes):
         idt = _index_dtype(indtype, n, path)
         items = self._array_items(_join(path, "nzind"), (pos0 + 1).astype(idt), idt)
         if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(vals))):
-            items += self._array_items(_join(path, "nzval"), _dense(vals, dt), dt)
+            items += self._array_items(_join(path, "nzval"), _dense(vals, dt, path), dt)
         items += self._layout.group_docs(path).items()
         return items
 
