@@ -46,6 +46,7 @@ __all__ = [
     "StatisticsWarning",
     "UnsafeCastError",
     "UnsafeEntryNameError",
+    "UnstableFileSetError",
     "UnsupportedElementTypeError",
     "UnsupportedEntryError",
     "UnsupportedHDF5Error",
@@ -296,3 +297,14 @@ class ArrayNotFoundError(DafzarrError, _PlainKeyError):
 
 class ArrayExistsError(DafzarrError, ValueError):
     """``define_array`` was given a name that is already visible."""
+
+
+class UnstableFileSetError(DafzarrError, OSError):
+    """An ArrayFile could not be read as one state: its objects kept changing while it was opened.
+
+    An open reads the base, lists the sidecars and reads them, and reads everything again when
+    a listed sidecar was gone or the base was replaced meanwhile (what another process's
+    compaction does). After a bounded number of attempts this is raised; the message names
+    the object at fault (a file system that lists an object it cannot read, or a compaction
+    that never pauses).
+    """

@@ -19,9 +19,10 @@ class FileSource:
     """The file at ``path`` as it was when opened: a reader keeps seeing that generation even
     after the name is replaced (reads use the descriptor, not the name)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, fd: int | None = None) -> None:
+        """Open ``path``; or, given ``fd`` (which it then owns), read the file open there."""
         self.where = path
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC) if fd is None else fd
         try:
             self._head = self._stat()
         except BaseException:

@@ -144,6 +144,10 @@ class Backend:
     def exists(self, key: str) -> bool:
         raise NotImplementedError
 
+    def version(self, key: str) -> str:
+        """The version token of ``key`` now (as :meth:`tail` gives it)."""
+        return self.tail(key, 0).version
+
     def release(self, key: str) -> None:
         """Forget any handle kept open for ``key``."""
 
@@ -222,12 +226,11 @@ class LocalBackend(Backend):
         parts = list(parts)
         directory = os.path.dirname(key) or "."
         staged = _staged_prefix(parts, directory)
-        if staged is not None:
-            version = _put_staged(key, directory, staged, parts, create_only=create_only)
-            if version is not None:
-                return version
+        if staged is not None and _put_staged(key, directory, staged, parts,
+                                              create_only=create_only):
+            return self._keep(key, os.dup(staged[0]))
         tmp = os.path.join(directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
             try:
                 with open(fd, "wb", closefd=False) as f:
@@ -238,18 +241,30 @@ class LocalBackend(Backend):
                         else:
                             f.write(part)
                 os.fsync(fd)
-                st = os.fstat(fd)
+                if create_only:
+                    os.link(tmp, key)  # EEXIST: never replaces another writer's object
+                else:
+                    os.replace(tmp, key)
             finally:
-                os.close(fd)
-            if create_only:
-                os.link(tmp, key)  # fails with EEXIST: never replaces another writer's object
-            else:
-                os.replace(tmp, key)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        _fsync_dir(directory)
-        return file_version(os.stat(key)) if create_only else file_version(st)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            _fsync_dir(directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        return self._keep(key, fd)
+
+    def _keep(self, key: str, fd: int) -> str:
+        """Serve the reads of ``key`` from ``fd``, the file just published under that name
+        (a new sidecar, which another process's compaction may delete at any time); its
+        version. A source already open for ``key`` (an older generation a reader may still
+        use) is kept instead."""
+        src = _LocalFile(key, fd)
+        with self._lock:
+            kept = self._sources.setdefault(key, src) is src
+        if not kept:
+            src.close()
+        return src.version
 
     def delete(self, key: str) -> None:
         self.release(key)
@@ -263,6 +278,9 @@ class LocalBackend(Backend):
 
     def exists(self, key: str) -> bool:
         return os.path.exists(key)
+
+    def version(self, key: str) -> str:
+        return file_version(os.stat(key))
 
     def release(self, key: str) -> None:
         with self._lock:
@@ -301,9 +319,9 @@ def _staged_prefix(parts: list[Any], directory: str) -> tuple[int, int] | None:
 
 
 def _put_staged(key: str, directory: str, staged: tuple[int, int], parts: list[Any], *,
-                create_only: bool) -> str | None:
+                create_only: bool) -> bool:
     """Append the parts after the staged ranges to the staged file, make it durable and link
-    it in as ``key``; None when the file cannot be linked (the caller copies instead)."""
+    it in as ``key``; False when the file cannot be linked (the caller copies instead)."""
     fd, end = staged
     os.ftruncate(fd, end)  # an earlier attempt may have appended its own footer
     pos = end
@@ -319,7 +337,6 @@ def _put_staged(key: str, directory: str, staged: tuple[int, int], parts: list[A
             done += n
         pos += done
     os.fsync(fd)
-    st = os.fstat(fd)
     target = key if create_only else os.path.join(
         directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
     try:
@@ -327,7 +344,7 @@ def _put_staged(key: str, directory: str, staged: tuple[int, int], parts: list[A
     except FileExistsError:
         raise  # another writer's object
     except OSError:
-        return None  # no /proc, or linking refused: copy the bytes instead
+        return False  # no /proc, or linking refused: copy the bytes instead
     if not create_only:
         try:
             os.replace(target, key)
@@ -335,7 +352,7 @@ def _put_staged(key: str, directory: str, staged: tuple[int, int], parts: list[A
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target)
     _fsync_dir(directory)
-    return file_version(os.stat(key)) if create_only else file_version(st)
+    return True
 
 
 def _fsync_dir(directory: str) -> None:

@@ -18,7 +18,7 @@ from ._config import FileConfig
 from ._footer import Entry
 from ._reader import ChunkReader
 from ._records import Records
-from ._sidecars import discover, load_layer, write_layer
+from ._sidecars import load_layers, write_layer
 from ._stats import compute_stats
 
 __all__ = ["compact", "repack"]
@@ -68,6 +68,5 @@ def compact(
     finally:
         # sidecars left by a failed delete, or written meanwhile by other writers,
         # stay above the new base; the next sidecar number must exceed theirs
-        for number, skey in discover(backend, records.key):
-            records.layers.append(load_layer(backend, skey, number))
+        records.layers = load_layers(backend, records.key, base)
     return stats

@@ -16,7 +16,8 @@ Where this implementation deliberately departs from the crate:
 * The next sidecar is ``max(N) + 1``, created with a create-only put (another writer's sidecar
   is never replaced).
 * :meth:`compact` writes the new base first (atomic replace), then deletes sidecars oldest
-  first: every intermediate state reads the same data.
+  first: every intermediate state reads the same data. An open racing another process's
+  compaction reads again until it sees one state, before or after it (never a mix).
 * Caches are keyed by object version, so nothing read before a ``compact`` is served after it.
 * An LZ4 block is still one LZ4 block for every reader, but is made of independently
   compressed segments of whole chunks, found through a table between the blocks and the
@@ -51,7 +52,7 @@ from ._footer import layer_from_footer
 from ._geometry import chunks_in, clipped, region
 from ._reader import ChunkReader
 from ._records import ArrayInfo, ArrayStats, Layer, Meta, Records, new_meta
-from ._sidecars import discover, load_layer, load_stats, resolve_target, write_stats
+from ._sidecars import discover, load_layers, load_stats, resolve_target, write_stats
 from ._stats import array_stats, updated_stats
 from ._types import as_array, attribute_to_python, chunk_stats, encode_chunk, python_to_attribute
 
@@ -127,10 +128,7 @@ class ArrayFile:
         """Open an existing file set: the base, every sidecar, and the statistics."""
         backend, key, hint = resolve_target(target)
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
-        layers = self._records.layers
-        layers.append(load_layer(backend, key, 0))
-        for number, skey in discover(backend, key):
-            layers.append(load_layer(backend, skey, number))
+        self._records.layers = load_layers(backend, key)
         self._stats_gen, self._stats = load_stats(backend, self._stem + ".stats")
         return self
 

@@ -3,17 +3,28 @@ layers (``{stem}.af``, ``{stem}.N.af``) and statistics (``{stem}.stats``).
 
 A new sidecar takes the number after the highest one known, with a create-only put: another
 writer's sidecar is never replaced (the next number is tried). The base is replaced whole.
+
+A compaction (by any process) replaces the base, then deletes the sidecars it merged, oldest
+first. :func:`load_layers` reads the base, then the listing and the sidecars, then checks that
+the base is still the one read: when it is not, or a listed sidecar is gone, it reads again, so
+an open sees the file set as it was before or after a compaction, never a mix.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import CorruptArrayFileError, CorruptFooterError, StatisticsWarning
+from ..errors import (
+    CorruptArrayFileError,
+    CorruptFooterError,
+    StatisticsWarning,
+    UnstableFileSetError,
+)
 from . import _format as fmt
 from . import _segments as seg
 from ._allocator import SealedBlock
@@ -23,11 +34,15 @@ from ._records import Layer
 from ._types import U32_MAX
 
 __all__ = [
-    "discover", "load_layer", "load_stats", "resolve_target", "sidecar_number",
+    "discover", "load_layer", "load_layers", "load_stats", "resolve_target", "sidecar_number",
     "write_layer", "write_stats",
 ]
 
 _TAIL_READ = 64 * 1024  # one suffix read per layer covers footers up to this size
+# how often an open reads a file set that changes under it before it gives up, and the
+# longest pause between two attempts (pauses double from 1 ms: about 1.5 s in all)
+LOAD_ATTEMPTS = 20
+_LONGEST_PAUSE = 0.1
 
 
 def resolve_target(target: Any) -> tuple[Backend, str, str]:
@@ -109,6 +124,39 @@ def load_layer(backend: Backend, key: str, number: int) -> Layer:
         layer.segments = seg.decode_table(
             memoryview(tail.data)[lo - tail_start : hi - tail_start], layer.blocks)
     return layer
+
+
+def load_layers(backend: Backend, key: str, base: Layer | None = None) -> list[Layer]:
+    """The base ``key`` and its sidecars, oldest first, as one state of the file set.
+
+    ``base``: the base layer already in hand (a compaction's new base), used by the first
+    attempt. An attempt fails when a listed sidecar is gone by the time it is read, or when
+    the base was replaced while the sidecars were read (a listing taken after a compaction
+    would miss what it merged); it is then made again, up to :data:`LOAD_ATTEMPTS` times
+    (:class:`~dafzarr.errors.UnstableFileSetError`, naming the object at fault).
+    """
+    fault = ""
+    for attempt in range(LOAD_ATTEMPTS):
+        if attempt:
+            time.sleep(min(0.001 * 2**attempt, _LONGEST_PAUSE))
+        layers = [base if base is not None and not attempt else load_layer(backend, key, 0)]
+        try:
+            for number, skey in discover(backend, key):
+                fault = skey
+                layers.append(load_layer(backend, skey, number))
+        except FileNotFoundError:
+            for layer in layers[1:]:
+                backend.release(layer.key)
+            continue  # merged by a compaction and deleted since it was listed
+        fault = key
+        if backend.version(key) == layers[0].version:
+            return layers
+    what = ("was replaced while its sidecars were read" if fault == key
+            else f"was listed next to {key} but was gone when read")
+    raise UnstableFileSetError(
+        f"{fault}: {what}, {LOAD_ATTEMPTS} times in a row (another process compacting the "
+        "file set without pause, or a file system that lists objects it cannot read)"
+    )
 
 
 def write_layer(
