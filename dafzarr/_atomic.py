@@ -39,6 +39,8 @@ __all__ = [
     "check_destination",
     "fsync_directory",
     "link_descriptor",
+    "link_temporary",
+    "locked_temporary",
     "no_space",
     "remove_stale_temporaries",
 ]
@@ -78,6 +80,22 @@ def link_descriptor(fd: int, path: str) -> None:
         os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def link_temporary(fd: int, destination: str, suffix: str = "") -> str:
+    """Name the file open as ``fd`` (an anonymous one) as a temporary of ``destination``,
+    flocked first so that no sweep removes it while this process lives; return its path.
+
+    :class:`OSError` where ``/proc`` or hard links are missing (see :func:`link_descriptor`).
+    """
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    while True:
+        tmp = _temporary_name(destination, suffix)
+        try:
+            link_descriptor(fd, tmp)
+        except FileExistsError:
+            continue
+        return tmp
 
 
 def _fsync_tree(root: str) -> None:
@@ -275,9 +293,13 @@ def no_space(exc: OSError, what: str, tmp: str) -> OSError:
     return exc
 
 
-def new_temporary(destination: str, suffix: str = "") -> str:
-    """Create an empty temporary file next to ``destination``; return its path."""
-    remove_stale_temporaries(destination)
+def new_temporary(destination: str, suffix: str = "", *, sweep: bool = True) -> str:
+    """Create an empty temporary file next to ``destination``; return its path.
+
+    ``sweep``: first remove the stale temporaries of ``destination`` (a caller that does it
+    once, when it opens, passes False)."""
+    if sweep:
+        remove_stale_temporaries(destination)
     while True:
         tmp = _temporary_name(destination, suffix)
         try:
@@ -289,9 +311,12 @@ def new_temporary(destination: str, suffix: str = "") -> str:
 
 
 @contextlib.contextmanager
-def locked_temporary(destination: str, suffix: str = "") -> Iterator[tuple[int, str]]:
-    """A flocked, empty temporary file next to ``destination``, removed on failure."""
-    tmp = new_temporary(destination, suffix)
+def locked_temporary(
+    destination: str, suffix: str = "", *, sweep: bool = True
+) -> Iterator[tuple[int, str]]:
+    """A flocked, empty temporary file next to ``destination``, removed on failure
+    (``sweep``: as for :func:`new_temporary`)."""
+    tmp = new_temporary(destination, suffix, sweep=sweep)
     try:
         fd = os.open(tmp, os.O_RDWR | os.O_CLOEXEC)
         try:

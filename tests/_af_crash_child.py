@@ -6,8 +6,9 @@ Usage::
 
 Runs :func:`script` on the file set at ``PATH``. Every publishing file-system call of the
 backends (``os.link``, ``os.replace``, ``os.unlink``) counts as two points, just before and
-just after the call; at point ``KILL_AT`` the process SIGKILLs itself (``-1``: never). After
-each operation that returned, it prints one line (``ack ...``), so the parent knows what was
+just after the call; at point ``KILL_AT`` the process SIGKILLs itself (``-1``: never). Before
+each call it prints ``point N NAME`` (the point just before it, the call's name). After each
+operation that returned, it prints one line (``ack ...``), so the parent knows what was
 durably done. At the end it prints ``points N``, the number of points passed.
 
 The script and the expected contents are defined here and imported by the parent.
@@ -88,6 +89,7 @@ def main() -> None:
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
+            print(f"point {count[0]} {fn.__name__}", flush=True)
             point()
             out = fn(*args, **kwargs)
             point()

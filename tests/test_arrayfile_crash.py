@@ -3,7 +3,8 @@
 The child (``tests/_af_crash_child.py``) kills itself with SIGKILL right before or right after
 each publishing file-system call (link, rename, unlink) of a script of flushes, compactions,
 a delete and a re-definition; another test kills it from outside after random delays. After
-every kill the file set must open and hold everything the child acknowledged.
+every kill the file set must open and hold everything the child acknowledged, and the open
+removes the temporaries the killed child left, once they are stale (no process holds them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 from dafzarr import ArrayFile
+from dafzarr._atomic import STALE_SECONDS
 
 from ._af_crash_child import STEPS, expected
 
@@ -85,6 +87,22 @@ def test_sigkill_at_every_publishing_point(tmp_path: Path) -> None:
     _kill_at(tmp_path, range(_points(tmp_path)))
 
 
+def _temporaries(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
+
+
+def _check_temporaries_swept(directory: Path) -> list[str]:
+    """An open removes what the killed child left once it is stale; the names it removed."""
+    left = _temporaries(directory)
+    old = time.time() - 2 * STALE_SECONDS
+    for name in left:
+        os.utime(directory / name, (old, old))
+    if (directory / "f.af").exists():
+        ArrayFile.open(directory / "f.af").close()
+        assert _temporaries(directory) == [], left
+    return left
+
+
 def _kill_at(tmp_path: Path, points: range) -> None:
     for kill_at in points:
         d = tmp_path / f"k{kill_at}"
@@ -92,6 +110,7 @@ def _kill_at(tmp_path: Path, points: range) -> None:
         code, lines = _run(d / "f.af", kill_at)
         assert code == -signal.SIGKILL, (kill_at, lines)
         _check(d / "f.af", lines)
+        _check_temporaries_swept(d)
         # the survivor can continue: flush and compact again
         if (d / "f.af").exists() and "ack created" in lines:
             with ArrayFile.open(d / "f.af") as f:
@@ -117,3 +136,50 @@ def test_sigkill_at_random_times(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate(timeout=60)
         _check(d / "f.af", out.splitlines())
+        _check_temporaries_swept(d)
+
+
+def test_sigkill_between_writing_and_publishing_leaves_no_temporary_for_good(
+    tmp_path: Path,
+) -> None:
+    """Killed (SIGKILL) just before each ``os.replace`` that publishes a named temporary
+    (the statistics of every flush, the new base of a compaction): the next open removes
+    each of them once stale."""
+    _, lines = _run(tmp_path / "ref.af", -1)
+    before = [int(line.split()[1]) for line in lines
+              if line.startswith("point ") and line.split()[2] == "replace"]
+    swept = []
+    for kill_at in before:
+        d = tmp_path / f"k{kill_at}"
+        d.mkdir()
+        code, _ = _run(d / "f.af", kill_at)
+        assert code == -signal.SIGKILL
+        swept += _check_temporaries_swept(d)
+    assert any(".stats" in name for name in swept), swept
+    assert any(name.endswith(".af") for name in swept), swept
+
+
+_HOLD = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_temporary_that_a_live_process_holds_is_kept(tmp_path: Path) -> None:
+    ArrayFile.create(tmp_path / "f.af").close()
+    name = f".f.af.{os.getpid()}-0123abcd.dafzarr-tmp.stats"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path / name)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        old = time.time() - 2 * STALE_SECONDS
+        os.utime(tmp_path / name, (old, old))
+        ArrayFile.open(tmp_path / "f.af").close()
+        assert _temporaries(tmp_path) == [name]
+    finally:
+        holder.communicate("", timeout=60)
+    ArrayFile.open(tmp_path / "f.af").close()
+    assert _temporaries(tmp_path) == []

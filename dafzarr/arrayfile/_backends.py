@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import itertools
 import os
 import posixpath
 import threading
-import uuid
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._atomic import link_descriptor
+from .._atomic import link_descriptor, link_temporary, locked_temporary, remove_stale_temporaries
 from .._io import FileSource, MemorySource, ObjectSource, file_version, object_version
 from ..errors import RefusedEntryWarning
 from ..zipstore._format import unsafe_name_reason
@@ -151,6 +151,9 @@ class Backend:
     def release(self, key: str) -> None:
         """Forget any handle kept open for ``key``."""
 
+    def sweep(self) -> None:
+        """Remove what writers killed in the middle of a put left next to the file set."""
+
     def close(self) -> None:
         """Release every handle."""
 
@@ -184,13 +187,17 @@ class LocalBackend(Backend):
     """Files on a POSIX file system; writes go to a temporary file then are renamed or linked.
 
     An open :class:`~dafzarr._io.FileSource` is kept per object version, so a reader keeps
-    seeing the generation it opened even after the name is replaced.
+    seeing the generation it opened even after the name is replaced. ``base``: the base
+    object of the file set; the temporaries of every put are named after it and flocked while
+    they are written (see :mod:`dafzarr._atomic`), and :meth:`sweep` removes those a killed
+    writer left once they are stale.
     """
 
     direct_reads = True
 
-    def __init__(self) -> None:
+    def __init__(self, base: str | None = None) -> None:
         self.ident = "file"
+        self._base = base
         self._sources: dict[str, _LocalFile] = {}
         self._lock = threading.Lock()
 
@@ -226,33 +233,65 @@ class LocalBackend(Backend):
         parts = list(parts)
         directory = os.path.dirname(key) or "."
         staged = _staged_prefix(parts, directory)
-        if staged is not None and _put_staged(key, directory, staged, parts,
-                                              create_only=create_only):
+        if staged is not None and self._put_staged(key, staged, parts, create_only=create_only):
             return self._keep(key, os.dup(staged[0]))
-        tmp = os.path.join(directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        with locked_temporary(*self._temporary_of(key), sweep=False) as (fd, tmp):
+            with open(fd, "wb", closefd=False) as f:
+                for part in parts:
+                    if isinstance(part, FileRange):
+                        f.flush()
+                        _copy_range(part, fd)
+                    else:
+                        f.write(part)
+            os.fsync(fd)
+            if create_only:
+                os.link(tmp, key)  # EEXIST: never replaces another writer's object
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, key)
+            _fsync_dir(directory)
+            fcntl.flock(fd, fcntl.LOCK_UN)  # the lock marks a live temporary, gone now
+            kept = os.dup(fd)
+        return self._keep(key, kept)
+
+    def _put_staged(self, key: str, staged: tuple[int, int], parts: list[Any], *,
+                    create_only: bool) -> bool:
+        """Append the parts after the staged ranges to the staged file, make it durable and
+        link it in as ``key``; False when the file cannot be linked (the caller copies)."""
+        fd, end = staged
+        _append_after(fd, end, parts, key)
+        os.fsync(fd)
         try:
+            if create_only:
+                link_descriptor(fd, key)
+            else:
+                tmp = link_temporary(fd, *self._temporary_of(key))
+        except FileExistsError:
+            raise  # another writer's object
+        except OSError:
+            return False  # no /proc, or linking refused: copy the bytes instead
+        if not create_only:
             try:
-                with open(fd, "wb", closefd=False) as f:
-                    for part in parts:
-                        if isinstance(part, FileRange):
-                            f.flush()
-                            _copy_range(part, fd)
-                        else:
-                            f.write(part)
-                os.fsync(fd)
-                if create_only:
-                    os.link(tmp, key)  # EEXIST: never replaces another writer's object
-                else:
-                    os.replace(tmp, key)
+                os.replace(tmp, key)
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
-            _fsync_dir(directory)
-        except BaseException:
-            os.close(fd)
-            raise
-        return self._keep(key, fd)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        _fsync_dir(os.path.dirname(key) or ".")
+        return True
+
+    def _temporary_of(self, key: str) -> tuple[str, str]:
+        """(destination, suffix) naming the temporaries written for ``key``: every one is a
+        temporary of the base (``.NAME.af.<pid>-<random>.dafzarr-tmp`` and the part of
+        ``key`` after the stem, ``.stats`` or ``.N.af``), so one sweep finds them all."""
+        base = self._base
+        if base is None or not key.startswith(base[:-3]):
+            return key, ""
+        return base, key[len(base) - 3 :]
+
+    def sweep(self) -> None:
+        if self._base is not None:
+            remove_stale_temporaries(self._base)
 
     def _keep(self, key: str, fd: int) -> str:
         """Serve the reads of ``key`` from ``fd``, the file just published under that name
@@ -318,12 +357,10 @@ def _staged_prefix(parts: list[Any], directory: str) -> tuple[int, int] | None:
     return (fd, end) if st.st_nlink == 0 and same_fs else None
 
 
-def _put_staged(key: str, directory: str, staged: tuple[int, int], parts: list[Any], *,
-                create_only: bool) -> bool:
-    """Append the parts after the staged ranges to the staged file, make it durable and link
-    it in as ``key``; False when the file cannot be linked (the caller copies instead)."""
-    fd, end = staged
-    os.ftruncate(fd, end)  # an earlier attempt may have appended its own footer
+def _append_after(fd: int, end: int, parts: list[Any], key: str) -> None:
+    """Write the byte parts of ``parts`` (not its ranges) to ``fd`` from ``end`` on, cutting
+    off what an earlier attempt may have appended there."""
+    os.ftruncate(fd, end)
     pos = end
     for part in parts:
         if isinstance(part, FileRange):
@@ -336,23 +373,6 @@ def _put_staged(key: str, directory: str, staged: tuple[int, int], parts: list[A
                 raise OSError(f"{key}: short write ({done} bytes)")
             done += n
         pos += done
-    os.fsync(fd)
-    target = key if create_only else os.path.join(
-        directory, f".{os.path.basename(key)}.{uuid.uuid4().hex}.tmp")
-    try:
-        link_descriptor(fd, target)
-    except FileExistsError:
-        raise  # another writer's object
-    except OSError:
-        return False  # no /proc, or linking refused: copy the bytes instead
-    if not create_only:
-        try:
-            os.replace(target, key)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(target)
-    _fsync_dir(directory)
-    return True
 
 
 def _fsync_dir(directory: str) -> None:

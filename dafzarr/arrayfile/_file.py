@@ -116,6 +116,7 @@ class ArrayFile:
         """Create a new, empty file set at ``target`` (``FileExistsError`` if one exists)."""
         backend, key, hint = resolve_target(target)
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
+        backend.sweep()
         if discover(backend, key) or backend.exists(self._stem + ".stats"):
             raise FileExistsError(
                 f"{key}: sidecars or statistics of an earlier file set exist next to it"
@@ -125,9 +126,13 @@ class ArrayFile:
 
     @classmethod
     def open(cls, target: Any, *, config: FileConfig | None = None) -> ArrayFile:
-        """Open an existing file set: the base, every sidecar, and the statistics."""
+        """Open an existing file set: the base, every sidecar, and the statistics.
+
+        Temporaries that writers killed in the middle of a put left next to a local file set
+        are removed once stale (no process holds them, a minute old)."""
         backend, key, hint = resolve_target(target)
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
+        backend.sweep()
         self._records.layers = load_layers(backend, key)
         self._stats_gen, self._stats = load_stats(backend, self._stem + ".stats")
         return self

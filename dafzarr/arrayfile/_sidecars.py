@@ -62,7 +62,7 @@ def resolve_target(target: Any) -> tuple[Backend, str, str]:
     path = os.path.abspath(os.fspath(target))
     if not path.endswith(".af"):
         raise ValueError(f"an ArrayFile path must end in '.af': {path!r}")
-    return LocalBackend(), path, os.path.basename(path)
+    return LocalBackend(path), path, os.path.basename(path)
 
 
 def sidecar_number(stem_base: str, name: str) -> int | None:
