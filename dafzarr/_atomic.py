@@ -37,6 +37,7 @@ __all__ = [
     "atomic_directory",
     "atomic_file",
     "check_destination",
+    "copy_mode",
     "fsync_directory",
     "link_descriptor",
     "link_temporary",
@@ -96,6 +97,18 @@ def link_temporary(fd: int, destination: str, suffix: str = "") -> str:
         except FileExistsError:
             continue
         return tmp
+
+
+def copy_mode(fd: int, source: str | os.stat_result) -> None:
+    """Give the file open as ``fd`` the permission bits of ``source`` (a path, or its
+    ``stat``): a file derived from another (its replacement, a sidecar of it) keeps the mode
+    its owner chose. Nothing when the path does not exist."""
+    if not isinstance(source, os.stat_result):
+        try:
+            source = os.stat(source)
+        except FileNotFoundError:
+            return
+    os.fchmod(fd, stat.S_IMODE(source.st_mode))
 
 
 def _fsync_tree(root: str) -> None:

@@ -7,6 +7,8 @@ behaviour.
 from __future__ import annotations
 
 import itertools
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -356,3 +358,30 @@ def test_create_refuses_leftovers_of_an_earlier_file_set(tmp_path: Path) -> None
     (tmp_path / "f.1.af").unlink()
     with pytest.raises(FileExistsError, match="statistics"):
         ArrayFile.create(tmp_path / "f.af")
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640])
+def test_sidecars_statistics_and_compaction_keep_the_base_files_mode(
+    tmp_path: Path, mode: int
+) -> None:
+    """Under umask 022, everything derived from a 0600 or 0640 base (sidecars with blocks or
+    metadata only, the statistics, the compacted base) has the base's permission bits."""
+    old_umask = os.umask(0o022)
+    try:
+        ArrayFile.create(tmp_path / "f.af", config=CFG).close()
+        os.chmod(tmp_path / "f.af", mode)
+        with ArrayFile.open(tmp_path / "f.af", config=CFG) as f:
+            f.define_array("a", "u1", ["x"], [600], chunk_shape=[100])
+            f.write_array("a", [0], np.arange(600, dtype="u1"))
+            f.flush()  # a sidecar with blocks, and the statistics
+            f.set_attribute("a", "units", "m")
+            f.flush()  # a sidecar of metadata only
+            derived = sorted(p.name for p in tmp_path.iterdir())
+            assert derived == ["f.1.af", "f.2.af", "f.af", "f.stats"], derived
+            modes = {n: stat.S_IMODE((tmp_path / n).stat().st_mode) for n in derived}
+            assert modes == dict.fromkeys(derived, mode)
+            f.compact()
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+        assert modes == {"f.af": mode, "f.stats": mode}
+    finally:
+        os.umask(old_umask)

@@ -27,7 +27,13 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._atomic import link_descriptor, link_temporary, locked_temporary, remove_stale_temporaries
+from .._atomic import (
+    copy_mode,
+    link_descriptor,
+    link_temporary,
+    locked_temporary,
+    remove_stale_temporaries,
+)
 from .._io import FileSource, MemorySource, ObjectSource, file_version, object_version
 from ..errors import RefusedEntryWarning
 from ..zipstore._format import unsafe_name_reason
@@ -236,6 +242,7 @@ class LocalBackend(Backend):
         if staged is not None and self._put_staged(key, staged, parts, create_only=create_only):
             return self._keep(key, os.dup(staged[0]))
         with locked_temporary(*self._temporary_of(key), sweep=False) as (fd, tmp):
+            self._copy_base_mode(fd)
             with open(fd, "wb", closefd=False) as f:
                 for part in parts:
                     if isinstance(part, FileRange):
@@ -260,6 +267,7 @@ class LocalBackend(Backend):
         link it in as ``key``; False when the file cannot be linked (the caller copies)."""
         fd, end = staged
         _append_after(fd, end, parts, key)
+        self._copy_base_mode(fd)
         os.fsync(fd)
         try:
             if create_only:
@@ -288,6 +296,12 @@ class LocalBackend(Backend):
         if base is None or not key.startswith(base[:-3]):
             return key, ""
         return base, key[len(base) - 3 :]
+
+    def _copy_base_mode(self, fd: int) -> None:
+        """Every object of the file set gets the base's permission bits (a new one: the
+        umask's, from 0666)."""
+        if self._base is not None:
+            copy_mode(fd, self._base)
 
     def sweep(self) -> None:
         if self._base is not None:

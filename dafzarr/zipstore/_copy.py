@@ -31,6 +31,7 @@ from .._atomic import (
     STALE_SECONDS,
     TMP_SUFFIX,
     check_destination,
+    copy_mode,
     fsync_directory,
     locked_temporary,
     new_temporary,
@@ -280,7 +281,7 @@ def compact_in_place(a: Archive, fm: FileMapping, *, progress: bool = False) -> 
             new.resize(size)
         except OSError as exc:
             raise no_space(exc, f"the compacted copy of {a.path}", tmp) from None
-        os.fchmod(new.fd, stat.S_IMODE(st.st_mode))
+        copy_mode(new.fd, st)
         os.fsync(new.fd)
         os.rename(tmp, real)  # the commit point
     except BaseException:
