@@ -13,7 +13,7 @@ from __future__ import annotations
 from ._blocks import BlockReader
 from ._local import FileSource, file_version
 from ._memory import MemorySource
-from ._object import ObjectSource, http_store, object_version
+from ._object import ObjectSource, http_store, object_version, same_object
 from ._options import HttpOptions
 from ._ranges import byte_range_bounds
 from ._source import Buffer, ByteSource, Head
@@ -34,4 +34,5 @@ __all__ = [
     "is_remote",
     "object_version",
     "open_source",
+    "same_object",
 ]

@@ -35,7 +35,7 @@ from ._options import HttpOptions
 from ._source import Buffer, Head, check_ranges, replaced, wrong_length
 from ._workers import DeadlinePassed, ForkedAfterUse, call_within, map_within
 
-__all__ = ["ObjectSource", "http_store", "object_version"]
+__all__ = ["ObjectSource", "http_store", "object_version", "same_object"]
 
 T = TypeVar("T")
 
@@ -373,6 +373,15 @@ def _modified(meta: Any) -> int | None:
         return None
     seconds = int(when.timestamp())
     return seconds if seconds > 0 else None
+
+
+def same_object(a: str, b: str) -> bool:
+    """Whether version tokens ``a`` and ``b`` may name one object: the same ETag (or none)
+    and size, and the same modification time where both tokens carry one."""
+    etag_a, modified_a, size_a = _version_parts(a)
+    etag_b, modified_b, size_b = _version_parts(b)
+    return (etag_a, size_a) == (etag_b, size_b) and (
+        modified_a is None or modified_b is None or modified_a == modified_b)
 
 
 def _version_parts(version: str | None) -> tuple[str | None, int | None, str | None]:

@@ -149,7 +149,7 @@ def load_layers(backend: Backend, key: str, base: Layer | None = None) -> list[L
                 backend.release(layer.key)
             continue  # merged by a compaction and deleted since it was listed
         fault = key
-        if backend.version(key) == layers[0].version:
+        if backend.unchanged(key, layers[0].version):
             return layers
     what = ("was replaced while its sidecars were read" if fault == key
             else f"was listed next to {key} but was gone when read")
