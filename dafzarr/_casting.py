@@ -142,7 +142,7 @@ def cast_for_storage(data: Any, dst: Any, where: str) -> np.ndarray[Any, Any]:
     ``where`` names the destination (file, array or property) in the message. An array
     already of type ``dst`` is returned as it is (no copy).
     """
-    arr = np.asarray(data)
+    arr = np.asarray(unmasked(data, where))
     dt = np.dtype(dst)
     if arr.dtype == dt:
         return arr

@@ -13,7 +13,7 @@ import dafzarr
 from dafzarr import ArrayFile, ArrayStats, DeltaCache, FileConfig
 from dafzarr.arrayfile import ArrayExistsError, ArrayNotFoundError
 from dafzarr.arrayfile._types import dtype_info, fill_element
-from dafzarr.errors import UnsafeCastError
+from dafzarr.errors import InvalidArgumentTypeError, UnsafeCastError
 
 Factory = Callable[..., ArrayFile]
 
@@ -77,6 +77,20 @@ def test_roundtrip_all_fixed_types(make: Factory, codec: str | None) -> None:
         np.testing.assert_array_equal(got, x)
     np.testing.assert_array_equal(g.read_array("ts"), t)
     assert g.list_arrays() == [*DTYPES, "ts"]
+
+
+def test_masked_arrays_that_mask_values_are_refused_by_name(make: Factory) -> None:
+    """No ArrayFile layout keeps a mask: the values under it would be stored as data."""
+    f = make()
+    f.define_array("x", "f4", ["r"], [4], chunk_shape=[2])
+    f.define_array("s", "String", ["r"], [2], chunk_shape=[2])
+    masked = np.ma.masked_array(np.arange(4, dtype="f4"), mask=[0, 1, 0, 0])
+    with pytest.raises(InvalidArgumentTypeError, match=r"'x'.*1 masked value"):
+        f.write_array("x", [0], masked)
+    with pytest.raises(InvalidArgumentTypeError, match="masked"):
+        f.write_array("s", [0], np.ma.masked_array(np.array(["a", "b"], object), mask=[1, 0]))
+    f.write_array("x", [0], np.ma.masked_array(np.arange(4, dtype="f4")))  # masks nothing
+    np.testing.assert_array_equal(f.read_array("x"), np.arange(4, dtype="f4"))
 
 
 def test_partial_writes_and_regions(make: Factory) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._casting import cast_for_storage
+from .._casting import cast_for_storage, unmasked
 from ..errors import UnsafeCastError
 
 __all__ = [
@@ -344,7 +344,7 @@ def attribute_to_python(value: tuple[Any, ...]) -> Any:
 def as_array(info: DTypeInfo, data: Any, where: str) -> np.ndarray:
     """``data`` as an array of the element type, under the package's cast rule."""
     if info.vlen:
-        arr = np.asarray(data, dtype=object)
+        arr = np.asarray(unmasked(data, where), dtype=object)
         want = str if info.tag == "String" else bytes
         for x in arr.ravel().tolist():
             if not isinstance(x, want):
