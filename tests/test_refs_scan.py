@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -109,9 +111,13 @@ def test_scan_metadata(tmp_path: Path) -> None:
     assert tas.filters == [{"id": "shuffle", "elementsize": 2}, {"id": "zlib", "level": 4}]
     assert tas.fill_value == -999
     assert tas.dims == ("time", "y", "x")
-    assert tas.attrs == {"scale_factor": 0.01, "add_offset": 273.15, "units": "K"}
+    # _FillValue stays an attribute too (as Zarr v3 readers decode it): they mask by it alone
+    assert tas.attrs == {"scale_factor": 0.01, "add_offset": 273.15, "units": "K",
+                         "_FillValue": -999}
     assert tas.group == ""
     assert r["nanfill"].fill_value == "NaN"
+    nan_attr = r["nanfill"].attrs["_FillValue"]
+    assert np.isnan(struct.unpack("<d", base64.standard_b64decode(nan_attr))[0])
     assert r["nofill"].fill_value == pytest.approx(9.96921e36, rel=1e-6)
     assert r["big"].dtype == ">f8"
     assert r["fl"].filters == [

@@ -7,6 +7,8 @@ out of the attributes a reader sees.
 
 from __future__ import annotations
 
+import base64
+import struct
 import warnings
 from typing import Any
 
@@ -43,6 +45,27 @@ _DIMENSION_ONLY = b"This is a netCDF dimension but not a netCDF variable"
 _NEEDED_RAW = ("CLASS", "NAME", "DIMENSION_LIST", "_FillValue")
 _NOT_READ = frozenset(k.encode() for k in HIDDEN_ATTRIBUTES.difference(_NEEDED_RAW))
 _DEFERRED = object()  # an attribute left for its user to read
+
+
+def cf_fill_attribute(value: Any, dtype: np.dtype[Any]) -> Any:
+    """A ``_FillValue`` as the attribute Zarr v3 readers decode it (xarray's convention,
+    which VirtualiZarr and Icechunk readers follow): a float as the base64 text of its
+    little-endian float64 bytes (so NaN and infinities survive JSON), a complex as two such
+    texts, an integer or a boolean as a JSON number or boolean.
+
+    In Zarr v3 an array's ``fill_value`` only says what unwritten chunks hold; readers mask
+    missing values by this attribute alone. Zarr v2 readers (xarray through fsspec) mask by
+    the array's ``fill_value`` and take it over this attribute.
+    """
+    v = np.asarray(value, dtype=dtype).reshape(())[()]
+    if dtype.kind == "f":
+        return base64.standard_b64encode(struct.pack("<d", float(v))).decode()
+    if dtype.kind == "c":
+        return [base64.standard_b64encode(struct.pack("<d", float(part))).decode()
+                for part in (v.real, v.imag)]
+    if dtype.kind == "b":
+        return bool(v)
+    return int(v)
 
 
 def attr_to_json(value: Any) -> Any:

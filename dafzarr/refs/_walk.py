@@ -19,7 +19,13 @@ import numpy.typing as npt
 
 from .. import _h5chunks
 from ..errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
-from ._attrs import decode_name, dimension_scales, is_dimension_only, read_attrs
+from ._attrs import (
+    cf_fill_attribute,
+    decode_name,
+    dimension_scales,
+    is_dimension_only,
+    read_attrs,
+)
 from ._dtypes import complex_layout_problem, fillvalue, numpy_dtype
 from ._filters import codec, filter_label
 from ._model import (
@@ -368,7 +374,10 @@ def _scan_dataset(
                 "return"
             )
         fill_value = encode_fill(declared[0], dtype)
-    attrs.pop("_FillValue", None)  # carried by the zarr fill_value
+        # Also an attribute: Zarr v3 readers (VirtualiZarr into Icechunk) mask by it alone.
+        attrs["_FillValue"] = cf_fill_attribute(declared[0], dtype)
+    else:
+        attrs.pop("_FillValue", None)
 
     grid = chunk_grid(shape, chunks)
     n = math.prod(grid)
