@@ -131,6 +131,9 @@ def chunk_index(dsid, tuple chunks, tuple grid, int64_t[::1] offsets not None,
         raise TypeError(f"expected an h5py.h5d.DatasetID, got {type(dsid).__name__}")
     if len(chunks) != len(grid) or not 0 < len(grid) <= _MAX_RANK:
         raise ValueError(f"chunks {chunks} and grid {grid} must have the same rank in 1..32")
+    if len(grid) != dsid.rank:  # the walk reads one chunk offset per dimension of the data
+        raise ValueError(f"chunk grid {grid} has rank {len(grid)}; the dataset has rank "
+                         f"{dsid.rank}")
     v.ndim = len(grid)
     for k in range(v.ndim - 1, -1, -1):
         v.chunk[k] = chunks[k]
@@ -530,6 +533,37 @@ def numeric_info(dsid):
             buf = arr.view(np.uint8).view("b")
             _Pget_fill_value(pid, tid, &buf[0])
             return dtype, arr[0]
+        except Exception:
+            return None
+        finally:
+            if pid >= 0:
+                _Pclose(pid)
+            if tid >= 0:
+                _Tclose(tid)
+
+
+def stored_fill_bytes(dsid):
+    """The bytes of a dataset's fill value in its own stored type (no conversion: HDF5
+    reads it with the file's type as the memory type), or None on an HDF5 error.
+
+    For types whose stored bytes are numpy's (see :func:`storage_problem`), such as an
+    array type whose elements h5py cannot convert (``Dataset.fillvalue`` fails on them).
+    """
+    cdef hid_t loc, tid = -1, pid = -1
+    cdef size_t size
+    cdef char[::1] buf
+    with _phil:
+        loc = dsid.id
+        try:
+            tid = _Dget_type(loc)
+            size = _Tget_size(tid)
+            if size == 0 or size > (1 << 20):
+                return None
+            out = np.zeros(size, dtype=np.uint8)
+            buf = out.view("b")
+            pid = _Dget_create_plist(loc)
+            _Pget_fill_value(pid, tid, &buf[0])
+            return out.tobytes()
         except Exception:
             return None
         finally:

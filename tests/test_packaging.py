@@ -43,7 +43,7 @@ needs_tree = pytest.mark.skipif(
 )
 
 # PyPI name -> conda-forge name, where they differ.
-CONDA_NAMES = {"isal": "python-isal", "build": "python-build"}
+CONDA_NAMES = {"isal": "python-isal", "build": "python-build", "tables": "pytables"}
 
 # The build the recipe is rendered for by default: linux-64 with the running Python.
 HOST = "linux-64"

@@ -11,13 +11,30 @@ from typing import Any
 import h5py
 import numpy as np
 
+from .. import _h5chunks
 from ..errors import UnsupportedHDF5Error
 
-__all__ = ["complex_layout_problem", "fillvalue", "numpy_dtype"]
+__all__ = ["complex_layout_problem", "element_shape", "fillvalue", "numpy_dtype"]
+
+
+def element_shape(ds: Any) -> tuple[int, ...]:
+    """The shape of each element of an HDF5 array type (``('<i8', (3, 5))``, as PyTables,
+    HDF5's own examples and R's rhdf5 write), else ``()``.
+
+    Such an element is a C-ordered block of its base type, so a chunk of the dataset holds
+    exactly the bytes of the same chunk with the element's dimensions added last: the
+    scanner references it as an array of the base type with those trailing dimensions.
+    """
+    try:
+        sub = ds.dtype.subdtype
+    except (KeyError, TypeError, ValueError):
+        return ()
+    return () if sub is None else tuple(int(n) for n in sub[1])
 
 
 def numpy_dtype(ds: Any, where: str, problem: str | None) -> tuple[np.dtype[Any], bool]:
-    """The numpy dtype (the one h5py reads into) and whether the data are vlen strings.
+    """The numpy dtype (the one h5py reads into; for an HDF5 array type, of its elements'
+    base type, see :func:`element_shape`) and whether the data are vlen strings.
 
     ``problem`` is :func:`_h5chunks.storage_problem`'s finding, named when h5py has no
     dtype for the type at all.
@@ -28,6 +45,14 @@ def numpy_dtype(ds: Any, where: str, problem: str | None) -> tuple[np.dtype[Any]
         raise UnsupportedHDF5Error(
             f"{where}: data type without a numpy equivalent ({problem or exc})"
         ) from exc
+    if dt.subdtype is not None:
+        base = dt.subdtype[0]
+        if base.subdtype is not None or base.metadata is not None or base.kind not in "iufcb":
+            raise UnsupportedHDF5Error(
+                f"{where}: HDF5 array type {dt} of {base} is not supported (only arrays of "
+                "numbers and booleans map onto trailing dimensions)"
+            )
+        dt = base
     if dt.metadata is None and (dt.kind in "iu" or (dt.kind == "f" and dt.itemsize <= 8)):
         return np.dtype(dt.str), False
     info = h5py.check_string_dtype(dt)
@@ -43,8 +68,6 @@ def numpy_dtype(ds: Any, where: str, problem: str | None) -> tuple[np.dtype[Any]
         raise UnsupportedHDF5Error(
             f"{where}: opaque HDF5 type (h5py's encoding of numpy {dt}) is not supported"
         )
-    if dt.subdtype is not None:
-        raise UnsupportedHDF5Error(f"{where}: HDF5 array type {dt} is not supported")
     if dt.kind in "OV" or dt.hasobject:
         raise UnsupportedHDF5Error(f"{where}: data type {dt} (opaque) is not supported")
     if dt.kind in "fc" and dt.itemsize > (8 if dt.kind == "f" else 16):
@@ -75,8 +98,18 @@ def complex_layout_problem(tid: Any, dt: np.dtype[Any]) -> str | None:
     )
 
 
-def fillvalue(dsid: Any, dcpl: Any) -> Any:
-    """The HDF5 fill value as h5py's ``Dataset.fillvalue`` gives it."""
+def fillvalue(dsid: Any, dcpl: Any, where: str = "") -> Any:
+    """The HDF5 fill value as h5py's ``Dataset.fillvalue`` gives it; for an array type, the
+    element's values as an array of its base type (read in the stored type, which h5py
+    cannot convert)."""
+    sub = dsid.dtype.subdtype
+    if sub is not None:
+        raw = _h5chunks.stored_fill_bytes(dsid)
+        if raw is None:
+            raise UnsupportedHDF5Error(
+                f"{where}: HDF5 cannot read the fill value of its array type {dsid.dtype}"
+            )
+        return np.frombuffer(raw, dtype=sub[0]).reshape(sub[1])
     arr = np.zeros((1,), dtype=dsid.dtype)
     dcpl.get_fill_value(arr)
     return arr[0]

@@ -26,7 +26,7 @@ from ._attrs import (
     is_dimension_only,
     read_attrs,
 )
-from ._dtypes import complex_layout_problem, fillvalue, numpy_dtype
+from ._dtypes import complex_layout_problem, element_shape, fillvalue, numpy_dtype
 from ._filters import codec, filter_label
 from ._model import (
     OnUnsupported,
@@ -173,10 +173,12 @@ def _scan_file(
     dim_len: dict[str, int] = {}
     dimension_only: set[str] = set()
     empty: set[str] = set()  # null dataspaces (h5py.Empty): no value at all
+    elements: dict[str, tuple[int, ...]] = {}  # HDF5 array types: trailing dimensions
     for name, dsid in datasets.items():
         if dsid.shape is None:
             empty.add(name)
         shapes[name] = ds_shape = tuple(int(n) for n in dsid.shape or ())
+        elements[name] = element_shape(dsid)
         attrs[name] = read_attrs(dsid, f"{p}: variable {name!r}")
         raw = attrs[name][1]
         if is_dimension_only(raw):
@@ -197,6 +199,14 @@ def _scan_file(
                 phony.setdefault(n, f"/phony_dim_{len(phony)}")
                 dim_len[phony[n]] = n
             scales[name] = [phony[n] for n in shapes[name]]
+    for name, element in elements.items():  # an array type's dimensions come last, unnamed
+        own_scales = scales[name]
+        if element and own_scales is not None:
+            for n in element:
+                phony.setdefault(n, f"/phony_dim_{len(phony)}")
+                dim_len[phony[n]] = n
+            scales[name] = own_scales + [phony[n] for n in element]
+            shapes[name] = shapes[name] + element
 
     out: dict[str, Variable] = {}
     numeric: dict[str, tuple[np.dtype[Any], Any] | None] = {}
@@ -214,7 +224,8 @@ def _scan_file(
                 )
             numeric[name] = _h5chunks.numeric_info(ds)
             out[name] = _scan_dataset(
-                ds, name, shapes[name], numeric[name], sc, dim_len, attrs[name], user_block, where
+                ds, name, shapes[name], numeric[name], sc, dim_len, attrs[name], user_block,
+                where, elements[name],
             )
         except UnsupportedHDF5Error as exc:
             if on_unsupported == "raise":
@@ -278,6 +289,19 @@ def _vlen_utf8(ds: Any, shape: tuple[int, ...], own_shape: tuple[int, ...], wher
     return bytes(VLenUTF8().encode(full))
 
 
+def _one_fill(fill: Any, dtype: np.dtype[Any], where: str) -> Any:
+    """The fill value of an array type's elements as one value of its base type: the same
+    in every member, or the variable is refused (zarr has one fill value per array)."""
+    values = np.asarray(fill, dtype=dtype).ravel()
+    if values.size and not np.array_equal(values, np.full_like(values, values[0]),
+                                          equal_nan=True):
+        raise UnsupportedHDF5Error(
+            f"{where}: its HDF5 fill value differs between the members of an element "
+            f"({values.tolist()[:8]}); a zarr array has one fill value"
+        )
+    return values[0] if values.size else None
+
+
 def _check_memory(nbytes: int, what: str, file_size: int, where: str) -> None:
     """Refuse a variable whose description would take ``nbytes`` of memory, more than the
     file's size can justify (see ``_MEMORY_RATIO``)."""
@@ -313,7 +337,10 @@ def _scan_dataset(
     ds_attrs: tuple[dict[str, Any], dict[str, Any]],
     user_block: int,
     where: str,
+    element: tuple[int, ...] = (),
 ) -> Variable:
+    """The variable of one dataset; ``element``: the shape of each element of an HDF5 array
+    type, which becomes the trailing dimensions (``own_shape`` and ``scales`` include them)."""
     dcpl = ds.get_create_plist()
     layout_code = dcpl.get_layout()
     if layout_code == h5py.h5d.VIRTUAL:
@@ -336,12 +363,14 @@ def _scan_dataset(
             "references to them would decode to wrong values"
         )
     pipeline = [dcpl.get_filter(i) for i in range(dcpl.get_nfilters())]
-    filters = [codec(int(c), tuple(cd), dtype.itemsize, where) for c, _, cd, _ in pipeline]
+    # HDF5 filters (shuffle) work on the stored type's size: a whole array-type element.
+    type_size = dtype.itemsize * math.prod(element)
+    filters = [codec(int(c), tuple(cd), type_size, where) for c, _, cd, _ in pipeline]
 
     shape = tuple(dim_len[k] for k in scales)
     dims = tuple(k.rsplit("/", 1)[-1] for k in scales)
     if layout_code == h5py.h5d.CHUNKED:
-        chunks = tuple(int(c) for c in dcpl.get_chunk())
+        chunks = tuple(int(c) for c in dcpl.get_chunk()) + element
     else:
         chunks = tuple(max(1, s) for s in shape)
 
@@ -358,7 +387,9 @@ def _scan_dataset(
     if vlen or undefined:
         fill_raw = None
     else:
-        fill_raw = numeric[1] if numeric is not None else fillvalue(ds, dcpl)
+        fill_raw = numeric[1] if numeric is not None else fillvalue(ds, dcpl, where)
+    if element and fill_raw is not None:
+        fill_raw = _one_fill(fill_raw, dtype, where)
     # vlen strings: no fill (xarray would mask a "" fill, turning empty strings into NaN)
     fill_value = None if vlen or no_fill else encode_fill(fill_raw, dtype)
     attrs = dict(ds_attrs[0])
@@ -416,7 +447,8 @@ def _scan_dataset(
             offset[0] = int(addr)
             size[0] = nbytes
     else:
-        _h5chunks.chunk_index(ds, chunks, grid, offset, size, mask)
+        rank = len(grid) - len(element)  # an array type's dimensions are whole in a chunk
+        _h5chunks.chunk_index(ds, chunks[:rank], grid[:rank], offset, size, mask)
         if user_block:
             offset[offset >= 0] += user_block
         bad = np.flatnonzero(mask)
