@@ -512,6 +512,19 @@ def scale_names(dsid, fid):
 
 
 # --- Datasets of plain numbers -------------------------------------------------------------
+cdef bytes _fill_bytes(hid_t loc, hid_t tid, size_t size):
+    """The dataset's fill value read with ``tid`` (``size`` bytes) as the memory type."""
+    cdef hid_t pid = _Dget_create_plist(loc)
+    cdef char[::1] buf
+    out = np.zeros(size, dtype=np.uint8)
+    buf = out.view("b")
+    try:
+        _Pget_fill_value(pid, tid, &buf[0])
+    finally:
+        _Pclose(pid)
+    return out.tobytes()
+
+
 def numeric_info(dsid):
     """``(dtype, fill value)`` of a dataset of a standard integer or IEEE float type.
 
@@ -519,8 +532,7 @@ def numeric_info(dsid):
     h5py's ``Dataset.fillvalue`` returns (a numpy scalar of that dtype). None for any other
     type or on an HDF5 error: ask h5py then.
     """
-    cdef hid_t loc, tid = -1, pid = -1
-    cdef char[::1] buf
+    cdef hid_t loc, tid = -1
     with _phil:
         loc = dsid.id
         try:
@@ -528,16 +540,10 @@ def numeric_info(dsid):
             dtype = _numeric_dtype(tid)
             if dtype is None:
                 return None
-            pid = _Dget_create_plist(loc)
-            arr = np.zeros((1,), dtype=dtype)
-            buf = arr.view(np.uint8).view("b")
-            _Pget_fill_value(pid, tid, &buf[0])
-            return dtype, arr[0]
+            return dtype, np.frombuffer(_fill_bytes(loc, tid, dtype.itemsize), dtype)[0]
         except Exception:
             return None
         finally:
-            if pid >= 0:
-                _Pclose(pid)
             if tid >= 0:
                 _Tclose(tid)
 
@@ -549,26 +555,17 @@ def stored_fill_bytes(dsid):
     For types whose stored bytes are numpy's (see :func:`storage_problem`), such as an
     array type whose elements h5py cannot convert (``Dataset.fillvalue`` fails on them).
     """
-    cdef hid_t loc, tid = -1, pid = -1
+    cdef hid_t loc, tid = -1
     cdef size_t size
-    cdef char[::1] buf
     with _phil:
         loc = dsid.id
         try:
             tid = _Dget_type(loc)
             size = _Tget_size(tid)
-            if size == 0 or size > (1 << 20):
-                return None
-            out = np.zeros(size, dtype=np.uint8)
-            buf = out.view("b")
-            pid = _Dget_create_plist(loc)
-            _Pget_fill_value(pid, tid, &buf[0])
-            return out.tobytes()
+            return _fill_bytes(loc, tid, size) if 0 < size <= (1 << 20) else None
         except Exception:
             return None
         finally:
-            if pid >= 0:
-                _Pclose(pid)
             if tid >= 0:
                 _Tclose(tid)
 
