@@ -9,6 +9,8 @@ xarray, NaN for NaN.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -102,3 +104,34 @@ def test_land_mask_reads_missing_through_fsspec_and_through_icechunk(tmp_path: P
         session = _published(store, tmp_path / "repo", files)
         v3 = xr.open_zarr(session.store, consolidated=False, zarr_format=3).load()
     _same(v3, want)
+
+
+def test_a_daily_series_composes_every_variable_for_virtualizarr(tmp_path: Path) -> None:
+    """Three daily files, one time step each in HDF5 chunks of 512 along ``time``: the
+    composed ``time`` (and the other coordinates) cannot be referenced in the files, so a
+    references-only store holds their values as real bytes in its ``values.bin`` and
+    references them there; every variable is composed, nothing is inlined, and both
+    readers get the source series."""
+    files = tmp_path / "files"
+    files.mkdir()
+    days = [str(_oisst_like(files / f"day{d}.nc", d)) for d in range(3)]
+    store = tmp_path / "series.parq"
+    vds = refs.virtualize(days, str(store), inline_threshold=0, progress=False)
+    assert sorted(vds.arrays) == ["anom", "err", "lat", "lon", "sst", "time"]
+    assert (store / "values.bin").is_file()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = xr.open_mfdataset(days, combine="by_coords").load()
+        v2 = xr.open_dataset(f"reference::{store}", engine="zarr", consolidated=False,
+                             backend_kwargs={"storage_options": {"remote_protocol": "file"}},
+                             zarr_format=2).load()
+        session = _published(store, tmp_path / "repo", tmp_path)
+        v3 = xr.open_zarr(session.store, consolidated=False, zarr_format=3).load()
+    for got in (v2, v3):
+        np.testing.assert_array_equal(got["time"].values, want["time"].values)
+        for name in ("sst", "anom", "err"):
+            np.testing.assert_array_equal(got[name].values, want[name].values, err_msg=name)
+    # the command-line check compares every referenced chunk but those of values.bin
+    check = subprocess.run([sys.executable, "-m", "dafzarr", "refs", "check", str(store)],
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr

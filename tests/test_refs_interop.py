@@ -406,17 +406,24 @@ def _h5py_read(path: str, name: str) -> np.ndarray:
 
 
 def test_a_composed_dataset_is_written_as_composed_or_refused(tmp_path: Path) -> None:
-    """``virtualize`` inlines coordinates on request: asking ``write_parquet`` for references
-    only (or for inlining a composed dataset's small chunks) is an error, not a store that
-    VirtualiZarr 2.5.1 then refuses; without inlined arrays, ``0`` writes it as composed."""
+    """``virtualize`` composes coordinates on request: asking ``write_parquet`` for
+    references only writes their values into the store's ``values.bin`` and references them
+    there (what VirtualiZarr 2.5.1 reads); a JSON file has no such file, and inlining a
+    composed dataset's small chunks is for ``virtualize``: both are errors."""
     files = days(tmp_path)
     vds = refs.virtualize(files, None, progress=False)
-    with pytest.raises(InvalidArgumentError, match=r"references only.*'time'"):
-        refs.write_parquet(vds, tmp_path / "store", inline_threshold=0)
+    with pytest.raises(InvalidArgumentError, match=r"references only.*'time'.*values\.bin"):
+        refs.to_kerchunk_json(vds, inline_threshold=0)
     with pytest.raises(InvalidArgumentError, match="applies to a scanned file"):
         refs.to_kerchunk_json(vds, inline_threshold=10)
-    assert not (tmp_path / "store").exists()
+    assert vds.arrays["time"].raw  # the written store references them; vds keeps them
+    store = refs.write_parquet(vds, tmp_path / "refs-only", inline_threshold=0)
+    assert vds.arrays["time"].raw and (store / "values.bin").is_file()
+    got = _open_virtual(store, decode_times=False)  # loads time through its references
+    want = np.concatenate([_h5py_read(str(f), "time") for f in files])
+    np.testing.assert_array_equal(got["time"].values, want)
     refs.write_parquet(vds, tmp_path / "store", inline_threshold=None)
+    assert not (tmp_path / "store" / "values.bin").exists()
     # one file: its time coordinate (chunks of 512) can be referenced
     referenced = refs.virtualize(files[:1], None, progress=False, inline_coords=False)
     store = refs.write_parquet(referenced, tmp_path / "referenced", inline_threshold=0)
@@ -501,9 +508,15 @@ def _composed_refs(vds: Any, name: str) -> list[tuple[str, int, int]]:
     return out
 
 
-def test_inline_threshold_0_and_inline_coords_contradict(tmp_path: Path) -> None:
+def test_inline_threshold_0_with_composed_coordinates(tmp_path: Path) -> None:
+    """``inline_coords=True`` with references only: the coordinates' composed values go
+    into ``values.bin``, referenced, and VirtualiZarr reads them as the files hold them."""
     files = days(tmp_path, 2)
-    with pytest.raises(InvalidArgumentError, match="excludes inline_coords=True"):
-        refs.virtualize(files, None, inline_threshold=0, inline_coords=True, progress=False)
+    vds = refs.virtualize(files, tmp_path / "store", inline_threshold=0, inline_coords=True,
+                          progress=False)
+    assert vds.arrays["time"].raw
+    got = _open_virtual(tmp_path / "store", decode_times=False, loadable_variables=["time"])
+    want = np.concatenate([_h5py_read(str(f), "time") for f in files])
+    np.testing.assert_array_equal(got["time"].values, want)
     with pytest.raises(InvalidArgumentError, match="inline_threshold must be None or"):
         refs.virtualize(files, None, inline_threshold=-1, progress=False)

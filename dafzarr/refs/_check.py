@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ._layout import METADATA_FILE, PLACEMENT_FILE, refs_file
+from ._layout import METADATA_FILE, PLACEMENT_FILE, VALUES_FILE, refs_file
 
 __all__ = ["CheckReport", "check_store", "open_reference_group"]
 
@@ -71,7 +71,8 @@ def check_store(
     Each sampled chunk is read through fsspec + zarr and compared bit for bit with the same
     region read by h5py from the referenced file (at the position the store's placement
     table gives; identity for single-file stores). Sources must be local paths or
-    ``file://`` URLs. Chunks that are missing or inlined have no source to compare with; a
+    ``file://`` URLs. Chunks that are missing, inlined or in the store's ``values.bin``
+    (composed values) have no source to compare with; a
     store with no other chunks gives a report of 0 checked, which is not :attr:`~CheckReport.ok`.
     """
     import h5py
@@ -94,7 +95,10 @@ def check_store(
         nfiles = max(1, -(-n // record_size))
         tables = [pq.read_table(root / name / refs_file(k)) for k in range(nfiles)]
         path = np.concatenate([t["path"].to_numpy(zero_copy_only=False) for t in tables])
-        present = np.flatnonzero(np.array([p is not None for p in path], dtype=bool))
+        # Composed values in the store's own values file have no source file to compare with.
+        present = np.flatnonzero(np.array(
+            [p is not None and not p.endswith(f"/{VALUES_FILE}") for p in path], dtype=bool
+        ))
         if not present.size:
             continue
         pick = set(rng.choice(present, size=min(sample, present.size), replace=False).tolist())

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ..errors import IncompatibleSourcesError, InvalidArgumentError
+from ..errors import IncompatibleSourcesError
 from ._model import (
     OnUnsupported,
     ScanResult,
@@ -132,9 +132,14 @@ def compose(
     scans: Sequence[ScanResult],
     placement: pa.Table,
     *,
-    inline_coords: bool = True,
+    inline_coords: bool | None = True,
 ) -> VirtualDataset:
-    """Build one :class:`VirtualDataset` from scanned files and a placement table."""
+    """Build one :class:`VirtualDataset` from scanned files and a placement table.
+
+    ``inline_coords``: compose the values of coordinate variables into one chunk (True),
+    reference their chunks in the files (False), or reference them where every file's
+    chunks align with the composed grid and compose them where not (None).
+    """
     rebase_time_coordinates(scans)
     by_url = {s.url: (i, s) for i, s in enumerate(scans)}
     src = placement.column("source").to_pylist()
@@ -159,10 +164,11 @@ def compose(
         ) if v0.shape else ()  # fmt: skip
         _check_overlap(name, pieces, lo)
         if (
-            inline_coords
+            inline_coords is not False
             and len(v0.dims) == 1
             and v0.dims[0] == name.rpartition("/")[2]
             and all(name in s.coords for s, _ in pieces)
+            and (inline_coords or not _referenceable(name, pieces, lo, shape))
         ):
             arrays[name] = _inline_coordinate(name, pieces, lo, shape)
             continue
@@ -179,6 +185,21 @@ def compose(
     # first one placed (the earliest along the concatenation), whatever order files were given
     first = by_url[src[0]][1] if src else scans[0]
     return VirtualDataset(paths=paths, arrays=arrays, groups=used_groups(first, arrays))
+
+
+def _referenceable(
+    name: str, pieces: list[tuple[ScanResult, Variable]], lo: npt.NDArray[np.int64],
+    shape: tuple[int, ...],
+) -> bool:  # fmt: skip
+    """Whether the files' chunks of a variable can be referenced in the composed grid (in
+    one time unit, at chunk-aligned places)."""
+    if any(name in s.rebased for s, _ in pieces):
+        return False
+    try:
+        _check_alignment(name, pieces, lo, shape)
+    except IncompatibleSourcesError:
+        return False
+    return True
 
 
 def _inline_coordinate(
@@ -293,11 +314,17 @@ def virtualize(
         (variable-length strings, compact datasets). ``0``: references only, a store that
         VirtualiZarr 2.5.1 reads: variables with no chunk to reference are left out (one
         :class:`~dafzarr.errors.VariableLeftOutWarning` each, and the root attribute
-        ``dafzarr_variables_left_out``), and coordinates are referenced, not inlined.
-        ``N > 0``: also inline chunks smaller than ``N`` bytes.
+        ``dafzarr_variables_left_out``), coordinates are referenced in the files where
+        their chunks align with the composed grid, and otherwise composed and written as
+        real bytes into the store's ``values.bin``, referenced there (a daily series'
+        ``time``, one element per file in HDF5 chunks of 512, cannot be referenced in its
+        files). ``N > 0``: also inline chunks smaller than ``N`` bytes.
     inline_coords
-        Inline the values of coordinate variables (1-D, named after their dimension).
-        Default: yes, unless ``inline_threshold=0``.
+        Compose the values of coordinate variables (1-D, named after their dimension) from
+        every file into one chunk (inlined, or with ``inline_threshold=0`` in
+        ``values.bin``): ``True``; reference each file's chunks, which needs every file's
+        length along the dimension to be a multiple of its chunk: ``False``. Default: ``True``,
+        and with ``inline_threshold=0`` each coordinate as it can be referenced.
     workers
         ``None``/1: one file at a time; N: N files at once (N helper processes); a
         ``dask.distributed.Client``: scan on its cluster.
@@ -318,13 +345,8 @@ def virtualize(
         aligned to chunks; sources overlap.
     """
     check_inline_threshold(inline_threshold)
-    if inline_coords is None:
-        inline_coords = inline_threshold != 0
-    elif inline_coords and inline_threshold == 0:
-        raise InvalidArgumentError(
-            "inline_threshold=0 writes references only, which excludes inline_coords=True; "
-            "leave inline_coords unset (or pass inline_threshold=None to inline coordinates)"
-        )
+    if inline_coords is None and inline_threshold != 0:
+        inline_coords = True
     table = sources_table(sources)
     scans = scan_many(
         table, workers=workers, progress=progress, on_unsupported=on_unsupported,
@@ -348,5 +370,6 @@ def virtualize(
         vds.groups[""] = {**vds.groups.get("", {}), LEFT_OUT_ATTRIBUTE: left_out}
     inline_small_chunks(vds, [s.path for s in scans], inline_threshold or 0)
     if out_path is not None:
-        write_parquet(vds, out_path, record_size=record_size, overwrite=overwrite)
+        write_parquet(vds, out_path, record_size=record_size, overwrite=overwrite,
+                      inline_threshold=0 if inline_threshold == 0 else None)
     return vds

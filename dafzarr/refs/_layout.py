@@ -5,12 +5,15 @@ Kept free of heavy imports: the command line reads these names without loading h
 
 from __future__ import annotations
 
-__all__ = ["METADATA_FILE", "PLACEMENT_FILE", "refs_file"]
+__all__ = ["METADATA_FILE", "PLACEMENT_FILE", "VALUES_FILE", "refs_file"]
 
 # Consolidated zarr v2 metadata plus the store's ``record_size``.
 METADATA_FILE = ".zmetadata"
 # Where a composed store keeps its placement table (readers ignore files not in .zmetadata).
 PLACEMENT_FILE = ".placement.parquet"
+# Composed values (coordinates concatenated from many files) that a references-only store
+# references here, as real bytes, instead of inlining them.
+VALUES_FILE = "values.bin"
 
 
 def refs_file(record: int) -> str:

@@ -257,6 +257,10 @@ class ReferenceWriter:
         """An extra Parquet file in the store (not referenced by the zarr metadata)."""
         pq.write_table(table, self._tmp / name)
 
+    def add_bytes(self, name: str, data: bytes) -> None:
+        """An extra file of raw bytes in the store (references may point into it)."""
+        (self._tmp / name).write_bytes(data)
+
     def close(self) -> Path:
         """Finish the last array, write ``.zmetadata`` and rename the store into place."""
         if self.closed:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._atomic import atomic_file
 from ..errors import InvalidArgumentError, VariableLeftOutWarning
-from ._layout import PLACEMENT_FILE
+from ._layout import PLACEMENT_FILE, VALUES_FILE
 from ._model import (
     ScanResult,
     Variable,
@@ -42,6 +42,7 @@ __all__ = [
     "one_group",
     "references_only",
     "to_kerchunk_json",
+    "values_into_file",
     "write_parquet",
 ]
 
@@ -176,8 +177,9 @@ def inline_small_chunks(vds: VirtualDataset, access: list[str], threshold: int) 
                         a.path_index[i] = -1
 
 
-def _check_composed(vds: VirtualDataset, threshold: int | None) -> None:
-    """Refuse a threshold that a composed dataset, written as composed, would not honour."""
+def _check_composed(vds: VirtualDataset, threshold: int | None, values_file: bool) -> None:
+    """Refuse a threshold that a composed dataset, written as composed, would not honour
+    (``values_file``: the writer references inlined values in a file of the store)."""
     if threshold is None:
         return
     if threshold > 0:
@@ -186,16 +188,46 @@ def _check_composed(vds: VirtualDataset, threshold: int | None) -> None:
             "written as composed (virtualize(inline_threshold=...) inlines its small chunks)"
         )
     inlined = [name for name, a in vds.arrays.items() if a.raw]
-    if inlined:
+    if inlined and not values_file:
         raise InvalidArgumentError(
             f"inline_threshold=0 asks for references only, but the composed dataset inlines "
-            f"{', '.join(map(repr, inlined))} (coordinates: virtualize(inline_coords=False) "
-            "references them); pass inline_threshold=None to write it as composed"
+            f"{', '.join(map(repr, inlined))}, and a JSON reference file has no file of its "
+            "own for them: write_parquet references them in the store's "
+            f"{VALUES_FILE}, or pass inline_threshold=None to write it as composed"
         )
 
 
+def values_into_file(vds: VirtualDataset, store: str | os.PathLike[str]) -> tuple[VirtualDataset, bytes]:
+    """``vds`` with every inlined chunk moved into the store's :data:`VALUES_FILE` and
+    referenced there (path, offset and length, as any chunk of a source file), and the
+    bytes of that file (empty: nothing was inlined, ``vds`` itself comes back).
+
+    For readers that take references only (VirtualiZarr): composed coordinates, whose
+    values come from many files, become real bytes next to the references. ``vds`` is not
+    changed.
+    """
+    url = Path(os.path.abspath(store), VALUES_FILE).as_uri()
+    k = len(vds.paths)
+    blob = bytearray()
+    arrays: dict[str, VirtualArray] = {}
+    for name, a in vds.arrays.items():
+        if not a.raw:
+            arrays[name] = a
+            continue
+        path_index, offset, size = a.path_index.copy(), a.offset.copy(), a.size.copy()
+        for i, b in sorted(a.raw.items()):
+            path_index[i], offset[i], size[i] = k, len(blob), len(b)
+            blob += b
+        arrays[name] = dataclasses.replace(a, path_index=path_index, offset=offset, size=size,
+                                           raw={})
+    if not blob:
+        return vds, b""
+    return dataclasses.replace(vds, paths=[*vds.paths, url], arrays=arrays), bytes(blob)
+
+
 def as_virtual(
-    dataset: ScanResult | VirtualDataset, *, inline_threshold: int | None = None
+    dataset: ScanResult | VirtualDataset, *, inline_threshold: int | None = None,
+    values_file: bool = False,
 ) -> VirtualDataset:
     """A :class:`VirtualDataset` for one scanned file (or ``dataset`` itself, as composed).
 
@@ -203,11 +235,12 @@ def as_virtual(
     none to reference (variable-length strings, compact datasets); ``0`` writes references
     only, leaving those variables out (see :func:`references_only`; VirtualiZarr 2.5.1 reads
     no inlined chunk); ``N > 0`` also copies the bytes of chunks smaller than ``N`` bytes into
-    the references.
+    the references. A composed dataset that inlines values (coordinates) is refused with
+    ``0`` unless ``values_file`` says the writer references them in a file of its own.
     """
     check_inline_threshold(inline_threshold)
     if isinstance(dataset, VirtualDataset):
-        _check_composed(dataset, inline_threshold)
+        _check_composed(dataset, inline_threshold, values_file)
         return dataset
     left_out: dict[str, str] = {}
     if inline_threshold == 0:
@@ -278,17 +311,25 @@ def write_parquet(
     (otherwise :class:`~dafzarr.errors.OutputExistsError`, a ``FileExistsError``).
     ``inline_threshold`` applies to a scanned file as in :func:`as_virtual` (``0``: references
     only, for VirtualiZarr 2.5.1); a composed :class:`VirtualDataset` is written as composed
-    (``0`` with inlined arrays, or ``N > 0``: :class:`~dafzarr.errors.InvalidArgumentError`).
+    (``N > 0``: :class:`~dafzarr.errors.InvalidArgumentError`), and with ``0`` the values it
+    inlines (coordinates concatenated from many files) are written as real bytes into the
+    store's ``values.bin`` and referenced there (:func:`values_into_file`).
     ``group`` writes only the arrays directly in that group (``""``: the root), as the root
     of a flat store (see :func:`one_group`): VirtualiZarr 2.5.1's parquet parser cannot list
     nested groups, so write one store per group for it.
     """
     check_record_size(record_size)
-    vds = one_group(as_virtual(dataset, inline_threshold=inline_threshold), group)
+    vds = one_group(as_virtual(dataset, inline_threshold=inline_threshold, values_file=True),
+                    group)
+    values = b""
+    if inline_threshold == 0:
+        vds, values = values_into_file(vds, out_path)
     for a in vds.arrays.values():
         _check_array(a)
     with ReferenceWriter(out_path, vds.paths, record_size=record_size, compression=compression,
                          overwrite=overwrite) as w:
+        if values:
+            w.add_bytes(VALUES_FILE, values)
         for g, attrs in vds.groups.items():
             w.add_group(g, attrs)
         for name, a in vds.arrays.items():
