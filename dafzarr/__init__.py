@@ -2,6 +2,8 @@
 
 * :class:`MmapZipStore` - a crash-safe, zero-copy Zarr store over one ZIP file.
 * :func:`open_daf`, :func:`memory_daf`, :class:`ZarrDaf` - the Daf data-axes format on Zarr.
+* :func:`parse_query`, :func:`escape_value`, :func:`unescape_value`,
+  :func:`query_result_dimensions` - Daf queries (``daf.get_np_query("@ cell : age")``).
 * :class:`ArrayFile` - many n-dimensional arrays in one object, with delta sidecars
   (file-compatible with the ``array-format`` container).
 """
@@ -31,6 +33,8 @@ from .errors import (
     ArchiveInUseError,
     ArchiveLockedError,
     CorruptArchiveError,
+    DafQueryError,
+    DafQuerySyntaxError,
     DafzarrError,
     EntryExistsError,
     HttpDeadlineError,
@@ -49,6 +53,7 @@ from .zipstore import MmapZipStore
 if _TYPE_CHECKING:
     from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
     from .daf import ZarrDaf, memory_daf, open_daf
+    from .daf.query import escape_value, parse_query, query_result_dimensions, unescape_value
 
 # Imported on first use: the Daf layer and ArrayFile bring scipy and their own modules, which a
 # process that only opens ZIP stores need not hold (16 MB of memory and 0.3 s of import).
@@ -60,6 +65,10 @@ _LAZY = {
     "ZarrDaf": "daf",
     "memory_daf": "daf",
     "open_daf": "daf",
+    "escape_value": "daf.query",
+    "parse_query": "daf.query",
+    "query_result_dimensions": "daf.query",
+    "unescape_value": "daf.query",
 }
 
 
@@ -91,6 +100,8 @@ __all__ = [
     "ArrayFile",
     "ArrayStats",
     "CorruptArchiveError",
+    "DafQueryError",
+    "DafQuerySyntaxError",
     "DafzarrError",
     "DeltaCache",
     "EntryExistsError",
@@ -109,7 +120,11 @@ __all__ = [
     "UnsupportedEntryError",
     "ZarrDaf",
     "__version__",
+    "escape_value",
     "memory_daf",
     "open_daf",
+    "parse_query",
+    "query_result_dimensions",
     "show_config",
+    "unescape_value",
 ]

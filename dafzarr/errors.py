@@ -26,6 +26,8 @@ __all__ = [
     "DafFormatError",
     "DafMissingError",
     "DafNotFoundError",
+    "DafQueryError",
+    "DafQuerySyntaxError",
     "DafReadOnlyError",
     "DafzarrError",
     "EntryExistsError",
@@ -150,6 +152,21 @@ class _PlainKeyError(KeyError):
 
 class DafMissingError(DafzarrError, _PlainKeyError):
     """A scalar, axis, vector or matrix that was asked for does not exist."""
+
+
+class DafQueryError(DafzarrError, ValueError):
+    """A Daf query cannot be evaluated on a data set (an operation that does not apply, a value
+    of the wrong type, an unknown entry, an empty reduction without a default, ...).
+
+    The message starts with what is wrong, then names the query in its canonical text
+    (``in the query: ...``), the operations concerned and the data set
+    (``for the daf data: ...``). Missing axes and properties raise :class:`DafMissingError`.
+    """
+
+
+class DafQuerySyntaxError(DafQueryError):
+    """A Daf query text does not parse: the message ends with the query (``in: ...``) and a
+    caret line (``at: ...``) under the failing token."""
 
 
 class DafExistsError(DafzarrError, ValueError):

@@ -64,6 +64,9 @@ class DafStorage:
     _cmeta: dict[str, Any] | None
     _ctext: lay.ZmetadataText  # the .zmetadata document, encoded incrementally
     _cstamp: Any
+    #: The change counter: bumped by every write and delete (:meth:`_write`,
+    #: :meth:`_delete_node`), shared with read-only views; query caches key on it.
+    _changes: list[int]
 
     # --- Making the group a Daf data set -----------------------------------------------------
 
@@ -307,6 +310,7 @@ class DafStorage:
     def _write(self, items: list[tuple[str, Any]]) -> None:
         b = self._backend
         with self._lock:
+            self._changes[0] += 1
             with b.transaction():
                 self._drop_stale_metadata()
                 b.put(self._place_one_based(items))
@@ -331,6 +335,7 @@ class DafStorage:
 
     def _delete_node(self, path: str) -> None:
         with self._lock:
+            self._changes[0] += 1
             with self._backend.transaction():
                 self._drop_stale_metadata()
                 self._backend.delete_tree(path)

@@ -7,7 +7,8 @@ make it visible (children before parents), then the consolidated metadata (direc
 
 The class is assembled from one part per concern: :mod:`._storage` (nodes, writes,
 consolidated metadata), :mod:`._scalars`, :mod:`._axes`, :mod:`._vectors`, :mod:`._matrices`,
-:mod:`._fills` (``empty_*``) and :mod:`._describe`; :mod:`._open` finds the backend of a path.
+:mod:`._fills` (``empty_*``), :mod:`._describe` and :mod:`._queries` (Daf queries, evaluated
+by :mod:`.query`); :mod:`._open` finds the backend of a path.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from ._describe import Description
 from ._fills import Fills
 from ._names import _unique_name
 from ._open import open_backend
+from ._queries import Queries
 from ._storage import _MODES, Mode
+from .query._cache import QueryCache
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["ZarrDaf", "memory_daf", "open_daf"]
 
 
-class ZarrDaf(Description, Fills):
+class ZarrDaf(Description, Fills, Queries):
     """A Daf data set stored as a Zarr group (see :func:`open_daf` for the path forms).
 
     Parameters
@@ -87,6 +90,8 @@ class ZarrDaf(Description, Fills):
         self._cstamp = None
         self._lock = threading.RLock()
         self._axis_cache = {}
+        self._changes = [0]
+        self._query_cache = QueryCache()
         self._finalizer = None
         opened = open_backend(path, mode, max_file_size, append_only, http)
         self._backend, self._kind, self._path = opened.backend, opened.kind, opened.path
@@ -177,6 +182,7 @@ class ZarrDaf(Description, Fills):
         view._mode = "r"
         view._finalizer = None
         view._axis_cache = {}
+        view._query_cache = QueryCache()
         view._name = _unique_name(f"{self._name}.read_only")
         return view
 

@@ -1,0 +1,120 @@
+"""The query cache of a data set, and the reads a query makes through the reader API.
+
+:class:`QueryCache` keeps, per data set handle, the results of queries (keyed on the canonical
+text) and per-axis lookup tables: a ``pandas.Index`` of each axis' entries and the integer codes
+of stored string vectors in the axis their values name. Everything is tagged with the data
+set's change counter (bumped by every write and delete of the data set, in its storage layer)
+and dropped when that moves on, or by ``empty_cache()``.
+
+:class:`Reader` is what evaluation sees of the data set: only the public reader API
+(``get_scalar``, ``axis_np_entries``, ``get_np_vector``, ``get_np_matrix`` with relayout,
+``*_set``, ``has_*``), so that other readers (views, chains) can stand in for a ``ZarrDaf``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["QueryCache", "Reader"]
+
+Array = np.ndarray[Any, Any]
+
+
+class QueryCache:
+    """Results and lookup tables of one data set, valid for one value of its change counter."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.results: dict[str, Any] = {}
+        self.tables: dict[Any, Any] = {}
+
+    def sync(self, version: int) -> None:
+        """Drop everything if the data set changed since it was stored."""
+        if version != self.version:
+            self.clear()
+            self.version = version
+
+    def clear(self) -> None:
+        """Drop every result and table."""
+        self.results.clear()
+        self.tables.clear()
+
+
+class Reader:
+    """The data set as evaluation reads it, with the per-axis tables of its cache."""
+
+    def __init__(self, daf: Any, cache: QueryCache) -> None:
+        self.daf = daf
+        self.cache = cache
+        self.name: str = daf.name
+
+    def entries(self, axis: str) -> Array:
+        """The entry names of an axis (raises the reader's missing-axis error)."""
+        return np.asarray(self.daf.axis_np_entries(axis))
+
+    def index(self, axis: str) -> Any:
+        """A ``pandas.Index`` of the axis' entries (hash lookups of many names at once)."""
+        key = ("index", axis)
+        found = self.cache.tables.get(key)
+        if found is None:
+            import pandas as pd
+
+            found = pd.Index(self.entries(axis), dtype=object)
+            self.cache.tables[key] = found
+        return found
+
+    def codes(self, axis: str, values: Array, source: tuple[str, str] | None,
+              positions: Array | None) -> Array:
+        """The positions of ``values`` in ``axis`` (-1 where a value is not an entry).
+
+        When the values are a stored vector (``source``, at ``positions`` or whole), the codes
+        of the whole stored vector are computed once and kept."""
+        if source is None:
+            return np.asarray(self.index(axis).get_indexer(np.asarray(values, dtype=object)))
+        key = ("codes", source, axis)
+        full = self.cache.tables.get(key)
+        if full is None:
+            stored = self.daf.get_np_vector(*source)
+            full = np.asarray(self.index(axis).get_indexer(np.asarray(stored, dtype=object)))
+            self.cache.tables[key] = full
+        return full if positions is None else full[positions]
+
+    def position(self, axis: str, entry: str) -> int:
+        """The position of one entry (-1 if it is not one)."""
+        return int(self.index(axis).get_indexer([entry])[0])
+
+    def vector(self, axis: str, name: str, default: Any) -> Array:
+        """The whole vector ``name`` of ``axis``: ``name`` the entries, ``index`` the 1-based
+        positions, a missing vector the ``default`` (an ``IfMissing``) repeated or the
+        reader's missing-vector error."""
+        if name == "name":
+            return self.entries(axis)
+        if name == "index":
+            return np.arange(1, len(self.entries(axis)) + 1, dtype=np.int64)
+        if default is not None and not self.daf.has_vector(axis, name):
+            return _filled(len(self.entries(axis)), default)
+        return np.asarray(self.daf.get_np_vector(axis, name))
+
+    def matrix(self, rows: str, columns: str, name: str, default: Any) -> Any:
+        """The ``rows x columns`` matrix (relayout allowed), or the ``default`` repeated (a
+        zero default gives an all-zero sparse matrix)."""
+        if default is not None and not self.daf.has_matrix(rows, columns, name):
+            shape = (len(self.entries(rows)), len(self.entries(columns)))
+            if default.dtype is not None and default.value == 0:
+                import scipy.sparse as sp
+
+                return sp.csc_matrix(shape, dtype=default.dtype)
+            return np.full(shape, _filled(1, default)[0], order="F")
+        return self.daf.get_np_matrix(rows, columns, name, relayout=True)
+
+    def has_matrix(self, rows: str, columns: str, name: str) -> bool:
+        """Whether the matrix exists in either layout."""
+        return bool(self.daf.has_matrix(rows, columns, name))
+
+
+def _filled(n: int, default: Any) -> Array:
+    if default.dtype is None:
+        return np.full(n, default.value, dtype=object)
+    return np.full(n, default.value, dtype=default.dtype)

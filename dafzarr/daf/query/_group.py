@@ -1,0 +1,309 @@
+"""The phrases of grouping, counting and matrices: ``/``, ``*``, ``-/``, ``|/``, ``>>``,
+``>|``, ``>-`` on matrices, and matrix values used as entries.
+
+Groups are integer codes: the sorted distinct values of the grouping vector
+(``numpy.unique(..., return_inverse=True)``), or, after ``=@``, the positions of the values in
+the axis (values that are not entries belong to no group). Members are sorted by code once and
+each group's values reduced as one segment. Sparse matrices are never made dense: a column
+reduction runs over the CSC arrays, a row reduction over the CSR arrays, and a row group is a
+slice of the rows sorted by group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._operations import (
+    AsAxis,
+    CountBy,
+    GroupBy,
+    GroupColumnsBy,
+    GroupRowsBy,
+    IfMissing,
+    IfNot,
+    LookupVector,
+)
+from ._registry import EltwiseOperation, ReduceToColumn, ReduceToRow, ReductionOperation
+from ._state import COMPARISONS, Mat, Vec, compare, dtype_error, is_strings, settle
+from ._values import format_value, parse_as, type_name
+
+if TYPE_CHECKING:
+    from ...errors import DafQueryError
+    from ._cache import Reader
+
+__all__ = ["Grouping"]
+
+Array = np.ndarray[Any, Any]
+
+
+class Grouping:
+    """The grouping, counting and matrix phrases of :class:`~._eval.Evaluator`."""
+
+    GROUP_BY: ClassVar[type] = GroupBy
+    COUNT_BY: ClassVar[type] = CountBy
+
+    if TYPE_CHECKING:
+        r: Reader
+        i: int
+        checking: bool
+        fail: Callable[..., DafQueryError]
+        invalid: Callable[[], DafQueryError]
+        missing_entry: Callable[[str, str], DafQueryError]
+        take: Callable[..., Any]
+        is_: Callable[..., bool]
+        peek: Callable[..., Any]
+        if_missing: Callable[[], IfMissing | None]
+        operand_term: Callable[[Vec, str], Vec]
+        scalar_tail: Callable[[Any], tuple[str, Any]]
+        vector_tail: Callable[[Vec], Any]
+        eltwise: Callable[[EltwiseOperation, Any], Any]
+        target_axis: Callable[[Vec], str | None]
+
+    # --- Groups ----------------------------------------------------------------------------
+
+    def _keys(self, names: Array, axis: str | None, positions: Array | None) -> Vec:
+        if axis is None or positions is None:
+            raise self.fail("invalid operation(s)", self.i - 1)
+        return Vec(values=names, names=names, axis=axis, positions=positions, is_axis=True,
+                   whole=len(positions) == len(self.r.entries(axis)))
+
+    def _groups(self, vec: Vec) -> tuple[Array, Array, str | None]:
+        """Codes (-1: in no group), names and axis of the groups of ``vec``'s values."""
+        if vec.as_axis is not None:
+            names = self.r.entries(vec.as_axis)
+            codes = self.r.codes(vec.as_axis, vec.values, None, None)
+            return codes, names, vec.as_axis
+        uniques, codes = np.unique(np.asarray(vec.values), return_inverse=True)
+        names = np.asarray([format_value(u) for u in uniques], dtype=object)
+        return codes.reshape(-1), names, None
+
+    def _grouping(self, names: Array, axis: str | None, positions: Array | None, op: Any
+                  ) -> tuple[Array, Array, Array, str | None]:
+        """Evaluates ``op`` (a group or count operation) for entries ``names``: the member
+        rows (into the given entries), their codes, the group names and axis."""
+        keys = self._keys(names, axis, positions)
+        group = settle(self.operand_term(keys, op.operand), self.fail)
+        assert positions is not None
+        assert group.positions is not None
+        rows = np.searchsorted(positions, group.positions)
+        codes, group_names, group_axis = self._groups(group)
+        return rows, codes, group_names, group_axis
+
+    def _empty_groups(self, out: Array, counts: Array, names: Array, axis: str | None,
+                      default: IfMissing | None) -> Array:
+        empty = counts == 0
+        if not bool(empty.any()):
+            return out
+        if default is None:
+            raise self.fail(f"no IfMissing value specified for the unused entry: "
+                            f"{names[int(np.argmax(empty))]}\nof the axis: {axis}", self.i - 1)
+        value = self._cast(default, out.dtype)
+        out[empty] = value
+        return out
+
+    def _cast(self, default: IfMissing, dtype: np.dtype[Any]) -> Any:
+        if dtype.kind in "OUS":
+            return str(default.value)
+        try:
+            return parse_as(format_value(default.value), dtype)
+        except ValueError:
+            raise self.fail(f"error converting: {type_name(default.dtype)}\nmissing value: "
+                            f"{format_value(default.value)}\nto type: {type_name(dtype)}",
+                            self.i - 1) from None
+
+    def group_vector(self, vec: Vec) -> Vec:
+        """``V / g ... >> R [DEF]``: one value per group."""
+        vec = settle(vec, self.fail)
+        op = self.take()
+        rows, codes, names, axis = self._grouping(vec.names, vec.axis, vec.positions, op)
+        reduction = self.take(ReductionOperation)
+        default = self.if_missing()
+        values = np.asarray(vec.values)[rows]
+        if is_strings(values) and not reduction.STRINGS:
+            raise self.fail(dtype_error("reduction", reduction.NAME), self.i - 1)
+        valid = codes >= 0
+        codes, values = codes[valid], values[valid]
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=len(names))
+        full = counts > 0
+        indptr = np.concatenate([[0], np.cumsum(counts[full])])
+        out = np.empty(len(names), dtype=reduction.result_type(values.dtype))
+        if bool(full.any()):
+            out[full] = reduction.segments(values[order], indptr, counts[full])
+        out = self._empty_groups(out, counts, names, axis, default)
+        return Vec(values=out, names=names, axis=axis,
+                   positions=None if axis is None else np.arange(len(names)),
+                   whole=axis is not None)
+
+    def count(self, vec: Vec) -> Mat:
+        """``V * g``: the number of entries of each pair of values."""
+        vec = settle(vec, self.fail)
+        op = self.take()
+        rows, codes, names, axis = self._grouping(vec.names, vec.axis, vec.positions, op)
+        first = replace(vec, values=np.asarray(vec.values)[rows])
+        first_codes, first_names, first_axis = self._groups(first)
+        valid = (codes >= 0) & (first_codes >= 0)
+        size = len(first_names) * len(names)
+        flat = np.bincount(first_codes[valid] * len(names) + codes[valid], minlength=size)
+        n = len(vec.values)
+        dtype = next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)
+                     if n <= np.iinfo(t).max)
+        values = np.asfortranarray(flat.reshape(len(first_names), len(names)).astype(dtype))
+        return Mat(values=values, row_names=first_names, row_axis=first_axis,
+                   row_positions=None if first_axis is None else np.arange(len(first_names)),
+                   col_names=names, col_axis=axis,
+                   col_positions=None if axis is None else np.arange(len(names)))
+
+    # --- Matrix phrases --------------------------------------------------------------------
+
+    def matrix_tail(self, mat: Mat) -> Any:
+        """A matrix, then element-wise operations, comparisons, reductions and groups."""
+        while True:
+            op = self.peek()
+            if type(op) in COMPARISONS:
+                self.take()
+                mat = replace(mat, values=compare(op, mat.values, "matrix", self.fail),
+                              prop=None)
+            elif isinstance(op, EltwiseOperation):
+                self.take()
+                mat = replace(mat, values=self.eltwise(op, mat.values))
+            elif isinstance(op, ReductionOperation):
+                self.take()
+                return self.scalar_tail(self._reduce_all(mat, op, self.if_missing()))
+            elif type(op) in (ReduceToColumn, ReduceToRow):
+                self.take()
+                return self.vector_tail(self._reduce_side(mat, op, self.if_missing()))
+            elif type(op) in (GroupRowsBy, GroupColumnsBy):
+                mat = self._group_matrix(mat, type(op) is GroupColumnsBy)
+            elif isinstance(op, AsAxis | IfNot | LookupVector):
+                mat = self._matrix_lookup(mat)
+            else:
+                return mat
+
+    def _reduce_all(self, mat: Mat, op: ReductionOperation, default: IfMissing | None) -> Any:
+        values = mat.values
+        n = values.shape[0] * values.shape[1]
+        if n == 0:
+            if default is None:
+                raise self.fail("no IfMissing value specified for reducing an empty matrix",
+                                self.i - 1)
+            return default.value
+        self._check_strings(values, op)
+        data = values.data if sp.issparse(values) else np.asarray(values).reshape(-1)
+        return op.segments(np.asarray(data), np.array([0, len(data)]), np.array([n]))[0]
+
+    def _check_strings(self, values: Any, op: ReductionOperation) -> None:
+        if is_strings(values) and not op.STRINGS:
+            raise self.fail(dtype_error("reduction", op.NAME), self.i - 1)
+
+    def reduce_columns(self, values: Any, op: ReductionOperation) -> Array:
+        """One value per column (no empty input)."""
+        if sp.issparse(values):
+            csc = sp.csc_matrix(values)
+            return op.segments(csc.data, csc.indptr, np.full(csc.shape[1], csc.shape[0]))
+        return op.dense(np.asarray(values).T)
+
+    def _reduce_side(self, mat: Mat, reduce: Any, default: IfMissing | None) -> Vec:
+        op = reduce.reduction
+        rows = type(reduce) is ReduceToColumn
+        values = mat.values.T if rows else mat.values
+        nr, nc = values.shape
+        names, axis, positions = ((mat.row_names, mat.row_axis, mat.row_positions) if rows
+                                  else (mat.col_names, mat.col_axis, mat.col_positions))
+        if nr * nc == 0:
+            if default is None:
+                raise self.fail("no IfMissing value specified for reducing an empty matrix",
+                                self.i - 1)
+            out = np.full(nc, default.value, dtype=default.dtype or object)
+        else:
+            self._check_strings(values, op)
+            out = self.reduce_columns(values, op)
+        return Vec(values=out, names=names, axis=axis, positions=positions,
+                   whole=axis is not None and positions is not None
+                   and len(positions) == len(self.r.entries(axis)))
+
+    def _group_matrix(self, mat: Mat, by_columns: bool) -> Mat:
+        op = self.take()
+        if by_columns:
+            mat = _transposed(mat)
+        rows, codes, names, axis = self._grouping(mat.row_names, mat.row_axis,
+                                                  mat.row_positions, op)
+        reduce = self.take(ReduceToColumn if by_columns else ReduceToRow)
+        if type(reduce) is not (ReduceToColumn if by_columns else ReduceToRow):
+            raise self.fail("invalid operation(s)", self.i - 1)
+        default = self.if_missing()
+        valid = codes >= 0
+        codes, rows = codes[valid], rows[valid]
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=len(names))
+        values = mat.values
+        self._check_strings(values, reduce.reduction)
+        picked = sp.csr_matrix(values)[rows[order]] if sp.issparse(values) else np.asarray(
+            values)[rows[order], :]
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        nc = values.shape[1]
+        dtype = reduce.reduction.result_type(values.dtype)
+        out = np.empty((len(names), nc), dtype=dtype)
+        for k in np.flatnonzero(counts):
+            out[k] = self.reduce_columns(picked[starts[k]:starts[k + 1]], reduce.reduction)
+        if not bool(np.all(counts)):
+            if default is None:
+                raise self.fail(f"no IfMissing value specified for the unused entry: "
+                                f"{names[int(np.argmin(counts))]}\nof the axis: {axis}",
+                                self.i - 1)
+            out[counts == 0] = self._cast(default, out.dtype)
+        result = Mat(values=np.asfortranarray(out), row_names=names, row_axis=axis,
+                     row_positions=None if axis is None else np.arange(len(names)),
+                     col_names=mat.col_names, col_axis=mat.col_axis,
+                     col_positions=mat.col_positions)
+        return _transposed(result) if by_columns else result
+
+    def _matrix_lookup(self, mat: Mat) -> Mat:
+        """``M [=@ [axis]] [?? value] : q [DEF]``: each value replaced by a property of the
+        entry it names."""
+        as_axis = mat.as_axis
+        if self.is_(AsAxis):
+            as_axis = self.take().operand
+        final = None
+        if self.is_(IfNot):
+            final = self.take().operand
+            if final is None:
+                raise self.fail("a final value is required for ?? on a matrix", self.i - 1)
+        lookup = self.take(LookupVector)
+        default = self.if_missing()
+        if lookup.operand is None or not is_strings(mat.values):
+            raise self.fail("invalid operation(s)", self.i - 1)
+        probe = Vec(values=np.zeros(0, dtype=object), names=np.zeros(0), axis=None,
+                    positions=None, prop=mat.prop, as_axis=as_axis)
+        axis = self.target_axis(probe)
+        assert axis is not None
+        flat = np.asarray(mat.values, dtype=object).reshape(-1, order="F")
+        codes = self.r.codes(axis, flat, None, None)
+        empty = (flat == "") if final is not None else np.zeros(len(flat), dtype=bool)
+        bad = (codes < 0) & ~empty
+        if bool(bad.any()) and not self.checking:
+            raise self.missing_entry(str(flat[int(np.argmax(bad))]), axis)
+        full = self.r.vector(axis, lookup.operand, default)
+        out = full[np.where(codes >= 0, codes, 0)] if len(full) else np.zeros(len(flat),
+                                                                              full.dtype)
+        if final is not None and bool(empty.any()):
+            out = out.copy()
+            dtype = None if is_strings(out) else out.dtype
+            try:
+                out[empty] = parse_as(final, dtype)
+            except ValueError:
+                raise self.fail(f"error parsing final value: {final}\nas type: "
+                                f"{type_name(dtype)}", self.i - 1) from None
+        values = out.reshape(mat.values.shape, order="F")
+        return replace(mat, values=values, prop=lookup.operand, as_axis=None)
+
+
+def _transposed(mat: Mat) -> Mat:
+    return Mat(values=mat.values.T, row_names=mat.col_names, row_axis=mat.col_axis,
+               row_positions=mat.col_positions, col_names=mat.row_names, col_axis=mat.row_axis,
+               col_positions=mat.row_positions, prop=mat.prop, as_axis=mat.as_axis)

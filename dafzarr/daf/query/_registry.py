@@ -1,0 +1,229 @@
+"""Element-wise (``%``) and reduction (``>>``, ``>|``, ``>-``) operations, registered by name.
+
+Each operation is a class with typed parameters (:class:`Parameter`); an instance holds the
+parameter values and prints as ``% Log base 2.0 eps 0.0`` (every parameter but ``type``,
+which prints only when given). The built-ins (:mod:`._eltwise`, :mod:`._reductions`) are
+exactly those of DataAxesFormats.jl; users add their own with :func:`register_eltwise` and
+:func:`register_reduction` (a decorator of the class, keyed by its ``NAME``).
+
+Parameter errors are raised as :class:`ParameterError` with the anchor's message lines; the
+parser adds the query and the caret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from ._operations import QueryOperation
+from ._values import FLOAT_TYPES, TYPES, format_value, parse_as
+
+__all__ = [
+    "ELTWISE",
+    "REDUCTIONS",
+    "EltwiseOperation",
+    "Parameter",
+    "ParameterError",
+    "ReduceToColumn",
+    "ReduceToRow",
+    "ReductionOperation",
+    "RegisteredOperation",
+    "register_eltwise",
+    "register_reduction",
+]
+
+
+class ParameterError(ValueError):
+    """A parameter of an operation is unknown, repeated, missing or invalid (``param``: its
+    name, to point at it)."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A parameter: ``kind`` is ``"number_type"`` (any number type or ``auto``),
+    ``"float_type"`` (Float32, Float64 or ``auto``) or ``"float"``; ``check`` returns what the
+    value must be when it is not valid (it sees the other parameters), else ``None``."""
+
+    name: str
+    kind: str
+    default: Any = None
+    required: bool = False
+    check: Callable[[float, dict[str, Any]], str | None] | None = None
+
+
+def positive(x: float, _: dict[str, Any]) -> str | None:
+    """A check: the value must be positive."""
+    return None if x > 0 else "positive"
+
+
+def not_negative(x: float, _: dict[str, Any]) -> str | None:
+    """A check: the value must not be negative."""
+    return None if x >= 0 else "not negative"
+
+
+TYPE = Parameter("type", "number_type")
+FLOAT_TYPE = Parameter("type", "float_type")
+EPS = Parameter("eps", "float", 0.0, check=not_negative)
+
+
+class RegisteredOperation(QueryOperation):
+    """An operation found by name in a registry, with its parameters in ``params``."""
+
+    NAME: ClassVar[str] = ""
+    KIND: ClassVar[str] = ""
+    PARAMETERS: ClassVar[tuple[Parameter, ...]] = ()
+    #: Whether String values are accepted (``Count`` and ``Mode``).
+    STRINGS: ClassVar[bool] = False
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(None)
+        self.given: set[str] = set()
+        self.params: dict[str, Any] = {}
+        spec = {p.name: p for p in self.PARAMETERS}
+        for name in params:
+            if name not in spec:
+                raise ParameterError(f"the parameter: {name}\ndoes not exist for the "
+                                     f"operation: {self.NAME}", name)
+        for p in self.PARAMETERS:
+            if p.name in params and params[p.name] is not None:
+                self.given.add(p.name)
+                self.params[p.name] = self._value(p, params[p.name])
+            elif p.required:
+                raise ParameterError(f"missing required parameter: {p.name}\nfor the eltwise "
+                                     f"operation: {self.NAME}", None)
+            else:
+                self.params[p.name] = p.default
+        for p in self.PARAMETERS:
+            if p.check is not None and p.name in self.given:
+                must = p.check(self.params[p.name], self.params)
+                if must is not None:
+                    raise self._invalid(p, params[p.name], must)
+
+    def _invalid(self, p: Parameter, value: Any, must: str) -> ParameterError:
+        return ParameterError(f'invalid value: "{value}"\nvalue must be: {must}\nfor the '
+                              f"parameter: {p.name}\nfor the operation: {self.NAME}", p.name)
+
+    def _value(self, p: Parameter, value: Any) -> Any:
+        if p.kind == "float":
+            try:
+                return float(parse_as(value, TYPES["Float64"]) if isinstance(value, str)
+                             else value)
+            except (TypeError, ValueError):
+                raise self._invalid(p, value, "a valid Float64") from None
+        text = value if isinstance(value, str) else getattr(value, "__name__", str(value))
+        if text == "auto":
+            return None
+        allowed = FLOAT_TYPES if p.kind == "float_type" else set(TYPES) - {"String", "string"}
+        if text not in allowed:
+            must = "a float type" if p.kind == "float_type" else "a number type"
+            raise self._invalid(p, text, must)
+        return TYPES[text]
+
+    def text(self) -> str:
+        parts = [self.OPERATOR, self.NAME]
+        for p in self.PARAMETERS:
+            if p.kind == "float":
+                if p.name in self.given or not p.required:
+                    parts += [p.name, format_value(float(self.params[p.name]))]
+            elif p.name in self.given:
+                dtype = self.params[p.name]
+                parts += [p.name, "auto" if dtype is None else _type_text(dtype)]
+        return " ".join(parts)
+
+    def out_type(self, dtype: np.dtype[Any], default: Callable[[np.dtype[Any]], np.dtype[Any]]
+                 ) -> np.dtype[Any]:
+        """The ``type`` parameter if given, else ``default(dtype)``."""
+        given = self.params.get("type")
+        return given if given is not None else default(dtype)
+
+
+def _type_text(dtype: np.dtype[Any]) -> str:
+    from ._values import type_name
+
+    return type_name(dtype)
+
+
+class EltwiseOperation(RegisteredOperation):
+    """``% Name params``: applied to each value; see :meth:`apply`."""
+
+    OPERATOR = "%"
+    KIND = "eltwise"
+    #: Whether the operation refuses a scalar (Fraction, Significant).
+    NO_SCALAR: ClassVar[bool] = False
+
+    def apply(self, values: Any) -> Any:
+        """The result for ``values``: a numpy scalar, a 1-D array, a 2-D array (the operation
+        sees whole columns where it matters) or a scipy sparse CSC matrix."""
+        raise NotImplementedError
+
+
+class ReductionOperation(RegisteredOperation):
+    """``>> Name params``: many values to one. :meth:`segments` reduces consecutive runs."""
+
+    OPERATOR = ">>"
+    KIND = "reduction"
+
+    def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
+        """The element type of the result for input of ``dtype``."""
+        raise NotImplementedError
+
+    def dense(self, values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """Each row of the 2-D ``values`` to one value."""
+        raise NotImplementedError
+
+    def segments(self, data: np.ndarray[Any, Any], indptr: np.ndarray[Any, Any],
+                 sizes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """Segment ``i`` is ``data[indptr[i]:indptr[i+1]]`` plus ``sizes[i]`` minus that many
+        implicit zeros; one value per segment. The default loops over the segments."""
+        out = []
+        for i in range(len(sizes)):
+            seg = data[indptr[i]:indptr[i + 1]]
+            zeros = int(sizes[i]) - seg.size
+            if zeros:
+                seg = np.concatenate([seg, np.zeros(zeros, dtype=seg.dtype)])
+            out.append(self.dense(seg.reshape(1, -1))[0])
+        return np.asarray(out, dtype=self.result_type(data.dtype))
+
+
+class ReduceToColumn(QueryOperation):
+    """``>| Name params``: each row of a matrix to one value (a vector over the rows)."""
+
+    OPERATOR = ">|"
+
+    def __init__(self, reduction: ReductionOperation) -> None:
+        super().__init__(None)
+        self.reduction = reduction
+
+    def text(self) -> str:
+        return self.OPERATOR + self.reduction.text()[2:]
+
+
+class ReduceToRow(ReduceToColumn):
+    """``>- Name params``: each column of a matrix to one value (a vector over the columns)."""
+
+    OPERATOR = ">-"
+
+
+ELTWISE: dict[str, type[EltwiseOperation]] = {}
+REDUCTIONS: dict[str, type[ReductionOperation]] = {}
+_E = TypeVar("_E", bound=type[EltwiseOperation])
+_R = TypeVar("_R", bound=type[ReductionOperation])
+
+
+def register_eltwise(cls: _E) -> _E:
+    """Register an element-wise operation class under its ``NAME`` (a class decorator)."""
+    ELTWISE[cls.NAME] = cls
+    return cls
+
+
+def register_reduction(cls: _R) -> _R:
+    """Register a reduction class under its ``NAME`` (a class decorator)."""
+    REDUCTIONS[cls.NAME] = cls
+    return cls

@@ -1,0 +1,191 @@
+"""The states on the evaluation stack, and the value-level steps that do not read data.
+
+A :class:`Vec` is one value per entry: the entry ``names``, the ``axis`` they belong to (if
+any) and their ``positions`` in it, the ``values``, the property that produced them
+(``prop``, and ``source`` when they are a stored vector as stored), the axis named by ``=@``
+(``as_axis``), and the pending final values of ``??`` (``pending``: an object array, ``None``
+where nothing is pending). A :class:`Mat` is a matrix (numpy 2-D or scipy CSC) with the names
+and axes of its rows and columns.
+
+Comparisons of strings work on the distinct values (``pandas.factorize``): each distinct value
+is compared once, and the result spread through the integer codes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _operations as _ops
+from ._operations import QueryOperation
+from ._values import TYPES, parse_as, type_name
+
+__all__ = [
+    "COMPARISONS", "Mat", "Vec", "compare", "dtype_error", "empties", "fail_type", "is_strings",
+    "settle", "truth",
+]
+
+Array = np.ndarray[Any, Any]
+
+#: The comparison operations, each with its numpy comparison (``None``: regular expressions).
+_NUMERIC: dict[type[QueryOperation], Any] = {
+    _ops.IsEqual: np.equal, _ops.IsNotEqual: np.not_equal, _ops.IsLess: np.less,
+    _ops.IsLessEqual: np.less_equal, _ops.IsGreater: np.greater,
+    _ops.IsGreaterEqual: np.greater_equal, _ops.IsMatch: None, _ops.IsNotMatch: None,
+}
+COMPARISONS = tuple(_NUMERIC)
+_TEXT = {_ops.IsEqual: str.__eq__, _ops.IsNotEqual: str.__ne__, _ops.IsLess: str.__lt__,
+         _ops.IsLessEqual: str.__le__, _ops.IsGreater: str.__gt__,
+         _ops.IsGreaterEqual: str.__ge__}
+
+
+@dataclass
+class Vec:
+    """A vector state (see the module docstring)."""
+
+    values: Array
+    names: Array
+    axis: str | None
+    positions: Array | None
+    prop: str | None = None
+    as_axis: str | None = None
+    pending: Array | None = None
+    source: tuple[str, str, Array | None] | None = None
+    #: Whether this is an axis expression (values = the entry names, positions known).
+    is_axis: bool = False
+    #: Whether the entries are the whole axis, in order (lookups return stored arrays).
+    whole: bool = False
+
+    def subset(self, keep: Array) -> Vec:
+        """The entries where the Bool array ``keep`` is true."""
+        return replace(
+            self, values=self.values[keep], names=self.names[keep],
+            positions=None if self.positions is None else self.positions[keep],
+            pending=None if self.pending is None else self.pending[keep], source=None,
+            is_axis=self.is_axis, whole=False,
+        )
+
+
+@dataclass
+class Mat:
+    """A matrix state: ``values`` (numpy 2-D or scipy CSC) and both sides' names and axes."""
+
+    values: Any
+    row_names: Array
+    row_axis: str | None
+    row_positions: Array | None
+    col_names: Array
+    col_axis: str | None
+    col_positions: Array | None
+    prop: str | None = None
+    as_axis: str | None = None
+
+
+def is_strings(values: Any) -> bool:
+    """Whether the values are strings."""
+    return not sp.issparse(values) and np.asarray(values).dtype.kind in "OUS"
+
+
+def empties(values: Array) -> Array:
+    """Where the values are empty: ``""``, ``0`` or ``false``."""
+    if is_strings(values):
+        codes, uniques = _factorize(values)
+        hits = np.asarray([u == "" for u in uniques], dtype=bool)
+        return np.asarray(hits[codes])
+    return np.asarray(np.asarray(values) == 0)
+
+
+def _factorize(values: Array) -> tuple[Array, Array]:
+    import pandas as pd
+
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    return codes, np.asarray(uniques, dtype=object)
+
+
+def settle(vec: Vec, fail: Any) -> Vec:
+    """``vec`` with its pending ``??`` final values put in place, parsed as its element type
+    (``fail(message)`` raises)."""
+    if vec.pending is None:
+        return vec
+    where = np.asarray([p is not None for p in vec.pending], dtype=bool)
+    if not bool(where.any()):
+        return replace(vec, pending=None)
+    values = np.array(vec.values, copy=True)
+    dtype = None if is_strings(values) else values.dtype
+    for i in np.flatnonzero(where):
+        try:
+            values[i] = parse_as(vec.pending[i], dtype)
+        except ValueError:
+            raise fail(f"error parsing final value: {vec.pending[i]}\n"
+                       f"as type: {type_name(dtype)}") from None
+    return replace(vec, values=values, pending=None, source=None)
+
+
+def truth(values: Any) -> Array:
+    """The truthiness of each value: Bool as is, numbers non-zero, strings non-empty."""
+    return ~empties(values)
+
+
+def compare(op: QueryOperation, values: Any, what: str, fail: Any) -> Any:
+    """The Bool result of a comparison ``op`` of ``values`` (``what``: ``vector`` or
+    ``matrix``, for messages; ``fail(message)`` raises)."""
+    operand = op.operand or ""
+    cls = type(op)
+    sparse = sp.issparse(values)
+    if _NUMERIC[cls] is None:
+        if not is_strings(values):
+            raise fail(f"unsupported {what} element type: {_type_of(values)}\n"
+                       f"for the comparison operation: {cls.__name__}")
+        try:
+            pattern = re.compile(operand)
+        except re.error as exc:
+            raise fail(f"invalid regular expression: {operand}\nfor the comparison "
+                       f"operation: {cls.__name__}\n{exc}") from None
+        return _on_uniques(values, lambda u: pattern.search(u) is not None,
+                           cls is _ops.IsNotMatch)
+    if is_strings(values):
+        function = _TEXT[cls]
+        return _on_uniques(values, lambda u: function(str(u), operand), False)
+    dtype = values.dtype
+    if dtype.kind == "b" and operand in ("true", "false"):
+        number = 1.0 if operand == "true" else 0.0
+    else:
+        try:
+            number = float(parse_as(operand, TYPES["Float64"]))
+        except ValueError:
+            raise fail(f"error parsing number comparison value: {operand}\nfor comparison "
+                       f"with a {what} of type: {type_name(dtype)}") from None
+    if sparse:
+        values = values.toarray(order="F")
+    return _NUMERIC[cls](values, number)
+
+
+def _on_uniques(values: Array, test: Any, negate: bool) -> Array:
+    arr = np.asarray(values)
+    order: Literal["C", "F"] = "F" if arr.ndim == 2 and arr.flags.f_contiguous else "C"
+    codes, uniques = _factorize(arr.ravel(order=order))
+    hits = np.asarray([bool(test(u)) for u in uniques], dtype=bool)
+    if negate:
+        hits = ~hits
+    out = hits[codes] if uniques.size else np.zeros(0, dtype=bool)
+    return np.asarray(out.reshape(tuple(arr.shape), order=order))
+
+
+def _type_of(values: Any) -> str:
+    dtype = values.dtype if sp.issparse(values) else np.asarray(values).dtype
+    return type_name(dtype)
+
+
+def fail_type(values: Any) -> str:
+    """The type name of ``values`` for messages."""
+    return _type_of(values)
+
+
+def dtype_error(kind: str, op_name: str) -> str:
+    """The message of an operation refusing strings."""
+    return f"unsupported input type: String\nfor the {kind} operation: {op_name}"
+
