@@ -296,7 +296,7 @@ class Evaluator(Grouping):
                                  None if vec.source is None else vec.source[2])
         active = codes >= 0
         if vec.pending is not None:
-            pending = np.asarray([p is not None for p in vec.pending], dtype=bool)
+            pending = vec.pending >= 0
             if not bool(np.all(active | pending)) and not self.checking:
                 bad = int(np.flatnonzero(~(active | pending))[0])
                 raise self.missing_entry(str(vec.values[bad]), axis)
@@ -374,13 +374,13 @@ class Evaluator(Grouping):
             raise self.fail("invalid operation(s)", self.i - 1)
         empty = empties(vec.values)
         if vec.pending is not None:
-            empty &= np.asarray([p is None for p in vec.pending], dtype=bool)
+            empty &= vec.pending < 0
         if op.operand is None:
             return replace(vec.subset(~empty), whole=False)
-        pending = (np.full(len(vec.values), None, dtype=object) if vec.pending is None
+        pending = (np.full(len(vec.values), -1, dtype=np.int64) if vec.pending is None
                    else vec.pending.copy())
-        pending[empty] = op.operand
-        return replace(vec, pending=pending)
+        pending[empty] = len(vec.finals)
+        return replace(vec, pending=pending, finals=(*vec.finals, op.operand))
 
     def vector_tail(self, vec: Vec) -> Any:
         """A vector, then the vector phrases, reductions, group-by and count-by."""

@@ -29,7 +29,7 @@ from ._operations import (
     LookupVector,
 )
 from ._registry import EltwiseOperation, ReduceToColumn, ReduceToRow, ReductionOperation
-from ._state import COMPARISONS, Mat, Vec, compare, dtype_error, is_strings, settle
+from ._state import COMPARISONS, Mat, Vec, compare, dtype_error, factorize, is_strings, settle
 from ._values import format_value, parse_as, type_name
 
 if TYPE_CHECKING:
@@ -78,9 +78,12 @@ class Grouping:
             names = self.r.entries(vec.as_axis)
             codes = self.r.codes(vec.as_axis, vec.values, None, None)
             return codes, names, vec.as_axis
-        uniques, codes = np.unique(np.asarray(vec.values), return_inverse=True)
-        names = np.asarray([format_value(u) for u in uniques], dtype=object)
-        return codes.reshape(-1), names, None
+        codes, uniques = factorize(np.asarray(vec.values))  # hashing, in order of appearance
+        order = np.argsort(uniques, kind="stable")  # the few distinct values, sorted
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        names = np.asarray([format_value(u) for u in uniques[order]], dtype=object)
+        return rank[codes] if len(codes) else codes, names, None
 
     def _grouping(self, names: Array, axis: str | None, positions: Array | None, op: Any
                   ) -> tuple[Array, Array, Array, str | None]:
@@ -128,13 +131,8 @@ class Grouping:
             raise self.fail(dtype_error("reduction", reduction.NAME), self.i - 1)
         valid = codes >= 0
         codes, values = codes[valid], values[valid]
-        order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes, minlength=len(names))
-        full = counts > 0
-        indptr = np.concatenate([[0], np.cumsum(counts[full])])
-        out = np.empty(len(names), dtype=reduction.result_type(values.dtype))
-        if bool(full.any()):
-            out[full] = reduction.segments(values[order], indptr, counts[full])
+        out = reduction.keyed(values, codes, counts)
         out = self._empty_groups(out, counts, names, axis, default)
         return Vec(values=out, names=names, axis=axis,
                    positions=None if axis is None else np.arange(len(names)),
@@ -202,10 +200,14 @@ class Grouping:
             raise self.fail(dtype_error("reduction", op.NAME), self.i - 1)
 
     def reduce_columns(self, values: Any, op: ReductionOperation) -> Array:
-        """One value per column (no empty input)."""
+        """One value per column (no empty input): the runs of a CSC matrix are its columns,
+        those of a CSR matrix are found by key (no conversion)."""
+        nr, nc = values.shape
+        if sp.issparse(values) and values.format == "csr":
+            return op.keyed(values.data, values.indices, np.full(nc, nr))
         if sp.issparse(values):
             csc = sp.csc_matrix(values)
-            return op.segments(csc.data, csc.indptr, np.full(csc.shape[1], csc.shape[0]))
+            return op.segments(csc.data, csc.indptr, np.full(nc, nr))
         return op.dense(np.asarray(values).T)
 
     def _reduce_side(self, mat: Mat, reduce: Any, default: IfMissing | None) -> Vec:
@@ -239,18 +241,19 @@ class Grouping:
         default = self.if_missing()
         valid = codes >= 0
         codes, rows = codes[valid], rows[valid]
-        order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes, minlength=len(names))
         values = mat.values
         self._check_strings(values, reduce.reduction)
-        picked = sp.csr_matrix(values)[rows[order]] if sp.issparse(values) else np.asarray(
-            values)[rows[order], :]
-        starts = np.concatenate([[0], np.cumsum(counts)])
-        nc = values.shape[1]
-        dtype = reduce.reduction.result_type(values.dtype)
-        out = np.empty((len(names), nc), dtype=dtype)
-        for k in np.flatnonzero(counts):
-            out[k] = self.reduce_columns(picked[starts[k]:starts[k + 1]], reduce.reduction)
+        if sp.issparse(values):
+            out = _group_sparse_rows(values, rows, codes, counts, reduce.reduction)
+        else:
+            order = np.argsort(codes, kind="stable")
+            picked = np.asarray(values)[rows[order], :]
+            starts = np.concatenate([[0], np.cumsum(counts)])
+            dtype = reduce.reduction.result_type(values.dtype)
+            out = np.empty((len(names), values.shape[1]), dtype=dtype)
+            for k in np.flatnonzero(counts):
+                out[k] = self.reduce_columns(picked[starts[k]:starts[k + 1]], reduce.reduction)
         if not bool(np.all(counts)):
             if default is None:
                 raise self.fail(f"no IfMissing value specified for the unused entry: "
@@ -301,6 +304,26 @@ class Grouping:
                                 f"{type_name(dtype)}", self.i - 1) from None
         values = out.reshape(mat.values.shape, order="F")
         return replace(mat, values=values, prop=lookup.operand, as_axis=None)
+
+
+def _group_sparse_rows(values: Any, rows: Array, codes: Array, counts: Array,
+                       op: ReductionOperation) -> Array:
+    """Groups of rows of a sparse matrix, reduced column by column in one pass over the
+    stored values: each value's run is (group of its row, its column)."""
+    nr, nc = values.shape
+    if values.format not in ("csc", "csr"):
+        values = sp.csc_matrix(values)
+    major = np.repeat(np.arange(values.shape[0 if values.format == "csr" else 1]),
+                      np.diff(values.indptr))
+    row_of, col_of = ((values.indices, major) if values.format == "csc"
+                      else (major, values.indices))
+    group_of_row = np.full(nr, -1, dtype=np.int64)
+    group_of_row[rows] = codes
+    group = group_of_row[row_of]
+    keep = group >= 0
+    keys = group[keep] * nc + col_of[keep]
+    out = op.keyed(values.data[keep], keys, np.repeat(counts, nc))
+    return np.asarray(out.reshape(len(counts), nc))
 
 
 def _transposed(mat: Mat) -> Mat:

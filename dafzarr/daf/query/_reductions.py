@@ -1,15 +1,16 @@
 """The built-in reductions: ``Sum``, ``Count``, ``Mean``, ``Median``, ``Quantile``, ``Min``,
 ``Max``, ``Mode``, ``GeoMean``, ``Var``, ``Std``, ``VarN``, ``StdN``.
 
-Every reduction works on *segments* (:meth:`ReductionOperation.segments`): runs of stored
-values plus a number of implicit zeros, which is how the columns of a sparse CSC matrix, the
-groups of a group-by and the rows of a dense matrix are all presented. The common reductions
-are vectorized over all segments at once (``np.add.reduceat`` on the stored values, the
-implicit zeros counted, never materialized); ``Median``, ``Quantile`` and ``Mode`` sort each
-segment's stored values and place the implicit zeros by position. Variances are population
-(uncorrected) variances. ``Mode`` breaks ties by the value whose count reached the maximum
-first when scanning a dense run in order; on sparse segments the implicit zeros count as if
-they came after the stored values.
+Every reduction works on :class:`~._registry.Runs`: the stored values of each result value
+plus a number of implicit zeros, which is how the columns (consecutive runs) and rows (runs by
+key) of a sparse matrix, the groups of a group-by and the rows of a dense matrix are all
+presented. Sums, means, variances and geometric means are sums of per-value terms
+(``np.bincount`` or ``np.add.reduceat``, no sorting); ``Min`` and ``Max`` use
+``ufunc.at``/``reduceat``; ``Median`` and ``Quantile`` sort the stored values once
+(``np.lexsort`` by run and value) and place the implicit zeros by rank. Nothing is made dense.
+Variances are population (uncorrected) variances. ``Mode`` breaks ties by the value whose
+count reached the maximum first when scanning a dense run in order; in sparse runs the
+implicit zeros count as if after the stored values.
 """
 
 from __future__ import annotations
@@ -24,34 +25,23 @@ from ._registry import (
     TYPE,
     Parameter,
     ReductionOperation,
+    Runs,
     register_reduction,
 )
 from ._values import float_of, sum_of
 
-__all__ = ["segment_sums"]
+__all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile", "Std",
+           "StdN", "Sum", "Var", "VarN"]
 
 Array = np.ndarray[Any, Any]
 
 
-def segment_sums(data: Array, indptr: Array, dtype: Any = None) -> Array:
-    """The sum of each segment ``data[indptr[i]:indptr[i+1]]`` (0 for an empty one)."""
-    counts = np.diff(indptr)
-    values = data if dtype is None else data.astype(dtype, copy=False)
-    out = np.zeros(len(counts), dtype=values.dtype if values.size else (dtype or data.dtype))
-    full = counts > 0
-    if values.size and bool(np.any(full)):
-        out[full] = np.add.reduceat(values, indptr[:-1][full])
-    return out
-
-
-def _moments(data: Array, indptr: Array, sizes: Array) -> tuple[Array, Array]:
-    """Mean and population variance of each segment, implicit zeros included."""
-    x = data.astype(np.float64, copy=False)
+def _moments(runs: Runs, sizes: Array) -> tuple[Array, Array]:
+    """Mean and population variance of each run, implicit zeros included."""
     n = np.maximum(sizes.astype(np.float64), 1.0)
-    mean = segment_sums(x, indptr) / n
-    per = np.repeat(mean, np.diff(indptr))
-    dev = segment_sums((x - per) ** 2, indptr)
-    zeros = sizes - np.diff(indptr)
+    mean = runs.sums(runs.data) / n
+    dev = runs.sums((runs.data.astype(np.float64) - runs.per_value(mean)) ** 2)
+    zeros = sizes - runs.counts
     return mean, (dev + zeros * mean**2) / n
 
 
@@ -63,10 +53,8 @@ class _Float(ReductionOperation):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return self.out_type(dtype, float_of)
 
-    def dense(self, values: Array) -> Array:
-        starts = np.arange(values.shape[0] + 1) * values.shape[1]
-        sizes = np.full(values.shape[0], values.shape[1])
-        return self.segments(np.ascontiguousarray(values).reshape(-1), starts, sizes)
+    def _typed(self, values: Array, runs: Runs) -> Array:
+        return np.asarray(values.astype(self.result_type(runs.data.dtype)))
 
 
 @register_reduction
@@ -79,8 +67,19 @@ class Sum(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return self.out_type(dtype, sum_of)
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
-        return segment_sums(data, indptr, self.result_type(data.dtype))
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        dtype = self.result_type(runs.data.dtype)
+        if dtype.kind == "f":
+            return self._typed(runs.sums(runs.data), runs)
+        out = np.zeros(runs.count, dtype=dtype)  # exact integer sums
+        if runs.keys is not None:
+            np.add.at(out, runs.keys, runs.data.astype(dtype))
+            return out
+        full = runs.counts > 0
+        if runs.data.size and bool(full.any()):
+            assert runs.indptr is not None
+            out[full] = np.add.reduceat(runs.data.astype(dtype), runs.indptr[:-1][full])
+        return out
 
 
 @register_reduction
@@ -94,8 +93,8 @@ class Count(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return self.out_type(dtype, lambda _: np.dtype(np.uint32))
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
-        return np.asarray(sizes).astype(self.result_type(data.dtype))
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        return self._typed(np.asarray(sizes), runs)
 
 
 @register_reduction
@@ -104,8 +103,8 @@ class Mean(_Float):
 
     NAME = "Mean"
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
-        return _moments(data, indptr, sizes)[0].astype(self.result_type(data.dtype))
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        return self._typed(_moments(runs, sizes)[0], runs)
 
 
 class _Spread(_Float):
@@ -114,14 +113,14 @@ class _Spread(_Float):
     ROOT: ClassVar[bool] = False
     NORMAL: ClassVar[bool] = False
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
-        mean, out = _moments(data, indptr, sizes)
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        mean, out = _moments(runs, sizes)
         if self.ROOT:
             out = np.sqrt(out)
         if self.NORMAL:
             with np.errstate(divide="ignore", invalid="ignore"):
                 out = out / (mean + self.params["eps"])
-        return np.asarray(out.astype(self.result_type(data.dtype)))
+        return self._typed(out, runs)
 
 
 @register_reduction
@@ -164,34 +163,50 @@ class GeoMean(_Float):
     NAME = "GeoMean"
     PARAMETERS = (FLOAT_TYPE, EPS)
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
         eps = self.params["eps"]
         with np.errstate(divide="ignore", invalid="ignore"):
-            logs = segment_sums(np.log(data.astype(np.float64) + eps), indptr)
-            zeros = sizes - np.diff(indptr)
+            logs = runs.sums(np.log(runs.data.astype(np.float64) + eps))
+            zeros = sizes - runs.counts
             logs = logs + np.where(zeros > 0, zeros * np.log(eps) if eps else -np.inf, 0.0)
             out = np.exp(logs / np.maximum(sizes, 1)) - eps
-        return np.asarray(out.astype(self.result_type(data.dtype)))
+        return self._typed(out, runs)
 
 
 class _Extreme(_Float):
     """``Min`` or ``Max``: the input type; implicit zeros take part."""
 
     PARAMETERS = ()
-    UFUNC: Any = np.minimum
+    UFUNC: ClassVar[Any] = np.minimum
 
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return dtype
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
-        counts = np.diff(indptr)
-        out = np.zeros(len(counts), dtype=data.dtype)
-        full = counts > 0
-        if data.size and bool(np.any(full)):
-            out[full] = self.UFUNC.reduceat(data, indptr[:-1][full])
-        partial = full & (counts < sizes)
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        data = runs.data
+        full = runs.counts > 0
+        out = np.zeros(runs.count, dtype=data.dtype)
+        if runs.keys is not None:
+            out[:] = self._identity(data.dtype)
+            self.UFUNC.at(out, runs.keys, data)
+            out[~full] = 0
+        elif data.size and bool(full.any()):
+            assert runs.indptr is not None
+            out[full] = self.UFUNC.reduceat(data, runs.indptr[:-1][full])
+        partial = full & (runs.counts < sizes)
         out[partial] = self.UFUNC(out[partial], 0)
         return out
+
+
+    def _identity(self, dtype: np.dtype[Any]) -> Any:
+        """The value every value replaces: the largest of the type for Min, else the least."""
+        high = self.UFUNC is np.minimum
+        if dtype.kind == "b":
+            return high
+        if dtype.kind == "f":
+            return np.inf if high else -np.inf
+        info = np.iinfo(dtype)
+        return info.max if high else info.min
 
 
 @register_reduction
@@ -209,31 +224,30 @@ class Max(_Extreme):
     UFUNC = np.maximum
 
 
-def _order_statistic(nonzero: Array, zeros: int, k: int) -> Any:
-    """The ``k``-th smallest (0-based) of the sorted ``nonzero`` values plus ``zeros`` zeros."""
-    negatives = int(np.searchsorted(nonzero, 0, "left"))
-    if k < negatives:
-        return nonzero[k]
-    if k < negatives + zeros:
-        return 0
-    return nonzero[k - zeros]
+def _quantiles(runs: Runs, sizes: Array, p: float) -> Array:
+    """The ``p`` quantile of each run (linear interpolation), implicit zeros placed by rank."""
+    data, indptr = runs.sorted()
+    counts = runs.counts
+    run_of = np.repeat(np.arange(runs.count), counts)
+    ordered = data[np.lexsort((data, run_of))].astype(np.float64)
+    starts = indptr[:-1]
+    negatives = np.bincount(run_of[ordered < 0], minlength=runs.count)
+    zeros = sizes - counts
+    n = sizes.astype(np.int64)
+    h = (n - 1) * p
+    low = np.floor(h).astype(np.int64)
+    high = np.minimum(low + 1, np.maximum(n - 1, 0))
 
+    def rank(k: Array) -> Array:
+        stored = np.where(k < negatives, k, k - zeros)
+        at = np.clip(starts + stored, 0, max(ordered.size - 1, 0))
+        value = ordered[at] if ordered.size else np.zeros(len(k))
+        is_zero = (k >= negatives) & (k < negatives + zeros)
+        return np.where(is_zero, 0.0, value)
 
-def _quantile(data: Array, indptr: Array, sizes: Array, p: float) -> Array:
-    out = np.empty(len(sizes), dtype=np.float64)
-    for i in range(len(sizes)):
-        seg = np.sort(data[indptr[i]:indptr[i + 1]]).astype(np.float64)
-        n = int(sizes[i])
-        if n == 0:
-            out[i] = np.nan
-            continue
-        h = (n - 1) * p
-        lo = int(np.floor(h))
-        hi = min(lo + 1, n - 1)
-        a = _order_statistic(seg, n - seg.size, lo)
-        b = _order_statistic(seg, n - seg.size, hi)
-        out[i] = a + (h - lo) * (b - a)
-    return out
+    a, b = rank(low), rank(high)
+    out = a + (h - low) * (b - a)
+    return np.where(n > 0, out, np.nan)
 
 
 @register_reduction
@@ -242,8 +256,8 @@ class Median(_Float):
 
     NAME = "Median"
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
-        return _quantile(data, indptr, sizes, 0.5).astype(self.result_type(data.dtype))
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        return self._typed(_quantiles(runs, sizes, 0.5), runs)
 
 
 def _fraction(x: float, _: dict[str, Any]) -> str | None:
@@ -257,19 +271,8 @@ class Quantile(_Float):
     NAME = "Quantile"
     PARAMETERS = (FLOAT_TYPE, Parameter("p", "float", required=True, check=_fraction))
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
-        out = _quantile(data, indptr, sizes, self.params["p"])
-        return np.asarray(out.astype(self.result_type(data.dtype)))
-
-
-def _mode(values: Array) -> Any:
-    uniques, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
-    best = counts.max()
-    tied = np.flatnonzero(counts == best)
-    if tied.size == 1:
-        return uniques[tied[0]]
-    reached = [np.flatnonzero(inverse == t)[best - 1] for t in tied]
-    return uniques[tied[int(np.argmin(reached))]]
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        return self._typed(_quantiles(runs, sizes, self.params["p"]), runs)
 
 
 @register_reduction
@@ -283,12 +286,14 @@ class Mode(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return dtype
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
-        out = np.empty(len(sizes), dtype=data.dtype)
-        for i in range(len(sizes)):
-            seg = data[indptr[i]:indptr[i + 1]]
-            zeros = int(sizes[i]) - seg.size
-            if zeros:
-                seg = np.concatenate([seg, np.zeros(zeros, dtype=data.dtype)])
-            out[i] = _mode(seg)
-        return out
+    def one(self, values: Array) -> Any:
+        uniques, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+        best = counts.max()
+        tied = np.flatnonzero(counts == best)
+        if tied.size == 1:
+            return uniques[tied[0]]
+        reached = [np.flatnonzero(inverse == t)[best - 1] for t in tied]
+        return uniques[tied[int(np.argmin(reached))]]
+
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        return ReductionOperation.reduce(self, runs, sizes)

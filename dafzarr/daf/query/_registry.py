@@ -21,6 +21,8 @@ import numpy as np
 from ._operations import QueryOperation
 from ._values import FLOAT_TYPES, TYPES, format_value, parse_as
 
+Array = np.ndarray[Any, Any]
+
 __all__ = [
     "ELTWISE",
     "REDUCTIONS",
@@ -31,6 +33,7 @@ __all__ = [
     "ReduceToRow",
     "ReductionOperation",
     "RegisteredOperation",
+    "Runs",
     "register_eltwise",
     "register_reduction",
 ]
@@ -164,8 +167,56 @@ class EltwiseOperation(RegisteredOperation):
         raise NotImplementedError
 
 
+class Runs:
+    """Stored values split into runs (one per result value): either consecutive
+    (``data[indptr[i]:indptr[i+1]]``, as the columns of a CSC matrix) or by ``keys`` (the run
+    of each value, in any order, as the rows of a CSC matrix or the groups of a group-by).
+
+    Reductions that are sums of per-value terms use :meth:`sums` and :meth:`per_value`, which
+    need no sorting; the others use :meth:`sorted`.
+    """
+
+    def __init__(self, data: Array, count: int, *, indptr: Array | None = None,
+                 keys: Array | None = None) -> None:
+        self.data = data
+        self.count = count
+        self.indptr = indptr
+        self.keys = keys
+        if keys is not None:
+            self.counts = np.bincount(keys, minlength=count)
+        else:
+            assert indptr is not None
+            self.counts = np.diff(indptr)
+
+    def sums(self, values: Array) -> Array:
+        """The sum of ``values`` (one per stored value) over each run, as float64."""
+        values = values.astype(np.float64, copy=False)
+        if self.keys is not None:
+            return np.bincount(self.keys, weights=values, minlength=self.count)
+        assert self.indptr is not None
+        out = np.zeros(self.count, dtype=np.float64)
+        full = self.counts > 0
+        if values.size and bool(full.any()):
+            out[full] = np.add.reduceat(values, self.indptr[:-1][full])
+        return out
+
+    def per_value(self, per_run: Array) -> Array:
+        """A value per run, repeated for each stored value of the run."""
+        if self.keys is not None:
+            return per_run[self.keys]
+        return np.repeat(per_run, self.counts)
+
+    def sorted(self) -> tuple[Array, Array]:
+        """The stored values grouped by run, and the run boundaries."""
+        indptr = np.concatenate([[0], np.cumsum(self.counts)])
+        if self.keys is None:
+            return self.data, indptr
+        return self.data[np.argsort(self.keys, kind="stable")], indptr
+
+
 class ReductionOperation(RegisteredOperation):
-    """``>> Name params``: many values to one. :meth:`segments` reduces consecutive runs."""
+    """``>> Name params``: many values to one, computed over :class:`Runs` by :meth:`reduce`;
+    each run also holds ``sizes[i] - counts[i]`` implicit zeros (of a sparse matrix)."""
 
     OPERATOR = ">>"
     KIND = "reduction"
@@ -174,22 +225,36 @@ class ReductionOperation(RegisteredOperation):
         """The element type of the result for input of ``dtype``."""
         raise NotImplementedError
 
-    def dense(self, values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """Each row of the 2-D ``values`` to one value."""
+    def one(self, values: Array) -> Any:
+        """The result for one whole run of values (the default of :meth:`reduce`)."""
         raise NotImplementedError
 
-    def segments(self, data: np.ndarray[Any, Any], indptr: np.ndarray[Any, Any],
-                 sizes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """Segment ``i`` is ``data[indptr[i]:indptr[i+1]]`` plus ``sizes[i]`` minus that many
-        implicit zeros; one value per segment. The default loops over the segments."""
-        out = []
-        for i in range(len(sizes)):
-            seg = data[indptr[i]:indptr[i + 1]]
-            zeros = int(sizes[i]) - seg.size
+    def reduce(self, runs: Runs, sizes: Array) -> Array:
+        """One value per run. The default sorts the runs and calls :meth:`one` on each
+        non-empty one (the value of an empty run is left undefined)."""
+        data, indptr = runs.sorted()
+        out = np.empty(runs.count, dtype=self.result_type(data.dtype))
+        for i in np.flatnonzero(sizes):
+            run = data[indptr[i]:indptr[i + 1]]
+            zeros = int(sizes[i]) - run.size
             if zeros:
-                seg = np.concatenate([seg, np.zeros(zeros, dtype=seg.dtype)])
-            out.append(self.dense(seg.reshape(1, -1))[0])
-        return np.asarray(out, dtype=self.result_type(data.dtype))
+                run = np.concatenate([run, np.zeros(zeros, dtype=run.dtype)])
+            out[i] = self.one(run)
+        return out
+
+    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
+        """One value per consecutive run ``data[indptr[i]:indptr[i+1]]`` (plus its zeros)."""
+        return self.reduce(Runs(data, len(sizes), indptr=indptr), sizes)
+
+    def keyed(self, data: Array, keys: Array, sizes: Array) -> Array:
+        """One value per run, ``keys`` giving the run of each value."""
+        return self.reduce(Runs(data, len(sizes), keys=keys), sizes)
+
+    def dense(self, values: Array) -> Array:
+        """Each row of the 2-D ``values`` to one value."""
+        rows, columns = values.shape
+        flat = np.ascontiguousarray(values).reshape(-1)
+        return self.segments(flat, np.arange(rows + 1) * columns, np.full(rows, columns))
 
 
 class ReduceToColumn(QueryOperation):

@@ -3,8 +3,8 @@
 A :class:`Vec` is one value per entry: the entry ``names``, the ``axis`` they belong to (if
 any) and their ``positions`` in it, the ``values``, the property that produced them
 (``prop``, and ``source`` when they are a stored vector as stored), the axis named by ``=@``
-(``as_axis``), and the pending final values of ``??`` (``pending``: an object array, ``None``
-where nothing is pending). A :class:`Mat` is a matrix (numpy 2-D or scipy CSC) with the names
+(``as_axis``), and the pending final values of ``??`` (``pending``: per entry the index of
+its final value in ``finals``, -1 where nothing is pending). A :class:`Mat` is a matrix (numpy 2-D or scipy CSC) with the names
 and axes of its rows and columns.
 
 Comparisons of strings work on the distinct values (``pandas.factorize``): each distinct value
@@ -25,8 +25,8 @@ from ._operations import QueryOperation
 from ._values import TYPES, parse_as, type_name
 
 __all__ = [
-    "COMPARISONS", "Mat", "Vec", "compare", "dtype_error", "empties", "fail_type", "is_strings",
-    "settle", "truth",
+    "COMPARISONS", "Mat", "Vec", "compare", "dtype_error", "empties", "factorize", "fail_type",
+    "is_strings", "settle", "truth",
 ]
 
 Array = np.ndarray[Any, Any]
@@ -54,6 +54,7 @@ class Vec:
     prop: str | None = None
     as_axis: str | None = None
     pending: Array | None = None
+    finals: tuple[str, ...] = ()
     source: tuple[str, str, Array | None] | None = None
     #: Whether this is an axis expression (values = the entry names, positions known).
     is_axis: bool = False
@@ -93,17 +94,21 @@ def is_strings(values: Any) -> bool:
 def empties(values: Array) -> Array:
     """Where the values are empty: ``""``, ``0`` or ``false``."""
     if is_strings(values):
-        codes, uniques = _factorize(values)
+        codes, uniques = factorize(values)
         hits = np.asarray([u == "" for u in uniques], dtype=bool)
         return np.asarray(hits[codes])
     return np.asarray(np.asarray(values) == 0)
 
 
-def _factorize(values: Array) -> tuple[Array, Array]:
+def factorize(values: Array) -> tuple[Array, Array]:
+    """Integer codes of the values and the distinct values, in order of appearance."""
     import pandas as pd
 
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
-    return codes, np.asarray(uniques, dtype=object)
+    arr = np.asarray(values)
+    if arr.dtype.kind in "OUS":
+        arr = arr.astype(object, copy=False)
+    codes, uniques = pd.factorize(arr, use_na_sentinel=False)
+    return np.asarray(codes), np.asarray(uniques, dtype=arr.dtype)
 
 
 def settle(vec: Vec, fail: Any) -> Vec:
@@ -111,18 +116,17 @@ def settle(vec: Vec, fail: Any) -> Vec:
     (``fail(message)`` raises)."""
     if vec.pending is None:
         return vec
-    where = np.asarray([p is not None for p in vec.pending], dtype=bool)
-    if not bool(where.any()):
-        return replace(vec, pending=None)
+    if not bool(np.any(vec.pending >= 0)):
+        return replace(vec, pending=None, finals=())
     values = np.array(vec.values, copy=True)
     dtype = None if is_strings(values) else values.dtype
-    for i in np.flatnonzero(where):
+    for k, final in enumerate(vec.finals):
         try:
-            values[i] = parse_as(vec.pending[i], dtype)
+            values[vec.pending == k] = parse_as(final, dtype)
         except ValueError:
-            raise fail(f"error parsing final value: {vec.pending[i]}\n"
+            raise fail(f"error parsing final value: {final}\n"
                        f"as type: {type_name(dtype)}") from None
-    return replace(vec, values=values, pending=None, source=None)
+    return replace(vec, values=values, pending=None, finals=(), source=None)
 
 
 def truth(values: Any) -> Array:
@@ -167,7 +171,7 @@ def compare(op: QueryOperation, values: Any, what: str, fail: Any) -> Any:
 def _on_uniques(values: Array, test: Any, negate: bool) -> Array:
     arr = np.asarray(values)
     order: Literal["C", "F"] = "F" if arr.ndim == 2 and arr.flags.f_contiguous else "C"
-    codes, uniques = _factorize(arr.ravel(order=order))
+    codes, uniques = factorize(arr.ravel(order=order))
     hits = np.asarray([bool(test(u)) for u in uniques], dtype=bool)
     if negate:
         hits = ~hits
