@@ -1,4 +1,4 @@
-"""``dafzarr daf ...``: describe, list and convert Daf data sets stored as Zarr."""
+"""``dafzarr daf ...``: describe, list, query and convert Daf data sets stored as Zarr."""
 
 from __future__ import annotations
 
@@ -64,6 +64,52 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _jsonable(values: Any) -> Any:
+    return values.tolist() if hasattr(values, "tolist") else values
+
+
+def _query(args: argparse.Namespace) -> int:
+    import sys
+
+    import pandas as pd
+
+    from ..daf import open_daf
+
+    d = open_daf(args.path, "r")
+    try:
+        result = d.get_pd_query(args.query)
+    finally:
+        d.close()
+    if isinstance(result, set):
+        names = sorted(result)
+        if args.json:
+            emit_json(names)
+        else:
+            print("\n".join(names))
+    elif isinstance(result, pd.Series):
+        if args.json:
+            emit_json({"axis": result.index.name, "entries": list(result.index),
+                       "values": _jsonable(result.to_numpy())})
+        elif args.csv:
+            result.rename("value").to_csv(sys.stdout, index_label=result.index.name or "entry")
+        else:
+            print(result.to_string())
+    elif isinstance(result, pd.DataFrame):
+        if args.json:
+            emit_json({"rows_axis": result.index.name, "columns_axis": result.columns.name,
+                       "rows": list(result.index), "columns": list(result.columns),
+                       "values": _jsonable(result.to_numpy())})
+        elif args.csv:
+            result.to_csv(sys.stdout, index_label=result.index.name or "entry")
+        else:
+            print(result.to_string())
+    elif args.json:
+        emit_json(_jsonable(result))
+    else:
+        print(result)
+    return 0
+
+
 def add_parser(sub: Any) -> None:
     """The ``daf`` command and its subcommands."""
     dafcmd = sub.add_parser("daf", help="inspect and convert Daf data sets stored as Zarr")
@@ -76,6 +122,17 @@ def add_parser(sub: Any) -> None:
         p.add_argument("path", help="X.daf.zarr, X.daf.zarr.zip, X.dafs.zarr.zip#/group or URL")
         add_output_options(p, json_output=True)
         p.set_defaults(func=func)
+    query = dsub.add_parser(
+        "query", help="print the result of a Daf query (e.g. '@ cell [ ! is_doublet ] : type')")
+    query.add_argument("path", help="X.daf.zarr, X.daf.zarr.zip, X.dafs.zarr.zip#/group or URL")
+    query.add_argument("query", help="the query text")
+    add_output_options(query)
+    form = query.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true",
+                      help="print one JSON document on stdout instead of text")
+    form.add_argument("--csv", action="store_true",
+                      help="print vectors and matrices as CSV (entry names first)")
+    query.set_defaults(func=_query)
     conv = dsub.add_parser(
         "convert", help="copy a data set to another path (directory <-> ZIP, v2 <-> v3)"
     )
