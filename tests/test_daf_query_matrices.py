@@ -47,10 +47,14 @@ def daf(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     d.set_vector("kind", "weight", WEIGHT)
     d.set_matrix("cell", "gene", "label", LABEL)
     sparse = request.param.startswith("sparse")
-    if request.param.endswith("other-layout"):
-        d.set_matrix("gene", "cell", "UMIs", sp.csc_matrix(UMIS.T) if sparse else UMIS.T)
+    if request.param.endswith("other-layout"):  # read through relayout
+        d.set_matrix("gene", "cell", "UMIs", sp.csc_matrix(UMIS.T) if sparse else UMIS.T,
+                     relayout=False)
     else:
-        d.set_matrix("cell", "gene", "UMIs", sp.csc_matrix(UMIS) if sparse else UMIS)
+        d.set_matrix("cell", "gene", "UMIs", sp.csc_matrix(UMIS) if sparse else UMIS,
+                     relayout=False)
+    assert dafzarr.daf.query.query_requires_relayout(d, "@ cell @ gene :: UMIs") == (
+        request.param.endswith("other-layout"))
     d.set_matrix("cell", "cell", "distance", sp.csc_matrix(DISTANCE) if sparse else DISTANCE)
     d.sparse = sparse  # type: ignore[attr-defined]
     return d

@@ -204,3 +204,34 @@ def test_escape_examples() -> None:
     assert dafzarr.escape_value("naïve") == "na\\ïve"
     assert dafzarr.escape_value("细胞") == "细胞"
     assert dafzarr.unescape_value("a\\ b") == "a b"
+
+
+@pytest.mark.parametrize(("text", "axis"), [
+    ("@ cell", "cell"), ("@ cell [ a ]", "cell"), ("@ cell [ ! a & b @ gene = X ] [ c ]", "cell"),
+    ("@ cell : age", None), ("@ cell [ a ] : age", None), ("@ cell @ gene :: UMIs", None),
+    (". x", None), ("@ ?", None), ("@ cell [ a", None), ("@ cell = A", None),
+])
+def test_axis_queries(text: str, axis: str | None) -> None:
+    assert Q.is_axis_query(text) == (axis is not None)
+    if axis is None:
+        with pytest.raises(DafQueryError, match="not an axis query"):
+            Q.query_axis_name(text)
+    else:
+        assert Q.query_axis_name(text) == axis
+
+
+def test_relayout_is_reported() -> None:
+    d = dafzarr.memory_daf("layout")
+    d.add_axis("cell", ["a", "b"])
+    d.add_axis("gene", ["x"])
+    d.set_matrix("gene", "cell", "UMIs", [[1, 2]], relayout=False)
+    assert Q.query_requires_relayout(d, "@ cell @ gene :: UMIs")
+    assert not Q.query_requires_relayout(d, "@ gene @ cell :: UMIs")
+    assert Q.query_requires_relayout(d, "@ cell :: UMIs @ gene = x")
+    assert not Q.query_requires_relayout(d, "@ cell : name")
+
+
+def test_escape_of_a_leading_dot() -> None:
+    assert dafzarr.escape_value(".5") == "\\.5"
+    assert dafzarr.parse_query(f"@ cell = {dafzarr.escape_value('.5')}")[1].operand == ".5"
+    assert dafzarr.escape_value("a.5") == "a.5"

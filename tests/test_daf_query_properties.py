@@ -43,10 +43,10 @@ def _daf(data: dict[str, Any]) -> Any:
     value, matrix = data["value"], data["matrix"]
     if data["sparse"]:
         d.set_vector("cell", "value", sp.csr_array(value.reshape(1, -1)))
-        d.set_matrix("gene", "cell", "UMIs", sp.csc_matrix(matrix.T))
+        d.set_matrix("gene", "cell", "UMIs", sp.csc_matrix(matrix.T), relayout=False)
     else:
         d.set_vector("cell", "value", value)
-        d.set_matrix("gene", "cell", "UMIs", np.asfortranarray(matrix.T))
+        d.set_matrix("gene", "cell", "UMIs", np.asfortranarray(matrix.T), relayout=False)
     d.set_vector("cell", "flag", data["flag"])
     d.set_vector("cell", "kind", data["kind"])
     d.set_vector("kind", "weight", data["weight"])

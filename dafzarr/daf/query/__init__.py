@@ -44,6 +44,8 @@ Decisions where DataAxesFormats.jl is silent or odd:
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import _eltwise, _reductions  # noqa: F401  (register the built-in operations)
 from ._eltwise import Abs, Clamp, Convert, Fraction, Log, Round, Significant
 from ._operations import (
@@ -81,7 +83,7 @@ from ._operations import (
     XorMask,
     XorNegatedMask,
 )
-from ._parse import parse_query, query_result_dimensions
+from ._parse import is_axis_query, parse_query, query_axis_name, query_result_dimensions
 from ._reductions import (
     Count,
     GeoMean,
@@ -108,6 +110,14 @@ from ._registry import (
 )
 from ._tokens import escape_value, unescape_value
 
+
+def query_requires_relayout(daf: Any, query: Any) -> bool:
+    """Whether answering ``query`` on ``daf`` reads a matrix in the layout it is not stored
+    in (a transposed copy)."""
+    from ._results import query_requires_relayout as requires
+
+    return requires(daf, query)
+
 __all__ = [
     "Abs", "AndMask", "AndNegatedMask", "AsAxis", "Axis", "BeginMask", "BeginNegatedMask",
     "Clamp", "Convert", "Count", "CountBy", "EltwiseOperation", "EndMask", "Fraction",
@@ -117,6 +127,7 @@ __all__ = [
     "Median", "Min", "Mode", "Names", "OrMask", "OrNegatedMask", "Parameter", "Quantile",
     "QueryOperation", "QuerySequence", "ReduceToColumn", "ReduceToRow", "ReductionOperation",
     "Round", "Significant", "SquareColumnIs", "SquareRowIs", "Std", "StdN", "Sum", "Var",
-    "VarN", "XorMask", "XorNegatedMask", "escape_value", "parse_query",
-    "query_result_dimensions", "register_eltwise", "register_reduction", "unescape_value",
+    "VarN", "XorMask", "XorNegatedMask", "escape_value", "is_axis_query", "parse_query",
+    "query_axis_name", "query_requires_relayout", "query_result_dimensions",
+    "register_eltwise", "register_reduction", "unescape_value",
 ]

@@ -49,6 +49,8 @@ class Reader:
         self.daf = daf
         self.cache = cache
         self.name: str = daf.name
+        #: Whether a matrix was read in the layout it is not stored in.
+        self.relayout = False
 
     def entries(self, axis: str) -> Array:
         """The entry names of an axis (raises the reader's missing-axis error)."""
@@ -100,6 +102,9 @@ class Reader:
     def matrix(self, rows: str, columns: str, name: str, default: Any) -> Any:
         """The ``rows x columns`` matrix (relayout allowed), or the ``default`` repeated (a
         zero default gives an all-zero sparse matrix)."""
+        if not self.daf.has_matrix(rows, columns, name, relayout=False) and \
+                self.daf.has_matrix(rows, columns, name):
+            self.relayout = True
         if default is not None and not self.daf.has_matrix(rows, columns, name):
             shape = (len(self.entries(rows)), len(self.entries(columns)))
             if default.dtype is not None and default.value == 0:

@@ -24,7 +24,7 @@ from ._registry import (
 )
 from ._tokens import Token, syntax_error, tokenize
 
-__all__ = ["parse_query", "query_result_dimensions"]
+__all__ = ["is_axis_query", "parse_query", "query_axis_name", "query_result_dimensions"]
 
 #: The operation class of each operator, for all but ``||`` and the registered operations.
 _SIMPLE: dict[str, type[QueryOperation]] = {
@@ -207,3 +207,31 @@ def query_result_dimensions(query: Any) -> int:
                 dims = dims if grouped else 0
                 grouped = False
     return dims
+
+
+def is_axis_query(query: Any) -> bool:
+    """Whether the query gives the entries of one axis: ``@ axis`` followed by masks only."""
+    ops = list(parse_query(query))
+    if not ops or type(ops[0]) is not _ops.Axis or ops[0].operand is None:
+        return False
+    inside = False
+    for op in ops[1:]:
+        if type(op) in (_ops.BeginMask, _ops.BeginNegatedMask) and not inside:
+            inside = True
+        elif type(op) is _ops.EndMask and inside:
+            inside = False
+        elif not inside:
+            return False
+    return not inside
+
+
+def query_axis_name(query: Any) -> str:
+    """The axis of an axis query (:func:`is_axis_query`); raises
+    :class:`~dafzarr.errors.DafQueryError` for any other query."""
+    from ...errors import DafQueryError
+
+    if not is_axis_query(query):
+        raise DafQueryError(f"not an axis query: {parse_query(query)}")
+    operand = parse_query(query)[0].operand
+    assert operand is not None
+    return str(operand)

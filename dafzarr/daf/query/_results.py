@@ -21,7 +21,10 @@ from ._operations import Axis, LookupVector, QuerySequence
 from ._parse import parse_query
 from ._state import Mat, Vec
 
-__all__ = ["evaluate", "get_np_query", "get_pd_frame", "get_pd_query", "has_query"]
+__all__ = [
+    "evaluate", "get_np_query", "get_pd_frame", "get_pd_query", "has_query",
+    "query_requires_relayout",
+]
 
 
 def _cache_of(daf: Any) -> QueryCache:
@@ -100,6 +103,14 @@ def has_query(daf: Any, query: Any) -> bool:
     except (DafMissingError, MissingEntryError):
         return False
     return True
+
+
+def query_requires_relayout(daf: Any, query: Any) -> bool:
+    """Whether answering the query reads a matrix in the layout it is not stored in (a
+    transposed copy)."""
+    reader = Reader(daf, _cache_of(daf))
+    Evaluator(reader, parse_query(query), checking=True).run()
+    return reader.relayout
 
 
 def get_pd_frame(daf: Any, axis: Any, columns: Any = None, *, cache: bool | None = None

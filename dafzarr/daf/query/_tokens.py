@@ -103,10 +103,12 @@ def tokenize(query: str) -> list[Token]:
 
 def escape_value(value: str) -> str:
     """``value`` as one value token: ``''`` for the empty string, otherwise every character
-    that is not a value character prefixed with a backslash."""
+    that is not a value character prefixed with a backslash (and a leading ``.``, which would
+    read as the operator)."""
     if value == "":
         return "''"
-    return "".join(c if _is_value_char(c) else "\\" + c for c in value)
+    escaped = "".join(c if _is_value_char(c) else "\\" + c for c in value)
+    return "\\" + escaped if value[0] == "." else escaped
 
 
 def unescape_value(escaped: str) -> str:
