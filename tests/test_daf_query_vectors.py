@@ -140,6 +140,8 @@ def test_defaults(daf: Any) -> None:
     assert half.dtype == np.float32 and list(half) == [0.5] * 6
     assert list(daf.get_np_query("@ cell : missing || none")) == ["none"] * 6
     assert list(daf.get_np_query("@ cell : age || 5")) == list(AGE)  # only when missing
+    assert list(daf.get_np_query("@ cell : missing || T =@ type : color")) == ["red"] * 6
+    assert list(daf.get_np_query("@ cell [ missing || T = T ]")) == list(CELLS)
     with pytest.raises(DafMissingError, match="missing vector: missing\nfor the axis: cell"):
         daf.get_np_query("@ cell : missing")
     with pytest.raises(DafMissingError, match="missing axis: nope"):
@@ -327,10 +329,11 @@ def test_frames(daf: Any) -> None:
                                    "type.manual"]
     assert list(frame.index) == list(CELLS) and frame.index.name == "cell"
     frame = daf.get_pd_frame("@ cell [ ! is_doublet ]", ["age", ("color", ": type ?? x : color"),
-                                                          ("max", "@ __axis__ : age % Abs")])
+                                                          ("max", "@__axis__ : age % Abs")])
     assert list(frame.index) == list(CELLS[~DOUBLET])
     assert list(frame["age"]) == list(AGE[~DOUBLET])
     assert frame["color"].iloc[2] == "x"
+    assert list(frame["max"]) == list(AGE[~DOUBLET])
     with pytest.raises(DafQueryError, match="invalid column query"):
         daf.get_pd_frame("cell", {"bad": ": type ?? : color"})
     with pytest.raises(DafQueryError, match="not an axis query"):

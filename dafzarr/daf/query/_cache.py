@@ -78,10 +78,23 @@ class Reader:
         key = ("codes", source, axis)
         full = self.cache.tables.get(key)
         if full is None:
-            stored = self.daf.get_np_vector(*source)
+            stored = self.vector(source[0], source[1], None)
             full = np.asarray(self.index(axis).get_indexer(np.asarray(stored, dtype=object)))
             self.cache.tables[key] = full
         return full if positions is None else full[positions]
+
+    def factors(self, source: tuple[str, str, Array | None]) -> tuple[Array, Array]:
+        """The integer codes and distinct values of the stored string vector ``source``
+        (``(axis, name, positions or None)``), factorized once and kept."""
+        from ._state import factorize
+
+        key = ("factors", source[0], source[1])
+        found = self.cache.tables.get(key)
+        if found is None:
+            found = factorize(self.vector(source[0], source[1], None))
+            self.cache.tables[key] = found
+        codes, uniques = found
+        return (codes if source[2] is None else codes[source[2]]), uniques
 
     def position(self, axis: str, entry: str) -> int:
         """The position of one entry (-1 if it is not one)."""

@@ -310,7 +310,8 @@ class Evaluator(Grouping):
         else:
             values = full[np.where(active, codes, 0)]
         stored = None
-        if kind is None:
+        if kind is None and (default is None or name in ("name", "index")
+                             or self.r.daf.has_vector(axis, name)):
             stored = (axis, name, None if vec.whole and vec.as_axis is None else codes)
         return replace(vec, values=values, prop=name, as_axis=None, source=stored,
                        is_axis=False, whole=False)
@@ -340,7 +341,7 @@ class Evaluator(Grouping):
             if op is not None and type(op) in COMPARISONS:
                 self.take()
                 vec = settle(vec, self.fail)
-                values = compare(op, vec.values, "vector", self.fail)
+                values = compare(op, vec.values, "vector", self.fail, self._factors(vec))
                 vec = replace(vec, values=values, prop=None, as_axis=None, source=None,
                               is_axis=False, whole=False)
             elif isinstance(op, EltwiseOperation):
@@ -372,7 +373,7 @@ class Evaluator(Grouping):
         after = self.peek(k)
         if not isinstance(after, _ops.LookupVector | _ops.LookupMatrix) or after.operand is None:
             raise self.fail("invalid operation(s)", self.i - 1)
-        empty = empties(vec.values)
+        empty = empties(vec.values, self._factors(vec))
         if vec.pending is not None:
             empty &= vec.pending < 0
         if op.operand is None:
@@ -381,6 +382,12 @@ class Evaluator(Grouping):
                    else vec.pending.copy())
         pending[empty] = len(vec.finals)
         return replace(vec, pending=pending, finals=(*vec.finals, op.operand))
+
+    def _factors(self, vec: Vec) -> tuple[Array, Array] | None:
+        """The codes and distinct values of a stored string vector (kept per data version)."""
+        if vec.source is None or vec.pending is not None or not is_strings(vec.values):
+            return None
+        return self.r.factors(vec.source)
 
     def vector_tail(self, vec: Vec) -> Any:
         """A vector, then the vector phrases, reductions, group-by and count-by."""

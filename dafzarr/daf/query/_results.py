@@ -147,8 +147,13 @@ def get_pd_frame(daf: Any, axis: Any, columns: Any = None, *, cache: bool | None
 
 
 def _column_query(axis_query: QuerySequence, text: Any) -> QuerySequence:
-    if not isinstance(text, str):
-        return axis_query | parse_query(text)
-    if text.lstrip().startswith("@"):
-        return parse_query(text.replace("@ __axis__", str(axis_query)))
-    return axis_query | parse_query(text, LookupVector)
+    """A column's query: appended to the axis query, unless it starts with an axis (then
+    ``@ __axis__`` in it stands for the axis query)."""
+    parsed = parse_query(text, LookupVector) if isinstance(text, str) else parse_query(text)
+    if not parsed or not isinstance(parsed[0], Axis):
+        return axis_query | parsed
+    ops: list[Any] = []
+    for op in parsed:
+        is_axis = type(op) is Axis and op.operand == "__axis__"
+        ops += list(axis_query) if is_axis else [op]
+    return QuerySequence(ops)

@@ -91,10 +91,11 @@ def is_strings(values: Any) -> bool:
     return not sp.issparse(values) and np.asarray(values).dtype.kind in "OUS"
 
 
-def empties(values: Array) -> Array:
-    """Where the values are empty: ``""``, ``0`` or ``false``."""
+def empties(values: Array, factors: tuple[Array, Array] | None = None) -> Array:
+    """Where the values are empty: ``""``, ``0`` or ``false`` (``factors``: the codes and
+    distinct values of string values, when known)."""
     if is_strings(values):
-        codes, uniques = factorize(values)
+        codes, uniques = factors or factorize(values)
         hits = np.asarray([u == "" for u in uniques], dtype=bool)
         return np.asarray(hits[codes])
     return np.asarray(np.asarray(values) == 0)
@@ -134,9 +135,11 @@ def truth(values: Any) -> Array:
     return ~empties(values)
 
 
-def compare(op: QueryOperation, values: Any, what: str, fail: Any) -> Any:
+def compare(op: QueryOperation, values: Any, what: str, fail: Any,
+            factors: tuple[Array, Array] | None = None) -> Any:
     """The Bool result of a comparison ``op`` of ``values`` (``what``: ``vector`` or
-    ``matrix``, for messages; ``fail(message)`` raises)."""
+    ``matrix``, for messages; ``fail(message)`` raises; ``factors``: the codes and distinct
+    values of string values, when known)."""
     operand = op.operand or ""
     cls = type(op)
     sparse = sp.issparse(values)
@@ -150,10 +153,10 @@ def compare(op: QueryOperation, values: Any, what: str, fail: Any) -> Any:
             raise fail(f"invalid regular expression: {operand}\nfor the comparison "
                        f"operation: {cls.__name__}\n{exc}") from None
         return _on_uniques(values, lambda u: pattern.search(u) is not None,
-                           cls is _ops.IsNotMatch)
+                           cls is _ops.IsNotMatch, factors)
     if is_strings(values):
         function = _TEXT[cls]
-        return _on_uniques(values, lambda u: function(str(u), operand), False)
+        return _on_uniques(values, lambda u: function(str(u), operand), False, factors)
     dtype = values.dtype
     if dtype.kind == "b" and operand in ("true", "false"):
         number = 1.0 if operand == "true" else 0.0
@@ -168,10 +171,11 @@ def compare(op: QueryOperation, values: Any, what: str, fail: Any) -> Any:
     return _NUMERIC[cls](values, number)
 
 
-def _on_uniques(values: Array, test: Any, negate: bool) -> Array:
+def _on_uniques(values: Array, test: Any, negate: bool,
+                factors: tuple[Array, Array] | None) -> Array:
     arr = np.asarray(values)
     order: Literal["C", "F"] = "F" if arr.ndim == 2 and arr.flags.f_contiguous else "C"
-    codes, uniques = factorize(arr.ravel(order=order))
+    codes, uniques = factors or factorize(arr.ravel(order=order))
     hits = np.asarray([bool(test(u)) for u in uniques], dtype=bool)
     if negate:
         hits = ~hits
