@@ -215,6 +215,14 @@ def test_matrix_values_as_entries(daf: Any) -> None:
     got = daf.get_np_query("@ cell @ gene :: label =@ kind ?? 0 : weight")
     expected = np.array([[1.5, 0.0, 2.5, 4.0]] * 5, dtype=np.float32)
     assert got.dtype == np.float32 and np.array_equal(got, expected)
+    partner = np.array([["c2", "", "c5", "c1"]] * 5, dtype=object)
+    daf.set_matrix("cell", "gene", "partner", partner)
+    got = daf.get_np_query("@ cell @ gene :: partner =@ cell ?? 0 :: UMIs @ gene = g4")
+    assert got.tolist() == [[5, 0, 9, 1]] * 5
+    got = daf.get_np_query("@ cell @ gene :: partner =@ cell ?? -1 :: distance @| c3")
+    assert got.tolist() == [[3.0, -1.0, 4.0, 0.0]] * 5
+    with pytest.raises(DafQueryError, match="missing entry: 'A'\nof the axis: cell"):
+        daf.get_np_query("@ cell @ gene :: label =@ cell ?? 0 :: UMIs @ gene = g4")
     with pytest.raises(DafQueryError, match="final value is required"):
         daf.get_np_query("@ cell @ gene :: label =@ kind ?? : weight")
     with pytest.raises(DafQueryError, match="missing entry: ''"):

@@ -243,7 +243,7 @@ class Evaluator(Grouping):
         """The property ``name`` (a vector, or a matrix column or row by the operations that
         follow) looked up for each entry of ``keys``, then the vector phrases that apply."""
         default = self.if_missing()
-        kind = self._matrix_kind() if self._matrix_follows() else None
+        kind = self.matrix_kind() if self._matrix_follows() else None
         return self.chain(self.lookup(keys, name, default, kind))
 
     def _matrix_follows(self) -> bool:
@@ -253,7 +253,7 @@ class Evaluator(Grouping):
         return (self.is_(_ops.Axis) and self.is_(_ops.IsEqual, 1)
                 and self.ops[self.i].operand is not None)
 
-    def _matrix_kind(self) -> tuple[str, ...]:
+    def matrix_kind(self) -> tuple[str, ...]:
         if self._column_follows():
             other = self.take().operand
             return "column", other, self.take().operand or ""
@@ -363,7 +363,7 @@ class Evaluator(Grouping):
             elif isinstance(op, _ops.LookupMatrix) and op.operand is not None:
                 self.take()
                 default = self.if_missing()
-                vec = self.lookup(vec, op.operand, default, self._matrix_kind())
+                vec = self.lookup(vec, op.operand, default, self.matrix_kind())
             else:
                 return vec
 

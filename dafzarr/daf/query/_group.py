@@ -26,6 +26,7 @@ from ._operations import (
     GroupRowsBy,
     IfMissing,
     IfNot,
+    LookupMatrix,
     LookupVector,
 )
 from ._registry import EltwiseOperation, ReduceToColumn, ReduceToRow, ReductionOperation
@@ -63,6 +64,8 @@ class Grouping:
         vector_tail: Callable[[Vec], Any]
         eltwise: Callable[[EltwiseOperation, Any], Any]
         target_axis: Callable[[Vec], str | None]
+        matrix_kind: Callable[[], tuple[str, ...]]
+        full_values: Callable[[str, str, IfMissing | None, tuple[str, ...] | None], Array]
 
     # --- Groups ----------------------------------------------------------------------------
 
@@ -178,7 +181,7 @@ class Grouping:
                 return self.vector_tail(self._reduce_side(mat, op, self.if_missing()))
             elif type(op) in (GroupRowsBy, GroupColumnsBy):
                 mat = self._group_matrix(mat, type(op) is GroupColumnsBy)
-            elif isinstance(op, AsAxis | IfNot | LookupVector):
+            elif isinstance(op, AsAxis | IfNot | LookupVector | LookupMatrix):
                 mat = self._matrix_lookup(mat)
             else:
                 return mat
@@ -267,8 +270,8 @@ class Grouping:
         return _transposed(result) if by_columns else result
 
     def _matrix_lookup(self, mat: Mat) -> Mat:
-        """``M [=@ [axis]] [?? value] : q [DEF]``: each value replaced by a property of the
-        entry it names."""
+        """``M [=@ [axis]] [?? value] : q [DEF]`` (or ``:: m [DEF] @ other = e``, ``@| e``,
+        ``@- e``): each value replaced by a property of the entry it names."""
         as_axis = mat.as_axis
         if self.is_(AsAxis):
             as_axis = self.take().operand
@@ -277,10 +280,11 @@ class Grouping:
             final = self.take().operand
             if final is None:
                 raise self.fail("a final value is required for ?? on a matrix", self.i - 1)
-        lookup = self.take(LookupVector)
-        default = self.if_missing()
+        lookup = self.take((LookupVector, LookupMatrix))
         if lookup.operand is None or not is_strings(mat.values):
             raise self.fail("invalid operation(s)", self.i - 1)
+        default = self.if_missing()
+        kind = self.matrix_kind() if isinstance(lookup, LookupMatrix) else None
         probe = Vec(values=np.zeros(0, dtype=object), names=np.zeros(0), axis=None,
                     positions=None, prop=mat.prop, as_axis=as_axis)
         axis = self.target_axis(probe)
@@ -291,7 +295,7 @@ class Grouping:
         bad = (codes < 0) & ~empty
         if bool(bad.any()) and not self.checking:
             raise self.missing_entry(str(flat[int(np.argmax(bad))]), axis)
-        full = self.r.vector(axis, lookup.operand, default)
+        full = self.full_values(axis, lookup.operand, default, kind)
         out = full[np.where(codes >= 0, codes, 0)] if len(full) else np.zeros(len(flat),
                                                                               full.dtype)
         if final is not None and bool(empty.any()):
