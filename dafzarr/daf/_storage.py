@@ -64,8 +64,8 @@ class DafStorage:
     _cmeta: dict[str, Any] | None
     _ctext: lay.ZmetadataText  # the .zmetadata document, encoded incrementally
     _cstamp: Any
-    #: The change counter: bumped by every write and delete (:meth:`_write`,
-    #: :meth:`_delete_node`), shared with read-only views; query caches key on it.
+    #: The change counter (:meth:`_changed`), shared with read-only views; query caches
+    #: key on it.
     _changes: list[int]
 
     # --- Making the group a Daf data set -----------------------------------------------------
@@ -307,10 +307,15 @@ class DafStorage:
             root.pop("consolidated_metadata", None)
             b.put([("zarr.json", json.dumps(root, separators=(",", ":")).encode())])
 
+    def _changed(self) -> None:
+        """Every change of the data passes here: :meth:`_write` (every set, fill and axis) and
+        :meth:`_delete_node` (every delete and overwrite) call it under the lock."""
+        self._changes[0] += 1
+
     def _write(self, items: list[tuple[str, Any]]) -> None:
         b = self._backend
         with self._lock:
-            self._changes[0] += 1
+            self._changed()
             with b.transaction():
                 self._drop_stale_metadata()
                 b.put(self._place_one_based(items))
@@ -335,7 +340,7 @@ class DafStorage:
 
     def _delete_node(self, path: str) -> None:
         with self._lock:
-            self._changes[0] += 1
+            self._changed()
             with self._backend.transaction():
                 self._drop_stale_metadata()
                 self._backend.delete_tree(path)

@@ -38,12 +38,13 @@ def evaluate(daf: Any, query: Any, cache: bool | None) -> Any:
     a stored result)."""
     parsed = parse_query(query)
     store = _cache_of(daf)
+    version = store.version
     key = str(parsed)
     found = store.results.get(key)
     if found is not None:
         return found
     result = Evaluator(Reader(daf, store), parsed).run()
-    if cache is not False:
+    if cache is not False and daf._changes[0] == version:  # no write while it ran
         store.results[key] = _frozen(result)
     return result
 
