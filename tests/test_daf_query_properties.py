@@ -31,6 +31,7 @@ def data_sets(draw: st.DrawFn) -> dict[str, Any]:
         "matrix": np.array(draw(st.lists(st.lists(ints, min_size=m, max_size=m), min_size=n,
                                          max_size=n)), dtype=np.int64).reshape(n, m),
         "sparse": draw(st.booleans()),
+        "has_weight": draw(st.booleans()),
         "threshold": draw(ints),
     }
 
@@ -49,7 +50,8 @@ def _daf(data: dict[str, Any]) -> Any:
         d.set_matrix("gene", "cell", "UMIs", np.asfortranarray(matrix.T), relayout=False)
     d.set_vector("cell", "flag", data["flag"])
     d.set_vector("cell", "kind", data["kind"])
-    d.set_vector("kind", "weight", data["weight"])
+    if data["has_weight"]:
+        d.set_vector("kind", "weight", data["weight"])
     return d
 
 
@@ -68,11 +70,16 @@ def test_masks_and_lookups(data: dict[str, Any]) -> None:
     assert list(got.index) == list(names[keep]) and list(got) == list(value[keep])
     keep = (kind != "") ^ (value == t)
     assert list(d.get_np_query(f"@ cell [ kind ^ value = {t} ]")) == list(names[keep])
-    weight = dict(zip(TYPES, data["weight"], strict=True))
-    got = d.get_pd_query("@ cell : kind ?? : weight")
+    weights = data["weight"] if data["has_weight"] else np.full(3, 7)
+    weight = dict(zip(TYPES, weights, strict=True))
+    got = d.get_pd_query("@ cell : kind ?? : weight || 7")
     assert list(got) == [weight[k] for k in kind if k]
     assert list(got.index) == list(names[kind != ""])
-    assert list(d.get_np_query("@ cell : kind ?? 9 : weight")) == [weight.get(k, 9) for k in kind]
+    assert list(d.get_np_query("@ cell : kind ?? 9 : weight || 7")) == [
+        weight.get(k, 9) for k in kind]
+    assert d.has_query("@ cell : kind : weight") == data["has_weight"]
+    heavy = [bool(k) and weight[k] > t for k in kind]
+    assert list(d.get_np_query(f"@ cell [ kind ?? : weight || 7 > {t} ]")) == list(names[heavy])
     assert list(d.get_np_query("@ cell : missing || 3")) == [3] * data["n"]
     assert d.get_np_query("@ cell : value >> Sum || 0") == value.sum()
 

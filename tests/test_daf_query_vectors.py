@@ -303,8 +303,13 @@ def test_cache(daf: Any) -> None:
     daf.set_vector("cell", "is_doublet", np.zeros(6, dtype=bool), overwrite=True)
     assert list(daf.get_np_query("@ cell [ ! is_doublet ] : age")) == list(AGE)
     again = daf.get_np_query("@ cell [ ! is_doublet ] : age")
+    daf.empty_cache(keep="QueryData")
+    daf.empty_cache(clear="MappedData")
+    assert daf.get_np_query("@ cell [ ! is_doublet ] : age") is again
     daf.empty_cache()
     assert daf.get_np_query("@ cell [ ! is_doublet ] : age") is not again
+    with pytest.raises(ValueError, match="unknown cache group"):
+        daf.empty_cache(clear="Everything")
     cached = daf.get_np_query("@ cell : type ?? : color")
     daf.delete_vector("type", "color")
     with pytest.raises(DafMissingError, match="missing vector: color"):

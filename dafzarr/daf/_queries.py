@@ -46,8 +46,20 @@ class Queries:
 
         return get_pd_frame(self, axis, columns, cache=cache)
 
-    def empty_cache(self) -> None:
-        """Drop the cached query results and lookup tables."""
+    def empty_cache(self, *, clear: str | None = None, keep: str | None = None) -> None:
+        """Drop the cached query results and lookup tables.
+
+        ``clear``/``keep`` take DataAxesFormats.jl's cache groups (``"QueryData"``,
+        ``"MappedData"``, ``"MemoryData"``): only ``"QueryData"`` is cached here, so it is
+        dropped unless ``keep="QueryData"`` or ``clear`` names another group."""
+        groups = ("QueryData", "MappedData", "MemoryData")
+        for group in (clear, keep):
+            if group is not None and group not in groups:
+                from ..errors import InvalidArgumentError
+
+                raise InvalidArgumentError(f"unknown cache group: {group!r} (one of {groups})")
+        if keep == "QueryData" or clear not in (None, "QueryData"):
+            return
         cache: Any = self.__dict__.get("_query_cache")
         if cache is not None:
             cache.clear()
