@@ -227,3 +227,18 @@ def test_matrix_values_as_entries(daf: Any) -> None:
         daf.get_np_query("@ cell @ gene :: label =@ kind ?? : weight")
     with pytest.raises(DafQueryError, match="missing entry: ''"):
         daf.get_np_query("@ cell @ gene :: label =@ kind : weight")
+
+
+@pytest.mark.parametrize("query", [
+    "@ ?", "@ cell : ?", ". ?", "@ cell @ gene :: ?", "@ cell", "@ cell [ kind ]",
+    "@ cell : kind ?? : weight", "@ cell @ gene :: UMIs", "@ cell @ gene :: UMIs >> Sum",
+    "@ cell @ gene :: UMIs >| Max", "@ cell @ gene :: UMIs -/ kind >- Sum",
+    "@ cell : total / batch >> Mean", "@ cell : kind * batch", ": total @ cell = c2",
+    "@ cell @ gene :: label =@ kind ?? 0 : weight >- Max", "@ cell :: distance @| c3 >> Sum",
+    "@ cell @ gene :: UMIs |/ family >| Mean % Log eps 1", "@ cell [ total > 5 ] : total",
+])
+def test_dimensions_agree_with_results(daf: Any, query: str) -> None:
+    result = daf.get_np_query(query)
+    dims = (-1 if isinstance(result, set) else result.ndim if hasattr(result, "ndim")
+            and not np.isscalar(result) else 0)
+    assert dafzarr.query_result_dimensions(query) == dims

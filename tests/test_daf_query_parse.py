@@ -173,16 +173,37 @@ def test_user_operations_can_be_registered() -> None:
     ("@ cell :: edges @| A", 1), ("@ cell = A", 1), ("@ cell :: UMIs @ gene = X", 1),
     ("@ cell @ gene :: UMIs", 2), ("@ cell : type * batch", 2),
     ("@ cell @ gene :: UMIs -/ type >- Sum", 2), ("@ cell @ gene [ m ] :: UMIs % Abs", 2),
+    ("@ cell [ a ] @ gene [ b & c ] [ d ] :: UMIs |/ k ?? : t =@ >| Mean || 0", 2),
+    ("@ cell : age / metacell ?? : type =@ >> Sum || 0 % Log", 1),
+    ("@ cell : age / m @ gene = X >> Sum", 1), ("@ cell : age * d @| c1 = 2", 2),
+    ("@ cell @ gene :: label =@ kind ?? 0 :: UMIs @ gene = g4 >| Max", 1),
+    ("@ cell : age || 0 >> Sum || 0 % Abs", 0), ("@ cell :: UMIs @ gene = X >> Max", 0),
 ])
 def test_query_result_dimensions(text: str, dims: int) -> None:
     assert dafzarr.query_result_dimensions(text) == dims
 
 
-def test_dimensions_of_invalid_queries_raise() -> None:
-    with pytest.raises(DafQueryError, match="invalid query"):
-        dafzarr.query_result_dimensions("? ?".replace("? ?", "% Abs"))
-    with pytest.raises(DafQuerySyntaxError):
-        dafzarr.query_result_dimensions("cell")
+@pytest.mark.parametrize(("text", "message"), [
+    ("% Abs", "invalid operation(s)\nin the query: % Abs\nat location: ▲▲▲▲▲"),
+    ("? ?", "invalid operation(s)\nin the query: ? ?\nat location: ▲"),
+    (". score [ is_first ]", "at location:         ▲▲▲▲▲▲▲▲▲▲"),
+    ("@ cell @ gene", "invalid query: @ cell @ gene"),
+    ("@ cell : age / type", "invalid query"),
+    ("@ cell @ gene :: UMIs -/ type >| Sum", f"at location: {' ' * 30}▲▲▲▲▲▲"),
+    ("@ cell @ gene :: UMIs |/ type >> Sum", "invalid operation"),
+    ("@ cell : age / type >- Sum", "invalid operation"),
+    ("@ cell : age >- Sum", "invalid operation"),
+    (". ? ?", "invalid operation"),
+    ("@ ? : x", "invalid operation"),
+    ("@ cell [ a ] !", "invalid operation"),
+    (": age @ cell", "invalid query"),
+    ("@ cell : age * type * x", "invalid operation"),
+    ("@ cell @ gene :: ? x", "expected: operator"),
+])
+def test_dimensions_of_invalid_queries_raise(text: str, message: str) -> None:
+    with pytest.raises(DafQueryError) as info:
+        dafzarr.query_result_dimensions(text)
+    assert message in str(info.value)
 
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)

@@ -15,7 +15,7 @@ The modules, from the bottom up (each imports only modules listed before it):
   ``_eltwise`` and ``_reductions`` hold the built-ins (registering more:
   :func:`register_eltwise`, :func:`register_reduction`).
 - ``_parse``: :func:`parse_query` (errors with a caret under the failing token),
-  :func:`query_result_dimensions`.
+  :func:`is_axis_query`; ``_shape``: :func:`query_result_dimensions`.
 - ``_state``: the vector and matrix states of evaluation; comparisons, ``??`` final values.
 - ``_cache``: the per-data-set cache and the reads through the reader API.
 - ``_group``, ``_eval``: the stack machine over phrases (grouping, counting and matrices in
@@ -83,7 +83,7 @@ from ._operations import (
     XorMask,
     XorNegatedMask,
 )
-from ._parse import is_axis_query, parse_query, query_axis_name, query_result_dimensions
+from ._parse import is_axis_query, parse_query, query_axis_name
 from ._reductions import (
     Count,
     GeoMean,
@@ -108,6 +108,7 @@ from ._registry import (
     register_eltwise,
     register_reduction,
 )
+from ._shape import query_result_dimensions
 from ._tokens import escape_value, unescape_value
 
 

@@ -24,7 +24,7 @@ from ._registry import (
 )
 from ._tokens import Token, syntax_error, tokenize
 
-__all__ = ["is_axis_query", "parse_query", "query_axis_name", "query_result_dimensions"]
+__all__ = ["is_axis_query", "parse_query", "query_axis_name"]
 
 #: The operation class of each operator, for all but ``||`` and the registered operations.
 _SIMPLE: dict[str, type[QueryOperation]] = {
@@ -160,53 +160,6 @@ def _type_names() -> set[str]:
     from ._values import TYPES
 
     return set(TYPES)
-
-
-def query_result_dimensions(query: Any) -> int:
-    """What a query gives, without data: -1 names, 0 a scalar, 1 a vector, 2 a matrix.
-
-    Raises :class:`~dafzarr.errors.DafQuerySyntaxError` for a text that does not parse and
-    :class:`~dafzarr.errors.DafQueryError` for one that cannot give a result."""
-    from ...errors import DafQueryError
-
-    ops = list(parse_query(query))
-    if any(isinstance(op, _ops.Names) for op in ops):
-        return -1
-    first = ops[0] if ops else None
-    lookups = _ops.LookupVector | _ops.LookupMatrix
-    if not (isinstance(first, _ops.LookupScalar | _ops.Axis)
-            or (isinstance(first, lookups) and first.operand is not None)):
-        raise DafQueryError(f"invalid query: {parse_query(query)}")
-    if not isinstance(ops[0], _ops.Axis):
-        dims = 0
-    else:
-        dims, axes = 1, 1
-        depth = 0
-        grouped = False
-        for k, op in enumerate(ops[1:], start=1):
-            kind = type(op)
-            if kind in NEGATED:
-                depth += 1
-            elif isinstance(op, _ops.EndMask):
-                depth -= 1
-            if depth or kind in NEGATED.values():
-                continue
-            following = ops[k + 1] if k + 1 < len(ops) else None
-            if isinstance(op, _ops.Axis) and axes == 1 and not isinstance(following, _ops.IsEqual):
-                axes = 2
-            elif isinstance(op, _ops.LookupMatrix) and axes == 2:
-                dims, axes = 2, 3
-            elif isinstance(op, _ops.GroupBy | _ops.GroupRowsBy | _ops.GroupColumnsBy):
-                grouped = True
-            elif isinstance(op, _ops.CountBy):
-                dims = 2
-            elif isinstance(op, ReduceToColumn):
-                dims = dims if grouped else 1
-                grouped = False
-            elif isinstance(op, RegisteredOperation) and op.OPERATOR == ">>":
-                dims = dims if grouped else 0
-                grouped = False
-    return dims
 
 
 def is_axis_query(query: Any) -> bool:
