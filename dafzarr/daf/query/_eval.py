@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import DafQueryError
+from ...errors import DafMissingError, DafQueryError
 from . import _operations as _ops
 from ._cache import Reader
 from ._group import Grouping
@@ -117,7 +117,10 @@ class Evaluator(Grouping):
         :class:`Mat`."""
         if not self.ops:
             raise self.invalid()
-        result = self._top()
+        try:
+            result = self._top()
+        except DafMissingError as exc:  # the reader's message, then the query
+            raise DafMissingError(f"{exc}\nin the query: {self.canonical}") from None
         if self.i < len(self.ops):
             raise self.invalid()
         if isinstance(result, Vec):
