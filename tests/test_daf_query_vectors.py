@@ -142,8 +142,8 @@ def test_defaults(daf: Any) -> None:
     assert list(daf.get_np_query("@ cell : age || 5")) == list(AGE)  # only when missing
     assert list(daf.get_np_query("@ cell : missing || T =@ type : color")) == ["red"] * 6
     assert list(daf.get_np_query("@ cell [ missing || T = T ]")) == list(CELLS)
-    with pytest.raises(DafMissingError, match="missing vector: missing\nfor the axis: cell\n"
-                                              ".*\nin the query: @ cell : missing$"):
+    with pytest.raises(DafMissingError, match=r"missing vector: missing\nfor the axis: cell\n"
+                                              r".*\nin the query: @ cell : missing$"):
         daf.get_np_query("@cell:missing")
     with pytest.raises(DafMissingError, match="missing axis: nope"):
         daf.get_np_query("@ nope : age")
