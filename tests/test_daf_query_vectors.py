@@ -327,6 +327,10 @@ def test_has_query(daf: Any) -> None:
     assert not daf.has_query(": age @ cell = nope")
     assert not daf.has_query("@ cell [ nope ]")
     assert daf.has_query(". organism") and not daf.has_query(". nope")
+    assert daf.has_query("@ cell [ age < 0 ] : age >> Sum")  # empty, but the data exist
+    assert daf.has_query("@ cell : type ?? : color / type.manual =@ >> Count")
+    with pytest.raises(DafQueryError, match="invalid query"):
+        daf.has_query("@ cell @ gene")
 
 
 def test_frames(daf: Any) -> None:

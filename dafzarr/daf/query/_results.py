@@ -97,12 +97,16 @@ def get_pd_query(daf: Any, query: Any, *, cache: bool | None = None) -> Any:
 
 def has_query(daf: Any, query: Any) -> bool:
     """Whether the query applies: every axis, property and named entry it needs exists (or
-    has a default). Values used as entries are not checked. Syntax errors raise."""
+    has a default). Values are not checked (values used as entries, empty reductions, unused
+    groups). A query that does not parse, or whose operations do not combine, raises."""
     parsed = parse_query(query)
     try:
         Evaluator(Reader(daf, _cache_of(daf)), parsed, checking=True).run()
     except (DafMissingError, MissingEntryError):
         return False
+    except DafQueryError as exc:
+        if str(exc).startswith(("invalid operation", "invalid query")):
+            raise
     return True
 
 
