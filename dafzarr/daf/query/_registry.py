@@ -190,14 +190,13 @@ class Runs:
 
     def sums(self, values: Array) -> Array:
         """The sum of ``values`` (one per stored value) over each run, as float64."""
-        values = values.astype(np.float64, copy=False)
         if self.keys is not None:
             return np.bincount(self.keys, weights=values, minlength=self.count)
         assert self.indptr is not None
         out = np.zeros(self.count, dtype=np.float64)
         full = self.counts > 0
-        if values.size and bool(full.any()):
-            out[full] = np.add.reduceat(values, self.indptr[:-1][full])
+        if values.size and bool(full.any()):  # summed in float64, with no float64 copy
+            out[full] = np.add.reduceat(values, self.indptr[:-1][full], dtype=np.float64)
         return out
 
     def per_value(self, per_run: Array) -> Array:
