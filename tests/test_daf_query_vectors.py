@@ -355,3 +355,24 @@ def test_read_only_views_see_writes(daf: Any) -> None:
     assert list(view.get_np_query("@ cell : age")) == list(AGE)
     daf.set_vector("cell", "age", AGE + 1, overwrite=True)
     assert list(view.get_np_query("@ cell : age")) == list(AGE + 1)
+
+
+@pytest.mark.parametrize("suffix", [".daf.zarr", ".daf.zarr.zip"])
+def test_a_cached_result_is_dropped_when_another_handle_writes(
+    tmp_path: Path, suffix: str
+) -> None:
+    """Two handles on one data set (a ZIP's share one store; a directory's read the same
+    files): a result one cached is not served after the other wrote."""
+    path = tmp_path / f"cells{suffix}"
+    _fill(dafzarr.open_daf(path, "w", name="cells")).close()
+    reader = dafzarr.open_daf(path, "r+", name="cells")
+    writer = dafzarr.open_daf(path, "r+", name="cells")
+    try:
+        assert list(reader.get_np_query("@ cell : age")) == list(AGE)
+        writer.set_vector("cell", "age", AGE * 2, overwrite=True)
+        assert list(reader.get_np_query("@ cell : age")) == list(AGE * 2)
+        writer.delete_vector("cell", "score")
+        assert not reader.has_query("@ cell : score")
+    finally:
+        reader.close()
+        writer.close()

@@ -140,6 +140,11 @@ class Backend:
         """Something that changes whenever the key is rewritten (directories: its stat)."""
         return None
 
+    def version(self) -> Any:
+        """Something that changes whenever any handle or process changes the data set
+        (compared by the query cache; None where only this handle can change it)."""
+        return None
+
     def zarr_store(self) -> tuple[Store, str]:
         """A zarr-python store and the root path in it, for layouts dafzarr does not map."""
         return _BackendStore(self), ""
@@ -225,6 +230,10 @@ class DirectoryBackend(Backend):
         except FileNotFoundError:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def version(self) -> Any:
+        # Every write and delete rewrites the consolidated metadata (by a rename).
+        return self.stamp(".zmetadata"), self.stamp("zarr.json")
 
     def put(self, items: Iterable[tuple[str, Any]]) -> None:
         for key, data in items:

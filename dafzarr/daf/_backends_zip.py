@@ -293,6 +293,11 @@ class ZipBackend(Backend):
     def describe(self) -> str:
         return self.store.path + (f"#/{self.group}" if self.group else "")
 
+    def version(self) -> Any:
+        # The store is shared by every handle of the process on this file; a read-only
+        # store is a snapshot, and other processes wait for the writer's lock.
+        return self.store.generation
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True

@@ -307,6 +307,11 @@ class DafStorage:
             root.pop("consolidated_metadata", None)
             b.put([("zarr.json", json.dumps(root, separators=(",", ":")).encode())])
 
+    def _data_version(self) -> Any:
+        """What changes whenever the data set changes: this handle's change counter, and its
+        backend's version (another handle of the same ZIP or directory may write)."""
+        return self._changes[0], self._backend.version()
+
     def _changed(self) -> None:
         """Every change of the data passes here: :meth:`_write` (every set, fill and axis) and
         :meth:`_delete_node` (every delete and overwrite) call it under the lock."""

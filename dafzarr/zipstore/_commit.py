@@ -184,6 +184,7 @@ def _new_directory(a: Archive, tx: Txn) -> _Directory:
 
 
 def _set_live(a: Archive, data_end: int, cd_offset: int) -> None:
+    a.generation += 1
     a.data_end = a.limit = data_end
     a.cd_offset = cd_offset
     a.placed = True

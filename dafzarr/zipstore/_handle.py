@@ -150,6 +150,12 @@ class ArchiveHandle(Store):
         return self._ensure_open_sync()
 
     @property
+    def generation(self) -> int:
+        """A number that changes whenever this handle loads the archive or commits a change
+        to it (a cache of values read through the store compares it)."""
+        return self._archive.generation
+
+    @property
     def comment(self) -> bytes:
         """The archive comment (kept, byte for byte, by every append)."""
         self._ensure_open_sync()

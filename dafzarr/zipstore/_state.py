@@ -84,6 +84,9 @@ class Archive:
     # that no entry claims: old directories, zeros) that the next commits write into.
     data_end: int = 0
     placed: bool = False  # a commit of this handle placed the directory (see _commit.settle)
+    # Counts the directories made live (loads and commits): what a cache of values read
+    # through this archive compares to know the archive changed.
+    generation: int = 0
     limit: int = 0  # entries' data ends before this offset
     unpatched: set[str] = field(default_factory=set)  # reservations without their CRC yet
     tx: Txn | None = None
@@ -110,6 +113,7 @@ class Archive:
         A ``bytearray`` is kept as it is (no second copy of a large directory); the caller
         gives it up. ``None``: a reader's archive, which keeps no directory bytes.
         """
+        self.generation += 1
         self.comment = comment
         self.entries = entries
         self.cd = bytearray() if cd is None else cd if isinstance(cd, bytearray) else bytearray(cd)

@@ -26,11 +26,11 @@ class QueryCache:
     """Results and lookup tables of one data set, valid for one value of its change counter."""
 
     def __init__(self) -> None:
-        self.version = -1
+        self.version: Any = None
         self.results: dict[str, Any] = {}
         self.tables: dict[Any, Any] = {}
 
-    def sync(self, version: int) -> None:
+    def sync(self, version: Any) -> None:
         """Drop everything if the data set changed since it was stored."""
         if version != self.version:
             self.clear()

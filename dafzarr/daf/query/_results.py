@@ -29,7 +29,7 @@ __all__ = [
 
 def _cache_of(daf: Any) -> QueryCache:
     cache: QueryCache = daf._query_cache
-    cache.sync(daf._changes[0])
+    cache.sync(daf._data_version())
     return cache
 
 
@@ -44,7 +44,7 @@ def evaluate(daf: Any, query: Any, cache: bool | None) -> Any:
     if found is not None:
         return found
     result = Evaluator(Reader(daf, store), parsed).run()
-    if cache is not False and daf._changes[0] == version:  # no write while it ran
+    if cache is not False and daf._data_version() == version:  # no write while it ran
         store.results[key] = _frozen(result)
     return result
 
