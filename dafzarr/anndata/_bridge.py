@@ -22,6 +22,7 @@ from ..errors import AnnDataConversionError
 from ._columns import decode_frame, encode_frame
 from ._legacy import legacy_daf_to_anndata
 from ._matrices import decode_matrix, encode_matrix
+from ._names import EscapedNames
 from ._plan import Plan
 from ._uns import decode_uns, encode_uns
 
@@ -33,7 +34,9 @@ __all__ = ["MANIFEST", "anndata_to_daf", "daf_to_anndata"]
 #: The name of the string scalar holding the JSON manifest of the mapping.
 MANIFEST = "anndata"
 _FORMAT = "dafzarr-anndata"
-_VERSION = 1
+# 2: names that are no valid Daf names are stored escaped (``_names``); 1 stored none.
+_VERSION = 2
+_READABLE = (1, 2)
 
 Spec = dict[str, Any]
 
@@ -150,18 +153,18 @@ def read_manifest(daf: ZarrDaf) -> Spec | None:
         manifest = None
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
         return None
-    if manifest.get("version") != _VERSION:
+    if manifest.get("version") not in _READABLE:
         raise AnnDataConversionError(
             f"{daf.path}: AnnData manifest version {manifest.get('version')} is not one this "
-            f"dafzarr reads ({_VERSION})")
+            f"dafzarr reads ({', '.join(map(str, _READABLE))})")
     return manifest
 
 
-def _entries(daf: ZarrDaf, axis: str) -> Any:
+def _entries(daf: Any, axis: str) -> Any:
     return np.asarray(daf.axis_np_entries(axis), dtype=object)
 
 
-def _mapping_back(daf: ZarrDaf, items: list[Any], index: Any) -> dict[str, Any]:
+def _mapping_back(daf: Any, items: list[Any], index: Any) -> dict[str, Any]:
     out = {}
     for key, spec in items:
         if spec["kind"] == "frame":
@@ -198,6 +201,13 @@ def daf_to_anndata(
                 "axes to read it with the plain mapping")
         return legacy_daf_to_anndata(daf, obs_axis, var_axis, X=X or "UMIs", layers=layers,
                                      obsm=obsm, obsp=obsp, uns=uns)
+    return _from_manifest(anndata, EscapedNames(daf) if manifest["version"] >= 2 else daf,
+                          manifest, layers, obsm, obsp, uns)
+
+
+def _from_manifest(anndata: Any, daf: Any, manifest: Spec, layers: bool, obsm: bool,
+                   obsp: bool, uns: bool) -> AnnData:
+    """The AnnData object ``manifest`` describes, read from ``daf`` by AnnData names."""
     obs_names = _entries(daf, manifest["obs_axis"])
     var_names = _entries(daf, manifest["var_axis"])
     adata = anndata.AnnData(

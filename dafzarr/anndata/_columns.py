@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from ..daf import ZarrDaf
 from ..errors import AnnDataConversionError
 from ._plan import Plan, daf_dtype
 
@@ -149,7 +148,7 @@ def encode_frame(plan: Plan, axis: str, frame: Any, prefix: str, where: str) -> 
             "columns_dtype": str(frame.columns.dtype)}
 
 
-def decode_column(daf: ZarrDaf, axis: str, spec: Spec) -> Any:
+def decode_column(daf: Any, axis: str, spec: Spec) -> Any:
     """The column ``encode_column`` planned (``spec`` with its ``vector``)."""
     import pandas as pd
 
@@ -195,7 +194,7 @@ def decode_column(daf: ZarrDaf, axis: str, spec: Spec) -> Any:
     raise AnnDataConversionError(f"vector {vector!r} of axis {axis!r}: unknown kind {kind!r}")
 
 
-def decode_frame(daf: ZarrDaf, spec: Spec, index: Any) -> Any:
+def decode_frame(daf: Any, spec: Spec, index: Any) -> Any:
     """The DataFrame ``encode_frame`` planned, indexed by ``index``."""
     import pandas as pd
 

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..daf import ZarrDaf
 from ..errors import AnnDataConversionError
 from ._plan import Plan, daf_dtype
 
@@ -86,12 +85,12 @@ def encode_matrix(plan: Plan, rows: str, cols: str, name: str, value: Any, where
     return {**spec, "rows": rows, "cols": cols, "transposed": False}
 
 
-def decode_matrix(daf: ZarrDaf, spec: Spec) -> Any:
+def decode_matrix(daf: Any, spec: Spec) -> Any:
     """The matrix ``encode_matrix`` planned: a view of the store where the layout allows."""
     cls = spec["class"]
     sparse_class = "csc_array" if cls.endswith("_array") else "csc_matrix"
     m = daf.get_np_matrix(spec["rows"], spec["cols"], spec["name"], relayout=False,
-                          sparse_class=sparse_class)  # type: ignore[arg-type]
+                          sparse_class=sparse_class)
     if spec["transposed"]:
         m = m.T
     if spec["kind"] == "sparse":

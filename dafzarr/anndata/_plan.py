@@ -14,8 +14,9 @@ import numpy as np
 
 from ..daf import ZarrDaf
 from ..daf._layout import element_type
-from ..daf._names import _RESERVED_VECTORS, check_name
+from ..daf._names import check_name
 from ..errors import AnnDataConversionError, DafzarrError
+from ._names import daf_name
 
 __all__ = ["Plan", "daf_dtype"]
 
@@ -53,7 +54,10 @@ class Plan:
         self._owners[key] = where
 
     def axis(self, name: str, entries: Any, where: str) -> None:
-        """An axis with these entries; one planned or stored already must have the same ones."""
+        """An axis with these entries; one planned or stored already must have the same ones.
+
+        Every name a plan takes is an AnnData name, stored under :func:`daf_name`."""
+        name = daf_name(name)
         values = np.asarray(entries, dtype=object)
         known = self.axes.get(name)
         if known is None and self.existing is not None and self.existing.has_axis(name):
@@ -88,9 +92,7 @@ class Plan:
 
     def vector(self, axis: str, name: str, values: Any, where: str) -> None:
         """A vector on a planned axis."""
-        if name in _RESERVED_VECTORS:
-            raise AnnDataConversionError(
-                f"{where}: {name!r} is a vector every Daf axis has already (reserved)")
+        axis, name = daf_name(axis), daf_name(name)
         self._check_free("vector", axis, name, where=where)
         self._ops.append(lambda d: d.set_vector(axis, name, values))
 
@@ -98,6 +100,7 @@ class Plan:
                indtype: Any = None) -> None:
         """A matrix on two planned axes (both layouts with ``relayout``, never for a square);
         ``indtype``: the index type of a sparse one."""
+        rows, cols, name = daf_name(rows), daf_name(cols), daf_name(name)
         self._check_free("matrix", rows, cols, name, where=where)
         if self.relayout and rows != cols:
             self._check_free("matrix", cols, rows, name, where=where)
@@ -106,10 +109,11 @@ class Plan:
 
     def reserve_scalar(self, name: str, where: str) -> None:
         """Claim a scalar name the caller writes itself after :meth:`run`."""
-        self._check_free("scalar", name, where=where)
+        self._check_free("scalar", daf_name(name), where=where)
 
     def scalar(self, name: str, value: Any, where: str) -> None:
         """A scalar."""
+        name = daf_name(name)
         self._check_free("scalar", name, where=where)
         self._ops.append(lambda d: d.set_scalar(name, value))
 

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..daf import ZarrDaf
 from ..errors import AnnDataConversionError
 from ._columns import decode_column, decode_frame, encode_column, encode_frame
 from ._matrices import decode_matrix, encode_matrix
@@ -150,7 +149,7 @@ def encode_uns(plan: Plan, value: Any, path: tuple[str, ...] = ()) -> Spec:
     raise AnnDataConversionError(f"{where}: {type(value).__name__} has no Daf mapping")
 
 
-def _scalar(daf: ZarrDaf, name: str, spec: Spec) -> Any:
+def _scalar(daf: Any, name: str, spec: Spec) -> Any:
     value = daf.get_scalar(name)
     kind = spec["type"]
     if kind == "numpy":
@@ -161,7 +160,7 @@ def _scalar(daf: ZarrDaf, name: str, spec: Spec) -> Any:
     return {"bool": bool, "int": int, "float": float, "str": str}[kind](value)
 
 
-def _records_back(daf: ZarrDaf, spec: Spec) -> Any:
+def _records_back(daf: Any, spec: Spec) -> Any:
     axis = spec["axis"]
     dtype = np.dtype([(field, np.dtype(code)) for field, code in spec["fields"]])
     out = np.empty(daf.axis_length(axis), dtype=dtype)
@@ -170,7 +169,7 @@ def _records_back(daf: ZarrDaf, spec: Spec) -> Any:
     return out.view(np.recarray) if spec["recarray"] else out
 
 
-def decode_uns(daf: ZarrDaf, spec: Spec, path: tuple[str, ...] = ()) -> Any:
+def decode_uns(daf: Any, spec: Spec, path: tuple[str, ...] = ()) -> Any:
     """The ``uns`` value ``encode_uns`` planned at ``path``."""
     kind = spec["kind"]
     name = ".".join(("uns", *path))
