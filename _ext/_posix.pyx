@@ -165,8 +165,10 @@ dz_set_threads(_default_threads())
 cdef class FileMapping:
     """A file mapped at a fixed base address that never moves while the file grows.
 
-    ``FileMapping(path, writable, reserve)`` opens ``path`` (which must exist). Writable
-    mappings take an exclusive, non-blocking ``flock`` for their lifetime, reserve
+    ``FileMapping(path, writable, reserve, lock=True)`` opens ``path`` (which must exist).
+    Writable mappings take an exclusive, non-blocking ``flock`` for their lifetime (none
+    with ``lock=False``, for file systems without locks: the caller guarantees a single
+    writer), reserve
     ``reserve`` bytes of address space with ``PROT_NONE`` and overlay the file on the start
     of it with ``MAP_SHARED | MAP_FIXED``; :meth:`resize` grows or shrinks the file and the
     overlay together. Read-only mappings map the current size once and take no lock.
@@ -199,7 +201,7 @@ cdef class FileMapping:
         self._mapped_end = 0
         self._exports = 0
 
-    def __init__(self, path, bint writable, Py_ssize_t reserve=0):
+    def __init__(self, path, bint writable, Py_ssize_t reserve=0, bint lock=True):
         cdef bytes b = os.fsencode(path)
         cdef const char* c_path = b
         cdef int flags = (O_RDWR if writable else O_RDONLY) | O_CLOEXEC
@@ -219,10 +221,14 @@ cdef class FileMapping:
         if fd == -1:
             _raise_errno(err, path)
         self._fd = fd
-        if writable:
-            with nogil:
-                rc = flock(fd, LOCK_EX | LOCK_NB)
-                err = errno if rc == -1 else 0
+        if writable and lock:
+            while True:
+                with nogil:
+                    rc = flock(fd, LOCK_EX | LOCK_NB)
+                    err = errno if rc == -1 else 0
+                if rc == 0 or err != EINTR:
+                    break
+                PyErr_CheckSignals()
             if rc == -1:
                 _raise_errno(err, path)
         with nogil:

@@ -29,6 +29,7 @@ import stat
 import time
 from collections.abc import Iterator
 
+from ._ioerror import storage_error
 from .errors import ArchiveLockedError, OutputExistsError
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "locked_temporary",
     "no_space",
     "remove_stale_temporaries",
+    "removed_on_failure",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -297,13 +299,23 @@ def publish_directory(tmp: str, destination: str, force: bool) -> None:
 
 
 def no_space(exc: OSError, what: str, tmp: str) -> OSError:
-    """``exc`` with a message that says what was being written and that nothing was lost."""
-    if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-        return OSError(
-            exc.errno, f"{os.strerror(exc.errno or 0)} while writing {what} (to {tmp}, now "
-            "removed); nothing else was changed", tmp,
-        )
-    return exc
+    """``exc`` as a :class:`~dafzarr.errors.StorageIOError` that says what was being written
+    and that nothing was lost (the temporary ``tmp`` is removed by the caller)."""
+    return storage_error(
+        exc, f"writing {what}", tmp, "the temporary was removed; nothing else was changed"
+    )
+
+
+@contextlib.contextmanager
+def removed_on_failure(path: str) -> Iterator[None]:
+    """Remove the file ``path`` if the block raises (a removal that fails is left to the
+    sweep of :func:`remove_stale_temporaries`), then raise on."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
 
 
 def new_temporary(destination: str, suffix: str = "", *, sweep: bool = True) -> str:
@@ -319,7 +331,8 @@ def new_temporary(destination: str, suffix: str = "", *, sweep: bool = True) -> 
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except FileExistsError:
             continue
-        os.close(fd)
+        with removed_on_failure(tmp):
+            os.close(fd)
         return tmp
 
 
@@ -330,17 +343,13 @@ def locked_temporary(
     """A flocked, empty temporary file next to ``destination``, removed on failure
     (``sweep``: as for :func:`new_temporary`)."""
     tmp = new_temporary(destination, suffix, sweep=sweep)
-    try:
+    with removed_on_failure(tmp):
         fd = os.open(tmp, os.O_RDWR | os.O_CLOEXEC)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield fd, tmp
         finally:
             os.close(fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 @contextlib.contextmanager

@@ -31,9 +31,12 @@ def get_threads() -> int: ...
 class FileMapping:
     # FileMapping(path, writable, reserve=0): open `path` (which must exist) and map it.
     # Writable mappings take an exclusive non-blocking flock (BlockingIOError when held
-    # elsewhere) and reserve `reserve` bytes of address space for the file to grow into.
+    # elsewhere; none with lock=False) and reserve `reserve` bytes of address space for the
+    # file to grow into.
     # Cython's __init__ is not introspectable, so stubtest cannot check this signature.
-    def __init__(self, path: _Path, writable: bool, reserve: int = 0) -> None: ...
+    def __init__(
+        self, path: _Path, writable: bool, reserve: int = 0, lock: bool = True
+    ) -> None: ...
     path: _Path  # settable: a mapping follows its file through a rename
     @property
     def writable(self) -> bool: ...

@@ -46,6 +46,8 @@ __all__ = [
     "ScanTimeoutError",
     "SelfCheckError",
     "StatisticsWarning",
+    "StorageIOError",
+    "StorageLockError",
     "UnsafeCastError",
     "UnsafeEntryNameError",
     "UnstableFileSetError",
@@ -78,6 +80,26 @@ class AddressSpaceError(DafzarrError, OSError):
 
     The message names the archive, the size and the ``max_file_size`` option to lower.
     """
+
+
+class StorageIOError(DafzarrError, OSError):
+    """A system call failed while dafzarr changed a file (a full disk, a quota, an I/O error,
+    a file system gone read-only, ...).
+
+    ``errno`` is the call's (``e.errno == errno.ENOSPC`` and ``except OSError`` work as for
+    the call's own error; one that a builtin subclass stands for, such as ``EACCES``, is
+    raised as a subclass of that class too, e.g. :class:`PermissionError`), ``filename``
+    the file changed. The message names the operation, the file and the key or property,
+    and what the file holds now: every writer leaves the last committed state (the whole
+    operation or none of it). The system call's own error is the ``__cause__``.
+    """
+
+
+class StorageLockError(StorageIOError):
+    """A writer's lock cannot be taken because the file system does not support ``flock``
+    (``ENOLCK``, ``EOPNOTSUPP``, ``ENOSYS``: NFS without a lock daemon, Lustre mounted
+    without ``flock``). The message names the file and the option that opens it without the
+    lock (``lock=False``), for a user who guarantees a single writer."""
 
 
 class EntryExistsError(DafzarrError, ValueError):

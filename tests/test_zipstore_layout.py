@@ -42,10 +42,11 @@ MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 PUBLIC = frozenset(["ArchiveSpace", "MmapZipStore"])
 # Builtin exceptions a module may raise: the operating system's failures, as they come; the
 # ``ValueError`` zarr's ``Store._open`` raises for a store opened twice; ``_bad``, the
-# function of ``_format`` that builds a ``CorruptArchiveError``.
+# function of ``_format`` that builds a ``CorruptArchiveError``, and ``_write.failed``, the one
+# that builds the error of an abandoned commit (a ``StorageIOError`` for a failed call).
 OS_FAILURES = frozenset({"OSError", "FileNotFoundError"})
 EXEMPT = frozenset({("_open", "ValueError"), ("_open_sync", "ValueError")})
-FACTORIES = frozenset({"_bad"})
+FACTORIES = frozenset({"_bad", "_write.failed"})
 
 
 def test_no_import_cycle() -> None:

@@ -33,6 +33,7 @@ Where this implementation deliberately departs from the crate:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ from typing import Any, Self, cast
 
 import numpy as np
 
+from .._ioerror import Operation, storage_io
 from . import _format as fmt
 from ._allocator import BlockAllocator
 from ._backends import Backend, LocalBackend, MemoryBackend
@@ -72,6 +74,10 @@ def _direct_buffer(
     if cshape and any(s.start != 0 or s.stop != c for s, c in zip(src, cshape, strict=True)):
         return None
     return memoryview(cast(Any, dst.reshape(-1).view(np.uint8)))
+
+
+#: What a failure after a flush's commit leaves.
+_FLUSHED = "the arrays are flushed"
 
 
 class ArrayFile:
@@ -132,8 +138,9 @@ class ArrayFile:
         are removed once stale (no process holds them, a minute old)."""
         backend, key, hint = resolve_target(target)
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
-        backend.sweep()
-        self._records.layers = load_layers(backend, key)
+        with self._io("opening"):
+            backend.sweep()
+            self._records.layers = load_layers(backend, key)
         self._stats_gen, self._stats = load_stats(backend, self._stem + ".stats")
         return self
 
@@ -358,6 +365,10 @@ class ArrayFile:
             self._check_open()
             self._flush()
 
+    def _io(self, what: str) -> contextlib.AbstractContextManager[Operation]:
+        """:func:`~dafzarr._ioerror.storage_io` of ``what`` done to this file set."""
+        return storage_io(what, self._key, "the file set keeps its last flushed state")
+
     async def flush_async(self) -> None:
         """:meth:`flush` in a worker thread."""
         await asyncio.to_thread(self.flush)
@@ -371,13 +382,20 @@ class ArrayFile:
         if not self._records.pending:
             return
         alloc = self._alloc
-        flushed = flush(self._records, alloc, self._backend, self._hint, self._config.codec)
+        names = ", ".join(repr(n) for n in self._records.pending)
+        with self._io(f"flushing the arrays {names}"):
+            flushed = flush(self._records, alloc, self._backend, self._hint,
+                            self._config.codec)
         self._alloc = None
         if alloc is not None:
-            alloc.close()
+            with storage_io(f"releasing the staged blocks of the arrays {names}", self._key,
+                            _FLUSHED):
+                alloc.close()
         entries = updated_stats(self._stats, flushed, self._records, self._reader)
         if entries is not None:
-            self._write_stats(entries)
+            with storage_io(f"writing the statistics of the arrays {names}", self._key,
+                            f"{_FLUSHED}; their statistics read as missing"):
+                self._write_stats(entries)
 
     # --- Statistics --------------------------------------------------------------------
 
@@ -407,9 +425,10 @@ class ArrayFile:
         with self._lock:
             self._check_open()
             self._flush()
-            stats = compact(self._records, self._reader, self._backend, self._config,
-                            self._spill_dir())
-            self._write_stats(stats)
+            with self._io("compacting"):
+                stats = compact(self._records, self._reader, self._backend, self._config,
+                                self._spill_dir())
+                self._write_stats(stats)
 
     async def compact_async(self) -> None:
         """:meth:`compact` in a worker thread."""
@@ -428,10 +447,11 @@ class ArrayFile:
             finally:
                 self._closed = True
                 self._records.pending = {}
-                if self._alloc is not None:
-                    self._alloc.close()
-                self._alloc = None
-                self._backend.close()
+                alloc, self._alloc = self._alloc, None
+                with self._io("closing"):
+                    if alloc is not None:
+                        alloc.close()
+                    self._backend.close()
 
     async def close_async(self) -> None:
         """:meth:`close` in a worker thread."""

@@ -91,7 +91,7 @@ class Axes(DafStorage):
                     raise DafExistsError(f"existing axis: {axis}\nin the daf data: "
                                          f"{self._name}")
                 self._check_deletable(f"axis {axis}")
-            with self._changing():
+            with self._changing(f"setting the axis {axis}"):
                 if exists:
                     self.delete_axis(axis)
                 self._write_axis(axis, names)
@@ -119,7 +119,7 @@ class Axes(DafStorage):
         if self._nothing_to_delete(self.has_axis(axis), must_exist, f"missing axis: {axis}",
                                    f"axis {axis}"):
             return self
-        with self._changing():
+        with self._changing(f"deleting the axis {axis}"):
             self._delete_node(_join("axes", axis))
             self._axis_cache.pop(axis, None)
             self._delete_node(_join("vectors", axis))

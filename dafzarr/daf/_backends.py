@@ -27,6 +27,7 @@ from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
 from .._addrspace import named_map_refusal
+from .._atomic import removed_on_failure
 from .._io import byte_range_bounds
 from ..errors import DafReadOnlyError
 from ._names import _METADATA_NAMES
@@ -307,20 +308,22 @@ class DirectoryBackend(Backend):
             self.root,
             f".fill.{os.getpid()}.{threading.get_ident()}.{next(self._staged)}.tmp",
         )
-        with open(staged, "wb") as f:
-            f.truncate(nbytes)
-        arr = (np.zeros(0, np.uint8) if nbytes == 0
-               else np.memmap(staged, np.uint8, mode="r+", shape=(nbytes,)))
+        with removed_on_failure(staged):
+            with open(staged, "wb") as f:
+                os.ftruncate(f.fileno(), nbytes)  # (retried on EINTR; f.truncate is not)
+            arr = (np.zeros(0, np.uint8) if nbytes == 0
+                   else np.memmap(staged, np.uint8, mode="r+", shape=(nbytes,)))
         self._fills[key] = (staged, arr)
         return arr
 
     def seal(self, key: str) -> None:
         staged, arr = self._fills.pop(key)
-        if isinstance(arr, np.memmap):
-            arr.flush()
-        path = self._path(key)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        os.replace(staged, path)  # a file mapped elsewhere is never truncated
+        with removed_on_failure(staged):
+            if isinstance(arr, np.memmap):
+                arr.flush()
+            path = self._path(key)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.replace(staged, path)  # a file mapped elsewhere is never truncated
 
     def abandon(self, key: str) -> None:
         fill = self._fills.pop(key, None)

@@ -127,11 +127,15 @@ def _retire_if_changed(path: str, shared: _Shared) -> bool:
     return True
 
 
-def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) -> MmapZipStore:
+def acquire_zip_store(
+    path: str, mode: str, max_file_size: int | None = None, lock: bool = True
+) -> MmapZipStore:
     """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
 
     ``max_file_size``: see :class:`~dafzarr.zipstore.MmapZipStore` (default: one that fits
-    the process' address-space limit). A writable store in use keeps its own.
+    the process' address-space limit). A writable store in use keeps its own. ``lock``:
+    see :class:`~dafzarr.zipstore.MmapZipStore` (a store open in this process keeps its
+    own).
     """
     path = os.path.abspath(path)
     writable = mode != "r"
@@ -171,6 +175,7 @@ def acquire_zip_store(path: str, mode: str, max_file_size: int | None = None) ->
                 path,
                 mode if writable else "r",  # type: ignore[arg-type]
                 max_file_size=max_file_size,
+                lock=lock,
             )
             shared = _Shared(store, writable, stamp)
             _REGISTRY[path] = shared

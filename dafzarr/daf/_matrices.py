@@ -241,7 +241,9 @@ class Matrices(Axes):
             return items
 
         items = items_of(deferred)
-        with self._changing(self._matrix_replaces(rows_axis, columns_axis, name, overwrite,
+        with self._changing(f"setting the matrix {name} of the axes {rows_axis} x "
+                            f"{columns_axis}",
+                            self._matrix_replaces(rows_axis, columns_axis, name, overwrite,
                                                   relayout=len(pairs) == 2)):
             try:
                 self._write(items)
@@ -296,7 +298,9 @@ class Matrices(Axes):
             )
         m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
         items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
-        with self._changing([self._matrix_replace(columns_axis, rows_axis, name, overwrite)]):
+        with self._changing(f"relayout of the matrix {name} of the axes {rows_axis} x "
+                            f"{columns_axis}",
+                            [self._matrix_replace(columns_axis, rows_axis, name, overwrite)]):
             self._write(items)
         return self
 
@@ -316,7 +320,8 @@ class Matrices(Axes):
             f"{columns_axis}", f"matrix {name} of the axes {rows_axis} x {columns_axis}",
         ):
             return self
-        with self._changing():
+        with self._changing(f"deleting the matrix {name} of the axes {rows_axis} x "
+                            f"{columns_axis}"):
             for r, c in found:
                 self._delete_node(_join("matrices", r, c, name))
         return self

@@ -46,7 +46,7 @@ class Opened(NamedTuple):
 
 def open_backend(
     path: str | os.PathLike[str] | None, mode: Mode, max_file_size: int | None,
-    append_only: bool, http: HttpOptions | None,
+    append_only: bool, http: HttpOptions | None, lock: bool = True,
 ) -> Opened:
     """The backend of ``path`` (``None``: memory) opened for ``mode``."""
     if path is not None and parse_daf_path(path)[0] != "zip":
@@ -68,7 +68,7 @@ def open_backend(
         return Opened(_open_http(container, http), kind, full)
     if kind == "directory":
         return Opened(_open_directory(container, mode), kind, full)
-    backend, truncate = _open_zip(container, group, mode, max_file_size, append_only)
+    backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock)
     return Opened(backend, kind, full, truncate)
 
 
@@ -83,7 +83,7 @@ def _open_directory(root: str, mode: Mode) -> Backend:
 
 
 def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
-              append_only: bool) -> tuple[ZipBackend, bool]:
+              append_only: bool, lock: bool) -> tuple[ZipBackend, bool]:
     """The ZIP backend, and whether the group is to be truncated (mode ``"w"`` on a group
     that has keys already)."""
     if mode in ("r", "r+") and not os.path.isfile(container):
@@ -93,7 +93,7 @@ def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
         # A group is emptied by its first commit, never the whole archive; an append-only
         # data set is never emptied.
         if os.path.isfile(container):
-            probe = acquire_zip_store(container, "r+", max_file_size)
+            probe = acquire_zip_store(container, "r+", max_file_size, lock)
             backend = ZipBackend(probe, group, read_only=False, append_only=append_only)
             truncate = False
             if backend.children("") or backend.keys_under(""):
@@ -108,7 +108,7 @@ def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
                 truncate = True
             return backend, truncate
         store_mode = "w+"
-    store = acquire_zip_store(container, store_mode, max_file_size)
+    store = acquire_zip_store(container, store_mode, max_file_size, lock)
     return ZipBackend(store, group, read_only=mode == "r", append_only=append_only), False
 
 

@@ -39,7 +39,8 @@ class Scalars(DafStorage):
         check_name(name, "scalar")
         data, dt = _scalar_array(value, f"scalar {name!r}")
         path = _join("scalars", name)
-        with self._changing([(path, f"scalar {name}", overwrite, f"existing scalar: {name}")]):
+        with self._changing(f"setting the scalar {name}",
+                            [(path, f"scalar {name}", overwrite, f"existing scalar: {name}")]):
             self._write(self._array_items(path, data, dt))
         return self
 
@@ -49,6 +50,6 @@ class Scalars(DafStorage):
         if self._nothing_to_delete(self.has_scalar(name), must_exist, f"missing scalar: {name}",
                                    f"scalar {name}"):
             return self
-        with self._changing():
+        with self._changing(f"deleting the scalar {name}"):
             self._delete_node(_join("scalars", name))
         return self

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._ioerror import Operation, storage_io
 from ..errors import (
     AppendOnlyError,
     DafExistsError,
@@ -276,21 +277,33 @@ class DafStorage:
         return items
 
     @contextlib.contextmanager
-    def _changing(self, replaces: Sequence[tuple[str, str, bool, str]] = ()) -> Iterator[None]:
+    def _changing(
+        self, what: str, replaces: Sequence[tuple[str, str, bool, str]] = ()
+    ) -> Iterator[None]:
         """One change of the data set (a set, an overwrite, a delete): on a ZIP one commit,
         so a crash or an error leaves the old state or the new one, never a mix.
+
+        ``what`` names the change and its property (``setting the vector age of the axis
+        cell``): a failed system call is raised as a
+        :class:`~dafzarr.errors.StorageIOError` that says it, with the data set's path.
 
         ``replaces``: ``(path, what, overwrite, exists_text)`` of each property the change
         writes. An existing one is either refused (:meth:`_replaceable`) before the ZIP
         batch opens, so that a refused change rolls back no write another thread has
         waiting in the batch, or deleted inside the batch.
         """
-        with self._lock:
+        with self._lock, self._io(what):
             doomed = self._doomed(replaces)
             with self._backend.transaction():
                 for path in doomed:
                     self._delete_node(path)
                 yield
+
+    def _io(self, what: str) -> contextlib.AbstractContextManager[Operation]:
+        """:func:`~dafzarr._ioerror.storage_io` of the change ``what`` to this data set."""
+        b = self._backend
+        kept = "the data set keeps its last committed state" if b.rolls_back else ""
+        return storage_io(what, b.describe(), kept)
 
     def _drop_stale_metadata(self) -> None:
         """Before the first change of a ZIP that carries consolidated metadata (a zipped

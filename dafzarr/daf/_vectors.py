@@ -169,7 +169,8 @@ class Vectors(Axes):
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
                 data = _dense(raw, dt, f"vector {name!r} of the axis {axis}")
             items = self._array_items(path, data, dt)
-        with self._changing(self._vector_replace(path, axis, name, overwrite)):
+        with self._changing(f"setting the vector {name} of the axis {axis}",
+                            self._vector_replace(path, axis, name, overwrite)):
             self._write(items)
         return self
 
@@ -200,6 +201,6 @@ class Vectors(Axes):
                                    f"missing vector: {name}\nfor the axis: {axis}",
                                    f"vector {name} of the axis {axis}"):
             return self
-        with self._changing():
+        with self._changing(f"deleting the vector {name} of the axis {axis}"):
             self._delete_node(path)
         return self

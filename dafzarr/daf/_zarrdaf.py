@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Self
 
 from .._io import HttpOptions
+from .._ioerror import storage_io
 from ..errors import InvalidArgumentError
 from . import _layout as lay
 from ._backends_zip import ZipBackend
@@ -63,6 +64,12 @@ class ZarrDaf(Description, Fills, Queries):
         ZIP only: refuse every delete and overwrite (``AppendOnlyError``), as
         DataAxesFormats.jl's ZIP backend does; by default they work as on directories.
         Mode ``"w"`` on a data set that holds anything is refused too (use ``"w+"``).
+    lock
+        ZIP only: ``False`` opens for writing without the archive's writer lock, for file
+        systems without ``flock`` (NFS without a lock daemon, Lustre mounted without
+        ``flock``), where a writable open raises :class:`~dafzarr.errors.StorageLockError`
+        otherwise. You then guarantee that no other process writes the archive meanwhile
+        (see :class:`~dafzarr.zipstore.MmapZipStore`).
     http
         Deadline, retries and limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`);
         default: ``HttpOptions()``.
@@ -78,6 +85,7 @@ class ZarrDaf(Description, Fills, Queries):
         max_file_size: int | None = None,
         append_only: bool = False,
         http: HttpOptions | None = None,
+        lock: bool = True,
     ) -> None:
         if mode not in _MODES:
             raise InvalidArgumentError(f"invalid mode: {mode}")
@@ -93,7 +101,21 @@ class ZarrDaf(Description, Fills, Queries):
         self._changes = [0]
         self._query_cache = QueryCache()
         self._finalizer = None
-        opened = open_backend(path, mode, max_file_size, append_only, http)
+        where = "memory" if path is None else os.fspath(path)
+        with storage_io(f"opening the data set (mode {mode!r})", where):
+            self._open(path, mode, zarr_format, max_file_size, append_only, http, lock)
+        stored = self.get_scalar("name", default=None) if name is None else None
+        base = name if name is not None else (str(stored) if stored is not None else self._path)
+        if self._read_only:
+            base = f"{base}.read_only" if name is None else base
+        self._name = _unique_name(base)
+
+    def _open(
+        self, path: str | os.PathLike[str] | None, mode: Mode, zarr_format: int,
+        max_file_size: int | None, append_only: bool, http: HttpOptions | None, lock: bool,
+    ) -> None:
+        """Open the backend and make (or adopt) the data set's root group."""
+        opened = open_backend(path, mode, max_file_size, append_only, http, lock)
         self._backend, self._kind, self._path = opened.backend, opened.kind, opened.path
         if isinstance(opened.backend, ZipBackend):
             self._finalizer = weakref.finalize(self, opened.backend.close)
@@ -110,11 +132,6 @@ class ZarrDaf(Description, Fills, Queries):
             if path is not None:
                 self._backend.close()
             raise
-        stored = self.get_scalar("name", default=None) if name is None else None
-        base = name if name is not None else (str(stored) if stored is not None else self._path)
-        if self._read_only:
-            base = f"{base}.read_only" if name is None else base
-        self._name = _unique_name(base)
 
     # --- Identity ----------------------------------------------------------------------------
 
@@ -190,7 +207,7 @@ class ZarrDaf(Description, Fills, Queries):
 def open_daf(
     path: str | os.PathLike[str], mode: Mode = "r", *, name: str | None = None,
     zarr_format: int = 2, max_file_size: int | None = None, append_only: bool = False,
-    http: HttpOptions | None = None,
+    http: HttpOptions | None = None, lock: bool = True,
 ) -> ZarrDaf:
     """Open (or create) a Daf data set stored as Zarr.
 
@@ -200,11 +217,12 @@ def open_daf(
     created if missing, ``"w"`` created or truncated. ``zarr_format`` (2 or 3) is the
     layout of a new data set; existing ones keep theirs. ZIP only: ``max_file_size`` (the
     largest size the archive may reach while open for writing) and ``append_only`` (refuse
-    deletes and overwrites); see :class:`ZarrDaf`. ``http`` sets the deadline, retries and
+    deletes and overwrites) and ``lock`` (``False``: no writer lock, for file systems
+    without ``flock``; you guarantee a single writer); see :class:`ZarrDaf`. ``http`` sets the deadline, retries and
     limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`).
     """
     return ZarrDaf(path, mode, name=name, zarr_format=zarr_format,
-                   max_file_size=max_file_size, append_only=append_only, http=http)
+                   max_file_size=max_file_size, append_only=append_only, http=http, lock=lock)
 
 
 def memory_daf(name: str = "memory", *, zarr_format: int = 2) -> ZarrDaf:

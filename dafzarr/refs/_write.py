@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._atomic import atomic_file
+from .._ioerror import storage_io
 from ..errors import InvalidArgumentError, VariableLeftOutWarning
 from ._layout import PLACEMENT_FILE, VALUES_FILE
 from ._model import (
@@ -290,6 +291,10 @@ def _check_array(a: VirtualArray) -> None:
 
 
 # --- Parquet -------------------------------------------------------------------------------
+#: What a failed write of a reference store leaves (see :mod:`dafzarr._atomic`).
+_KEPT = "the destination stays as it was"
+
+
 def write_parquet(
     dataset: ScanResult | VirtualDataset,
     out_path: str | os.PathLike[str],
@@ -326,15 +331,19 @@ def write_parquet(
         vds, values = values_into_file(vds, out_path)
     for a in vds.arrays.values():
         _check_array(a)
-    with ReferenceWriter(out_path, vds.paths, record_size=record_size, compression=compression,
-                         overwrite=overwrite) as w:
+    with storage_io("creating the reference store", os.fspath(out_path), _KEPT) as op, \
+            ReferenceWriter(out_path, vds.paths, record_size=record_size,
+                            compression=compression, overwrite=overwrite) as w:
         if values:
+            op.name = "writing the composed values of the reference store"
             w.add_bytes(VALUES_FILE, values)
         for g, attrs in vds.groups.items():
             w.add_group(g, attrs)
         for name, a in vds.arrays.items():
+            op.name = f"writing the references of array {name!r}"
             w.add_array(name, a.zarray, a.zattrs)
             w.append(a.path_index, a.offset, a.size, a.raw)
+        op.name = "writing and publishing the reference store's metadata"
         if vds.placement is not None:  # for `dafzarr refs check` and for the user
             w.add_file(PLACEMENT_FILE, vds.placement)
     return w.out

@@ -45,6 +45,7 @@ memory, the open transaction) and the mapping it writes through; the caller hold
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import struct
 from collections.abc import Iterator
@@ -135,7 +136,10 @@ def make_room(a: Archive, fm: FileMapping, tx: Txn, need: int, room: int, what: 
     if new_cd > fm.size:
         fm.resize(new_cd)
     _step("relocate:resized")
-    _write_past_end(a, fm, new_cd, memoryview(a.cd)[:live_len], tx.n0, "relocate:")
+    # Views released on the way out, also when a write fails: a view alive in the frames
+    # of the exception in flight would keep ``a.cd`` from growing or shrinking after.
+    with memoryview(a.cd) as whole, whole[:live_len] as live:
+        _write_past_end(a, fm, new_cd, live, tx.n0, "relocate:")
     if a.durable:
         fm.msync(new_cd, live_len + tlen)
         fm.fsync()
@@ -169,6 +173,11 @@ class _Directory:
             a.shadowed = False
             a.dropped_folders.clear()
             tx.pruned = False
+
+    def release(self) -> None:
+        """Let go of the view of ``a.cd`` (so that it can grow or shrink again)."""
+        if isinstance(self.cd, memoryview):
+            self.cd.release()
 
 
 def _new_directory(a: Archive, tx: Txn) -> _Directory:
@@ -273,6 +282,14 @@ def place_directory(a: Archive, fm: FileMapping, tx: Txn) -> None:
     """Make the new directory live (the commit), with one write of it: down into the free
     room, or up past the end of the file (see the module's step 3)."""
     d = _new_directory(a, tx)
+    try:
+        _place(a, fm, tx, d)
+    finally:
+        d.release()
+
+
+def _place(a: Archive, fm: FileMapping, tx: Txn, d: _Directory) -> None:
+    """:func:`place_directory` of the directory ``d``."""
     w, size = tx.write, len(d.cd)
     need = size + a.trailer_len()
     # Down: ``need`` bytes of room stay after the entries (less near max_file_size).
@@ -299,9 +316,11 @@ def move_directory(a: Archive, fm: FileMapping, data_end: int, step: str = "comm
     """
     tx = Txn(len(a.entries), len(a.cd), data_end, data_end, a.cd_offset, fm.size)
     a.tx = tx
+    d = _new_directory(a, tx)
     try:
-        _place_canonical(a, fm, tx, _new_directory(a, tx), step)
+        _place_canonical(a, fm, tx, d, step)
     finally:
+        d.release()
         a.tx = None
 
 
@@ -402,6 +421,15 @@ def mark_unlisted_start(a: Archive, fm: FileMapping) -> None:
     a.plain_start = plain
 
 
+def _file_size(fm: FileMapping) -> int:
+    """The size of the file: more than ``fm.size`` when a write that grew it failed before
+    the mapping followed (the largest we know of, if ``fstat`` fails too)."""
+    try:
+        return max(fm.size, os.fstat(fm.fd).st_size)
+    except OSError:
+        return fm.size
+
+
 def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | None = None) -> None:
     """Forget the entries of a failed transaction; the live CD on disk is still valid."""
     a.tx = None
@@ -409,13 +437,16 @@ def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | 
     if tx.committed:
         return  # failed after the commit point: the entries are durable, keep them
     tx.failure = failure or RuntimeError(f"a batch of writes to {a.path} was abandoned")
-    if fm is not None and not fm.closed and fm.size > tx.live_end:
+    if fm is not None and not fm.closed and _file_size(fm) > tx.live_end:
         with contextlib.suppress(OSError):
             fm.resize(tx.live_end)  # drop a half-written copy past the live trailer
     for e in a.entries[tx.n0 :]:
         a.unpatched.discard(e.name)
     del a.entries[tx.n0 :]
-    del a.cd[tx.cd_len0 :]
+    # A copy, not ``del a.cd[...]``: the failed step's frames (kept by the exception in
+    # flight) may still hold a view of the directory, which a bytearray cannot be resized
+    # under.
+    a.cd = a.cd[: tx.cd_len0]
     # Superseded and deleted keys come back: the committed directory still lists them.
     a.index = live_index(a.entries)
     a.first_listed = min((e.lfh_offset for e in a.entries), default=-1)

@@ -273,7 +273,7 @@ def compact_in_place(a: Archive, fm: FileMapping, *, progress: bool = False) -> 
     tmp = new_temporary(real)
     new: FileMapping | None = None
     try:
-        new = FileMapping(tmp, True, a.reserve_size())  # holds the writer's lock
+        new = FileMapping(tmp, True, a.reserve_size(), a.lock)  # holds the writer's lock
         writer = ArchiveWriter(new.fd, tmp)
         try:
             copy_live_entries(a, fm, writer, progress)

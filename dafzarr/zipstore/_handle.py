@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 import numpy as np
 from zarr.abc.store import Store
 
+from .._ioerror import Operation, storage_io
 from .._posix import FileMapping
 from ..errors import (
     BatchOpenError,
-    CorruptArchiveError,
     DafzarrError,
     EntryNotFoundError,
     InvalidArgumentError,
@@ -71,6 +71,7 @@ class ArchiveHandle(Store):
         max_decompressed_size: int,
         append_only: bool,
         renew_limit: int | None,
+        lock: bool = True,
     ) -> None:
         """Set the options and check the path; open nothing."""
         if mode not in MODES:
@@ -97,6 +98,7 @@ class ArchiveHandle(Store):
         self.max_decompressed_size = int(max_decompressed_size)
         self.append_only = bool(append_only)
         self.renew_limit = renew_limit
+        self.lock = bool(lock)
         self._truncate_on_open = mode == "w"
         self._lock = threading.RLock()
         self._fm: FileMapping | None = None
@@ -104,7 +106,8 @@ class ArchiveHandle(Store):
         self._parked: weakref.ref[FileMapping] | None = None
         self._staging = 0  # large writes being copied in worker threads now (see set)
         self._archive = Archive(
-            self.path, self.max_file_size, self.durable, self.max_decompressed_size
+            self.path, self.max_file_size, self.durable, self.max_decompressed_size,
+            lock=self.lock,
         )
         if mode in ("r", "r+") and not os.path.exists(self.path):
             raise FileNotFoundError(errno.ENOENT, f"no such file: {self.path}", self.path)
@@ -124,9 +127,10 @@ class ArchiveHandle(Store):
             else:
                 if self._truncate_on_open and self.append_only:
                     _open.refuse_truncating(self.path)
-                fm = _open.open_writable(
-                    self._archive, self.mode in ("w+", "w"), self._truncate_on_open
-                )
+                with self._io(f"opening for writing (mode {self.mode!r})"):
+                    fm = _open.open_writable(
+                        self._archive, self.mode in ("w+", "w"), self._truncate_on_open
+                    )
                 self._truncate_on_open = False
             self._fm = fm
             self._is_open = True
@@ -170,21 +174,25 @@ class ArchiveHandle(Store):
         (see ``_write.stage``)."""
         raw = encode_key(key, self.path)
         data = as_bytes_view(value, f"{self.path}: entry {key!r}")
-        with self._lock:
+        with self._lock, self._io(f"writing entry {key!r}"):
             fm = self._check_writable_sync()
             return _write.stage(
                 self._archive, fm, key, raw, data, exist_ok=exist_ok, grouped=grouped,
                 append_only=self.append_only, batch_room=self._batch_room,
             )
 
-    def _flush(self, tx: Txn | None) -> None:
-        """Commit ``tx`` unless that happened already; raise if it was abandoned.
+    def _io(self, operation: str) -> contextlib.AbstractContextManager[Operation]:
+        """:func:`~dafzarr._ioerror.storage_io` of ``operation`` (naming the key) here."""
+        return storage_io(operation, self.path, _write.KEPT)
+
+    def _flush(self, tx: Txn | None, key: str) -> None:
+        """Commit ``tx`` (it wrote ``key``) unless that happened already; raise if abandoned.
 
         Inside a ``batch()`` block the block's exit commits; nothing to do here.
         """
         if tx is None:
             return
-        with self._lock:
+        with self._lock, self._io(f"committing entry {key!r}"):
             if not tx.done and self._archive.tx is tx and tx.depth == 0:
                 fm = self._fm
                 assert fm is not None
@@ -192,10 +200,7 @@ class ArchiveHandle(Store):
                 if tx.failure is None:
                     self._renew_start()
         if tx.done and tx.failure is not None:
-            raise CorruptArchiveError(
-                f"{self.path}: the commit that was to make this write durable failed: "
-                f"{tx.failure}"
-            ) from tx.failure
+            raise _write.failed(tx.failure, f"committing entry {key!r}", self.path) from tx.failure
 
     def _set_item(self, key: str, value: Any) -> None:
         """``store[key] = value``: inside a batch, a new small entry goes through the
@@ -231,7 +236,7 @@ class ArchiveHandle(Store):
     def _append(self, key: str, value: Any, *, exist_ok: bool = False) -> bool:
         """Write one entry and commit it; False if nothing needed writing."""
         tx = self._stage(key, value, exist_ok=exist_ok)
-        self._flush(tx)
+        self._flush(tx, key)
         return tx is not None
 
     @contextlib.contextmanager
@@ -252,12 +257,15 @@ class ArchiveHandle(Store):
             with self._lock:
                 _commit.leave_failed(self._archive, self._fm, tx, exc)
             raise
-        with self._lock:
+        with self._lock, self._io("committing a batch of writes"):
             _commit.end(self._archive, fm, tx)
             if tx.failure is None and tx.depth == 0:
                 self._renew_start()
-        if tx.failure is not None:
-            raise tx.failure
+        failure = tx.failure
+        if isinstance(failure, OSError):
+            raise _write.failed(failure, "committing a batch of writes", self.path) from failure
+        if failure is not None:
+            raise failure
 
     def reserve_entry(
         self, key: str, nbytes: int, *, populate: bool = False
@@ -278,7 +286,7 @@ class ArchiveHandle(Store):
         nbytes = int(nbytes)
         if nbytes < 0:
             raise InvalidArgumentError(f"cannot reserve a negative size ({nbytes}) for {key!r}")
-        with self._lock:
+        with self._lock, self._io(f"reserving entry {key!r}"):
             fm = self._check_writable_sync()
             offset = _write.reserve(
                 self._archive, fm, key, raw, nbytes, append_only=self.append_only,
@@ -303,7 +311,7 @@ class ArchiveHandle(Store):
         nbytes = int(nbytes)
         if nbytes < 0:
             raise InvalidArgumentError(f"cannot store a negative size ({nbytes}) for {key!r}")
-        with self.batch():
+        with self.batch(), self._io(f"writing entry {key!r}"):
             with self._lock:
                 fm = self._check_writable_sync()
                 start = _write.reserve(
@@ -329,7 +337,7 @@ class ArchiveHandle(Store):
 
     def patch_entry_crc(self, key: str) -> int:
         """Store the CRC-32 of an entry's current data (after filling a reservation)."""
-        with self._lock:
+        with self._lock, self._io(f"storing the CRC-32 of entry {key!r}"):
             fm = self._check_writable_sync()
             e = self._archive.index.get(key)
             if e is None:
@@ -351,7 +359,8 @@ class ArchiveHandle(Store):
         deleted.
         """
         self._check_writable()
-        with self._lock:
+        keys = list(keys)
+        with self._lock, self._io(f"deleting {_write.describe_keys(keys)}"):
             fm = self._check_writable_sync()
             deleted = _write.delete_keys(self._archive, fm, keys, append_only=self.append_only)
             if deleted:
@@ -362,7 +371,7 @@ class ArchiveHandle(Store):
         """The keys under ``prefix/`` and the folder entries there (``zip -r`` writes
         them; listings would still show the deleted prefix), in one commit. An
         append-only store keeps the folder entries: they hold no data."""
-        with self._lock:
+        with self._lock, self._io(f"deleting the keys under {prefix!r}"):
             fm = self._check_writable_sync()
             with _commit.write_step(self._archive, fm) as tx:
                 self._delete_keys(_write.keys_under(self._archive, prefix))
@@ -412,7 +421,7 @@ class ArchiveHandle(Store):
         :class:`~dafzarr.errors.ArchiveInUseError` while zero-copy views of the store's
         mapping are alive. Other threads must not use the store during the call.
         """
-        with self._lock:
+        with self._lock, self._io("compacting the archive"):
             old = self._check_writable_sync()
             new = compact_in_place(self._archive, old, progress=progress)
             self._fm = new
@@ -502,7 +511,8 @@ class ArchiveHandle(Store):
         """Commit the writes whose commit is pending (outside any batch)."""
         tx = self._archive.tx
         if tx is not None and tx.depth == 0 and self._fm is not None:
-            _commit.commit(self._archive, self._fm, tx)
+            with self._io("committing pending writes"):
+                _commit.commit(self._archive, self._fm, tx)
 
     def close(self) -> None:
         """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive.

@@ -16,6 +16,7 @@ import warnings
 
 from .._addrspace import named_map_refusal, probe_reservation, reservation_error
 from .._atomic import link_descriptor, locked_temporary, publish_file
+from .._ioerror import LOCK_UNSUPPORTED, lock_unsupported_error
 from .._posix import FileMapping
 from ..errors import (
     AppendOnlyError,
@@ -127,7 +128,8 @@ def refuse_truncating(path: str) -> None:
 
 
 def open_writable(a: Archive, create: bool, truncate: bool) -> FileMapping:
-    """Map the archive writable (holding its lock) and load it into ``a``.
+    """Map the archive writable (holding its lock, unless ``a.lock`` is False) and load it
+    into ``a``.
 
     ``create``: make an empty archive first if there is no file; ``truncate``: empty it.
     """
@@ -156,7 +158,7 @@ def map_writable(a: Archive) -> FileMapping:
     """
     while True:
         try:
-            fm = FileMapping(a.path, True, a.reserve_size())
+            fm = FileMapping(a.path, True, a.reserve_size(), a.lock)
         except BlockingIOError as e:
             raise ArchiveLockedError(
                 e.errno,
@@ -165,6 +167,11 @@ def map_writable(a: Archive) -> FileMapping:
                 a.path,
             ) from None
         except OSError as e:
+            if e.errno in LOCK_UNSUPPORTED:
+                raise lock_unsupported_error(
+                    e, a.path, 'MmapZipStore(path, "r+", lock=False), or '
+                    'open_daf(path, "r+", lock=False) for a ZIP data set'
+                ) from e
             if e.errno != errno.ENOMEM:
                 raise
             raise reservation_error(a.path, a.max_file_size, a.reserve_size()) from None

@@ -56,6 +56,8 @@ class Archive:
     max_file_size: int
     durable: bool = False
     max_decompressed_size: int = 1 << 34
+    # Whether writable mappings take the writer's flock (MmapZipStore's ``lock`` option).
+    lock: bool = True
     # Entries in central-directory order (ascending local-header offset for the entries this
     # store writes); after a rewrite or delete, until the next commit, the list still holds
     # the superseded entries, which ``index`` no longer points to.

@@ -76,6 +76,15 @@ class MmapZipStore(ArchiveHandle):
         ``7z -tzip``) until :meth:`compact`, or until a commit or :meth:`close` finds them
         within the bound. Use it when deleting or rewriting the first entries of a very
         large archive must stay cheap.
+    lock
+        ``False`` opens for writing without the exclusive ``flock``, for file systems that
+        have none: there a writable open raises :class:`~dafzarr.errors.StorageLockError`
+        (an ``OSError`` with ``ENOLCK``, ``EOPNOTSUPP`` or ``ENOSYS``) that names this
+        option. Without the lock nothing refuses a second writer, so you guarantee there is
+        none: two writers at once each commit a directory that lists only their own new
+        entries, so one's commits are lost, and may write their entries over the other's;
+        one may even be killed by ``SIGBUS`` when the other shrinks the file. Entries
+        committed before both opened stay intact. Readers need no lock.
 
     Notes
     -----
@@ -103,12 +112,13 @@ class MmapZipStore(ArchiveHandle):
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED,
         append_only: bool = False,
         renew_limit: int | None = None,
+        lock: bool = True,
     ) -> None:
         if max_file_size is None:
             max_file_size = fitting_max_file_size(DEFAULT_MAX_FILE_SIZE)
         self._configure(
             path, mode, read_only, max_file_size, durable, max_decompressed_size, append_only,
-            renew_limit,
+            renew_limit, lock,
         )
         # Open now: a writable store holds the archive's lock from here on (a second
         # writer is refused at once), and mode "w" has emptied the archive when this returns.
@@ -184,6 +194,7 @@ class MmapZipStore(ArchiveHandle):
             "max_decompressed_size": self.max_decompressed_size,
             "append_only": self.append_only,
             "renew_limit": self.renew_limit,
+            "lock": self.lock,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -198,6 +209,7 @@ class MmapZipStore(ArchiveHandle):
             state["max_decompressed_size"],
             state.get("append_only", False),
             state.get("renew_limit"),
+            state.get("lock", True),
         )
 
     # --- zarr Store API -----------------------------------------------------------------
@@ -290,7 +302,7 @@ class MmapZipStore(ArchiveHandle):
             deadline = time.monotonic() + _GROUP_WAIT
             while self._staging and not tx.done and time.monotonic() < deadline:
                 await asyncio.sleep(_GROUP_POLL)
-            self._flush(tx)
+            self._flush(tx, key)
 
     def set_sync(self, key: str, value: Buffer) -> None:
         self._check_writable()

@@ -9,18 +9,40 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .._ioerror import storage_error
 from .._posix import FileMapping
 from .._zipdir import stage_small as _stage_small
 from .._zipdir import stage_small_run as _stage_small_run
-from ..errors import AppendOnlyError, EntryExistsError
+from ..errors import AppendOnlyError, CorruptArchiveError, EntryExistsError
 from . import _commit
 from ._read import unchanged
 from ._state import Archive, Txn
 
 __all__ = [
-    "delete_keys", "drop_folders", "keys_under", "refuse_rewrite", "reserve", "stage",
-    "stage_small", "stage_small_run",
+    "KEPT", "delete_keys", "describe_keys", "drop_folders", "failed", "keys_under",
+    "refuse_rewrite", "reserve", "stage", "stage_small", "stage_small_run",
 ]
+
+
+#: What a failed write leaves (see the commit protocol in ``_commit``).
+KEPT = "the archive keeps its last committed state"
+
+
+def failed(exc: BaseException, operation: str, path: str) -> Exception:
+    """The error of a write whose transaction ``exc`` abandoned: a
+    :class:`~dafzarr.errors.StorageIOError` for a failed system call (see ``_ioerror``)."""
+    if isinstance(exc, OSError):
+        return storage_error(exc, operation, path, KEPT)
+    return CorruptArchiveError(
+        f"{path}: the commit that was to make this write durable failed: {exc}"
+    )
+
+
+def describe_keys(keys: list[str]) -> str:
+    """``entry 'a'``, or ``entry 'a' and 2 more``, for a message."""
+    if len(keys) == 1:
+        return f"entry {keys[0]!r}"
+    return f"entry {keys[0]!r} and {len(keys) - 1} more" if keys else "no entry"
 
 
 def refuse_rewrite(path: str, key: str, what: str = "overwrite") -> None:
