@@ -1,0 +1,347 @@
+"""Child process of the I/O-error injection tests (``test_io_errors.py``).
+
+Usage::
+
+    python tests/_io_error_child.py serve
+
+A fork server: it imports dafzarr once, then reads one JSON request a line from stdin,
+``{"op": NAME, "path": PATH}``. For each it forks a child that waits on a pipe, prints the
+child's pid, waits for the line ``go`` (the parent has attached ``strace -p`` to the child
+meanwhile, so that the trace holds the operation's system calls only), lets the child run
+:data:`OPS` ``[NAME]`` on ``PATH`` and prints one JSON line: the child's exit status and its
+outcome. The child reports through memory shared with the server (no system call of its own
+after the operation), as ``{"error": None}`` or ``{"error": {"type", "mro", "errno",
+"message"}}``, plus ``"reuse"``: what using the same handle again did.
+
+The operations, their base files and the snapshots the parent compares are defined here
+and imported by the parent, so both sides agree on them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mmap
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dafzarr import ArrayFile, MmapZipStore, open_daf
+from dafzarr.refs import VirtualArray, VirtualDataset, write_parquet
+
+_SHARED = 1 << 16
+
+# --- The operations ----------------------------------------------------------------------
+
+
+def _payload(seed: int, n: int) -> bytes:
+    return np.random.default_rng(seed).bytes(n)
+
+
+def zip_base(path: str) -> None:
+    """An archive of two entries, one rewritten (so that compaction has dead bytes)."""
+    with MmapZipStore(path, "w") as s:
+        s["a"] = _payload(1, 1000)
+        s["b"] = _payload(2, 50_000)
+        s["b"] = _payload(3, 40_000)
+
+
+def _on_handle(open_: Callable[[str], Any], body: Callable[[Any], None]) -> Callable[[str], Any]:
+    """The operation that opens ``path``, runs ``body`` on the handle and closes it; a
+    handle that failed is kept for :func:`_reuse`."""
+
+    def run(path: str) -> Any:
+        h = open_(path)
+        try:
+            body(h)
+            h.close()
+        except BaseException:
+            _stash(h)
+            raise
+        return h
+
+    return run
+
+
+def _zip_op(body: Callable[[MmapZipStore], None]) -> Callable[[str], Any]:
+    return _on_handle(lambda p: MmapZipStore(p, "r+"), body)
+
+
+def _batch(s: MmapZipStore) -> None:
+    with s.batch():
+        s["n1"] = _payload(4, 30_000)
+        s["n2"] = _payload(5, 100)
+        s["a"] = _payload(6, 2000)
+        del s["b"]
+
+
+def _set(key: str, value: bytes) -> Callable[[MmapZipStore], None]:
+    def body(s: MmapZipStore) -> None:
+        s[key] = value
+
+    return body
+
+
+def _delete(s: MmapZipStore) -> None:
+    del s["b"]
+
+
+def _compact(s: MmapZipStore) -> None:
+    s.compact()
+
+
+def zip_snapshot(path: str) -> Any:
+    """The archive's entries, read-only, then through a writable open (which recovers)."""
+    with MmapZipStore(path, "r") as s:
+        ro = {k: bytes(s[k]) for k in s}
+    with MmapZipStore(path, "r+") as s:
+        rw = {k: bytes(s[k]) for k in s}
+    return ro if ro == rw else {"read-only": ro, "writable": rw}
+
+
+CELLS = [f"c{i}" for i in range(10)]
+
+
+def daf_base(path: str) -> None:
+    """A data set with one axis and one vector."""
+    with open_daf(path, "w") as d:
+        d.add_axis("cell", CELLS)
+        d.set_vector("cell", "age", np.arange(10, dtype=np.int32))
+
+
+def _daf_op(body: Callable[[Any], None]) -> Callable[[str], Any]:
+    return _on_handle(lambda p: open_daf(p, "r+"), body)
+
+
+def _set_vector(d: Any) -> None:
+    d.set_vector("cell", "score", np.linspace(0, 1, 10))
+
+
+def _overwrite(d: Any) -> None:
+    d.set_vector("cell", "age", np.arange(100, 110, dtype=np.int32), overwrite=True)
+
+
+def _delete_vector(d: Any) -> None:
+    d.delete_vector("cell", "age")
+
+
+def _fill(d: Any) -> None:
+    with d.empty_dense_vector("cell", "filled", np.float64) as v:
+        v[:] = np.arange(10) * 0.5
+
+
+def daf_snapshot(path: str) -> Any:
+    """Every axis and vector of the data set."""
+    with open_daf(path, "r") as d:
+        out: dict[str, Any] = {}
+        for axis in sorted(d.axes_set()):
+            out[f"axis {axis}"] = [str(x) for x in d.axis_np_entries(axis)]
+            for name in sorted(d.vectors_set(axis)):
+                out[f"vector {axis} {name}"] = d.get_np_vector(axis, name).tolist()
+        return out
+
+
+def af_base(path: str) -> None:
+    """A file set with one flushed array and a second sidecar."""
+    with ArrayFile.create(path) as f:
+        f.define_array("x", "u4", ["i"], [64])
+        f.write_array("x", [0], np.arange(64, dtype=np.uint32))
+        f.flush()
+        f.write_array("x", [0], np.arange(8, dtype=np.uint32) + 1000)
+        f.flush()
+
+
+def _af_write(f: ArrayFile) -> None:
+    f.define_array("y", "f8", ["i"], [32])
+    f.write_array("y", [0], np.linspace(0, 1, 32))
+    f.write_array("x", [8], np.arange(4, dtype=np.uint32) + 7)
+    f.flush()
+
+
+def _af_compact(f: ArrayFile) -> None:
+    f.compact()
+
+
+def af_snapshot(path: str) -> Any:
+    """Every array of the file set."""
+    with ArrayFile.open(path) as f:
+        return {n: f.read_array(n).tolist() for n in sorted(f.list_arrays())}
+
+
+def _vds(seed: int) -> VirtualDataset:
+    a = VirtualArray(
+        name="a",
+        zarray={"shape": [40], "chunks": [10], "dtype": "<i4", "compressor": None,
+                "fill_value": 0, "filters": None, "order": "C", "zarr_format": 2},
+        zattrs={"seed": seed},
+        path_index=np.zeros(4, dtype=np.int32),
+        offset=np.arange(4, dtype=np.int64) * 40 + seed,
+        size=np.full(4, 40, dtype=np.int64),
+    )
+    return VirtualDataset(paths=["file:///data/x.nc"], arrays={"a": a}, groups={"": {}})
+
+
+def refs_base(path: str) -> None:
+    """A reference store, to be replaced."""
+    write_parquet(_vds(0), path)
+
+
+def _refs_write(path: str) -> Any:
+    write_parquet(_vds(7), path, overwrite=True)
+    return None
+
+
+def tree_snapshot(path: str) -> Any:
+    """Every file under ``path``, by relative name."""
+    out: dict[str, bytes] = {}
+    for directory, _dirs, files in os.walk(path):
+        for name in files:
+            full = os.path.join(directory, name)
+            with open(full, "rb") as f:
+                out[os.path.relpath(full, path)] = f.read()
+    return out
+
+
+@dataclass(frozen=True)
+class Op:
+    """One mutating operation: the base it runs on, what it does, how to compare states."""
+
+    name: str
+    file_name: str  # of the data set or file, in its own directory
+    base: Callable[[str], None]
+    run: Callable[[str], Any]
+    snapshot: Callable[[str], Any]
+
+
+def _ops() -> dict[str, Op]:
+    ops = [
+        Op("zip-append", "s.zip", zip_base, _zip_op(_set("new", _payload(7, 50_000))),
+           zip_snapshot),
+        Op("zip-rewrite", "s.zip", zip_base, _zip_op(_set("a", _payload(8, 50_000))),
+           zip_snapshot),
+        Op("zip-delete", "s.zip", zip_base, _zip_op(_delete), zip_snapshot),
+        Op("zip-batch", "s.zip", zip_base, _zip_op(_batch), zip_snapshot),
+        Op("zip-compact", "s.zip", zip_base, _zip_op(_compact), zip_snapshot),
+    ]
+    for kind, file_name in (("dir", "d.daf.zarr"), ("zip", "d.daf.zarr.zip")):
+        for what, body in (("set-vector", _set_vector), ("overwrite", _overwrite),
+                           ("delete", _delete_vector), ("fill", _fill)):
+            ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf_op(body),
+                          daf_snapshot))
+    ops += [
+        Op("af-flush", "f.af", af_base, _on_handle(ArrayFile.open, _af_write), af_snapshot),
+        Op("af-compact", "f.af", af_base, _on_handle(ArrayFile.open, _af_compact),
+           af_snapshot),
+        Op("refs-write", "refs.parq", refs_base, _refs_write, tree_snapshot),
+    ]
+    return {op.name: op for op in ops}
+
+
+OPS = _ops()
+
+# --- The child's side --------------------------------------------------------------------
+
+_stashed: list[Any] = []
+
+
+def _stash(handle: Any) -> None:
+    """Keep the handle of a failed operation, to use it again (see :func:`_reuse`)."""
+    _stashed.append(handle)
+
+
+def _reuse() -> str:
+    """Use the failed operation's handle once more: ``ok``, or the error it raised."""
+    if not _stashed:
+        return "none"
+    h = _stashed[-1]
+    try:
+        if isinstance(h, MmapZipStore):
+            h.keys()
+            h.close()
+        elif isinstance(h, ArrayFile):
+            h.list_arrays()
+            h.close(flush=False)
+        else:
+            h.axes_set()
+            h.close()
+    except Exception as exc:  # noqa: BLE001 (reported, judged by the parent)
+        return f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def _describe(exc: BaseException) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "mro": [f"{c.__module__}.{c.__name__}" for c in type(exc).__mro__],
+        "errno": getattr(exc, "errno", None),
+        "message": str(exc),
+    }
+
+
+def _child(op: Op, path: str, go: int, shared: mmap.mmap) -> None:
+    """Wait for the parent's ``go``, run the operation, report through ``shared``."""
+    os.read(go, 1)
+    try:
+        op.run(path)
+        report: dict[str, Any] = {"error": None, "reuse": "none"}
+    except BaseException as exc:  # noqa: BLE001 (reported, judged by the parent)
+        report = {"error": _describe(exc), "reuse": _reuse()}
+    data = json.dumps(report).encode()
+    shared[: len(data)] = data
+
+
+def _serve_one(request: dict[str, Any]) -> dict[str, Any]:
+    shared = mmap.mmap(-1, _SHARED)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0  # (w stays open: no system call may precede the operation)
+        try:
+            _child(OPS[request["op"]], request["path"], r, shared)
+        except BaseException:  # noqa: BLE001 (the exit status says it)
+            code = 70
+        os._exit(code)
+    os.close(r)
+    print(pid, flush=True)
+    if sys.stdin.readline().strip() != "go":
+        os.kill(pid, 9)
+    os.write(w, b"g")
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    raw = bytes(shared).split(b"\0", 1)[0]
+    shared.close()
+    return {
+        "exit": os.waitstatus_to_exitcode(status),
+        "report": json.loads(raw) if raw else None,
+    }
+
+
+def _warm_up() -> None:
+    """Run every operation once, untraced, so that the children import nothing (an
+    injected ``mmap`` or ``openat`` failure then hits the operation, not an import)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        for op in OPS.values():
+            where = os.path.join(d, op.name)
+            os.mkdir(where)
+            path = os.path.join(where, op.file_name)
+            op.base(path)
+            op.run(path)
+            op.snapshot(path)
+
+
+def serve() -> None:
+    """Answer requests until stdin closes."""
+    _warm_up()
+    for line in sys.stdin:
+        with contextlib.suppress(BrokenPipeError):
+            print(json.dumps(_serve_one(json.loads(line))), flush=True)
+
+
+if __name__ == "__main__":
+    serve()
