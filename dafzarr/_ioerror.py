@@ -79,14 +79,15 @@ def storage_io(operation: str, path: str, outcome: str = _KEPT) -> Iterator[Oper
     :class:`Operation` it yields (``operation`` until the block renames it).
 
     Errors dafzarr raises on purpose (every other :class:`~dafzarr.errors.DafzarrError`)
-    and operating-system errors without an ``errno`` pass unchanged.
+    pass unchanged. An ``OSError`` without ``errno`` (a library that dropped it, such as
+    Arrow's "error closing file") gives one without ``errno`` too.
     """
     op = Operation(operation)
     try:
         yield op
     except OSError as exc:
         ours = isinstance(exc, StorageIOError) or not isinstance(exc, DafzarrError)
-        if exc.errno is None or not ours:
+        if not ours:
             raise
         raise storage_error(exc, op.name, path, outcome) from exc
 

@@ -33,7 +33,11 @@ from ..errors import DafReadOnlyError
 from ._names import _METADATA_NAMES
 from ._values import StreamedChunk
 
-__all__ = ["Backend", "DirectoryBackend", "MemoryBackend"]
+__all__ = ["ASIDE", "Backend", "DirectoryBackend", "MemoryBackend"]
+
+#: Suffixes of the names a directory's writers put aside (a node being deleted, a file being
+#: written): never a node of the data set, even when a failed removal leaves them.
+ASIDE = (".deleted", ".tmp")
 
 # Linux maps every page of a populated mapping at once (a sparse read touches them all).
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
@@ -257,7 +261,7 @@ class DirectoryBackend(Backend):
     def children(self, prefix: str) -> list[str]:
         try:
             with os.scandir(self._path(prefix) if prefix else self.root) as it:
-                return sorted(e.name for e in it if e.is_dir())
+                return sorted(e.name for e in it if e.is_dir() and not e.name.endswith(ASIDE))
         except (FileNotFoundError, NotADirectoryError):
             return []
 

@@ -28,7 +28,7 @@ from ..errors import (
     DafReadOnlyError,
 )
 from . import _layout as lay
-from ._backends import Backend
+from ._backends import ASIDE, Backend
 from ._backends_zip import ZipBackend
 from ._names import _join
 from ._packed import read_packed
@@ -414,7 +414,7 @@ class DafStorage:
     def _rebuild_consolidated(self) -> None:
         entries: dict[str, Any] = {}
         for key in self._backend.keys_under(""):
-            if any(p.endswith((".deleted", ".tmp")) for p in key.split("/")):
+            if any(p.endswith(ASIDE) for p in key.split("/")):
                 continue
             ckey = self._consolidated_key(key)
             if ckey is not None:
