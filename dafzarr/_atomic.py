@@ -27,7 +27,8 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from ._ioerror import storage_error
 from .errors import ArchiveLockedError, OutputExistsError
@@ -46,6 +47,8 @@ __all__ = [
     "no_space",
     "remove_stale_temporaries",
     "removed_on_failure",
+    "retry_interrupted",
+    "walk",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -57,6 +60,32 @@ TMP_SUFFIX = ".dafzarr-tmp"
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
+
+
+_T = TypeVar("_T")
+
+
+def retry_interrupted(call: Callable[..., _T], *args: Any) -> _T:
+    """``call(*args)``, again while it fails with EINTR: for the calls Python does not retry
+    itself, such as opening a directory to list it (``os.listdir``, ``os.scandir``)."""
+    while True:
+        try:
+            return call(*args)
+        except InterruptedError:
+            continue
+
+
+def _raise_interrupted(exc: OSError) -> None:
+    if isinstance(exc, InterruptedError):
+        raise exc
+
+
+def walk(root: str, *, topdown: bool = True) -> list[tuple[str, list[str], list[str]]]:
+    """``os.walk(root)`` as a list, walked again from the start when a listing is interrupted
+    (``os.walk`` would skip that directory silently); other errors are ignored as
+    ``os.walk`` ignores them (a directory removed meanwhile)."""
+    return retry_interrupted(lambda: list(os.walk(root, topdown=topdown,
+                                                  onerror=_raise_interrupted)))
 
 
 def fsync_directory(directory: str) -> None:
@@ -115,7 +144,7 @@ def copy_mode(fd: int, source: str | os.stat_result) -> None:
 
 def _fsync_tree(root: str) -> None:
     """fsync every file and directory under ``root`` (deepest first), then ``root``."""
-    for directory, _dirs, files in os.walk(root, topdown=False):
+    for directory, _dirs, files in walk(root, topdown=False):
         for name in files:
             path = os.path.join(directory, name)
             if os.path.islink(path):
@@ -158,7 +187,8 @@ def remove_stale_temporaries(destination: str) -> list[str]:
     directory, base = os.path.split(destination)
     removed: list[str] = []
     try:
-        names = [n for n in os.listdir(directory or ".") if _is_temporary_of(n, base)]
+        names = [n for n in retry_interrupted(os.listdir, directory or ".")
+                 if _is_temporary_of(n, base)]
     except OSError:
         return removed
     for name in sorted(names):

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numpy import ma  # loaded with the package, not lazily during a write
 
 from .errors import InvalidArgumentTypeError, UnsafeCastError
 
@@ -49,16 +50,16 @@ def unmasked(value: Any, where: str) -> Any:
     data. Every writer of user values passes them through here before ``np.asarray`` (which
     drops the mask).
     """
-    if not isinstance(value, np.ma.MaskedArray):
+    if not isinstance(value, ma.MaskedArray):
         return value
-    if np.ma.is_masked(value):
-        count = int(np.count_nonzero(np.ma.getmaskarray(value)))
+    if ma.is_masked(value):
+        count = int(np.count_nonzero(ma.getmaskarray(value)))
         raise InvalidArgumentTypeError(
             f"{where}: a masked array (numpy.ma) with {count} masked value(s) cannot be "
             "stored: the values under its mask would be stored as data; store "
             "value.filled(fill_value) instead, or the mask as data of its own"
         )
-    return np.ma.getdata(value)
+    return ma.getdata(value)
 
 
 def _refuse(where: str, src: np.dtype[Any], dst: np.dtype[Any], why: str) -> UnsafeCastError:

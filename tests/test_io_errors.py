@@ -285,7 +285,20 @@ def _run_op(server: Server, name: str, root: Path, exhaustive: bool) -> None:
     for call, err, n in combos:
         problems += inject(server, op, ref, call, err, n, root)
     print(f"{name}: {len(combos)} combinations exercised, calls {ref.counts}")
-    assert not problems, "\n".join(problems)
+    known = {p for p in problems if exhaustive and p.startswith(KNOWN.get(name, ("\0",))[0])}
+    if exhaustive and name in KNOWN:
+        # a known defect (see KNOWN) must still show, or it was fixed: drop it from KNOWN
+        assert known, f"{name}: {KNOWN[name]} no longer happens"
+    assert not set(problems) - known, "\n".join(sorted(set(problems) - known))
+
+
+#: Defects the exhaustive run still finds, each checked to still show until it is fixed:
+#: ``op -> (the start of its problem line, why)``.
+KNOWN = {
+    "af-flush": ("af-flush close:EIO@3: left behind",
+                 ("a sidecar whose close fails after it was written is left beside the file "
+                  "set, which reads its last flushed state")),
+}
 
 
 # A directory data set is not changed in one step: a delete renames the property's

@@ -33,6 +33,7 @@ from .._atomic import (
     link_temporary,
     locked_temporary,
     remove_stale_temporaries,
+    retry_interrupted,
 )
 from .._io import (
     FileSource,
@@ -334,7 +335,8 @@ class LocalBackend(Backend):
 
     def siblings(self, key: str) -> list[str]:
         directory = os.path.dirname(key) or "."
-        return [os.path.join(directory, name) for name in os.listdir(directory)]
+        return [os.path.join(directory, name)
+                for name in retry_interrupted(os.listdir, directory)]
 
     def exists(self, key: str) -> bool:
         return os.path.exists(key)

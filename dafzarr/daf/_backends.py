@@ -27,7 +27,7 @@ from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
 from .._addrspace import named_map_refusal
-from .._atomic import removed_on_failure
+from .._atomic import removed_on_failure, retry_interrupted, walk
 from .._io import byte_range_bounds
 from ..errors import DafReadOnlyError
 from ._names import _METADATA_NAMES
@@ -260,7 +260,7 @@ class DirectoryBackend(Backend):
 
     def children(self, prefix: str) -> list[str]:
         try:
-            with os.scandir(self._path(prefix) if prefix else self.root) as it:
+            with retry_interrupted(os.scandir, self._path(prefix) if prefix else self.root) as it:
                 return sorted(e.name for e in it if e.is_dir() and not e.name.endswith(ASIDE))
         except (FileNotFoundError, NotADirectoryError):
             return []
@@ -276,7 +276,7 @@ class DirectoryBackend(Backend):
     def keys_under(self, prefix: str) -> list[str]:
         base = self._path(prefix) if prefix else self.root
         out: list[str] = []
-        for dirpath, _dirs, files in os.walk(base):
+        for dirpath, _dirs, files in walk(base):
             rel = os.path.relpath(dirpath, self.root)
             out.extend(name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}"
                        for name in files)

@@ -38,6 +38,7 @@ from .._atomic import (
     no_space,
     publish_file,
     remove_stale_temporaries,
+    retry_interrupted,
 )
 from .._crc import crc32
 from .._posix import FileMapping
@@ -443,7 +444,7 @@ def _walk(root: str) -> list[_SourceFile]:
     stack: list[tuple[bytes, list[bytes]]] = [(os.fsencode(root), [])]
     while stack:
         directory, parts = stack.pop()
-        with os.scandir(directory) as it:
+        with retry_interrupted(os.scandir, directory) as it:
             for entry in it:
                 name_parts = [*parts, entry.name]
                 key = _key_of(name_parts, root)
