@@ -2,6 +2,7 @@
 
 * :class:`MmapZipStore` - a crash-safe, zero-copy Zarr store over one ZIP file.
 * :func:`open_daf`, :func:`memory_daf`, :class:`ZarrDaf` - the Daf data-axes format on Zarr.
+* :func:`viewer` - Daf views (axes and properties defined by queries over a data set).
 * :func:`parse_query`, :func:`escape_value`, :func:`unescape_value`,
   :func:`query_result_dimensions` - Daf queries (``daf.get_np_query("@ cell : age")``).
 * :class:`ArrayFile` - many n-dimensional arrays in one object, with delta sidecars
@@ -54,7 +55,7 @@ from .zipstore import MmapZipStore
 
 if _TYPE_CHECKING:
     from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
-    from .daf import ZarrDaf, memory_daf, open_daf
+    from .daf import ZarrDaf, memory_daf, open_daf, viewer
     from .daf.query import escape_value, parse_query, query_result_dimensions, unescape_value
 
 # Imported on first use: the Daf layer and ArrayFile bring scipy and their own modules, which a
@@ -67,6 +68,7 @@ _LAZY = {
     "ZarrDaf": "daf",
     "memory_daf": "daf",
     "open_daf": "daf",
+    "viewer": "daf",
     "escape_value": "daf.query",
     "parse_query": "daf.query",
     "query_result_dimensions": "daf.query",
@@ -131,4 +133,5 @@ __all__ = [
     "query_result_dimensions",
     "show_config",
     "unescape_value",
+    "viewer",
 ]

@@ -91,3 +91,26 @@ def assert_same(got: Any, want: Any) -> None:
 
 
 Check = Callable[[dafzarr.ZarrDaf], None]
+
+
+def assert_same_query_result(got: Any, expected: Any, query: str) -> None:
+    """The same query result: equal values, entry names and axes (dtypes may differ)."""
+    import pandas as pd
+
+    if isinstance(expected, pd.Series):
+        pd.testing.assert_series_equal(got, expected, check_dtype=False, obj=query)
+    elif isinstance(expected, pd.DataFrame):
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False, obj=query)
+    else:
+        assert got == expected, query
+
+
+def recorder(original: Callable[..., Any], returned: list[Any]) -> Callable[..., Any]:
+    """``original``, noting in ``returned`` every value it returns (to see that a wrapper
+    passes a reader's own arrays through)."""
+    def record(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        returned.append(out)
+        return out
+
+    return record

@@ -57,6 +57,7 @@ PUBLIC: dict[str, set[str]] = {
         "query_result_dimensions",
         "show_config",
         "unescape_value",
+        "viewer",
     },
     "dafzarr.anndata": {
         "anndata_to_daf",
@@ -77,6 +78,7 @@ PUBLIC: dict[str, set[str]] = {
         "main",
     },
     "dafzarr.daf": {
+        "DafReader",
         "ZarrDaf",
         "convert_daf",
         "copy_daf",
@@ -84,6 +86,7 @@ PUBLIC: dict[str, set[str]] = {
         "memory_daf",
         "open_daf",
         "parse_daf_path",
+        "viewer",
     },
     "dafzarr.daf.query": {
         "Abs",

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..daf import ZarrDaf, open_daf
 from ..daf._copy import _new_destination
+from ..daf._reader import DafReader
 from ..errors import AnnDataConversionError
 from ._columns import decode_frame, encode_frame
 from ._legacy import legacy_daf_to_anndata
@@ -155,9 +156,14 @@ def read_manifest(daf: ZarrDaf) -> Spec | None:
         return None
     if manifest.get("version") not in _READABLE:
         raise AnnDataConversionError(
-            f"{daf.path}: AnnData manifest version {manifest.get('version')} is not one this "
-            f"dafzarr reads ({', '.join(map(str, _READABLE))})")
+            f"{_where(daf)}: AnnData manifest version {manifest.get('version')} is not one "
+            f"this dafzarr reads ({', '.join(map(str, _READABLE))})")
     return manifest
+
+
+def _where(daf: Any) -> str:
+    """The path of a stored data set, or the name of a view or chain."""
+    return str(getattr(daf, "path", daf.name))
 
 
 def _entries(daf: Any, axis: str) -> Any:
@@ -175,13 +181,14 @@ def _mapping_back(daf: Any, items: list[Any], index: Any) -> dict[str, Any]:
 
 
 def daf_to_anndata(
-    daf: ZarrDaf | str | os.PathLike[str], obs_axis: str | None = None,
+    daf: DafReader | str | os.PathLike[str], obs_axis: str | None = None,
     var_axis: str | None = None, *, X: str | None = None, layers: bool = True,
     obsm: bool = True, obsp: bool = True, uns: bool = True,
 ) -> AnnData:
     """An ``anndata.AnnData`` of ``daf``'s data along ``obs_axis`` x ``var_axis``.
 
-    A data set written by :func:`anndata_to_daf` gives back the object that was written
+    ``daf``: a path, or any reader (a ``ZarrDaf``, a view, a chain). A data set written by
+    :func:`anndata_to_daf` gives back the object that was written
     (axes default to the written ones; dense matrices are read-only views of the store where
     their layout allows, sparse ones share the stored values). Any other data set (e.g.
     written by DataAxesFormats.jl) is read with the plain mapping: ``X`` (default
@@ -190,15 +197,15 @@ def daf_to_anndata(
     """
     import anndata
 
-    if not isinstance(daf, ZarrDaf):
-        daf = open_daf(daf)
+    # Any reader (ZarrDaf, view, chain): only the public reader API is used.
+    daf = cast("ZarrDaf", open_daf(daf) if isinstance(daf, str | os.PathLike) else daf)
     manifest = read_manifest(daf)
     if manifest is None or obs_axis not in (None, manifest["obs_axis"]) or var_axis not in (
             None, manifest["var_axis"]):
         if obs_axis is None or var_axis is None:
             raise AnnDataConversionError(
-                f"{daf.path}: holds no AnnData manifest for these axes; name the obs and var "
-                "axes to read it with the plain mapping")
+                f"{_where(daf)}: holds no AnnData manifest for these axes; name the obs and "
+                "var axes to read it with the plain mapping")
         return legacy_daf_to_anndata(daf, obs_axis, var_axis, X=X or "UMIs", layers=layers,
                                      obsm=obsm, obsp=obsp, uns=uns)
     return _from_manifest(anndata, EscapedNames(daf) if manifest["version"] >= 2 else daf,

@@ -36,7 +36,7 @@ class EscapedNames:
 
     def __init__(self, daf: Any) -> None:
         self._daf = daf
-        self.path = daf.path
+        self.path = getattr(daf, "path", daf.name)
 
     def axis_length(self, axis: str) -> int:
         """The length of the axis stored for ``axis``."""

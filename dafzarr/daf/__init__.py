@@ -1,6 +1,7 @@
 """The Daf data-axes format on Zarr: directory, ZIP, multi-data-set ZIP, memory and HTTP.
 
-See :func:`open_daf`, :func:`memory_daf` and :class:`ZarrDaf`.
+See :func:`open_daf`, :func:`memory_daf` and :class:`ZarrDaf`; :func:`viewer` (views: axes and
+properties defined by queries)).
 """
 
 from __future__ import annotations
@@ -8,9 +9,12 @@ from __future__ import annotations
 from ._copy import convert_daf, copy_daf
 from ._describe import describe_property
 from ._names import parse_daf_path
+from ._reader import DafReader
+from ._view import viewer
 from ._zarrdaf import ZarrDaf, memory_daf, open_daf
 
 __all__ = [
+    "DafReader",
     "ZarrDaf",
     "convert_daf",
     "copy_daf",
@@ -18,4 +22,5 @@ __all__ = [
     "memory_daf",
     "open_daf",
     "parse_daf_path",
+    "viewer",
 ]

@@ -61,18 +61,10 @@ class Axes(DafStorage):
     ) -> np.ndarray[Any, Any]:
         """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
         (``allow_missing``) map to -1, else raise."""
-        d = self.axis_dict(axis)
-        out = np.empty(len(names), dtype=np.int64)
-        for i, n in enumerate(names):
-            if n in d:
-                out[i] = d[n]
-            elif (n == "" and allow_empty) or (n != "" and allow_missing):
-                out[i] = -1
-            else:
-                raise DafMissingError(
-                    f"missing entry: {n!r}\nof the axis: {axis}\nin the daf data: {self._name}"
-                )
-        return out
+        from ._reader import entry_positions
+
+        return entry_positions(self.axis_dict(axis), names, axis, self._name, allow_empty,
+                               allow_missing)
 
     def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> Self:
         """Create an axis with unique entry names."""
