@@ -50,6 +50,8 @@ PUBLIC: dict[str, set[str]] = {
         "UnsupportedEntryError",
         "ZarrDaf",
         "__version__",
+        "chain_reader",
+        "chain_writer",
         "escape_value",
         "memory_daf",
         "open_daf",
@@ -80,6 +82,8 @@ PUBLIC: dict[str, set[str]] = {
     "dafzarr.daf": {
         "DafReader",
         "ZarrDaf",
+        "chain_reader",
+        "chain_writer",
         "convert_daf",
         "copy_daf",
         "describe_property",

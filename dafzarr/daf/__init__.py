@@ -1,11 +1,13 @@
 """The Daf data-axes format on Zarr: directory, ZIP, multi-data-set ZIP, memory and HTTP.
 
 See :func:`open_daf`, :func:`memory_daf` and :class:`ZarrDaf`; :func:`viewer` (views: axes and
-properties defined by queries)).
+properties defined by queries) and :func:`chain_reader`/:func:`chain_writer` (chains: data sets
+read as one).
 """
 
 from __future__ import annotations
 
+from ._chain import chain_reader, chain_writer
 from ._copy import convert_daf, copy_daf
 from ._describe import describe_property
 from ._names import parse_daf_path
@@ -16,6 +18,8 @@ from ._zarrdaf import ZarrDaf, memory_daf, open_daf
 __all__ = [
     "DafReader",
     "ZarrDaf",
+    "chain_reader",
+    "chain_writer",
     "convert_daf",
     "copy_daf",
     "describe_property",
