@@ -412,3 +412,20 @@ def test_view_of_a_chain(writer: tuple[Any, Any, Any]) -> None:
                           data=[(("wet_site", "rain"), "=")])
     np.testing.assert_array_equal(view.get_np_vector("wet_site", "rain"), [2, 3])
     assert view.description().startswith(f"name: {view.name}\ntype: View\nbase: chain!\n")
+
+
+def test_daf_to_anndata_of_a_chain(writer: tuple[Any, Any, Any]) -> None:
+    pytest.importorskip("anndata")
+    from dafzarr.anndata import daf_to_anndata
+
+    first, _, chain = writer
+    first.add_axis("site", SITES)
+    first.add_axis("species", SPECIES)
+    first.set_matrix("site", "species", "count", np.ones((3, 4), dtype=np.int32))
+    chain.set_vector("site", "rain", np.array([1.0, 2.0, 3.0]))
+    chain.set_matrix("site", "species", "count", np.full((3, 4), 2, dtype=np.int32),
+                     overwrite=True)
+    adata = daf_to_anndata(chain, "site", "species", X="count")
+    assert list(adata.obs_names) == list(SITES)
+    np.testing.assert_array_equal(np.asarray(adata.X), np.full((3, 4), 2))
+    np.testing.assert_array_equal(adata.obs["rain"].to_numpy(), [1, 2, 3])

@@ -98,6 +98,14 @@ def test_plain_view_exposes_everything_read_only(daf: Any) -> None:
     np.testing.assert_array_equal(view.get_np_vector("sample", "nope", default=3), [3] * 4)
 
 
+def test_zarrdaf_views_and_chains_are_readers(daf: Any) -> None:
+    view = dafzarr.viewer(daf)
+    chain = dafzarr.chain_reader([daf, view])
+    for reader in (daf, view, chain):
+        assert isinstance(reader, dafzarr.daf.DafReader)
+    assert not isinstance(object(), dafzarr.daf.DafReader)
+
+
 def test_view_writers_raise(daf: Any) -> None:
     view = dafzarr.viewer(daf, name="frozen!")
     for call in (lambda: view.set_scalar("x", 1), lambda: view.delete_scalar("run"),
@@ -348,9 +356,39 @@ def test_view_wildcard_matrix_query(daf: Any, key: tuple[str, str, str]) -> None
         dafzarr.viewer(daf, name="wm!", data=[(key, "reads")])
 
 
-def test_view_tensor_keys_are_refused(daf: Any) -> None:
+def test_view_tensors(daf: Any) -> None:
+    daf.add_axis("batch", ["B1", "B2"])
+    daf.set_matrix("sample", "probe", "B1_reads", READS, relayout=False)
+    daf.set_matrix("sample", "probe", "B2_reads", READS * 2, relayout=False)
+    daf.set_matrix("sample", "probe", "B3_reads", READS * 3, relayout=False)  # not an entry
+    hidden = dafzarr.viewer(daf, data=[(("*", "*", "*"), "="),
+                                       (("batch", "probe", "sample", "reads"), None)])
+    assert hidden.matrices_set("sample", "probe", relayout=False) == {
+        "reads", "hits", "B3_reads"}
+    assert not hidden.has_matrix("sample", "probe", "B1_reads")
+    only = dafzarr.viewer(daf, data=[(("batch", "sample", "probe", "reads"), "=")])
+    assert only.matrices_set("sample", "probe") == {"B1_reads", "B2_reads"}
+    assert only.matrices_set("probe", "sample", relayout=False) == set()
+    np.testing.assert_array_equal(only.get_np_matrix("sample", "probe", "B2_reads"), READS * 2)
+    masked = dafzarr.viewer(daf, axes={"*": "=", "batch": None},
+                            data=[(("batch", "sample", "probe", "reads"), "=")])
+    with _raises(DafQueryError, "hidden tensor main axis: batch", "for the matrix: reads"):
+        masked.matrices_set("sample", "probe")
+
+
+@pytest.mark.parametrize(("key", "query", "first"), [
+    (("batch", "sample", "*", "reads"), "=", "unsupported tensor wildcard"),
+    (("batch", "sample", "probe", "reads"), ":: reads",
+     'unsupported tensor query: :: reads\nquery for tensor must be one of: "=", nothing'),
+])
+def test_view_tensor_keys_take_only_identity(daf: Any, key: Any, query: str,
+                                             first: str) -> None:
+    with _raises(DafQueryError, first, "for the matrix: reads", "for the main axis: batch",
+                 "and the rows axis: sample", f"and the columns axis: {key[2]}",
+                 "for the view: tk!", "of the daf data: base!"):
+        dafzarr.viewer(daf, name="tk!", data=[(key, query)])
     with pytest.raises(dafzarr.errors.InvalidArgumentError, match="invalid view data key"):
-        dafzarr.viewer(daf, data=[(("lane", "sample", "probe", "reads"), "=")])
+        dafzarr.viewer(daf, data=[(("a", "b", "c", "d", "e"), "=")])
 
 
 # --- Zero copy, following the base, views of views ------------------------------------------

@@ -29,8 +29,10 @@ DataAxesFormats.jl's (``viewer``, ``src/views.jl``), with dafpy's names:
 Decisions: a view's default name is ``<base name>.view``, made unique in the process as data
 set names are (``#2``, ...); with neither ``axes`` nor ``data`` the view is still a ``View``
 (a read-only wrapper exposing everything); an ``"*"`` axis key with a query is refused like
-the wildcard data keys are; tensor keys ``(main_axis, rows_axis, columns_axis, name)`` are
-not supported (they raise).
+the wildcard data keys are. Tensor keys ``(main_axis, rows_axis, columns_axis, name)`` take
+only ``"="`` or ``None`` (no wildcard) and expose or hide the matrices ``<entry>_<name>`` of
+each entry of the base's main axis (DataAxesFormats.jl's tensors); they are matched before the
+other matrix rules, and a main axis the view hides raises when the pair's matrices are used.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def viewer(daf: Any, *, name: str | None = None, axes: Any = None, data: Any = N
         if key == "*" and query not in ("=", None):
             raise DafQueryError(f"invalid wildcard axis query: {query}\nquery for wildcard "
                                 f'must be one of: "=", nothing\n{where}')
-    scalars, vectors, matrices = [], [], []
+    scalars, vectors, matrices, tensors = [], [], [], []
     for key, query in data_rules:
         wild = query not in ("=", None) and "*" in (key if isinstance(key, tuple) else (key,))
         head = "query for wildcard must be one of: \"=\", nothing"
@@ -89,10 +91,25 @@ def viewer(daf: Any, *, name: str | None = None, axes: Any = None, data: Any = N
                                     f"for the rows axis: {key[0]}\n"
                                     f"for the columns axis: {key[1]}\n{where}")
             matrices.append((key, query))
+        elif isinstance(key, tuple) and len(key) == 4:
+            tensors.append((key, _tensor_query(key, query, where)))
         else:
-            raise InvalidArgumentError(f"invalid view data key: {key!r}\n{where}\n(a scalar "
-                                       "name, (axis, name) or (rows_axis, columns_axis, name))")
-    return DafView(daf, view_name, axis_rules, scalars, vectors, matrices)
+            raise InvalidArgumentError(
+                f"invalid view data key: {key!r}\n{where}\n(a scalar name, (axis, name), "
+                "(rows_axis, columns_axis, name) or (main_axis, rows_axis, columns_axis, name))")
+    return DafView(daf, view_name, axis_rules, scalars, vectors, matrices + tensors)
+
+
+def _tensor_query(key: tuple[str, ...], query: Any, where: str) -> Any:
+    """The query of a tensor key: only ``"="`` or ``None``, and no wildcard."""
+    names = (f"for the matrix: {key[3]}\nfor the main axis: {key[0]}\n"
+             f"and the rows axis: {key[1]}\nand the columns axis: {key[2]}\n{where}")
+    if "*" in key:
+        raise DafQueryError(f"unsupported tensor wildcard\n{names}")
+    if query not in ("=", None):
+        raise DafQueryError(f'unsupported tensor query: {query}\nquery for tensor must be '
+                            f'one of: "=", nothing\n{names}')
+    return query
 
 
 def _pairs(rules: Any, default: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
@@ -151,7 +168,9 @@ class DafView(ReaderBase):
         self._axis_rules = axes[::-1]
         self._scalar_rules = scalars[::-1]
         self._vector_rules = vectors[::-1]
-        self._matrix_rules = matrices[::-1]
+        # Tensor rules (4-part keys) are searched before the matrix rules.
+        self._matrix_rules = ([rule for rule in matrices[::-1] if len(rule[0]) == 4]
+                              + [rule for rule in matrices[::-1] if len(rule[0]) != 4])
         self._query_cache = QueryCache()
         self._resolved = QueryCache()
 
@@ -319,10 +338,23 @@ class DafView(ReaderBase):
     # --- Matrices ----------------------------------------------------------------------------
 
     def _matrix_keys(self, rows_axis: str, columns_axis: str) -> list[tuple[str, Any]]:
-        """The (name, query) of the matrix rules of this axis pair, in either order."""
-        return [(key[2], raw) for key, raw in self._matrix_rules
-                if any(r in (rows_axis, "*") and c in (columns_axis, "*")
-                       for r, c in ((key[0], key[1]), (key[1], key[0])))]
+        """The (name, query) of the matrix rules of this axis pair, in either order; a tensor
+        rule's name is each ``<entry>_<name>`` of its main axis in the base."""
+        keys: list[tuple[str, Any]] = []
+        for key, raw in self._matrix_rules:
+            rows, columns = key[-3], key[-2]
+            if not any(r in (rows_axis, "*") and c in (columns_axis, "*")
+                       for r, c in ((rows, columns), (columns, rows))):
+                continue
+            if len(key) == 3:
+                keys.append((key[2], raw))
+                continue
+            if not self.has_axis(key[0]):
+                raise DafQueryError(f"hidden tensor main axis: {key[0]}\nfor the matrix: "
+                                    f"{key[3]}\nfor the rows axis: {rows}\nfor the columns "
+                                    f"axis: {columns}\n{self._where()}")
+            keys += [(f"{entry}_{key[3]}", raw) for entry in self._base.axis_np_entries(key[0])]
+        return keys
 
     def _matrix_rule(self, rows_axis: str, columns_axis: str, name: str) -> Rule:
         return self._rule(("matrix", rows_axis, columns_axis, name),
