@@ -429,3 +429,17 @@ def test_daf_to_anndata_of_a_chain(writer: tuple[Any, Any, Any]) -> None:
     assert list(adata.obs_names) == list(SITES)
     np.testing.assert_array_equal(np.asarray(adata.X), np.full((3, 4), 2))
     np.testing.assert_array_equal(adata.obs["rain"].to_numpy(), [1, 2, 3])
+
+
+def test_chain_to_xarray(pair: tuple[Any, Any, Any]) -> None:
+    pytest.importorskip("xarray")
+    first, second, chain = pair
+    first.add_axis("site", SITES)
+    first.set_vector("site", "rain", np.array([1.0, 2.0, 3.0]))
+    second.add_axis("site", SITES)
+    second.set_vector("site", "rain", np.array([4.0, 5.0, 6.0]))
+    second.set_scalar("season", "spring")
+    ds = chain.to_xarray()
+    assert set(ds.data_vars) == {"site.rain"}
+    np.testing.assert_array_equal(ds["site.rain"].values, [4, 5, 6])
+    assert ds.attrs == {"season": "spring"}

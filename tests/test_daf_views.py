@@ -519,3 +519,21 @@ def test_daf_to_anndata_of_a_view(daf: Any) -> None:
     np.testing.assert_array_equal(np.asarray(adata.X), READS[~QC_FAIL])
     np.testing.assert_array_equal(adata.obs["depth"].to_numpy(), [10, 20, 30])
     np.testing.assert_array_equal(adata.layers["raw"].toarray(), READS[~QC_FAIL])
+
+
+def test_view_to_xarray(daf: Any) -> None:
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("sparse")
+    whole = dafzarr.viewer(daf).to_xarray()
+    stored = daf.to_xarray()
+    assert set(whole.data_vars) == set(stored.data_vars)
+    xr.testing.assert_identical(whole.drop_vars("sample.probe.hits"),
+                                stored.drop_vars("sample.probe.hits"))
+    np.testing.assert_array_equal(whole["sample.probe.hits"].data.todense(),
+                                  stored["sample.probe.hits"].data.todense())
+    view = dafzarr.viewer(daf, axes={"obs": "@ sample [ ! qc_fail ]", "var": "@ probe"},
+                          data=[(("obs", "depth"), "="), (("obs", "var", "X"), ":: hits")])
+    ds = view.to_xarray()
+    assert set(ds.data_vars) == {"obs.depth", "obs.var.X"}
+    assert list(ds["obs"].values) == ["s1", "s3", "s4"]
+    np.testing.assert_array_equal(ds["obs.var.X"].data.todense(), READS[~QC_FAIL])

@@ -371,6 +371,13 @@ class ReaderBase(Queries):
 
     describe = description
 
+    def to_xarray(self, *, drop_variables: Any = None) -> Any:
+        """The data set as an ``xarray.Dataset``, named as :meth:`ZarrDaf.to_xarray` names
+        it (needs xarray)."""
+        from ._xarray import daf_to_xarray
+
+        return daf_to_xarray(self, drop_variables)
+
     # --- Writers -----------------------------------------------------------------------------
 
     def _refuse(self, *_args: Any, **_kwargs: Any) -> Any:

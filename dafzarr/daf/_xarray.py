@@ -25,6 +25,9 @@ when that package is installed, and are otherwise left out with an
 :class:`~dafzarr.errors.UnsupportedVariableWarning` naming them. Sparse vectors are dense,
 as :meth:`ZarrDaf.get_np_vector` returns them.
 
+Any reader (a view, a chain) gives its Dataset the same way (``to_xarray()``): a matrix is
+sparse when the reader returns it sparse, and a vector is dense.
+
 This module imports xarray; ``import dafzarr`` does not import it.
 """
 
@@ -41,8 +44,9 @@ import xarray as xr
 
 from ..errors import DafFormatError, UnsupportedVariableWarning
 from . import _layout as lay
-from ._describe import Description as DafReader  # the readers of ZarrDaf
+from ._describe import Description as StoredReader  # the readers of ZarrDaf
 from ._names import _join
+from ._reader import DafReader
 
 __all__ = ["DafVariable", "build_dataset", "daf_to_xarray", "plan_variables", "variable_values"]
 
@@ -105,7 +109,7 @@ def plan_variables(
         if name in owners:
             raise DafFormatError(
                 f"two Daf properties map to the xarray name {name!r}: the {owners[name]} and "
-                f"the {what}\nin the daf data: {daf._path}\npass drop_variables=[{name!r}] to "
+                f"the {what}\nin the daf data: {_where(daf)}\npass drop_variables=[{name!r}] to "
                 "leave both out"
             )
         owners[name] = what
@@ -116,7 +120,7 @@ def plan_variables(
         for prop in sorted(daf.vectors_set(axis)):
             path = _join("vectors", axis, prop)
             var = DafVariable(f"{axis}.{prop}", prop, (axis,), (axis,), path,
-                              daf._node_kind(path) == "group")
+                              _is_sparse(daf, path, (axis,), prop))
             if claim(var.name, var.what):
                 variables.append(var)
     for rows in axes:
@@ -125,7 +129,7 @@ def plan_variables(
                 path = _join("matrices", rows, cols, prop)
                 dims = (rows, columns_dim(cols) if rows == cols else cols)
                 var = DafVariable(f"{rows}.{cols}.{prop}", prop, (rows, cols), dims, path,
-                                  daf._node_kind(path) == "group")
+                                  _is_sparse(daf, path, (rows, cols), prop))
                 if claim(var.name, var.what):
                     variables.append(var)
     for var in variables:
@@ -135,6 +139,23 @@ def plan_variables(
                                                 f"{var.axes[0]}"):
                 coords[dim] = var.axes[0]
     return coords, variables
+
+
+def _where(daf: DafReader) -> str:
+    """The path of a stored data set, or the name of a view or chain."""
+    return str(getattr(daf, "_path", daf.name))
+
+
+def _is_sparse(daf: DafReader, path: str, axes: tuple[str, ...], prop: str) -> bool:
+    """Whether a property is stored sparse (any other reader: whether it returns a matrix
+    sparse; its vectors are dense)."""
+    if isinstance(daf, StoredReader):
+        return daf._node_kind(path) == "group"
+    if len(axes) == 1:
+        return False
+    import scipy.sparse as sp
+
+    return bool(sp.issparse(daf.get_np_matrix(axes[0], axes[1], prop, relayout=False)))
 
 
 def sparse_module() -> Any:
@@ -166,7 +187,7 @@ def warn_left_out(daf: DafReader, left_out: list[DafVariable]) -> None:
     (the warning points at the caller of ``to_xarray`` or ``xr.open_dataset``)."""
     if left_out:
         warnings.warn(
-            f"{daf._path}: sparse matrices are left out of the xarray Dataset because the "
+            f"{_where(daf)}: sparse matrices are left out of the xarray Dataset because the "
             "'sparse' package is not installed (pip install sparse): "
             + ", ".join(f"{v.name} ({v.what})" for v in left_out),
             UnsupportedVariableWarning,
@@ -174,7 +195,7 @@ def warn_left_out(daf: DafReader, left_out: list[DafVariable]) -> None:
         )
 
 
-def variable_shape_dtype(daf: DafReader, var: DafVariable) -> tuple[tuple[int, ...], np.dtype[Any]]:
+def variable_shape_dtype(daf: StoredReader, var: DafVariable) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """The variable's shape and element type, from the stored documents only."""
     shape = tuple(daf.axis_length(a) for a in var.axes)
     part = var.path
