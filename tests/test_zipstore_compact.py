@@ -29,6 +29,7 @@ from dafzarr import (
     OutputExistsError,
     PackSourceError,
 )
+from dafzarr._atomic import STALE_SECONDS, TMP_SUFFIX
 from dafzarr.cli import main
 from dafzarr.zipstore import _copy as _zipcopy
 
@@ -48,7 +49,7 @@ def _files(directory: Path) -> dict[str, bytes]:
 
 
 def _leftovers(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.name.endswith(_zipcopy.TMP_SUFFIX))
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(TMP_SUFFIX))
 
 
 def _archive_with_dead_bytes(path: Path, seed: int = 0) -> dict[str, bytes]:
@@ -483,15 +484,15 @@ def test_stale_temporaries_are_removed_by_the_next_call(tmp_path: Path) -> None:
     d = tmp_path / "g.zarr"
     zarr.open_group(d, mode="w", zarr_format=2)
     out = tmp_path / "out.zip"
-    stale = tmp_path / f".out.zip.123-abcd{_zipcopy.TMP_SUFFIX}"
+    stale = tmp_path / f".out.zip.123-abcd{TMP_SUFFIX}"
     stale.write_bytes(b"debris of a killed run")
-    recent = tmp_path / f".out.zip.124-abcd{_zipcopy.TMP_SUFFIX}"
+    recent = tmp_path / f".out.zip.124-abcd{TMP_SUFFIX}"
     recent.write_bytes(b"maybe a run that just started")
-    held = tmp_path / f".out.zip.125-abcd{_zipcopy.TMP_SUFFIX}"
+    held = tmp_path / f".out.zip.125-abcd{TMP_SUFFIX}"
     held.write_bytes(b"a live run")
-    other = tmp_path / f".other.zip.126-abcd{_zipcopy.TMP_SUFFIX}"
+    other = tmp_path / f".other.zip.126-abcd{TMP_SUFFIX}"
     other.write_bytes(b"another destination's")
-    old = time.time() - 2 * _zipcopy.STALE_SECONDS
+    old = time.time() - 2 * STALE_SECONDS
     for p in (stale, held, other):
         os.utime(p, (old, old))
     with open(held, "rb") as f:

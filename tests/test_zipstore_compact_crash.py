@@ -19,6 +19,7 @@ import pytest
 import zarr
 
 from dafzarr import MmapZipStore
+from dafzarr._atomic import STALE_SECONDS, TMP_SUFFIX
 from dafzarr.zipstore import _copy as _zipcopy
 
 from . import _compact_child as child
@@ -45,8 +46,8 @@ def _check_leftovers(directory: Path, destination: Path) -> None:
     """At most the killed run's temporary file; the next call removes it once stale."""
     prefix = f".{destination.name}."
     left = [p for p in directory.iterdir() if p.name.startswith(prefix)]
-    assert len(left) <= 1 and all(p.name.endswith(_zipcopy.TMP_SUFFIX) for p in left), left
-    old = time.time() - 2 * _zipcopy.STALE_SECONDS
+    assert len(left) <= 1 and all(p.name.endswith(TMP_SUFFIX) for p in left), left
+    old = time.time() - 2 * STALE_SECONDS
     for p in left:
         os.utime(p, (old, old))
     assert _zipcopy.remove_stale_temporaries(str(destination)) == [str(p) for p in left]

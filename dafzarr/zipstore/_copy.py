@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self, overload
 
 from .._atomic import (
-    STALE_SECONDS,
-    TMP_SUFFIX,
     check_destination,
     copy_mode,
     fsync_directory,
@@ -58,8 +56,6 @@ from ._space import ArchiveSpace
 from ._state import Archive
 
 __all__ = [
-    "STALE_SECONDS",
-    "TMP_SUFFIX",
     "CompactMethod",
     "compact_in_place",
     "compact_path",
@@ -435,6 +431,11 @@ def _key_of(parts: list[bytes], root: str) -> str:
     return key
 
 
+def _entries(directory: bytes) -> list[os.DirEntry[bytes]]:
+    with os.scandir(directory) as it:
+        return list(it)
+
+
 def _walk(root: str) -> list[_SourceFile]:
     """Every file under ``root`` (following links that stay inside it), checked."""
     real_root = os.path.realpath(root)
@@ -444,33 +445,32 @@ def _walk(root: str) -> list[_SourceFile]:
     stack: list[tuple[bytes, list[bytes]]] = [(os.fsencode(root), [])]
     while stack:
         directory, parts = stack.pop()
-        with retry_interrupted(os.scandir, directory) as it:
-            for entry in it:
-                name_parts = [*parts, entry.name]
-                key = _key_of(name_parts, root)
-                path = os.fsdecode(entry.path)
-                if entry.is_symlink():
-                    target = os.path.realpath(path)
-                    if not _inside(target, real_root):
-                        raise PackSourceError(
-                            f"{root}: {key!r} is a symbolic link to {target}, outside the "
-                            "directory; copy the file in (or pack the directory it is in)"
-                        )
-                try:
-                    st = os.stat(path)
-                except FileNotFoundError:
-                    raise PackSourceError(f"{root}: {key!r} is a broken symbolic link") from None
-                if stat.S_ISDIR(st.st_mode):
-                    if (st.st_dev, st.st_ino) in seen:
-                        raise PackSourceError(f"{root}: {key!r} links back to a parent directory")
-                    seen.add((st.st_dev, st.st_ino))
-                    stack.append((entry.path, name_parts))
-                elif stat.S_ISREG(st.st_mode):
-                    files.append(_SourceFile(key, path))
-                else:
+        for entry in retry_interrupted(_entries, directory):
+            name_parts = [*parts, entry.name]
+            key = _key_of(name_parts, root)
+            path = os.fsdecode(entry.path)
+            if entry.is_symlink():
+                target = os.path.realpath(path)
+                if not _inside(target, real_root):
                     raise PackSourceError(
-                        f"{root}: {key!r} is neither a regular file nor a directory"
+                        f"{root}: {key!r} is a symbolic link to {target}, outside the "
+                        "directory; copy the file in (or pack the directory it is in)"
                     )
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                raise PackSourceError(f"{root}: {key!r} is a broken symbolic link") from None
+            if stat.S_ISDIR(st.st_mode):
+                if (st.st_dev, st.st_ino) in seen:
+                    raise PackSourceError(f"{root}: {key!r} links back to a parent directory")
+                seen.add((st.st_dev, st.st_ino))
+                stack.append((entry.path, name_parts))
+            elif stat.S_ISREG(st.st_mode):
+                files.append(_SourceFile(key, path))
+            else:
+                raise PackSourceError(
+                    f"{root}: {key!r} is neither a regular file nor a directory"
+                )
     return files
 
 

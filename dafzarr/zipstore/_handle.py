@@ -155,8 +155,7 @@ class ArchiveHandle(Store):
 
     @property
     def generation(self) -> int:
-        """A number that changes whenever this handle loads the archive or commits a change
-        to it (a cache of values read through the store compares it)."""
+        """Changes whenever this handle loads the archive or commits to it (for caches)."""
         return self._archive.generation
 
     @property
@@ -552,14 +551,9 @@ class ArchiveHandle(Store):
                 _commit.settle(self._archive, self._fm)
 
     def close_after_views(self) -> bool:
-        """Close now, or, while zero-copy views of the archive are alive, when the last goes.
-
-        A writer commits, renews and settles as :meth:`close` does, now; the mapping, the
-        file's descriptor and the writer's lock then go with the last view (other processes
-        can open the archive for writing from that moment), not when this object goes.
-        Using the store before that takes the mapping back, as it was; after, opens the
-        archive again. Returns whether the store closed now.
-        """
+        """Close now (True), or, while zero-copy views are alive, when the last goes (False):
+        a writer settles as :meth:`close` does now; the mapping, descriptor and writer's lock
+        go with the last view. Using the store before that takes the mapping back."""
         with self._lock:
             self._take_back_parked()
             self._settle_for_close()
