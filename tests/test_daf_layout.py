@@ -32,10 +32,10 @@ MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 
 # What users import from ``dafzarr.daf`` (and the Daf names of ``dafzarr`` itself).
 PUBLIC = frozenset([
-    "ZarrDaf", "convert_daf", "copy_daf", "describe_property", "memory_daf", "open_daf",
-    "parse_daf_path",
+    "DafReader", "ZarrDaf", "chain_reader", "chain_writer", "convert_daf", "copy_daf",
+    "describe_property", "memory_daf", "open_daf", "parse_daf_path", "viewer",
 ])  # fmt: skip
-TOP_LEVEL = ("ZarrDaf", "memory_daf", "open_daf")
+TOP_LEVEL = ("ZarrDaf", "chain_reader", "chain_writer", "memory_daf", "open_daf", "viewer")
 
 
 def test_no_import_cycle() -> None:

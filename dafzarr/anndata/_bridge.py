@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from ..daf import ZarrDaf, open_daf
 from ..daf._copy import _new_destination
-from ..daf._reader import DafReader
+from ..daf._interface import DafReader
 from ..errors import AnnDataConversionError
 from ._columns import decode_frame, encode_frame
 from ._legacy import legacy_daf_to_anndata

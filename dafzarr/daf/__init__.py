@@ -10,8 +10,8 @@ from __future__ import annotations
 from ._chain import chain_reader, chain_writer
 from ._copy import convert_daf, copy_daf
 from ._describe import describe_property
+from ._interface import DafReader
 from ._names import parse_daf_path
-from ._reader import DafReader
 from ._view import viewer
 from ._zarrdaf import ZarrDaf, memory_daf, open_daf
 

@@ -11,7 +11,7 @@ import numpy as np
 from .._casting import unmasked
 from ..errors import DafExistsError, DafFormatError, DafMissingError
 from . import _layout as lay
-from ._names import _join, check_name
+from ._names import _join, check_name, entry_positions
 from ._storage import DafStorage
 from ._values import _as_strings
 
@@ -61,8 +61,6 @@ class Axes(DafStorage):
     ) -> np.ndarray[Any, Any]:
         """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
         (``allow_missing``) map to -1, else raise."""
-        from ._reader import entry_positions
-
         return entry_positions(self.axis_dict(axis), names, axis, self._name, allow_empty,
                                allow_missing)
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from typing import Any
 
-from ..errors import DafFormatError, InvalidArgumentTypeError
+import numpy as np
+
+from ..errors import DafFormatError, DafMissingError, InvalidArgumentTypeError
 
 _METADATA_NAMES = frozenset((".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json"))
 #: The vectors every axis has without storing them.
@@ -48,6 +51,22 @@ def check_name(name: Any, what: str) -> str:
     if name in _METADATA_NAMES:
         raise DafFormatError(f"invalid {what} name: {name!r} (a Zarr metadata name)")
     return name
+
+
+def entry_positions(positions: dict[str, int], names: Sequence[str], axis: str, daf_name: str,
+                    allow_empty: bool, allow_missing: bool) -> np.ndarray[Any, Any]:
+    """0-based positions of ``names`` in an axis (``positions``: entry -> position); ``""``
+    (``allow_empty``) or unknown names (``allow_missing``) map to -1, else raise."""
+    out = np.empty(len(names), dtype=np.int64)
+    for i, n in enumerate(names):
+        if n in positions:
+            out[i] = positions[n]
+        elif (n == "" and allow_empty) or (n != "" and allow_missing):
+            out[i] = -1
+        else:
+            raise DafMissingError(
+                f"missing entry: {n!r}\nof the axis: {axis}\nin the daf data: {daf_name}")
+    return out
 
 
 # --- Paths -------------------------------------------------------------------------------------

@@ -1,8 +1,6 @@
 """The reader API of a Daf data set, shared by :class:`~dafzarr.daf.ZarrDaf`, views and chains.
 
-:class:`DafReader` lists the public reader API (a ``Protocol``: anything that has these
-methods can be read by the query package, :func:`~dafzarr.anndata.daf_to_anndata`, views and
-chains). :class:`ReaderBase` implements that API for data sets that are not stored themselves
+:class:`DafReader` (in :mod:`._interface`) lists the public reader API. :class:`ReaderBase` implements that API for data sets that are not stored themselves
 (views, chains) from a few primitives they define (``_entries``, ``_stored_vector``,
 ``_stored_matrix`` in one layout, ...), with the query methods of :mod:`._queries`; its writers
 raise :class:`~dafzarr.errors.DafReadOnlyError`. The helpers ``default_vector``,
@@ -13,11 +11,13 @@ raise :class:`~dafzarr.errors.DafReadOnlyError`. The helpers ``default_vector``,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from ..errors import DafMissingError, DafReadOnlyError, InvalidArgumentError
+from ._interface import DafReader
+from ._names import entry_positions
 from ._queries import Queries
 from ._storage import UNDEF
 from ._values import _plain
@@ -26,64 +26,6 @@ __all__ = ["DafReader", "ReaderBase", "default_matrix", "default_vector", "entry
            "pd_matrix", "pd_vector"]
 
 Array = np.ndarray[Any, Any]
-
-
-@runtime_checkable
-class DafReader(Protocol):
-    """The public reader API of a Daf data set (``ZarrDaf``, views and chains)."""
-
-    @property
-    def name(self) -> str:
-        """The data set's name."""
-
-    def has_scalar(self, name: str) -> bool:
-        """Whether the scalar exists."""
-
-    def scalars_set(self) -> set[str]:
-        """The names of all scalars."""
-
-    def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
-        """The scalar's value; ``default`` if it is missing."""
-
-    def has_axis(self, axis: str) -> bool:
-        """Whether the axis exists."""
-
-    def axes_set(self) -> set[str]:
-        """The names of all axes."""
-
-    def axis_length(self, axis: str) -> int:
-        """The number of entries of an axis."""
-
-    def axis_np_entries(self, axis: str) -> Array:
-        """The axis' entry names, in order."""
-
-    def has_vector(self, axis: str, name: str) -> bool:
-        """Whether the vector exists (``name`` and ``index`` always do)."""
-
-    def vectors_set(self, axis: str) -> set[str]:
-        """The names of the vectors of an axis."""
-
-    def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Array:
-        """The vector as a numpy array."""
-
-    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                   relayout: bool = True) -> bool:
-        """Whether the matrix exists (with ``relayout``, in either layout)."""
-
-    def matrices_set(self, rows_axis: str, columns_axis: str, *,
-                     relayout: bool = True) -> set[str]:
-        """The names of the matrices of an axis pair."""
-
-    def get_np_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True,
-                      sparse_class: Any = "csc_matrix") -> Any:
-        """The ``rows_axis x columns_axis`` matrix (numpy, column-major, or scipy CSC)."""
-
-    def description(self) -> str:
-        """A human-readable summary of the data set."""
-
-    def _data_version(self) -> Any:
-        """What changes whenever the data set changes (the query cache follows it)."""
 
 
 def default_vector(n: int, default: Any, axis: str, daf_name: str) -> Any:
@@ -135,22 +77,6 @@ def pd_matrix(m: Any, row_entries: Array, rows_axis: str, column_entries: Array,
     if sp.issparse(m):
         return pd.DataFrame.sparse.from_spmatrix(m, index=index, columns=columns)
     return pd.DataFrame(m, index=index, columns=columns, copy=False)
-
-
-def entry_positions(positions: dict[str, int], names: Sequence[str], axis: str, daf_name: str,
-                    allow_empty: bool, allow_missing: bool) -> Array:
-    """0-based positions of ``names`` in an axis (``positions``: entry -> position); ``""``
-    (``allow_empty``) or unknown names (``allow_missing``) map to -1, else raise."""
-    out = np.empty(len(names), dtype=np.int64)
-    for i, n in enumerate(names):
-        if n in positions:
-            out[i] = positions[n]
-        elif (n == "" and allow_empty) or (n != "" and allow_missing):
-            out[i] = -1
-        else:
-            raise DafMissingError(
-                f"missing entry: {n!r}\nof the axis: {axis}\nin the daf data: {daf_name}")
-    return out
 
 
 class ReaderBase(Queries):

@@ -45,8 +45,8 @@ import xarray as xr
 from ..errors import DafFormatError, UnsupportedVariableWarning
 from . import _layout as lay
 from ._describe import Description as StoredReader  # the readers of ZarrDaf
+from ._interface import DafReader
 from ._names import _join
-from ._reader import DafReader
 
 __all__ = ["DafVariable", "build_dataset", "daf_to_xarray", "plan_variables", "variable_values"]
 

@@ -24,8 +24,8 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from ..errors import InvalidArgumentTypeError
+from ._interface import DafReader
 from ._names import parse_daf_path
-from ._reader import DafReader
 from ._xarray import (
     DafVariable,
     build_dataset,
