@@ -24,6 +24,7 @@ __all__ = [
     "CorruptFooterError",
     "DafExistsError",
     "DafFormatError",
+    "DafMismatchError",
     "DafMissingError",
     "DafNotFoundError",
     "DafQueryError",
@@ -193,6 +194,15 @@ class DafQuerySyntaxError(DafQueryError):
 
 class DafExistsError(DafzarrError, ValueError):
     """A property exists already and ``overwrite`` was not given."""
+
+
+class DafMismatchError(DafzarrError, ValueError):
+    """Data sets cannot be combined as asked: axes whose entries do not align, entries missing
+    without an ``empty`` value to fill them, values that disagree, properties that cannot be
+    concatenated or collected.
+
+    The message names the operation, the data sets, the axes and the property at fault.
+    """
 
 
 class UnsupportedHDF5Error(DafzarrError, ValueError):

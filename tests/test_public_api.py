@@ -92,6 +92,7 @@ PUBLIC: dict[str, set[str]] = {
         "parse_daf_path",
         "viewer",
     },
+    "dafzarr.daf.ops": set(),
     "dafzarr.daf.query": {
         "Abs",
         "AndMask",
@@ -174,6 +175,7 @@ PUBLIC: dict[str, set[str]] = {
         "CorruptFooterError",
         "DafExistsError",
         "DafFormatError",
+        "DafMismatchError",
         "DafMissingError",
         "DafNotFoundError",
         "DafQueryError",
