@@ -22,6 +22,11 @@ d. 100 OISST-like daily NetCDF4 files (720 x 1440, 4 packed variables, about 2 M
    blocks only, the next files prefetched while one is scanned) vs kerchunk's
    ``SingleHdf5ToZarr`` over fsspec's HTTP file system, file after file as its docs show.
    Requests and bytes fetched per file are printed after the table.
+e. 100 small daily NetCDF4 files (90 x 180, about 48 KiB each; quick: 20) on the same kind
+   of server: latency-bound. ``dafzarr.refs.scan_many`` with its defaults vs kerchunk file
+   after file and VirtualiZarr's ``open_virtual_mfdataset`` (``HDFParser``, obstore's HTTP
+   store, ``parallel=ThreadPoolExecutor``); the latency floor (requests x 20 ms / files in
+   flight) is printed after the table.
 
 After the table: how writing references grows with their count (10^5 -> 10^8; quick: up
 to 10^7), each count in a fresh child process: ``ReferenceWriter`` fed pieces of 10^6
@@ -326,6 +331,7 @@ class RemoteFiles(_TempDirSuite):
     """Daily files served over HTTP with 20 ms per request -> their references."""
 
     label = "d"
+    op = "remote files -> refs"
     baseline = ("kerchunk SingleHdf5ToZarr over fsspec HTTP",)
     bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 2}
     fetch_lines: ClassVar[list[str]] = []
@@ -395,7 +401,7 @@ class RemoteFiles(_TempDirSuite):
         refs.scan_many(self.urls, progress=False)
 
     @c.bench(
-        "remote files -> refs",
+        "{op}",
         "kerchunk SingleHdf5ToZarr over fsspec HTTP",
         c.ENTRIES,
         lambda s: s.nfiles,
@@ -407,6 +413,104 @@ class RemoteFiles(_TempDirSuite):
         for u in self.urls:
             with fsspec.open(u, "rb") as f:
                 _kerchunk_translate_file(f, u)
+
+
+# --- (e) many small files on a remote HTTP server ----------------------------------------------
+def _small_files_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
+    """≥ 10x kerchunk, ≥ 2x VirtualiZarr, within 2x of the latency floor."""
+    texts, ok = [], True
+    for other, factor in (("kerchunk SingleHdf5ToZarr over fsspec HTTP", 10),
+                          ("VirtualiZarr open_virtual_mfdataset, threads", 2)):
+        text, met = c.ratio_target(other, factor)(s, peers)
+        texts.append(text)
+        ok = ok and met
+    floor = RemoteSmallFiles.floor
+    if floor:
+        texts.append(f"within 2x of the latency floor {floor:.3f} s (is {s.median / floor:.2f}x)")
+        ok = ok and s.median <= 2 * floor
+    return "; ".join(texts), ok
+
+
+class RemoteSmallFiles(RemoteFiles):
+    """Many small daily files served over HTTP with 20 ms per request -> their references:
+    bound by latency, not by bytes (each peer reads a whole file in one or two requests)."""
+
+    label = "e"
+    op = "small remote files -> refs"
+    baseline = ("kerchunk SingleHdf5ToZarr over fsspec HTTP",
+                "VirtualiZarr open_virtual_mfdataset, threads")
+    fetch_lines: ClassVar[list[str]] = []
+    #: Seconds the requests of one scan take at least: requests x latency / requests in flight.
+    floor = 0.0
+
+    def setup(self) -> None:
+        import subprocess
+
+        from dafzarr.refs._remote import WINDOW, PrefetchedReaders
+        from dafzarr.refs._scan import scan_reader
+
+        self._mktemp()
+        self.nfiles = 20 if c.quick() else 100
+        names = [f"small{d:04d}.nc" for d in range(self.nfiles)]
+        for d, name in enumerate(names):
+            write_daily_netcdf(self.p(name), d, shape=(90, 180))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.bench_http", "--serve", self.dir,
+             str(REMOTE_DELAY)], stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert self.proc.stdout is not None
+        port = int(self.proc.stdout.readline())
+        self.base = f"http://127.0.0.1:{port}"
+        self.urls = [f"{self.base}/{n}" for n in names]
+        ours = refs.scan_many(self.urls, progress=False)
+        local = refs.scan(self.p(names[-1]))
+        if not np.array_equal(ours[-1].variables["sst"].offset, local.variables["sst"].offset):
+            raise AssertionError("the remote scan found other chunks than the local one")
+        readers = PrefetchedReaders(self.urls)
+        for reader in readers:  # in this process, where the reader counts its requests
+            scan_reader(reader, timeout=None)
+        requests = readers.requests + self.nfiles  # and one HEAD per file
+        RemoteSmallFiles.floor = requests * REMOTE_DELAY / WINDOW
+        RemoteSmallFiles.fetch_lines = [(
+            f"* suite e: {requests / self.nfiles:.1f} requests per file (with the HEAD), "
+            f"{c.human_bytes(os.path.getsize(self.p(names[0])))} per file; at most {WINDOW} "
+            f"files in flight, so a latency floor of {requests} x {REMOTE_DELAY * 1000:g} ms / "
+            f"{WINDOW} = {RemoteSmallFiles.floor:.3f} s"
+        )]
+
+    @c.bench(
+        "small remote files -> refs",
+        "dafzarr scan_many",
+        c.ENTRIES,
+        lambda s: s.nfiles,
+        size=lambda s: f"{s.nfiles} files, 20 ms/request",
+        target=_small_files_target,
+    )
+    def time_dafzarr(self) -> None:
+        refs.scan_many(self.urls, progress=False)
+
+    @c.bench(
+        "small remote files -> refs",
+        "VirtualiZarr open_virtual_mfdataset, threads",
+        c.ENTRIES,
+        lambda s: s.nfiles,
+        size=lambda s: f"{s.nfiles} files, 20 ms/request",
+    )
+    def time_virtualizarr(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from obspec_utils.registry import ObjectStoreRegistry
+        from obstore.store import HTTPStore
+        from virtualizarr import open_virtual_mfdataset
+        from virtualizarr.parsers import HDFParser
+
+        store = HTTPStore.from_url(self.base, client_options={"allow_http": True})
+        open_virtual_mfdataset(
+            self.urls, registry=ObjectStoreRegistry({self.base: store}), parser=HDFParser(),
+            concat_dim="time", combine="nested", data_vars="minimal", coords="minimal",
+            compat="override", parallel=ThreadPoolExecutor,
+            loadable_variables=["time", "lat", "lon"],
+        )  # fmt: skip
 
 
 # --- Growth of the reference writer --------------------------------------------------------------
@@ -481,6 +585,7 @@ def peak_memory(rows: int) -> list[str]:
 
 SUITES: dict[str, list[type]] = {
     "a": [ScanVariable], "b": [WriteParquet], "c": [ManyFiles], "d": [RemoteFiles],
+    "e": [RemoteSmallFiles],
 }
 
 
@@ -506,8 +611,9 @@ def main(argv: list[str] | None = None) -> int:
         *clock.lines(rounds),
         *memory,
         *RemoteFiles.fetch_lines,
+        *RemoteSmallFiles.fetch_lines,
     ], results, (
-        "Rates are references (suites a, b) or files (suites c, d) per second at the median "
+        "Rates are references (suites a, b) or files (suites c, d, e) per second at the median "
         "time; ratio = how many times faster than the named peer (medians). Targets are "
         "informational."
     ))  # fmt: skip

@@ -128,3 +128,32 @@ def test_helpers_outlive_the_threads_that_asked_for_them(tmp_path: Path) -> None
     assert all(h.proc.poll() is None for h in _deadline._IDLE)
     refs.scan_many(files, workers=2, progress=False)
     assert {h.proc.pid for h in _deadline._IDLE} == pids
+
+
+def test_map_with_deadline_spreads_calls_over_helpers_and_answers_in_order() -> None:
+    calls = (((i,), {}, f"call {i}") for i in range(12))  # taken as they are needed
+    answers = list(_deadline.map_with_deadline(_pid_and, calls, timeout=60, helpers=2))
+    assert [i for i, _ in answers] == list(range(12))
+    pids = [pid for _, pid in answers]
+    assert len(set(pids)) == 2 and os.getpid() not in pids
+    assert pids[0::2] == [pids[0]] * 6 and pids[1::2] == [pids[1]] * 6
+
+
+def test_a_failing_call_among_several_helpers_kills_them_all(tmp_path: Path) -> None:
+    calls = [((i,), {}, f"call {i}") for i in range(10)]
+    got: list[int] = []
+    with pytest.raises(InvalidArgumentError, match="call number 5"):
+        got.extend(_deadline.map_with_deadline(_fails_at_5, calls, timeout=60, helpers=3))
+    assert got == [0, 1, 2, 3, 4]
+    assert all(h.proc.poll() is None for h in _deadline._IDLE)  # the killed ones are gone
+    assert len(list(_deadline.map_with_deadline(_pid_and, calls, timeout=60, helpers=3))) == 10
+
+
+def _pid_and(i: int) -> tuple[int, int]:
+    return i, os.getpid()
+
+
+def _fails_at_5(i: int) -> int:
+    if i == 5:
+        raise InvalidArgumentError(f"call number {i}")
+    return i

@@ -36,7 +36,7 @@ from benchmarks.bench_http import _Ranged
 from dafzarr._io import HttpOptions, MemorySource
 from dafzarr._io._blocks import BlockReader
 from dafzarr._io._urls import open_source
-from dafzarr.errors import HttpReadError, InvalidArgumentError
+from dafzarr.errors import H5Error, HttpReadError, InvalidArgumentError
 from dafzarr.refs import scan, scan_many, virtualize
 from dafzarr.refs._scan import scan_reader
 from tests._moto_s3 import moto_s3
@@ -174,6 +174,93 @@ def test_scan_many_over_http_prefetches_and_equals_local_scans(
     gets = [n for method, _, n in handler.log if method == "GET"]
     total = sum(p.stat().st_size for p in days)
     assert sum(gets) < total / 2
+
+
+def test_a_collection_of_local_and_remote_files_is_scanned_in_order(
+    served: Any, days: list[Path]
+) -> None:
+    """The first remote file is scanned alone; the others go to helper processes queued
+    ahead, local files among them: every answer comes back in the order of the sources."""
+    url, _ = served()
+    sources = [str(days[0]), f"{url}/{days[1].name}", f"{url}/{days[2].name}", str(days[3]),
+               f"{url}/{days[4].name}", f"{url}/{days[5].name}"]  # fmt: skip
+    for timeout in (None, 60):
+        got = scan_many(sources, progress=False, timeout=timeout)
+        for r, p, s in zip(got, days, sources, strict=True):
+            expected = scan(p, url=s if "://" in s else None)
+            _same_scan(r, expected)
+
+
+def test_a_bad_remote_file_among_queued_ones_is_an_error_naming_it(
+    served: Any, days: list[Path]
+) -> None:
+    junk = days[0].parent / "junk.nc"
+    junk.write_bytes(b"not an HDF5 file" * 1000)
+    url, _ = served()
+    sources = [f"{url}/{p.name}" for p in days[:3]] + [f"{url}/junk.nc"]
+    sources += [f"{url}/{p.name}" for p in days[3:]]
+    try:
+        with pytest.raises(H5Error, match=re.escape(f"{url}/junk.nc")):
+            scan_many(sources, progress=False)
+    finally:
+        junk.unlink()
+    assert len(scan_many([f"{url}/{p.name}" for p in days], progress=False)) == len(days)
+
+
+class _Counting(_Handler):
+    """Answers 50 ms late, and counts the requests in flight at once."""
+
+    delay = 0.05
+    busy: ClassVar[list[int]] = [0, 0]  # now, most
+
+    def _count(self, step: int) -> None:
+        with self.lock:
+            self.busy[0] += step
+            self.busy[1] = max(self.busy)
+
+    def do_GET(self) -> None:
+        self._count(1)
+        try:
+            super().do_GET()
+        finally:
+            self._count(-1)
+
+    def do_HEAD(self) -> None:
+        self._count(1)
+        try:
+            super().do_HEAD()
+        finally:
+            self._count(-1)
+
+
+@pytest.mark.parametrize("in_flight", [2, 16])
+def test_the_requests_in_flight_are_bounded_by_in_flight(
+    days: list[Path], in_flight: int
+) -> None:
+    handler = type("C", (_Counting,), {"busy": [0, 0], "counter": [0], "log": []})
+    srv = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(days[0].parent))
+    )
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        urls = [f"http://127.0.0.1:{srv.server_address[1]}/{p.name}" for p in days]
+        got = scan_many(urls, progress=False, in_flight=in_flight)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    _same_scan(got[-1], scan(days[-1], url=urls[-1]))
+    most = handler.busy[1]
+    if in_flight == 2:  # two files ahead, and the one being scanned
+        assert most <= 3
+    else:  # the files after the first are opened at once
+        assert most >= 4
+
+
+@pytest.mark.parametrize("in_flight", [0, -1, 1.5, True])
+def test_in_flight_must_be_a_positive_int(in_flight: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="in_flight must be"):
+        scan_many(["http://127.0.0.1:9/x.nc"], progress=False,
+                  in_flight=in_flight)  # type: ignore[arg-type]
 
 
 def test_xarray_reads_the_data_through_references_to_http(
@@ -480,6 +567,26 @@ def test_a_block_reader_goes_to_another_process_with_its_blocks(
     before = reader.requests
     reader.learn(copy.stats())
     assert 20 in reader.layout().from_start and reader.requests == before + 1
+
+
+def test_the_sources_of_one_store_sent_to_a_process_share_one_store(
+    served: Any, days: list[Path]
+) -> None:
+    """Building an HTTP store (its client and TLS roots) costs milliseconds: a helper that
+    receives the readers of a collection builds it once, and reads through it still."""
+    import pickle
+
+    url, _ = served()
+    sources = [open_source(f"{url}/{p.name}", options=FAST) for p in days[:3]]
+    copies = [pickle.loads(pickle.dumps(s)) for s in sources]
+    assert copies[0].store is copies[1].store is copies[2].store
+    assert copies[0].store is not sources[0].store
+    for copy, p in zip(copies, days, strict=False):
+        assert copy.where.endswith(p.name) and copy.options == FAST
+        assert bytes(copy.read(0, 100)) == p.read_bytes()[:100]
+    other, _ = served()
+    elsewhere = pickle.loads(pickle.dumps(open_source(f"{other}/{days[0].name}")))
+    assert elsewhere.store is not copies[0].store
 
 
 def test_a_store_that_cannot_reach_the_helper_process_is_a_clear_error(

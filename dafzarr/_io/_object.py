@@ -22,6 +22,8 @@ module does not take the answers on trust:
 from __future__ import annotations
 
 import functools
+import os
+import pickle
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -83,6 +85,13 @@ class ObjectSource:
             where = f"{base.rstrip('/')}/{path}" if base else f"{store!r} {path}"
         self.where = where
         self.ranges_ignored = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its store's state: a process that receives many sources of one store
+        (a helper scanning the files of a collection) builds that store once."""
+        return _revived, (
+            pickle.dumps(self.store), self.path, self.options, self.where, self.ranges_ignored
+        )
 
     # --- the blocking API ---------------------------------------------------------------------
 
@@ -352,6 +361,30 @@ class ObjectSource:
             whole = self._whole(self.options.max_skip, until)
             size = len(whole)
             return memoryview(whole)[max(0, size - n) :], Head(size, f"None|None|{size}")
+
+
+#: Stores rebuilt from their pickled state in this process (building one, an HTTP client
+#: with its TLS roots, takes milliseconds), by process and state; a few at most.
+_REVIVED: dict[tuple[int, bytes], Any] = {}
+_REVIVED_MAX = 32
+
+
+def _revived(
+    state: bytes, path: str, options: HttpOptions, where: str, ranges_ignored: bool
+) -> ObjectSource:
+    """An :class:`ObjectSource` unpickled: its store is the one this process built from the
+    same state, if any (a store is shared by threads; one inherited through ``fork`` is not
+    reused)."""
+    key = (os.getpid(), state)
+    store = _REVIVED.get(key)
+    if store is None:
+        store = pickle.loads(state)
+        if len(_REVIVED) >= _REVIVED_MAX:
+            _REVIVED.clear()
+        _REVIVED[key] = store
+    source = ObjectSource(store, path, options=options, where=where)
+    source.ranges_ignored = ranges_ignored
+    return source
 
 
 def object_version(meta: Any) -> str:

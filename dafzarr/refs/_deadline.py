@@ -14,6 +14,7 @@ its input everywhere).
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import os
 import pickle
@@ -24,7 +25,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn
 
 from ..errors import H5Error, ScanTimeoutError
@@ -285,27 +286,38 @@ _AHEAD = 8
 
 
 def map_with_deadline(
-    fn: Callable[..., Any], calls: Sequence[tuple[tuple[Any, ...], dict[str, Any], str]], *,
-    timeout: float,
+    fn: Callable[..., Any], calls: Iterable[tuple[tuple[Any, ...], dict[str, Any], str]], *,
+    timeout: float, helpers: int = 1,
 ) -> Iterator[Any]:  # fmt: skip
-    """``fn(*args, **kwargs)`` for each ``(args, kwargs, what)`` in one helper, in order.
+    """``fn(*args, **kwargs)`` for each ``(args, kwargs, what)`` of ``calls``, answers in order.
 
-    Calls are queued a few ahead; each has ``timeout`` seconds from the moment the helper
-    can start it (when the previous answer arrived). On a deadline, a helper that ends, or
-    an exception, the helper is killed (queued calls go with it) and the error raised.
+    Calls are taken from ``calls`` as they are needed and queued a few ahead in each of
+    ``helpers`` helper processes (call ``i`` in helper ``i % helpers``); each has ``timeout``
+    seconds from the moment its answer is awaited. On a deadline, a helper that ends, or an
+    exception, the helpers are killed (queued calls go with them) and the error raised.
     """
-    with _helper() as helper:
+    with contextlib.ExitStack() as stack:
+        pool = [stack.enter_context(_helper()) for _ in range(max(1, helpers))]
+        source = iter(calls)
+        queued: collections.deque[tuple[_Helper, str]] = collections.deque()
         sent = 0
-        for i in range(len(calls)):
-            while sent < len(calls) and sent < i + _AHEAD:
-                args, kwargs, _ = calls[sent]
-                if not helper.request(fn, args, kwargs):
+        while True:
+            while len(queued) < _AHEAD * len(pool):
+                call = next(source, None)
+                if call is None:
                     break
+                args, kwargs, what = call
+                helper = pool[sent % len(pool)]
+                helper.request(fn, args, kwargs)  # if the helper ended, its answer says so
+                queued.append((helper, what))
                 sent += 1
+            if not queued:
+                return
+            helper, what = queued.popleft()
             deadline = time.monotonic() + timeout
-            answer = helper.answer(deadline) if i < sent else None
+            answer = helper.answer(deadline)
             if answer is None:
-                _raise_unanswered(helper, calls[i][2], timeout, deadline)
+                _raise_unanswered(helper, what, timeout, deadline)
             if not answer[0]:
                 helper.kill()  # queued calls would run for nothing
             yield _unpack(answer, stacklevel=2)

@@ -105,6 +105,13 @@ class PrefetchedReaders:
                 reader.prefetch(layout.blocks(reader.size))
         return reader
 
+    def teach(self, reader: BlockReader) -> None:
+        """Let the files not yet opened fetch ahead what ``reader``'s scan read (a reader
+        not scanned yet, or whose scan read nothing, teaches nothing)."""
+        layout = reader.layout()
+        if layout.from_start or layout.from_end:
+            self.layout = layout
+
     def __iter__(self) -> Iterator[BlockReader]:
         return self.readers()
 
@@ -125,7 +132,7 @@ class PrefetchedReaders:
                     reader = pending.pop(i).result()
                     try:
                         yield reader
-                        self.layout = reader.layout()
+                        self.teach(reader)
                         learned.set()
                     finally:
                         self.requests += reader.requests

@@ -172,6 +172,17 @@ def _scan_remote_copy(
     return scan_remote(reader, url, wanted, on_unsupported), reader.stats()
 
 
+def scan_target(
+    target: BlockReader | str, url: str, wanted: set[str] | None, on_unsupported: OnUnsupported
+) -> tuple[ScanResult, ReadStats | None]:
+    """:func:`scan_path` of a local path, or :func:`scan_remote` of a remote file's reader
+    with what it read (for :meth:`BlockReader.learn`): one function that a helper process
+    runs for every file of a collection."""
+    if isinstance(target, str):
+        return scan_path(target, url, wanted, on_unsupported), None
+    return _scan_remote_copy(target, url, wanted, on_unsupported)
+
+
 def check_arguments(on_unsupported: object, timeout: object) -> None:
     """Refuse an ``on_unsupported`` other than ``"raise"``/``"skip"``, and a bad ``timeout``."""
     if on_unsupported not in ("raise", "skip"):

@@ -6,6 +6,7 @@ with its own deadline), or on a dask cluster (one task per file, Arrow tables se
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -18,8 +19,8 @@ from .._progress import Progress as _Progress
 from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._deadline import map_with_deadline
 from ._model import OnUnsupported, ScanResult, file_url
-from ._remote import PrefetchedReaders, remote_path
-from ._scan import DEFAULT_TIMEOUT, check_timeout, scan, scan_path, scan_reader
+from ._remote import WINDOW, PrefetchedReaders, remote_path
+from ._scan import DEFAULT_TIMEOUT, check_timeout, scan, scan_path, scan_reader, scan_target
 
 __all__ = ["mosaic_sources", "scan_many", "sources_table"]
 
@@ -100,14 +101,14 @@ def _scan_table(
 def _scan_stream(
     access: Sequence[str], public: Sequence[str], on_unsupported: OnUnsupported,
     timeout: float | None, storage_options: Mapping[str, Any] | None = None,
-    store: Any = None,
+    store: Any = None, in_flight: int = WINDOW, processes: int | None = None,
 ) -> Iterator[ScanResult]:  # fmt: skip
     """Scans of several files in order: in one helper, a few files queued ahead (see
     :func:`~dafzarr.refs._deadline.map_with_deadline`), each with its own deadline; remote
     files prefetched ahead in threads (see :class:`~dafzarr.refs._remote.PrefetchedReaders`)."""
     if any(remote_path(a, store) for a in access):
         yield from _scan_with_remote(access, public, on_unsupported, timeout, storage_options,
-                                     store)
+                                     store, in_flight, processes or REMOTE_SCAN_PROCESSES)
         return
     if timeout is None:
         for a, p in zip(access, public, strict=True):
@@ -122,19 +123,62 @@ def _scan_stream(
 def _scan_with_remote(
     access: Sequence[str], public: Sequence[str], on_unsupported: OnUnsupported,
     timeout: float | None, storage_options: Mapping[str, Any] | None, store: Any,
+    in_flight: int, processes: int,
 ) -> Iterator[ScanResult]:  # fmt: skip
-    """As ``_scan_stream`` for files some of which are remote."""
+    """As ``_scan_stream`` for files some of which are remote.
+
+    The first remote file is scanned alone: the blocks it read are the ones the next files
+    fetch ahead. The others go to ``processes`` helper processes, queued
+    ahead as soon as their blocks have arrived, so that neither the network nor a helper
+    waits for the other."""
     remote = [a for a in access if remote_path(a, store)]
-    readers = PrefetchedReaders(remote, storage_options, store).readers()
+    prefetched = PrefetchedReaders(remote, storage_options, store, window=in_flight)
+    readers = prefetched.readers()
+    items = list(zip(access, public, strict=True))
     try:
-        for a, p in zip(access, public, strict=True):
-            if remote_path(a, store):
-                yield scan_reader(next(readers), url=p, on_unsupported=on_unsupported,
-                                  timeout=timeout)
-            else:
+        taught = 0  # files up to the first remote one, scanned one after another
+        for a, p in items:
+            taught += 1
+            if not remote_path(a, store):
                 yield scan(a, url=p, on_unsupported=on_unsupported, timeout=timeout)
+                continue
+            reader = next(readers)
+            yield scan_reader(reader, url=p, on_unsupported=on_unsupported, timeout=timeout)
+            prefetched.teach(reader)
+            if timeout is not None:
+                break
+        if taught == len(items):
+            return
+        if timeout is None:
+            for a, p in items[taught:]:
+                if remote_path(a, store):
+                    yield scan_reader(next(readers), url=p, on_unsupported=on_unsupported,
+                                      timeout=None)
+                else:
+                    yield scan(a, url=p, on_unsupported=on_unsupported, timeout=None)
+            return
+        targets: collections.deque[Any] = collections.deque()
+
+        def calls() -> Iterator[tuple[tuple[Any, ...], dict[str, Any], str]]:
+            for a, p in items[taught:]:
+                target = next(readers) if remote_path(a, store) else a
+                targets.append(target)
+                yield (target, p, None, on_unsupported), {}, a
+
+        for result, stats in map_with_deadline(scan_target, calls(), timeout=timeout,
+                                               helpers=processes):
+            target = targets.popleft()
+            if stats is not None:
+                target.learn(stats)
+                prefetched.teach(target)
+            yield result
     finally:
         readers.close()  # stops the prefetching of files left unscanned
+
+
+#: Helper processes that scan the files of a remote collection at once (their blocks are
+#: fetched ahead, :data:`~dafzarr.refs._remote.WINDOW` files at a time, in threads).
+REMOTE_SCAN_PROCESSES = max(1, min(2, os.cpu_count() or 1))
 
 
 # Files per task of workers=N: enough tasks per worker to balance the load, enough files per
@@ -156,6 +200,7 @@ def scan_many(
     timeout: float | None = DEFAULT_TIMEOUT,
     storage_options: Mapping[str, Any] | None = None,
     store: Any = None,
+    in_flight: int = WINDOW,
 ) -> list[ScanResult]:
     """Scan every source file, in the order of ``sources``.
 
@@ -164,10 +209,20 @@ def scan_many(
     only Arrow tables travel back. Each file's scan runs in a reused helper process with
     its own deadline of ``timeout`` seconds (see :func:`dafzarr.refs.scan`), so N workers
     are N helper processes. Sources may be ``http(s)://`` and ``s3://`` URLs, reached with
-    ``storage_options`` or through an obstore ``store`` (as for :func:`~dafzarr.refs.scan`);
-    the next remote files are fetched ahead, concurrently, while one is scanned.
+    ``storage_options`` or through an obstore ``store`` (as for :func:`~dafzarr.refs.scan`).
+
+    A collection of remote files is bound by the network's latency, not by the scans: the
+    next ``in_flight`` files (default 16) are opened and their metadata fetched ahead, in
+    threads, while earlier ones are scanned: requests in flight at once are bounded by
+    ``in_flight`` + 1 (a file being scanned reads what was not fetched ahead one request at a
+    time; a file ahead makes its HEAD, then fetches the blocks the first file's scan read in
+    one ranged request). The scans themselves go to up to
+    :data:`REMOTE_SCAN_PROCESSES` helper processes (2 where the machine has 2 cores or
+    more), files queued ahead in each.
     """
     check_timeout(timeout)
+    if isinstance(in_flight, bool) or not isinstance(in_flight, int) or in_flight < 1:
+        raise InvalidArgumentError(f"in_flight must be an int >= 1: {in_flight!r}")
     local = workers is not None and not _is_dask_client(workers)
     if local and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise InvalidArgumentError(
@@ -192,7 +247,8 @@ def scan_many(
                 results[index[fut.key]] = ScanResult.from_arrow(fut.result())
                 bar.step()
         elif workers is None or workers == 1:
-            stream = _scan_stream(access, public, on_unsupported, timeout, storage_options, store)
+            stream = _scan_stream(access, public, on_unsupported, timeout, storage_options, store,
+                                  in_flight)
             for i, r in enumerate(stream):
                 results[i] = r
                 bar.step()
@@ -205,7 +261,8 @@ def scan_many(
             def run(start: int) -> list[ScanResult]:
                 stop = start + batch
                 return list(_scan_stream(access[start:stop], public[start:stop],
-                                         on_unsupported, timeout, storage_options, store))
+                                         on_unsupported, timeout, storage_options, store,
+                                         max(1, in_flight // workers), 1))
 
             with ThreadPoolExecutor(max_workers=workers) as ex:
                 futs = {ex.submit(run, start): start for start in range(0, n, batch)}
