@@ -3,7 +3,8 @@
 * :class:`MmapZipStore` - a crash-safe, zero-copy Zarr store over one ZIP file.
 * :func:`open_daf`, :func:`memory_daf`, :class:`ZarrDaf` - the Daf data-axes format on Zarr.
 * :func:`viewer`, :func:`chain_reader`, :func:`chain_writer` - Daf views (axes and properties
-  defined by queries) and chains (data sets read as one, writes into the last).
+  defined by queries) and chains (data sets read as one, writes into the last);
+  :func:`complete_chain`, :func:`complete_daf` - chains recorded in the data sets themselves.
 * :func:`parse_query`, :func:`escape_value`, :func:`unescape_value`,
   :func:`query_result_dimensions` - Daf queries (``daf.get_np_query("@ cell : age")``).
 * :class:`ArrayFile` - many n-dimensional arrays in one object, with delta sidecars
@@ -56,7 +57,16 @@ from .zipstore import MmapZipStore
 
 if _TYPE_CHECKING:
     from .arrayfile import ArrayFile, ArrayStats, DeltaCache, FileConfig
-    from .daf import ZarrDaf, chain_reader, chain_writer, memory_daf, open_daf, viewer
+    from .daf import (
+        ZarrDaf,
+        chain_reader,
+        chain_writer,
+        complete_chain,
+        complete_daf,
+        memory_daf,
+        open_daf,
+        viewer,
+    )
     from .daf.query import escape_value, parse_query, query_result_dimensions, unescape_value
 
 # Imported on first use: the Daf layer and ArrayFile bring scipy and their own modules, which a
@@ -72,6 +82,8 @@ _LAZY = {
     "viewer": "daf",
     "chain_reader": "daf",
     "chain_writer": "daf",
+    "complete_chain": "daf",
+    "complete_daf": "daf",
     "escape_value": "daf.query",
     "parse_query": "daf.query",
     "query_result_dimensions": "daf.query",
@@ -131,6 +143,8 @@ __all__ = [
     "__version__",
     "chain_reader",
     "chain_writer",
+    "complete_chain",
+    "complete_daf",
     "escape_value",
     "memory_daf",
     "open_daf",

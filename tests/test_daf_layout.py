@@ -32,7 +32,8 @@ MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 
 # What users import from ``dafzarr.daf`` (and the Daf names of ``dafzarr`` itself).
 PUBLIC = frozenset([
-    "DafReader", "ZarrDaf", "chain_reader", "chain_writer", "convert_daf", "copy_daf",
+    "DafReader", "ZarrDaf", "chain_reader", "chain_writer", "complete_chain", "complete_daf",
+    "convert_daf", "copy_daf",
     "describe_property", "memory_daf", "open_daf", "parse_daf_path", "viewer",
 ])  # fmt: skip
 TOP_LEVEL = ("ZarrDaf", "chain_reader", "chain_writer", "memory_daf", "open_daf", "viewer")

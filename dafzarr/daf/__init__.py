@@ -2,12 +2,14 @@
 
 See :func:`open_daf`, :func:`memory_daf` and :class:`ZarrDaf`; :func:`viewer` (views: axes and
 properties defined by queries) and :func:`chain_reader`/:func:`chain_writer` (chains: data sets
-read as one).
+read as one); :func:`complete_chain`/:func:`complete_daf` (data sets that name the data set
+they extend, opened with all their bases).
 """
 
 from __future__ import annotations
 
 from ._chain import chain_reader, chain_writer
+from ._complete import complete_chain, complete_daf
 from ._copy import convert_daf, copy_daf
 from ._describe import describe_property
 from ._interface import DafReader
@@ -20,6 +22,8 @@ __all__ = [
     "ZarrDaf",
     "chain_reader",
     "chain_writer",
+    "complete_chain",
+    "complete_daf",
     "convert_daf",
     "copy_daf",
     "describe_property",

@@ -113,6 +113,20 @@ class ReadChain(ReaderBase):
         """The members, first to last."""
         return list(self._dafs)
 
+    def close(self) -> None:
+        """Close the data sets the chain opened itself (:func:`~dafzarr.complete_daf`'s);
+        members it was given stay open (their owner closes them)."""
+        owned: list[Any] = getattr(self, "_owned", [])
+        self._owned: list[Any] = []
+        for daf in owned:
+            daf.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _data_version(self) -> Any:
         return tuple(daf._data_version() for daf in self._dafs)
 
