@@ -5,6 +5,8 @@
 * :func:`viewer`, :func:`chain_reader`, :func:`chain_writer` - Daf views (axes and properties
   defined by queries) and chains (data sets read as one, writes into the last);
   :func:`complete_chain`, :func:`complete_daf` - chains recorded in the data sets themselves.
+* :func:`copy_all`, :func:`copy_vector`, :func:`copy_matrix`, ..., :func:`adapter` - Daf
+  operations between data sets (copies with axes related by their entries).
 * :func:`parse_query`, :func:`escape_value`, :func:`unescape_value`,
   :func:`query_result_dimensions` - Daf queries (``daf.get_np_query("@ cell : age")``).
 * :class:`ArrayFile` - many n-dimensional arrays in one object, with delta sidecars
@@ -67,6 +69,15 @@ if _TYPE_CHECKING:
         open_daf,
         viewer,
     )
+    from .daf.ops import (
+        adapter,
+        copy_all,
+        copy_axis,
+        copy_matrix,
+        copy_scalar,
+        copy_tensor,
+        copy_vector,
+    )
     from .daf.query import escape_value, parse_query, query_result_dimensions, unescape_value
 
 # Imported on first use: the Daf layer and ArrayFile bring scipy and their own modules, which a
@@ -84,6 +95,13 @@ _LAZY = {
     "chain_writer": "daf",
     "complete_chain": "daf",
     "complete_daf": "daf",
+    "adapter": "daf.ops",
+    "copy_all": "daf.ops",
+    "copy_axis": "daf.ops",
+    "copy_matrix": "daf.ops",
+    "copy_scalar": "daf.ops",
+    "copy_tensor": "daf.ops",
+    "copy_vector": "daf.ops",
     "escape_value": "daf.query",
     "parse_query": "daf.query",
     "query_result_dimensions": "daf.query",
@@ -141,10 +159,17 @@ __all__ = [
     "UnsupportedEntryError",
     "ZarrDaf",
     "__version__",
+    "adapter",
     "chain_reader",
     "chain_writer",
     "complete_chain",
     "complete_daf",
+    "copy_all",
+    "copy_axis",
+    "copy_matrix",
+    "copy_scalar",
+    "copy_tensor",
+    "copy_vector",
     "escape_value",
     "memory_daf",
     "open_daf",

@@ -168,12 +168,13 @@ class Raises(ast.NodeVisitor):
                 self.found.append((node.lineno, name, self._functions[-1]))
 
 
-def errors_imported(parsed: ast.Module) -> set[str]:
-    """The names under which a module of a subpackage imports ``dafzarr.errors`` classes."""
+def errors_imported(parsed: ast.Module, level: int = 2) -> set[str]:
+    """The names under which a module of a subpackage imports ``dafzarr.errors`` classes
+    (``level``: the dots of ``from ..errors import``, 3 in a subpackage of a subpackage)."""
     return {
         a.asname or a.name
         for n in ast.walk(parsed)
-        if isinstance(n, ast.ImportFrom) and n.module == "errors" and n.level == 2
+        if isinstance(n, ast.ImportFrom) and n.module == "errors" and n.level == level
         for a in n.names
         if isinstance(getattr(errors, a.name, None), type)
     }
@@ -181,12 +182,13 @@ def errors_imported(parsed: ast.Module) -> set[str]:
 
 def check_raises_only_dafzarr_errors(
     package: Path, module: str, *, exempt: frozenset[tuple[str, str]] = frozenset(),
-    skip_abstract_stubs: bool = False,
+    skip_abstract_stubs: bool = False, level: int = 2,
 ) -> None:
     """Every exception class ``module`` raises comes from ``dafzarr.errors``, but the
-    ``(function, class)`` pairs of ``exempt`` (and abstract stubs, with ``skip_abstract_stubs``)."""
+    ``(function, class)`` pairs of ``exempt`` (and abstract stubs, with ``skip_abstract_stubs``).
+    ``level``: how ``module`` imports ``dafzarr.errors`` (see :func:`errors_imported`)."""
     parsed = tree(package, module)
-    allowed = errors_imported(parsed)
+    allowed = errors_imported(parsed, level)
     raises = Raises(skip_abstract_stubs=skip_abstract_stubs)
     raises.visit(parsed)
     wrong = [

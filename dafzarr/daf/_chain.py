@@ -270,8 +270,12 @@ class WriteChain(ReadChain):
 
     def set_matrix(self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
                    overwrite: bool = False, **options: Any) -> Self:
-        """Store a matrix in the last member (copying the axes into it if needed)."""
-        self._check_new(self.has_matrix(rows_axis, columns_axis, name), overwrite,
+        """Store a matrix in the last member (copying the axes into it if needed); with
+        ``relayout=False`` a stored other layout does not count as existing, as for a
+        single data set."""
+        relayout = bool(options.get("relayout", True)) and rows_axis != columns_axis
+        self._check_new(self.has_matrix(rows_axis, columns_axis, name, relayout=relayout),
+                        overwrite,
                         f"matrix: {name}\nfor the rows axis: {rows_axis}\n"
                         f"and the columns axis: {columns_axis}")
         last = self._with_axes(rows_axis, columns_axis)

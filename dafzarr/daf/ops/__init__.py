@@ -1,6 +1,35 @@
-"""Daf operations between data sets: copies with aligned axes, concatenation, axis
-reconstruction, adapters and computation contracts."""
+"""Daf operations between data sets: copies with aligned axes and the adapter.
+
+* :func:`copy_scalar`, :func:`copy_axis`, :func:`copy_vector`, :func:`copy_matrix`,
+  :func:`copy_tensor` - copy one property, its axes related by their entries;
+* :func:`copy_all` - copy everything, validated before anything is written;
+* :func:`adapter` - run a computation on renamed or subset inputs, copying its outputs back.
+
+They read from any Daf reader (:class:`~dafzarr.daf.ZarrDaf` on any backend, views, chains)
+and write into any writer. The rules are DataAxesFormats.jl's (``copies.jl``,
+``adapters.jl``) with dafpy's Python names, and these decisions where it is silent or fails:
+
+* axes with the same entries in another order are aligned by name;
+* conversions (``type``, ``eltype``, ``types``, ``empty``) are exact or refused
+  (:class:`~dafzarr.errors.UnsafeCastError`), and strings are parsed for vectors and
+  matrices too;
+* with ``reaxis``/``rename`` the fill follows the destination's axis;
+* an axis with fewer entries in the destination is selected even when the other axis of a
+  matrix has more;
+* ``copy_all`` validates everything before writing (one commit on a ZIP);
+* the adapter refuses to do nothing (``no-op adapter``).
+
+Entries that cannot be aligned raise :class:`~dafzarr.errors.DafMismatchError`, missing
+properties :class:`~dafzarr.errors.DafMissingError`, existing ones
+:class:`~dafzarr.errors.DafExistsError`.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ._adapter import adapter
+from ._copies import copy_axis, copy_scalar, copy_vector
+from ._copy_all import copy_all
+from ._copy_matrix import copy_matrix, copy_tensor
+
+__all__ = ["adapter", "copy_all", "copy_axis", "copy_matrix", "copy_scalar", "copy_tensor",
+           "copy_vector"]
