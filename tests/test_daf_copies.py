@@ -210,7 +210,8 @@ def test_vector_source_subset_dense(source: Any, destination: Any) -> None:
     source.add_axis("cell", ["A", "B"])
     source.set_vector("cell", "age", [1, 2])
     destination.add_axis("cell", ["A", "B", "C"])
-    for empty in ({}, {"empty": None}):
+    empties: list[dict[str, Any]] = [{}, {"empty": None}]
+    for empty in empties:
         with pytest.raises(DafMismatchError, match=lines(
                 "missing entries in the axis: cell", "of the source daf data: source!",
                 "which are needed for copying the vector: age", "to the vector: age",
@@ -358,7 +359,7 @@ def matrix_source(source: Any) -> Any:
 
 def test_matrix_without_destination_axes(matrix_source: Any, destination: Any) -> None:
     for default in ("undef", None):
-        kwargs = {} if default == "undef" else {"default": default}
+        kwargs: dict[str, Any] = {} if default == "undef" else {"default": default}
         with pytest.raises(DafMissingError, match=lines("missing axis: cell",
                                                         "in the daf data: destination!")):
             copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
@@ -403,7 +404,8 @@ def _copy_umis(source: Any, destination: Any, **kwargs: Any) -> Any:
 
 
 def _dense(m: Any) -> list[list[Any]]:
-    return (m.toarray() if sp.issparse(m) else np.asarray(m)).tolist()
+    out: list[list[Any]] = (m.toarray() if sp.issparse(m) else np.asarray(m)).tolist()
+    return out
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
