@@ -140,7 +140,8 @@ def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
                                       f"the vector: {name}\nto the vector: {name}")
             where = vector_where(source, axis, name, destination, axis, name)
             to_type = target_type(types.get((axis, name)), where)
-            _check_values(read_vector(source, axis, name), to_type, fill, subset, where)
+            if to_type is not None or subset:
+                _check_values(read_vector(source, axis, name), to_type, fill, subset, where)
             plan.vectors.append((axis, name, fill, types.get((axis, name))))
     pairs = [(r, c) for i, r in enumerate(axes) for c in axes[i:]] if relayout \
         else [(r, c) for r in axes for c in axes]
@@ -173,10 +174,13 @@ def _plan_matrix(plan: _Plan, destination: Any, source: Any, relations: dict[str
     where = matrix_where(source, rows, columns, name, destination, rows, columns, name)
     to_type = target_type(eltype, where)
     if source.has_matrix(rows, columns, name, relayout=layouts):
-        stored = (rows, columns) if source.has_matrix(rows, columns, name, relayout=False) \
-            else (columns, rows)
-        _check_values(source.get_np_matrix(*stored, name, relayout=False), to_type, fill,
-                      subset, where)
+        if to_type is None and not subset:
+            pass  # copied as it is: nothing to convert
+        else:
+            stored = (rows, columns) if source.has_matrix(rows, columns, name,
+                                                          relayout=False) else (columns, rows)
+            _check_values(source.get_np_matrix(*stored, name, relayout=False), to_type, fill,
+                          subset, where)
     elif fill is None:
         raise DafMissingError(f"missing matrix: {name}\nfor the rows axis: {rows}\nand the "
                               f"columns axis: {columns}\nin the daf data: {source.name}")

@@ -22,6 +22,7 @@ from .._storage import UNDEF
 from ._align import SOURCE_IS_SUBSET, Relation, check_subset, relate_axis
 from ._convert import STRING, Target, convert_array, convert_value, element_type_of, target_type
 from ._copies import check_fraction
+from ._stored import copy_stored_layouts
 
 __all__ = ["aligned_matrix", "copy_matrix", "copy_tensor", "matrix_where", "transfer_matrix"]
 
@@ -179,6 +180,16 @@ def transfer_matrix(destination: Any, source: Any, rows_axis: str, columns_axis:
         check_subset(columns, source.name, destination.name, what_for)
     else:
         rows, columns = relations
+    where = matrix_where(source, rows_axis, columns_axis, name, destination, rows_target,
+                         columns_target, target)
+    to_type = target_type(eltype, where)
+    if relayout and to_type is None and not bestify and rows.identity and columns.identity \
+            and source.has_matrix(rows_axis, columns_axis, name, relayout=False):
+        if not overwrite and destination.has_matrix(rows_target, columns_target, target):
+            raise exists_error(destination, rows_target, columns_target, target)
+        if copy_stored_layouts(source, destination, (rows_axis, columns_axis, name),
+                               (rows_target, columns_target, target), overwrite):
+            return
     value = source.get_np_matrix(rows_axis, columns_axis, name, default=default,
                                  relayout=relayout)
     if value is None:
@@ -186,9 +197,6 @@ def transfer_matrix(destination: Any, source: Any, rows_axis: str, columns_axis:
     if not overwrite and destination.has_matrix(rows_target, columns_target, target,
                                                 relayout=relayout):
         raise exists_error(destination, rows_target, columns_target, target)
-    where = matrix_where(source, rows_axis, columns_axis, name, destination, rows_target,
-                         columns_target, target)
-    to_type = target_type(eltype, where)
     out = aligned_matrix(value, rows, columns, empty, to_type, where)
     if bestify:
         out = _bestified(out, fraction)

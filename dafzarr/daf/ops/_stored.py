@@ -1,0 +1,94 @@
+"""Copying a matrix between two :class:`~dafzarr.daf.ZarrDaf` data sets as it is stored.
+
+When both layouts of a matrix are copied unchanged (same entries in the same order, no
+conversion), the stored arrays (dense values; or CSC ``colptr``, ``rowval``, ``nzval`` with
+their 1-based indices and index type) are written from the source's zero-copy views into
+the destination, in one change: no index is converted to 0-based and back, no layout is
+transposed. The indices are checked as a reader checks them (column pointers from 1 to the
+stored count, never decreasing; rows within the axis), so a damaged source is refused, not
+propagated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import DafFormatError
+from .._matrices import Matrices
+from .._names import _join
+
+__all__ = ["copy_stored_layouts"]
+
+Array = np.ndarray[Any, Any]
+
+
+def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where: str) -> None:
+    if colptr.shape != (n_columns + 1,) or rowval.ndim != 1:
+        raise DafFormatError(f"{where}: colptr has {colptr.size} entries (expected "
+                             f"{n_columns + 1})")
+    if int(colptr[0]) != 1 or int(colptr[-1]) != rowval.size + 1 or bool(
+            np.any(colptr[1:] < colptr[:-1])):
+        raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer for "
+                             f"{rowval.size} stored values")
+    if rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > n_rows):
+        raise DafFormatError(f"{where}: rowval holds rows outside 1..{n_rows}")
+
+
+def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: str,
+                  name: str, target: str, kind: str) -> list[tuple[str, Any]]:
+    """The destination's keys and chunks of one stored layout of the source (``target``:
+    the destination's path of the layout)."""
+    path = _join("matrices", rows, columns, name)
+    n_rows, n_columns = source.axis_length(rows), source.axis_length(columns)
+    where = f"{source._path}: {path}"
+    if kind == "array":
+        values = source._read_array(path)
+        if values.shape != (n_columns, n_rows):
+            raise DafFormatError(f"{where}: Zarr shape {values.shape}, expected "
+                                 f"{(n_columns, n_rows)}")
+        return destination._array_items(target, values, source._array_info(path).dtype)
+    parts = {part: source._read_array(_join(path, part))
+             for part in ("colptr", "rowval", "nzval")
+             if source._node_kind(_join(path, part)) == "array"}
+    if "colptr" not in parts or "rowval" not in parts:
+        raise DafFormatError(f"{where}: a sparse matrix without colptr and rowval")
+    _check_csc(parts["colptr"], parts["rowval"], n_rows, n_columns, where)
+    if "nzval" in parts and parts["nzval"].shape != parts["rowval"].shape:
+        raise DafFormatError(f"{where}: nzval has {parts['nzval'].size} values, rowval "
+                             f"{parts['rowval'].size}")
+    items: list[tuple[str, Any]] = []
+    for part, values in parts.items():
+        items += destination._array_items(_join(target, part), values,
+                                          source._array_info(_join(path, part)).dtype)
+    items += destination._layout.group_docs(target).items()
+    return items
+
+
+def copy_stored_layouts(source: Any, destination: Any, axes: tuple[str, str, str],
+                        targets: tuple[str, str, str], overwrite: bool) -> bool:
+    """Copy both stored layouts of the matrix ``axes`` (rows, columns, name) of ``source``
+    as ``targets`` of ``destination``, between ZarrDafs whose axes have the same entries in
+    the same order; ``False`` (nothing done) when either data set is not a ZarrDaf or the
+    source lacks a layout."""
+    rows, columns, name = axes
+    rows_target, columns_target, target = targets
+    if not (isinstance(source, Matrices) and isinstance(destination, Matrices)) \
+            or rows == columns:
+        return False
+    kinds = [source._matrix_kind(r, c, name) for r, c in ((rows, columns), (columns, rows))]
+    if None in kinds:
+        return False
+    destination._check_writable()
+    items = _layout_items(source, destination, rows, columns, name,
+                          _join("matrices", rows_target, columns_target, target), str(kinds[0]))
+    items += _layout_items(source, destination, columns, rows, name,
+                           _join("matrices", columns_target, rows_target, target),
+                           str(kinds[1]))
+    with destination._changing(
+            f"setting the matrix {target} of the axes {rows_target} x {columns_target}",
+            destination._matrix_replaces(rows_target, columns_target, target, overwrite,
+                                         relayout=True)):
+        destination._write(items)
+    return True
