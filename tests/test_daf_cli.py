@@ -80,3 +80,38 @@ def test_module_entry_point(tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-m", "dafzarr", "daf", "ls", str(root)],
                          capture_output=True, text=True, check=True)
     assert "axis    gene (2 entries)" in res.stdout
+
+
+def test_copy_into_new_and_existing_data_sets(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "src.daf.zarr"
+    with dafzarr.open_daf(src, "w") as d:
+        d.set_scalar("version", "1.0")
+        d.add_axis("cell", ["A", "B"])
+        d.set_vector("cell", "age", [1, 2])
+        d.set_matrix("cell", "cell", "near", np.eye(2))
+    dst = f"{tmp_path}/out.dafs.zarr.zip#/copy"
+    assert main(["daf", "copy", str(src), dst]) == 0
+    assert "src.daf.zarr -> " in capsys.readouterr().out
+    with dafzarr.open_daf(dst) as out:
+        assert out.get_scalar("version") == "1.0"
+        assert out.get_np_vector("cell", "age").tolist() == [1, 2]
+    # Again: the properties exist now.
+    assert main(["daf", "copy", str(src), dst, "--quiet"]) == 1
+    assert "existing scalar: version" in capsys.readouterr().err
+    assert main(["daf", "copy", str(src), dst, "--quiet", "--skip-existing"]) == 0
+    assert main(["daf", "copy", str(src), dst, "--quiet", "--overwrite"]) == 0
+    # Into a destination whose axis has more entries: an empty value per property.
+    grown = tmp_path / "grown.daf.zarr.zip"
+    with dafzarr.open_daf(grown, "w") as g:
+        g.add_axis("cell", ["A", "B", "C"])
+    assert main(["daf", "copy", str(src), str(grown), "--quiet"]) == 1
+    assert "missing entries in the axis: cell" in capsys.readouterr().err
+    assert main(["daf", "copy", str(src), str(grown), "--quiet", "--empty", "cell,age=-1",
+                 "--empty", "cell,cell,near=0"]) == 0
+    with dafzarr.open_daf(grown) as g:
+        assert g.get_np_vector("cell", "age").tolist() == [1, 2, -1]
+        assert g.get_np_matrix("cell", "cell", "near").toarray().tolist() == [
+            [1, 0, 0], [0, 1, 0], [0, 0, 0]]
+    assert main(["daf", "copy", str(src), str(grown), "--empty", "age=1"]) == 1
+    assert "invalid --empty" in capsys.readouterr().err

@@ -657,3 +657,63 @@ def test_chain_destination(source: Any) -> None:
                 name="old", overwrite=True)
     assert chain.get_np_matrix("gene", "cell", "old", relayout=False).tolist() == \
         DENSE.T.tolist()
+
+
+def test_stored_layouts_copied_as_they_are(tmp_path: Path, destination: Any) -> None:
+    """Between ZarrDafs, both stored layouts are copied as stored (index type included); a
+    damaged source is refused, not propagated."""
+    path = tmp_path / "src.daf.zarr"
+    with dafzarr.open_daf(path, "w") as w:
+        w.add_axis("cell", ["A", "B"])
+        w.add_axis("gene", ["X", "Y", "Z"])
+        w.set_matrix("cell", "gene", "UMIs", sp.csc_matrix(SPARSE), indtype="uint64")
+    src = dafzarr.open_daf(path, "r")
+    destination.add_axis("cell", ["A", "B"])
+    destination.add_axis("gene", ["X", "Y", "Z"])
+    copy_matrix(source=src, destination=destination, rows_axis="cell", columns_axis="gene",
+                name="UMIs", rename="copied")
+    for rows, columns in (("cell", "gene"), ("gene", "cell")):
+        info = destination._array_info(f"matrices/{rows}/{columns}/copied/rowval")
+        assert info.dtype == np.uint64
+        assert _dense(stored_matrix(destination, rows, columns, "copied")) == _dense(
+            src.get_np_matrix(rows, columns, "UMIs"))
+    src.close()
+    rowval = path / "matrices" / "gene" / "cell" / "UMIs" / "rowval" / "0"
+    bad = np.frombuffer(rowval.read_bytes(), np.uint64).copy()
+    bad[0] = 99
+    rowval.write_bytes(bad.tobytes())
+    src = dafzarr.open_daf(path, "r")
+    with pytest.raises(dafzarr.errors.DafFormatError, match=r"rowval holds rows outside 1\.\.3"):
+        copy_matrix(source=src, destination=destination, rows_axis="cell",
+                    columns_axis="gene", name="UMIs")
+    assert not destination.has_matrix("cell", "gene", "UMIs")
+    src.close()
+
+
+def test_dense_zip_sources_are_written_without_a_copy(tmp_path: Path) -> None:
+    """A dense vector and matrix mapped from a ZIP reach the destination ZIP from their
+    views: the copy allocates far less than their size."""
+    import tracemalloc
+
+    n = 1 << 20  # 8 MiB of float64
+    with dafzarr.open_daf(tmp_path / "src.daf.zarr.zip", "w") as w:
+        w.add_axis("cell", [f"c{i}" for i in range(n // 4)])
+        w.add_axis("pair", ["p", "q", "r", "s"])
+        w.set_vector("cell", "v", np.arange(n // 4, dtype=np.float64))
+        w.set_matrix("cell", "pair", "m", np.ones((n // 4, 4)), relayout=False)
+    with dafzarr.open_daf(tmp_path / "src.daf.zarr.zip", "r") as src, \
+            dafzarr.open_daf(tmp_path / "dst.daf.zarr.zip", "w") as dst:
+        copy_axis(source=src, destination=dst, axis="cell")
+        copy_axis(source=src, destination=dst, axis="pair")
+        for d in (src, dst):  # the entry names are read once and kept by each data set
+            d.axis_np_entries("cell")
+        tracemalloc.start()
+        try:
+            copy_vector(source=src, destination=dst, axis="cell", name="v")
+            copy_matrix(source=src, destination=dst, rows_axis="cell", columns_axis="pair",
+                        name="m", relayout=False)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < n  # the matrix alone is 8 MiB, the vector 2 MiB
+        assert dst.get_np_matrix("cell", "pair", "m").sum() == n

@@ -1,4 +1,4 @@
-"""``dafzarr daf ...``: describe, list, query and convert Daf data sets stored as Zarr."""
+"""``dafzarr daf ...``: describe, list, query, convert and copy Daf data sets stored as Zarr."""
 
 from __future__ import annotations
 
@@ -61,6 +61,46 @@ def _convert(args: argparse.Namespace) -> int:
                       force=args.force, progress=progress_wanted(args))
     say(args, f"{args.source} -> {args.destination} (zarr v{fmt}) in "
               f"{time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+def _empty_values(texts: list[str]) -> dict[tuple[str, ...], Any]:
+    """``--empty AXIS,NAME=VALUE`` (or ``ROWS,COLUMNS,NAME=VALUE``, or
+    ``MAIN,ROWS,COLUMNS,NAME=VALUE`` for a tensor): the value is read as a query value is
+    (``true``/``false``, integers, floats, else a string)."""
+    from ..daf.query._values import guess_value
+    from ..errors import InvalidArgumentError
+
+    out: dict[tuple[str, ...], Any] = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        parts = tuple(key.split(","))
+        if not sep or not 2 <= len(parts) <= 4 or not all(parts):
+            raise InvalidArgumentError(
+                f"invalid --empty: {text!r} (expected AXIS,NAME=VALUE, "
+                "ROWS_AXIS,COLUMNS_AXIS,NAME=VALUE or MAIN_AXIS,ROWS_AXIS,COLUMNS_AXIS,NAME=VALUE)")
+        out[parts] = guess_value(value)[0]
+    return out
+
+
+def _copy(args: argparse.Namespace) -> int:
+    from ..daf import open_daf
+    from ..daf.ops import copy_all
+
+    t0 = time.perf_counter()
+    empty = _empty_values(args.empty) if args.empty else None
+    src = open_daf(args.source, "r")
+    try:
+        dst = open_daf(args.destination, "w+")
+        try:
+            copy_all(source=src, destination=dst, empty=empty, overwrite=args.overwrite,
+                     insist=not args.skip_existing, relayout=not args.no_relayout,
+                     progress=progress_wanted(args))
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    say(args, f"{args.source} -> {args.destination} in {time.perf_counter() - t0:.2f} s")
     return 0
 
 
@@ -143,3 +183,22 @@ def add_parser(sub: Any) -> None:
                       help="layout of the destination (default: the source's)")
     add_output_options(conv)
     conv.set_defaults(func=_convert)
+    copy = dsub.add_parser(
+        "copy", help="copy every scalar, axis, vector and matrix of a data set into another "
+        "(created if missing; its axes must match or be subsets of the source's)")
+    copy.add_argument("source", help="X.daf.zarr, X.daf.zarr.zip, X.dafs.zarr.zip#/group or URL")
+    copy.add_argument("destination", help="X.daf.zarr, X.daf.zarr.zip or "
+                      "X.dafs.zarr.zip#/group (created if missing)")
+    copy.add_argument("--overwrite", action="store_true",
+                      help="replace properties the destination has (never its axes)")
+    copy.add_argument("--skip-existing", action="store_true",
+                      help="leave properties the destination has as they are")
+    copy.add_argument("--no-relayout", action="store_true",
+                      help="store exactly the matrix layouts the source stores (default: "
+                      "both layouts)")
+    copy.add_argument("--empty", action="append", default=[], metavar="KEY=VALUE",
+                      help="fill value for the entries of a destination axis the source "
+                      "lacks, per property: AXIS,NAME=VALUE (vector), ROWS,COLUMNS,NAME=VALUE "
+                      "(matrix); repeat for each property")
+    add_output_options(copy)
+    copy.set_defaults(func=_copy)
