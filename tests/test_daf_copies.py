@@ -717,3 +717,17 @@ def test_dense_zip_sources_are_written_without_a_copy(tmp_path: Path) -> None:
             tracemalloc.stop()
         assert peak < n  # the matrix alone is 8 MiB, the vector 2 MiB
         assert dst.get_np_matrix("cell", "pair", "m").sum() == n
+
+
+def test_matrix_bestify(matrix_source: Any, destination: Any) -> None:
+    matrix_source.add_axis("peak", [f"p{i}" for i in range(40)])
+    matrix_source.set_matrix("cell", "peak", "mostly_zero", np.eye(2, 40))
+    matrix_source.set_matrix("cell", "peak", "full", sp.csc_matrix(np.ones((2, 40))))
+    for axis in ("cell", "peak"):
+        copy_axis(source=matrix_source, destination=destination, axis=axis)
+    for name in ("mostly_zero", "full"):
+        copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
+                    columns_axis="peak", name=name, bestify=True)
+    assert sp.issparse(stored_matrix(destination, "cell", "peak", "mostly_zero"))
+    assert not sp.issparse(stored_matrix(destination, "peak", "cell", "full"))
+    assert destination.get_np_matrix("cell", "peak", "full").sum() == 80

@@ -252,3 +252,25 @@ def test_missing_tensor_axis(source: Any) -> None:
     with pytest.raises(DafMissingError, match="missing axis: batch"):
         copy_all(source=source, destination=dafzarr.memory_daf("d"),
                  empty={("batch", "cell", "gene", "x"): 0})
+
+
+def test_overwrite_without_relayout_keeps_both_stored_layouts(destination: Any) -> None:
+    src = dafzarr.memory_daf("source!")
+    src.add_axis("cell", ["A", "B"])
+    src.add_axis("gene", ["X", "Y", "Z"])
+    src.set_matrix("cell", "gene", "UMIs", sp.csc_matrix(np.array([[0, 1, 2], [3, 0, 0]])))
+    src.set_matrix("cell", "gene", "dense", np.arange(6).reshape(2, 3))
+    destination.add_axis("cell", ["B", "A"])  # not the same order: values move by name
+    destination.add_axis("gene", ["X", "Y", "Z"])
+    for name in ("UMIs", "dense"):
+        destination.set_matrix("cell", "gene", name, np.zeros((2, 3), int))
+    copy_all(source=src, destination=destination, relayout=False, overwrite=True)
+    for rows, columns in (("cell", "gene"), ("gene", "cell")):
+        umis = stored_matrix(destination, rows, columns, "UMIs")
+        dense = stored_matrix(destination, rows, columns, "dense")
+        expected_umis = np.array([[3, 0, 0], [0, 1, 2]])
+        expected_dense = np.array([[3, 4, 5], [0, 1, 2]])
+        if rows == "gene":
+            expected_umis, expected_dense = expected_umis.T, expected_dense.T
+        assert sp.issparse(umis) and umis.toarray().tolist() == expected_umis.tolist()
+        assert np.asarray(dense).tolist() == expected_dense.tolist()

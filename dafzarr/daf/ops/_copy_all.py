@@ -143,13 +143,19 @@ def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
             if to_type is not None or subset:
                 _check_values(read_vector(source, axis, name), to_type, fill, subset, where)
             plan.vectors.append((axis, name, fill, types.get((axis, name))))
-    pairs = [(r, c) for i, r in enumerate(axes) for c in axes[i:]] if relayout \
-        else [(r, c) for r in axes for c in axes]
-    for rows, columns in pairs:
-        for name in sorted(source.matrices_set(rows, columns, relayout=relayout)):
-            _plan_matrix(plan, destination, source, relations, rows, columns, name,
-                         _either(empty, rows, columns, name), _either(types, rows, columns, name),
-                         overwrite, insist, relayout, missing_ok=False)
+    for i, rows in enumerate(axes):
+        for columns in axes[i:]:
+            for name in sorted(source.matrices_set(rows, columns, relayout=True)):
+                # Without relayout, exactly the stored layouts: a matrix stored both ways is
+                # copied both ways at once (an overwrite of one layout replaces the other).
+                stored = source.has_matrix(rows, columns, name, relayout=False)
+                flipped = source.has_matrix(columns, rows, name, relayout=False)
+                layout = (rows, columns) if relayout or stored else (columns, rows)
+                both = relayout or (stored and flipped)
+                _plan_matrix(plan, destination, source, relations, *layout, name,
+                             _either(empty, rows, columns, name),
+                             _either(types, rows, columns, name), overwrite, insist, both,
+                             missing_ok=False)
     return plan, relations
 
 

@@ -183,12 +183,14 @@ def transfer_matrix(destination: Any, source: Any, rows_axis: str, columns_axis:
     where = matrix_where(source, rows_axis, columns_axis, name, destination, rows_target,
                          columns_target, target)
     to_type = target_type(eltype, where)
-    if relayout and to_type is None and not bestify and rows.identity and columns.identity \
+    if to_type is None and not bestify and rows.identity and columns.identity \
             and source.has_matrix(rows_axis, columns_axis, name, relayout=False):
-        if not overwrite and destination.has_matrix(rows_target, columns_target, target):
+        if not overwrite and destination.has_matrix(rows_target, columns_target, target,
+                                                    relayout=relayout):
             raise exists_error(destination, rows_target, columns_target, target)
         if copy_stored_layouts(source, destination, (rows_axis, columns_axis, name),
-                               (rows_target, columns_target, target), overwrite):
+                               (rows_target, columns_target, target), overwrite,
+                               both=relayout):
             return
     value = source.get_np_matrix(rows_axis, columns_axis, name, default=default,
                                  relayout=relayout)

@@ -1,6 +1,6 @@
 """Copying a matrix between two :class:`~dafzarr.daf.ZarrDaf` data sets as it is stored.
 
-When both layouts of a matrix are copied unchanged (same entries in the same order, no
+When a matrix is copied unchanged (one layout, or both) (same entries in the same order, no
 conversion), the stored arrays (dense values; or CSC ``colptr``, ``rowval``, ``nzval`` with
 their 1-based indices and index type) are written from the source's zero-copy views into
 the destination, in one change: no index is converted to 0-based and back, no layout is
@@ -67,28 +67,31 @@ def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: s
 
 
 def copy_stored_layouts(source: Any, destination: Any, axes: tuple[str, str, str],
-                        targets: tuple[str, str, str], overwrite: bool) -> bool:
-    """Copy both stored layouts of the matrix ``axes`` (rows, columns, name) of ``source``
-    as ``targets`` of ``destination``, between ZarrDafs whose axes have the same entries in
-    the same order; ``False`` (nothing done) when either data set is not a ZarrDaf or the
-    source lacks a layout."""
+                        targets: tuple[str, str, str], overwrite: bool, *,
+                        both: bool) -> bool:
+    """Copy the stored ``rows x columns`` layout of the matrix ``axes`` (rows, columns,
+    name) of ``source`` (with ``both``, the other layout too; never for a square matrix) as
+    ``targets`` of ``destination``, between ZarrDafs whose axes have the same entries in the
+    same order; ``False`` (nothing done) when either data set is not a ZarrDaf or the source
+    lacks a layout."""
     rows, columns, name = axes
     rows_target, columns_target, target = targets
-    if not (isinstance(source, Matrices) and isinstance(destination, Matrices)) \
-            or rows == columns:
+    if not (isinstance(source, Matrices) and isinstance(destination, Matrices)):
         return False
-    kinds = [source._matrix_kind(r, c, name) for r, c in ((rows, columns), (columns, rows))]
+    pairs = [((rows, columns), (rows_target, columns_target))]
+    if both and rows != columns:
+        pairs.append(((columns, rows), (columns_target, rows_target)))
+    kinds = [source._matrix_kind(r, c, name) for (r, c), _ in pairs]
     if None in kinds:
         return False
     destination._check_writable()
-    items = _layout_items(source, destination, rows, columns, name,
-                          _join("matrices", rows_target, columns_target, target), str(kinds[0]))
-    items += _layout_items(source, destination, columns, rows, name,
-                           _join("matrices", columns_target, rows_target, target),
-                           str(kinds[1]))
+    items: list[tuple[str, Any]] = []
+    for ((r, c), (tr, tc)), kind in zip(pairs, kinds, strict=True):
+        items += _layout_items(source, destination, r, c, name,
+                               _join("matrices", tr, tc, target), str(kind))
     with destination._changing(
             f"setting the matrix {target} of the axes {rows_target} x {columns_target}",
             destination._matrix_replaces(rows_target, columns_target, target, overwrite,
-                                         relayout=True)):
+                                         relayout=len(pairs) == 2)):
         destination._write(items)
     return True
