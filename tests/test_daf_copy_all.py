@@ -274,3 +274,13 @@ def test_overwrite_without_relayout_keeps_both_stored_layouts(destination: Any) 
             expected_umis, expected_dense = expected_umis.T, expected_dense.T
         assert sp.issparse(umis) and umis.toarray().tolist() == expected_umis.tolist()
         assert np.asarray(dense).tolist() == expected_dense.tolist()
+
+
+def test_read_only_destination_is_refused_first(source: Any) -> None:
+    from dafzarr.errors import DafReadOnlyError
+
+    target = dafzarr.memory_daf("target!")
+    for read_only in (target.read_only_view(), dafzarr.viewer(target)):
+        with pytest.raises(DafReadOnlyError, match=r"\(copying from the daf data: source!\)"):
+            copy_all(source=source, destination=read_only)
+    assert snapshot(target) == {}

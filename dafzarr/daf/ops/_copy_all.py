@@ -19,7 +19,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..._progress import Progress
-from ...errors import DafExistsError, DafMissingError, InvalidArgumentError
+from ...errors import (
+    DafExistsError,
+    DafMissingError,
+    DafReadOnlyError,
+    InvalidArgumentError,
+)
 from .._storage import UNDEF, DafStorage
 from ._align import SOURCE_IS_SUBSET, Relation, missing_entries, new_axis_relation, relate_axis
 from ._convert import STRING, Target, convert_array, convert_value, element_type_of, target_type
@@ -252,6 +257,9 @@ def copy_all(*, destination: Any, source: Any, empty: Any = None, types: Any = N
     destination the writes are one commit. Errors name both data sets, the axis and the
     property. ``progress=True`` reports on stderr (or pass a stream).
     """
+    if getattr(destination, "read_only", True):
+        raise DafReadOnlyError(f"can't modify the read-only daf data: {destination.name}\n"
+                               f"(copying from the daf data: {source.name})")
     empties, tensors = _expand_tensors(_as_dict(empty, "empty"), [destination, source])
     types_map, _ = _expand_tensors(_as_dict(types, "types"), [destination, source])
     plan, relations = _plan(destination, source, empties, empty is not None, types_map,
