@@ -731,3 +731,22 @@ def test_matrix_bestify(matrix_source: Any, destination: Any) -> None:
     assert sp.issparse(stored_matrix(destination, "cell", "peak", "mostly_zero"))
     assert not sp.issparse(stored_matrix(destination, "peak", "cell", "full"))
     assert destination.get_np_matrix("cell", "peak", "full").sum() == 80
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_matrix_reaxis_and_rename(matrix_source: Any, destination: Any, sparse: bool) -> None:
+    values = _set_source_matrix(matrix_source, sparse)
+    destination.add_axis("obs", ["A", "B"])
+    destination.add_axis("var", ["X", "Y", "Z"])
+    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
+                columns_axis="gene", name="UMIs", rows_reaxis="obs", columns_reaxis="var",
+                rename="X")
+    assert _dense(stored_matrix(destination, "obs", "var", "X")) == values.tolist()
+    assert _dense(stored_matrix(destination, "var", "obs", "X")) == values.T.tolist()
+    destination.add_axis("big", ["C", "B", "A"])
+    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
+                columns_axis="gene", name="UMIs", rows_reaxis="big", columns_reaxis="var",
+                rename="Y", empty=7)
+    assert _dense(destination.get_np_matrix("big", "var", "Y")) == [
+        [7, 7, 7], values[1].tolist(), values[0].tolist()]
+    assert destination.axes_set() == {"obs", "var", "big"}
