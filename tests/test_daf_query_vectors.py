@@ -251,7 +251,7 @@ def test_evaluation_errors_quote_the_canonical_query(daf: Any) -> None:
     with pytest.raises(DafQueryError) as info:
         daf.get_np_query(". threshold   [ is_doublet ]")
     assert str(info.value) == ("invalid operation(s)\nin the query: . threshold [ is_doublet ]\n"
-                               "at location:             ▲▲▲▲▲▲▲▲▲▲▲▲\n"
+                               "at location:              ▲▲▲▲▲▲▲▲▲▲▲▲\n"
                                f"for the daf data: {daf.name}")
     with pytest.raises(DafQueryError, match=f"^invalid query: @ cell @ gene\nfor the daf data: "
                                             f"{daf.name}$"):
@@ -346,7 +346,7 @@ def test_frames(daf: Any) -> None:
     assert list(frame["max"]) == list(AGE[~DOUBLET])
     with pytest.raises(DafQueryError, match="invalid column query"):
         daf.get_pd_frame("cell", {"bad": ": type ?? : color"})
-    with pytest.raises(DafQueryError, match="not an axis query"):
+    with pytest.raises(DafQueryError, match="invalid axis query: @ cell : age"):
         daf.get_pd_frame("@ cell : age")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["QueryCache", "Reader"]
 
@@ -121,11 +122,28 @@ class Reader:
         if default is not None and not self.daf.has_matrix(rows, columns, name):
             shape = (len(self.entries(rows)), len(self.entries(columns)))
             if default.dtype is not None and default.value == 0:
-                import scipy.sparse as sp
-
                 return sp.csc_matrix(shape, dtype=default.dtype)
             return np.full(shape, _filled(1, default)[0], order="F")
         return self.daf.get_np_matrix(rows, columns, name, relayout=True)
+
+    def matrix_line(self, rows: str, columns: str, name: str, default: Any, at: int,
+                    row: bool) -> Array:
+        """Row ``at`` (``row``) or column ``at`` of the ``rows x columns`` matrix, read from
+        the layout it is stored in (a row of the other layout is a column of this one: no
+        relayout), or of the ``default`` matrix."""
+        daf = self.daf
+        if daf.has_matrix(rows, columns, name, relayout=False):
+            stored, take_row = daf.get_np_matrix(rows, columns, name, relayout=False), row
+        elif daf.has_matrix(columns, rows, name, relayout=False):
+            stored, take_row = daf.get_np_matrix(columns, rows, name, relayout=False), not row
+        else:
+            n = len(self.entries(columns if row else rows))
+            return _filled(n, default) if default is not None else self.matrix(
+                rows, columns, name, None)  # raises the missing-matrix error
+        if sp.issparse(stored):
+            picked = stored[[at], :] if take_row else stored[:, [at]]
+            return np.asarray(picked.toarray()).reshape(-1)
+        return np.asarray(stored[at, :] if take_row else stored[:, at])
 
     def has_matrix(self, rows: str, columns: str, name: str) -> bool:
         """Whether the matrix exists in either layout."""

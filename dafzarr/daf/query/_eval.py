@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...errors import DafMissingError, DafQueryError
 from . import _operations as _ops
@@ -72,7 +71,7 @@ class Evaluator(Grouping):
         lines = [message, f"in the query: {self.canonical}"]
         if 0 <= first < len(self.offsets):
             start, end = self.offsets[first][0], self.offsets[max(first, last)][1]
-            lines.append(f"at location: {' ' * start}{'▲' * (end - start)}")
+            lines.append(f"at location:  {' ' * start}{'▲' * (end - start)}")
         lines.append(f"for the daf data: {self.r.name}")
         return cls("\n".join(lines))
 
@@ -183,8 +182,7 @@ class Evaluator(Grouping):
             return self.scalar_tail(self.r.vector(axis, op.operand, default)[at])
         rows, i = self._entry()
         columns, j = self._entry()
-        matrix = self.r.matrix(rows, columns, op.operand, default)
-        value = matrix[i, j]
+        value = self.r.matrix_line(rows, columns, op.operand, default, i, row=True)[j]
         return self.scalar_tail(value.item() if hasattr(value, "item") else value)
 
     def scalar_tail(self, value: Any) -> tuple[str, Any]:
@@ -325,16 +323,13 @@ class Evaluator(Grouping):
         if kind is None:
             return self.r.vector(axis, name, default)
         other = kind[1] if kind[0] == "column" else axis
-        matrix = self.r.matrix(axis, other, name, default)
+        if default is None and not self.r.has_matrix(axis, other, name):
+            self.r.matrix(axis, other, name, None)  # raises the missing-matrix error
         entry = kind[2] if kind[0] == "column" else kind[1]
         at = self.r.position(other, entry)
         if at < 0:
             raise self.missing_entry(entry, other)
-        if kind[0] == "square_row":
-            matrix = matrix.T
-        if sp.issparse(matrix):
-            return np.asarray(matrix[:, [at]].toarray()).reshape(-1)
-        return np.asarray(matrix[:, at])
+        return self.r.matrix_line(axis, other, name, default, at, row=kind[0] == "square_row")
 
     def chain(self, vec: Vec) -> Vec:
         """Apply the vector phrases that follow: comparisons, element-wise operations, ``=@``,

@@ -131,7 +131,7 @@ def get_pd_frame(daf: Any, axis: Any, columns: Any = None, *, cache: bool | None
     axis_query = parse_query(axis, Axis)
     rows = evaluate(daf, axis_query, cache)
     if not isinstance(rows, Vec) or not rows.is_axis:
-        raise DafQueryError(f"not an axis query: {axis_query}\nfor the daf data: {daf.name}")
+        raise DafQueryError(f"invalid axis query: {axis_query}\nof the daf data: {daf.name}")
     assert rows.axis is not None
     if columns is None:
         columns = ["name", *sorted(daf.vectors_set(rows.axis))]
@@ -141,11 +141,14 @@ def get_pd_frame(daf: Any, axis: Any, columns: Any = None, *, cache: bool | None
     for column, text in pairs:
         query = _column_query(axis_query, text)
         result = evaluate(daf, query, cache)
-        if not isinstance(result, Vec) or result.axis != rows.axis or result.positions is None \
-                or not np.array_equal(result.positions, np.asarray(rows.positions)):
+        # As DataAxesFormats.jl: a column is one value per row, named as the rows (a group
+        # result keyed by the rows' names fits, whatever its axis).
+        if not isinstance(result, Vec) or len(result.names) != len(rows.names) or not bool(
+                np.all(np.asarray(result.names, dtype=object) == np.asarray(rows.names,
+                                                                            dtype=object))):
             raise DafQueryError(f"invalid column query: {query}\n"
                                 f"for the axis query: {axis_query}\n"
-                                f"for the daf data: {daf.name}")
+                                f"of the daf data: {daf.name}")
         data[column] = result.values
     index = pd.Index(rows.names, name=rows.axis, dtype=object)
     return pd.DataFrame(data, index=index)

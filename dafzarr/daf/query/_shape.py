@@ -41,7 +41,7 @@ class _Shape:
         start = sum(len(op.text()) + 1 for op in self.ops[:self.i])
         width = len(self.ops[self.i].text())
         return DafQueryError(f"invalid operation(s)\nin the query: {self.query}\n"
-                             f"at location: {' ' * start}{'▲' * width}")
+                             f"at location:  {' ' * start}{'▲' * width}")
 
     def is_(self, *classes: Any) -> bool:
         return self.i < len(self.ops) and isinstance(self.ops[self.i], classes)
