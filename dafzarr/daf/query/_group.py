@@ -120,7 +120,7 @@ class Grouping:
         except ValueError:
             raise self.fail(f"error converting: {type_name(default.dtype)}\nmissing value: "
                             f"{format_value(default.value)}\nto type: {type_name(dtype)}",
-                            self.i - 1) from None
+                            self.i - 2, self.i - 1) from None  # the reduction and its default
 
     def group_vector(self, vec: Vec) -> Vec:
         """``V / g ... >> R [DEF]``: one value per group."""
