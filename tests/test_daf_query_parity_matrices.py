@@ -39,7 +39,8 @@ def _cells(daf: Any) -> None:
 
 
 def _pairs(frame: Any) -> list[tuple[tuple[str, str], Any]]:
-    return frame[1]
+    pairs: list[tuple[tuple[str, str], Any]] = frame[1]
+    return pairs
 
 
 def test_matrix_lookup(daf: Any) -> None:
