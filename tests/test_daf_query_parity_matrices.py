@@ -198,3 +198,25 @@ def test_grouped_errors(daf: Any, axes: str, group: str, reduce: str) -> None:
     query = f"{axes} :: X {group} type =@ {reduce} Sum"
     fails(daf, query, "no IfMissing value specified for the unused entry: R",
           "of the axis: type", f"in the query: {query}", at(query, f"{reduce} Sum"))
+
+
+@pytest.mark.parametrize(("default", "dtype", "value", "sparse"), [
+    ("0", np.int64, 0, True), ("0.0", np.float64, 0.0, True), ("0 Float32", np.float32, 0, True),
+    ("0 UInt8", np.uint8, 0, True), ("false", np.bool_, False, True),
+    ("1.5", np.float64, 1.5, False), ("0 String", object, "0", False),
+    ("none", object, "none", False)])
+def test_missing_matrix_defaults(daf: Any, default: str, dtype: Any, value: Any,
+                                 sparse: bool) -> None:
+    """A missing matrix is its default repeated: all-zero sparse for a zero of a number type
+    (then element-wise operations that keep zero keep it sparse), dense otherwise."""
+    _cells(daf)
+    for query in (f"@ obs @ var :: Y || {default}", f"@ var [ name = v2 ] @ obs :: Y || {default}"):
+        got = daf.get_np_query(query)
+        assert sp.issparse(got) == sparse and got.dtype == dtype, (query, got.dtype)
+        assert got.shape == ((2, 3) if query.startswith("@ obs") else (1, 2))
+        dense = got.toarray() if sparse else got
+        assert dense.tolist() == np.full(got.shape, value, dtype=dtype).tolist()
+    if sparse and dtype is not np.bool_:
+        for operation in ("% Abs", "% Log eps 1", "% Fraction", "% Round", "% Clamp max 1"):
+            got = daf.get_np_query(f"@ obs @ var :: Y || {default} {operation}")
+            assert sp.issparse(got) and got.nnz == 0, operation

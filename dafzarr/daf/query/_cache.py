@@ -123,7 +123,8 @@ class Reader:
             shape = (len(self.entries(rows)), len(self.entries(columns)))
             if default.dtype is not None and default.value == 0:
                 return sp.csc_matrix(shape, dtype=default.dtype)
-            return np.full(shape, _filled(1, default)[0], order="F")
+            dtype = object if default.dtype is None else default.dtype  # strings: object
+            return np.full(shape, default.value, dtype=dtype, order="F")
         return self.daf.get_np_matrix(rows, columns, name, relayout=True)
 
     def matrix_line(self, rows: str, columns: str, name: str, default: Any, at: int,
