@@ -142,13 +142,29 @@ class Reader:
             return _filled(n, default) if default is not None else self.matrix(
                 rows, columns, name, None)  # raises the missing-matrix error
         if sp.issparse(stored):
-            picked = stored[[at], :] if take_row else stored[:, [at]]
-            return np.asarray(picked.toarray()).reshape(-1)
+            return _sparse_line(stored, at, take_row)
         return np.asarray(stored[at, :] if take_row else stored[:, at])
 
     def has_matrix(self, rows: str, columns: str, name: str) -> bool:
         """Whether the matrix exists in either layout."""
         return bool(self.daf.has_matrix(rows, columns, name))
+
+
+def _sparse_line(matrix: Any, at: int, row: bool) -> Array:
+    """Row or column ``at`` of a sparse matrix, dense: a column of a CSC matrix is a slice of
+    its arrays, a row is found by one pass over its row indices."""
+    if matrix.format != "csc":
+        picked = matrix[[at], :] if row else matrix[:, [at]]
+        return np.asarray(picked.toarray()).reshape(-1)
+    indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+    out = np.zeros(matrix.shape[1] if row else matrix.shape[0], dtype=matrix.dtype)
+    if row:
+        hits = np.flatnonzero(indices == at)
+        out[np.searchsorted(indptr, hits, side="right") - 1] = data[hits]
+    else:
+        start, end = int(indptr[at]), int(indptr[at + 1])
+        out[indices[start:end]] = data[start:end]
+    return out
 
 
 def _filled(n: int, default: Any) -> Array:
