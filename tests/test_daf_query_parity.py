@@ -102,6 +102,9 @@ def _cached(daf: Any) -> str:
 def test_cached_results_are_shared(daf: Any) -> None:
     query = _cached(daf)
     assert daf.get_np_query(query) is daf.get_np_query(query)
+    # An uncached read (``daf[query]``) uses a result already cached.
+    assert daf.get_np_query(query, cache=False) is daf.get_np_query(query)
+    assert daf[query].tolist() == [8, 15]
 
 
 def test_uncached_results_are_not_shared(daf: Any) -> None:
