@@ -9,6 +9,10 @@
   operations between data sets (copies with axes related by their entries).
 * :func:`parse_query`, :func:`escape_value`, :func:`unescape_value`,
   :func:`query_result_dimensions` - Daf queries (``daf.get_np_query("@ cell : age")``).
+* :func:`reconstruct_axis` - an axis rebuilt from a vector that names an entry per element
+  (AnnData's per-type data stored per cell).
+* :class:`Contract`, :func:`computation`, :func:`contractor` - computations that declare,
+  check and document the axes and properties they read and write.
 * :class:`ArrayFile` - many n-dimensional arrays in one object, with delta sidecars
   (file-compatible with the ``array-format`` container).
 """
@@ -70,13 +74,23 @@ if _TYPE_CHECKING:
         viewer,
     )
     from .daf.ops import (
+        Contract,
+        ContractExpectation,
+        CreatedOutput,
+        GuaranteedOutput,
+        OptionalInput,
+        OptionalOutput,
+        RequiredInput,
         adapter,
+        computation,
+        contractor,
         copy_all,
         copy_axis,
         copy_matrix,
         copy_scalar,
         copy_tensor,
         copy_vector,
+        reconstruct_axis,
     )
     from .daf.query import escape_value, parse_query, query_result_dimensions, unescape_value
 
@@ -102,6 +116,16 @@ _LAZY = {
     "copy_scalar": "daf.ops",
     "copy_tensor": "daf.ops",
     "copy_vector": "daf.ops",
+    "Contract": "daf.ops",
+    "ContractExpectation": "daf.ops",
+    "CreatedOutput": "daf.ops",
+    "GuaranteedOutput": "daf.ops",
+    "OptionalInput": "daf.ops",
+    "OptionalOutput": "daf.ops",
+    "RequiredInput": "daf.ops",
+    "computation": "daf.ops",
+    "contractor": "daf.ops",
+    "reconstruct_axis": "daf.ops",
     "escape_value": "daf.query",
     "parse_query": "daf.query",
     "query_result_dimensions": "daf.query",
@@ -136,21 +160,28 @@ __all__ = [
     "ArchiveLockedError",
     "ArrayFile",
     "ArrayStats",
+    "Contract",
+    "ContractExpectation",
     "CorruptArchiveError",
+    "CreatedOutput",
     "DafQueryError",
     "DafQuerySyntaxError",
     "DafzarrError",
     "DeltaCache",
     "EntryExistsError",
     "FileConfig",
+    "GuaranteedOutput",
     "HttpDeadlineError",
     "HttpOptions",
     "HttpReadError",
     "MmapZipStore",
+    "OptionalInput",
+    "OptionalOutput",
     "OutputExistsError",
     "PackSourceError",
     "RecoveryWarning",
     "RefusedEntryWarning",
+    "RequiredInput",
     "StatisticsWarning",
     "StorageIOError",
     "StorageLockError",
@@ -164,6 +195,8 @@ __all__ = [
     "chain_writer",
     "complete_chain",
     "complete_daf",
+    "computation",
+    "contractor",
     "copy_all",
     "copy_axis",
     "copy_matrix",
@@ -175,6 +208,7 @@ __all__ = [
     "open_daf",
     "parse_query",
     "query_result_dimensions",
+    "reconstruct_axis",
     "show_config",
     "unescape_value",
     "viewer",

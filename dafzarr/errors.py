@@ -22,6 +22,7 @@ __all__ = [
     "CorruptArchiveError",
     "CorruptArrayFileError",
     "CorruptFooterError",
+    "DafContractError",
     "DafExistsError",
     "DafFormatError",
     "DafMismatchError",
@@ -194,6 +195,15 @@ class DafQuerySyntaxError(DafQueryError):
 
 class DafExistsError(DafzarrError, ValueError):
     """A property exists already and ``overwrite`` was not given."""
+
+
+class DafContractError(DafzarrError, ValueError):
+    """A computation's contract is broken: a required input is missing or of the wrong element
+    type, an output was not created, a property outside the contract was accessed, an input
+    was modified or a required input never read, or two contracts cannot be combined.
+
+    The message names the computation, the property and the data set.
+    """
 
 
 class DafMismatchError(DafzarrError, ValueError):

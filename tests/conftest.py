@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -48,6 +49,27 @@ def fixture_set(fixtures_dir: Path) -> Callable[[str], Path]:
         return path
 
     return get
+
+
+@pytest.fixture(params=["memory", "directory", "zip"])
+def writable_dafs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], Any]]:
+    """Makes empty writable Daf data sets of one backend, named as asked (each backend in
+    turn); the stored ones are closed at the end of the test."""
+    import dafzarr
+
+    opened: list[Any] = []
+
+    def new(name: str) -> Any:
+        if request.param == "memory":
+            return dafzarr.memory_daf(name)
+        suffix = ".daf.zarr" if request.param == "directory" else ".daf.zarr.zip"
+        d = dafzarr.open_daf(tmp_path / f"{name.strip('!')}{suffix}", "w", name=name)
+        opened.append(d)
+        return d
+
+    yield new
+    for d in opened:
+        d.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +31,10 @@ SPECIES = np.array(["oak", "ash", "elm", "yew"], dtype=object)
 Maker = Callable[[str], Any]
 
 
-@pytest.fixture(params=["memory", "directory", "zip"])
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Maker]:
-    """Makes empty writable data sets of one backend, named as asked."""
-    opened: list[Any] = []
-
-    def new(name: str) -> Any:
-        if request.param == "memory":
-            return dafzarr.memory_daf(name)
-        suffix = ".daf.zarr" if request.param == "directory" else ".daf.zarr.zip"
-        d = dafzarr.open_daf(tmp_path / f"{name.strip('!')}{suffix}", "w", name=name)
-        opened.append(d)
-        return d
-
-    yield new
-    for d in opened:
-        d.close()
+@pytest.fixture
+def make(writable_dafs: Maker) -> Maker:
+    """Makes empty writable data sets of one backend (memory, directory, ZIP)."""
+    return writable_dafs
 
 
 def _raises(cls: type[Exception], *lines: str) -> Any:

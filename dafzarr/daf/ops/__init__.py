@@ -1,9 +1,14 @@
-"""Daf operations between data sets: copies with aligned axes and the adapter.
+"""Daf operations between data sets: copies with aligned axes, the adapter, axis
+reconstruction and computation contracts.
 
 * :func:`copy_scalar`, :func:`copy_axis`, :func:`copy_vector`, :func:`copy_matrix`,
   :func:`copy_tensor` - copy one property, its axes related by their entries;
 * :func:`copy_all` - copy everything, validated before anything is written;
-* :func:`adapter` - run a computation on renamed or subset inputs, copying its outputs back.
+* :func:`adapter` - run a computation on renamed or subset inputs, copying its outputs back;
+* :func:`reconstruct_axis` - the distinct values of a vector become an axis, and the vectors
+  constant within each group move onto it;
+* :class:`Contract`, :func:`computation`, :func:`contractor` - what a computation reads and
+  writes, checked before and after it runs.
 
 They read from any Daf reader (:class:`~dafzarr.daf.ZarrDaf` on any backend, views, chains)
 and write into any writer. The rules are DataAxesFormats.jl's (``copies.jl``,
@@ -27,9 +32,41 @@ properties :class:`~dafzarr.errors.DafMissingError`, existing ones
 from __future__ import annotations
 
 from ._adapter import adapter
+from ._computation import computation
+from ._contract import (
+    Contract,
+    ContractExpectation,
+    CreatedOutput,
+    ElementType,
+    GuaranteedOutput,
+    OptionalInput,
+    OptionalOutput,
+    RequiredInput,
+)
+from ._contractor import ContractDaf, contractor
 from ._copies import copy_axis, copy_scalar, copy_vector
 from ._copy_all import copy_all
 from ._copy_matrix import copy_matrix, copy_tensor
+from ._reconstruct import reconstruct_axis
 
-__all__ = ["adapter", "copy_all", "copy_axis", "copy_matrix", "copy_scalar", "copy_tensor",
-           "copy_vector"]
+__all__ = [
+    "Contract",
+    "ContractDaf",
+    "ContractExpectation",
+    "CreatedOutput",
+    "ElementType",
+    "GuaranteedOutput",
+    "OptionalInput",
+    "OptionalOutput",
+    "RequiredInput",
+    "adapter",
+    "computation",
+    "contractor",
+    "copy_all",
+    "copy_axis",
+    "copy_matrix",
+    "copy_scalar",
+    "copy_tensor",
+    "copy_vector",
+    "reconstruct_axis",
+]
