@@ -7,6 +7,7 @@
   :func:`complete_chain`, :func:`complete_daf` - chains recorded in the data sets themselves.
 * :func:`copy_all`, :func:`copy_vector`, :func:`copy_matrix`, ..., :func:`adapter` - Daf
   operations between data sets (copies with axes related by their entries).
+* :func:`concatenate`, :class:`MergeAction` - Daf data sets concatenated along axes.
 * :func:`parse_query`, :func:`escape_value`, :func:`unescape_value`,
   :func:`query_result_dimensions` - Daf queries (``daf.get_np_query("@ cell : age")``).
 * :func:`reconstruct_axis` - an axis rebuilt from a vector that names an entry per element
@@ -74,15 +75,20 @@ if _TYPE_CHECKING:
         viewer,
     )
     from .daf.ops import (
+        ALL_MATRICES,
+        ALL_SCALARS,
+        ALL_VECTORS,
         Contract,
         ContractExpectation,
         CreatedOutput,
         GuaranteedOutput,
+        MergeAction,
         OptionalInput,
         OptionalOutput,
         RequiredInput,
         adapter,
         computation,
+        concatenate,
         contractor,
         copy_all,
         copy_axis,
@@ -126,6 +132,11 @@ _LAZY = {
     "computation": "daf.ops",
     "contractor": "daf.ops",
     "reconstruct_axis": "daf.ops",
+    "ALL_MATRICES": "daf.ops",
+    "ALL_SCALARS": "daf.ops",
+    "ALL_VECTORS": "daf.ops",
+    "MergeAction": "daf.ops",
+    "concatenate": "daf.ops",
     "escape_value": "daf.query",
     "parse_query": "daf.query",
     "query_result_dimensions": "daf.query",
@@ -154,6 +165,9 @@ except _metadata.PackageNotFoundError:  # imported from a source tree that is no
     __version__ = "0+unknown"
 
 __all__ = [
+    "ALL_MATRICES",
+    "ALL_SCALARS",
+    "ALL_VECTORS",
     "AddressSpaceError",
     "AppendOnlyError",
     "ArchiveInUseError",
@@ -174,6 +188,7 @@ __all__ = [
     "HttpDeadlineError",
     "HttpOptions",
     "HttpReadError",
+    "MergeAction",
     "MmapZipStore",
     "OptionalInput",
     "OptionalOutput",
@@ -196,6 +211,7 @@ __all__ = [
     "complete_chain",
     "complete_daf",
     "computation",
+    "concatenate",
     "contractor",
     "copy_all",
     "copy_axis",

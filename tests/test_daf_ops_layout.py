@@ -30,9 +30,10 @@ MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 
 # The operations the package root exports too.
 PUBLIC = frozenset([
-    "Contract", "ContractExpectation", "CreatedOutput", "GuaranteedOutput", "OptionalInput",
-    "OptionalOutput", "RequiredInput", "adapter", "computation", "contractor", "copy_all",
-    "copy_axis", "copy_matrix", "copy_scalar", "copy_tensor", "copy_vector", "reconstruct_axis",
+    "Contract", "ContractExpectation", "CreatedOutput", "GuaranteedOutput", "MergeAction",
+    "OptionalInput", "OptionalOutput", "RequiredInput", "adapter", "computation",
+    "concatenate", "contractor", "copy_all", "copy_axis", "copy_matrix", "copy_scalar",
+    "copy_tensor", "copy_vector", "reconstruct_axis",
 ])  # fmt: skip
 
 

@@ -23,6 +23,9 @@ from dafzarr import errors
 
 PUBLIC: dict[str, set[str]] = {
     "dafzarr": {
+        "ALL_MATRICES",
+        "ALL_SCALARS",
+        "ALL_VECTORS",
         "AddressSpaceError",
         "AppendOnlyError",
         "ArchiveInUseError",
@@ -43,6 +46,7 @@ PUBLIC: dict[str, set[str]] = {
         "HttpDeadlineError",
         "HttpOptions",
         "HttpReadError",
+        "MergeAction",
         "MmapZipStore",
         "OptionalInput",
         "OptionalOutput",
@@ -60,6 +64,7 @@ PUBLIC: dict[str, set[str]] = {
         "adapter",
         "chain_reader",
         "chain_writer",
+        "concatenate",
         "complete_chain",
         "complete_daf",
         "copy_all",
@@ -114,6 +119,11 @@ PUBLIC: dict[str, set[str]] = {
         "viewer",
     },
     "dafzarr.daf.ops": {
+        "ALL_MATRICES",
+        "ALL_SCALARS",
+        "ALL_VECTORS",
+        "MergeAction",
+        "concatenate",
         "adapter",
         "copy_all",
         "copy_axis",

@@ -1,4 +1,5 @@
-"""``dafzarr daf ...``: describe, list, query, convert and copy Daf data sets stored as Zarr."""
+"""``dafzarr daf ...``: describe, list, query, convert, copy and concatenate Daf data sets
+stored as Zarr."""
 
 from __future__ import annotations
 
@@ -60,6 +61,48 @@ def _convert(args: argparse.Namespace) -> int:
     fmt = convert_daf(args.source, args.destination, zarr_format=args.zarr_format,
                       force=args.force, progress=progress_wanted(args))
     say(args, f"{args.source} -> {args.destination} (zarr v{fmt}) in "
+              f"{time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+def _stored_name(path: str) -> str:
+    """A data set's name for ``concat``: its ``name`` scalar, else its file's or group's."""
+    from ..daf import ZarrDaf
+
+    d = ZarrDaf(path, "r")
+    try:
+        stored = d.get_scalar("name", default=None)
+    finally:
+        d.close()
+    if stored is not None:
+        return str(stored)
+    base = path.rstrip("/").split("#/")[-1].rsplit("/", 1)[-1]
+    for ending in (".dafs.zarr.zip", ".daf.zarr.zip", ".daf.zarr"):
+        base = base.removesuffix(ending)
+    return base
+
+
+def _concat(args: argparse.Namespace) -> int:
+    from ..daf import ZarrDaf
+    from ..daf._copy import _new_destination
+    from ..daf.ops import concatenate
+
+    t0 = time.perf_counter()
+    sources: list[ZarrDaf] = []
+    try:
+        sources.extend(ZarrDaf(path, "r") for path in args.sources)  # kept as each opens
+        names = args.name or [_stored_name(path) for path in args.sources]
+        fmt = args.zarr_format or sources[0].zarr_format
+        with _new_destination(args.destination, fmt, args.force) as dst:
+            concatenate(dst, args.axis, sources, names=names,
+                        dataset_axis=None if args.no_dataset_axis else args.dataset_axis,
+                        prefix=args.prefix, progress=progress_wanted(args))
+            cells = {axis: dst.axis_length(axis) for axis in args.axis}
+    finally:
+        for src in sources:
+            src.close()
+    lengths = ", ".join(f"{n} {axis} entries" for axis, n in cells.items())
+    say(args, f"{len(sources)} data sets -> {args.destination} ({lengths}) in "
               f"{time.perf_counter() - t0:.2f} s")
     return 0
 
@@ -202,3 +245,25 @@ def add_parser(sub: Any) -> None:
                       "(matrix); repeat for each property")
     add_output_options(copy)
     copy.set_defaults(func=_copy)
+    cat = dsub.add_parser(
+        "concat", help="concatenate data sets along axes into a new data set",
+        description="Concatenate data sets along one or more axes into a new data set "
+        "(written under a temporary name and renamed into place when complete). Every other "
+        "axis must have the same entries in every data set; vectors and matrices along the "
+        "concatenated axes are stacked, scalars and other properties are not copied.")
+    cat.add_argument("destination", help="the new data set (replaced only with --force)")
+    cat.add_argument("sources", nargs="+", help="the data sets, in order")
+    cat.add_argument("--axis", action="append", required=True,
+                     help="a concatenated axis (repeat for several)")
+    cat.add_argument("--prefix", action="store_true",
+                     help="prefix the entries of the concatenated axes with '<name>.'")
+    cat.add_argument("--name", action="append", default=[],
+                     help="the name of each data set, in order (default: its own name)")
+    cat.add_argument("--dataset-axis", default="dataset",
+                     help="the axis created with one entry per data set (default: dataset)")
+    cat.add_argument("--no-dataset-axis", action="store_true", help="create no dataset axis")
+    cat.add_argument("--force", action="store_true", help="replace an existing destination")
+    cat.add_argument("--zarr-format", type=int, choices=(2, 3), default=None,
+                     help="layout of the destination (default: the first data set's)")
+    add_output_options(cat)
+    cat.set_defaults(func=_concat)

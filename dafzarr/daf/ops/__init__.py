@@ -1,10 +1,12 @@
-"""Daf operations between data sets: copies with aligned axes, the adapter, axis
-reconstruction and computation contracts.
+"""Daf operations between data sets: copies with aligned axes, the adapter, concatenation,
+axis reconstruction and computation contracts.
 
 * :func:`copy_scalar`, :func:`copy_axis`, :func:`copy_vector`, :func:`copy_matrix`,
   :func:`copy_tensor` - copy one property, its axes related by their entries;
 * :func:`copy_all` - copy everything, validated before anything is written;
 * :func:`adapter` - run a computation on renamed or subset inputs, copying its outputs back;
+* :func:`concatenate` - stack data sets along axes (``concat.jl``; its rules and decisions are
+  in its own documentation), with :class:`MergeAction` for the other properties;
 * :func:`reconstruct_axis` - the distinct values of a vector become an axis, and the vectors
   constant within each group move onto it;
 * :class:`Contract`, :func:`computation`, :func:`contractor` - what a computation reads and
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from ._adapter import adapter
 from ._computation import computation
+from ._concat import concatenate
 from ._contract import (
     Contract,
     ContractExpectation,
@@ -47,20 +50,26 @@ from ._contractor import ContractDaf, contractor
 from ._copies import copy_axis, copy_scalar, copy_vector
 from ._copy_all import copy_all
 from ._copy_matrix import copy_matrix, copy_tensor
+from ._merge import ALL_MATRICES, ALL_SCALARS, ALL_VECTORS, MergeAction
 from ._reconstruct import reconstruct_axis
 
 __all__ = [
+    "ALL_MATRICES",
+    "ALL_SCALARS",
+    "ALL_VECTORS",
     "Contract",
     "ContractDaf",
     "ContractExpectation",
     "CreatedOutput",
     "ElementType",
     "GuaranteedOutput",
+    "MergeAction",
     "OptionalInput",
     "OptionalOutput",
     "RequiredInput",
     "adapter",
     "computation",
+    "concatenate",
     "contractor",
     "copy_all",
     "copy_axis",
