@@ -28,8 +28,10 @@ __all__ = ["address_space_limit", "fitting_max_file_size", "mapping_error",
 
 _MIB = 1 << 20
 # Of the address space still free under the limit, a default reservation (twice the file
-# size limit) takes at most half: the rest stays for the arrays and threads of the process.
-_FRACTION = 4
+# size limit) takes at most a quarter, and the compacted copy's reservation (the same size,
+# beside it while the archive is compacted) another quarter: the rest stays for the arrays
+# and threads of the process.
+_FRACTION = 8
 
 
 def address_space_limit() -> int | None:
@@ -51,8 +53,9 @@ def _address_space_used() -> int:
 def fitting_max_file_size(default: int) -> int:
     """``default``, or less where an address-space limit would refuse its reservation.
 
-    Under ``RLIMIT_AS`` the result is a quarter of the address space still free (whole
-    MiB, at least 1 MiB), so the reservation takes at most half of it.
+    Under ``RLIMIT_AS`` the result is an eighth of the address space still free (whole
+    MiB, at least 1 MiB), so the reservation takes at most a quarter of it, and a
+    compaction's second one another quarter.
     """
     limit = address_space_limit()
     if limit is None:
@@ -97,15 +100,18 @@ def _address_limit_cause() -> str | None:
             f"{_address_space_used()} of them in use")
 
 
-def reservation_error(path: str, max_file_size: int, reserve: int) -> AddressSpaceError:
-    """The error for a reservation of ``reserve`` bytes (for ``max_file_size``) that failed."""
+def reservation_error(path: str, max_file_size: int, reserve: int,
+                      doing: str = "open {path} for writing") -> AddressSpaceError:
+    """The error for a reservation of ``reserve`` bytes (for ``max_file_size``) that failed;
+    ``doing`` says what needed it (``{path}`` stands for the path)."""
+    doing = doing.format(path=path)
     maps = _mapping_limit_cause()
     if maps is not None:  # a smaller reservation would not help
-        return AddressSpaceError(errno.ENOMEM, f"can't open {path} for writing: {maps}")
+        return AddressSpaceError(errno.ENOMEM, f"can't {doing}: {maps}")
     why = _address_limit_cause() or "more than the system grants"
     return AddressSpaceError(
         errno.ENOMEM,
-        f"can't open {path} for writing: it needs {reserve} bytes of address space for "
+        f"can't {doing}: it needs {reserve} bytes of address space for "
         f"max_file_size = {max_file_size} bytes, {why}; pass a smaller max_file_size= "
         "(the largest size the archive may reach while it is open)",
     )

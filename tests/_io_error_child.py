@@ -5,7 +5,9 @@ Usage::
     python tests/_io_error_child.py serve
 
 A fork server: it imports dafzarr once, then reads one JSON request a line from stdin,
-``{"op": NAME, "path": PATH}``. For each it forks a child that waits on a pipe, prints the
+``{"op": NAME, "path": PATH}`` (with ``"headroom": N``, the operation runs under an
+address-space limit, ``RLIMIT_AS``, that lets it map ``N`` bytes more; with
+``"after_open": true``, set once the handle is open). For each it forks a child that waits on a pipe, prints the
 child's pid, waits for the line ``go`` (the parent has attached ``strace -p`` to the child
 meanwhile, so that the trace holds the operation's system calls only), lets the child run
 :data:`OPS` ``[NAME]`` on ``PATH`` and prints one JSON line: the child's exit status and its
@@ -50,6 +52,18 @@ def zip_base(path: str) -> None:
         s["b"] = _payload(3, 40_000)
 
 
+#: Called once the handle is open (the child limits its address space there, when asked).
+_after_open: list[Callable[[], None]] = []
+
+
+def zip_many_base(path: str) -> None:
+    """An archive of 4000 small entries: its directory (about 300 KB) lives in memory in
+    a block of its own, which grows (``mremap``) with the next entry."""
+    with MmapZipStore(path, "w") as s, s.batch():
+        for i in range(4000):
+            s[f"group/array/{i}"] = i.to_bytes(4, "little")
+
+
 def _on_handle(open_: Callable[[str], Any], body: Callable[[Any], None]) -> Callable[[str], Any]:
     """The operation that opens ``path``, runs ``body`` on the handle and closes it; a
     handle that failed is kept for :func:`_reuse`."""
@@ -57,6 +71,8 @@ def _on_handle(open_: Callable[[str], Any], body: Callable[[Any], None]) -> Call
     def run(path: str) -> Any:
         h = open_(path)
         try:
+            for hook in _after_open:
+                hook()
             body(h)
             h.close()
         except BaseException:
@@ -67,8 +83,8 @@ def _on_handle(open_: Callable[[str], Any], body: Callable[[Any], None]) -> Call
     return run
 
 
-def _zip_op(body: Callable[[MmapZipStore], None]) -> Callable[[str], Any]:
-    return _on_handle(lambda p: MmapZipStore(p, "r+"), body)
+def _zip_op(body: Callable[[MmapZipStore], None], durable: bool = False) -> Callable[[str], Any]:
+    return _on_handle(lambda p: MmapZipStore(p, "r+", durable=durable), body)
 
 
 def _batch(s: MmapZipStore) -> None:
@@ -77,6 +93,13 @@ def _batch(s: MmapZipStore) -> None:
         s["n2"] = _payload(5, 100)
         s["a"] = _payload(6, 2000)
         del s["b"]
+
+
+def _batch_many(s: MmapZipStore) -> None:
+    with s.batch():
+        for i in range(200):
+            s[f"group/other/{i}"] = _payload(i, 300)
+        del s["group/array/7"]
 
 
 def _set(key: str, value: bytes) -> Callable[[MmapZipStore], None]:
@@ -113,8 +136,8 @@ def daf_base(path: str) -> None:
         d.set_vector("cell", "age", np.arange(10, dtype=np.int32))
 
 
-def _daf_op(body: Callable[[Any], None]) -> Callable[[str], Any]:
-    return _on_handle(lambda p: open_daf(p, "r+"), body)
+def _daf_op(body: Callable[[Any], None], durable: bool = False) -> Callable[[str], Any]:
+    return _on_handle(lambda p: open_daf(p, "r+", durable=durable), body)
 
 
 def _set_vector(d: Any) -> None:
@@ -226,12 +249,26 @@ def _ops() -> dict[str, Op]:
         Op("zip-delete", "s.zip", zip_base, _zip_op(_delete), zip_snapshot),
         Op("zip-batch", "s.zip", zip_base, _zip_op(_batch), zip_snapshot),
         Op("zip-compact", "s.zip", zip_base, _zip_op(_compact), zip_snapshot),
+        Op("zip-append-many", "s.zip", zip_many_base, _zip_op(_set("new", b"x" * 100)),
+           zip_snapshot),
+        Op("zip-batch-many", "s.zip", zip_many_base, _zip_op(_batch_many), zip_snapshot),
+        # durable=True: the msync and fsync calls at the protocol's ordering points fail too
+        Op("zip-append-durable", "s.zip", zip_base,
+           _zip_op(_set("new", _payload(7, 50_000)), durable=True), zip_snapshot),
+        Op("zip-rewrite-durable", "s.zip", zip_base,
+           _zip_op(_set("a", _payload(8, 50_000)), durable=True), zip_snapshot),
+        Op("zip-batch-durable", "s.zip", zip_base, _zip_op(_batch, durable=True),
+           zip_snapshot),
     ]
     for kind, file_name in (("dir", "d.daf.zarr"), ("zip", "d.daf.zarr.zip")):
         for what, body in (("set-vector", _set_vector), ("overwrite", _overwrite),
                            ("delete", _delete_vector), ("fill", _fill)):
             ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf_op(body),
                           daf_snapshot))
+        ops.append(Op(f"daf-{kind}-set-vector-durable", file_name, daf_base,
+                      _daf_op(_set_vector, durable=True), daf_snapshot))
+        ops.append(Op(f"daf-{kind}-fill-durable", file_name, daf_base,
+                      _daf_op(_fill, durable=True), daf_snapshot))
     ops += [
         Op("af-flush", "f.af", af_base, _on_handle(ArrayFile.open, _af_write), af_snapshot),
         Op("af-compact", "f.af", af_base, _on_handle(ArrayFile.open, _af_compact),
@@ -282,9 +319,26 @@ def _describe(exc: BaseException) -> dict[str, Any]:
     }
 
 
-def _child(op: Op, path: str, go: int, shared: mmap.mmap) -> None:
-    """Wait for the parent's ``go``, run the operation, report through ``shared``."""
+def _limit_address_space(headroom: int) -> None:
+    """Let the process map only ``headroom`` bytes more than it has mapped now."""
+    import resource
+
+    with open("/proc/self/statm") as f:
+        mapped = int(f.read().split()[0]) * mmap.PAGESIZE
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + headroom, hard))
+
+
+def _child(op: Op, path: str, go: int, shared: mmap.mmap, headroom: int | None,
+           after_open: bool) -> None:
+    """Wait for the parent's ``go``, run the operation, report through ``shared``;
+    with ``headroom``, under an address-space limit that leaves that much (set once the
+    handle is open, with ``after_open``)."""
     os.read(go, 1)
+    if headroom is not None and after_open:
+        _after_open.append(lambda: _limit_address_space(headroom))
+    elif headroom is not None:
+        _limit_address_space(headroom)
     try:
         op.run(path)
         report: dict[str, Any] = {"error": None, "reuse": "none"}
@@ -301,7 +355,8 @@ def _serve_one(request: dict[str, Any]) -> dict[str, Any]:
     if pid == 0:
         code = 0  # (w stays open: no system call may precede the operation)
         try:
-            _child(OPS[request["op"]], request["path"], r, shared)
+            _child(OPS[request["op"]], request["path"], r, shared, request.get("headroom"),
+                   bool(request.get("after_open")))
         except BaseException:  # noqa: BLE001 (the exit status says it)
             code = 70
         os._exit(code)

@@ -16,7 +16,10 @@ the after-state exactly; no file may be left beside them that neither state has;
 handle, used again, works or raises a ``DafzarrError``. ``EINTR`` must be retried (no error).
 
 The default run takes a sample of positions and errnos (a few hundred runs); the exhaustive
-product is marked ``slow``.
+product is marked ``slow``. ``mmap`` and ``mremap`` fail with ``ENOMEM`` as the others do
+(the writers make no ``mremap`` call today: a mapping grows inside its reservation). The
+same checks then run each writer that maps or allocates under a real address-space limit
+(``RLIMIT_AS``), set before the open or once the handle is open.
 """
 
 from __future__ import annotations
@@ -91,10 +94,14 @@ class Server:
             text=True, bufsize=1,
         )  # fmt: skip
 
-    def run(self, op: str, path: Path, strace: list[str], trace: Path) -> dict[str, Any]:
-        """Run ``op`` on ``path`` in a fresh child traced with the ``strace`` options."""
+    def run(self, op: str, path: Path, strace: list[str], trace: Path,
+            headroom: int | None = None, after_open: bool = False) -> dict[str, Any]:
+        """Run ``op`` on ``path`` in a fresh child traced with the ``strace`` options (under
+        an address-space limit leaving ``headroom`` bytes, when given, from the start or
+        once the handle is open)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"op": op, "path": str(path)}) + "\n")
+        request = {"op": op, "path": str(path), "headroom": headroom, "after_open": after_open}
+        self.proc.stdin.write(json.dumps(request) + "\n")
         pid = int(self.proc.stdout.readline())
         tracer = subprocess.Popen(
             ["strace", "-f", "-o", str(trace), *strace, "-p", str(pid)],
@@ -368,3 +375,55 @@ def test_no_lock_file_system_names_the_way_out(tmp_path: Path) -> None:
         assert bytes(s["new"]) == b"unlocked"
     with open_daf(daf) as d:
         assert d.axes_set() == {"cell"}
+
+
+# --- Address-space exhaustion --------------------------------------------------------------
+
+#: Operations that map or allocate as they write, run under an address-space limit.
+LIMITED_OPS = ("zip-append", "zip-rewrite", "zip-batch", "zip-compact", "zip-append-many",
+               "zip-batch-many", "daf-zip-set-vector",
+               "daf-zip-overwrite", "daf-zip-fill")
+#: Address space left to the operation (bytes past what the process has mapped).
+HEADROOMS = tuple(4 << (2 * i) for i in range(5, 14))  # 4 KiB .. 256 MiB
+
+
+@pytest.mark.parametrize("after_open", [False, True], ids=["from-start", "once-open"])
+@pytest.mark.parametrize("name", LIMITED_OPS)
+def test_address_space_limit(server: Server, name: str, after_open: bool,
+                             tmp_path: Path) -> None:
+    """Each operation under ``RLIMIT_AS`` leaving it from 4 KiB to 256 MiB, set before the
+    open or once the handle is open (then the writes, the growth of the mapping and the
+    compacted copy's reservation meet it): the same outcomes as an injected ``ENOMEM`` (a
+    DafzarrError keeping the errno and naming the file, or a MemoryError; the state before
+    or after; the handle usable or closed)."""
+    op = OPS[name]
+    ref = reference(server, op, tmp_path)
+    problems: list[str] = []
+    outcomes = []
+    for headroom in HEADROOMS:
+        where = _fresh(ref.base, tmp_path / f"{name}.limit.{headroom}")
+        trace = where.with_suffix(".trace")
+        result = server.run(op.name, where / op.file_name, ["-e", "trace=none"], trace,
+                            headroom, after_open)
+        found = _problems(op, ref, "rlimit", "ENOMEM", result, where / op.file_name, False)
+        problems += [f"{name} headroom {headroom}: {p}" for p in found]
+        report = result["report"] or {}
+        error = report.get("error")
+        outcomes.append("ok" if error is None else error["type"])
+    print(f"{name}: {dict(zip(HEADROOMS, outcomes, strict=True))}")
+    if not (after_open and name == "zip-compact"):
+        assert outcomes[-1] == "ok", outcomes  # enough room: the operation succeeds
+    else:  # the handle reserved for 1 TiB: the copy needs as much again
+        assert outcomes[-1] == "AddressSpaceError", outcomes
+    assert not problems, "\n".join(problems)
+
+
+def test_failed_fsync_after_the_commit_point(server: Server, tmp_path: Path) -> None:
+    """A durable batch whose directory went down into the free room: the ``fsync`` after
+    the commit point (the ``ftruncate`` that cuts the old directory away) fails. The
+    commit stands; abandoning it would write the old directory over the new entries."""
+    op = OPS["zip-batch-durable"]
+    ref = reference(server, op, tmp_path)
+    assert ref.counts["fsync"] == 5  # relocation, before and after the commit point, ...
+    for err in ("EIO", "ENOSPC"):
+        assert not inject(server, op, ref, "fsync", err, 3, tmp_path)

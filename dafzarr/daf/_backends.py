@@ -27,7 +27,7 @@ from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
 from .._addrspace import named_map_refusal
-from .._atomic import removed_on_failure, retry_interrupted, walk
+from .._atomic import fsync_directory, removed_on_failure, retry_interrupted, walk
 from .._io import byte_range_bounds
 from ..errors import DafReadOnlyError
 from ._names import _METADATA_NAMES
@@ -165,14 +165,20 @@ class Backend:
 
 
 class DirectoryBackend(Backend):
-    """A ``.daf.zarr`` directory; keys are relative file paths."""
+    """A ``.daf.zarr`` directory; keys are relative file paths.
+
+    ``durable``: each file written is fsynced before it is renamed into place, and the
+    directories whose entries changed are fsynced before the write returns, so that the
+    writes survive a power loss in the order they were made.
+    """
 
     kind = "directory"
     consolidates = True
 
-    def __init__(self, root: str, *, read_only: bool) -> None:
+    def __init__(self, root: str, *, read_only: bool, durable: bool = False) -> None:
         self.root = root
         self.read_only = read_only
+        self.durable = durable
         # Reservations being filled: key -> (staging file, its mapping).
         self._fills: dict[str, tuple[str, np.ndarray[Any, Any]]] = {}
         self._staged = itertools.count()
@@ -240,10 +246,27 @@ class DirectoryBackend(Backend):
         # Every write and delete rewrites the consolidated metadata (by a rename).
         return self.stamp(".zmetadata"), self.stamp("zarr.json")
 
+    def _makedirs(self, directory: str) -> list[str]:
+        """Create ``directory`` and its missing parents; the directories whose entries
+        changed, deepest first (to fsync when durable)."""
+        missing: list[str] = []
+        d = os.path.abspath(directory)
+        while not os.path.isdir(d) and os.path.dirname(d) != d:
+            missing.append(d)
+            d = os.path.dirname(d)
+        os.makedirs(directory, exist_ok=True)
+        return [os.path.dirname(m) for m in missing]
+
+    def _settle(self, path: str, changed: list[str]) -> None:
+        """When durable: fsync the directory of ``path`` and those in ``changed``."""
+        if self.durable:
+            for d in [os.path.dirname(path), *changed]:
+                fsync_directory(d)
+
     def put(self, items: Iterable[tuple[str, Any]]) -> None:
         for key, data in items:
             path = self._path(key)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            changed = self._makedirs(os.path.dirname(path))
             tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
             try:
                 with open(tmp, "wb") as f:
@@ -252,7 +275,11 @@ class DirectoryBackend(Backend):
                             _write_in_pieces(f, block)
                     else:
                         _write_in_pieces(f, data)
+                    if self.durable:
+                        f.flush()
+                        os.fsync(f.fileno())
                 os.replace(tmp, path)  # atomic: readers see the old or the new bytes
+                self._settle(path, changed)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
@@ -271,6 +298,7 @@ class DirectoryBackend(Backend):
             # Rename first, so the node disappears at once even if the removal is interrupted.
             doomed = f"{path}.{os.getpid()}.deleted"
             os.replace(path, doomed)
+            self._settle(path, [])
             shutil.rmtree(doomed)
 
     def keys_under(self, prefix: str) -> list[str]:
@@ -326,8 +354,15 @@ class DirectoryBackend(Backend):
             if isinstance(arr, np.memmap):
                 arr.flush()
             path = self._path(key)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            changed = self._makedirs(os.path.dirname(path))
+            if self.durable:
+                fd = os.open(staged, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
             os.replace(staged, path)  # a file mapped elsewhere is never truncated
+            self._settle(path, changed)
 
     def abandon(self, key: str) -> None:
         fill = self._fills.pop(key, None)

@@ -128,14 +128,16 @@ def _retire_if_changed(path: str, shared: _Shared) -> bool:
 
 
 def acquire_zip_store(
-    path: str, mode: str, max_file_size: int | None = None, lock: bool = True
+    path: str, mode: str, max_file_size: int | None = None, lock: bool = True,
+    durable: bool = False,
 ) -> MmapZipStore:
     """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
 
     ``max_file_size``: see :class:`~dafzarr.zipstore.MmapZipStore` (default: one that fits
     the process' address-space limit). A writable store in use keeps its own. ``lock``:
     see :class:`~dafzarr.zipstore.MmapZipStore` (a store open in this process keeps its
-    own).
+    own). ``durable``: a writable store that is not durable is reopened durable (refused
+    while other handles use it).
     """
     path = os.path.abspath(path)
     writable = mode != "r"
@@ -152,6 +154,13 @@ def acquire_zip_store(
             )
         resize = (writable and max_file_size is not None and shared is not None
                   and max_file_size != shared.store.max_file_size)
+        if durable and writable and shared is not None and not shared.store.durable:
+            if shared.refs > 0:
+                raise DafzarrError(
+                    f"can't open {path} with durable=True: it is open in this process "
+                    f"without it by {shared.refs} other ZarrDaf handle(s); close them first"
+                )
+            resize = True
         if shared is not None and (mode == "w" or (writable and not shared.writable) or resize):
             if shared.refs > 0:
                 what = "truncate" if mode == "w" else "open for writing"
@@ -176,6 +185,7 @@ def acquire_zip_store(
                 mode if writable else "r",  # type: ignore[arg-type]
                 max_file_size=max_file_size,
                 lock=lock,
+                durable=durable and writable,
             )
             shared = _Shared(store, writable, stamp)
             _REGISTRY[path] = shared

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from .._atomic import fsync_directory
 from .._io import HttpOptions
 from ..errors import (
     AppendOnlyError,
@@ -46,9 +47,10 @@ class Opened(NamedTuple):
 
 def open_backend(
     path: str | os.PathLike[str] | None, mode: Mode, max_file_size: int | None,
-    append_only: bool, http: HttpOptions | None, lock: bool = True,
+    append_only: bool, http: HttpOptions | None, lock: bool = True, durable: bool = False,
 ) -> Opened:
-    """The backend of ``path`` (``None``: memory) opened for ``mode``."""
+    """The backend of ``path`` (``None``: memory) opened for ``mode``; ``durable``: every
+    write is made durable (fsync) before it returns."""
     if path is not None and parse_daf_path(path)[0] != "zip":
         for option, value in (("max_file_size", max_file_size), ("append_only", append_only)):
             if value not in (None, False):
@@ -67,23 +69,26 @@ def open_backend(
             )
         return Opened(_open_http(container, http), kind, full)
     if kind == "directory":
-        return Opened(_open_directory(container, mode), kind, full)
-    backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock)
+        return Opened(_open_directory(container, mode, durable), kind, full)
+    backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock,
+                                  durable)
     return Opened(backend, kind, full, truncate)
 
 
-def _open_directory(root: str, mode: Mode) -> Backend:
+def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:
     if mode in ("r", "r+") and not os.path.isdir(root):
         raise DafNotFoundError(2, f"no such directory: {root}", root)
     if mode == "w" and os.path.exists(root):
         shutil.rmtree(root)
     if mode in ("w", "w+"):
         os.makedirs(root, exist_ok=True)
-    return DirectoryBackend(root, read_only=mode == "r")
+        if durable:
+            fsync_directory(os.path.dirname(os.path.abspath(root)))
+    return DirectoryBackend(root, read_only=mode == "r", durable=durable)
 
 
 def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
-              append_only: bool, lock: bool) -> tuple[ZipBackend, bool]:
+              append_only: bool, lock: bool, durable: bool = False) -> tuple[ZipBackend, bool]:
     """The ZIP backend, and whether the group is to be truncated (mode ``"w"`` on a group
     that has keys already)."""
     if mode in ("r", "r+") and not os.path.isfile(container):
@@ -93,7 +98,7 @@ def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
         # A group is emptied by its first commit, never the whole archive; an append-only
         # data set is never emptied.
         if os.path.isfile(container):
-            probe = acquire_zip_store(container, "r+", max_file_size, lock)
+            probe = acquire_zip_store(container, "r+", max_file_size, lock, durable)
             backend = ZipBackend(probe, group, read_only=False, append_only=append_only)
             truncate = False
             if backend.children("") or backend.keys_under(""):
@@ -108,7 +113,7 @@ def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
                 truncate = True
             return backend, truncate
         store_mode = "w+"
-    store = acquire_zip_store(container, store_mode, max_file_size, lock)
+    store = acquire_zip_store(container, store_mode, max_file_size, lock, durable)
     return ZipBackend(store, group, read_only=mode == "r", append_only=append_only), False
 
 

@@ -73,6 +73,13 @@ class ZarrDaf(Description, Fills, Queries):
     http
         Deadline, retries and limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`);
         default: ``HttpOptions()``.
+    durable
+        Make every write durable before it returns, also across a power loss or an
+        operating-system crash: ``fsync`` of the files and directories written (directory)
+        or the archive's ``durable=True`` (ZIP; see :class:`~dafzarr.zipstore.MmapZipStore`).
+        Without it, a process crash still leaves each write whole or absent, but after a
+        power loss a directory data set may hold a property half-written or empty, and a
+        ZIP one may need a writable open to recover and may lose its recent writes.
     """
 
     def __init__(
@@ -86,6 +93,7 @@ class ZarrDaf(Description, Fills, Queries):
         append_only: bool = False,
         http: HttpOptions | None = None,
         lock: bool = True,
+        durable: bool = False,
     ) -> None:
         if mode not in _MODES:
             raise InvalidArgumentError(f"invalid mode: {mode}")
@@ -103,7 +111,8 @@ class ZarrDaf(Description, Fills, Queries):
         self._finalizer = None
         where = "memory" if path is None else os.fspath(path)
         with storage_io(f"opening the data set (mode {mode!r})", where):
-            self._open(path, mode, zarr_format, max_file_size, append_only, http, lock)
+            self._open(path, mode, zarr_format, max_file_size, append_only, http, lock,
+                       durable)
         stored = self.get_scalar("name", default=None) if name is None else None
         base = name if name is not None else (str(stored) if stored is not None else self._path)
         if self._read_only:
@@ -113,9 +122,10 @@ class ZarrDaf(Description, Fills, Queries):
     def _open(
         self, path: str | os.PathLike[str] | None, mode: Mode, zarr_format: int,
         max_file_size: int | None, append_only: bool, http: HttpOptions | None, lock: bool,
+        durable: bool = False,
     ) -> None:
         """Open the backend and make (or adopt) the data set's root group."""
-        opened = open_backend(path, mode, max_file_size, append_only, http, lock)
+        opened = open_backend(path, mode, max_file_size, append_only, http, lock, durable)
         self._backend, self._kind, self._path = opened.backend, opened.kind, opened.path
         if isinstance(opened.backend, ZipBackend):
             self._finalizer = weakref.finalize(self, opened.backend.close)
@@ -207,7 +217,7 @@ class ZarrDaf(Description, Fills, Queries):
 def open_daf(
     path: str | os.PathLike[str], mode: Mode = "r", *, name: str | None = None,
     zarr_format: int = 2, max_file_size: int | None = None, append_only: bool = False,
-    http: HttpOptions | None = None, lock: bool = True,
+    http: HttpOptions | None = None, lock: bool = True, durable: bool = False,
 ) -> ZarrDaf:
     """Open (or create) a Daf data set stored as Zarr.
 
@@ -219,10 +229,12 @@ def open_daf(
     largest size the archive may reach while open for writing) and ``append_only`` (refuse
     deletes and overwrites) and ``lock`` (``False``: no writer lock, for file systems
     without ``flock``; you guarantee a single writer); see :class:`ZarrDaf`. ``http`` sets the deadline, retries and
-    limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`).
+    limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`). ``durable``: every write
+    is durable, also across a power loss, when it returns (see :class:`ZarrDaf`).
     """
     return ZarrDaf(path, mode, name=name, zarr_format=zarr_format,
-                   max_file_size=max_file_size, append_only=append_only, http=http, lock=lock)
+                   max_file_size=max_file_size, append_only=append_only, http=http, lock=lock,
+                   durable=durable)
 
 
 def memory_daf(name: str = "memory", *, zarr_format: int = 2) -> ZarrDaf:

@@ -212,6 +212,7 @@ def _place_below(a: Archive, fm: FileMapping, tx: Txn, d: _Directory, at: int, s
         fm.msync(tx.start, end - tx.start)
         fm.fsync()
     fm.resize(end)  # commit point: cuts off the old live directory
+    tx.committed = True  # (a failure after it must not roll back into the committed bytes)
     d.install(a, tx)
     _set_live(a, tx.write, at)
     _step(step + "truncated")

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, Self, overload
 
+from .._addrspace import reservation_error
 from .._atomic import (
     check_destination,
     copy_mode,
@@ -270,7 +271,16 @@ def compact_in_place(a: Archive, fm: FileMapping, *, progress: bool = False) -> 
     tmp = new_temporary(real)
     new: FileMapping | None = None
     try:
-        new = FileMapping(tmp, True, a.reserve_size(), a.lock)  # holds the writer's lock
+        try:
+            new = FileMapping(tmp, True, a.reserve_size(), a.lock)  # holds the writer's lock
+        except OSError as exc:
+            if exc.errno != errno.ENOMEM:
+                raise
+            raise reservation_error(
+                a.path, a.max_file_size, a.reserve_size(),
+                "compact {path} (its compacted copy is mapped beside it, with a second "
+                "reservation of the same size)",
+            ) from None
         writer = ArchiveWriter(new.fd, tmp)
         try:
             copy_live_entries(a, fm, writer, progress)

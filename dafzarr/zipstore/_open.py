@@ -15,7 +15,7 @@ import time
 import warnings
 
 from .._addrspace import named_map_refusal, probe_reservation, reservation_error
-from .._atomic import link_descriptor, locked_temporary, publish_file
+from .._atomic import fsync_directory, link_descriptor, locked_temporary, publish_file
 from .._ioerror import LOCK_UNSUPPORTED, lock_unsupported_error
 from .._posix import FileMapping
 from ..errors import (
@@ -40,14 +40,16 @@ _READ_RETRY_SECONDS = 1.0
 _READ_SETTLE_SECONDS = 0.02
 
 
-def create_empty(path: str) -> None:
+def create_empty(path: str, durable: bool = False) -> None:
     """Create a 98-byte empty archive at ``path`` atomically, unless a file is there.
 
     The bytes are written to an anonymous file (``O_TMPFILE``) that gets its name with one
     ``linkat``, so a process killed at any instant leaves either no file or the whole empty
     archive, and never a temporary beside it. A file system without anonymous files gets a
     flocked named temporary instead; a later creation of the same path removes the one a
-    killed process left, once it is stale.
+    killed process left, once it is stale. ``durable``: the bytes are fsynced before the
+    file gets its name, and the directory after, so a power loss leaves no name for bytes
+    that never reached the disk, nor loses the name of an archive that was created.
     """
     directory = os.path.dirname(os.path.abspath(path))
     try:
@@ -59,7 +61,11 @@ def create_empty(path: str) -> None:
         return
     try:
         _write_all(fd, zf.EMPTY_ARCHIVE)
+        if durable:
+            os.fsync(fd)
         link_descriptor(fd, path)
+        if durable:
+            fsync_directory(directory)
     except FileExistsError:
         pass
     except FileNotFoundError:
@@ -137,7 +143,7 @@ def open_writable(a: Archive, create: bool, truncate: bool) -> FileMapping:
     # (under ulimit -v), with an error that names max_file_size.
     probe_reservation(a.path, a.max_file_size, a.reserve_size())
     if create and not os.path.exists(a.path):
-        create_empty(a.path)
+        create_empty(a.path, a.durable)
     fm = map_writable(a)
     try:
         if truncate:

@@ -46,12 +46,19 @@ class MmapZipStore(ArchiveHandle):
     max_file_size
         The largest size the archive may reach while this handle is open; a writable open
         reserves twice as much address space (reserving costs no memory). Default: 1 TiB,
-        or less under an address-space limit (``ulimit -v``): a quarter of the address
-        space still free. A reservation that fails raises
+        or less under an address-space limit (``ulimit -v``): an eighth of the address
+        space still free (a compaction reserves as much again for its copy). A reservation that fails raises
         :class:`~dafzarr.errors.AddressSpaceError` naming the size and this option.
     durable
         Also ``msync``/``fsync`` at the protocol's ordering points, so that a power loss
-        (not only a process crash) leaves a prefix of the committed entries.
+        or an operating-system crash (not only a process crash) leaves the archive as
+        one of its commits, and every write, delete or compaction that returned is kept.
+        Without it, a process crash is as safe, but after a power loss the kernel may
+        have written the pages back in any order: commits that returned may be lost; a
+        key rewritten or deleted by a lost commit may be gone with its old value; a
+        read-only open may serve entries whose bytes never reached the disk (until a
+        writable open's recovery drops them); and the archive may not open at all
+        (``dafzarr zip repair`` then salvages the entries whose bytes are whole).
     max_decompressed_size
         Compressed foreign entries that claim to decode to more bytes are refused. Below
         it, memory follows what an entry's data proves, not what its record claims (see
