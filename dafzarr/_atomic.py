@@ -48,6 +48,7 @@ __all__ = [
     "remove_stale_temporaries",
     "removed_on_failure",
     "retry_interrupted",
+    "temporary_name",
     "walk",
 ]
 
@@ -122,7 +123,7 @@ def link_temporary(fd: int, destination: str, suffix: str = "") -> str:
     """
     fcntl.flock(fd, fcntl.LOCK_EX)
     while True:
-        tmp = _temporary_name(destination, suffix)
+        tmp = temporary_name(destination, suffix)
         try:
             link_descriptor(fd, tmp)
         except FileExistsError:
@@ -157,7 +158,9 @@ def _fsync_tree(root: str) -> None:
         fsync_directory(directory)
 
 
-def _temporary_name(destination: str, suffix: str) -> str:
+def temporary_name(destination: str, suffix: str) -> str:
+    """A hidden temporary name beside ``destination`` (removed by
+    :func:`remove_stale_temporaries` once no process holds it)."""
     directory, base = os.path.split(destination)
     return os.path.join(
         directory, f".{base}.{os.getpid()}-{secrets.token_hex(4)}{TMP_SUFFIX}{suffix}"
@@ -356,7 +359,7 @@ def new_temporary(destination: str, suffix: str = "", *, sweep: bool = True) -> 
     if sweep:
         remove_stale_temporaries(destination)
     while True:
-        tmp = _temporary_name(destination, suffix)
+        tmp = temporary_name(destination, suffix)
         try:
             fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except FileExistsError:
@@ -431,7 +434,7 @@ def atomic_directory(destination: PathLike, *, force: bool) -> Iterator[str]:
     check_destination(target, force, directory=True)
     remove_stale_temporaries(target)
     while True:
-        wrapper = _temporary_name(target, "")
+        wrapper = temporary_name(target, "")
         try:
             os.mkdir(wrapper)
             break

@@ -70,7 +70,8 @@ CALLS: dict[str, tuple[str, ...]] = {
 # Calls the removal of a temporary makes: when one of them fails, the temporary stays, and
 # must be one that the next writer removes (see dafzarr._atomic.remove_stale_temporaries).
 CLEANUP_CALLS = frozenset({"unlink", "unlinkat", "openat", "close"})
-_SWEEPABLE = re.compile(r"\.[^/]+\.\d+-[0-9a-f]+\.dafzarr-tmp(\.[^/]*)?(/.*)?")
+# (at the top, or anywhere inside a directory data set: a property a delete set aside)
+_SWEEPABLE = re.compile(r"([^/]+\.daf\.zarr/(.+/)?)?\.[^/]+\.\d+-[0-9a-f]+\.dafzarr-tmp(\.[^/]*)?(/.*)?")
 
 
 def _sweepable(name: str) -> bool:
@@ -308,20 +309,8 @@ KNOWN = {
 }
 
 
-# A directory data set is not changed in one step: a delete renames the property's
-# directory aside and then removes it (a removal that fails leaves it, listed as a
-# property), and an overwrite deletes the old property before it writes the new one.
-_DIRECTORY_NOT_ATOMIC = pytest.mark.xfail(
-    strict=True, reason="a directory data set's delete and overwrite are not atomic"
-)
-
-
-def _ops_marked() -> list[Any]:
-    return [
-        pytest.param(n, marks=_DIRECTORY_NOT_ATOMIC)
-        if n in ("daf-dir-delete", "daf-dir-overwrite") else n
-        for n in sorted(OPS)
-    ]
+def _ops_marked() -> list[str]:
+    return sorted(OPS)
 
 
 @pytest.mark.parametrize("name", _ops_marked())

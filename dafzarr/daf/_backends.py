@@ -17,7 +17,6 @@ import itertools
 import math
 import mmap
 import os
-import shutil
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
@@ -30,6 +29,7 @@ from .._addrspace import named_map_refusal
 from .._atomic import fsync_directory, removed_on_failure, retry_interrupted, walk
 from .._io import byte_range_bounds
 from ..errors import DafReadOnlyError
+from ._asides import TMP_SUFFIX, Asides, sweep_asides
 from ._names import _METADATA_NAMES
 from ._values import StreamedChunk
 
@@ -37,7 +37,7 @@ __all__ = ["ASIDE", "Backend", "DirectoryBackend", "MemoryBackend"]
 
 #: Suffixes of the names a directory's writers put aside (a node being deleted, a file being
 #: written): never a node of the data set, even when a failed removal leaves them.
-ASIDE = (".deleted", ".tmp")
+ASIDE = (".deleted", ".tmp", TMP_SUFFIX)
 
 # Linux maps every page of a populated mapping at once (a sparse read touches them all).
 _MAP_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
@@ -154,6 +154,9 @@ class Backend:
         """A zarr-python store and the root path in it, for layouts dafzarr does not map."""
         return _BackendStore(self), ""
 
+    def sweep_asides(self) -> None:
+        """Remove what failed deletes left aside (directories; nothing elsewhere)."""
+
     def describe(self) -> str:
         return self.kind
 
@@ -182,6 +185,7 @@ class DirectoryBackend(Backend):
         # Reservations being filled: key -> (staging file, its mapping).
         self._fills: dict[str, tuple[str, np.ndarray[Any, Any]]] = {}
         self._staged = itertools.count()
+        self._asides = Asides()
         # Metadata documents by key, with the (inode, size, mtime) they were read at: a
         # lookup then costs one stat, and a file replaced by any writer is read again.
         self._docs: dict[str, tuple[tuple[int, int, int], bytes]] = {}
@@ -212,7 +216,11 @@ class DirectoryBackend(Backend):
                     raise
             yield
         finally:
-            os.close(fd)  # releases the lock
+            # Unlocked before the close: a close that fails must not leave the lock held
+            # (the change's rollback takes it again to rebuild the consolidated metadata).
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
     def get(self, key: str) -> Any:
         path = self._path(key)
@@ -266,6 +274,7 @@ class DirectoryBackend(Backend):
     def put(self, items: Iterable[tuple[str, Any]]) -> None:
         for key, data in items:
             path = self._path(key)
+            self._asides.writing(path)
             changed = self._makedirs(os.path.dirname(path))
             tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
             try:
@@ -293,13 +302,22 @@ class DirectoryBackend(Backend):
             return []
 
     def delete_tree(self, prefix: str) -> None:
+        """Rename the node aside at once; inside a transaction it is removed when the
+        transaction passes and put back when it fails, else removed now (see
+        :class:`~._asides.Asides`)."""
         path = self._path(prefix)
         if os.path.isdir(path):
-            # Rename first, so the node disappears at once even if the removal is interrupted.
-            doomed = f"{path}.{os.getpid()}.deleted"
-            os.replace(path, doomed)
-            self._settle(path, [])
-            shutil.rmtree(doomed)
+            self._asides.delete(path, lambda: self._settle(path, []))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Deletes (and so overwrites) that stand or fall together."""
+        with self._asides.transaction(lambda path: self._settle(path, [])):
+            yield
+
+    def sweep_asides(self) -> None:
+        """Remove the deleted nodes that a failed removal or a killed process left aside."""
+        sweep_asides(self.root)
 
     def keys_under(self, prefix: str) -> list[str]:
         base = self._path(prefix) if prefix else self.root
@@ -354,6 +372,7 @@ class DirectoryBackend(Backend):
             if isinstance(arr, np.memmap):
                 arr.flush()
             path = self._path(key)
+            self._asides.writing(path)
             changed = self._makedirs(os.path.dirname(path))
             if self.durable:
                 fd = os.open(staged, os.O_RDONLY | os.O_CLOEXEC)
@@ -519,3 +538,4 @@ class _BackendStore(Store):
             if name not in seen:
                 seen.add(name)
                 yield name
+

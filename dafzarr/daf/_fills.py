@@ -44,7 +44,7 @@ class Fills(Vectors, Matrices):
         sparse = parts[0][0] != ""
         doomed = self._doomed(replaces)
         before, after = (doomed, []) if b.rolls_back else ([], doomed)
-        with self._io(f"filling {replaces[0][1]}"), b.transaction():
+        with self._io(f"filling {replaces[0][1]}"), self._undoable(bool(doomed)):
             for old in before:
                 self._delete_node(old)
             keys: list[str] = []

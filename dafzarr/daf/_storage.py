@@ -122,6 +122,7 @@ class DafStorage:
         if b.consolidates:
             if not self._read_only:
                 with b.consolidation_lock():
+                    b.sweep_asides()
                     self._rebuild_consolidated()
             elif (not b.exists(".zmetadata")) if layout is lay.V2 else (
                 "consolidated_metadata" not in _json(b.get("zarr.json"), where)
@@ -294,10 +295,24 @@ class DafStorage:
         """
         with self._lock, self._io(what):
             doomed = self._doomed(replaces)
-            with self._backend.transaction():
+            with self._undoable(bool(doomed)):
                 for path in doomed:
                     self._delete_node(path)
                 yield
+
+    @contextlib.contextmanager
+    def _undoable(self, deletes: bool) -> Iterator[None]:
+        """The backend's transaction. A directory's transaction that raises puts back the
+        nodes it deleted: the consolidated metadata is then made again from the files."""
+        try:
+            with self._backend.transaction():
+                yield
+        except BaseException:
+            if deletes and self._backend.consolidates:
+                self._changed()
+                with contextlib.suppress(OSError), self._backend.consolidation_lock():
+                    self._rebuild_consolidated()
+            raise
 
     def _io(self, what: str) -> contextlib.AbstractContextManager[Operation]:
         """:func:`~dafzarr._ioerror.storage_io` of the change ``what`` to this data set."""
