@@ -20,6 +20,8 @@ extensions = [
     ext("_transpose"),  # cache-blocked transposition: column-major matrices from row-major input
     ext("_affooter"),  # ArrayFile footer records (rkyv) read in one loop: opening many arrays
     ext("_indices"),  # 1-based sparse indices written and checked (canonical, in range) in one pass
+    ext("_groupby"),  # sums of a CSC matrix's rows by group in one pass (query group-by)
+    ext("_vlen"),  # vlen-utf8 chunks decoded with each distinct string made once
 ]
 
 directives = {"language_level": 3, "embedsignature": True}

@@ -34,6 +34,8 @@ pytestmark = [
 # The tests of the kernels and of hostile bytes reaching them.
 SUITES = [
     "test_indices.py",
+    "test_groupby.py",
+    "test_vlen.py",
     "test_transpose.py",
     "test_arrayfile_footer.py",
     "test_arrayfile_hostile.py",

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numcodecs import VLenUTF8
 
+from .._vlen import decode_vlen_utf8
 from ..errors import DafFormatError, InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = [
@@ -64,6 +65,11 @@ def decode_strings(data: Any, count: int, where: str) -> np.ndarray[Any, Any]:
     if count == 0:
         return np.empty(0, dtype=object)
     try:
+        # Each distinct value made once (a vector of a few repeated values: a few str
+        # objects), unless most prove distinct (names): then numcodecs' decoder.
+        shared = decode_vlen_utf8(np.frombuffer(raw, np.uint8), count)
+        if shared is not None:
+            return shared
         out = _VLEN.decode(bytes(raw))
     except (ValueError, RuntimeError, UnicodeDecodeError) as exc:
         raise DafFormatError(f"{where}: corrupt vlen-utf8 chunk: {exc}") from None

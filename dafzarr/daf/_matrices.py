@@ -68,8 +68,22 @@ class Matrices(Axes):
                 raise DafFormatError(f"{self._path}: matrix {path!r} has Zarr shape {arr.shape}, "
                                  f"expected {(nc, nr)} (reversed {rows} x {cols})")
             return arr.T
-        colptr = self._read_array(_join(path, "colptr"), populate=True)
-        rowval = self._read_array(_join(path, "rowval"), populate=True)
+        nzval, rowval, colptr = self._stored_sparse(path, nc, populate=True)
+        where = f"{self._path}: {path}"
+        # The index type scipy would choose, written directly: it neither scans nor copies.
+        width = _index_width(nr, nc, rowval.size)
+        indptr = _zero_based(colptr, rowval.size + 1, f"{where}/colptr", width)
+        indices = _zero_based(rowval, nr, f"{where}/rowval", width)
+        cls = sp.csc_array if sparse_class == "csc_array" else sp.csc_matrix
+        return cls((nzval, indices, indptr), shape=(nr, nc), copy=False)
+
+    def _stored_sparse(self, path: str, nc: int, *, populate: bool = False
+                       ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The stored ``nzval`` (all true when absent), 1-based ``rowval`` and ``colptr`` of
+        the sparse matrix at ``path`` with ``nc`` columns, as stored (views of the data); the
+        column pointer is checked, the row indices are not."""
+        colptr = self._read_array(_join(path, "colptr"), populate=populate)
+        rowval = self._read_array(_join(path, "rowval"), populate=populate)
         if self._node_kind(_join(path, "nzval")) == "array":
             nzval = self._read_array(_join(path, "nzval"))
         else:
@@ -83,12 +97,23 @@ class Matrices(Axes):
         ):
             raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer "
                              f"for {rowval.size} stored values")
-        # The index type scipy would choose, written directly: it neither scans nor copies.
-        width = _index_width(nr, nc, rowval.size)
-        indptr = _zero_based(colptr, rowval.size + 1, f"{where}/colptr", width)
-        indices = _zero_based(rowval, nr, f"{where}/rowval", width)
-        cls = sp.csc_array if sparse_class == "csc_array" else sp.csc_matrix
-        return cls((nzval, indices, indptr), shape=(nr, nc), copy=False)
+        return nzval, rowval, colptr
+
+    def _stored_csc_arrays(
+        self, rows_axis: str, columns_axis: str, name: str,
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+        """The stored arrays of the sparse ``rows_axis x columns_axis`` matrix in this layout:
+        ``nzval``, the 1-based ``rowval`` and ``colptr`` (checked; the row indices are not),
+        as stored, for kernels that read them in place (query group-by); ``None`` when the
+        matrix is dense, absent in this layout or has no stored values array (Bool)."""
+        self._require_axis(rows_axis)
+        self._require_axis(columns_axis)
+        if self._matrix_kind(rows_axis, columns_axis, name) != "group":
+            return None
+        path = _join("matrices", rows_axis, columns_axis, name)
+        if self._node_kind(_join(path, "nzval")) != "array":
+            return None
+        return self._stored_sparse(path, self.axis_length(columns_axis))
 
     def get_np_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, default: Any = UNDEF,

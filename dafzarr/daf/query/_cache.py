@@ -1,14 +1,17 @@
 """The query cache of a data set, and the reads a query makes through the reader API.
 
 :class:`QueryCache` keeps, per data set handle, the results of queries (keyed on the canonical
-text) and per-axis lookup tables: a ``pandas.Index`` of each axis' entries and the integer codes
-of stored string vectors in the axis their values name. Everything is tagged with the data
-set's change counter (bumped by every write and delete of the data set, in its storage layer)
-and dropped when that moves on, or by ``empty_cache()``.
+text) and per-axis lookup tables: a ``pandas.Index`` of each axis' entries, the stored string
+vectors as decoded, and the integer codes of stored string vectors in the axis their values
+name (or their distinct values), through which they are compared and looked up. Everything
+is tagged with the data set's change counter (bumped by every write and delete of the data
+set, in its storage layer) and dropped when that moves on, or by ``empty_cache()``.
 
 :class:`Reader` is what evaluation sees of the data set: only the public reader API
 (``get_scalar``, ``axis_np_entries``, ``get_np_vector``, ``get_np_matrix`` with relayout,
-``*_set``, ``has_*``), so that other readers (views, chains) can stand in for a ``ZarrDaf``.
+``*_set``, ``has_*``), so that other readers (views, chains) can stand in for a ``ZarrDaf``;
+and, where the data set has it, a ``ZarrDaf``'s stored CSC arrays, which a group-by of rows
+sums in place instead of reading the matrix as scipy's.
 """
 
 from __future__ import annotations
@@ -109,9 +112,32 @@ class Reader:
             return self.entries(axis)
         if name == "index":
             return np.arange(1, len(self.entries(axis)) + 1, dtype=np.int64)
+        key = ("vector", axis, name)
+        found: Array | None = self.cache.tables.get(key)
+        if found is not None:
+            return found
         if default is not None and not self.daf.has_vector(axis, name):
             return _filled(len(self.entries(axis)), default)
-        return np.asarray(self.daf.get_np_vector(axis, name))
+        values = np.asarray(self.daf.get_np_vector(axis, name))
+        if values.dtype.kind == "O":
+            # Decoded strings are kept (as a read-only view: the reader's own array keeps its
+            # flags); numbers are views of the stored bytes, cheap to ask for again, and
+            # keeping them would keep the data set's mapping in use after it is closed.
+            if values.flags.writeable:
+                values = values.view()
+                values.flags.writeable = False
+            self.cache.tables[key] = values
+        return values
+
+    def positions(self, axis: str) -> Array:
+        """``0 .. n-1`` for the ``n`` entries of an axis (read-only, kept)."""
+        key = ("positions", axis)
+        found: Array | None = self.cache.tables.get(key)
+        if found is None:
+            found = np.arange(len(self.entries(axis)))
+            found.flags.writeable = False
+            self.cache.tables[key] = found
+        return found
 
     def matrix(self, rows: str, columns: str, name: str, default: Any) -> Any:
         """The ``rows x columns`` matrix (relayout allowed), or the ``default`` repeated (a
@@ -126,6 +152,23 @@ class Reader:
             dtype = object if default.dtype is None else default.dtype  # strings: object
             return np.full(shape, default.value, dtype=dtype, order="F")
         return self.daf.get_np_matrix(rows, columns, name, relayout=True)
+
+    def stored_csc(self, rows: str, columns: str, name: str) -> Any:
+        """The stored CSC arrays of a sparse ``rows x columns`` matrix stored in this layout,
+        1-based as stored (a :class:`~._registry.Compressed`), for a pass that reads them in
+        place; ``None`` if the data set does not expose them (views, chains), or the matrix
+        is dense, absent in this layout or has no values array."""
+        hook = getattr(self.daf, "_stored_csc_arrays", None)
+        if hook is None or not self.daf.has_matrix(rows, columns, name, relayout=False):
+            return None
+        arrays = hook(rows, columns, name)
+        if arrays is None:
+            return None
+        from ._registry import Compressed
+
+        data, indices, indptr = arrays
+        return Compressed(data, indices, indptr,
+                          (len(self.entries(rows)), len(self.entries(columns))), base=1)
 
     def matrix_line(self, rows: str, columns: str, name: str, default: Any, at: int,
                     row: bool) -> Array:

@@ -208,8 +208,8 @@ class Evaluator(Grouping):
     def axis_expr(self, axis: str) -> Vec:
         """``@ axis`` and the masks that follow it."""
         entries = self.r.entries(axis)
-        vec = Vec(values=entries, names=entries, axis=axis,
-                  positions=np.arange(len(entries)), is_axis=True, whole=True)
+        vec = Vec(values=entries, names=entries, axis=axis, positions=self.r.positions(axis),
+                  is_axis=True, whole=True)
         while self.is_((_ops.BeginMask, _ops.BeginNegatedMask)):
             vec = self._mask(vec)
         return vec
@@ -276,7 +276,7 @@ class Evaluator(Grouping):
             return vec.axis
         if vec.prop is None or not is_strings(vec.values):
             return None
-        if vec.prop in self.r.daf.axes_set():
+        if self.r.daf.has_axis(vec.prop):
             return vec.prop
         return vec.prop.split(".")[0]
 
@@ -296,18 +296,21 @@ class Evaluator(Grouping):
             codes = self.r.codes(axis, vec.values, source,
                                  None if vec.source is None else vec.source[2])
         active = codes >= 0
+        every = bool(np.all(active))
         if vec.pending is not None:
             pending = vec.pending >= 0
             if not bool(np.all(active | pending)) and not self.checking:
                 bad = int(np.flatnonzero(~(active | pending))[0])
                 raise self.missing_entry(str(vec.values[bad]), axis)
-        elif not bool(np.all(active)) and not self.checking:
+        elif not every and not self.checking:
             raise self.missing_entry(str(vec.values[int(np.argmin(active))]), axis)
         full = self.full_values(axis, name, default, kind)
         if vec.whole and vec.as_axis is None:
             values = full
         elif len(full) == 0:
             values = np.zeros(len(codes), dtype=full.dtype)
+        elif every:
+            values = full[codes]
         else:
             values = full[np.where(active, codes, 0)]
         stored = None
@@ -421,6 +424,13 @@ class Evaluator(Grouping):
         """The matrix ``name`` of two axis expressions (masked rows and columns selected)."""
         assert rows.axis is not None
         assert columns.axis is not None
+        if rows.whole and columns.whole and default is None and self.is_(_ops.GroupRowsBy):
+            stored = self.r.stored_csc(rows.axis, columns.axis, name)
+            if stored is not None:  # summed in place by the group-by's pass, if it has one
+                return Mat(values=None, row_names=rows.names, row_axis=rows.axis,
+                           row_positions=rows.positions, col_names=columns.names,
+                           col_axis=columns.axis, col_positions=columns.positions, prop=name,
+                           stored=stored)
         values = self.r.matrix(rows.axis, columns.axis, name, default)
         if not rows.whole:
             values = values[rows.positions, :]

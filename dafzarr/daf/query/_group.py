@@ -29,7 +29,13 @@ from ._operations import (
     LookupMatrix,
     LookupVector,
 )
-from ._registry import EltwiseOperation, ReduceToColumn, ReduceToRow, ReductionOperation
+from ._registry import (
+    Compressed,
+    EltwiseOperation,
+    ReduceToColumn,
+    ReduceToRow,
+    ReductionOperation,
+)
 from ._state import COMPARISONS, Mat, Vec, compare, dtype_error, factorize, is_strings, settle
 from ._values import format_value, parse_as, type_name
 
@@ -79,7 +85,9 @@ class Grouping:
         """Codes (-1: in no group), names and axis of the groups of ``vec``'s values."""
         if vec.as_axis is not None:
             names = self.r.entries(vec.as_axis)
-            codes = self.r.codes(vec.as_axis, vec.values, None, None)
+            source = None if vec.source is None else (vec.source[0], vec.source[1])
+            codes = self.r.codes(vec.as_axis, vec.values, source,  # a stored vector: kept
+                                 None if vec.source is None else vec.source[2])
             return codes, names, vec.as_axis
         codes, uniques = factorize(np.asarray(vec.values))  # hashing, in order of appearance
         order = np.argsort(uniques, kind="stable")  # the few distinct values, sorted
@@ -96,7 +104,10 @@ class Grouping:
         group = settle(self.operand_term(keys, op.operand), self.fail)
         assert positions is not None
         assert group.positions is not None
-        rows = np.searchsorted(positions, group.positions)
+        if len(group.positions) == len(positions):  # every entry kept, in order
+            rows = np.arange(len(positions))
+        else:
+            rows = np.searchsorted(positions, group.positions)
         codes, group_names, group_axis = self._groups(group)
         return rows, codes, group_names, group_axis
 
@@ -245,18 +256,19 @@ class Grouping:
         valid = codes >= 0
         codes, rows = codes[valid], rows[valid]
         counts = np.bincount(codes, minlength=len(names))
-        values = mat.values
-        self._check_strings(values, reduce.reduction)
-        if sp.issparse(values):
-            out = _group_sparse_rows(values, rows, codes, counts, reduce.reduction)
-        else:
-            order = np.argsort(codes, kind="stable")
-            picked = np.asarray(values)[rows[order], :]
-            starts = np.concatenate([[0], np.cumsum(counts)])
-            dtype = reduce.reduction.result_type(values.dtype)
-            out = np.empty((len(names), values.shape[1]), dtype=dtype)
-            for k in np.flatnonzero(counts):
-                out[k] = self.reduce_columns(picked[starts[k]:starts[k + 1]], reduce.reduction)
+        out = None
+        if mat.stored is not None:  # the stored arrays, read in place by the one pass
+            out = _grouped_csc(mat.stored, rows, codes, counts, reduce.reduction)
+            if out is None:  # no such pass: read the matrix after all
+                assert mat.row_axis is not None
+                assert mat.col_axis is not None
+                assert mat.prop is not None
+                mat = replace(mat, values=self.r.matrix(mat.row_axis, mat.col_axis, mat.prop,
+                                                        None), stored=None)
+        if out is None:
+            self._check_strings(mat.values, reduce.reduction)
+            out = self._group_values(mat.values, rows, codes, counts, len(names),
+                                     reduce.reduction)
         if not bool(np.all(counts)):
             if default is None:
                 raise self.fail(f"no IfMissing value specified for the unused entry: "
@@ -268,6 +280,19 @@ class Grouping:
                      col_names=mat.col_names, col_axis=mat.col_axis,
                      col_positions=mat.col_positions)
         return _transposed(result) if by_columns else result
+
+    def _group_values(self, values: Any, rows: Array, codes: Array, counts: Array,
+                      count: int, op: ReductionOperation) -> Array:
+        """The groups of ``rows`` (by ``codes``) of a matrix, reduced column by column."""
+        if sp.issparse(values):
+            return _group_sparse_rows(values, rows, codes, counts, op)
+        order = np.argsort(codes, kind="stable")
+        picked = np.asarray(values)[rows[order], :]
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        out = np.empty((count, values.shape[1]), dtype=op.result_type(values.dtype))
+        for k in np.flatnonzero(counts):
+            out[k] = self.reduce_columns(picked[starts[k]:starts[k + 1]], op)
+        return out
 
     def _matrix_lookup(self, mat: Mat) -> Mat:
         """``M [=@ [axis]] [?? value] : q [DEF]`` (or ``:: m [DEF] @ other = e``, ``@| e``,
@@ -313,10 +338,17 @@ class Grouping:
 def _group_sparse_rows(values: Any, rows: Array, codes: Array, counts: Array,
                        op: ReductionOperation) -> Array:
     """Groups of rows of a sparse matrix, reduced column by column in one pass over the
-    stored values: each value's run is (group of its row, its column)."""
+    stored values: by the reduction's own pass over a CSC matrix if it has one (``Sum``,
+    ``Mean``, ``Min``, ``Max``, ``Count``), else as runs keyed by (group of its row, its
+    column)."""
     nr, nc = values.shape
     if values.format not in ("csc", "csr"):
         values = sp.csc_matrix(values)
+    if values.format == "csc":
+        fast = _grouped_csc(Compressed(values.data, values.indices, values.indptr,
+                                       (nr, nc)), rows, codes, counts, op)
+        if fast is not None:
+            return fast
     major = np.repeat(np.arange(values.shape[0 if values.format == "csr" else 1]),
                       np.diff(values.indptr))
     row_of, col_of = ((values.indices, major) if values.format == "csc"
@@ -328,6 +360,16 @@ def _group_sparse_rows(values: Any, rows: Array, codes: Array, counts: Array,
     keys = group[keep] * nc + col_of[keep]
     out = op.keyed(values.data[keep], keys, np.repeat(counts, nc))
     return np.asarray(out.reshape(len(counts), nc))
+
+
+def _grouped_csc(values: Compressed, rows: Array, codes: Array, counts: Array,
+                 op: ReductionOperation) -> Array | None:
+    """The reduction's own one-pass result for the groups of rows of CSC arrays, if any."""
+    if len(counts) >= np.iinfo(np.int32).max:
+        return None
+    group_of = np.full(values.shape[0], -1, dtype=np.int32)
+    group_of[rows] = codes
+    return op.grouped_rows(values, group_of, len(counts))
 
 
 def _transposed(mat: Mat) -> Mat:

@@ -15,6 +15,7 @@ implicit zeros count as if after the stored values.
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +24,7 @@ from ._registry import (
     EPS,
     FLOAT_TYPE,
     TYPE,
+    Compressed,
     Parameter,
     ReductionOperation,
     Runs,
@@ -34,6 +36,45 @@ __all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile
            "StdN", "Sum", "Var", "VarN"]
 
 Array = np.ndarray[Any, Any]
+
+
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _index_pair(values: Compressed) -> tuple[Array, Array]:
+    """The indices and pointer of ``values`` in one type the kernels take."""
+    indices, indptr = values.indices, values.indptr
+    if indices.dtype != indptr.dtype or indices.dtype.str not in ("<i4", "<i8", "<u4", "<u8"):
+        kind = "u" if values.base else "i"  # unsigned: a stored 0 or negative is refused
+        indices = indices.astype(f"<{kind}8")
+        indptr = indptr.astype(f"<{kind}8")
+    return np.ascontiguousarray(indices), np.ascontiguousarray(indptr)
+
+
+def _group_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]
+                ) -> Array | None:
+    """The sums of each group of rows of the CSC matrix ``values``, column by column, as a
+    Fortran-ordered ``count x columns`` array of float64 (for a float ``dtype``) or of
+    ``dtype`` (an integer type: wrapping sums), by the compiled one-pass kernel; ``None`` for
+    data it does not take or an index out of range (the caller falls back to keyed runs)."""
+    from ..._groupby import group_sums
+
+    data = values.data
+    if data.dtype.kind not in "fiub" or (data.dtype.kind == "f" and data.dtype.itemsize < 4):
+        return None
+    columns = values.shape[1]
+    if dtype.kind == "f":
+        out = np.zeros((columns, count), dtype=np.float64)
+    elif dtype.kind in "iu" and data.dtype.kind in "iub":
+        out = np.zeros((columns, count), dtype=np.uint64)
+    else:
+        return None
+    indices, indptr = _index_pair(values)
+    bad = group_sums(np.ascontiguousarray(data), indices, indptr, groups, out, _THREADS,
+                     values.base)
+    if bad >= 0:
+        return None
+    return out.T if dtype.kind == "f" else out.view(np.int64).T.astype(dtype)
 
 
 def _moments(runs: Runs, sizes: Array) -> tuple[Array, Array]:
@@ -67,6 +108,11 @@ class Sum(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return self.out_type(dtype, sum_of)
 
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        dtype = self.result_type(values.data.dtype)
+        sums = _group_sums(values, groups, count, dtype)
+        return None if sums is None else sums.astype(dtype, copy=False)
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         dtype = self.result_type(runs.data.dtype)
         if dtype.kind == "f":
@@ -93,6 +139,11 @@ class Count(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return self.out_type(dtype, lambda _: np.dtype(np.uint32))
 
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        rows = np.bincount(groups[groups >= 0], minlength=count)
+        dtype = self.result_type(values.data.dtype)
+        return np.asfortranarray(np.repeat(rows[:, None], values.shape[1], axis=1), dtype)
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(np.asarray(sizes), runs)
 
@@ -102,6 +153,14 @@ class Mean(_Float):
     """The mean of the values."""
 
     NAME = "Mean"
+
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        sums = _group_sums(values, groups, count, np.dtype(np.float64))
+        if sums is None:
+            return None
+        rows = np.bincount(groups[groups >= 0], minlength=count)
+        mean = sums / np.maximum(rows.astype(np.float64), 1.0)[:, None]
+        return np.asarray(mean.astype(self.result_type(values.data.dtype), copy=False))
 
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_moments(runs, sizes)[0], runs)
@@ -181,6 +240,23 @@ class _Extreme(_Float):
 
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return dtype
+
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        from ..._groupby import group_extremes
+
+        data = values.data
+        if data.dtype.kind not in "fiub" or (data.dtype.kind == "f" and data.dtype.itemsize < 4):
+            return None
+        indices, indptr = _index_pair(values)
+        out = np.zeros((values.shape[1], count), dtype=data.dtype)
+        seen = np.zeros((values.shape[1], count), dtype=np.uint32)
+        if group_extremes(np.ascontiguousarray(data), indices, indptr, groups, out, seen,
+                          self.UFUNC is np.maximum, _THREADS, values.base) >= 0:
+            return None
+        rows = np.bincount(groups[groups >= 0], minlength=count)
+        partial = (seen > 0) & (seen < rows[None, :])  # implicit zeros take part
+        out[partial] = self.UFUNC(out[partial], 0)
+        return np.asarray(out.T)
 
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         data = runs.data

@@ -26,6 +26,7 @@ Array = np.ndarray[Any, Any]
 __all__ = [
     "ELTWISE",
     "REDUCTIONS",
+    "Compressed",
     "EltwiseOperation",
     "Parameter",
     "ParameterError",
@@ -167,6 +168,18 @@ class EltwiseOperation(RegisteredOperation):
         raise NotImplementedError
 
 
+@dataclass(frozen=True)
+class Compressed:
+    """The CSC arrays of a ``shape`` matrix: its stored ``data``, the row ``indices`` and the
+    column pointer ``indptr``, both ``base``-based (0: scipy's, 1: as Daf stores them)."""
+
+    data: Array
+    indices: Array
+    indptr: Array
+    shape: tuple[int, int]
+    base: int = 0
+
+
 class Runs:
     """Stored values split into runs (one per result value): either consecutive
     (``data[indptr[i]:indptr[i+1]]``, as the columns of a CSC matrix) or by ``keys`` (the run
@@ -248,6 +261,13 @@ class ReductionOperation(RegisteredOperation):
     def keyed(self, data: Array, keys: Array, sizes: Array) -> Array:
         """One value per run, ``keys`` giving the run of each value."""
         return self.reduce(Runs(data, len(sizes), keys=keys), sizes)
+
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        """The ``count x columns`` result of the groups of rows of the CSC matrix ``values``
+        (``groups``: int32, the group of each row, -1 for none), computed in one pass over
+        its stored values; ``None`` when this reduction has no such pass, or the arrays hold
+        an index out of range (the caller then reduces the runs by key)."""
+        return None
 
     def dense(self, values: Array) -> Array:
         """Each row of the 2-D ``values`` to one value."""

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from . import _operations as _ops
 from ._operations import QueryOperation
+from ._registry import Compressed
 from ._values import TYPES, parse_as, type_name
 
 __all__ = [
@@ -63,11 +64,16 @@ class Vec:
 
     def subset(self, keep: Array) -> Vec:
         """The entries where the Bool array ``keep`` is true."""
+        at = np.flatnonzero(keep)  # once, for every array (values and names may be one)
+        values = self.values[at]
+        if self.whole and self.positions is not None:
+            positions: Array | None = at
+        else:
+            positions = None if self.positions is None else self.positions[at]
         return replace(
-            self, values=self.values[keep], names=self.names[keep],
-            positions=None if self.positions is None else self.positions[keep],
-            pending=None if self.pending is None else self.pending[keep], source=None,
-            is_axis=self.is_axis, whole=False,
+            self, values=values, names=values if self.names is self.values else self.names[at],
+            positions=positions, pending=None if self.pending is None else self.pending[at],
+            source=None, is_axis=self.is_axis, whole=False,
         )
 
 
@@ -84,6 +90,9 @@ class Mat:
     col_positions: Array | None
     prop: str | None = None
     as_axis: str | None = None
+    #: The stored CSC arrays, not yet read as ``values`` (``None``) when a group-by of the
+    #: rows follows the lookup of a whole sparse matrix.
+    stored: Compressed | None = None
 
 
 def is_strings(values: Any) -> bool:
@@ -132,6 +141,9 @@ def settle(vec: Vec, fail: Any) -> Vec:
 
 def truth(values: Any) -> Array:
     """The truthiness of each value: Bool as is, numbers non-zero, strings non-empty."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "b":
+        return arr
     return ~empties(values)
 
 
@@ -179,7 +191,15 @@ def _on_uniques(values: Array, test: Any, negate: bool,
     hits = np.asarray([bool(test(u)) for u in uniques], dtype=bool)
     if negate:
         hits = ~hits
-    out = hits[codes] if uniques.size else np.zeros(0, dtype=bool)
+    found = np.flatnonzero(hits)
+    if not uniques.size:
+        out = np.zeros(0, dtype=bool)
+    elif found.size == 1:  # one distinct value matches (``=``): compared as an integer code
+        out = codes == found[0]
+    elif found.size == hits.size - 1:  # all but one (``!=``)
+        out = codes != np.flatnonzero(~hits)[0]
+    else:
+        out = hits[codes]
     return np.asarray(out.reshape(tuple(arr.shape), order=order))
 
 

@@ -1,0 +1,15 @@
+"""Stub of the compiled group-by kernels (``_ext/_groupby.pyx``)."""
+
+from typing import Any
+
+import numpy as np
+
+def group_sums(
+    data: np.ndarray[Any, Any], indices: np.ndarray[Any, Any], indptr: np.ndarray[Any, Any],
+    groups: np.ndarray[Any, Any], out: np.ndarray[Any, Any], threads: int = 1, base: int = 0,
+) -> int: ...
+def group_extremes(
+    data: np.ndarray[Any, Any], indices: np.ndarray[Any, Any], indptr: np.ndarray[Any, Any],
+    groups: np.ndarray[Any, Any], out: np.ndarray[Any, Any], seen: np.ndarray[Any, Any],
+    high: bool, threads: int = 1, base: int = 0,
+) -> int: ...
