@@ -271,6 +271,7 @@ PUBLIC: dict[str, set[str]] = {
         "place",
         "scan",
         "scan_many",
+        "to_icechunk",
         "to_kerchunk_json",
         "virtualize",
         "write_parquet",

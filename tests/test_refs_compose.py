@@ -134,8 +134,9 @@ def test_refuses_inconsistent_files(tmp_path: Path, kw: dict[str, Any], label: s
 def test_refuses_misaligned_concat(tmp_path: Path) -> None:
     a = make_day(tmp_path / "a.nc", 0, ntime=3, chunk_t=2)
     b = make_day(tmp_path / "b.nc", 3, ntime=2, chunk_t=2)
-    with pytest.raises(IncompatibleSourcesError, match="not a multiple of the chunk length 2"):
+    with pytest.raises(IncompatibleSourcesError, match="not a multiple of the chunk length 2") as e:
         refs.virtualize([a, b], tmp_path / "store", progress=False)
+    assert "stacked file dimension" not in str(e.value)  # a file of 3 in chunks of 2: no hint
     # the last file may end in a partial chunk
     c = make_day(tmp_path / "c.nc", 0, ntime=2, chunk_t=2)
     d = make_day(tmp_path / "d.nc", 2, ntime=3, chunk_t=2)
@@ -143,6 +144,21 @@ def test_refuses_misaligned_concat(tmp_path: Path) -> None:
     assert_same_values(
         open_refs(tmp_path / "ok", decode_cf=False).load(), open_mf([c, d], decode_cf=False)
     )
+
+
+def test_misaligned_one_step_files_hint_at_a_stacked_file_dimension(tmp_path: Path) -> None:
+    """Files of one time step each, chunked 4 along time (HDF5 sizes chunks of a growing
+    dimension for many steps): the refusal names the likely cause."""
+    a = make_day(tmp_path / "a.nc", 0, ntime=1, chunk_t=4)
+    b = make_day(tmp_path / "b.nc", 1, ntime=1, chunk_t=4)
+    with pytest.raises(IncompatibleSourcesError) as e:
+        refs.virtualize([a, b], tmp_path / "store", progress=False, inline_coords=True)
+    msg = str(e.value)
+    assert f"variable 'sst': {a} has 1 elements along 'time', not a multiple" in msg
+    assert ("'time' looks like a stacked file dimension (a dimension per file to concatenate "
+            "along: each file adds 1 element in a chunk of 4") in msg
+    assert "written with chunks of 1 (or a divisor) along 'time'" in msg
+    assert not (tmp_path / "store").exists()
 
 
 def test_refuses_overlapping_coordinates(tmp_path: Path) -> None:

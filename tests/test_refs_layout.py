@@ -38,7 +38,7 @@ PUBLIC = frozenset([
     "HIDDEN_ATTRIBUTES", "PLACEMENT_SCHEMA", "REFS_SCHEMA", "ReferenceWriter", "ScanResult",
     "Variable",
     "VirtualArray", "VirtualDataset", "as_virtual", "compose", "mosaic_sources", "place", "scan",
-    "scan_many", "to_kerchunk_json", "virtualize", "write_parquet",
+    "scan_many", "to_icechunk", "to_kerchunk_json", "virtualize", "write_parquet",
 ])  # fmt: skip
 
 

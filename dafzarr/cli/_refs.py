@@ -1,4 +1,5 @@
-"""``dafzarr refs build|info|check``: virtual reference stores over NetCDF4/HDF5 files."""
+"""``dafzarr refs build|info|check|publish``: virtual reference stores over NetCDF4/HDF5
+files, and their publication into Icechunk repositories."""
 
 from __future__ import annotations
 
@@ -114,9 +115,80 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- publish -------------------------------------------------------------------------------
+def _container(prefix: str) -> Any:
+    """A virtual chunk container for ``prefix``, with the object store its scheme reads."""
+    import icechunk
+
+    scheme = prefix.partition("://")[0]
+    if not prefix.endswith("/") or not scheme or scheme == prefix:
+        raise InvalidArgumentError(
+            f"--container {prefix!r}: a URL prefix ending in '/' (file:///data/, s3://bucket/, "
+            "https://host/)"
+        )
+    store: Any
+    if scheme == "file":
+        store = icechunk.local_filesystem_store(prefix.removeprefix("file://"))
+    elif scheme == "s3":
+        store = icechunk.s3_store()
+    elif scheme in ("gs", "gcs"):
+        store = icechunk.gcs_store()
+    elif scheme in ("http", "https"):
+        store = icechunk.http_store()
+    else:
+        raise InvalidArgumentError(f"--container {prefix!r}: no Icechunk store for {scheme}://")
+    return icechunk.VirtualChunkContainer(prefix, store)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    import shutil
+
+    try:
+        import icechunk
+    except ImportError:
+        raise InvalidArgumentError(
+            "refs publish writes Icechunk repositories and needs icechunk: "
+            "pip install 'dafzarr[icechunk]'"
+        ) from None
+
+    from ..refs import to_icechunk
+
+    if "ICECHUNK_LOG" not in os.environ:
+        icechunk.set_logs_filter("error")  # no warnings on stdout, which has the snapshot
+    containers = [_container(p) for p in args.container]
+    repo_path = os.path.abspath(args.repo)
+    storage = icechunk.local_filesystem_storage(repo_path)
+    created = not os.path.exists(repo_path)
+    config = icechunk.RepositoryConfig.default()
+    for cont in containers:
+        config.set_virtual_chunk_container(cont)
+    t0 = time.perf_counter()
+    try:
+        if icechunk.Repository.exists(storage):
+            repo = icechunk.Repository.open(storage, config=config if containers else None)
+        else:
+            repo = icechunk.Repository.create(storage, config)
+        if args.branch not in repo.list_branches():
+            repo.create_branch(args.branch, repo.lookup_branch("main"))
+        session = repo.writable_session(args.branch)
+        n = to_icechunk(args.refs, session.store, group=args.group, overwrite=args.overwrite,
+                        progress=progress_wanted(args))
+        snapshot = session.commit(args.message)
+        if containers:
+            repo.save_config()
+    except BaseException:
+        if created:  # a repository this command created and that holds nothing
+            shutil.rmtree(repo_path, ignore_errors=True)
+        raise
+    say(args, f"{args.repo}: branch {args.branch}, {n} virtual chunk references from "
+              f"{args.refs} ({time.perf_counter() - t0:.2f} s); snapshot:")
+    print(snapshot)
+    return 0
+
+
 # --- parser --------------------------------------------------------------------------------
 def add_parser(sub: Any) -> None:
-    """Add ``refs build|info|check`` to the top-level subparsers."""
+    """Add ``refs build|info|check|publish`` to the top-level subparsers."""
     refs = sub.add_parser("refs", help="virtual reference stores over NetCDF4/HDF5 files")
     rsub = refs.add_subparsers(dest="refs_command", required=True)
     b = rsub.add_parser("build", help="scan files and write a kerchunk-Parquet store")
@@ -152,3 +224,16 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--seed", type=int, default=0)
     add_output_options(c, json_output=True)
     c.set_defaults(func=_check)
+    p = rsub.add_parser("publish", help="write a store's references into an Icechunk repository")
+    p.add_argument("refs", help="the kerchunk-Parquet reference store")
+    p.add_argument("repo", help="local Icechunk repository directory (created if missing)")
+    p.add_argument("--branch", default="main", help="branch to commit to (created from main)")
+    p.add_argument("-m", "--message", required=True, help="the commit message")
+    p.add_argument("--group", default=None, help="group of the repository to write into")
+    p.add_argument("--container", action="append", default=[], metavar="PREFIX",
+                   help="add a virtual chunk container for this URL prefix (file:///data/, "
+                        "s3://bucket/, https://host/) to the repository's configuration; "
+                        "repeatable")
+    p.add_argument("--overwrite", action="store_true", help="replace arrays already there")
+    add_output_options(p)
+    p.set_defaults(func=_publish)

@@ -8,6 +8,8 @@
   xarray, zarr and VirtualiZarr read.
 * :func:`virtualize` composes many files along a dimension into one store, refusing
   combinations that would change the data's meaning.
+* :func:`to_icechunk` publishes a store (or a composed dataset) into an Icechunk repository:
+  virtual chunk references, native chunks for the values it holds itself, Zarr v3 metadata.
 
 The names below are loaded from their modules on first use, so that importing ``dafzarr``
 (and starting its command line) does not load h5py and pyarrow.
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._attrs import HIDDEN_ATTRIBUTES
     from ._compose import compose, virtualize
+    from ._icechunk import to_icechunk
     from ._model import ScanResult, Variable, VirtualArray, VirtualDataset
     from ._placement import PLACEMENT_SCHEMA, place
     from ._scan import scan
@@ -43,6 +46,7 @@ __all__ = [
     "place",
     "scan",
     "scan_many",
+    "to_icechunk",
     "to_kerchunk_json",
     "virtualize",
     "write_parquet",
@@ -64,6 +68,7 @@ _SOURCE = {
     "place": "_placement",
     "scan": "_scan",
     "scan_many": "_sources",
+    "to_icechunk": "_icechunk",
     "to_kerchunk_json": "_write",
     "virtualize": "_compose",
     "write_parquet": "_write",

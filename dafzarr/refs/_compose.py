@@ -98,7 +98,21 @@ def _check_alignment(
                     f"variable {name!r}: {s.path} has {v.shape[axis]} elements along "
                     f"{v.dims[axis]!r}, not a multiple of the chunk length {c}, and is not the "
                     "last file: concat boundaries must be aligned to chunks"
+                    + _stacked_hint(v.dims[axis], v.shape[axis], c)
                 )
+
+
+def _stacked_hint(dim: str, length: int, chunk: int) -> str:
+    """The likely cause when a file holds less than one chunk along ``dim``: a stacked file
+    dimension, each file adding a slice along it in a chunk sized for many."""
+    if length >= chunk:
+        return ""
+    return (
+        f"; {dim!r} looks like a stacked file dimension (a dimension per file to concatenate "
+        f"along: each file adds {length} element{'s' if length != 1 else ''} in a chunk of "
+        f"{chunk}, which HDF5 sizes for a growing dimension): such files compose only when "
+        f"written with chunks of {length} (or a divisor) along {dim!r}"
+    )
 
 
 def _check_overlap(
