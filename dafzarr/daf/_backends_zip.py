@@ -34,7 +34,7 @@ from ..errors import AppendOnlyError, DafzarrError, InvalidArgumentError
 from ..zipstore import MmapZipStore
 from ._backends import Backend, _children_of
 
-__all__ = ["ZipBackend", "acquire_zip_store", "release_zip_store"]
+__all__ = ["EntryCopy", "ZipBackend", "acquire_zip_store", "release_zip_store"]
 
 # The store splits a new entry of 128 MiB or more over the cores, each thread faulting in
 # its slice of the mapping; ZarrDaf writes such an array with pwrite(2) instead, on one
@@ -49,6 +49,16 @@ def _pieces(data: np.ndarray[Any, Any]) -> Iterator[np.ndarray[Any, Any]]:
     flat = data.reshape(-1).view(np.uint8)
     for i in range(0, flat.size, _PWRITE_PIECE):
         yield flat[i : i + _PWRITE_PIECE]
+
+
+@dataclass(frozen=True)
+class EntryCopy:
+    """A chunk whose bytes are the entry ``key`` of the archive ``store`` (``array``: the
+    same bytes, mapped): a ZIP data set writes it by copying the entry from file to file."""
+
+    store: MmapZipStore
+    key: str
+    array: np.ndarray[Any, Any]
 
 
 @dataclass
@@ -243,9 +253,19 @@ class ZipBackend(Backend):
     def exists(self, key: str) -> bool:
         return (self.prefix + key) in self.store
 
+    def entry_copy(self, key: str, array: np.ndarray[Any, Any]) -> EntryCopy:
+        """The chunk ``key`` of this data set (mapped as ``array``), to be copied as it is."""
+        return EntryCopy(self.store, self.prefix + key, array)
+
     def put(self, items: Iterable[tuple[str, Any]]) -> None:
         with self.store.batch():
             for key, data in items:
+                if isinstance(data, EntryCopy):
+                    full = self.prefix + key
+                    if full not in self.store and self.store.copy_entry(full, data.store,
+                                                                        data.key):
+                        continue
+                    data = data.array  # a compressed or unchecked entry: written as bytes
                 if (isinstance(data, np.ndarray) and data.nbytes >= _PWRITE_ARRAY_MIN
                         and (self.prefix + key) not in self.store):
                     self.put_streamed(key, data.nbytes, _pieces(data))

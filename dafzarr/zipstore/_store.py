@@ -18,9 +18,11 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from .._addrspace import fitting_max_file_size
 from .._io import byte_range_bounds
 from ..errors import EntryNotFoundError, InvalidArgumentTypeError
-from . import _write
+from . import _commit, _read, _write
 from ._handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle, Mode
+from ._input import encode_key
 from ._space import ArchiveSpace
+from ._write import copy_range
 
 __all__ = ["ArchiveSpace", "MmapZipStore"]
 
@@ -315,6 +317,30 @@ class MmapZipStore(ArchiveHandle):
         self._check_writable()
         self._check_buffer(value)
         self._append(key, value)
+
+    def copy_entry(self, key: str, source: MmapZipStore, source_key: str) -> bool:
+        """Store a new entry ``key`` holding the bytes of ``source``'s entry ``source_key``,
+        copied from file to file by the kernel (``copy_file_range``), with the CRC-32 the
+        source records (no pass over the bytes in this process). False, and nothing
+        written, when the source entry is not a stored (uncompressed) one with a known CRC;
+        the caller then writes the bytes itself. The key must not exist.
+        """
+        src_fm = source._ensure_open_sync()
+        with source._lock:
+            e = source._archive.index.get(source_key)
+            if (e is None or e.method != 0 or e.csize != e.usize
+                    or source_key in source._archive.unpatched):
+                return False
+            offset, nbytes, crc = _read.data_offset(source._archive, src_fm, e), e.usize, e.crc
+        raw = encode_key(key, self.path)
+        with self.batch(), self._io(f"writing entry {key!r}"), self._lock:
+            fm = self._check_writable_sync()
+            start = _write.reserve(self._archive, fm, key, raw, nbytes,
+                                   append_only=self.append_only,
+                                   batch_room=self._batch_room)
+            copy_range(src_fm, offset, fm, start, nbytes)
+            _commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
+        return True
 
     async def set_if_not_exists(self, key: str, value: Buffer) -> None:
         self._check_writable()

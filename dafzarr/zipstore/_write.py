@@ -7,6 +7,8 @@ what it writes becomes durable when that transaction commits.
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterable
 
 from .._ioerror import storage_error
@@ -19,7 +21,7 @@ from ._read import unchanged
 from ._state import Archive, Txn
 
 __all__ = [
-    "KEPT", "delete_keys", "describe_keys", "drop_folders", "failed", "keys_under",
+    "KEPT", "copy_range", "delete_keys", "describe_keys", "drop_folders", "failed", "keys_under",
     "refuse_rewrite", "reserve", "stage", "stage_small", "stage_small_run",
 ]
 
@@ -147,3 +149,32 @@ def drop_folders(a: Archive, tx: Txn, prefix: str) -> None:
     if names - a.dropped_folders:
         a.dropped_folders |= names
         tx.pruned = True
+
+
+def copy_range(src: FileMapping, src_offset: int, dst: FileMapping, dst_offset: int,
+               nbytes: int) -> None:
+    """Copy ``nbytes`` from ``src``'s file at ``src_offset`` into ``dst``'s at
+    ``dst_offset``, already mapped and reserved: by the kernel from page cache to page cache
+    (``copy_file_range``; no page of either mapping is touched here), or through the
+    mappings where the file systems do not allow it."""
+    done = 0
+    while done < nbytes:
+        try:
+            n = os.copy_file_range(src.fd, dst.fd, nbytes - done, src_offset + done,
+                                   dst_offset + done)
+        except InterruptedError:
+            continue
+        except OSError as exc:
+            if exc.errno not in _NO_COPY_RANGE:
+                raise
+            break
+        if n <= 0:
+            break  # a source cut short: the copy through the mappings reports it
+        done += n
+    if done < nbytes:
+        with src.view(src_offset + done, nbytes - done) as rest:
+            dst.write(dst_offset + done, rest)
+
+
+# copy_file_range refused: another file system, a kernel or file system without it.
+_NO_COPY_RANGE = frozenset({errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP})

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DafFormatError
+from .._backends_zip import ZipBackend
 from .._matrices import Matrices
 from .._names import _join
 
@@ -36,6 +37,26 @@ def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where:
         raise DafFormatError(f"{where}: rowval holds rows outside 1..{n_rows}")
 
 
+def _chunk_items(source: Matrices, destination: Matrices, path: str, target: str,
+                 values: Array) -> list[tuple[str, Any]]:
+    """The destination's keys and chunk of the source's array at ``path`` (mapped as
+    ``values``): between two ZIP data sets, a large chunk is copied as the entry it is (file
+    to file in the kernel, the source's CRC-32 kept), not through this process' memory."""
+    info = source._array_info(path)
+    items = destination._array_items(target, values, info.dtype)
+    src, dst = source._backend, destination._backend
+    if not (isinstance(src, ZipBackend) and isinstance(dst, ZipBackend) and info.canonical
+            and values.nbytes >= _COPY_MIN):
+        return items
+    chunk = destination._layout.chunk_key(target, values.ndim)
+    return [(key, src.entry_copy(info.chunk_key, data) if key == chunk else data)
+            for key, data in items]
+
+
+# Chunks smaller than this are written with the other small writes of the change.
+_COPY_MIN = 1 << 20
+
+
 def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: str,
                   name: str, target: str, kind: str) -> list[tuple[str, Any]]:
     """The destination's keys and chunks of one stored layout of the source (``target``:
@@ -48,7 +69,7 @@ def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: s
         if values.shape != (n_columns, n_rows):
             raise DafFormatError(f"{where}: Zarr shape {values.shape}, expected "
                                  f"{(n_columns, n_rows)}")
-        return destination._array_items(target, values, source._array_info(path).dtype)
+        return _chunk_items(source, destination, path, target, values)
     parts = {part: source._read_array(_join(path, part))
              for part in ("colptr", "rowval", "nzval")
              if source._node_kind(_join(path, part)) == "array"}
@@ -60,8 +81,8 @@ def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: s
                              f"{parts['rowval'].size}")
     items: list[tuple[str, Any]] = []
     for part, values in parts.items():
-        items += destination._array_items(_join(target, part), values,
-                                          source._array_info(_join(path, part)).dtype)
+        items += _chunk_items(source, destination, _join(path, part), _join(target, part),
+                              values)
     items += destination._layout.group_docs(target).items()
     return items
 
