@@ -121,3 +121,33 @@ def test_copy_all_between_zip_data_sets_copies_large_chunks_as_entries(
     assert any(k.endswith("UMIs/nzval/0") for k in copied), copied
     assert any("dense" in k for k in copied), copied
     check_zip_tools_accept(tmp_path / "dst.daf.zarr.zip")
+
+
+def test_damaged_row_indices_copied_as_entries_are_refused_when_read(tmp_path: Path) -> None:
+    """Row indices copied as the entry they are keep the source's bytes: a damaged source
+    gives a destination whose reads refuse them as the source's reads do, never a wrong
+    value."""
+    rng = np.random.default_rng(9)
+    umis = sp.random(1000, 600, density=0.5, format="csc", dtype=np.float32, random_state=rng)
+    folder = tmp_path / "src.daf.zarr"
+    with dafzarr.open_daf(folder, "w") as d:
+        d.add_axis("cell", [f"c{i}" for i in range(600)])
+        d.add_axis("gene", [f"g{i}" for i in range(1000)])
+        d.set_matrix("gene", "cell", "UMIs", umis, relayout=False)
+    rowval = folder / "matrices" / "gene" / "cell" / "UMIs" / "rowval" / "0"
+    bad = np.frombuffer(rowval.read_bytes(), np.uint32).copy()
+    assert bad.nbytes >= 1 << 20
+    bad[12345] = 5000  # a row past the 1,000 genes
+    rowval.write_bytes(bad.tobytes())
+    archive = tmp_path / "src.daf.zarr.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as z:  # a zipped directory
+        for file in sorted(folder.rglob("*")):
+            if file.is_file():
+                z.write(file, file.relative_to(folder).as_posix())
+    with dafzarr.open_daf(archive) as src, \
+            dafzarr.open_daf(tmp_path / "dst.daf.zarr.zip", "w") as dst:  # fmt: skip
+        with pytest.raises(dafzarr.errors.DafFormatError, match="rowval"):
+            src.get_np_matrix("gene", "cell", "UMIs")
+        dafzarr.copy_all(destination=dst, source=src, relayout=False)
+        with pytest.raises(dafzarr.errors.DafFormatError, match="rowval"):
+            dst.get_np_matrix("gene", "cell", "UMIs")

@@ -25,7 +25,8 @@ __all__ = ["copy_stored_layouts"]
 Array = np.ndarray[Any, Any]
 
 
-def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where: str) -> None:
+def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where: str, *,
+               rows: bool = True) -> None:
     if colptr.shape != (n_columns + 1,) or rowval.ndim != 1:
         raise DafFormatError(f"{where}: colptr has {colptr.size} entries (expected "
                              f"{n_columns + 1})")
@@ -33,7 +34,7 @@ def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where:
             np.any(colptr[1:] < colptr[:-1])):
         raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer for "
                              f"{rowval.size} stored values")
-    if rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > n_rows):
+    if rows and rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > n_rows):
         raise DafFormatError(f"{where}: rowval holds rows outside 1..{n_rows}")
 
 
@@ -44,13 +45,19 @@ def _chunk_items(source: Matrices, destination: Matrices, path: str, target: str
     to file in the kernel, the source's CRC-32 kept), not through this process' memory."""
     info = source._array_info(path)
     items = destination._array_items(target, values, info.dtype)
-    src, dst = source._backend, destination._backend
-    if not (isinstance(src, ZipBackend) and isinstance(dst, ZipBackend) and info.canonical
-            and values.nbytes >= _COPY_MIN):
+    src = source._backend
+    if not (isinstance(src, ZipBackend) and _entry_copied(source, destination, path, values)):
         return items
     chunk = destination._layout.chunk_key(target, values.ndim)
     return [(key, src.entry_copy(info.chunk_key, data) if key == chunk else data)
             for key, data in items]
+
+
+def _entry_copied(source: Matrices, destination: Matrices, path: str, values: Array) -> bool:
+    """Whether the source's array at ``path`` goes to the destination as its entry."""
+    return (isinstance(source._backend, ZipBackend)
+            and isinstance(destination._backend, ZipBackend)
+            and values.nbytes >= _COPY_MIN and source._array_info(path).canonical)
 
 
 # Chunks smaller than this are written with the other small writes of the change.
@@ -75,7 +82,12 @@ def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: s
              if source._node_kind(_join(path, part)) == "array"}
     if "colptr" not in parts or "rowval" not in parts:
         raise DafFormatError(f"{where}: a sparse matrix without colptr and rowval")
-    _check_csc(parts["colptr"], parts["rowval"], n_rows, n_columns, where)
+    # Row indices copied as the entry they are stay as the source has them: every reader
+    # checks them as it reads them (from either archive), and their pass would cost as much
+    # as the copy itself.
+    _check_csc(parts["colptr"], parts["rowval"], n_rows, n_columns, where,
+               rows=not _entry_copied(source, destination, _join(path, "rowval"),
+                                      parts["rowval"]))
     if "nzval" in parts and parts["nzval"].shape != parts["rowval"].shape:
         raise DafFormatError(f"{where}: nzval has {parts['nzval'].size} values, rowval "
                              f"{parts['rowval'].size}")
