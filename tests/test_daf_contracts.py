@@ -223,6 +223,15 @@ def _what(kind: str) -> tuple[str, ...]:
             }[kind]
 
 
+# The whole matrix of cases on the memory backend by default; on stored ones in the slow run
+# (the checks read the same metadata on every backend).
+_MEMORY_FIRST = pytest.mark.parametrize("writable_dafs", [
+    "memory", pytest.param("directory", marks=pytest.mark.slow),
+    pytest.param("zip", marks=pytest.mark.slow),
+], indirect=True)
+
+
+@_MEMORY_FIRST
 @pytest.mark.parametrize("kind", ["scalar", "axis", "vector", "matrix"])
 @pytest.mark.parametrize("expectation", ALL, ids=str)
 @pytest.mark.parametrize("overwrite", [False, True])
