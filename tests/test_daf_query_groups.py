@@ -208,3 +208,58 @@ def test_group_spreads_orders_and_modes_make_no_copy(tmp_path: Path, reduction: 
     # logarithms of a GeoMean a chunk of 65,536 values at a time. Keyed runs made about 50
     # bytes per stored value (here over 15 MB).
     assert peak < 4 * got.size * 8 + 64 * 4000 + 24 * 65536 + (1 << 20), (peak, nnz)
+    columns = f"@ cell @ gene :: UMIs >- {reduction}"  # all rows one group
+    d.get_np_query(columns)
+    d.empty_cache()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        d.get_np_query(columns)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # The read of the matrix makes its 0-based int32 indices; runs by column made up to 24
+    # bytes per stored value.
+    assert peak < 4 * nnz + 64 * 4000 + 24 * 65536 + (1 << 20), (peak, nnz)
+
+
+def test_close_drops_the_query_cache(tmp_path: Path) -> None:
+    d, _, _ = _data_set(tmp_path / "q.daf.zarr.zip", "float32")
+    d.get_np_query("@ cell @ gene :: UMIs -/ type =@ >- Sum || 0")
+    d.get_np_query("@ cell [ type = T1 ] : age")
+    assert d._query_cache.results and d._query_cache.tables
+    d.close()
+    assert not d._query_cache.results and not d._query_cache.tables
+    chain = dafzarr.chain_reader([dafzarr.open_daf(tmp_path / "q.daf.zarr.zip")], name="c")
+    chain.get_np_query("@ cell : age")
+    assert chain._query_cache.results
+    chain.close()
+    assert not chain._query_cache.results
+
+
+def test_grouping_by_a_stored_string_vector_hashes_it_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pandas as pd
+
+    d, dense, kind = _data_set(tmp_path / "h.daf.zarr.zip", "float32")
+    hashed: list[int] = []
+    factorize = pd.factorize
+
+    def counted(values: Any, **kwargs: Any) -> Any:
+        hashed.append(len(values))
+        return factorize(values, **kwargs)
+
+    monkeypatch.setattr(pd, "factorize", counted)
+    first = d.get_np_query("@ cell @ gene :: UMIs -/ type >- Max")
+    assert hashed == [300]
+    second = d.get_np_query("@ cell @ gene :: UMIs -/ type >- Min")  # another query, no result
+    sums = d.get_np_query("@ cell : age / type >> Sum")
+    assert hashed == [300]  # the codes of the type vector were kept
+    names = sorted(set(kind))
+    for k, name in enumerate(names):
+        assert np.array_equal(first[k], dense[kind == name].max(axis=0))
+        assert np.array_equal(second[k], dense[kind == name].min(axis=0))
+        assert sums[k] == np.arange(300, dtype=np.float32)[kind == name].sum()
+    d.set_vector("cell", "type", kind[::-1].copy(), overwrite=True)  # a new data version
+    d.get_np_query("@ cell @ gene :: UMIs -/ type >- Max")
+    assert hashed == [300, 300]
