@@ -31,7 +31,6 @@ import argparse
 import gc
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -60,15 +59,10 @@ def sizes() -> tuple[int, int, int, int]:
 
 
 def umis(cells: int, genes: int, per: int, seed: int) -> sp.csr_matrix:
-    """A cells x genes float32 CSR with ``per`` sorted, unique genes per cell (one random gene
-    in each of ``per`` consecutive bands), made as scipy makes a CSR (int32 indices)."""
-    rng = np.random.default_rng(seed)
-    band = genes // per
-    indices = rng.integers(0, band, size=(cells, per), dtype=np.int32)
-    indices += np.arange(0, band * per, band, dtype=np.int32)
-    values = rng.integers(1, 20, size=cells * per, dtype=np.int32).astype(np.float32)
-    indptr = np.arange(0, (cells + 1) * per, per, dtype=np.int32)
-    return sp.csr_matrix((values, indices.reshape(-1), indptr), shape=(cells, genes))
+    """A cells x genes float32 CSR with ``per`` sorted, unique genes per cell (see
+    :func:`benchmarks.common.banded_csr`)."""
+    x: sp.csr_matrix = c.banded_csr(cells, genes, per, seed)
+    return x
 
 
 def make_inputs(tmp: str, seed: int) -> list[str]:
@@ -122,17 +116,6 @@ def run_anndata(tmp: str, names: list[str], out: str) -> None:
     joined.write_h5ad(out)
 
 
-def _maxrss() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def child(side: str, tmp: str, names: list[str]) -> None:
     """Run one side once; print its time and peak resident memory as JSON."""
     warnings.filterwarnings("ignore")
@@ -143,7 +126,7 @@ def child(side: str, tmp: str, names: list[str]) -> None:
     t0 = time.perf_counter()
     (run_daf if side == "daf" else run_anndata)(tmp, names, out)
     elapsed = time.perf_counter() - t0
-    print(json.dumps({"side": side, "time": elapsed, "peak": _maxrss(),
+    print(json.dumps({"side": side, "time": elapsed, "peak": c.peak_rss(),
                       "output": os.path.getsize(out)}))
     c.remove(out)
 

@@ -146,14 +146,14 @@ class Publish(c.TempDirSuite):
 
 
 # --- Growth with the number of references ----------------------------------------------------
-# Peak RSS from the kernel's high-water mark of this process's memory (VmHWM): getrusage's
-# ru_maxrss keeps the parent's peak across fork and exec.
+# Peak RSS from the kernel's high-water mark of the child's own memory (common.peak_rss).
 _GROWTH_CHILD = """
 import sys, time, warnings
 warnings.filterwarnings("ignore")
 import icechunk
 icechunk.set_logs_filter("error")
 from benchmarks.bench_refs_publish import _new_session, _vz_publish
+from benchmarks.common import peak_rss
 from dafzarr import refs
 from dafzarr.refs._batches import open_source
 from dafzarr.refs._icechunk import _check_references
@@ -170,9 +170,7 @@ else:
         _vz_publish(store, session)
     session.commit("published")
 seconds = time.perf_counter() - t0
-with open("/proc/self/status") as fh:
-    hwm = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
-print(seconds, hwm * 1024)
+print(seconds, peak_rss())
 """
 
 

@@ -81,6 +81,53 @@ def settle_writeback() -> None:
         os.sync()
 
 
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes: the kernel's high-water mark ``VmHWM``.
+
+    Not ``getrusage``'s ``ru_maxrss``: on Linux a child started by fork and exec keeps its
+    parent's peak there, so a small child would report the large parent's memory. Where
+    ``/proc`` is missing, ``ru_maxrss`` is the fallback."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def reset_peak_rss() -> None:
+    """Restart the kernel's peak-RSS counter (``VmHWM``) at the current RSS (Linux; elsewhere
+    the peak then includes the earlier phases)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def banded_csr(cells: int, genes: int, per: int, seed: int, *,
+               indptr_dtype: Any = "int32") -> Any:
+    """A cells x genes float32 CSR of UMI-like counts (1-19) with ``per`` stored values per
+    cell: sorted, unique gene indices, one random gene in each of ``per`` consecutive bands
+    of ``genes // per`` genes, built in a few vector passes (int32 indices, as scipy makes
+    them; ``indptr_dtype`` int64 for more than 2**31 values)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    band = genes // per
+    indices = rng.integers(0, band, size=(cells, per), dtype=np.int32)
+    indices += np.arange(0, band * per, band, dtype=np.int32)
+    values = rng.integers(1, 20, size=cells * per, dtype=np.int32).astype(np.float32)
+    indptr = np.arange(0, (cells + 1) * per, per, dtype=indptr_dtype)
+    return sp.csr_matrix((values, indices.reshape(-1), indptr), shape=(cells, genes))
+
+
 # --- Tagging benchmarks ----------------------------------------------------------------
 
 # Units: a rate in MB/s (amount in bytes, MB = 1e6 bytes), entries/s (amount in entries),
