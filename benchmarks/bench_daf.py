@@ -743,11 +743,14 @@ def main(argv: list[str] | None = None) -> int:
     if mem:
         print("\n### Peak resident memory (child processes)\n")
         print(mem)
+        c.record_table("Peak resident memory (child processes)", mem)
         print("\nThe fill writes the matrix into reserved ZIP entries through the mapping; "
               "its pages count as resident until the kernel writes them back.")
     if growth:
         print("\n### Cost growth: write of the UMIs and the two axes vs stored values\n")
         print(growth)
+        c.record_table("Cost growth: write of the UMIs and the two axes vs stored values",
+                       growth)
         print("\nEach size in its own child process: peers alternate, 1 warm-up round + "
               f"{rounds} counted rounds; peak = peak resident memory above the memory "
               "before the write (which holds the input); ns/value = median time / stored "

@@ -45,6 +45,7 @@ import scipy.sparse as sp
 import dafzarr
 
 from . import common as c
+from . import record
 
 _SIZES: dict[str, int] = {}
 N_VECTORS = 10
@@ -181,6 +182,37 @@ class Concat(c.TempDirSuite):
         c.remove(self.p("out.h5ad"))
 
 
+def record_concat(runs: dict[str, list[dict[str, Any]]], labels: dict[str, str],
+                  med: dict[str, float], peak: dict[str, int], speed: float, memory: float,
+                  run: dict[str, Any]) -> None:
+    """The recorded JSON of a run (when ``--record`` is given): times and peak memory."""
+    if not record.recording():
+        return
+    record.update(title="Daf concatenate vs anndata.concat", load=c.loadavg(),
+                  environment=[(f"* {run['sets']} data sets of {run['cells']:,} cells x "
+                               f"{run['genes']:,} genes; seed {run['seed']}"),
+                               (f"* {run['rounds']} counted rounds after a warm-up, sides "
+                               f"alternating, each in a child process; {run['wall']:.0f} s")],
+                  notes="Each side in its own child process; peak = its VmHWM.")
+    size = f"{run['sets']} x {run['cells']:,} cells"
+    rows = []
+    for side, figs in runs.items():
+        times = [f["time"] for f in figs]
+        other = "anndata" if side == "daf" else "daf"
+        rows.append({"suite": "concat", "op": "concatenate", "peer": labels[side], "size": size,
+                     "unit": "s", "n": len(times), "median_s": med[side], "best_s": min(times),
+                     "median": med[side], "best": min(times),
+                     "ratios": {labels[other]: med[other] / med[side]},
+                     "target": "≥ 2x faster than anndata" if side == "daf" else None,
+                     "target_met": speed >= 2 if side == "daf" else None})
+        rows.append({"suite": "concat", "op": "peak resident memory", "peer": labels[side],
+                     "size": size, "unit": "MiB", "n": len(figs), "median": peak[side] / c.MiB,
+                     "best": peak[side] / c.MiB, "ratios": {},
+                     "target": "≤ 0.5x anndata's" if side == "daf" else None,
+                     "target_met": memory <= 0.5 if side == "daf" else None})
+    record.add_rows(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3], sys.argv[4].split(","))
@@ -222,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {labels[side]} | {med[side]:.2f} s | {min(times):.2f} s | "
               f"{c.human_bytes(peak[side])} |")
     print()
+    record_concat(runs, labels, med, peak, speed, memory,
+                  {"sets": n_sets, "cells": cells, "genes": genes, "seed": seed,
+                   "rounds": rounds, "wall": wall})
     print(f"* speed: Daf is {speed:.2f}x faster (target ≥ 2x: "
           f"{'met' if speed >= 2 else 'NOT met'})")
     print(f"* peak memory: Daf uses {memory:.2f}x anndata's (target ≤ 0.5x: "

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from . import record
+
 T = TypeVar("T")
 
 KiB = 1 << 10
@@ -479,6 +481,10 @@ def argument_parser(prog: str, doc: str | None, suites: Iterable[str]) -> argpar
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     ap.add_argument("--only", default="", help=f"comma-separated suites ({','.join(suites)})")
     ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
+    ap.add_argument("--record", nargs="?", const=record.RESULTS_DIR, default=None,
+                    metavar="DIR", help=("also write the results as JSON into "
+                                         "DIR/<benchmark>.json (default DIR: "
+                                         "benchmarks/results)"))
     return ap
 
 
@@ -488,6 +494,8 @@ def selected_suites(
     """Apply ``--quick`` and return the suite keys ``--only`` names (all by default)."""
     if args.quick:
         set_quick(True)
+    if getattr(args, "record", None):
+        record.start(args.record, ap.prog.split(".")[-1], "quick" if quick() else "full")
     only = [s.strip() for s in args.only.split(",") if s.strip()] or list(suites)
     unknown = [s for s in only if s not in suites]
     if unknown:
@@ -542,3 +550,29 @@ def report(title: str, env: Iterable[str], results: Sequence[Stats], notes: str)
     print(notes)
     if targets:
         print(f"\nTargets met: {sum(ok for _, ok in targets)} / {len(targets)}")
+    if record.recording():
+        record.update(title=title, environment=list(environment(env).splitlines()),
+                      notes=notes, load=loadavg())
+        by_op: dict[tuple[str, str], dict[str, Stats]] = {}
+        for s in results:
+            by_op.setdefault((s.suite, s.op), {})[s.peer] = s
+        record.add_rows([stats_row(s, by_op[(s.suite, s.op)]) for s in results])
+
+
+def stats_row(s: Stats, peers: dict[str, Stats]) -> dict[str, Any]:
+    """One result row of the recorded JSON (see :mod:`benchmarks.record`); ``peers``: the
+    rows of the same operation by peer."""
+    ratios = {b: round(s.speedup_over(peers[b]), 4) for b in s.baseline
+              if b in peers and b != s.peer}
+    target, met = None, None
+    if s.meta is not None and s.meta.target is not None:
+        target, met = s.meta.target(s, peers)
+    return {"suite": s.suite, "op": s.op, "peer": s.peer, "size": s.size, "unit": s.unit,
+            "n": len(s.samples), "median_s": s.median, "best_s": s.best,
+            "median": s.median_rate, "best": s.best_rate, "ratios": ratios,
+            "target": target, "target_met": met}
+
+
+def record_table(title: str, markdown: str) -> None:
+    """Keep an extra Markdown table a script prints in its recorded JSON (when recording)."""
+    record.add_table(title, markdown)
