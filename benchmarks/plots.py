@@ -63,9 +63,16 @@ def plot(doc: dict[str, Any], path: str) -> str:
     groups = panels(doc)
     if not groups:
         raise ValueError(f"{doc['benchmark']}: no row with a numeric median to plot")
+    head = f"{doc.get('title') or doc['benchmark']} ({doc.get('mode', '')})"
+    sub = f"{str(doc.get('date', ''))[:10]}; source: {doc.get('source', '')}"
+    if doc.get("load"):
+        sub += f"; load average {doc['load']}"
+    header = [head, *textwrap.wrap(sub, 110)]
     heights = [0.9 + 0.42 * sum(len(_label(r, 2).splitlines()) for r in rows)
                for _t, _u, rows in groups]
-    fig, axes = plt.subplots(len(groups), 1, figsize=(9, sum(heights) + 0.8), squeeze=False,
+    top = 0.05 + 0.15 * len(header)  # inches taken by the header
+    total = sum(heights) + top
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, total), squeeze=False,
                              gridspec_kw={"height_ratios": heights})
     for ax, (title, unit, rows) in zip(axes[:, 0], groups, strict=True):
         sizes = len({r.get("size") for r in rows})
@@ -87,12 +94,8 @@ def plot(doc: dict[str, Any], path: str) -> str:
         ax.set_title("\n".join(textwrap.wrap(f"{title} — {unit}, {_better(unit)}", 90)),
                      fontsize=8, loc="left")
         ax.tick_params(axis="x", labelsize=7)
-    head = f"{doc.get('title') or doc['benchmark']} ({doc.get('mode', '')})"
-    sub = f"{str(doc.get('date', ''))[:10]}; source: {doc.get('source', '')}"
-    if doc.get("load"):
-        sub += f"; load average {doc['load']}"
-    fig.suptitle("\n".join([head, *textwrap.wrap(sub, 110)]), fontsize=9)
-    fig.tight_layout()
+    fig.suptitle("\n".join(header), fontsize=9, y=1 - 0.1 / total, va="top")
+    fig.tight_layout()  # leaves room for the header
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=80)
     plt.close(fig)

@@ -68,7 +68,8 @@ def test_the_kept_results_follow_the_schema_and_have_plots() -> None:
         assert doc["rows"], f.name
         for row in doc["rows"]:
             assert set(row) == ROW_KEYS, (f.name, row)
-        assert (images / f"{f.stem}.png").read_bytes()[:8] == PNG, f.name
+        if images.parent.parent.joinpath("conf.py").is_file():  # docs/ is in a clone only
+            assert (images / f"{f.stem}.png").read_bytes()[:8] == PNG, f.name
 
 
 def test_plots_refuses_a_document_of_another_schema(tmp_path: Path) -> None:
