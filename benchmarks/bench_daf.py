@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from typing import Any, ClassVar
@@ -610,10 +609,8 @@ def memory_report(the_seed: int) -> str:
     with tempfile.TemporaryDirectory(prefix="dafzarr-bench-mem-") as tmp:
         for task, label in labels.items():
             path = os.path.join(tmp, f"m{suffix[task]}")
-            args = [sys.executable, "-m", "benchmarks.bench_daf", "--child", task, path,
-                    str(the_seed)] + (["--quick"] if c.quick() else [])
-            res = subprocess.run(args, capture_output=True, text=True, check=True)
-            fig = json.loads(res.stdout.strip().splitlines()[-1])
+            fig = c.child_json("benchmarks.bench_daf", "--child", task, path, str(the_seed),
+                               *(["--quick"] if c.quick() else []))
             extra = fig["peak"] - fig["before"]
             rows.append(f"| {label} | {c.human_bytes(fig['before'])} | "
                         f"{c.human_bytes(max(extra, 0))} | {c.human_bytes(fig['data'])} | "
@@ -689,11 +686,9 @@ def growth_report(the_seed: int, rounds: int) -> str:
              "load average |"), "|---|---|---|---|---|---|"]
     for nnz in growth_sizes():
         with tempfile.TemporaryDirectory(prefix="dafzarr-bench-growth-") as tmp:
-            args = [sys.executable, "-m", "benchmarks.bench_daf", "--child", "growth", tmp,
-                    str(the_seed), "--growth-nnz", str(nnz), "--rounds", str(rounds)]
-            res = subprocess.run(args + (["--quick"] if c.quick() else []),
-                                 capture_output=True, text=True, check=True)
-        fig = json.loads(res.stdout.strip().splitlines()[-1])
+            fig = c.child_json("benchmarks.bench_daf", "--child", "growth", tmp,
+                               str(the_seed), "--growth-nnz", str(nnz), "--rounds",
+                               str(rounds), *(["--quick"] if c.quick() else []))
         cells = []
         for name in ("dir", "zip", "npy"):
             med = statistics.median(fig["times"][name])

@@ -32,7 +32,6 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -133,14 +132,7 @@ def child(side: str, tmp: str, names: list[str]) -> None:
 
 
 def _run_child(side: str, tmp: str, names: list[str]) -> dict[str, Any]:
-    args = [sys.executable, "-m", "benchmarks.bench_daf_concat", "--child", side, tmp,
-            ",".join(names)]
-    env = {**os.environ, "DAFZARR_BENCH_QUICK": "1" if c.quick() else "0"}
-    res = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
-    if res.returncode:
-        raise RuntimeError(f"the {side} side failed:\n{res.stderr}")
-    fig: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
-    return fig
+    return c.child_json("benchmarks.bench_daf_concat", "--child", side, tmp, ",".join(names))
 
 
 def compare(tmp: str, names: list[str], rounds: int) -> dict[str, list[dict[str, Any]]]:

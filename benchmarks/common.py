@@ -112,6 +112,26 @@ def reset_peak_rss() -> None:
         pass
 
 
+def child_json(module: str, *args: str) -> dict[str, Any]:
+    """Run ``python -m module args...`` in a child process (its memory starts fresh; quick
+    mode passed on) and return the JSON object its last line of output prints. A failing
+    child raises ``RuntimeError`` with its error output."""
+    import json
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "DAFZARR_BENCH_QUICK": "1" if quick() else "0"}
+    res = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
+                         check=False, env=env, cwd=root)
+    if res.returncode:
+        raise RuntimeError(f"{module} {' '.join(args)} failed:\n{res.stderr}")
+    lines = res.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError(f"{module} {' '.join(args)} printed nothing:\n{res.stderr}")
+    fig: dict[str, Any] = json.loads(lines[-1])
+    return fig
+
+
 def banded_csr(cells: int, genes: int, per: int, seed: int, *,
                indptr_dtype: Any = "int32") -> Any:
     """A cells x genes float32 CSR of UMI-like counts (1-19) with ``per`` stored values per
