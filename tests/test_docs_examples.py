@@ -79,7 +79,7 @@ def test_the_guide_and_tutorial_hold_enough_examples() -> None:
     assert all(p.is_file() for p in PAGES), [str(p) for p in PAGES if not p.is_file()]
 
 
-@pytest.mark.slow  # a page's examples take 3-20 s (their imports, helper processes)
+@pytest.mark.slow  # a page's examples take 3-20 s (their imports, child processes)
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
 def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     name = page.relative_to(DOCS).as_posix()
