@@ -5,11 +5,13 @@ example. Each page's examples run in order, in one fresh interpreter whose worki
 is an empty temporary directory, sharing one namespace (a later example uses what an earlier
 one made). A block whose first line is ``# not run: <reason>`` (it needs a server, a bucket,
 credentials) is shown but skipped. A failure names the page, the block's number and its
-line. Skipped outside a clone, where ``docs/`` is absent.
+line. The examples reach ``dafzarr`` through public names only (the table of
+``test_public_api``). Skipped outside a clone, where ``docs/`` is absent.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -17,6 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from .test_public_api import PUBLIC
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -70,6 +74,64 @@ def examples(page: Path) -> list[tuple[int, int, str]]:
         first = next(n for n in range(start, i) if lines[n].strip()) + 1
         found.append((len(found) + 1, first, source))
     return found
+
+
+def private_names(source: str) -> list[str]:
+    """The ``dafzarr`` names ``source`` imports or reaches by attribute that the public API
+    table does not list (a class's own attributes, such as methods, are not checked)."""
+    modules: dict[str, str] = {}  # local name -> public module it stands for
+    bad: list[str] = []
+
+    def reach(module: str, attrs: list[str]) -> None:
+        for attr in attrs:
+            if f"{module}.{attr}" in PUBLIC:
+                module = f"{module}.{attr}"
+                continue
+            if attr not in PUBLIC.get(module, set()):
+                bad.append(f"{module}.{attr}")
+            return
+
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "dafzarr":
+                    if alias.name not in PUBLIC:
+                        bad.append(alias.name)
+                    modules[alias.asname or "dafzarr"] = (alias.name if alias.asname
+                                                         else "dafzarr")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "dafzarr":
+            module = node.module or ""
+            if module not in PUBLIC:
+                bad.append(module)
+                continue
+            for alias in node.names:
+                reach(module, [alias.name])
+                if f"{module}.{alias.name}" in PUBLIC:
+                    modules[alias.asname or alias.name] = f"{module}.{alias.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):  # inner parts of a chain check its prefixes
+            chain: list[str] = []
+            inner: ast.expr = node
+            while isinstance(inner, ast.Attribute):
+                chain.append(inner.attr)
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id in modules:
+                reach(modules[inner.id], chain[::-1])
+    return sorted(set(bad))
+
+
+def test_examples_use_only_public_names() -> None:
+    found = {f"{p.relative_to(DOCS).as_posix()}, example {n} (line {line})": private_names(src)
+             for p in PAGES if p.is_file() for n, line, src in examples(p)
+             if not src.startswith(SKIP_MARK)}
+    assert not {k: v for k, v in found.items() if v}
+    assert private_names("import dafzarr\nfrom dafzarr.refs import scan\n"
+                         "from dafzarr import refs\nrefs.write_parquet\n"
+                         "dafzarr.MmapZipStore.pack\n") == []
+    assert private_names("from dafzarr._crc import crc32\nimport dafzarr\n"
+                         "dafzarr.refs._scan\nfrom dafzarr import refs\nrefs.hidden\n") == [
+        "dafzarr._crc", "dafzarr.refs._scan", "dafzarr.refs.hidden"]
 
 
 def test_the_guide_and_tutorial_hold_enough_examples() -> None:
