@@ -57,5 +57,5 @@ def test_cython_lint() -> None:
 
 
 def test_codespell() -> None:
-    _run("codespell", "dafzarr", "tests", "benchmarks", "_ext", "README.md", "setup.py",
+    _run("codespell", "dafzarr", "tests", "benchmarks", "_ext", "docs", "README.md", "setup.py",
          "conda-recipe")
