@@ -106,9 +106,11 @@ def test_killed_while_publishing_or_committing(tmp_path: Path) -> None:
         tip, before = again.lookup_branch("main"), tips[-1]
         reader = again.readonly_session("main")
         xr.testing.assert_identical(_open(reader, "series"), want)
-        if tip == before:  # the commit did not happen
+        if tip == before:  # the commit did not happen: the tip reads as it did
             if len(tips) == 1:
                 assert "big" not in zarr.open_group(reader.store, mode="r", zarr_format=3)
+            else:
+                _check_big(reader, values)
         else:  # it did, whole: its parent is the previous tip
             assert [s.id for s in again.ancestry(branch="main")][1] == before
             _check_big(reader, values)
@@ -118,6 +120,8 @@ def test_killed_while_publishing_or_committing(tmp_path: Path) -> None:
             assert tip != before, lines
         if not any(x.startswith("committing") for x in lines):
             assert tip == before, lines
+    # killed as the commit starts, it has not reached its commit point
+    assert outcomes[2] == ("committing", 0.0, False), outcomes
     # a new session publishes again, over whatever the kills left
     session = icechunk.Repository.open(icechunk.local_filesystem_storage(
         str(tmp_path / "repo")), authorize_virtual_chunk_access={prefix: None}
