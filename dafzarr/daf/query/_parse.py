@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import DafQueryParameterError
 from . import _operations as _ops
 from ._operations import NEGATED, IfMissing, QueryOperation, QuerySequence
 from ._registry import (
     ELTWISE,
     REDUCTIONS,
-    ParameterError,
     ReduceToColumn,
     ReduceToRow,
     RegisteredOperation,
@@ -144,7 +144,7 @@ class _Parser:
             where[key.text] = value
         try:
             op: RegisteredOperation = cls(**params)
-        except ParameterError as exc:
+        except DafQueryParameterError as exc:
             at = where.get(exc.param or "")
             if at is not None and "does not exist" in str(exc):
                 at = self.tokens[self.tokens.index(at) - 1]
