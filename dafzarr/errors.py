@@ -23,6 +23,7 @@ from __future__ import annotations
 
 __all__ = [
     "AddressSpaceError",
+    "AlreadyOpenError",
     "AnnDataConversionError",
     "AppendOnlyError",
     "ArchiveFullError",
@@ -33,6 +34,7 @@ __all__ = [
     "ArrayNotFoundError",
     "AttributeLossWarning",
     "BatchOpenError",
+    "ClosedError",
     "CorruptArchiveError",
     "CorruptArrayFileError",
     "CorruptDataError",
@@ -52,6 +54,7 @@ __all__ = [
     "DafzarrWarning",
     "EntryExistsError",
     "EntryNotFoundError",
+    "FormatLimitError",
     "H5Error",
     "HttpDeadlineError",
     "HttpReadError",
@@ -59,7 +62,9 @@ __all__ = [
     "IncompatibleSourcesError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
+    "MissingFileError",
     "NotFoundError",
+    "OutOfBoundsError",
     "OutputExistsError",
     "PackSourceError",
     "RecoveryWarning",
@@ -71,6 +76,7 @@ __all__ = [
     "StatisticsWarning",
     "StorageIOError",
     "StorageLockError",
+    "TruncatedDataError",
     "UnsafeCastError",
     "UnsafeEntryNameError",
     "UnstableFileSetError",
@@ -447,3 +453,36 @@ class DafQueryParameterError(ArgumentError, ValueError):
     def __init__(self, message: str, param: str | None = None) -> None:
         super().__init__(message)
         self.param = param
+
+
+# --- Classes for failures that builtin exceptions used to report --------------------------
+
+
+class MissingFileError(NotFoundError, FileNotFoundError):
+    """A file or directory that must exist does not: an archive opened for reading, a
+    directory to pack, an archive to compact (``filename`` is the path); or an entry whose
+    size a Zarr store was asked (``filename`` is the key, as Zarr's stores do)."""
+
+
+class AlreadyOpenError(StateError, ValueError):
+    """A store that is open already was asked to open again (as Zarr's stores refuse)."""
+
+
+class ClosedError(StateError, ValueError):
+    """An object was used after it was closed (as a closed Python file refuses it)."""
+
+
+class FormatLimitError(UnsupportedError, OverflowError):
+    """A value or a size does not fit the fields of a file format: an ArrayFile's u32 sizes,
+    counts and chunk bytes, its 64-bit fill values and attributes, its sidecar numbers (the
+    message names the array or object and the limit)."""
+
+
+class OutOfBoundsError(ArgumentError, IndexError):
+    """A region asked of an array lies outside its shape (the message names the array, the
+    region and the shape)."""
+
+
+class TruncatedDataError(CorruptDataError, EOFError):
+    """A file or object ends before the bytes that were to be read from it (it was cut
+    short, or shrank while it was read; the message names it and the range)."""

@@ -12,6 +12,7 @@ import os
 import tempfile
 from typing import Any
 
+from ..errors import FormatLimitError
 from . import _segments as seg
 from ._backends import FileRange
 from ._cache import DeltaCache
@@ -94,7 +95,7 @@ class BlockAllocator:
         """Place one chunk payload; its (block id, offset in the block, size)."""
         size = len(data) if not isinstance(data, memoryview) else data.nbytes
         if size > U32_MAX:
-            raise OverflowError(f"a {size}-byte chunk does not fit the format's u32 sizes")
+            raise FormatLimitError(f"a {size}-byte chunk does not fit the format's u32 sizes")
         if self._direct:
             bid, off = len(self.sealed), self._cur_len
             self._write_spool(data, self._spool_end + off)
