@@ -57,8 +57,6 @@ PRIVATE_SIGNALS = frozenset({
 NOT_YET: dict[str, tuple[str, ...]] = {
     "_io/_local.py": ("ValueError",),
     "_io/_memory.py": ("ValueError",),
-    "arrayfile/_allocator.py": ("OSError",),
-    "arrayfile/_backends.py": ("OSError",),
 }
 
 

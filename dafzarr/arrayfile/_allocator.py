@@ -7,6 +7,7 @@ The allocator hands back each chunk's (block id, offset, size) address for the c
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import tempfile
@@ -88,7 +89,8 @@ class BlockAllocator:
         while done < len(view):
             n = os.pwrite(self._spool_fd, view[done:], at + done)
             if n <= 0:
-                raise OSError(f"short write to the temporary block file ({done} bytes)")
+                raise OSError(errno.ENOSPC, "short write to the temporary block file "
+                              f"({done} bytes)", self.spill_dir or ".")
             done += n
 
     def append(self, data: Any) -> tuple[int, int, int]:

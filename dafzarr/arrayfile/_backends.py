@@ -393,7 +393,7 @@ def _append_after(fd: int, end: int, parts: list[Any], key: str) -> None:
         while done < len(view):
             n = os.pwrite(fd, view[done:], pos + done)
             if n <= 0:
-                raise OSError(f"{key}: short write ({done} bytes)")
+                raise OSError(errno.ENOSPC, f"{key}: short write ({done} bytes)", key)
             done += n
         pos += done
 
