@@ -201,8 +201,8 @@ def map_writable(a: Archive) -> FileMapping:
         if here is not None and (here.st_dev, here.st_ino) == (mapped.st_dev, mapped.st_ino):
             return fm
         fm.close()
-        if here is None:
-            raise missing_file(a.path)
+        if here is None:  # gone under a writer: the writer reports it as a failed call
+            raise FileNotFoundError(errno.ENOENT, f"no such file: {a.path}", a.path)
 
 
 def open_read_only(a: Archive) -> FileMapping:
