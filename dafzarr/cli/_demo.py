@@ -65,7 +65,7 @@ def _array(group: Any, name: str) -> Any:
 
     node = group[name]
     if not isinstance(node, zarr.Array):
-        raise TypeError(f"{name} is not an array")
+        raise SelfCheckError(f"{name} is not an array")
     return node
 
 
@@ -124,7 +124,7 @@ def run_demo(args: argparse.Namespace) -> int:
             )
             view = store.try_mmap_entry_as("counts/0", "int64", counts.shape)
             if view is None or not np.array_equal(view, counts):
-                raise RuntimeError("the zero-copy view of counts/0 does not match")
+                raise SelfCheckError("the zero-copy view of counts/0 does not match")
             print(
                 "  zero-copy: try_mmap_entry_as('counts/0') is a read-only numpy view of the "
                 f"mapped file (writeable={view.flags.writeable}, owns data={view.flags.owndata})",
