@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """Sums, minima and maxima of the rows of a CSC matrix by group, in one pass over its stored
 values, without the GIL.
 

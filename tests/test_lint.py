@@ -51,7 +51,7 @@ def test_mypy(tmp_path: Path) -> None:
 
 
 def test_cython_lint() -> None:
-    sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "_ext").glob("*.px[di]"))
+    sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "_ext").glob("**/*.px[di]"))
     sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "_ext").glob("*.pyx"))
     _run("cython-lint", *sources)
 

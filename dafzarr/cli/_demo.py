@@ -83,11 +83,10 @@ def run_demo(args: argparse.Namespace) -> int:
         temperature = rng.normal(15, 8, size=(365, 180)).astype("float32")
         counts = rng.integers(0, 1000, size=(2000,), dtype="int64")
 
-        print("MmapZipStore demo: an append-only Zarr store in one ZIP file", file=out)
+        print("MmapZipStore demo: a Zarr store in one ZIP file, served from a memory map", file=out)
         t0 = time.perf_counter()
         with atomic_file(path, force=True, create=False) as tmp_zip, \
                 MmapZipStore(tmp_zip, "w") as store:
-            # Append-only: attributes are given when a node is created, not updated later.
             group = zarr.open_group(
                 store=store, mode="w", zarr_format=2, attributes={"title": "dafzarr demo"}
             )

@@ -38,7 +38,7 @@ _GROUP_WAIT, _GROUP_POLL = 0.02, 0.0002
 
 
 class MmapZipStore(ArchiveHandle):
-    """An append-only Zarr store over one ZIP archive, served zero-copy from a memory map.
+    """A Zarr store over one ZIP archive, served zero-copy from a memory map.
 
     Parameters
     ----------
@@ -69,7 +69,7 @@ class MmapZipStore(ArchiveHandle):
     max_decompressed_size
         Compressed foreign entries that claim to decode to more bytes are refused. Below
         it, memory follows what an entry's data proves, not what its record claims (see
-        :mod:`dafzarr._zipdecode`): a claim the method cannot produce from the compressed
+        :mod:`dafzarr._codecs._decode`): a claim the method cannot produce from the compressed
         bytes is refused before decoding; an entry claiming more than four times its
         compressed size plus 256 KiB is decoded twice, first in 64 KiB pieces that are
         checked (length, CRC-32) and discarded, then into one buffer of the claimed size.
