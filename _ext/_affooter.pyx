@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """ArrayFile footer entries decoded in compiled code: the per-array part of opening a file.
 
 An ``.af`` footer holds one 168-byte ``ArrayMeta`` record per array and a ``.stats`` object
@@ -16,46 +16,48 @@ The rare nested element types (a list type boxed inside a ``DType``) and chunk t
 least the vectorised-read threshold are handed back to the Python types.
 """
 
+cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memchr, memcpy
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memchr
+
+from _bytes cimport in_range, le_f64, le_i64, le_u16, le_u32, le_u64
 
 from dafzarr.errors import RkyvError
 
 cdef enum:
-    ARRAY_SIZE = 168
-    STATS_SIZE = 96
-    MAX_NDIM = 64
+    _ARRAY_SIZE = 168
+    _STATS_SIZE = 96
+    _MAX_NDIM = 64
 
-# the unit variants of ``DType``, by tag (one shared tuple each: tuples are immutable)
-_UNIT_DTYPES = {
-    0: ("Bool",), 1: ("Int8",), 2: ("Int16",), 3: ("Int32",), 4: ("Int64",), 5: ("UInt8",),
-    6: ("UInt16",), 7: ("UInt32",), 8: ("UInt64",), 9: ("Float32",), 10: ("Float64",),
-    11: ("String",), 12: ("Binary",), 15: ("TimestampNs",),
+# The layout's tables, defined here once: ``dafzarr.arrayfile._format`` builds its schema
+# from them.
+#: Bytes of one archived ``ArrayMeta`` record and of one ``ArrayStats`` record.
+ARRAY_SIZE = _ARRAY_SIZE
+STATS_SIZE = _STATS_SIZE
+#: Most coordinates per chunk of a chunk table.
+MAX_NDIM = _MAX_NDIM
+#: The unit variants of ``DType`` by tag (13 and 14 are the boxed list types).
+UNIT_DTYPES = {
+    0: "Bool", 1: "Int8", 2: "Int16", 3: "Int32", 4: "Int64", 5: "UInt8", 6: "UInt16",
+    7: "UInt32", 8: "UInt64", 9: "Float32", 10: "Float64", 11: "String", 12: "Binary",
+    15: "TimestampNs",
 }
-_ATTR_WIDTHS = ("U16", "U32", "U64")
+#: The variants of ``ArrayAttributes`` by tag: the width of the index pairs.
+ATTR_WIDTHS = ("U16", "U32", "U64")
+#: The variants of ``FillValue`` by tag.
+FILL_KINDS = ("Bool", "Int", "UInt", "Float", "String", "TimestampNs")
+#: The variants of ``StatValue`` by tag.
+STAT_KINDS = ("Int", "UInt", "Float", "Bytes", "TimestampNs")
+
+# the values read: one shared tuple per unit variant (tuples are immutable)
+cdef dict _UNIT_VALUES = {tag: (name,) for tag, name in UNIT_DTYPES.items()}
+cdef tuple _FILL = FILL_KINDS
+cdef tuple _STAT = STAT_KINDS
 
 
-cdef inline uint32_t _u32(const uint8_t* p) noexcept nogil:
-    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
-
-
-cdef inline uint64_t _u64(const uint8_t* p) noexcept nogil:
-    return _u32(p) | (<uint64_t>_u32(p + 4) << 32)
-
-
-cdef inline int64_t _i64(const uint8_t* p) noexcept nogil:
-    return <int64_t>_u64(p)
-
-
-cdef inline double _f64(const uint8_t* p) noexcept nogil:
-    cdef uint64_t bits = _u64(p)
-    cdef double d
-    memcpy(&d, &bits, 8)
-    return d
-
-
+@cython.auto_pickle(False)
 cdef class _Payload:
     """The decoder's bytes, read through a buffer, and its budget, kept in C while a
     vector is read (written back before Python code runs and when done)."""
@@ -98,7 +100,7 @@ cdef class _Payload:
                         f"range of the {self.n}-byte payload")
 
     cdef inline int check(self, int64_t pos, int64_t size, int64_t align, str what) except -1:
-        if pos >= 0 and size >= 0 and size <= self.n and pos <= self.n - size and not pos % align:
+        if in_range(pos, size, self.n) and not pos % align:
             return 0
         return self.fail(pos, size, align, what)
 
@@ -125,8 +127,8 @@ cdef class _Payload:
         """Where the elements of the vector whose head is at ``pos`` start; their number
         goes to ``count`` (``Vec.locate``: count, range, alignment, then the charge)."""
         self.check(pos, 16, 8, "vector")
-        cdef int64_t off = _i64(self.p + pos)
-        cdef uint64_t n = _u64(self.p + pos + 8)
+        cdef int64_t off = le_i64(self.p + pos)
+        cdef uint64_t n = le_u64(self.p + pos + 8)
         if n > <uint64_t>self.n:
             raise RkyvError(f"vector at {pos} claims {n} elements in a {self.n}-byte payload")
         cdef int64_t start = self.target(pos, off, <int64_t>n * esize, ealign,
@@ -143,11 +145,11 @@ cdef class _Payload:
         cdef int64_t length, start
         cdef const void* end
         if (s[0] & 0xC0) == 0x80:
-            v = _u64(s)
+            v = le_u64(s)
             length = <int64_t>((v & 0x3F) | ((v & ~(<uint64_t>0xFF)) >> 2))
             if length <= 16:
                 raise RkyvError(f"out-of-line string at {pos} has the inline length {length}")
-            start = self.target(pos, _i64(s + 8), length, 1, "string bytes")
+            start = self.target(pos, le_i64(s + 8), length, 1, "string bytes")
             self.charge(length, "string", pos)
             return PyUnicode_DecodeUTF8(<char*>(self.p + start), length, NULL)
         end = memchr(s, 0xFF, 16)
@@ -166,7 +168,7 @@ cdef class _Payload:
         cdef int64_t start = self.vec(pos, 4, 4, &n)
         cdef list out = [None] * n
         for i in range(n):
-            out[i] = _u32(self.p + start + 4 * i)
+            out[i] = le_u32(self.p + start + 4 * i)
         return out
 
     cdef list strings(self, int64_t pos):
@@ -187,7 +189,7 @@ cdef class _Payload:
             value = dtype_type.read(self.dec, pos)
             self.resume()
             return value
-        value = _UNIT_DTYPES.get(tag)
+        value = _UNIT_VALUES.get(tag)
         if value is None:
             raise RkyvError(f"enum at {pos} has the unknown tag {tag}")
         return value
@@ -211,17 +213,17 @@ cdef class _Payload:
             return None
         cdef int tag = self.p[pos]
         if tag == 0:
-            return ("Bool", self.boolean(pos + 1))
+            return (_FILL[0], self.boolean(pos + 1))
         if tag == 1:
-            return ("Int", _i64(self.p + pos + 8))
+            return (_FILL[1], le_i64(self.p + pos + 8))
         if tag == 2:
-            return ("UInt", _u64(self.p + pos + 8))
+            return (_FILL[2], le_u64(self.p + pos + 8))
         if tag == 3:
-            return ("Float", _f64(self.p + pos + 8))
+            return (_FILL[3], le_f64(self.p + pos + 8))
         if tag == 4:
-            return ("String", self.string(pos + 8))
+            return (_FILL[4], self.string(pos + 8))
         if tag == 5:
-            return ("TimestampNs", _i64(self.p + pos + 8))
+            return (_FILL[5], le_i64(self.p + pos + 8))
         raise RkyvError(f"enum at {pos} has the unknown tag {tag}")
 
     cdef tuple attributes(self, int64_t pos):
@@ -240,12 +242,12 @@ cdef class _Payload:
             self.check(at, 2 * width, width, "struct")
             q = self.p + at
             if tag == 0:
-                pairs[i] = {"k": q[0] | (q[1] << 8), "v": q[2] | (q[3] << 8)}
+                pairs[i] = {"k": le_u16(q), "v": le_u16(q + 2)}
             elif tag == 1:
-                pairs[i] = {"k": _u32(q), "v": _u32(q + 4)}
+                pairs[i] = {"k": le_u32(q), "v": le_u32(q + 4)}
             else:
-                pairs[i] = {"k": _u64(q), "v": _u64(q + 8)}
-        return (_ATTR_WIDTHS[tag], pairs)
+                pairs[i] = {"k": le_u64(q), "v": le_u64(q + 8)}
+        return (ATTR_WIDTHS[tag], pairs)
 
     cdef object chunk_table(self, int64_t pos, object table_type):
         """``Vec<ChunkEntry>``: its place and size, the rows filled later in one pass by the
@@ -259,8 +261,8 @@ cdef class _Payload:
             table = table_type._read_now(self.dec, pos, start, n)
             self.resume()
             return table
-        cdef uint64_t ndim = _u64(self.p + start + 8)
-        if ndim > MAX_NDIM:
+        cdef uint64_t ndim = le_u64(self.p + start + 8)
+        if ndim > _MAX_NDIM:
             raise RkyvError(f"chunk table at {pos}: {ndim} coordinates per chunk")
         self.charge(4 * <int64_t>ndim * n, "chunk table", pos)
         table = table_type.deferred_table(n, ndim)
@@ -275,16 +277,16 @@ cdef class _Payload:
         cdef int tag = self.p[pos]
         cdef int64_t n, start
         if tag == 0:
-            return ("Int", _i64(self.p + pos + 8))
+            return (_STAT[0], le_i64(self.p + pos + 8))
         if tag == 1:
-            return ("UInt", _u64(self.p + pos + 8))
+            return (_STAT[1], le_u64(self.p + pos + 8))
         if tag == 2:
-            return ("Float", _f64(self.p + pos + 8))
+            return (_STAT[2], le_f64(self.p + pos + 8))
         if tag == 3:
             start = self.vec(pos + 8, 1, 1, &n)
-            return ("Bytes", (<const char*>(self.p + start))[:n])
+            return (_STAT[3], (<const char*>(self.p + start))[:n])
         if tag == 4:
-            return ("TimestampNs", _i64(self.p + pos + 8))
+            return (_STAT[4], le_i64(self.p + pos + 8))
         raise RkyvError(f"enum at {pos} has the unknown tag {tag}")
 
 
@@ -292,12 +294,12 @@ def read_arrays(dec, int64_t start, int64_t n, dtype_type, table_type):
     """The ``n`` archived ``ArrayMeta`` records from ``start`` (a vector already located
     and charged by ``dec``) as the dictionaries the Python schema decodes them to."""
     cdef _Payload pl = _Payload(dec)
-    pl.check(start, n * ARRAY_SIZE, 8, "vector elements")
+    pl.check(start, n * _ARRAY_SIZE, 8, "vector elements")
     cdef list out = [None] * n
     cdef int64_t i, pos
     try:
         for i in range(n):
-            pos = start + ARRAY_SIZE * i
+            pos = start + _ARRAY_SIZE * i
             name = pl.string(pos)
             dtype = pl.dtype(pos + 16, dtype_type)
             shape = pl.u32s(pos + 40)
@@ -320,17 +322,17 @@ def read_stats(dec, int64_t start, int64_t n):
     """The ``n`` archived ``ArrayStats`` records from ``start`` (a vector already located
     and charged by ``dec``) as the dictionaries the Python schema decodes them to."""
     cdef _Payload pl = _Payload(dec)
-    pl.check(start, n * STATS_SIZE, 8, "vector elements")
+    pl.check(start, n * _STATS_SIZE, 8, "vector elements")
     cdef list out = [None] * n
     cdef int64_t i, pos
     try:
         for i in range(n):
-            pos = start + STATS_SIZE * i
+            pos = start + _STATS_SIZE * i
             name = pl.string(pos)
             lo = pl.stat(pos + 16)
             hi = pl.stat(pos + 48)
             out[i] = {"name": name, "min": lo, "max": hi,
-                      "null_count": _u64(pl.p + pos + 80), "row_count": _u64(pl.p + pos + 88)}
+                      "null_count": le_u64(pl.p + pos + 80), "row_count": le_u64(pl.p + pos + 88)}
     finally:
         pl.sync()
     return out

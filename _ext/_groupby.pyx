@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """Reductions of the rows of a CSC matrix by group, column by column over its stored values,
 without the GIL: sums, minima and maxima, moments, quantiles and modes.
 

@@ -1,4 +1,4 @@
-# cython: boundscheck=True, wraparound=False
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """Walk an HDF5 dataset's chunk index with ``H5Dchunk_iter`` into dense numpy columns.
 
 Private: the public API is :mod:`dafzarr.refs`. The HDF5 function is h5py's own wrapper,

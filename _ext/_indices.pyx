@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """Kernels over the indices of compressed sparse matrices, without the GIL.
 
 **1-based indices, checked as written.** Daf stores the row indices of a CSC matrix 1-based.

@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """Sequence-level inspection of LZ4 *block* data (no frame, no size prefix).
 
 An LZ4 block is a run of sequences: a token byte (literal count in the high nibble, match
@@ -11,6 +11,8 @@ raises ``ValueError``, never reads past the buffer.
 """
 
 from libc.stdint cimport uint8_t
+
+from _bytes cimport le_u16
 
 
 cdef inline Py_ssize_t _read_length(
@@ -116,7 +118,7 @@ def lz4_decoded_size(const uint8_t[::1] data):
             if n - pos < 2:
                 with gil:
                     raise ValueError("LZ4 data ends inside a match offset")
-            offset = src[pos] | (<Py_ssize_t>src[pos + 1] << 8)
+            offset = le_u16(src + pos)
             if offset == 0 or offset > total:
                 with gil:
                     raise ValueError("LZ4 match offset points before the start of the output")

@@ -1,4 +1,4 @@
-# cython: language_level=3, embedsignature=True, boundscheck=True, wraparound=False
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """Thin GIL-releasing wrappers over the POSIX file and mmap syscalls, and CRC-32.
 
 Private: the public API is :mod:`dafzarr.zipstore`. Keep logic here minimal: every offset
@@ -120,6 +120,13 @@ def crc32(data, unsigned int crc=0):
     finally:
         PyBuffer_Release(&buf)
     return c_crc
+
+
+cdef uint32_t crc32_copy(uint32_t crc, unsigned char* dst, const unsigned char* src,
+                         size_t n) noexcept nogil:
+    """The CRC-32 of ``n`` bytes at ``src``, continuing from ``crc``, storing them at ``dst``
+    on the way (``dst`` NULL: only the CRC): the kernel other extensions ``cimport``."""
+    return dz_crc32_copy(crc, dst, src, n)
 
 
 def crc32_combine(unsigned int crc_a, unsigned int crc_b, unsigned long long len_b):

@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """Cache-blocked transposition of a 2-D array, without the GIL.
 
 numpy copies a transposed view element by element along its strides, which on a large matrix

@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """Decoding of vlen-utf8 chunks (numcodecs ``VLenUTF8``) into an object array of ``str``, each
 distinct value made once.
 
@@ -17,9 +17,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
-
-cdef inline uint32_t _u32(const uint8_t* p) noexcept nogil:
-    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+from _bytes cimport le_u32
 
 
 cdef inline uint64_t _hash(const uint8_t* p, uint32_t n) noexcept nogil:
@@ -43,7 +41,7 @@ def decode_vlen_utf8(const uint8_t[::1] raw, Py_ssize_t count):
     ``ValueError`` when the chunk's count differs from ``count`` or an item runs past its
     end, ``UnicodeDecodeError`` for invalid UTF-8."""
     cdef Py_ssize_t size = raw.shape[0]
-    if size < 4 or _u32(&raw[0]) != <uint64_t>count:
+    if size < 4 or le_u32(&raw[0]) != <uint64_t>count:
         raise ValueError(f"vlen-utf8 chunk does not hold {count} strings")
     if count == 0:
         return np.empty(0, dtype=object)
@@ -63,7 +61,7 @@ def decode_vlen_utf8(const uint8_t[::1] raw, Py_ssize_t count):
     for i in range(count):
         if pos + 4 > size:
             raise ValueError(f"vlen-utf8 chunk ends inside item {i}")
-        n = _u32(base + pos)
+        n = le_u32(base + pos)
         pos += 4
         if <uint64_t>n > <uint64_t>(size - pos):
             raise ValueError(f"vlen-utf8 item {i} runs past the chunk's end")

@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True
+# cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
 """The ZIP central directory parsed in one pass over its bytes, and the index built from it;
 small stored entries written in one call.
 
@@ -8,9 +8,13 @@ the ZIP64 extras are read here with C loops, each entry becomes one compact :cla
 of served keys is built in one loop. Every length and offset is checked against the bytes
 present before it is used, with the same messages as the checks they replace.
 
-Inside a batch, a new small entry is written by :func:`append_small` (or a run of them by
-:func:`append_small_many`): local header, data and CRC-32 into the mapping, its
+Inside a batch, a new small entry is written by :func:`stage_small` (or a run of them by
+:func:`stage_small_run`): local header, data and CRC-32 into the mapping, its
 central-directory record, its :class:`Entry` and its index slot, in one compiled call.
+
+The record layouts, the padding rule and the key check are those of ``_zipformat.pxd``,
+handed to Python below (``dafzarr.zipstore._format`` takes its constants from here); the
+CRC-32 kernel is the one of :mod:`dafzarr._posix`.
 """
 
 cimport cython
@@ -22,20 +26,65 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
+cimport _zipformat as zf
+from _bytes cimport le_u16, le_u32, le_u64, put_u16, put_u32, put_u64
+from dafzarr._posix cimport crc32_copy
+
 from dafzarr.errors import CorruptArchiveError
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object)
 
-cdef enum:
-    CD_SIZE = 46
-    LFH_SIZE = 30
-    U16_MAX = 0xFFFF
-    FLAG_UTF8 = 0x0800
-    ZIP64_EXTRA_ID = 0x0001
+# --- The layout, for Python -----------------------------------------------------------------
 
-cdef uint32_t CD_SIG = 0x02014B50
-cdef uint64_t U32_MAX = 0xFFFFFFFF
+LFH_SIG = zf.LFH_SIG
+DEAD_LFH_SIG = zf.DEAD_LFH_SIG
+CD_SIG = zf.CD_SIG
+EOCD_SIG = zf.EOCD_SIG
+ZIP64_EOCD_SIG = zf.ZIP64_EOCD_SIG
+ZIP64_LOCATOR_SIG = zf.ZIP64_LOCATOR_SIG
+LFH_SIZE = zf.LFH_SIZE
+CD_SIZE = zf.CD_SIZE
+EOCD_SIZE = zf.EOCD_SIZE
+ZIP64_EOCD_SIZE = zf.ZIP64_EOCD_SIZE
+ZIP64_LOCATOR_SIZE = zf.ZIP64_LOCATOR_SIZE
+TRAILER_SIZE = zf.TRAILER_SIZE
+LFH_ZIP64_EXTRA = zf.LFH_ZIP64_EXTRA
+CD_ZIP64_EXTRA = zf.CD_ZIP64_EXTRA
+LFH_CRC_OFFSET = zf.LFH_CRC_OFFSET
+CD_CRC_OFFSET = zf.CD_CRC_OFFSET
+VERSION_NEEDED = zf.VERSION_NEEDED
+VERSION_MADE_BY = zf.VERSION_MADE_BY
+FLAG_ENCRYPTED = zf.FLAG_ENCRYPTED
+FLAG_DATA_DESCRIPTOR = zf.FLAG_DATA_DESCRIPTOR
+FLAG_UTF8 = zf.FLAG_UTF8
+DOS_DATE_1980 = zf.DOS_DATE_1980
+EXTERNAL_ATTR = zf.EXTERNAL_ATTR
+ZIP64_EXTRA_ID = zf.ZIP64_EXTRA_ID
+PAD_EXTRA_ID = zf.PAD_EXTRA_ID
+ALIGNMENT = zf.ALIGNMENT
+MAX_COMMENT = zf.MAX_COMMENT
+MAX_NAME = zf.MAX_NAME
+U16_MAX = zf.U16_MAX
+U32_MAX = zf.U32_MAX
+
+
+def alignment_padding(long long lfh_offset, Py_ssize_t name_length):
+    """Bytes of ``0xDAF1`` extra field that put the data of an entry written at
+    ``lfh_offset`` with a name of ``name_length`` bytes on an 8-byte boundary: 0, or at
+    least 4 so that the field's own header fits (one of 0, 4..7, 9..11)."""
+    return zf.alignment_padding(lfh_offset, name_length)
+
+
+def plain_key(const uint8_t[::1] raw not None):
+    """Whether ``raw`` (a key's UTF-8 bytes) names an entry as it is: not empty, at most
+    65535 bytes, no NUL or backslash, no leading or trailing ``/``, no empty, ``.`` or
+    ``..`` component."""
+    cdef Py_ssize_t n = raw.shape[0]
+    return zf.plain_key(&raw[0] if n else NULL, n)
+
+
+# --- The central directory -------------------------------------------------------------------
 
 
 @cython.no_gc
@@ -97,18 +146,6 @@ cdef class Entry:
         return "Entry(" + ", ".join(
             f"{k}={v!r}" for k, v in zip(names, self._fields())
         ) + ")"
-
-
-cdef inline unsigned int _u16(const uint8_t* p) noexcept nogil:
-    return p[0] | (<unsigned int>p[1] << 8)
-
-
-cdef inline uint32_t _u32(const uint8_t* p) noexcept nogil:
-    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
-
-
-cdef inline uint64_t _u64(const uint8_t* p) noexcept nogil:
-    return _u32(p) | (<uint64_t>_u32(p + 4) << 32)
 
 
 cdef object _bad(object path, str what):
@@ -173,29 +210,29 @@ cdef list _parse(const uint8_t[::1] cd, Py_ssize_t n_entries, long long limit, o
     cdef bint found
     cdef Entry e
     # No more records than the bytes can hold (a trailer's count is not trusted for memory).
-    cdef Py_ssize_t cap = min(n_entries, end // CD_SIZE + 1)
+    cdef Py_ssize_t cap = min(n_entries, end // zf.CD_SIZE + 1)
     cdef list entries = [None] * cap
     cdef object name, refused
     for index in range(n_entries):
-        if pos + CD_SIZE > end:
+        if pos + zf.CD_SIZE > end:
             if partial:
                 del entries[index:]
                 break
             raise _bad(path, f"central directory ends inside entry {first + index}")
         p = base + pos
-        if _u32(p) != CD_SIG:
+        if le_u32(p) != zf.CD_SIG:
             raise _bad(path, f"bad central directory signature at entry {first + index}")
-        flags = _u16(p + 8)
-        method = _u16(p + 10)
-        crc = _u32(p + 16)
-        csize = _u32(p + 20)
-        usize = _u32(p + 24)
-        n_len = _u16(p + 28)
-        e_len = _u16(p + 30)
-        c_len = _u16(p + 32)
-        disk = _u16(p + 34)
-        lfh = _u32(p + 42)
-        rec_len = CD_SIZE + n_len + e_len + c_len
+        flags = le_u16(p + 8)
+        method = le_u16(p + 10)
+        crc = le_u32(p + 16)
+        csize = le_u32(p + 20)
+        usize = le_u32(p + 24)
+        n_len = le_u16(p + 28)
+        e_len = le_u16(p + 30)
+        c_len = le_u16(p + 32)
+        disk = le_u16(p + 34)
+        lfh = le_u32(p + 42)
+        rec_len = zf.CD_SIZE + n_len + e_len + c_len
         if pos + rec_len > end:
             if partial:
                 del entries[index:]
@@ -204,42 +241,44 @@ cdef list _parse(const uint8_t[::1] cd, Py_ssize_t n_entries, long long limit, o
                 path, f"central directory entry {first + index} runs past the directory"
             )
         refused = None
-        if flags & FLAG_UTF8:
+        if flags & zf.FLAG_UTF8:
             try:
-                name = PyUnicode_DecodeUTF8(<const char*>(p + CD_SIZE), n_len, NULL)
+                name = PyUnicode_DecodeUTF8(<const char*>(p + zf.CD_SIZE), n_len, NULL)
             except UnicodeDecodeError:
                 # undecodable bytes become lone surrogates: one character per byte
                 name = PyUnicode_DecodeUTF8(
-                    <const char*>(p + CD_SIZE), n_len, "surrogateescape"
+                    <const char*>(p + zf.CD_SIZE), n_len, "surrogateescape"
                 )
                 refused = "its name is not valid UTF-8"
         else:
-            name = (<const char*>(p + CD_SIZE))[:n_len].decode("cp437")
-        if refused is None and _may_be_unsafe(p + CD_SIZE, n_len):
+            name = (<const char*>(p + zf.CD_SIZE))[:n_len].decode("cp437")
+        if refused is None and _may_be_unsafe(p + zf.CD_SIZE, n_len):
             refused = unsafe_name_reason(name)
-        if usize == U32_MAX or csize == U32_MAX or lfh == U32_MAX or disk == U16_MAX:
-            q = pos + CD_SIZE + n_len
+        if (usize == zf.U32_MAX or csize == zf.U32_MAX or lfh == zf.U32_MAX
+                or disk == zf.U16_MAX):
+            q = pos + zf.CD_SIZE + n_len
             qend = q + e_len
             found = False
             while q + 4 <= qend:
-                tag = _u16(base + q)
-                size = _u16(base + q + 2)
+                tag = le_u16(base + q)
+                size = le_u16(base + q + 2)
                 body = q + 4
                 if body + size > qend:
                     break
-                if tag == ZIP64_EXTRA_ID:
-                    need = 8 * ((usize == U32_MAX) + (csize == U32_MAX) + (lfh == U32_MAX))
+                if tag == zf.ZIP64_EXTRA_ID:
+                    need = 8 * ((usize == zf.U32_MAX) + (csize == zf.U32_MAX)
+                                + (lfh == zf.U32_MAX))
                     if size < need:
                         raise _bad(path, f"entry {name!r}: ZIP64 extra field too short")
                     q = body
-                    if usize == U32_MAX:
-                        usize = _u64(base + q)
+                    if usize == zf.U32_MAX:
+                        usize = le_u64(base + q)
                         q += 8
-                    if csize == U32_MAX:
-                        csize = _u64(base + q)
+                    if csize == zf.U32_MAX:
+                        csize = le_u64(base + q)
                         q += 8
-                    if lfh == U32_MAX:
-                        lfh = _u64(base + q)
+                    if lfh == zf.U32_MAX:
+                        lfh = le_u64(base + q)
                     found = True
                     break
                 q = body + size
@@ -248,7 +287,7 @@ cdef list _parse(const uint8_t[::1] cd, Py_ssize_t n_entries, long long limit, o
                     path, f"entry {name!r}: ZIP64 sizes announced but no ZIP64 extra field"
                 )
         # lfh + LFH_SIZE + n_len > limit, without overflow (limit >= 0)
-        if (lfh > <uint64_t>limit or <uint64_t>limit - lfh < LFH_SIZE + n_len
+        if (lfh > <uint64_t>limit or <uint64_t>limit - lfh < zf.LFH_SIZE + n_len
                 or csize > <uint64_t>limit):
             raise _bad(path, f"entry {name!r}: local header or data outside the archive")
         e = Entry.__new__(Entry)
@@ -273,7 +312,7 @@ cdef list _parse(const uint8_t[::1] cd, Py_ssize_t n_entries, long long limit, o
 cdef Py_ssize_t _stored_name_len(Entry e) except -1:
     if PyUnicode_IS_ASCII(e.name):
         return len(e.name)
-    return len(e.name.encode("utf-8" if e.flags & FLAG_UTF8 else "cp437", "replace"))
+    return len(e.name.encode("utf-8" if e.flags & zf.FLAG_UTF8 else "cp437", "replace"))
 
 
 def check_no_overlap(list entries not None, object path):
@@ -295,7 +334,7 @@ def check_no_overlap(list entries not None, object path):
         b = order[i + 1]
         if b.lfh_offset == a.lfh_offset:
             raise _bad(path, f"entries {a.name!r} and {b.name!r} share one local header")
-        if b.lfh_offset < a.lfh_offset + LFH_SIZE + _stored_name_len(a) + a.csize:
+        if b.lfh_offset < a.lfh_offset + zf.LFH_SIZE + _stored_name_len(a) + a.csize:
             raise _bad(path, f"entries {a.name!r} and {b.name!r} overlap")
         a.end_limit = b.lfh_offset
 
@@ -334,78 +373,12 @@ def index_entries(list entries not None):
 
 # --- Small stored entries written in one call ---------------------------------------------
 
-cdef extern from "_crc32_kernel.h" nogil:
-    uint32_t dz_crc32_copy(uint32_t crc, unsigned char* dst, const unsigned char* src, size_t n)
-    void dz_crc_init()
-
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
 
-dz_crc_init()  # this module's copy of the CRC tables and kernel choice
-
-cdef enum:
-    LFH_ZIP64_EXTRA = 20  # id, length, uncompressed and compressed size
-    CD_ZIP64_EXTRA = 28  # id, length, both sizes, local-header offset
-    VERSION_MADE_BY = 0x031E
-    VERSION_NEEDED = 45
-    DOS_DATE_1980 = 0x0021
-    PAD_EXTRA_ID = 0xDAF1
-
-cdef uint32_t LFH_SIG = 0x04034B50
-cdef uint32_t EXTERNAL_ATTR = 0o100644 << 16
-
-#: Largest value :func:`append_small` writes; larger ones take the general path (which
+#: Largest value :func:`stage_small` writes; larger ones take the general path (which
 #: writes them with pwrite(2), faster than stores into fresh pages of the mapping).
 SMALL_VALUE_MAX = 1 << 14
-
-
-cdef inline void _put16(uint8_t* p, unsigned int v) noexcept nogil:
-    p[0] = v & 0xFF
-    p[1] = (v >> 8) & 0xFF
-
-
-cdef inline void _put32(uint8_t* p, uint32_t v) noexcept nogil:
-    p[0] = v & 0xFF
-    p[1] = (v >> 8) & 0xFF
-    p[2] = (v >> 16) & 0xFF
-    p[3] = (v >> 24) & 0xFF
-
-
-cdef inline void _put64(uint8_t* p, uint64_t v) noexcept nogil:
-    _put32(p, <uint32_t>v)
-    _put32(p + 4, <uint32_t>(v >> 32))
-
-
-cdef inline bint _plain_key(const uint8_t* s, Py_ssize_t n) noexcept nogil:
-    """Whether an ASCII key is a name the store writes as it is: not empty, no NUL or
-    backslash, no leading or trailing ``/``, no empty, ``.`` or ``..`` component (the checks of
-    ``_input.encode_key``, which gives the error for any other key)."""
-    cdef Py_ssize_t i, start = 0, part
-    cdef uint8_t ch
-    if n == 0 or n > U16_MAX or s[0] == 0x2F or s[n - 1] == 0x2F:
-        return False
-    for i in range(n + 1):
-        ch = s[i] if i < n else 0x2F
-        if ch == 0 or ch == 0x5C:
-            return False
-        if ch == 0x2F:
-            part = i - start
-            if part == 0:
-                return False
-            if s[start] == 0x2E and (part == 1 or (part == 2 and s[start + 1] == 0x2E)):
-                return False
-            start = i + 1
-    return True
-
-
-cdef inline unsigned int _padding(long long lfh_offset, Py_ssize_t name_length) noexcept nogil:
-    """``_format.alignment_padding``: the data starts at a multiple of 8."""
-    cdef unsigned int r = <unsigned int>((lfh_offset + LFH_SIZE + name_length + 20) % 8)
-    cdef unsigned int t
-    if r == 0:
-        return 0
-    t = 8 - r
-    return t if t >= 4 else t + 8
 
 
 cdef long long _append_one(
@@ -425,7 +398,7 @@ cdef long long _append_one(
     if type(key) is not str or not PyUnicode_IS_ASCII(key):
         return -1
     name = PyUnicode_AsUTF8AndSize(key, &n)  # the ASCII characters themselves: no copy
-    if not _plain_key(<const uint8_t*>name, n) or key in index:
+    if not zf.plain_key(<const unsigned char*>name, n) or key in index:
         return -1
     if type(value) is not bytes and type(value) is not bytearray and type(value) is not memoryview:
         return -1
@@ -437,71 +410,71 @@ cdef long long _append_one(
         size = buf.len
         if size > SMALL_VALUE_MAX:
             return -1
-        pad = _padding(write, n)
-        header_len = LFH_SIZE + <unsigned int>n + LFH_ZIP64_EXTRA + pad
+        pad = zf.alignment_padding(write, n)
+        header_len = zf.LFH_SIZE + <unsigned int>n + zf.LFH_ZIP64_EXTRA + pad
         end = write + header_len + size
-        cd_len = CD_SIZE + n + CD_ZIP64_EXTRA
+        cd_len = zf.CD_SIZE + n + zf.CD_ZIP64_EXTRA
         cd_old = len(cd)
         # The entry must stay below the live directory, and the archive with its new
         # directory inside max_file_size (the general path says why not).
         if write < 0 or end > room_end or end > mapped or end + cd_old + cd_len > tail_limit:
             return -1
-        crc = dz_crc32_copy(0, base + write + header_len, <const unsigned char*>buf.buf,
-                            <size_t>size)
+        crc = crc32_copy(0, base + write + header_len, <const unsigned char*>buf.buf,
+                         <size_t>size)
     finally:
         PyBuffer_Release(&buf)
     p = base + write
-    _put32(p, LFH_SIG)
-    _put16(p + 4, VERSION_NEEDED)
-    _put16(p + 6, FLAG_UTF8)
-    _put16(p + 8, 0)  # stored
-    _put16(p + 10, 0)  # time
-    _put16(p + 12, DOS_DATE_1980)
-    _put32(p + 14, crc)
-    _put32(p + 18, <uint32_t>U32_MAX)
-    _put32(p + 22, <uint32_t>U32_MAX)
-    _put16(p + 26, <unsigned int>n)
-    _put16(p + 28, LFH_ZIP64_EXTRA + pad)
-    memcpy(p + LFH_SIZE, name, <size_t>n)
-    p += LFH_SIZE + n
-    _put16(p, ZIP64_EXTRA_ID)
-    _put16(p + 2, 16)
-    _put64(p + 4, <uint64_t>size)
-    _put64(p + 12, <uint64_t>size)
+    put_u32(p, zf.LFH_SIG)
+    put_u16(p + 4, zf.VERSION_NEEDED)
+    put_u16(p + 6, zf.FLAG_UTF8)
+    put_u16(p + 8, 0)  # stored
+    put_u16(p + 10, 0)  # time
+    put_u16(p + 12, zf.DOS_DATE_1980)
+    put_u32(p + 14, crc)
+    put_u32(p + 18, <uint32_t>zf.U32_MAX)
+    put_u32(p + 22, <uint32_t>zf.U32_MAX)
+    put_u16(p + 26, <unsigned int>n)
+    put_u16(p + 28, zf.LFH_ZIP64_EXTRA + pad)
+    memcpy(p + zf.LFH_SIZE, name, <size_t>n)
+    p += zf.LFH_SIZE + n
+    put_u16(p, zf.ZIP64_EXTRA_ID)
+    put_u16(p + 2, zf.LFH_ZIP64_EXTRA - 4)
+    put_u64(p + 4, <uint64_t>size)
+    put_u64(p + 12, <uint64_t>size)
     if pad:
-        _put16(p + 20, PAD_EXTRA_ID)
-        _put16(p + 22, pad - 4)
+        put_u16(p + 20, zf.PAD_EXTRA_ID)
+        put_u16(p + 22, pad - 4)
         memset(p + 24, 0, pad - 4)
     PyByteArray_Resize(cd, cd_old + cd_len)
     p = <uint8_t*>PyByteArray_AS_STRING(cd) + cd_old
-    _put32(p, CD_SIG)
-    _put16(p + 4, VERSION_MADE_BY)
-    _put16(p + 6, VERSION_NEEDED)
-    _put16(p + 8, FLAG_UTF8)
-    _put16(p + 10, 0)  # stored
-    _put16(p + 12, 0)  # time
-    _put16(p + 14, DOS_DATE_1980)
-    _put32(p + 16, crc)
-    _put32(p + 20, <uint32_t>U32_MAX)
-    _put32(p + 24, <uint32_t>U32_MAX)
-    _put16(p + 28, <unsigned int>n)
-    _put16(p + 30, CD_ZIP64_EXTRA)
-    _put16(p + 32, 0)  # comment
-    _put16(p + 34, 0)  # disk
-    _put16(p + 36, 0)  # internal attributes
-    _put32(p + 38, EXTERNAL_ATTR)
-    _put32(p + 42, <uint32_t>U32_MAX)
-    memcpy(p + CD_SIZE, name, <size_t>n)
-    p += CD_SIZE + n
-    _put16(p, ZIP64_EXTRA_ID)
-    _put16(p + 2, 24)
-    _put64(p + 4, <uint64_t>size)
-    _put64(p + 12, <uint64_t>size)
-    _put64(p + 20, <uint64_t>write)
+    put_u32(p, zf.CD_SIG)
+    put_u16(p + 4, zf.VERSION_MADE_BY)
+    put_u16(p + 6, zf.VERSION_NEEDED)
+    put_u16(p + 8, zf.FLAG_UTF8)
+    put_u16(p + 10, 0)  # stored
+    put_u16(p + 12, 0)  # time
+    put_u16(p + 14, zf.DOS_DATE_1980)
+    put_u32(p + 16, crc)
+    put_u32(p + 20, <uint32_t>zf.U32_MAX)
+    put_u32(p + 24, <uint32_t>zf.U32_MAX)
+    put_u16(p + 28, <unsigned int>n)
+    put_u16(p + 30, zf.CD_ZIP64_EXTRA)
+    put_u16(p + 32, 0)  # comment
+    put_u16(p + 34, 0)  # disk
+    put_u16(p + 36, 0)  # internal attributes
+    put_u32(p + 38, zf.EXTERNAL_ATTR)
+    put_u32(p + 42, <uint32_t>zf.U32_MAX)
+    memcpy(p + zf.CD_SIZE, name, <size_t>n)
+    p += zf.CD_SIZE + n
+    put_u16(p, zf.ZIP64_EXTRA_ID)
+    put_u16(p + 2, zf.CD_ZIP64_EXTRA - 4)
+    put_u64(p + 4, <uint64_t>size)
+    put_u64(p + 12, <uint64_t>size)
+    put_u64(p + 20, <uint64_t>write)
     e = Entry.__new__(Entry)
     e.name = key
     e.method = 0
-    e.flags = FLAG_UTF8
+    e.flags = zf.FLAG_UTF8
     e.crc = crc
     e.csize = size
     e.usize = size
@@ -524,10 +497,6 @@ cdef uint8_t* _mapped_base(object fm, long long* mapped) except NULL:
     return <uint8_t*><size_t>fm.address
 
 
-cdef enum:
-    TRAILER_SIZE = 98  # ZIP64 end record, its locator, the end record
-
-
 def stage_small(object a, object fm, object key, object value):
     """Write a new small stored entry ``key`` into the open batch of the archive state ``a``
     (a ``zipstore._state.Archive``) through the writable mapping ``fm``: local header and
@@ -548,7 +517,7 @@ def stage_small(object a, object fm, object key, object value):
     base = _mapped_base(fm, &mapped)
     w = tx.write
     end = _append_one(key, value, base, mapped, a.entries, a.index, a.cd, w, tx.live_cd,
-                      a.max_file_size - TRAILER_SIZE - len(a.comment))
+                      a.max_file_size - zf.TRAILER_SIZE - len(a.comment))
     if end < 0:
         return False
     if a.first_listed < 0:
@@ -574,7 +543,7 @@ def stage_small_run(object a, object fm, list items not None, Py_ssize_t start):
     base = _mapped_base(fm, &mapped)
     w0 = w = tx.write
     room_end = tx.live_cd
-    tail_limit = a.max_file_size - TRAILER_SIZE - len(a.comment)
+    tail_limit = a.max_file_size - zf.TRAILER_SIZE - len(a.comment)
     entries, index, cd = a.entries, a.index, a.cd
     while i < n:
         pair = items[i]

@@ -625,7 +625,9 @@ def main(argv: list[str] | None = None) -> int:
     ))
     if Growth.memory:
         print("\nMemory (suite d, tracemalloc: Python objects and numpy buffers):\n")
-        print(memory_table())
+        table = memory_table()
+        print(table)
+        c.record_table("Memory (suite d, tracemalloc: Python objects and numpy buffers)", table)
     return 0
 
 if __name__ == "__main__":

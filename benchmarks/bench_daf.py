@@ -48,8 +48,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 from typing import Any, ClassVar
@@ -527,26 +525,6 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _reset_peak() -> None:
-    """Restart the kernel's peak-RSS counter (VmHWM) at the current RSS (Linux)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:  # not Linux, or not allowed: the peak then includes earlier phases
-        pass
-
-
-def _maxrss() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def _fill_in_place(path: str, the_seed: int) -> tuple[int, int]:
     """Write the UMIs with empty_sparse_matrix on a ZIP, generating cells block by block.
 
@@ -561,7 +539,7 @@ def _fill_in_place(path: str, the_seed: int) -> tuple[int, int]:
     import gc
 
     gc.collect()
-    _reset_peak()
+    c.reset_peak_rss()
     before = _rss()
     with daf.empty_sparse_matrix("gene", "cell", "UMIs", "float32", nnz) as (colptr, rowval, val):
         colptr[0] = 1
@@ -586,7 +564,7 @@ def child(task: str, path: str, the_seed: int) -> None:
         import gc
 
         before, final = _fill_in_place(path, the_seed)
-        peak = _maxrss()
+        peak = c.peak_rss()
         print(json.dumps({"task": task, "before": before, "peak": peak, "data": final}))
         return
     d = make_data(the_seed)
@@ -600,19 +578,19 @@ def child(task: str, path: str, the_seed: int) -> None:
         import gc
 
         gc.collect()
-        _reset_peak()
+        c.reset_peak_rss()
         before = _rss()
         x = readers[task](path)
-        print(json.dumps({"task": task, "before": before, "peak": _maxrss(), "data": x_bytes}))
+        print(json.dumps({"task": task, "before": before, "peak": c.peak_rss(), "data": x_bytes}))
         del x
         return
     import gc
 
     gc.collect()
-    _reset_peak()
+    c.reset_peak_rss()
     before = _rss()
     writers[task](path, d)
-    print(json.dumps({"task": task, "before": before, "peak": _maxrss(),
+    print(json.dumps({"task": task, "before": before, "peak": c.peak_rss(),
                       "data": data_bytes(d["X"])}))
 
 
@@ -631,10 +609,8 @@ def memory_report(the_seed: int) -> str:
     with tempfile.TemporaryDirectory(prefix="dafzarr-bench-mem-") as tmp:
         for task, label in labels.items():
             path = os.path.join(tmp, f"m{suffix[task]}")
-            args = [sys.executable, "-m", "benchmarks.bench_daf", "--child", task, path,
-                    str(the_seed)] + (["--quick"] if c.quick() else [])
-            res = subprocess.run(args, capture_output=True, text=True, check=True)
-            fig = json.loads(res.stdout.strip().splitlines()[-1])
+            fig = c.child_json("benchmarks.bench_daf", "--child", task, path, str(the_seed),
+                               *(["--quick"] if c.quick() else []))
             extra = fig["peak"] - fig["before"]
             rows.append(f"| {label} | {c.human_bytes(fig['before'])} | "
                         f"{c.human_bytes(max(extra, 0))} | {c.human_bytes(fig['data'])} | "
@@ -661,13 +637,7 @@ def growth_data(nnz: int, the_seed: int) -> dict[str, Any]:
     one random gene in each of 600 consecutive bands of 50 genes)."""
     genes, per = 30_000, GROWTH_PER_CELL
     cells = max(1, nnz // per)
-    rng = np.random.default_rng(the_seed)
-    band = genes // per
-    indices = rng.integers(0, band, size=(cells, per), dtype=np.int32)
-    indices += np.arange(0, genes, band, dtype=np.int32)[:per]
-    values = rng.integers(1, 20, size=cells * per, dtype=np.int32).astype(np.float32)
-    indptr = np.arange(0, (cells + 1) * per, per, dtype=np.int64)
-    x = sp.csr_matrix((values, indices.reshape(-1), indptr), shape=(cells, genes))
+    x = c.banded_csr(cells, genes, per, the_seed, indptr_dtype=np.int64)
     return {"X": x, "cells": [f"c{i}" for i in range(cells)],
             "genes": [f"g{i}" for i in range(genes)]}
 
@@ -693,12 +663,12 @@ def _growth_child(nnz: int, tmp: str, the_seed: int, rounds: int) -> None:
             c.remove(path)
             c.settle_writeback()
             gc.collect()
-            _reset_peak()
+            c.reset_peak_rss()
             before = _rss()
             t0 = time.perf_counter()
             fn(path, d)
             dt = time.perf_counter() - t0
-            peaks[name] = max(peaks[name], _maxrss() - before)
+            peaks[name] = max(peaks[name], c.peak_rss() - before)
             if r:
                 times[name].append(dt)
     for _fn, out in writers.values():
@@ -716,11 +686,9 @@ def growth_report(the_seed: int, rounds: int) -> str:
              "load average |"), "|---|---|---|---|---|---|"]
     for nnz in growth_sizes():
         with tempfile.TemporaryDirectory(prefix="dafzarr-bench-growth-") as tmp:
-            args = [sys.executable, "-m", "benchmarks.bench_daf", "--child", "growth", tmp,
-                    str(the_seed), "--growth-nnz", str(nnz), "--rounds", str(rounds)]
-            res = subprocess.run(args + (["--quick"] if c.quick() else []),
-                                 capture_output=True, text=True, check=True)
-        fig = json.loads(res.stdout.strip().splitlines()[-1])
+            fig = c.child_json("benchmarks.bench_daf", "--child", "growth", tmp,
+                               str(the_seed), "--growth-nnz", str(nnz), "--rounds",
+                               str(rounds), *(["--quick"] if c.quick() else []))
         cells = []
         for name in ("dir", "zip", "npy"):
             med = statistics.median(fig["times"][name])
@@ -770,11 +738,14 @@ def main(argv: list[str] | None = None) -> int:
     if mem:
         print("\n### Peak resident memory (child processes)\n")
         print(mem)
+        c.record_table("Peak resident memory (child processes)", mem)
         print("\nThe fill writes the matrix into reserved ZIP entries through the mapping; "
               "its pages count as resident until the kernel writes them back.")
     if growth:
         print("\n### Cost growth: write of the UMIs and the two axes vs stored values\n")
         print(growth)
+        c.record_table("Cost growth: write of the UMIs and the two axes vs stored values",
+                       growth)
         print("\nEach size in its own child process: peers alternate, 1 warm-up round + "
               f"{rounds} counted rounds; peak = peak resident memory above the memory "
               "before the write (which holds the input); ns/value = median time / stored "

@@ -31,9 +31,7 @@ import argparse
 import gc
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +44,7 @@ import scipy.sparse as sp
 import dafzarr
 
 from . import common as c
+from . import record
 
 _SIZES: dict[str, int] = {}
 N_VECTORS = 10
@@ -60,15 +59,10 @@ def sizes() -> tuple[int, int, int, int]:
 
 
 def umis(cells: int, genes: int, per: int, seed: int) -> sp.csr_matrix:
-    """A cells x genes float32 CSR with ``per`` sorted, unique genes per cell (one random gene
-    in each of ``per`` consecutive bands), made as scipy makes a CSR (int32 indices)."""
-    rng = np.random.default_rng(seed)
-    band = genes // per
-    indices = rng.integers(0, band, size=(cells, per), dtype=np.int32)
-    indices += np.arange(0, band * per, band, dtype=np.int32)
-    values = rng.integers(1, 20, size=cells * per, dtype=np.int32).astype(np.float32)
-    indptr = np.arange(0, (cells + 1) * per, per, dtype=np.int32)
-    return sp.csr_matrix((values, indices.reshape(-1), indptr), shape=(cells, genes))
+    """A cells x genes float32 CSR with ``per`` sorted, unique genes per cell (see
+    :func:`benchmarks.common.banded_csr`)."""
+    x: sp.csr_matrix = c.banded_csr(cells, genes, per, seed)
+    return x
 
 
 def make_inputs(tmp: str, seed: int) -> list[str]:
@@ -122,17 +116,6 @@ def run_anndata(tmp: str, names: list[str], out: str) -> None:
     joined.write_h5ad(out)
 
 
-def _maxrss() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def child(side: str, tmp: str, names: list[str]) -> None:
     """Run one side once; print its time and peak resident memory as JSON."""
     warnings.filterwarnings("ignore")
@@ -143,20 +126,13 @@ def child(side: str, tmp: str, names: list[str]) -> None:
     t0 = time.perf_counter()
     (run_daf if side == "daf" else run_anndata)(tmp, names, out)
     elapsed = time.perf_counter() - t0
-    print(json.dumps({"side": side, "time": elapsed, "peak": _maxrss(),
+    print(json.dumps({"side": side, "time": elapsed, "peak": c.peak_rss(),
                       "output": os.path.getsize(out)}))
     c.remove(out)
 
 
 def _run_child(side: str, tmp: str, names: list[str]) -> dict[str, Any]:
-    args = [sys.executable, "-m", "benchmarks.bench_daf_concat", "--child", side, tmp,
-            ",".join(names)]
-    env = {**os.environ, "DAFZARR_BENCH_QUICK": "1" if c.quick() else "0"}
-    res = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
-    if res.returncode:
-        raise RuntimeError(f"the {side} side failed:\n{res.stderr}")
-    fig: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
-    return fig
+    return c.child_json("benchmarks.bench_daf_concat", "--child", side, tmp, ",".join(names))
 
 
 def compare(tmp: str, names: list[str], rounds: int) -> dict[str, list[dict[str, Any]]]:
@@ -196,6 +172,37 @@ class Concat(c.TempDirSuite):
         warnings.filterwarnings("ignore")
         run_anndata(self.dir, self.names, self.p("out.h5ad"))
         c.remove(self.p("out.h5ad"))
+
+
+def record_concat(runs: dict[str, list[dict[str, Any]]], labels: dict[str, str],
+                  med: dict[str, float], peak: dict[str, int], speed: float, memory: float,
+                  run: dict[str, Any]) -> None:
+    """The recorded JSON of a run (when ``--record`` is given): times and peak memory."""
+    if not record.recording():
+        return
+    record.update(title="Daf concatenate vs anndata.concat", load=c.loadavg(),
+                  environment=[(f"* {run['sets']} data sets of {run['cells']:,} cells x "
+                               f"{run['genes']:,} genes; seed {run['seed']}"),
+                               (f"* {run['rounds']} counted rounds after a warm-up, sides "
+                               f"alternating, each in a child process; {run['wall']:.0f} s")],
+                  notes="Each side in its own child process; peak = its VmHWM.")
+    size = f"{run['sets']} x {run['cells']:,} cells"
+    rows = []
+    for side, figs in runs.items():
+        times = [f["time"] for f in figs]
+        other = "anndata" if side == "daf" else "daf"
+        rows.append({"suite": "concat", "op": "concatenate", "peer": labels[side], "size": size,
+                     "unit": "s", "n": len(times), "median_s": med[side], "best_s": min(times),
+                     "median": med[side], "best": min(times),
+                     "ratios": {labels[other]: med[other] / med[side]},
+                     "target": "≥ 2x faster than anndata" if side == "daf" else None,
+                     "target_met": speed >= 2 if side == "daf" else None})
+        rows.append({"suite": "concat", "op": "peak resident memory", "peer": labels[side],
+                     "size": size, "unit": "MiB", "n": len(figs), "median": peak[side] / c.MiB,
+                     "best": peak[side] / c.MiB, "ratios": {},
+                     "target": "≤ 0.5x anndata's" if side == "daf" else None,
+                     "target_met": memory <= 0.5 if side == "daf" else None})
+    record.add_rows(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {labels[side]} | {med[side]:.2f} s | {min(times):.2f} s | "
               f"{c.human_bytes(peak[side])} |")
     print()
+    record_concat(runs, labels, med, peak, speed, memory,
+                  {"sets": n_sets, "cells": cells, "genes": genes, "seed": seed,
+                   "rounds": rounds, "wall": wall})
     print(f"* speed: Daf is {speed:.2f}x faster (target ≥ 2x: "
           f"{'met' if speed >= 2 else 'NOT met'})")
     print(f"* peak memory: Daf uses {memory:.2f}x anndata's (target ≤ 0.5x: "

@@ -515,7 +515,8 @@ class RemoteSmallFiles(RemoteFiles):
 
 # --- Growth of the reference writer --------------------------------------------------------------
 _GROWTH_CHILD = """
-import resource, sys, time, numpy as np
+import sys, time, numpy as np
+from benchmarks.common import peak_rss
 from dafzarr.refs import ReferenceWriter
 mode, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 piece = 1_000_000 if mode == "stream" else n
@@ -529,7 +530,7 @@ with ReferenceWriter(out, paths) as w:
         k = min(piece, n - start)
         w.append(rng.integers(0, 1000, k, dtype=np.int32), np.arange(start, start + k) * 4096,
                  np.full(k, 4096))
-print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+print(time.perf_counter() - t0, peak_rss())
 """
 
 
@@ -537,6 +538,7 @@ def writer_growth(counts: list[int]) -> list[str]:
     """References per second and peak RSS of the writer at each count (see module doc)."""
     import subprocess
 
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the child imports
     lines = [("* reference writer growth (fresh process per count; 10^6-reference pieces vs "
               "all columns first):")]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="dafzarr-bench-refs-") as d:
@@ -549,7 +551,7 @@ def writer_growth(counts: list[int]) -> list[str]:
                 out = os.path.join(d, f"{mode}{n}")
                 res = subprocess.run(
                     [sys.executable, "-c", _GROWTH_CHILD, mode, str(n), out],
-                    capture_output=True, text=True, check=True,
+                    capture_output=True, text=True, check=True, cwd=root,
                 )
                 seconds, rss = (float(x) for x in res.stdout.split())
                 c.remove(out)

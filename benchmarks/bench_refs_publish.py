@@ -15,13 +15,15 @@ they write are read back and compared once, before timing.
 After the table: how publishing grows with the number of references, each count in a fresh
 child process (10^5 and 10^6; 10^7 with ``DAFZARR_BENCH_PUBLISH_LARGE=1``, several minutes
 and GBs): seconds, references per second and peak RSS of dafzarr's publish + commit, of
-dafzarr's reading pass alone (what dafzarr itself holds: one batch of references), and of
-VirtualiZarr (up to 10^6: it takes minutes per 10^6 references and holds each one as
-Python objects). Icechunk's session keeps every
-reference written until the commit, so the peak RSS of any publisher grows with their
-number (several hundred bytes each); dafzarr's own part stays that of one batch. Committing
-in parts does not bound it: each commit rewrites the array's whole manifest, and 10^7
-references committed every 10^6 still peaked at 5.4 GiB (against 6.5 GiB in one commit).
+dafzarr's reading pass alone (what dafzarr itself holds: one batch of references), of
+Icechunk alone (the same references written by a loop of ``set_virtual_refs`` of 100,000,
+then committed, in a process with the same imports) and of VirtualiZarr (up to 10^6: it
+takes minutes per 10^6 references and holds each one as Python objects). Icechunk 1.1's
+session keeps every reference written until the commit, and the commit builds the manifest
+beside them, so the peak RSS of any publisher grows with their number (several hundred
+bytes each); dafzarr's own part stays that of one batch. Committing in parts does not bound
+it: each commit rewrites the array's whole manifest, and 10^7 references committed every
+10^6 still peaked at 5.4 GiB (against 6.5 GiB in one commit).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import h5py
@@ -146,14 +149,14 @@ class Publish(c.TempDirSuite):
 
 
 # --- Growth with the number of references ----------------------------------------------------
-# Peak RSS from the kernel's high-water mark of this process's memory (VmHWM): getrusage's
-# ru_maxrss keeps the parent's peak across fork and exec.
+# Peak RSS from the kernel's high-water mark of the child's own memory (common.peak_rss).
 _GROWTH_CHILD = """
 import sys, time, warnings
 warnings.filterwarnings("ignore")
 import icechunk
 icechunk.set_logs_filter("error")
-from benchmarks.bench_refs_publish import _new_session, _vz_publish
+from benchmarks.bench_refs_publish import _icechunk_alone, _new_session, _vz_publish
+from benchmarks.common import peak_rss
 from dafzarr import refs
 from dafzarr.refs._batches import open_source
 from dafzarr.refs._icechunk import _check_references
@@ -166,13 +169,13 @@ else:
     session = _new_session(repo, prefix)
     if mode == "dafzarr":
         refs.to_icechunk(store, session.store)
+    elif mode == "icechunk":
+        _icechunk_alone(session, prefix, int(sys.argv[5]))
     else:
         _vz_publish(store, session)
     session.commit("published")
 seconds = time.perf_counter() - t0
-with open("/proc/self/status") as fh:
-    hwm = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
-print(seconds, hwm * 1024)
+print(seconds, peak_rss())
 """
 
 
@@ -184,17 +187,45 @@ def _synthetic_store(out: str, data: str, n: int) -> None:
         with open(p, "wb") as fh:
             fh.truncate(64 << 20)
         paths.append(f"file://{p}")
-    rng = np.random.default_rng(0)
     zarray = {"zarr_format": 2, "shape": [n // 1000, 1024_000], "chunks": [1, 1024],
               "dtype": "<f4", "compressor": None, "filters": None, "fill_value": "NaN",
               "order": "C", "dimension_separator": "."}
     with refs.ReferenceWriter(out, paths) as w:
         w.add_group("")
         w.add_array("v", zarray, {"_ARRAY_DIMENSIONS": ["y", "x"]})
-        for start in range(0, n, 1_000_000):
-            k = min(1_000_000, n - start)
-            w.append(rng.integers(0, 10, k, dtype=np.int32),
-                     rng.integers(0, (64 << 20) // 4096, k) * 4096, np.full(k, 4096))
+        for path_index, offset, size in _refs(n):
+            w.append(path_index, offset, size)
+
+
+def _refs(n: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The references of the synthetic store of ``n`` chunks, 10^6 at a time: path index
+    (among 10 files), offset, size."""
+    rng = np.random.default_rng(0)
+    for start in range(0, n, 1_000_000):
+        k = min(1_000_000, n - start)
+        yield (rng.integers(0, 10, k, dtype=np.int32),
+               rng.integers(0, (64 << 20) // 4096, k) * 4096, np.full(k, 4096))
+
+
+def _icechunk_alone(session: Any, prefix: str, n: int) -> None:
+    """The synthetic store's array and references written straight through Icechunk (a loop
+    of ``set_virtual_refs`` of 100,000 references), without dafzarr."""
+    import icechunk
+    import zarr
+
+    zarr.create_array(session.store, name="v", shape=(n // 1000, 1024_000), chunks=(1, 1024),
+                      dtype="<f4", zarr_format=3, fill_value=np.nan)
+    urls = [f"{prefix}f{i}.bin" for i in range(10)]
+    start = 0
+    for path_index, offset, size in _refs(n):
+        for s in range(0, len(offset), 100_000):
+            rows = range(start + s, start + min(s + 100_000, len(offset)))
+            specs = [icechunk.VirtualChunkSpec([r // 1000, r % 1000], urls[p], o, z)
+                     for r, p, o, z in zip(rows, path_index[s:s + 100_000].tolist(),
+                                           offset[s:s + 100_000].tolist(),
+                                           size[s:s + 100_000].tolist(), strict=True)]
+            session.store.set_virtual_refs("v", specs, validate_containers=True)
+        start += len(offset)
 
 
 def growth(counts: list[int], peer_max: int = 10**6) -> list[str]:
@@ -211,13 +242,15 @@ def growth(counts: list[int], peer_max: int = 10**6) -> list[str]:
             cells = []
             for mode, label in (("dafzarr", "dafzarr publish+commit"),
                                 ("read", "dafzarr reading pass alone"),
+                                ("icechunk", "Icechunk alone (set_virtual_refs loop+commit)"),
                                 ("vz", "VirtualiZarr")):
                 if mode == "vz" and n > peer_max:
                     cells.append(f"{label}: not run above {peer_max:.0e}")
                     continue
                 repo = os.path.join(d, "repo")
                 res = subprocess.run(
-                    [sys.executable, "-c", _GROWTH_CHILD, mode, store, repo, f"file://{data}/"],
+                    [sys.executable, "-c", _GROWTH_CHILD, mode, store, repo, f"file://{data}/",
+                     str(n)],
                     capture_output=True, text=True, check=True, cwd=root,
                 )
                 seconds, rss = (float(x) for x in res.stdout.split()[-2:])

@@ -1272,6 +1272,7 @@ def main(argv: list[str] | None = None) -> int:
     for title, part in extra:
         print(f"\n### {title}\n")
         print(part)
+        c.record_table(title, part)
     return 0
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from . import record
+
 T = TypeVar("T")
 
 KiB = 1 << 10
@@ -79,6 +81,73 @@ def settle_writeback() -> None:
     what ran before it. Untimed; call it in ``prepare``."""
     if hasattr(os, "sync"):
         os.sync()
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes: the kernel's high-water mark ``VmHWM``.
+
+    Not ``getrusage``'s ``ru_maxrss``: on Linux a child started by fork and exec keeps its
+    parent's peak there, so a small child would report the large parent's memory. Where
+    ``/proc`` is missing, ``ru_maxrss`` is the fallback."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def reset_peak_rss() -> None:
+    """Restart the kernel's peak-RSS counter (``VmHWM``) at the current RSS (Linux; elsewhere
+    the peak then includes the earlier phases)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def child_json(module: str, *args: str) -> dict[str, Any]:
+    """Run ``python -m module args...`` in a child process (its memory starts fresh; quick
+    mode passed on) and return the JSON object its last line of output prints. A failing
+    child raises ``RuntimeError`` with its error output."""
+    import json
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "DAFZARR_BENCH_QUICK": "1" if quick() else "0"}
+    res = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
+                         check=False, env=env, cwd=root)
+    if res.returncode:
+        raise RuntimeError(f"{module} {' '.join(args)} failed:\n{res.stderr}")
+    lines = res.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError(f"{module} {' '.join(args)} printed nothing:\n{res.stderr}")
+    fig: dict[str, Any] = json.loads(lines[-1])
+    return fig
+
+
+def banded_csr(cells: int, genes: int, per: int, seed: int, *,
+               indptr_dtype: Any = "int32") -> Any:
+    """A cells x genes float32 CSR of UMI-like counts (1-19) with ``per`` stored values per
+    cell: sorted, unique gene indices, one random gene in each of ``per`` consecutive bands
+    of ``genes // per`` genes, built in a few vector passes (int32 indices, as scipy makes
+    them; ``indptr_dtype`` int64 for more than 2**31 values)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    band = genes // per
+    indices = rng.integers(0, band, size=(cells, per), dtype=np.int32)
+    indices += np.arange(0, band * per, band, dtype=np.int32)
+    values = rng.integers(1, 20, size=cells * per, dtype=np.int32).astype(np.float32)
+    indptr = np.arange(0, (cells + 1) * per, per, dtype=indptr_dtype)
+    return sp.csr_matrix((values, indices.reshape(-1), indptr), shape=(cells, genes))
 
 
 # --- Tagging benchmarks ----------------------------------------------------------------
@@ -432,6 +501,10 @@ def argument_parser(prog: str, doc: str | None, suites: Iterable[str]) -> argpar
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     ap.add_argument("--only", default="", help=f"comma-separated suites ({','.join(suites)})")
     ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
+    ap.add_argument("--record", nargs="?", const=record.RESULTS_DIR, default=None,
+                    metavar="DIR", help=("also write the results as JSON into "
+                                         "DIR/<benchmark>.json (default DIR: "
+                                         "benchmarks/results)"))
     return ap
 
 
@@ -441,6 +514,8 @@ def selected_suites(
     """Apply ``--quick`` and return the suite keys ``--only`` names (all by default)."""
     if args.quick:
         set_quick(True)
+    if getattr(args, "record", None):
+        record.start(args.record, ap.prog.split(".")[-1], "quick" if quick() else "full")
     only = [s.strip() for s in args.only.split(",") if s.strip()] or list(suites)
     unknown = [s for s in only if s not in suites]
     if unknown:
@@ -495,3 +570,29 @@ def report(title: str, env: Iterable[str], results: Sequence[Stats], notes: str)
     print(notes)
     if targets:
         print(f"\nTargets met: {sum(ok for _, ok in targets)} / {len(targets)}")
+    if record.recording():
+        record.update(title=title, environment=list(environment(env).splitlines()),
+                      notes=notes, load=loadavg())
+        by_op: dict[tuple[str, str], dict[str, Stats]] = {}
+        for s in results:
+            by_op.setdefault((s.suite, s.op), {})[s.peer] = s
+        record.add_rows([stats_row(s, by_op[(s.suite, s.op)]) for s in results])
+
+
+def stats_row(s: Stats, peers: dict[str, Stats]) -> dict[str, Any]:
+    """One result row of the recorded JSON (see :mod:`benchmarks.record`); ``peers``: the
+    rows of the same operation by peer."""
+    ratios = {b: round(s.speedup_over(peers[b]), 4) for b in s.baseline
+              if b in peers and b != s.peer}
+    target, met = None, None
+    if s.meta is not None and s.meta.target is not None:
+        target, met = s.meta.target(s, peers)
+    return {"suite": s.suite, "op": s.op, "peer": s.peer, "size": s.size, "unit": s.unit,
+            "n": len(s.samples), "median_s": s.median, "best_s": s.best,
+            "median": s.median_rate, "best": s.best_rate, "ratios": ratios,
+            "target": target, "target_met": met}
+
+
+def record_table(title: str, markdown: str) -> None:
+    """Keep an extra Markdown table a script prints in its recorded JSON (when recording)."""
+    record.add_table(title, markdown)

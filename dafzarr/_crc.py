@@ -25,6 +25,7 @@ from typing import Any
 from isal.isal_zlib import crc32 as _isal_crc32
 
 from . import _posix
+from .errors import InvalidArgumentError
 
 __all__ = ["SPLIT_MIN", "crc32", "mapped_crc32"]
 
@@ -38,7 +39,7 @@ def crc32(data: Any, crc: int = 0) -> int:
     if view.nbytes < SPLIT_MIN:
         return _isal_crc32(view, crc)
     if not view.c_contiguous:
-        raise ValueError("crc32 needs a contiguous buffer")
+        raise InvalidArgumentError("crc32 needs a contiguous buffer")
     return _posix.crc32(view, crc)
 
 

@@ -2,6 +2,40 @@
 
 from collections.abc import Callable
 
+LFH_SIG: int
+DEAD_LFH_SIG: int
+CD_SIG: int
+EOCD_SIG: int
+ZIP64_EOCD_SIG: int
+ZIP64_LOCATOR_SIG: int
+LFH_SIZE: int
+CD_SIZE: int
+EOCD_SIZE: int
+ZIP64_EOCD_SIZE: int
+ZIP64_LOCATOR_SIZE: int
+TRAILER_SIZE: int
+LFH_ZIP64_EXTRA: int
+CD_ZIP64_EXTRA: int
+LFH_CRC_OFFSET: int
+CD_CRC_OFFSET: int
+VERSION_NEEDED: int
+VERSION_MADE_BY: int
+FLAG_ENCRYPTED: int
+FLAG_DATA_DESCRIPTOR: int
+FLAG_UTF8: int
+DOS_DATE_1980: int
+EXTERNAL_ATTR: int
+ZIP64_EXTRA_ID: int
+PAD_EXTRA_ID: int
+ALIGNMENT: int
+MAX_COMMENT: int
+MAX_NAME: int
+U16_MAX: int
+U32_MAX: int
+
+def alignment_padding(lfh_offset: int, name_length: int) -> int: ...
+def plain_key(raw: bytes | bytearray | memoryview) -> bool: ...
+
 class Entry:
     """One central-directory entry, with sizes and offsets resolved from ZIP64 extras."""
 

@@ -1,4 +1,5 @@
-"""A real S3-compatible server on 127.0.0.1 (moto's server mode) for the ArrayFile tests."""
+"""A real S3-compatible server on 127.0.0.1 (moto's server mode) for the ArrayFile, I/O and
+Icechunk publishing tests."""
 
 from __future__ import annotations
 
@@ -36,14 +37,19 @@ class S3Server:
         self.endpoint = f"http://127.0.0.1:{port}"
         self.log = log
 
-    def new_store(self) -> Any:
-        """A fresh bucket, as an obstore S3Store."""
-        from obstore.store import S3Store
-
+    def new_bucket(self) -> str:
+        """A fresh bucket's name."""
         bucket = f"af-{uuid.uuid4().hex[:12]}"
         req = urllib.request.Request(f"{self.endpoint}/{bucket}", method="PUT")
         with urllib.request.urlopen(req) as resp:
             resp.read()
+        return bucket
+
+    def new_store(self) -> Any:
+        """A fresh bucket, as an obstore S3Store."""
+        from obstore.store import S3Store
+
+        bucket = self.new_bucket()
         return S3Store(
             bucket, endpoint=self.endpoint, access_key_id="testing",
             secret_access_key="testing", region="us-east-1",

@@ -51,11 +51,11 @@ def test_mypy(tmp_path: Path) -> None:
 
 
 def test_cython_lint() -> None:
-    sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "_ext").glob("*.px[di]"))
+    sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "_ext").glob("**/*.px[di]"))
     sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "_ext").glob("*.pyx"))
     _run("cython-lint", *sources)
 
 
 def test_codespell() -> None:
-    _run("codespell", "dafzarr", "tests", "benchmarks", "_ext", "README.md", "setup.py",
+    _run("codespell", "dafzarr", "tests", "benchmarks", "_ext", "docs", "README.md", "setup.py",
          "conda-recipe")

@@ -501,7 +501,7 @@ def test_sdist_ships_sources_and_stubs(tmp_path: Path) -> None:
     }
     for pattern in (
         "_ext/*.pyx",
-        "_ext/*.pxd",
+        "_ext/**/*.pxd",
         "_ext/*.pxi",
         "_ext/*.h",
         "dafzarr/**/*.py",

@@ -216,7 +216,7 @@ UNREFERENCEABLE = {
     "compact": "compact layout",
 }
 IN_GROUP = {"station/code": "variable-length strings"}
-# The root attribute that records them (documented in README.md).
+# The root attribute that records them (documented in docs/guide/refs.rst).
 LEFT_OUT_ATTRIBUTE = "dafzarr_variables_left_out"
 
 
@@ -343,11 +343,12 @@ def test_h5py_strings_left_out_and_their_group_attributes_kept(tmp_path: Path) -
 
 
 def test_virtualizarr_parquet_parser_and_nested_groups(tmp_path: Path) -> None:
-    """Pins the cause of a reader limitation (README, *Reader notes*): VirtualiZarr 2.5.1's
-    parquet parser lists keys through fsspec's ``LazyReferenceMapper``, which takes every
-    nested group for an array. The store is valid (zarr-python reads every group; JSON
-    references of the same scan open in VirtualiZarr level by level, see above). When this
-    test fails, fsspec or VirtualiZarr lifted the limitation: update the README."""
+    """Pins the cause of a reader limitation (docs/guide/refs.rst, *Reader notes*):
+    VirtualiZarr 2.5.1's parquet parser lists keys through fsspec's ``LazyReferenceMapper``,
+    which takes every nested group for an array. The store is valid (zarr-python reads every
+    group; JSON references of the same scan open in VirtualiZarr level by level, see above).
+    When this test fails, fsspec or VirtualiZarr lifted the limitation: update
+    docs/guide/refs.rst."""
     from fsspec.implementations.reference import LazyReferenceMapper
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import LocalStore
@@ -437,7 +438,7 @@ def test_virtualizarr_reads_the_goes_fixture_references_only(
     mapping among them) are left out with ``inline_threshold=0``, and VirtualiZarr 2.5.1 opens
     the rest with the scan's references. It cannot read a 0-d chunk of kerchunk references
     (its manifest gets the grid (1,)), which decoding the 0-d time ``t`` does at open: that
-    needs ``decode_times=False`` (README, *Reader notes*)."""
+    needs ``decode_times=False`` (docs/guide/refs.rst, *Reader notes*)."""
     path = fixture_set("netcdf") / "20171025_2056.Cloud_Top_Height.nc"
     _virtualizarr_version()
     scanned = refs.scan(path)

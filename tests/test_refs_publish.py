@@ -287,6 +287,49 @@ def test_hdf5_array_typed_datasets_read_back_exact(tmp_path: Path) -> None:
             np.testing.assert_array_equal(got, v, err_msg=name)
 
 
+def test_pytables_array_atoms_read_back_exact(tmp_path: Path) -> None:
+    """Arrays as PyTables writes them: an Array of a (3, 5) atom (stored as plain extra
+    dimensions), extendable and chunked arrays whose element is an HDF5 array type (a (3, 5)
+    atom: compressed, big-endian, two-dimensional with a (2,) atom)."""
+    tables = pytest.importorskip("tables")
+    path = tmp_path / "files" / "pytables.h5"
+    path.parent.mkdir()
+    rng = np.random.default_rng(11)
+    values = {
+        "arr": rng.random((6, 3, 5)),
+        "ear": rng.integers(-99, 99, (10, 3, 5)).astype("<i4"),
+        "ebe": rng.integers(0, 60000, (7, 3, 5)).astype(">u2"),
+        "car": rng.random((9, 4, 2)).astype("<f4"),
+    }
+    zlib = tables.Filters(complevel=5, complib="zlib", shuffle=True)
+    with warnings.catch_warnings(), tables.open_file(str(path), "w") as f:
+        warnings.simplefilter("ignore")
+        f.create_array("/", "arr", atom=tables.Float64Atom(shape=(3, 5)), shape=(6,))[:] = (
+            values["arr"])
+        f.create_earray("/", "ear", atom=tables.Int32Atom(shape=(3, 5)), shape=(0,),
+                        chunkshape=(4,), filters=zlib).append(values["ear"])
+        f.create_earray("/", "ebe", atom=tables.UInt16Atom(shape=(3, 5)), shape=(0,),
+                        chunkshape=(3,), byteorder="big").append(values["ebe"])
+        f.create_carray("/", "car", atom=tables.Float32Atom(shape=(2,)), shape=(9, 4),
+                        chunkshape=(4, 3), filters=zlib)[:] = values["car"]
+    with h5py.File(path) as f:  # the element types are HDF5 array types
+        assert f["ear"].dtype.subdtype is not None and f["car"].dtype.subdtype is not None
+    store = tmp_path / "pytables.parq"
+    refs.write_parquet(refs.scan(path), store)
+    prefix = (tmp_path / "files").as_uri() + "/"
+    repo = _repo(tmp_path / "repo", [prefix])
+    session = repo.writable_session("main")
+    assert refs.to_icechunk(store, session.store) == 1 + 3 + 3 + 6
+    session.commit("pytables")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = zarr.open_group(_reader(tmp_path / "repo", [prefix]).store, mode="r")
+        for name, v in values.items():
+            got = g[name][:]
+            assert got.shape == v.shape and got.dtype == v.dtype.newbyteorder("="), name
+            np.testing.assert_array_equal(got, v, err_msg=name)
+
+
 def test_inlined_values_strings_scalars_and_byte_orders_read_back_exact(tmp_path: Path) -> None:
     """What a scanned file inlines (variable-length strings, a compact dataset) becomes native
     chunks; scalars, big-endian and fixed-length byte strings keep their values; nested

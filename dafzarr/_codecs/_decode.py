@@ -37,7 +37,12 @@ import lz4.block
 import zstandard
 
 from .._crc import crc32
-from ..errors import CorruptArchiveError, DafzarrError, UnsupportedEntryError
+from ..errors import (
+    CorruptArchiveError,
+    DafzarrError,
+    InvalidArgumentTypeError,
+    UnsupportedEntryError,
+)
 from ._limits import needs_proof
 from ._registry import METHODS, Method, lookup
 from ._streams import Pieces
@@ -82,7 +87,8 @@ def decode(
     try:
         if expected_size is None:
             if at_most is None:
-                raise TypeError("decode() needs at_most when the expected size is unknown")
+                raise InvalidArgumentTypeError(
+                    "decode() needs at_most when the expected size is unknown")
             out = _decode_unknown(m, name, data, at_most, crc, what, error)
         else:
             out = _decode_claim(m, name, data, expected_size, crc, what, error, record)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InvalidArgumentError
 from . import _streams, _whole, _zstd
 
 __all__ = [
@@ -105,7 +106,7 @@ _BY_ZIP_ID: dict[int, Method] = {}
 def register(method: Method) -> None:
     """Add ``method`` to the registry (a name or ZIP id registered twice is an error)."""
     if method.name in METHODS or (method.zip_id is not None and method.zip_id in _BY_ZIP_ID):
-        raise ValueError(f"compression method {method.name!r} is already registered")
+        raise InvalidArgumentError(f"compression method {method.name!r} is already registered")
     METHODS[method.name] = method
     if method.zip_id is not None:
         _BY_ZIP_ID[method.zip_id] = method

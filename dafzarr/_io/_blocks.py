@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, TruncatedDataError
 from ._source import ByteSource
 
 __all__ = ["BLOCK_SIZE", "BlockReader", "Layout", "ReadStats", "collection_paused"]
@@ -196,9 +196,9 @@ class BlockReader(io.RawIOBase):
         elif whence == io.SEEK_END:
             pos = self.size + offset
         else:
-            raise ValueError(f"invalid whence ({whence})")
+            raise InvalidArgumentError(f"invalid whence ({whence})")
         if pos < 0:
-            raise ValueError(f"{self.name}: negative seek position {pos}")
+            raise InvalidArgumentError(f"{self.name}: negative seek position {pos}")
         self._pos = pos
         return pos
 
@@ -221,7 +221,7 @@ class BlockReader(io.RawIOBase):
         if last - first >= self._max_blocks // 2:  # more than the cache should hold
             direct = memoryview(self.source.read(start, stop, version=self.version))
             if len(direct) != stop - start:
-                raise EOFError(f"{self.name}: {len(direct)} bytes for [{start}, {stop})")
+                raise TruncatedDataError(f"{self.name}: {len(direct)} bytes for [{start}, {stop})")
             out[: stop - start] = direct
             with self._lock:
                 self.requests += 1
@@ -308,7 +308,7 @@ class BlockReader(io.RawIOBase):
         for run, (lo, hi), data in zip(runs, ranges, bodies, strict=True):
             view = memoryview(data)
             if len(view) != hi - lo:  # every source promises exact lengths: never trust it
-                raise EOFError(f"{self.name}: {len(view)} bytes for [{lo}, {hi})")
+                raise TruncatedDataError(f"{self.name}: {len(view)} bytes for [{lo}, {hi})")
             for b in run:
                 out[b] = bytes(view[b * bs - lo : min((b + 1) * bs, self.size) - lo])
         with self._lock:

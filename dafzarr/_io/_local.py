@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from ..errors import TruncatedDataError
 from ._source import Buffer, Head, check_read
 
 __all__ = ["FileSource", "file_version"]
@@ -49,7 +50,7 @@ class FileSource:
         check_read(self.where, start, stop, version, self._head.version)
         data = os.pread(self._fd, stop - start, start)
         if len(data) != stop - start:
-            raise EOFError(f"{self.where}: short read of [{start}, {stop})")
+            raise TruncatedDataError(f"{self.where}: short read of [{start}, {stop})")
         return data
 
     def read_ranges(

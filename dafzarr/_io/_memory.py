@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from ..errors import TruncatedDataError
 from ._source import Buffer, Head, check_read
 
 __all__ = ["MemorySource"]
@@ -33,7 +34,7 @@ class MemorySource:
     def read(self, start: int, stop: int, *, version: str | None = None) -> Buffer:
         check_read(self.where, start, stop, version, self._head.version)
         if stop > self._head.size:
-            raise EOFError(f"{self.where}: short read of [{start}, {stop})")
+            raise TruncatedDataError(f"{self.where}: short read of [{start}, {stop})")
         return self._data[start:stop]
 
     def read_ranges(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
+from ..errors import InvalidArgumentTypeError
+
 __all__ = ["byte_range_bounds"]
 
 
@@ -18,4 +20,4 @@ def byte_range_bounds(n: int, byte_range: ByteRequest | None) -> tuple[int, int]
         return min(max(byte_range.offset, 0), n), n
     if isinstance(byte_range, SuffixByteRequest):
         return max(n - byte_range.suffix, 0), n
-    raise TypeError(f"Unexpected byte_range, got {byte_range}.")
+    raise InvalidArgumentTypeError(f"Unexpected byte_range, got {byte_range}.")

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ..errors import InvalidArgumentError
+
 __all__ = ["Buffer", "ByteSource", "Head", "check_ranges", "check_read", "replaced", "wrong_length"]
 
 Buffer = bytes | bytearray | memoryview
@@ -71,7 +73,7 @@ def check_ranges(where: str, ranges: Sequence[tuple[int, int]]) -> None:
     """Refuse a range that is not ``0 <= start <= stop``."""
     for start, stop in ranges:
         if not 0 <= start <= stop:
-            raise ValueError(f"{where}: invalid byte range [{start}, {stop})")
+            raise InvalidArgumentError(f"{where}: invalid byte range [{start}, {stop})")
 
 
 def wrong_length(where: str, start: int, stop: int, got: int) -> str:

@@ -7,11 +7,13 @@ The allocator hands back each chunk's (block id, offset, size) address for the c
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import tempfile
 from typing import Any
 
+from ..errors import FormatLimitError
 from . import _segments as seg
 from ._backends import FileRange
 from ._cache import DeltaCache
@@ -87,14 +89,15 @@ class BlockAllocator:
         while done < len(view):
             n = os.pwrite(self._spool_fd, view[done:], at + done)
             if n <= 0:
-                raise OSError(f"short write to the temporary block file ({done} bytes)")
+                raise OSError(errno.ENOSPC, "short write to the temporary block file "
+                              f"({done} bytes)", self.spill_dir or ".")
             done += n
 
     def append(self, data: Any) -> tuple[int, int, int]:
         """Place one chunk payload; its (block id, offset in the block, size)."""
         size = len(data) if not isinstance(data, memoryview) else data.nbytes
         if size > U32_MAX:
-            raise OverflowError(f"a {size}-byte chunk does not fit the format's u32 sizes")
+            raise FormatLimitError(f"a {size}-byte chunk does not fit the format's u32 sizes")
         if self._direct:
             bid, off = len(self.sealed), self._cur_len
             self._write_spool(data, self._spool_end + off)

@@ -43,7 +43,7 @@ from .._io import (
     object_version,
     same_object,
 )
-from ..errors import RefusedEntryWarning
+from ..errors import RefusedEntryWarning, TruncatedDataError
 from ..zipstore._format import unsafe_name_reason
 
 __all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
@@ -68,7 +68,7 @@ class FileRange:
     def read(self) -> bytes:
         data = os.pread(self.fd, self.length, self.offset)
         if len(data) != self.length:
-            raise EOFError(f"short read of a temporary block file ({len(data)} bytes)")
+            raise TruncatedDataError(f"short read of a temporary block file ({len(data)} bytes)")
         return data
 
 
@@ -89,7 +89,7 @@ def _copy_range(src: FileRange, dst_fd: int) -> None:
         if n == 0:  # not supported here: an ordinary copy
             data = os.pread(src.fd, min(left, 8 << 20), offset)
             if not data:
-                raise EOFError("short read of a temporary block file")
+                raise TruncatedDataError("short read of a temporary block file")
             n = os.write(dst_fd, data)
         offset += n
         left -= n
@@ -134,7 +134,7 @@ class Backend:
         end = start + sum(b.nbytes for b in buffers)
         data = memoryview(self.read(key, version, start, end)).cast("B")
         if data.nbytes != end - start:
-            raise EOFError(f"{key}: short read of [{start}, {end})")
+            raise TruncatedDataError(f"{key}: short read of [{start}, {end})")
         pos = 0
         for b in buffers:
             b[:] = data[pos : pos + b.nbytes]
@@ -185,7 +185,7 @@ class _LocalFile(FileSource):
         while i < len(bufs):
             n = os.preadv(self._fd, bufs[i : i + _IOV_MAX], pos)
             if n == 0:
-                raise EOFError(f"{self.where}: short read at {pos}")
+                raise TruncatedDataError(f"{self.where}: short read at {pos}")
             pos += n
             while i < len(bufs) and n >= bufs[i].nbytes:
                 n -= bufs[i].nbytes
@@ -393,7 +393,7 @@ def _append_after(fd: int, end: int, parts: list[Any], key: str) -> None:
         while done < len(view):
             n = os.pwrite(fd, view[done:], pos + done)
             if n <= 0:
-                raise OSError(f"{key}: short write ({done} bytes)")
+                raise OSError(errno.ENOSPC, f"{key}: short write ({done} bytes)", key)
             done += n
         pos += done
 

@@ -7,6 +7,8 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
+from ..errors import InvalidArgumentError
+
 __all__ = ["DeltaCache", "LRUBytes"]
 
 
@@ -15,7 +17,7 @@ class LRUBytes:
 
     def __init__(self, capacity: int) -> None:
         if capacity < 0:
-            raise ValueError(f"cache capacity must be >= 0, not {capacity}")
+            raise InvalidArgumentError(f"cache capacity must be >= 0, not {capacity}")
         self.capacity = int(capacity)
         self._data: OrderedDict[Hashable, Any] = OrderedDict()
         self._size = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InvalidArgumentError
 from ._cache import DeltaCache
 from ._types import U32_MAX
 
@@ -42,9 +43,9 @@ class FileConfig:
 
     def __post_init__(self) -> None:
         if self.codec not in (None, "lz4", "zstd"):
-            raise ValueError(f"codec must be 'lz4', 'zstd' or None, not {self.codec!r}")
+            raise InvalidArgumentError(f"codec must be 'lz4', 'zstd' or None, not {self.codec!r}")
         if not 1 <= self.block_target_size <= U32_MAX:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"block_target_size must be between 1 and 4 GiB - 1 (the format's u32 chunk "
                 f"offsets), not {self.block_target_size}"
             )

@@ -42,6 +42,7 @@ from typing import Any, Self, cast
 import numpy as np
 
 from .._ioerror import Operation, storage_io
+from ..errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
 from . import _format as fmt
 from ._allocator import BlockAllocator
 from ._backends import Backend, LocalBackend, MemoryBackend
@@ -98,7 +99,8 @@ class ArrayFile:
         self, backend: Backend, key: str, hint: str, config: FileConfig, *, _token: object
     ) -> None:
         if _token is not _PRIVATE:
-            raise TypeError("use ArrayFile.create(), ArrayFile.open() or ArrayFile.create_memory()")
+            raise InvalidArgumentTypeError(
+                "use ArrayFile.create(), ArrayFile.open() or ArrayFile.create_memory()")
         self._backend = backend
         self._key = key
         self._hint = hint
@@ -124,7 +126,7 @@ class ArrayFile:
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
         backend.sweep()
         if discover(backend, key) or backend.exists(self._stem + ".stats"):
-            raise FileExistsError(
+            raise OutputExistsError(
                 f"{key}: sidecars or statistics of an earlier file set exist next to it"
             )
         self._put_empty_base()
@@ -171,7 +173,7 @@ class ArrayFile:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError(f"{self._key}: the ArrayFile is closed")
+            raise ClosedError(f"{self._key}: the ArrayFile is closed")
 
     @property
     def num_layers(self) -> int:

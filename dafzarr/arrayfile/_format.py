@@ -88,7 +88,7 @@ class _ChunkTableType(r.Vec):
         if n >= _BIG_TABLE:  # numpy's per-call cost is small next to the table: read it now
             return self._read_now(dec, pos, start, n)
         (ndim,) = struct.unpack_from("<Q", dec.buf, start + 8)
-        if ndim > 64:
+        if ndim > _affooter.MAX_NDIM:
             raise r.RkyvError(f"chunk table at {pos}: {ndim} coordinates per chunk")
         dec.charge(4 * ndim * n, f"chunk table at {pos}")
         table = self.deferred_table(n, ndim)
@@ -114,7 +114,7 @@ class _ChunkTableType(r.Vec):
         entries = np.frombuffer(dec.buf, _ENTRY, count=n, offset=start)
         lens = entries["clen"]
         ndim = int(lens[0])
-        if ndim > 64 or not np.all(lens == ndim):
+        if ndim > _affooter.MAX_NDIM or not np.all(lens == ndim):
             raise r.RkyvError(f"chunk table at {pos}: coordinates of different lengths")
         cpos = entries["coff"] + (start + 32 * np.arange(n, dtype=np.int64))
         if ndim == 0:
@@ -210,28 +210,26 @@ def _dtype() -> r.Type:
     return _DTYPE
 
 
-_UNIT_DTYPES = {
-    0: "Bool", 1: "Int8", 2: "Int16", 3: "Int32", 4: "Int64", 5: "UInt8", 6: "UInt16",
-    7: "UInt32", 8: "UInt64", 9: "Float32", 10: "Float64", 11: "String", 12: "Binary",
-    15: "TimestampNs",
-}
+# The variants' tags and names, the record sizes and the chunk table's limit are defined once,
+# in the compiled decoder (:mod:`dafzarr._affooter`), and taken from it here.
 _dt_variants: dict[int, tuple[str, Sequence[tuple[r.Type, int]]]] = {
-    tag: (name, []) for tag, name in _UNIT_DTYPES.items()
+    tag: (name, []) for tag, name in _affooter.UNIT_DTYPES.items()
 }
 _dt_variants[13] = ("FixedSizeList", [(r.Box(_dtype), 8), (r.U32, 16)])
 _dt_variants[14] = ("List", [(r.Box(_dtype), 8)])
 _DTYPE = r.Enum(_dt_variants, 24, 8)
 
 _FILL = r.Enum(
-    {0: ("Bool", [(r.BOOL, 1)]), 1: ("Int", [(r.I64, 8)]), 2: ("UInt", [(r.U64, 8)]),
-     3: ("Float", [(r.F64, 8)]), 4: ("String", [(r.STRING, 8)]),
-     5: ("TimestampNs", [(r.I64, 8)])},
+    {tag: (name, [(field, 1 if field is r.BOOL else 8)]) for tag, (name, field) in enumerate(
+        zip(_affooter.FILL_KINDS, (r.BOOL, r.I64, r.U64, r.F64, r.STRING, r.I64), strict=True)
+    )},
     24, 8,
 )
 _ATTRS = r.Enum(
-    {0: ("U16", [(r.Vec(r.Struct([("k", r.U16, 0), ("v", r.U16, 2)], 4, 2)), 8)]),
-     1: ("U32", [(r.Vec(r.Struct([("k", r.U32, 0), ("v", r.U32, 4)], 8, 4)), 8)]),
-     2: ("U64", [(r.Vec(r.Struct([("k", r.U64, 0), ("v", r.U64, 8)], 16, 8)), 8)])},
+    {tag: (name, [(r.Vec(r.Struct([("k", prim, 0), ("v", prim, size)], 2 * size, size)), 8)])
+     for tag, (name, prim, size) in enumerate(
+         zip(_affooter.ATTR_WIDTHS, (r.U16, r.U32, r.U64), (2, 4, 8), strict=True)
+     )},
     24, 8,
 )
 _CHUNKS = _ChunkTableType()
@@ -244,7 +242,7 @@ _ARRAY = r.Struct(
     [("name", r.STRING, 0), ("dtype", _DTYPE, 16), ("layout", _LAYOUT, 40),
      ("fill_value", r.Option(_FILL), 104), ("deleted", r.BOOL, 136),
      ("attributes", _ATTRS, 144)],
-    168, 8,
+    _affooter.ARRAY_SIZE, 8,
 )
 
 _AV4: dict[int, tuple[str, Sequence[tuple[r.Type, int]]]] = {
@@ -299,14 +297,15 @@ FOOTERS = {4: _footer_type(4), 5: _footer_type(5)}
 PY_FOOTERS = {4: _footer_type(4, compiled=False), 5: _footer_type(5, compiled=False)}
 
 _STAT = r.Enum(
-    {0: ("Int", [(r.I64, 8)]), 1: ("UInt", [(r.U64, 8)]), 2: ("Float", [(r.F64, 8)]),
-     3: ("Bytes", [(r.Bytes(), 8)]), 4: ("TimestampNs", [(r.I64, 8)])},
+    {tag: (name, [(field, 8)]) for tag, (name, field) in enumerate(
+        zip(_affooter.STAT_KINDS, (r.I64, r.U64, r.F64, r.Bytes(), r.I64), strict=True)
+    )},
     24, 8,
 )
 _ARRAY_STATS = r.Struct(
     [("name", r.STRING, 0), ("min", r.Option(_STAT), 16), ("max", r.Option(_STAT), 48),
      ("null_count", r.U64, 80), ("row_count", r.U64, 88)],
-    96, 8,
+    _affooter.STATS_SIZE, 8,
 )
 _STATS_VEC = _CompiledVec(_ARRAY_STATS, _affooter.read_stats)
 _STATS_V0 = r.Struct([("arrays", _STATS_VEC, 0)], 16, 8)

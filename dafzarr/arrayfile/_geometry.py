@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..errors import InvalidArgumentError, OutOfBoundsError
 from ._records import Meta
 
 __all__ = ["chunks_in", "clipped", "region"]
@@ -27,16 +28,16 @@ def region(
     nd = len(meta.shape)
     st = (0,) * nd if start is None else tuple(int(s) for s in start)
     if len(st) != nd:
-        raise ValueError(f"array {meta.name!r}: start {st} has {len(st)} axes, not {nd}")
+        raise InvalidArgumentError(f"array {meta.name!r}: start {st} has {len(st)} axes, not {nd}")
     sh = tuple(s - a for s, a in zip(meta.shape, st, strict=True)) if shape is None else tuple(
         int(s) for s in shape
     )
     if len(sh) != nd:
-        raise ValueError(f"array {meta.name!r}: shape {sh} has {len(sh)} axes, not {nd}")
+        raise InvalidArgumentError(f"array {meta.name!r}: shape {sh} has {len(sh)} axes, not {nd}")
     for a, n, s in zip(st, sh, meta.shape, strict=True):
         if a < 0 or n < 0 or a + n > s:
             what = "data" if write else "region"
-            raise IndexError(
+            raise OutOfBoundsError(
                 f"array {meta.name!r}: {what} at {st} of shape {sh} does not fit in "
                 f"{meta.shape}"
             )

@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from .._casting import check_value_fits
-from ..errors import ArrayExistsError, ArrayNotFoundError, UnsupportedElementTypeError
+from ..errors import (
+    ArrayExistsError,
+    ArrayNotFoundError,
+    FormatLimitError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    UnsupportedElementTypeError,
+)
 from . import _format as fmt
 from ._types import U32_MAX, DTypeInfo, dtype_info, fill_element, python_to_fill
 
@@ -197,10 +204,10 @@ def _u32_tuple(values: Sequence[int], what: str) -> tuple[int, ...]:
     out = []
     for v in values:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{what}: {v!r} is not an integer")
+            raise InvalidArgumentTypeError(f"{what}: {v!r} is not an integer")
         iv = int(v)
         if iv < 0 or iv > U32_MAX:
-            raise OverflowError(f"{what}: {iv} does not fit the format's u32 (0..4294967295)")
+            raise FormatLimitError(f"{what}: {iv} does not fit the format's u32 (0..4294967295)")
         out.append(iv)
     return tuple(out)
 
@@ -212,11 +219,11 @@ def new_meta(
     """The metadata of a new array, checked against the format's limits (``where`` names
     the file in messages)."""
     if not isinstance(name, str) or not name:
-        raise ValueError("an array name must be a non-empty string")
+        raise InvalidArgumentError("an array name must be a non-empty string")
     info = dtype_info(dtype)
     shape_t = _u32_tuple(shape, f"array {name!r}: shape")
     if 0 in shape_t:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"array {name!r}: shape {shape_t} has a zero-length axis, which the format "
             "cannot chunk"
         )
@@ -224,15 +231,15 @@ def new_meta(
         chunk_shape, f"array {name!r}: chunk_shape"
     )
     if len(cs) != len(shape_t):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"array {name!r}: chunk_shape {cs} has {len(cs)} axes, shape has "
             f"{len(shape_t)}"
         )
     if 0 in cs:
-        raise ValueError(f"array {name!r}: chunk_shape {cs} has a zero-length axis")
+        raise InvalidArgumentError(f"array {name!r}: chunk_shape {cs} has a zero-length axis")
     dims = [str(d) for d in dim_names]
     if len(dims) != len(shape_t):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"array {name!r}: {len(dims)} dimension names for {len(shape_t)} axes"
         )
     if not info.vlen:
@@ -240,7 +247,7 @@ def new_meta(
         for c in cs:
             nbytes *= c
         if nbytes > U32_MAX:
-            raise OverflowError(
+            raise FormatLimitError(
                 f"array {name!r}: a {nbytes}-byte chunk does not fit the format's u32 "
                 "chunk sizes; use a smaller chunk_shape"
             )

@@ -22,6 +22,9 @@ from typing import Any
 from ..errors import (
     CorruptArrayFileError,
     CorruptFooterError,
+    FormatLimitError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     StatisticsWarning,
     UnstableFileSetError,
 )
@@ -49,19 +52,20 @@ def resolve_target(target: Any) -> tuple[Backend, str, str]:
     """(backend, key of the base object, hint written into sidecars)."""
     if isinstance(target, tuple):
         if len(target) != 2 or not isinstance(target[1], str):
-            raise TypeError("an object-store target is a tuple (obstore_store, 'key.af')")
+            raise InvalidArgumentTypeError(
+                "an object-store target is a tuple (obstore_store, 'key.af')")
         store, key = target
         key = key.lstrip("/")
         if not key.endswith(".af"):
-            raise ValueError(f"an ArrayFile key must end in '.af': {key!r}")
+            raise InvalidArgumentError(f"an ArrayFile key must end in '.af': {key!r}")
         return ObstoreBackend(store), key, key
     if not isinstance(target, (str, os.PathLike)):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"target must be a path ending in '.af' or (obstore_store, key), not {target!r}"
         )
     path = os.path.abspath(os.fspath(target))
     if not path.endswith(".af"):
-        raise ValueError(f"an ArrayFile path must end in '.af': {path!r}")
+        raise InvalidArgumentError(f"an ArrayFile path must end in '.af': {path!r}")
     return LocalBackend(path), path, os.path.basename(path)
 
 
@@ -182,7 +186,7 @@ def write_layer(
     stem = key[:-3]
     while True:
         if number > U32_MAX:
-            raise OverflowError(f"{key}: sidecar numbers are exhausted; compact")
+            raise FormatLimitError(f"{key}: sidecar numbers are exhausted; compact")
         footer["overlay_index"] = number
         data = fmt.encode_footer(footer)
         skey = f"{stem}.{number}.af"

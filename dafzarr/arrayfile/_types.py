@@ -13,7 +13,12 @@ import numpy as np
 import numpy.typing as npt
 
 from .._casting import cast_for_storage, unmasked
-from ..errors import UnsafeCastError
+from ..errors import (
+    FormatLimitError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    UnsafeCastError,
+)
 
 __all__ = [
     "DTypeInfo",
@@ -85,10 +90,10 @@ def dtype_info(dtype: Any) -> DTypeInfo:
     try:
         npd = np.dtype(dtype)
     except TypeError as exc:
-        raise TypeError(f"unsupported dtype {dtype!r}") from exc
+        raise InvalidArgumentTypeError(f"unsupported dtype {dtype!r}") from exc
     tag = _BY_NUMPY.get(npd.newbyteorder("="))
     if tag is None:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"unsupported dtype {dtype!r}: use u1..u8, i1..i8, f4, f8, datetime64[ns], "
             "str or bytes"
         )
@@ -105,7 +110,7 @@ def python_to_fill(info: DTypeInfo, value: Any) -> tuple[Any, ...] | None:
     if info.vlen:
         if value in ("", b""):
             return ("String", "") if info.tag == "String" else None
-        raise ValueError(
+        raise InvalidArgumentError(
             "str and bytes arrays always read unwritten elements as empty values; "
             "fill_value must be None or empty"
         )
@@ -115,7 +120,7 @@ def python_to_fill(info: DTypeInfo, value: Any) -> tuple[Any, ...] | None:
             return ("TimestampNs", int(ns.astype(np.int64)))
         if isinstance(value, (int, np.integer)):
             return ("TimestampNs", int(value))
-        raise TypeError(f"fill_value {value!r} does not fit a datetime64[ns] array")
+        raise InvalidArgumentTypeError(f"fill_value {value!r} does not fit a datetime64[ns] array")
     if isinstance(value, (bool, np.bool_, int, np.integer)):
         # a bool is stored as the number it reads as (the crate reads a Bool fill of a
         # signed or float array as 0)
@@ -124,10 +129,10 @@ def python_to_fill(info: DTypeInfo, value: Any) -> tuple[Any, ...] | None:
             return ("Int", v)
         if 0 <= v < (1 << 64):
             return ("UInt", v)
-        raise OverflowError(f"fill_value {v} does not fit 64 bits")
+        raise FormatLimitError(f"fill_value {v} does not fit 64 bits")
     if isinstance(value, (float, np.floating)):
         return ("Float", float(value))
-    raise TypeError(f"unsupported fill_value {value!r}")
+    raise InvalidArgumentTypeError(f"unsupported fill_value {value!r}")
 
 
 def _wrap(v: int, bits: int, signed: bool) -> int:
@@ -184,14 +189,14 @@ def encode_chunk(info: DTypeInfo, values: np.ndarray) -> Any:
     offsets = np.zeros(len(enc) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] > U32_MAX:
-        raise OverflowError(
+        raise FormatLimitError(
             f"a chunk of variable-length values holds {offsets[-1]} bytes; the format's "
             "u32 offsets allow at most 4 GiB - 1"
         )
     head = offsets.astype("<u4").tobytes()
     out = head + b"".join(enc)
     if len(out) > U32_MAX:
-        raise OverflowError(f"a {len(out)}-byte chunk does not fit the format's u32 sizes")
+        raise FormatLimitError(f"a {len(out)}-byte chunk does not fit the format's u32 sizes")
     return out
 
 
@@ -322,12 +327,12 @@ def python_to_attribute(value: Any) -> tuple[Any, ...]:
             return ("Int64", value)
         if 0 <= value < (1 << 64):
             return ("UInt64", value)
-        raise OverflowError(f"attribute value {value} does not fit 64 bits")
+        raise FormatLimitError(f"attribute value {value} does not fit 64 bits")
     if isinstance(value, float):
         return ("Float64", value)
     if isinstance(value, str):
         return ("String", value)
-    raise TypeError(
+    raise InvalidArgumentTypeError(
         f"unsupported attribute value {value!r}: use bool, int, float, str or a numpy scalar"
     )
 

@@ -65,7 +65,7 @@ def _array(group: Any, name: str) -> Any:
 
     node = group[name]
     if not isinstance(node, zarr.Array):
-        raise TypeError(f"{name} is not an array")
+        raise SelfCheckError(f"{name} is not an array")
     return node
 
 
@@ -83,11 +83,10 @@ def run_demo(args: argparse.Namespace) -> int:
         temperature = rng.normal(15, 8, size=(365, 180)).astype("float32")
         counts = rng.integers(0, 1000, size=(2000,), dtype="int64")
 
-        print("MmapZipStore demo: an append-only Zarr store in one ZIP file", file=out)
+        print("MmapZipStore demo: a Zarr store in one ZIP file, served from a memory map", file=out)
         t0 = time.perf_counter()
         with atomic_file(path, force=True, create=False) as tmp_zip, \
                 MmapZipStore(tmp_zip, "w") as store:
-            # Append-only: attributes are given when a node is created, not updated later.
             group = zarr.open_group(
                 store=store, mode="w", zarr_format=2, attributes={"title": "dafzarr demo"}
             )
@@ -124,7 +123,7 @@ def run_demo(args: argparse.Namespace) -> int:
             )
             view = store.try_mmap_entry_as("counts/0", "int64", counts.shape)
             if view is None or not np.array_equal(view, counts):
-                raise RuntimeError("the zero-copy view of counts/0 does not match")
+                raise SelfCheckError("the zero-copy view of counts/0 does not match")
             print(
                 "  zero-copy: try_mmap_entry_as('counts/0') is a read-only numpy view of the "
                 f"mapped file (writeable={view.flags.writeable}, owns data={view.flags.owndata})",

@@ -360,7 +360,7 @@ def compact_path(
     """
     source = os.path.realpath(os.fspath(path))
     if not os.path.exists(source):
-        raise FileNotFoundError(errno.ENOENT, f"no such file: {path}", os.fspath(path))
+        raise _missing(os.fspath(path), "file")
     target = os.path.realpath(os.fspath(out)) if out is not None else source
     if target == source or (os.path.exists(target) and os.path.samefile(source, target)):
         with store_type(path, "r+") as store:
@@ -489,10 +489,16 @@ def _pack_order(f: _SourceFile) -> tuple[bool, list[str]]:
     return parts[-1] not in METADATA_NAMES, parts
 
 
+def _missing(path: str, what: str) -> Exception:
+    from ..errors import MissingFileError  # here: the module's imports fill a screen
+
+    return MissingFileError(errno.ENOENT, f"no such {what}: {path}", path)
+
+
 def _check_zarr_directory(root: str) -> None:
     if not os.path.isdir(root):
         if not os.path.exists(root):
-            raise FileNotFoundError(errno.ENOENT, f"no such directory: {root}", root)
+            raise _missing(root, "directory")
         raise PackSourceError(f"{root} is not a directory")
     if not any(os.path.isfile(os.path.join(root, n)) for n in ("zarr.json", ".zgroup", ".zarray")):
         raise PackSourceError(

@@ -18,44 +18,49 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import _zipdir
 from .._zipdir import Entry as Entry  # noqa: PLC0414 (re-exported: the stores' entry type)
 from .._zipdir import check_no_overlap as _check_no_overlap
 from .._zipdir import parse_entries, parse_some
 from ..errors import CorruptArchiveError
 
 # --- Constants -------------------------------------------------------------------------
+# Defined once, in ``_ext/_zipformat.pxd``, for the compiled writer and parser and for this
+# module alike.
 
-LFH_SIG = 0x04034B50
+LFH_SIG: int = _zipdir.LFH_SIG
 # Stands in for the signature of a local header whose entry no archive directory lists any
 # more, where that header is the first bytes of the file: tools that look for an archive at
 # the start of the file (7-Zip) would otherwise take it for a listed entry that is missing.
-DEAD_LFH_SIG = 0xADDE5A44  # b"DZ\xde\xad"
-CD_SIG = 0x02014B50
-EOCD_SIG = 0x06054B50
-ZIP64_EOCD_SIG = 0x06064B50
-ZIP64_LOCATOR_SIG = 0x07064B50
+DEAD_LFH_SIG: int = _zipdir.DEAD_LFH_SIG  # b"DZ\xde\xad"
+CD_SIG: int = _zipdir.CD_SIG
+EOCD_SIG: int = _zipdir.EOCD_SIG
+ZIP64_EOCD_SIG: int = _zipdir.ZIP64_EOCD_SIG
+ZIP64_LOCATOR_SIG: int = _zipdir.ZIP64_LOCATOR_SIG
 
-LFH_SIZE = 30
-CD_SIZE = 46
-EOCD_SIZE = 22
-ZIP64_EOCD_SIZE = 56
-ZIP64_LOCATOR_SIZE = 20
-TRAILER_SIZE = ZIP64_EOCD_SIZE + ZIP64_LOCATOR_SIZE + EOCD_SIZE  # 98
-MAX_COMMENT = 0xFFFF
+LFH_SIZE: int = _zipdir.LFH_SIZE
+CD_SIZE: int = _zipdir.CD_SIZE
+EOCD_SIZE: int = _zipdir.EOCD_SIZE
+ZIP64_EOCD_SIZE: int = _zipdir.ZIP64_EOCD_SIZE
+ZIP64_LOCATOR_SIZE: int = _zipdir.ZIP64_LOCATOR_SIZE
+TRAILER_SIZE: int = _zipdir.TRAILER_SIZE  # ZIP64 EOCD, its locator, the EOCD: 98 bytes
+MAX_COMMENT: int = _zipdir.MAX_COMMENT
 
-VERSION_NEEDED = 45
-VERSION_MADE_BY = 0x031E
-FLAG_UTF8 = 0x0800
-FLAG_DATA_DESCRIPTOR = 0x0008
-FLAG_ENCRYPTED = 0x0001 | 0x0040 | 0x2000
-DOS_DATE_1980 = 0x0021
-EXTERNAL_ATTR = 0o100644 << 16
-ZIP64_EXTRA_ID = 0x0001
-PAD_EXTRA_ID = 0xDAF1
-ALIGNMENT = 8
-MAX_NAME = 0xFFFF
-U32_MAX = 0xFFFFFFFF
-U16_MAX = 0xFFFF
+VERSION_NEEDED: int = _zipdir.VERSION_NEEDED
+VERSION_MADE_BY: int = _zipdir.VERSION_MADE_BY
+FLAG_UTF8: int = _zipdir.FLAG_UTF8
+FLAG_DATA_DESCRIPTOR: int = _zipdir.FLAG_DATA_DESCRIPTOR
+FLAG_ENCRYPTED: int = _zipdir.FLAG_ENCRYPTED  # bits 0, 6 and 13
+DOS_DATE_1980: int = _zipdir.DOS_DATE_1980
+EXTERNAL_ATTR: int = _zipdir.EXTERNAL_ATTR
+ZIP64_EXTRA_ID: int = _zipdir.ZIP64_EXTRA_ID
+PAD_EXTRA_ID: int = _zipdir.PAD_EXTRA_ID
+LFH_ZIP64_EXTRA: int = _zipdir.LFH_ZIP64_EXTRA  # id, length, both sizes
+CD_ZIP64_EXTRA: int = _zipdir.CD_ZIP64_EXTRA  # id, length, both sizes, local-header offset
+ALIGNMENT: int = _zipdir.ALIGNMENT
+MAX_NAME: int = _zipdir.MAX_NAME
+U32_MAX: int = _zipdir.U32_MAX
+U16_MAX: int = _zipdir.U16_MAX
 
 METHOD_NAMES = {
     0: "STORED",
@@ -92,12 +97,17 @@ def alignment_padding(lfh_offset: int, name_length: int) -> int:
     """Bytes of ``0xDAF1`` extra field that put the data of an entry on an 8-byte boundary.
 
     The padding is 0, or at least 4 so the field's own header fits: one of 0, 4..7, 9..11.
+    (The rule of ``_ext/_zipformat.pxd``, which the compiled writer applies too.)
     """
-    r = (lfh_offset + LFH_SIZE + name_length + 20) % ALIGNMENT
-    if r == 0:
-        return 0
-    t = ALIGNMENT - r
-    return t if t >= 4 else t + ALIGNMENT
+    return int(_zipdir.alignment_padding(lfh_offset, name_length))
+
+
+def plain_key(raw: bytes) -> bool:
+    """Whether ``raw``, the UTF-8 bytes of a key, names an entry as it is: not empty, at most
+    :data:`MAX_NAME` bytes, no NUL or backslash, no leading or trailing ``/``, no empty,
+    ``.`` or ``..`` component (the check of ``_ext/_zipformat.pxd``, which the compiled
+    writer applies too)."""
+    return bool(_zipdir.plain_key(raw))
 
 
 def local_header(
@@ -114,9 +124,9 @@ def local_header(
     usize = size if usize is None else usize
     head = _LFH.pack(
         LFH_SIG, VERSION_NEEDED, flags, method, 0, DOS_DATE_1980, crc, U32_MAX, U32_MAX,
-        len(name), 20 + pad,
+        len(name), LFH_ZIP64_EXTRA + pad,
     )
-    extra = _LFH_ZIP64.pack(ZIP64_EXTRA_ID, 16, usize, size)
+    extra = _LFH_ZIP64.pack(ZIP64_EXTRA_ID, LFH_ZIP64_EXTRA - 4, usize, size)
     if pad:
         extra += _HH.pack(PAD_EXTRA_ID, pad - 4) + bytes(pad - 4)
     return head + name + extra
@@ -130,9 +140,10 @@ def central_entry(
     usize = size if usize is None else usize
     head = _CD.pack(
         CD_SIG, VERSION_MADE_BY, VERSION_NEEDED, flags, method, 0, DOS_DATE_1980, crc,
-        U32_MAX, U32_MAX, len(name), 28, 0, 0, 0, EXTERNAL_ATTR, U32_MAX,
+        U32_MAX, U32_MAX, len(name), CD_ZIP64_EXTRA, 0, 0, 0, EXTERNAL_ATTR, U32_MAX,
     )
-    return head + name + _CD_ZIP64.pack(ZIP64_EXTRA_ID, 24, usize, size, lfh_offset)
+    return head + name + _CD_ZIP64.pack(ZIP64_EXTRA_ID, CD_ZIP64_EXTRA - 4, usize, size,
+                                           lfh_offset)
 
 
 def trailer(n_entries: int, cd_size: int, cd_offset: int, comment_len: int = 0) -> bytes:
@@ -154,8 +165,8 @@ def trailer(n_entries: int, cd_size: int, cd_offset: int, comment_len: int = 0) 
 EMPTY_ARCHIVE = trailer(0, 0, 0)
 
 # Offsets of the CRC inside the records, for patching a reservation in place.
-LFH_CRC_OFFSET = 14
-CD_CRC_OFFSET = 16
+LFH_CRC_OFFSET: int = _zipdir.LFH_CRC_OFFSET
+CD_CRC_OFFSET: int = _zipdir.CD_CRC_OFFSET
 
 
 # --- Parsing ---------------------------------------------------------------------------

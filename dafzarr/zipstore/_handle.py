@@ -12,7 +12,6 @@ the archive, ``_write`` and ``_commit`` append and commit, ``_read`` serves entr
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import threading
 import types
@@ -110,7 +109,7 @@ class ArchiveHandle(Store):
             lock=self.lock,
         )
         if mode in ("r", "r+") and not os.path.exists(self.path):
-            raise FileNotFoundError(errno.ENOENT, f"no such file: {self.path}", self.path)
+            raise _open.missing_file(self.path)
 
     def _reset_state(self) -> None:
         """Forget the loaded directory (the archive is not open)."""
@@ -119,7 +118,7 @@ class ArchiveHandle(Store):
     def _open_sync(self) -> None:
         with self._lock:
             if self._is_open:
-                raise ValueError("store is already open")
+                raise _open.already_open(self.path)
             if self._take_back_parked():
                 return
             if self.read_only:

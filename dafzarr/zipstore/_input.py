@@ -47,9 +47,19 @@ def as_bytes_view(data: Any, where: str) -> memoryview:
 
 
 def encode_key(key: str, path: str) -> bytes:
-    """The UTF-8 ZIP name of ``key``, refused when it cannot name an entry of ``path``."""
+    """The UTF-8 ZIP name of ``key``, refused when it cannot name an entry of ``path``.
+
+    The rule is the compiled writer's (:func:`~._format.plain_key`); a refused key is told
+    what is wrong with it.
+    """
     if not isinstance(key, str):
         raise InvalidArgumentTypeError(f"keys are str, got {type(key).__name__}: {key!r}")
+    try:
+        raw: bytes | None = key.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = None
+    if raw is not None and zf.plain_key(raw):
+        return raw
     if not key:
         raise InvalidArgumentError(f"{path}: empty key")
     if key.endswith("/") or "//" in key:
@@ -59,13 +69,11 @@ def encode_key(key: str, path: str) -> bytes:
         raise InvalidArgumentError(
             f"{path}: invalid key {key!r}: {reason.replace('its name', 'it')}"
         )
-    try:
-        raw = key.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgumentError(f"{path}: key is not encodable as UTF-8: {key!r}") from None
+    if raw is None:
+        raise InvalidArgumentError(f"{path}: key is not encodable as UTF-8: {key!r}")
     if len(raw) > zf.MAX_NAME:
         raise InvalidArgumentError(
             f"{path}: key is {len(raw)} bytes long in UTF-8; ZIP names are limited to "
             f"{zf.MAX_NAME} bytes: {key[:60]!r}..."
         )
-    return raw
+    raise InvalidArgumentError(f"{path}: invalid key {key!r}")  # pragma: no cover

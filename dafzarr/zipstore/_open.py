@@ -19,9 +19,11 @@ from .._atomic import fsync_directory, link_descriptor, locked_temporary, publis
 from .._ioerror import LOCK_UNSUPPORTED, lock_unsupported_error
 from .._posix import FileMapping
 from ..errors import (
+    AlreadyOpenError,
     AppendOnlyError,
     ArchiveLockedError,
     CorruptArchiveError,
+    MissingFileError,
     OutputExistsError,
     RefusedEntryWarning,
 )
@@ -30,14 +32,24 @@ from ._recover import check_apart, load_writable, read_entries, write_empty
 from ._state import Archive
 
 __all__ = [
-    "create_empty", "load_read_only", "map_writable", "open_read_only", "open_writable",
-    "refuse_truncating",
+    "already_open", "create_empty", "load_read_only", "map_writable", "missing_file",
+    "open_read_only", "open_writable", "refuse_truncating",
 ]  # fmt: skip
 
 # How long a read-only open retries an archive whose end is not a valid trailer (a writer
 # in another process may be in the middle of a commit).
 _READ_RETRY_SECONDS = 1.0
 _READ_SETTLE_SECONDS = 0.02
+
+
+def missing_file(path: str, what: str = "file") -> MissingFileError:
+    """The error of a ``what`` (a file, a directory) to open that does not exist."""
+    return MissingFileError(errno.ENOENT, f"no such {what}: {path}", path)
+
+
+def already_open(path: str) -> AlreadyOpenError:
+    """The error of a store asked to open while it is open."""
+    return AlreadyOpenError(f"{path}: store is already open")
 
 
 def create_empty(path: str, durable: bool = False) -> None:
@@ -189,7 +201,7 @@ def map_writable(a: Archive) -> FileMapping:
         if here is not None and (here.st_dev, here.st_ino) == (mapped.st_dev, mapped.st_ino):
             return fm
         fm.close()
-        if here is None:
+        if here is None:  # gone under a writer: the writer reports it as a failed call
             raise FileNotFoundError(errno.ENOENT, f"no such file: {a.path}", a.path)
 
 

@@ -17,7 +17,12 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from .._addrspace import fitting_max_file_size
 from .._io import byte_range_bounds
-from ..errors import EntryNotFoundError, InvalidArgumentTypeError
+from ..errors import (
+    AlreadyOpenError,
+    EntryNotFoundError,
+    InvalidArgumentTypeError,
+    MissingFileError,
+)
 from . import _commit, _read, _write
 from ._handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle, Mode
 from ._input import encode_key
@@ -33,7 +38,7 @@ _GROUP_WAIT, _GROUP_POLL = 0.02, 0.0002
 
 
 class MmapZipStore(ArchiveHandle):
-    """An append-only Zarr store over one ZIP archive, served zero-copy from a memory map.
+    """A Zarr store over one ZIP archive, served zero-copy from a memory map.
 
     Parameters
     ----------
@@ -64,7 +69,7 @@ class MmapZipStore(ArchiveHandle):
     max_decompressed_size
         Compressed foreign entries that claim to decode to more bytes are refused. Below
         it, memory follows what an entry's data proves, not what its record claims (see
-        :mod:`dafzarr._zipdecode`): a claim the method cannot produce from the compressed
+        :mod:`dafzarr._codecs._decode`): a claim the method cannot produce from the compressed
         bytes is refused before decoding; an entry claiming more than four times its
         compressed size plus 256 KiB is decoded twice, first in 64 KiB pieces that are
         checked (length, CRC-32) and discarded, then into one buffer of the claimed size.
@@ -144,7 +149,7 @@ class MmapZipStore(ArchiveHandle):
         # After close(), or for a store made by with_read_only() or unpickled: open now
         # (mode "w" empties the archive only at its first open).
         if self._is_open:
-            raise ValueError("store is already open")
+            raise AlreadyOpenError(f"{self.path}: store is already open")
         self._ensure_open_sync()
 
     # --- Mapping API --------------------------------------------------------------------
@@ -382,7 +387,7 @@ class MmapZipStore(ArchiveHandle):
         self._ensure_open_sync()
         e = self._archive.index.get(key)
         if e is None:
-            raise FileNotFoundError(errno.ENOENT, f"no entry {key!r} in {self.path}", key)
+            raise MissingFileError(errno.ENOENT, f"no entry {key!r} in {self.path}", key)
         return e.usize
 
     async def list(self) -> AsyncIterator[str]:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ...errors import InvalidArgumentError, InvalidArgumentTypeError
 from ._registry import (
     EPS,
     FLOAT_TYPE,
@@ -51,11 +52,11 @@ def _cast(values: Any, dtype: np.dtype[Any]) -> Any:
     arr = np.asarray(values)
     if dtype.kind in "iub" and arr.dtype.kind == "f" and (
             bool(np.any(~np.isfinite(arr))) or bool(np.any(arr != np.round(arr)))):
-        raise ValueError(f"InexactError: {type_name(dtype)}")
+        raise InvalidArgumentError(f"InexactError: {type_name(dtype)}")
     if dtype.kind in "iu" and arr.size:
         info = np.iinfo(dtype)
         if arr.min() < info.min or arr.max() > info.max:
-            raise ValueError(f"InexactError: {type_name(dtype)}")
+            raise InvalidArgumentError(f"InexactError: {type_name(dtype)}")
     return arr.astype(dtype, copy=False)
 
 
@@ -220,6 +221,6 @@ def _f(x: float) -> str:
 def _dtype(values: Any) -> np.dtype[Any]:
     dtype = np.asarray(values).dtype if not sp.issparse(values) else values.dtype
     if dtype.kind in "OUS":
-        raise TypeError("String")
+        raise InvalidArgumentTypeError("String")
     return dtype
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DafMissingError, DafQueryError
+from ...errors import DafMissingEntryError, DafMissingError, DafQueryError
 from . import _operations as _ops
 from ._cache import Reader
 from ._group import Grouping
@@ -33,11 +33,9 @@ Array = np.ndarray[Any, Any]
 _COMBINE = {_ops.AndMask: np.logical_and, _ops.AndNegatedMask: np.logical_and,
             _ops.OrMask: np.logical_or, _ops.OrNegatedMask: np.logical_or,
             _ops.XorMask: np.logical_xor, _ops.XorNegatedMask: np.logical_xor}
+# The name this module has always offered.
+MissingEntryError = DafMissingEntryError
 _NEGATED = (_ops.BeginNegatedMask, _ops.AndNegatedMask, _ops.OrNegatedMask, _ops.XorNegatedMask)
-
-
-class MissingEntryError(DafQueryError):
-    """A query names an entry (or holds a value used as an entry) that its axis lacks."""
 
 
 class Evaluator(Grouping):
@@ -77,7 +75,8 @@ class Evaluator(Grouping):
 
     def missing_entry(self, entry: str, axis: str) -> DafQueryError:
         """The error of a value that is not an entry of ``axis``."""
-        return self._error(MissingEntryError, f"missing entry: {entry!r}\nof the axis: {axis}",
+        return self._error(DafMissingEntryError,
+                           f"missing entry: {entry!r}\nof the axis: {axis}",
                            max(self.i - 1, 0), None)
 
     def peek(self, k: int = 0) -> QueryOperation | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
+from ...errors import InvalidArgumentError, InvalidArgumentTypeError
 from ._tokens import escape_value
 from ._values import TYPES, format_value, guess_value, parse_as, type_name
 
@@ -39,9 +40,9 @@ class QueryOperation:
 
     def __init__(self, operand: str | None = None) -> None:
         if self.OPERAND == "required" and operand is None:
-            raise TypeError(f"{type(self).__name__} requires an operand")
+            raise InvalidArgumentTypeError(f"{type(self).__name__} requires an operand")
         if self.OPERAND == "none" and operand is not None:
-            raise TypeError(f"{type(self).__name__} takes no operand")
+            raise InvalidArgumentTypeError(f"{type(self).__name__} takes no operand")
         self.operand = operand
         self.start = -1
         self.end = -1
@@ -157,7 +158,7 @@ class IfMissing(QueryOperation):
             self.value, self.type_name = guess_value(text)
         else:
             if type not in TYPES:
-                raise ValueError(type)
+                raise InvalidArgumentError(type)
             self.value = parse_as(text, TYPES[type])
             self.type_name = type_name(TYPES[type])
         self.dtype = TYPES[self.type_name]
@@ -204,8 +205,8 @@ class QuerySequence(Sequence[QueryOperation]):
 
             other = parse_query(other)
         if not isinstance(other, QuerySequence | QueryOperation):
-            raise TypeError(f"a query combines with a query or an operation, not "
-                            f"{type(other).__name__}")
+            raise InvalidArgumentTypeError(f"a query combines with a query or an operation, "
+                                           f"not {type(other).__name__}")
         more = other.operations if isinstance(other, QuerySequence) else (other,)
         return QuerySequence(self.operations + tuple(more))
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...errors import DafQueryParameterError, InvalidArgumentTypeError
 from . import _operations as _ops
 from ._operations import NEGATED, IfMissing, QueryOperation, QuerySequence
 from ._registry import (
     ELTWISE,
     REDUCTIONS,
-    ParameterError,
     ReduceToColumn,
     ReduceToRow,
     RegisteredOperation,
@@ -43,7 +43,8 @@ def parse_query(query: Any, operand_only: type[QueryOperation] | None = None) ->
     if isinstance(query, QueryOperation):
         return QuerySequence([query])
     if not isinstance(query, str):
-        raise TypeError(f"a query is a str or a query object, not {type(query).__name__}")
+        raise InvalidArgumentTypeError(
+            f"a query is a str or a query object, not {type(query).__name__}")
     tokens = tokenize(query)
     if operand_only is not None and len(tokens) == 1 and not tokens[0].is_operator:
         return QuerySequence([operand_only(tokens[0].text)], source=query)
@@ -144,7 +145,7 @@ class _Parser:
             where[key.text] = value
         try:
             op: RegisteredOperation = cls(**params)
-        except ParameterError as exc:
+        except DafQueryParameterError as exc:
             at = where.get(exc.param or "")
             if at is not None and "does not exist" in str(exc):
                 at = self.tokens[self.tokens.index(at) - 1]

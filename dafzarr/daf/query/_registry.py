@@ -6,8 +6,9 @@ which prints only when given). The built-ins (:mod:`._eltwise`, :mod:`._reductio
 exactly those of DataAxesFormats.jl; users add their own with :func:`register_eltwise` and
 :func:`register_reduction` (a decorator of the class, keyed by its ``NAME``).
 
-Parameter errors are raised as :class:`ParameterError` with the anchor's message lines; the
-parser adds the query and the caret.
+Parameter errors are raised as :class:`~dafzarr.errors.DafQueryParameterError` (also known
+here as ``ParameterError``) with the anchor's message lines; the parser adds the query and
+the caret.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from ...errors import DafQueryParameterError
 from ._operations import QueryOperation
 from ._values import FLOAT_TYPES, TYPES, format_value, parse_as
 
@@ -40,13 +42,8 @@ __all__ = [
 ]
 
 
-class ParameterError(ValueError):
-    """A parameter of an operation is unknown, repeated, missing or invalid (``param``: its
-    name, to point at it)."""
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
+# The name this module has always offered.
+ParameterError = DafQueryParameterError
 
 
 @dataclass(frozen=True)
@@ -93,15 +90,15 @@ class RegisteredOperation(QueryOperation):
         spec = {p.name: p for p in self.PARAMETERS}
         for name in params:
             if name not in spec:
-                raise ParameterError(f"the parameter: {name}\ndoes not exist for the "
-                                     f"operation: {self.NAME}", name)
+                raise DafQueryParameterError(f"the parameter: {name}\ndoes not exist for "
+                                             f"the operation: {self.NAME}", name)
         for p in self.PARAMETERS:
             if p.name in params and params[p.name] is not None:
                 self.given.add(p.name)
                 self.params[p.name] = self._value(p, params[p.name])
             elif p.required:
-                raise ParameterError(f"missing required parameter: {p.name}\nfor the eltwise "
-                                     f"operation: {self.NAME}", None)
+                raise DafQueryParameterError(f"missing required parameter: {p.name}\nfor the "
+                                             f"eltwise operation: {self.NAME}", None)
             else:
                 self.params[p.name] = p.default
         for p in self.PARAMETERS:
@@ -110,9 +107,10 @@ class RegisteredOperation(QueryOperation):
                 if must is not None:
                     raise self._invalid(p, params[p.name], must)
 
-    def _invalid(self, p: Parameter, value: Any, must: str) -> ParameterError:
-        return ParameterError(f'invalid value: "{value}"\nvalue must be: {must}\nfor the '
-                              f"parameter: {p.name}\nfor the operation: {self.NAME}", p.name)
+    def _invalid(self, p: Parameter, value: Any, must: str) -> DafQueryParameterError:
+        return DafQueryParameterError(f'invalid value: "{value}"\nvalue must be: {must}\n'
+                                      f"for the parameter: {p.name}\nfor the operation: "
+                                      f"{self.NAME}", p.name)
 
     def _value(self, p: Parameter, value: Any) -> Any:
         if p.kind == "float":

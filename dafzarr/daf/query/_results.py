@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import DafMissingError, DafQueryError
+from ...errors import DafMissingEntryError, DafMissingError, DafQueryError
 from ._cache import QueryCache, Reader
-from ._eval import Evaluator, MissingEntryError
+from ._eval import Evaluator
 from ._operations import Axis, LookupVector, QuerySequence
 from ._parse import parse_query
 from ._state import Mat, Vec
@@ -102,7 +102,7 @@ def has_query(daf: Any, query: Any) -> bool:
     parsed = parse_query(query)
     try:
         Evaluator(Reader(daf, _cache_of(daf)), parsed, checking=True).run()
-    except (DafMissingError, MissingEntryError):
+    except (DafMissingError, DafMissingEntryError):
         return False
     except DafQueryError as exc:
         if str(exc).startswith(("invalid operation", "invalid query")):

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import InvalidArgumentError
+
 __all__ = [
     "FLOAT_TYPES",
     "TYPES",
@@ -89,15 +91,15 @@ def _parse_float(text: str) -> float:
     if lowered in ("inf", "+inf", "-inf", "nan"):
         return float(lowered)
     if not text or text[-1] not in "0123456789.":  # refuse Python-only forms such as "1_0"
-        raise ValueError(text)
+        raise InvalidArgumentError(text)
     if "_" in text:
-        raise ValueError(text)
+        raise InvalidArgumentError(text)
     return float(text)
 
 
 def parse_as(text: str, dtype: np.dtype[Any] | None) -> Any:
     """``text`` parsed as ``dtype`` (``None``: a string); raises ``ValueError`` if it is not
-    a valid value of that type."""
+    a valid value of that type (an :class:`~dafzarr.errors.InvalidArgumentError`)."""
     if dtype is None:
         return text
     if dtype.kind == "b":
@@ -105,15 +107,15 @@ def parse_as(text: str, dtype: np.dtype[Any] | None) -> Any:
             return text == "true"
         if text in ("0", "1"):
             return text == "1"
-        raise ValueError(text)
+        raise InvalidArgumentError(text)
     if dtype.kind == "f":
         return dtype.type(_parse_float(text))
     if "_" in text or text.strip() != text:
-        raise ValueError(text)
+        raise InvalidArgumentError(text)
     value = int(text)
     info = np.iinfo(dtype)
     if not info.min <= value <= info.max:
-        raise ValueError(text)
+        raise InvalidArgumentError(text)
     return dtype.type(value)
 
 
