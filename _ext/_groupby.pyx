@@ -1,6 +1,6 @@
 # cython: language_level=3, embedsignature=True, boundscheck=False, wraparound=False, cdivision=True
-"""Sums, minima and maxima of the rows of a CSC matrix by group, in one pass over its stored
-values, without the GIL.
+"""Reductions of the rows of a CSC matrix by group, column by column over its stored values,
+without the GIL: sums, minima and maxima, moments, quantiles and modes.
 
 A query ``M -/ g >- Sum`` adds up, for every group of rows and every column, the stored values
 of the group's rows in that column. Over the CSC arrays that is one read of each stored value
@@ -11,16 +11,23 @@ by their number of stored values, each thread writing only its own columns' rows
 Nothing is sorted and no per-value array is made: the extra memory is ``out`` alone.
 
 Float sums accumulate in float64; integer sums in unsigned 64-bit arithmetic, which wraps
-exactly as the narrower integer result type does once cast to it. Minima and maxima keep the
-input type and count the stored values of each group's column, so that the caller lets the
-implicit zeros of a partly stored column take part. Every index pointer entry
-and row index is checked before it is used as an address.
+exactly as the narrower integer result type does once cast to it (one loop, the accumulator
+type fused). Minima and maxima keep the input type and count the stored values of each
+group's column, so that the caller lets the implicit zeros of a partly stored column take
+part. Moments (``Var``, ``Std``) add up each group's stored values and their number, then, in
+a second pass over the same column while it is in the cache, the squared deviations from the
+group's mean: the sums of the two-pass formula, in the order the values are stored. Quantiles
+and modes gather one column's values by group (a counting sort of their positions, in row
+order) into per-thread buffers of the longest column and sort each group's values there: the
+extra memory is the output plus one column. Every index pointer entry and row index is
+checked before it is used as an address.
 """
 
 import numpy as np
 
 from ._threads import on_threads
 
+from libc.math cimport NAN, floor
 from libc.stdint cimport (
     int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t,
 )
@@ -44,17 +51,23 @@ ctypedef fused value_t:
     uint64_t
 
 
-cdef Py_ssize_t _float_sums(
+ctypedef fused acc_t:
+    double
+    uint64_t
+
+
+cdef Py_ssize_t _sums(
     const value_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-    const int32_t[::1] groups, double[:, ::1] out, Py_ssize_t c0, Py_ssize_t c1, int base,
+    const int32_t[::1] groups, acc_t[:, ::1] out, Py_ssize_t c0, Py_ssize_t c1, int base,
 ) noexcept nogil:
     # out[j, groups[indices[k] - base]] += data[k] for the values k of columns c0:c1 (groups
-    # < 0: in no group; base 1: 1-based pointer and indices); -1, or the first column whose
+    # < 0: in no group; base 1: 1-based pointer and indices), in float64 or in wrapping
+    # unsigned 64-bit arithmetic (signed values sign-extended); -1, or the first column whose
     # pointer or a row index is out of range.
     cdef int64_t j, k, start, stop, r
     cdef uint64_t n = <uint64_t>data.shape[0], nr = <uint64_t>groups.shape[0]
     cdef int32_t g
-    cdef double* column
+    cdef acc_t* column
     cdef const int32_t* group = &groups[0] if nr else NULL
     for j in range(c0, c1):
         start = <int64_t>indptr[j] - base  # a value past int64 wraps negative: refused
@@ -68,33 +81,10 @@ cdef Py_ssize_t _float_sums(
                 return j
             g = group[r]
             if g >= 0:
-                column[g] += <double>data[k]
-    return -1
-
-
-cdef Py_ssize_t _integer_sums(
-    const value_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-    const int32_t[::1] groups, uint64_t[:, ::1] out, Py_ssize_t c0, Py_ssize_t c1, int base,
-) noexcept nogil:
-    # As _float_sums, in wrapping unsigned 64-bit arithmetic (signed values sign-extended).
-    cdef int64_t j, k, start, stop, r
-    cdef uint64_t n = <uint64_t>data.shape[0], nr = <uint64_t>groups.shape[0]
-    cdef int32_t g
-    cdef uint64_t* column
-    cdef const int32_t* group = &groups[0] if nr else NULL
-    for j in range(c0, c1):
-        start = <int64_t>indptr[j] - base  # a value past int64 wraps negative: refused
-        stop = <int64_t>indptr[j + 1] - base
-        if start < 0 or stop < start or <uint64_t>stop > n:
-            return j
-        column = &out[j, 0] if out.shape[1] else NULL
-        for k in range(start, stop):
-            r = <int64_t>indices[k] - base
-            if <uint64_t>r >= nr:  # negative or past the rows
-                return j
-            g = group[r]
-            if g >= 0:
-                column[g] += <uint64_t><int64_t>data[k]
+                if acc_t is double:
+                    column[g] += <double>data[k]
+                else:
+                    column[g] += <uint64_t><int64_t>data[k]
     return -1
 
 
@@ -141,6 +131,357 @@ cdef Py_ssize_t _extremes(
     return -1
 
 
+cdef Py_ssize_t _moments(
+    const value_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+    const int32_t[::1] groups, const double[::1] sizes, double[:, ::1] sums,
+    double[:, ::1] devs, uint32_t[:, ::1] seen, Py_ssize_t c0, Py_ssize_t c1, int base,
+    bint second,
+) noexcept nogil:
+    # For each column of c0:c1, the float64 sum and the number of the stored values of each
+    # group, in the order they are stored; then (``second``) the sum of their squared
+    # deviations from the group's mean, ``sums / sizes`` (a second pass over the column,
+    # while it is in the cache); -1, or the first column with a pointer or row out of range.
+    cdef int64_t j, k, start, stop, r
+    cdef uint64_t n = <uint64_t>data.shape[0], nr = <uint64_t>groups.shape[0]
+    cdef int32_t g
+    cdef double d
+    cdef double* total
+    cdef double* dev
+    cdef uint32_t* count
+    cdef const int32_t* group = &groups[0] if nr else NULL
+    for j in range(c0, c1):
+        start = <int64_t>indptr[j] - base
+        stop = <int64_t>indptr[j + 1] - base
+        if start < 0 or stop < start or <uint64_t>stop > n:
+            return j
+        if sums.shape[1] == 0:
+            continue
+        total = &sums[j, 0]
+        count = &seen[j, 0]
+        for k in range(start, stop):
+            r = <int64_t>indices[k] - base
+            if <uint64_t>r >= nr:
+                return j
+            g = group[r]
+            if g >= 0:
+                total[g] += <double>data[k]
+                count[g] += 1
+        if second:
+            dev = &devs[j, 0]
+            for k in range(start, stop):
+                g = group[<int64_t>indices[k] - base]  # checked by the first pass
+                if g >= 0:
+                    d = <double>data[k] - total[g] / sizes[g]
+                    dev[g] += d * d
+    return -1
+
+
+cdef void _sort(value_t* a, int64_t n, int depth) noexcept nogil:
+    # Sorts a[0:n] (no NaN) ascending: quicksort on the median of three, insertion sort of
+    # short runs, heapsort past ``depth`` levels.
+    cdef int64_t i, j, m
+    cdef value_t p, x
+    while n > 16:
+        if depth == 0:
+            _heapsort(a, n)
+            return
+        depth -= 1
+        m = n // 2
+        if a[m] < a[0]:
+            a[m], a[0] = a[0], a[m]
+        if a[n - 1] < a[0]:
+            a[n - 1], a[0] = a[0], a[n - 1]
+        if a[n - 1] < a[m]:
+            a[n - 1], a[m] = a[m], a[n - 1]
+        p = a[m]
+        i = -1
+        j = n
+        while True:
+            i += 1
+            while a[i] < p:
+                i += 1
+            j -= 1
+            while a[j] > p:
+                j -= 1
+            if i >= j:
+                break
+            a[i], a[j] = a[j], a[i]
+        if j + 1 < n - j - 1:  # the shorter side by recursion, the longer by the loop
+            _sort(a, j + 1, depth)
+            a += j + 1
+            n -= j + 1
+        else:
+            _sort(a + j + 1, n - j - 1, depth)
+            n = j + 1
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
+
+
+cdef void _heapsort(value_t* a, int64_t n) noexcept nogil:
+    cdef int64_t start, end, root, child
+    start = n // 2
+    end = n
+    while end > 1:
+        if start > 0:
+            start -= 1
+        else:
+            end -= 1
+            a[0], a[end] = a[end], a[0]
+        root = start
+        while 2 * root + 1 < end:
+            child = 2 * root + 1
+            if child + 1 < end and a[child] < a[child + 1]:
+                child += 1
+            if a[root] < a[child]:
+                a[root], a[child] = a[child], a[root]
+                root = child
+            else:
+                break
+
+
+cdef int64_t _nans_last(value_t* a, int64_t n) noexcept nogil:
+    # Moves the NaNs of a[0:n] to its end; the number of the others.
+    cdef int64_t i = 0
+    if value_t is float or value_t is double:
+        while i < n:
+            if a[i] != a[i]:
+                n -= 1
+                a[i], a[n] = a[n], a[i]
+            else:
+                i += 1
+    return n
+
+
+cdef int _depth(int64_t n) noexcept nogil:
+    cdef int depth = 0
+    while n > 0:
+        depth += 2
+        n >>= 1
+    return depth
+
+
+cdef Py_ssize_t _gathered(
+    const index_t[::1] indices, const int32_t* group, uint64_t nr, int64_t start,
+    int64_t stop, int base, int64_t* offsets, Py_ssize_t ng, int64_t* where,
+) noexcept nogil:
+    # The positions start:stop of one column's stored values grouped by the group of their
+    # row, in row order within each group (a counting sort): group g's are
+    # where[offsets[g - 1]:offsets[g]] (from 0 for g 0); 0, or -1 for a row out of range.
+    cdef int64_t k, r
+    cdef Py_ssize_t g
+    cdef int32_t h
+    for g in range(ng + 1):
+        offsets[g] = 0
+    for k in range(start, stop):
+        r = <int64_t>indices[k] - base
+        if <uint64_t>r >= nr:
+            return -1
+        h = group[r]
+        if h >= 0:
+            offsets[h + 1] += 1
+    for g in range(ng):
+        offsets[g + 1] += offsets[g]
+    for k in range(start, stop):
+        h = group[<int64_t>indices[k] - base]
+        if h >= 0:
+            where[offsets[h]] = k
+            offsets[h] += 1
+    return 0
+
+
+cdef double _rank(const double* s, int64_t k, int64_t negatives, int64_t zeros) noexcept nogil:
+    # The k-th smallest of the sorted stored values s and ``zeros`` zeros.
+    if k < negatives:
+        return s[k]
+    if k < negatives + zeros:
+        return 0.0
+    return s[k - zeros]
+
+
+cdef Py_ssize_t _quantiles(
+    const value_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+    const int32_t[::1] groups, const int64_t[::1] sizes, double p, double[:, ::1] out,
+    double[::1] buffer, int64_t[::1] where, int64_t[::1] offsets, Py_ssize_t c0,
+    Py_ssize_t c1, int base,
+) noexcept nogil:
+    # The ``p`` quantile (linear interpolation between order statistics, implicit zeros
+    # placed by rank, NaNs last) of each group's values in each column of c0:c1, one column's
+    # values at a time in ``buffer``; NaN for an empty group; -1, or the first column with a
+    # pointer or row out of range or more stored values in a group than its rows.
+    cdef int64_t i, j, start, stop, lo, hi, c, n, m, negatives, low, high
+    cdef uint64_t nd = <uint64_t>data.shape[0], nr = <uint64_t>groups.shape[0]
+    cdef Py_ssize_t g, ng = out.shape[1]
+    cdef double h, a, b
+    cdef double* s
+    cdef const int32_t* group = &groups[0] if nr else NULL
+    for j in range(c0, c1):
+        start = <int64_t>indptr[j] - base
+        stop = <int64_t>indptr[j + 1] - base
+        if start < 0 or stop < start or <uint64_t>stop > nd or stop - start > where.shape[0]:
+            return j
+        if ng == 0:
+            continue
+        if _gathered(indices, group, nr, start, stop, base, &offsets[0], ng, &where[0]) < 0:
+            return j
+        lo = 0
+        for g in range(ng):
+            hi = offsets[g]
+            c = hi - lo
+            n = sizes[g]
+            s = &buffer[0]
+            if c > n:
+                return j
+            if n == 0:
+                out[j, g] = NAN
+                lo = hi
+                continue
+            if c == 0:
+                out[j, g] = 0.0
+                continue
+            for i in range(c):
+                s[i] = <double>data[where[lo + i]]
+            lo = hi
+            m = _nans_last(s, c)
+            _sort(s, m, _depth(m))
+            negatives = 0
+            while negatives < m and s[negatives] < 0:
+                negatives += 1
+            h = <double>(n - 1) * p
+            low = <int64_t>floor(h)
+            high = low + 1 if low + 1 < n - 1 else n - 1
+            a = _rank(s, low, negatives, n - c)
+            b = _rank(s, high, negatives, n - c)
+            out[j, g] = a + (h - <double>low) * (b - a)
+    return -1
+
+
+cdef value_t _mode(const value_t[::1] data, const int64_t* where, int64_t c, int64_t zeros,
+                   value_t* t, int64_t* run) noexcept nogil:
+    # The most frequent of the c stored values data[where[0:c]] (in row order) followed by
+    # ``zeros`` zeros; of values equally frequent, the one whose count reaches the most first
+    # (NaNs count as one value, as numpy's unique has them).
+    cdef int64_t i, e, m, count, best = 0, ntied = 0, nans, stored_zeros = 0, lo, hi, mid
+    cdef bint zero_tied, nan_tied
+    cdef value_t v
+    for i in range(c):
+        t[i] = data[where[i]]
+    m = _nans_last(t, c)
+    nans = c - m
+    _sort(t, m, _depth(m))
+    i = 0
+    while i < m:  # the highest count of a non-zero value
+        e = i + 1
+        while e < m and t[e] == t[i]:
+            e += 1
+        if t[i] == 0:
+            stored_zeros = e - i
+        elif e - i > best:
+            best = e - i
+        i = e
+    if stored_zeros + zeros > best:
+        best = stored_zeros + zeros
+    if nans > best:
+        best = nans
+    zero_tied = stored_zeros + zeros == best
+    nan_tied = nans == best
+    i = 0
+    while i < m:  # the non-zero values of that count, kept sorted at the start of t
+        e = i + 1
+        while e < m and t[e] == t[i]:
+            e += 1
+        count = e - i
+        v = t[i]
+        if count == best and v != 0:
+            t[ntied] = v
+            run[ntied] = 0
+            ntied += 1
+        i = e
+    if ntied + zero_tied + nan_tied == 1:
+        if ntied:
+            return t[0]
+        if zero_tied:
+            return 0
+        return _a_nan(data, where, c)
+    count = 0
+    e = 0
+    for i in range(c):  # the first value to reach ``best`` wins
+        v = data[where[i]]
+        if (value_t is float or value_t is double) and v != v:
+            if nan_tied:
+                e += 1
+                if e == best:
+                    return v
+        elif v == 0:
+            if zero_tied:
+                count += 1
+                if count == best:
+                    return v
+        else:
+            lo = 0
+            hi = ntied
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if t[mid] < v:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < ntied and t[lo] == v:
+                run[lo] += 1
+                if run[lo] == best:
+                    return v
+    return 0  # the implicit zeros, last
+
+
+cdef value_t _a_nan(const value_t[::1] data, const int64_t* where, int64_t c) noexcept nogil:
+    cdef int64_t i
+    if value_t is float or value_t is double:
+        for i in range(c):
+            if data[where[i]] != data[where[i]]:
+                return data[where[i]]
+    return 0
+
+
+cdef Py_ssize_t _modes(
+    const value_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+    const int32_t[::1] groups, const int64_t[::1] sizes, value_t[:, ::1] out,
+    value_t[::1] buffer, int64_t[::1] run, int64_t[::1] where, int64_t[::1] offsets,
+    Py_ssize_t c0, Py_ssize_t c1, int base,
+) noexcept nogil:
+    # The most frequent value of each group in each column of c0:c1 (as _mode), one column's
+    # values at a time; 0 for an empty group; -1, or the first column with a pointer or row
+    # out of range or more stored values in a group than its rows.
+    cdef int64_t j, start, stop, lo, hi, c
+    cdef uint64_t nd = <uint64_t>data.shape[0], nr = <uint64_t>groups.shape[0]
+    cdef Py_ssize_t g, ng = out.shape[1]
+    cdef const int32_t* group = &groups[0] if nr else NULL
+    for j in range(c0, c1):
+        start = <int64_t>indptr[j] - base
+        stop = <int64_t>indptr[j + 1] - base
+        if start < 0 or stop < start or <uint64_t>stop > nd or stop - start > where.shape[0]:
+            return j
+        if ng == 0:
+            continue
+        if _gathered(indices, group, nr, start, stop, base, &offsets[0], ng, &where[0]) < 0:
+            return j
+        lo = 0
+        for g in range(ng):
+            hi = offsets[g]
+            c = hi - lo
+            if c > sizes[g]:
+                return j
+            if c == 0:
+                out[j, g] = 0
+            else:
+                out[j, g] = _mode(data, &where[lo], c, sizes[g] - c, &buffer[0], &run[0])
+            lo = hi
+    return -1
+
+
 def _extreme_part(const value_t[::1] data, const index_t[::1] indices,
                   const index_t[::1] indptr, const int32_t[::1] groups, value_t[:, ::1] out,
                   uint32_t[:, ::1] seen, Py_ssize_t c0, Py_ssize_t c1, int base, bint high,
@@ -151,21 +492,53 @@ def _extreme_part(const value_t[::1] data, const index_t[::1] indices,
     bad[t] = found
 
 
-def _float_part(const value_t[::1] data, const index_t[::1] indices,
-                const index_t[::1] indptr, const int32_t[::1] groups, double[:, ::1] out,
-                Py_ssize_t c0, Py_ssize_t c1, int base, list bad, Py_ssize_t t):
+def _sum_part(const value_t[::1] data, const index_t[::1] indices,
+              const index_t[::1] indptr, const int32_t[::1] groups, acc_t[:, ::1] out,
+              Py_ssize_t c0, Py_ssize_t c1, int base, list bad, Py_ssize_t t):
     cdef Py_ssize_t found
     with nogil:
-        found = _float_sums(data, indices, indptr, groups, out, c0, c1, base)
+        found = _sums(data, indices, indptr, groups, out, c0, c1, base)
     bad[t] = found
 
 
-def _integer_part(const value_t[::1] data, const index_t[::1] indices,
-                  const index_t[::1] indptr, const int32_t[::1] groups, uint64_t[:, ::1] out,
-                  Py_ssize_t c0, Py_ssize_t c1, int base, list bad, Py_ssize_t t):
+def _moment_part(const value_t[::1] data, const index_t[::1] indices,
+                 const index_t[::1] indptr, const int32_t[::1] groups,
+                 const double[::1] sizes, double[:, ::1] sums, double[:, ::1] devs,
+                 uint32_t[:, ::1] seen, Py_ssize_t c0, Py_ssize_t c1, int base, bint second,
+                 list bad, Py_ssize_t t):
     cdef Py_ssize_t found
     with nogil:
-        found = _integer_sums(data, indices, indptr, groups, out, c0, c1, base)
+        found = _moments(data, indices, indptr, groups, sizes, sums, devs, seen, c0, c1, base,
+                         second)
+    bad[t] = found
+
+
+def _quantile_part(const value_t[::1] data, const index_t[::1] indices,
+                   const index_t[::1] indptr, const int32_t[::1] groups,
+                   const int64_t[::1] sizes, double p, double[:, ::1] out, Py_ssize_t c0,
+                   Py_ssize_t c1, int base, Py_ssize_t longest, list bad, Py_ssize_t t):
+    cdef Py_ssize_t found
+    cdef double[::1] buffer = np.empty(longest, dtype=np.float64)
+    cdef int64_t[::1] where = np.empty(longest, dtype=np.int64)
+    cdef int64_t[::1] offsets = np.empty(out.shape[1] + 1, dtype=np.int64)
+    with nogil:
+        found = _quantiles(data, indices, indptr, groups, sizes, p, out, buffer, where,
+                           offsets, c0, c1, base)
+    bad[t] = found
+
+
+def _mode_part(const value_t[::1] data, const index_t[::1] indices,
+               const index_t[::1] indptr, const int32_t[::1] groups,
+               const int64_t[::1] sizes, value_t[:, ::1] out, Py_ssize_t c0, Py_ssize_t c1,
+               int base, Py_ssize_t longest, list bad, Py_ssize_t t):
+    cdef Py_ssize_t found
+    cdef value_t[::1] buffer = np.empty(longest, dtype=np.asarray(out).dtype)
+    cdef int64_t[::1] run = np.empty(longest, dtype=np.int64)
+    cdef int64_t[::1] where = np.empty(longest, dtype=np.int64)
+    cdef int64_t[::1] offsets = np.empty(out.shape[1] + 1, dtype=np.int64)
+    with nogil:
+        found = _modes(data, indices, indptr, groups, sizes, out, buffer, run, where, offsets,
+                       c0, c1, base)
     bad[t] = found
 
 
@@ -228,14 +601,12 @@ def group_sums(data, indices, indptr, groups, out, int threads=1, int base=0):
     if out.dtype.str == "<f8":
         if data.dtype.str not in _FLOATS + _INTEGERS:
             raise ValueError(f"no float sums of {data.dtype}")
-        part = _float_part
     elif out.dtype.str == "<u8":
         if data.dtype.str not in _INTEGERS:
             raise ValueError(f"no integer sums of {data.dtype}")
-        part = _integer_part
     else:
         raise ValueError(f"out must be float64 or uint64, not {out.dtype}")
-    return _on_columns(part, indptr, out.shape[0], threads, base,
+    return _on_columns(_sum_part, indptr, out.shape[0], threads, base,
                        (data, indices, indptr, groups, out), ())
 
 
@@ -258,3 +629,86 @@ def group_extremes(data, indices, indptr, groups, out, seen, bint high, int thre
         raise ValueError("seen must be uint32, of the shape of out")
     return _on_columns(_extreme_part, indptr, out.shape[0], threads, base,
                        (data, indices, indptr, groups, out, seen), (high,))
+
+
+def _sizes(sizes, out, dtype):
+    if sizes.dtype != dtype or sizes.ndim != 1 or sizes.shape[0] < out.shape[1]:
+        raise ValueError(f"sizes must be {np.dtype(dtype)}, one per group ({out.shape[1]})")
+    return np.ascontiguousarray(sizes)
+
+
+def _longest(indptr, Py_ssize_t n):
+    """The most stored values of a column (at least 1; at most ``n``): the length of the
+    per-column buffers. The kernels still check every column against it."""
+    if indptr.shape[0] < 2:
+        return 1
+    lengths = np.diff(indptr.astype(np.int64))
+    return int(max(1, min(int(lengths.max()), n)))
+
+
+def group_moments(data, indices, indptr, groups, sizes, sums, devs, seen, bint second,
+                  int threads=1, int base=0):
+    """For each group of rows and each column of CSC arrays (as :func:`group_sums`), the
+    float64 sum of the stored values into ``sums[column, group]`` and their number into
+    ``seen`` (uint32), both zeroed by the caller; with ``second``, also the sum of the squared
+    deviations of the stored values from ``sums / sizes`` (``sizes``: float64, one per group,
+    at least 1) into ``devs`` (float64, zeroed), by a second pass over each column. Returns
+    -1, or the first column whose pointer or a row index is out of range.
+    """
+    _check(data, indices, indptr, groups, sums, base)
+    if data.dtype.str == "|b1":
+        data = data.view(np.uint8)
+    if data.dtype.str not in _FLOATS + _INTEGERS:
+        raise ValueError(f"no moments of {data.dtype}")
+    if sums.dtype.str != "<f8" or devs.dtype.str != "<f8" or devs.shape != sums.shape:
+        raise ValueError("sums and devs must be float64, of one shape")
+    if seen.dtype.str != "<u4" or seen.shape != sums.shape:
+        raise ValueError("seen must be uint32, of the shape of sums")
+    sizes = _sizes(sizes, sums, np.float64)
+    return _on_columns(_moment_part, indptr, sums.shape[0], threads, base,
+                       (data, indices, indptr, groups, sizes, sums, devs, seen), (second,))
+
+
+def group_quantiles(data, indices, indptr, groups, sizes, double p, out, int threads=1,
+                    int base=0):
+    """The ``p`` quantile of each group of rows in each column of CSC arrays (as
+    :func:`group_sums`), its implicit zeros included (``sizes``: int64, the rows of each
+    group), into ``out[column, group]`` (float64; NaN for an empty group): the order
+    statistics interpolated linearly, NaNs ordered last. One column's values are gathered at
+    a time (per thread), never all of them. Returns -1, or the first column whose pointer or a
+    row index is out of range or that has more stored values in a group than its rows.
+    """
+    _check(data, indices, indptr, groups, out, base)
+    if data.dtype.str == "|b1":
+        data = data.view(np.uint8)
+    if data.dtype.str not in _FLOATS + _INTEGERS:
+        raise ValueError(f"no quantiles of {data.dtype}")
+    if out.dtype.str != "<f8":
+        raise ValueError(f"out must be float64, not {out.dtype}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be in [0, 1], not {p}")
+    sizes = _sizes(sizes, out, np.int64)
+    return _on_columns(_quantile_part, indptr, out.shape[0], threads, base,
+                       (data, indices, indptr, groups, sizes, p, out),
+                       (_longest(indptr, data.shape[0]),))
+
+
+def group_modes(data, indices, indptr, groups, sizes, out, int threads=1, int base=0):
+    """The most frequent value of each group of rows in each column of CSC arrays (as
+    :func:`group_sums`), its implicit zeros included (``sizes``: int64, the rows of each
+    group), into ``out[column, group]`` (of the type of ``data``; 0 for an empty group). Of
+    values equally frequent, the one whose count reaches the most first when the group's
+    stored values are read in row order, then its implicit zeros; NaNs count as one value.
+    Returns -1, or the first column whose pointer or a row index is out of range or that has
+    more stored values in a group than its rows.
+    """
+    _check(data, indices, indptr, groups, out, base)
+    if data.dtype.str == "|b1":
+        data = data.view(np.uint8)
+        out = out.view(np.uint8)
+    if data.dtype.str not in _FLOATS + _INTEGERS or out.dtype != data.dtype:
+        raise ValueError(f"no modes of {data.dtype} into {out.dtype}")
+    sizes = _sizes(sizes, out, np.int64)
+    return _on_columns(_mode_part, indptr, out.shape[0], threads, base,
+                       (data, indices, indptr, groups, sizes, out),
+                       (_longest(indptr, data.shape[0]),))

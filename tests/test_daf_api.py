@@ -894,3 +894,25 @@ def test_bytes_scalars_are_refused_by_name() -> None:
         with pytest.raises(InvalidArgumentTypeError, match="vector 'v': unsupported scalar"):
             d.set_vector("cell", "v", broadcast)
     assert d.scalars_set() == set() and d.vectors_set("cell") == set()
+
+
+@pytest.mark.parametrize("zero", [0, 0.0, False, np.float32(0), np.uint8(0)])
+def test_a_missing_matrix_with_a_zero_default_is_sparse(tmp_path: Path, zero: Any) -> None:
+    # As DataAxesFormats.jl's get_matrix: a default equal to 0 gives spzeros of its type.
+    d = dafzarr.open_daf(tmp_path / "z.daf.zarr", "w")
+    d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
+    dtype = np.asarray(zero).dtype
+    chain = dafzarr.chain_reader([d.read_only_view()], name="chained")
+    for reader in (d, d.read_only_view(), chain):
+        m = reader.get_np_matrix("cell", "gene", "q", default=zero)
+        assert isinstance(m, sp.csc_matrix) and m.nnz == 0, reader
+        assert m.shape == (3, 2) and m.dtype == dtype
+        array = reader.get_np_matrix("cell", "gene", "q", default=zero, sparse_class="csc_array")
+        assert isinstance(array, sp.csc_array) and array.dtype == dtype
+        if dtype.kind == "b":  # pandas warns of a bool sparse frame's fill value
+            continue
+        frame = reader.get_pd_matrix("cell", "gene", "q", default=zero)
+        assert isinstance(frame.dtypes.iloc[0], pd.SparseDtype) and frame.shape == (3, 2)
+    dense = d.get_np_matrix("cell", "gene", "q", default=1.5)
+    assert isinstance(dense, np.ndarray) and dense.tolist() == [[1.5, 1.5]] * 3
+    assert d.get_np_matrix("cell", "gene", "q", default="0").dtype.kind in "UO"  # not a number

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dafzarr._groupby import group_extremes, group_sums
+from dafzarr._groupby import (
+    group_extremes,
+    group_modes,
+    group_moments,
+    group_quantiles,
+    group_sums,
+)
 
 DTYPES = ["float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
           "uint32", "uint64", "bool"]
@@ -166,3 +172,75 @@ def test_extremes_refuse_a_mismatched_output() -> None:
     indices[1] = 7
     assert group_extremes(m.data, indices, m.indptr, groups, np.zeros((3, 1)),
                           np.zeros((3, 1), np.uint32), False) == 1
+
+
+def _columns_of_groups(m: sp.csc_matrix, groups: np.ndarray, count: int) -> list[list[np.ndarray]]:
+    """Each group's values of each column, implicit zeros included (dense, in row order)."""
+    dense = m.toarray()
+    return [[dense[groups == g, j] for g in range(count)] for j in range(m.shape[1])]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_moments_quantiles_and_modes_of_groups(dtype: str, threads: int) -> None:
+    rng = np.random.default_rng(6)
+    m = _matrix(rng, 70, 23, dtype, "int64")
+    m.data[::5] = m.data[0]  # ties
+    if dtype.startswith("float"):
+        m.data[::11] = np.nan
+    groups = rng.integers(-1, 4, size=70).astype(np.int32)
+    groups[groups == 3] = -1  # group 3 has no rows
+    rows = np.bincount(groups[groups >= 0], minlength=4).astype(np.int64)
+    n = np.maximum(rows, 1).astype(np.float64)
+    sums, devs = np.zeros((23, 4)), np.zeros((23, 4))
+    seen = np.zeros((23, 4), dtype=np.uint32)
+    assert group_moments(m.data, m.indices, m.indptr, groups, n, sums, devs, seen, True,
+                         threads) == -1
+    medians = np.zeros((23, 4))
+    assert group_quantiles(m.data, m.indices, m.indptr, groups, rows, 0.5, medians,
+                           threads) == -1
+    modes = np.zeros((23, 4), dtype=m.dtype)
+    assert group_modes(m.data, m.indices, m.indptr, groups, rows, modes, threads) == -1
+    for j, column in enumerate(_columns_of_groups(m, groups, 4)):
+        for g, values in enumerate(column[:3]):
+            stored = values[values != 0].astype(np.float64)
+            assert seen[j, g] == np.count_nonzero(m[:, j].toarray()[groups == g])
+            np.testing.assert_allclose(sums[j, g], stored.sum())
+            mean = sums[j, g] / n[g]
+            np.testing.assert_allclose(devs[j, g], ((stored - mean) ** 2).sum(), rtol=1e-9)
+            ordered = np.sort(values.astype(np.float64))  # NaNs last, as order statistics
+            h = (len(ordered) - 1) * 0.5
+            low, high = int(np.floor(h)), min(int(np.floor(h)) + 1, len(ordered) - 1)
+            median = ordered[low] + (h - low) * (ordered[high] - ordered[low])
+            np.testing.assert_array_equal(medians[j, g], median)
+            sparse_order = np.concatenate([values[values != 0], values[values == 0]])
+            uniques, inverse, counts = np.unique(sparse_order, return_inverse=True,
+                                                 return_counts=True)
+            tied = np.flatnonzero(counts == counts.max())
+            reached = [np.flatnonzero(inverse == t)[counts.max() - 1] for t in tied]
+            np.testing.assert_array_equal(modes[j, g], uniques[tied[int(np.argmin(reached))]])
+        assert np.isnan(medians[j, 3]) and modes[j, 3] == 0 and seen[j, 3] == 0
+
+
+def test_ordered_kernels_report_bad_indices_and_overfull_groups() -> None:
+    m = sp.csc_matrix(np.arange(1, 13, dtype=np.float64).reshape(4, 3))
+    groups = np.zeros(4, dtype=np.int32)
+    rows = np.array([4], dtype=np.int64)
+    indices = m.indices.copy()
+    indices[-1] = 4  # past the rows, in the last column
+    for bad in (indices, m.indices):  # bad index; then more values than the group's rows
+        sizes = rows if bad is indices else np.array([2], dtype=np.int64)
+        assert group_quantiles(m.data, bad, m.indptr, groups, sizes, 0.5,
+                               np.zeros((3, 1))) == (2 if bad is indices else 0)
+        assert group_modes(m.data, bad, m.indptr, groups, sizes, np.zeros((3, 1))) == (
+            2 if bad is indices else 0)
+    assert group_moments(m.data, indices, m.indptr, groups, np.ones(1), np.zeros((3, 1)),
+                         np.zeros((3, 1)), np.zeros((3, 1), np.uint32), True) == 2
+    indptr = m.indptr.copy()
+    indptr[2] = 10_000  # past the stored values
+    assert group_quantiles(m.data, m.indices, indptr, groups, rows, 0.5, np.zeros((3, 1))) == 1
+    assert group_modes(m.data, m.indices, indptr, groups, rows, np.zeros((3, 1))) == 1
+    with pytest.raises(ValueError, match="sizes must be int64"):
+        group_modes(m.data, m.indices, m.indptr, groups, np.ones(1), np.zeros((3, 1)))
+    with pytest.raises(ValueError, match="p must be in"):
+        group_quantiles(m.data, m.indices, m.indptr, groups, rows, 1.5, np.zeros((3, 1)))

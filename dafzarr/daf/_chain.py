@@ -115,7 +115,9 @@ class ReadChain(ReaderBase):
 
     def close(self) -> None:
         """Close the data sets the chain opened itself (:func:`~dafzarr.complete_daf`'s);
-        members it was given stay open (their owner closes them)."""
+        members it was given stay open (their owner closes them). The chain's query cache is
+        dropped."""
+        self._query_cache.clear()
         owned: list[Any] = getattr(self, "_owned", [])
         self._owned: list[Any] = []
         for daf in owned:

@@ -25,6 +25,7 @@ from ._values import (
     _zero_based,
     column_major,
     csc_of,
+    zero_matrix,
 )
 
 
@@ -148,8 +149,10 @@ class Matrices(Axes):
         if default is None:
             return None
         shape = (self.axis_length(rows_axis), self.axis_length(columns_axis))
-        if np.ndim(default) == 0:
-            return np.full(shape, default, order="F")
+        if np.ndim(default) == 0:  # 0: all-zero sparse, as DataAxesFormats.jl's spzeros
+            zeros = zero_matrix(shape, default,
+                                sp.csc_array if sparse_class == "csc_array" else None)
+            return zeros if zeros is not None else np.full(shape, default, order="F")
         arr = np.asarray(default)
         if arr.shape != shape:
             raise InvalidArgumentError(

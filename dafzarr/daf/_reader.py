@@ -20,7 +20,7 @@ from ._interface import DafReader
 from ._names import entry_positions
 from ._queries import Queries
 from ._storage import UNDEF
-from ._values import _plain
+from ._values import _plain, zero_matrix
 
 __all__ = ["DafReader", "ReaderBase", "default_matrix", "default_vector", "entry_positions",
            "pd_matrix", "pd_vector"]
@@ -43,11 +43,13 @@ def default_vector(n: int, default: Any, axis: str, daf_name: str) -> Any:
 
 
 def default_matrix(shape: tuple[int, int], default: Any) -> Any:
-    """The value of a missing matrix given ``default`` (``None``, a scalar, or a matrix)."""
+    """The value of a missing matrix given ``default`` (``None``, a scalar, or a matrix); a
+    zero scalar gives an all-zero sparse CSC matrix of its type."""
     if default is None:
         return None
     if np.ndim(default) == 0:
-        return np.full(shape, default, order="F")
+        zeros = zero_matrix(shape, default)
+        return zeros if zeros is not None else np.full(shape, default, order="F")
     arr = np.asarray(default)
     if arr.shape != shape:
         raise InvalidArgumentError(f"default matrix shape {arr.shape} is different from {shape}")

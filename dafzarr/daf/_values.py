@@ -494,3 +494,16 @@ def _json(doc: Any, where: str) -> dict[str, Any]:
         raise DafFormatError(f"invalid Zarr metadata in {where}: not a JSON object")
     return out
 
+
+
+def zero_matrix(shape: tuple[int, int], default: Any, csc_class: Any = None) -> Any:
+    """The missing matrix of a scalar ``default`` equal to 0 (a number or ``False``): an
+    all-zero sparse CSC matrix of the default's type (``csc_class``, else
+    ``scipy.sparse.csc_matrix``), as DataAxesFormats.jl's ``spzeros``; ``None`` for any other
+    default (the caller fills a dense matrix)."""
+    value = np.asarray(default)
+    if value.ndim != 0 or value.dtype.kind not in "biuf" or value != 0:
+        return None
+    import scipy.sparse as sp
+
+    return (csc_class or sp.csc_matrix)(shape, dtype=value.dtype)

@@ -174,7 +174,9 @@ class ZarrDaf(Description, Fills, Queries):
         return f"{'ReadOnly ' if self._read_only else ''}ZarrDaf {self._name}"
 
     def close(self) -> None:
-        """Release the store (ZIP: drop this handle's share of the archive)."""
+        """Release the store (ZIP: drop this handle's share of the archive) and the results
+        and tables of this handle's query cache."""
+        self._query_cache.clear()
         if self._finalizer is not None:  # only the opening handle owns a ZIP store share
             self._finalizer()
 

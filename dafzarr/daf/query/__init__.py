@@ -39,6 +39,13 @@ Decisions where DataAxesFormats.jl is silent or odd:
 - ``Log`` with ``eps 0`` on a sparse matrix gives the dense result (``-inf`` at zeros).
 - ``Mode`` ties: the value whose count reached the maximum first when scanning in order; in
   sparse columns the implicit zeros count as if after the stored values.
+- ``Median`` and ``Quantile`` order NaNs after every number (they do not propagate), and
+  ``Mode`` counts the NaNs as one value.
+- A group-by of the rows of a sparse matrix, and a reduction of each of its columns, read its
+  stored values column by column, never all at once: the extra memory of ``Var``, ``Std``,
+  ``GeoMean``, ``Median``, ``Quantile`` and ``Mode`` is the result, a few arrays of its size,
+  a code per row and one column's values.
+- Closing a data set drops its query cache.
 - The cache keys on the canonical text and the data set's change counter.
 """
 

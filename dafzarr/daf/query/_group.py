@@ -72,6 +72,7 @@ class Grouping:
         target_axis: Callable[[Vec], str | None]
         matrix_kind: Callable[[], tuple[str, ...]]
         full_values: Callable[[str, str, IfMissing | None, tuple[str, ...] | None], Array]
+        _factors: Callable[[Vec], tuple[Array, Array] | None]
 
     # --- Groups ----------------------------------------------------------------------------
 
@@ -89,7 +90,17 @@ class Grouping:
             codes = self.r.codes(vec.as_axis, vec.values, source,  # a stored vector: kept
                                  None if vec.source is None else vec.source[2])
             return codes, names, vec.as_axis
-        codes, uniques = factorize(np.asarray(vec.values))  # hashing, in order of appearance
+        # Hashing, in order of appearance; a stored string vector's codes are kept per data
+        # version, as ``=@``'s are.
+        kept = self._factors(vec)
+        if kept is None:
+            codes, uniques = factorize(np.asarray(vec.values))
+        else:  # the values of the entries kept only (a mask may leave some out)
+            codes, uniques = kept
+            present = np.bincount(codes, minlength=len(uniques)) > 0
+            if not bool(present.all()):
+                renumber = np.cumsum(present) - 1
+                codes, uniques = renumber[codes], uniques[present]
         order = np.argsort(uniques, kind="stable")  # the few distinct values, sorted
         rank = np.empty(len(order), dtype=np.int64)
         rank[order] = np.arange(len(order))
@@ -157,7 +168,8 @@ class Grouping:
         vec = settle(vec, self.fail)
         op = self.take()
         rows, codes, names, axis = self._grouping(vec.names, vec.axis, vec.positions, op)
-        first = replace(vec, values=np.asarray(vec.values)[rows])
+        first = vec if len(rows) == len(vec.values) else replace(
+            vec, values=np.asarray(vec.values)[rows], source=None)  # kept codes: every entry
         first_codes, first_names, first_axis = self._groups(first)
         valid = (codes >= 0) & (first_codes >= 0)
         size = len(first_names) * len(names)
@@ -221,6 +233,11 @@ class Grouping:
             return op.keyed(values.data, values.indices, np.full(nc, nr))
         if sp.issparse(values):
             csc = sp.csc_matrix(values)
+            if nr < np.iinfo(np.int32).max:  # all rows one group: the compiled column pass
+                out = op.grouped_rows(Compressed(csc.data, csc.indices, csc.indptr, (nr, nc)),
+                                      np.zeros(nr, dtype=np.int32), 1)
+                if out is not None:
+                    return np.asarray(out[0])
             return op.segments(csc.data, csc.indptr, np.full(nc, nr))
         return op.dense(np.asarray(values).T)
 

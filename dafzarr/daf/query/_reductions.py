@@ -15,11 +15,18 @@ implicit zeros count as if after the stored values.
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ._grouped import (
+    THREADS,
+    grouped_logs,
+    grouped_modes,
+    grouped_moments,
+    grouped_quantiles,
+    index_pair,
+)
 from ._registry import (
     EPS,
     FLOAT_TYPE,
@@ -36,19 +43,6 @@ __all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile
            "StdN", "Sum", "Var", "VarN"]
 
 Array = np.ndarray[Any, Any]
-
-
-_THREADS = max(1, min(4, os.cpu_count() or 1))
-
-
-def _index_pair(values: Compressed) -> tuple[Array, Array]:
-    """The indices and pointer of ``values`` in one type the kernels take."""
-    indices, indptr = values.indices, values.indptr
-    if indices.dtype != indptr.dtype or indices.dtype.str not in ("<i4", "<i8", "<u4", "<u8"):
-        kind = "u" if values.base else "i"  # unsigned: a stored 0 or negative is refused
-        indices = indices.astype(f"<{kind}8")
-        indptr = indptr.astype(f"<{kind}8")
-    return np.ascontiguousarray(indices), np.ascontiguousarray(indptr)
 
 
 def _group_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]
@@ -69,8 +63,8 @@ def _group_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[A
         out = np.zeros((columns, count), dtype=np.uint64)
     else:
         return None
-    indices, indptr = _index_pair(values)
-    bad = group_sums(np.ascontiguousarray(data), indices, indptr, groups, out, _THREADS,
+    indices, indptr = index_pair(values)
+    bad = group_sums(np.ascontiguousarray(data), indices, indptr, groups, out, THREADS,
                      values.base)
     if bad >= 0:
         return None
@@ -172,14 +166,24 @@ class _Spread(_Float):
     ROOT: ClassVar[bool] = False
     NORMAL: ClassVar[bool] = False
 
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        found = grouped_moments(values, groups, count)
+        if found is None:
+            return None
+        mean, var, _ = found
+        return self._finish(mean, var, values.data.dtype)
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
-        mean, out = _moments(runs, sizes)
+        mean, var = _moments(runs, sizes)
+        return self._finish(mean, var, runs.data.dtype)
+
+    def _finish(self, mean: Array, out: Array, dtype: np.dtype[Any]) -> Array:
         if self.ROOT:
             out = np.sqrt(out)
         if self.NORMAL:
             with np.errstate(divide="ignore", invalid="ignore"):
                 out = out / (mean + self.params["eps"])
-        return self._typed(out, runs)
+        return np.asarray(out.astype(self.result_type(dtype), copy=False))
 
 
 @register_reduction
@@ -222,14 +226,26 @@ class GeoMean(_Float):
     NAME = "GeoMean"
     PARAMETERS = (FLOAT_TYPE, EPS)
 
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        found = grouped_logs(values, groups, count, self.params["eps"])
+        if found is None:
+            return None
+        logs, seen, rows = found
+        out = self._finish(logs, rows[:, None] - seen.astype(np.int64), rows[:, None])
+        return np.asarray(out.astype(self.result_type(values.data.dtype), copy=False))
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         eps = self.params["eps"]
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = runs.sums(np.log(runs.data.astype(np.float64) + eps))
-            zeros = sizes - runs.counts
+        return self._typed(self._finish(logs, sizes - runs.counts, sizes), runs)
+
+    def _finish(self, logs: Array, zeros: Array, sizes: Array) -> Array:
+        """``exp`` of the mean log, from the sums of the stored values' logs."""
+        eps = self.params["eps"]
+        with np.errstate(divide="ignore", invalid="ignore"):
             logs = logs + np.where(zeros > 0, zeros * np.log(eps) if eps else -np.inf, 0.0)
-            out = np.exp(logs / np.maximum(sizes, 1)) - eps
-        return self._typed(out, runs)
+            return np.asarray(np.exp(logs / np.maximum(sizes, 1)) - eps)
 
 
 class _Extreme(_Float):
@@ -247,11 +263,11 @@ class _Extreme(_Float):
         data = values.data
         if data.dtype.kind not in "fiub" or (data.dtype.kind == "f" and data.dtype.itemsize < 4):
             return None
-        indices, indptr = _index_pair(values)
+        indices, indptr = index_pair(values)
         out = np.zeros((values.shape[1], count), dtype=data.dtype)
         seen = np.zeros((values.shape[1], count), dtype=np.uint32)
         if group_extremes(np.ascontiguousarray(data), indices, indptr, groups, out, seen,
-                          self.UFUNC is np.maximum, _THREADS, values.base) >= 0:
+                          self.UFUNC is np.maximum, THREADS, values.base) >= 0:
             return None
         rows = np.bincount(groups[groups >= 0], minlength=count)
         partial = (seen > 0) & (seen < rows[None, :])  # implicit zeros take part
@@ -332,6 +348,10 @@ class Median(_Float):
 
     NAME = "Median"
 
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        out = grouped_quantiles(values, groups, count, 0.5)
+        return None if out is None else out.astype(self.result_type(values.data.dtype))
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_quantiles(runs, sizes, 0.5), runs)
 
@@ -347,6 +367,10 @@ class Quantile(_Float):
     NAME = "Quantile"
     PARAMETERS = (FLOAT_TYPE, Parameter("p", "float", required=True, check=_fraction))
 
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        out = grouped_quantiles(values, groups, count, self.params["p"])
+        return None if out is None else out.astype(self.result_type(values.data.dtype))
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_quantiles(runs, sizes, self.params["p"]), runs)
 
@@ -361,6 +385,9 @@ class Mode(_Float):
 
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return dtype
+
+    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        return grouped_modes(values, groups, count)
 
     def one(self, values: Array) -> Any:
         uniques, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
