@@ -151,3 +151,32 @@ def test_damaged_row_indices_copied_as_entries_are_refused_when_read(tmp_path: P
         dafzarr.copy_all(destination=dst, source=src, relayout=False)
         with pytest.raises(dafzarr.errors.DafFormatError, match="rowval"):
             dst.get_np_matrix("gene", "cell", "UMIs")
+
+
+@pytest.mark.parametrize("hint", [0, 6 << 20, 1 << 20, 64 << 20])
+def test_a_batch_that_announces_its_size_makes_room_for_exactly_it(
+    tmp_path: Path, hint: int
+) -> None:
+    """With ``size_hint``, the directory moves out of the entries' way once, right past
+    them: the file never holds allocated room that the commit cuts off again. A hint too
+    small or too large only moves the directory more often or further."""
+    path = tmp_path / "hinted.zip"
+    parts = [_payload(2 << 20, seed) for seed in range(3)]
+    with MmapZipStore(path, "w") as store:
+        store["first"] = b"x"
+        start = os.path.getsize(path)
+        sizes = []
+        with store.batch(size_hint=hint + 3 * 64 if hint else 0):
+            for i, part in enumerate(parts):
+                store[f"part{i}"] = part
+                sizes.append(os.path.getsize(path))
+        final = sum(e["compressed_size"] for e in store.info())
+        if hint == 6 << 20:
+            assert sizes[0] == sizes[-1] < start + hint + (16 << 10)
+        elif hint == 0:
+            assert sizes[0] > start + (8 << 20)  # room for four more entries of this size
+    assert final == (6 << 20) + 1
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None
+        assert [z.read(f"part{i}") for i in range(3)] == parts
+    check_zip_tools_accept(path)
