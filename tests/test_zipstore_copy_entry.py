@@ -180,3 +180,18 @@ def test_a_batch_that_announces_its_size_makes_room_for_exactly_it(
         assert z.testzip() is None
         assert [z.read(f"part{i}") for i in range(3)] == parts
     check_zip_tools_accept(path)
+
+
+def test_a_small_announced_batch_allocates_no_room_beyond_it(tmp_path: Path) -> None:
+    """The least room a batch otherwise makes (``_batch_room``) is not made either: a
+    commit that cuts allocated room off waits for the file system's journal."""
+    path = tmp_path / "small.zip"
+    with MmapZipStore(path, "w") as store:
+        store["first"] = b"x"
+        start = os.path.getsize(path)
+        with store.batch(size_hint=3 * (64 + 2 * 4 + 2000)):
+            for i in range(3):
+                store[f"doc{i}"] = bytes(2000)
+                assert os.path.getsize(path) < start + (16 << 10)
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None and z.read("doc2") == bytes(2000)

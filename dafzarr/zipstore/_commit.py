@@ -500,7 +500,7 @@ def add_entry(
     if tx.batch:
         ahead = min(max(w - tx.start, 4 * (header_len + size)), _ROOM_CAP)
         if tx.reach > w:  # the batch said how far its entries go: room for exactly them
-            ahead = max(tx.reach - (w + header_len + size), 0) + tail
+            batch_room = ahead = max(tx.reach - (w + header_len + size), 0) + tail
         room = max(tail, ahead, batch_room)
     a.check_size(w + header_len + size + tail, repr(key))
     make_room(a, fm, tx, header_len + size, room, repr(key))
