@@ -195,3 +195,27 @@ def test_a_small_announced_batch_allocates_no_room_beyond_it(tmp_path: Path) -> 
                 assert os.path.getsize(path) < start + (16 << 10)
     with zipfile.ZipFile(path) as z:
         assert z.testzip() is None and z.read("doc2") == bytes(2000)
+
+
+def test_a_copied_entry_starts_where_the_source_does_within_a_page(tmp_path: Path) -> None:
+    """The kernel then moves whole pages from one page cache to the other, not two pieces
+    of each; the padding is the store's own extra field, which ZIP tools skip."""
+    with MmapZipStore(tmp_path / "src.zip", "w") as src:
+        for i in range(5):
+            src[f"pad{i}"] = b"x" * (100 * i + 8)
+            src[f"big{i}"] = _payload(1 << 20, i)
+    with MmapZipStore(tmp_path / "src.zip") as src, \
+            MmapZipStore(tmp_path / "dst.zip", "w") as dst:  # fmt: skip
+        dst["first"] = b"abc"
+        for i in range(5):
+            assert dst.copy_entry(f"copied/big{i}", src, f"big{i}")
+    where = {e["name"]: e["data_offset"] for e in MmapZipStore(tmp_path / "src.zip").info()}
+    with MmapZipStore(tmp_path / "dst.zip") as dst:
+        for e in dst.info():
+            if e["name"].startswith("copied/"):
+                assert e["data_offset"] % 4096 == where[e["name"][7:]] % 4096
+                assert e["data_offset"] % 8 == 0
+                assert bytes(dst[e["name"]]) == _payload(1 << 20, int(e["name"][-1]))
+    with zipfile.ZipFile(tmp_path / "dst.zip") as z:
+        assert z.testzip() is None
+    check_zip_tools_accept(tmp_path / "dst.zip")

@@ -57,6 +57,8 @@ def _size_hint(prefix: str, items: list[tuple[str, Any]]) -> int:
     total = 0
     for key, data in items:
         value = data.array if isinstance(data, EntryCopy) else data
+        if isinstance(data, EntryCopy):
+            total += 4096  # its data starts at the source's offset within a page
         total += _ENTRY_HEAD + 2 * len(prefix) + 2 * len(key) + (
             value.nbytes if isinstance(value, np.ndarray | memoryview) else len(value)
             if isinstance(value, bytes | bytearray) else 0)

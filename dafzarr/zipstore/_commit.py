@@ -475,17 +475,31 @@ def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | 
 _ROOM_CAP = 256 << 20
 
 
+def _page_padding(start: int, page_offset: int) -> int:
+    """Padding that puts data that would start at ``start`` at ``page_offset`` within a
+    page (0, or at least 4 bytes: the extra field's own header)."""
+    pad = (page_offset - start) % _PAGE
+    return pad + _PAGE if 0 < pad < 4 else pad
+
+
+_PAGE = 4096
+
+
 def add_entry(
     a: Archive, fm: FileMapping, tx: Txn, key: str, raw: bytes, data: memoryview | None,
-    size: int, batch_room: int,
+    size: int, batch_room: int, page_offset: int | None = None,
 ) -> zf.Entry:
     """Write one entry (``data``, or ``size`` zero bytes when None) at ``tx.write``.
 
     Inside a batch, a relocation of the directory leaves at least ``batch_room`` bytes for
-    the entries that follow.
+    the entries that follow. ``page_offset`` (a multiple of 8): the data starts at that
+    offset within a page (a copy from another file at the same offset within its page
+    moves whole pages in the kernel, not two pieces of each).
     """
     w = tx.write
     pad = zf.alignment_padding(w, len(raw))
+    if page_offset is not None and page_offset % zf.ALIGNMENT == 0:
+        pad = _page_padding(w + zf.LFH_SIZE + len(raw) + 20, page_offset)
     header_len = zf.LFH_SIZE + len(raw) + 20 + pad
     entry_cd_len = zf.CD_SIZE + len(raw) + 28
     tail = len(a.cd) + entry_cd_len + a.trailer_len()  # directory + end records
