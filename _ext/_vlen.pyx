@@ -88,3 +88,45 @@ def decode_vlen_utf8(const uint8_t[::1] raw, Py_ssize_t count):
     uniques = np.empty(distinct, dtype=object)
     uniques[:] = values
     return uniques[codes_array]
+
+
+def first_repeated_vlen_utf8(const uint8_t[::1] raw, Py_ssize_t count):
+    """The position of the first of the ``count`` strings of the vlen-utf8 chunk ``raw``
+    that repeats an earlier one, or -1 when all differ, without making a ``str`` of each:
+    their bytes are compared (strict UTF-8 maps equal strings to equal bytes, and back).
+    Raises as :func:`decode_vlen_utf8` does: ``ValueError`` when the chunk's count differs
+    from ``count`` or an item runs past its end, ``UnicodeDecodeError`` for invalid UTF-8
+    (an item that is not all ASCII is decoded, and dropped, to check it)."""
+    cdef Py_ssize_t size = raw.shape[0]
+    if size < 4 or _u32(&raw[0]) != <uint64_t>count:
+        raise ValueError(f"vlen-utf8 chunk does not hold {count} strings")
+    if count == 0:
+        return -1
+    cdef Py_ssize_t slots = 16
+    while slots < 2 * count:
+        slots *= 2
+    cdef int64_t[::1] table = np.full(slots, -1, dtype=np.int64)  # -> start of a length
+    cdef Py_ssize_t pos = 4, i, slot, mask = slots - 1, found, j
+    cdef uint32_t n
+    cdef uint8_t high
+    cdef const uint8_t* base = &raw[0]
+    for i in range(count):
+        if pos + 4 > size:
+            raise ValueError(f"vlen-utf8 chunk ends inside item {i}")
+        n = _u32(base + pos)
+        if <uint64_t>n > <uint64_t>(size - pos - 4):
+            raise ValueError(f"vlen-utf8 item {i} runs past the chunk's end")
+        high = 0
+        for j in range(n):
+            high |= base[pos + 4 + j]
+        if high & 0x80:
+            PyUnicode_DecodeUTF8(<const char*>(base + pos + 4), n, "strict")
+        slot = <Py_ssize_t>(_hash(base + pos + 4, n) & <uint64_t>mask)
+        while table[slot] >= 0:
+            found = table[slot]
+            if _u32(base + found) == n and memcmp(base + found + 4, base + pos + 4, n) == 0:
+                return i
+            slot = (slot + 1) & mask
+        table[slot] = pos
+        pos += 4 + n
+    return -1

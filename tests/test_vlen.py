@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numcodecs import VLenUTF8
 
-from dafzarr._vlen import decode_vlen_utf8
+from dafzarr._vlen import decode_vlen_utf8, first_repeated_vlen_utf8
 
 
 def _chunk(values: list[str]) -> np.ndarray:
@@ -66,3 +66,25 @@ def test_invalid_utf8_raises_as_the_strict_decoder() -> None:
     raw[8] = 0xFF
     with pytest.raises(UnicodeDecodeError):
         decode_vlen_utf8(raw, 2)
+
+
+@pytest.mark.parametrize(("values", "first"), [
+    ([f"c{i}" for i in range(5000)], -1),
+    ([f"c{i}" for i in range(5000)] + ["c17"], 5000),
+    (["é", "e", "", "日本", "é"], 4),
+    (["", "x", ""], 2),
+    ([], -1),
+])
+def test_the_first_repeated_string_is_found_on_the_bytes(values: list[str], first: int) -> None:
+    assert first_repeated_vlen_utf8(_chunk(values), len(values)) == first
+
+
+def test_checking_for_repeats_refuses_what_decoding_refuses() -> None:
+    chunk = _chunk(["ab", "cd"]).copy()
+    with pytest.raises(ValueError, match="does not hold 3"):
+        first_repeated_vlen_utf8(chunk, 3)
+    with pytest.raises(ValueError, match="past the chunk's end"):
+        first_repeated_vlen_utf8(chunk[:-1].copy(), 2)
+    chunk[-1] = 0xFF
+    with pytest.raises(UnicodeDecodeError):
+        first_repeated_vlen_utf8(chunk, 2)

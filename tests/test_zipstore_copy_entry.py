@@ -151,3 +151,71 @@ def test_damaged_row_indices_copied_as_entries_are_refused_when_read(tmp_path: P
         dafzarr.copy_all(destination=dst, source=src, relayout=False)
         with pytest.raises(dafzarr.errors.DafFormatError, match="rowval"):
             dst.get_np_matrix("gene", "cell", "UMIs")
+
+
+@pytest.mark.parametrize("hint", [0, 6 << 20, 1 << 20, 64 << 20])
+def test_a_batch_that_announces_its_size_makes_room_for_exactly_it(
+    tmp_path: Path, hint: int
+) -> None:
+    """With ``size_hint``, the directory moves out of the entries' way once, right past
+    them: the file never holds allocated room that the commit cuts off again. A hint too
+    small or too large only moves the directory more often or further."""
+    path = tmp_path / "hinted.zip"
+    parts = [_payload(2 << 20, seed) for seed in range(3)]
+    with MmapZipStore(path, "w") as store:
+        store["first"] = b"x"
+        start = os.path.getsize(path)
+        sizes = []
+        with store.batch(size_hint=hint + 3 * 64 if hint else 0):
+            for i, part in enumerate(parts):
+                store[f"part{i}"] = part
+                sizes.append(os.path.getsize(path))
+        final = sum(e["compressed_size"] for e in store.info())
+        if hint == 6 << 20:
+            assert sizes[0] == sizes[-1] < start + hint + (16 << 10)
+        elif hint == 0:
+            assert sizes[0] > start + (8 << 20)  # room for four more entries of this size
+    assert final == (6 << 20) + 1
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None
+        assert [z.read(f"part{i}") for i in range(3)] == parts
+    check_zip_tools_accept(path)
+
+
+def test_a_small_announced_batch_allocates_no_room_beyond_it(tmp_path: Path) -> None:
+    """The least room a batch otherwise makes (``_batch_room``) is not made either: a
+    commit that cuts allocated room off waits for the file system's journal."""
+    path = tmp_path / "small.zip"
+    with MmapZipStore(path, "w") as store:
+        store["first"] = b"x"
+        start = os.path.getsize(path)
+        with store.batch(size_hint=3 * (64 + 2 * 4 + 2000)):
+            for i in range(3):
+                store[f"doc{i}"] = bytes(2000)
+                assert os.path.getsize(path) < start + (16 << 10)
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None and z.read("doc2") == bytes(2000)
+
+
+def test_a_copied_entry_starts_where_the_source_does_within_a_page(tmp_path: Path) -> None:
+    """The kernel then moves whole pages from one page cache to the other, not two pieces
+    of each; the padding is the store's own extra field, which ZIP tools skip."""
+    with MmapZipStore(tmp_path / "src.zip", "w") as src:
+        for i in range(5):
+            src[f"pad{i}"] = b"x" * (100 * i + 8)
+            src[f"big{i}"] = _payload(1 << 20, i)
+    with MmapZipStore(tmp_path / "src.zip") as src, \
+            MmapZipStore(tmp_path / "dst.zip", "w") as dst:  # fmt: skip
+        dst["first"] = b"abc"
+        for i in range(5):
+            assert dst.copy_entry(f"copied/big{i}", src, f"big{i}")
+    where = {e["name"]: e["data_offset"] for e in MmapZipStore(tmp_path / "src.zip").info()}
+    with MmapZipStore(tmp_path / "dst.zip") as dst:
+        for e in dst.info():
+            if e["name"].startswith("copied/"):
+                assert e["data_offset"] % 4096 == where[e["name"][7:]] % 4096
+                assert e["data_offset"] % 8 == 0
+                assert bytes(dst[e["name"]]) == _payload(1 << 20, int(e["name"][-1]))
+    with zipfile.ZipFile(tmp_path / "dst.zip") as z:
+        assert z.testzip() is None
+    check_zip_tools_accept(tmp_path / "dst.zip")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Self
 
 import numpy as np
@@ -14,6 +15,14 @@ from . import _layout as lay
 from ._names import _join, check_name, entry_positions
 from ._storage import DafStorage
 from ._values import _as_strings
+
+
+@dataclass(frozen=True)
+class EncodedNames:
+    """An axis' ``count`` entries as the vlen-utf8 ``chunk`` that stores them (checked)."""
+
+    chunk: bytes
+    count: int
 
 
 class Axes(DafStorage):
@@ -71,9 +80,17 @@ class Axes(DafStorage):
         where = f"entries of the axis {axis}\nin the daf data: {self._name}"
         names = _as_strings(unmasked(entries, where), where).reshape(-1)
         if len(set(names.tolist())) != len(names):
-            raise DafFormatError(
-                f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"
-            )
+            raise self._repeated_entries(axis)
+        return self._add_checked_axis(axis, names, overwrite)
+
+    def _repeated_entries(self, axis: str) -> DafFormatError:
+        return DafFormatError(
+            f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"
+        )
+
+    def _add_checked_axis(self, axis: str, names: np.ndarray[Any, Any] | EncodedNames,
+                          overwrite: bool = False) -> Self:
+        """:meth:`add_axis` of entries known to be unique strings."""
         with self._lock:
             exists = self.has_axis(axis)
             if exists:
@@ -87,7 +104,7 @@ class Axes(DafStorage):
                 self._write_axis(axis, names)
         return self
 
-    def _write_axis(self, axis: str, names: np.ndarray[Any, Any]) -> None:
+    def _write_axis(self, axis: str, names: np.ndarray[Any, Any] | EncodedNames) -> None:
         """The axis' entries, and the groups of its vectors and matrices that are missing."""
         L = self._layout
         others = sorted(self.axes_set())
@@ -99,7 +116,12 @@ class Axes(DafStorage):
         ):
             if self._node_kind(path) is None:
                 items += L.group_docs(path).items()
-        items += self._array_items(_join("axes", axis), names, lay.STRING)
+        if isinstance(names, EncodedNames):
+            path = _join("axes", axis)
+            items.append((L.chunk_key(path, 1), names.chunk))
+            items += L.array_docs(path, lay.STRING, (names.count,)).items()
+        else:
+            items += self._array_items(_join("axes", axis), names, lay.STRING)
         self._write(items)
         self._axis_cache.pop(axis, None)
 

@@ -51,6 +51,24 @@ def _pieces(data: np.ndarray[Any, Any]) -> Iterator[np.ndarray[Any, Any]]:
         yield flat[i : i + _PWRITE_PIECE]
 
 
+def _size_hint(prefix: str, items: list[tuple[str, Any]]) -> int:
+    """About how many bytes ``items`` take as new entries, local headers included (see
+    :meth:`~dafzarr.zipstore.MmapZipStore.batch`)."""
+    total = 0
+    for key, data in items:
+        value = data.array if isinstance(data, EntryCopy) else data
+        if isinstance(data, EntryCopy):
+            total += 4096  # its data starts at the source's offset within a page
+        total += _ENTRY_HEAD + 2 * len(prefix) + 2 * len(key) + (
+            value.nbytes if isinstance(value, np.ndarray | memoryview) else len(value)
+            if isinstance(value, bytes | bytearray) else 0)
+    return total
+
+
+# A local header's bytes besides the name: fixed part, ZIP64 extra, alignment padding.
+_ENTRY_HEAD = 64
+
+
 @dataclass(frozen=True)
 class EntryCopy:
     """A chunk whose bytes are the entry ``key`` of the archive ``store`` (``array``: the
@@ -258,8 +276,9 @@ class ZipBackend(Backend):
         return EntryCopy(self.store, self.prefix + key, array)
 
     def put(self, items: Iterable[tuple[str, Any]]) -> None:
-        with self.store.batch():
-            for key, data in items:
+        pairs = list(items)
+        with self.store.batch(size_hint=_size_hint(self.prefix, pairs)):
+            for key, data in pairs:
                 if isinstance(data, EntryCopy):
                     full = self.prefix + key
                     if full not in self.store and self.store.copy_entry(full, data.store,

@@ -107,8 +107,14 @@ def _write_past_end(a: Archive, fm: FileMapping, at: int, cd: memoryview | bytea
     _step(step + "trailer")
 
 
-def begin(a: Archive, fm: FileMapping, batch: bool = False) -> Txn:
-    """Enter the open transaction, opening one if there is none."""
+def begin(a: Archive, fm: FileMapping, batch: bool = False, size_hint: int = 0) -> Txn:
+    """Enter the open transaction, opening one if there is none.
+
+    ``size_hint``: about how many bytes the entries this holder writes take, local headers
+    included (about 60 bytes and the name each): when the directory moves out of their
+    way (:func:`add_entry`), it makes room for exactly them, not room that grows as the
+    batch goes and whose unused (allocated) part the commit gives back.
+    """
     tx = a.tx
     if tx is None:
         tx = Txn(len(a.entries), len(a.cd), a.data_end, a.data_end, a.cd_offset, fm.size)
@@ -116,6 +122,8 @@ def begin(a: Archive, fm: FileMapping, batch: bool = False) -> Txn:
         a.tx = tx
     tx.depth += 1
     tx.batch = tx.batch or batch
+    if size_hint > 0:
+        tx.reach = max(tx.reach, tx.write + int(size_hint))
     return tx
 
 
@@ -467,28 +475,46 @@ def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | 
 _ROOM_CAP = 256 << 20
 
 
+def _page_padding(start: int, page_offset: int) -> int:
+    """Padding that puts data that would start at ``start`` at ``page_offset`` within a
+    page (0, or at least 4 bytes: the extra field's own header)."""
+    pad = (page_offset - start) % _PAGE
+    return pad + _PAGE if 0 < pad < 4 else pad
+
+
+_PAGE = 4096
+
+
 def add_entry(
     a: Archive, fm: FileMapping, tx: Txn, key: str, raw: bytes, data: memoryview | None,
-    size: int, batch_room: int,
+    size: int, batch_room: int, page_offset: int | None = None,
 ) -> zf.Entry:
     """Write one entry (``data``, or ``size`` zero bytes when None) at ``tx.write``.
 
     Inside a batch, a relocation of the directory leaves at least ``batch_room`` bytes for
-    the entries that follow.
+    the entries that follow. ``page_offset`` (a multiple of 8): the data starts at that
+    offset within a page (a copy from another file at the same offset within its page
+    moves whole pages in the kernel, not two pieces of each).
     """
     w = tx.write
     pad = zf.alignment_padding(w, len(raw))
+    if page_offset is not None and page_offset % zf.ALIGNMENT == 0:
+        pad = _page_padding(w + zf.LFH_SIZE + len(raw) + 20, page_offset)
     header_len = zf.LFH_SIZE + len(raw) + 20 + pad
     entry_cd_len = zf.CD_SIZE + len(raw) + 28
     tail = len(a.cd) + entry_cd_len + a.trailer_len()  # directory + end records
     # Inside a batch more entries follow: the directory moves far enough ahead for
     # several more of this size, or as much as the batch wrote so far (the commit gives
-    # back what they leave unused). The room's blocks are allocated (see
+    # back what they leave unused); or, when the batch announced its size, right past
+    # the entries announced (nothing to give back: cutting allocated room costs the file
+    # system a journal transaction). The room's blocks are allocated (see
     # FileMapping.resize), so it stays within _ROOM_CAP: a batch holding a 2 GB entry
     # must not need 8 GB more of free disk for a while.
     room = tail
     if tx.batch:
         ahead = min(max(w - tx.start, 4 * (header_len + size)), _ROOM_CAP)
+        if tx.reach > w:  # the batch said how far its entries go: room for exactly them
+            batch_room = ahead = max(tx.reach - (w + header_len + size), 0) + tail
         room = max(tail, ahead, batch_room)
     a.check_size(w + header_len + size + tail, repr(key))
     make_room(a, fm, tx, header_len + size, room, repr(key))

@@ -238,17 +238,20 @@ class ArchiveHandle(Store):
         return tx is not None
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[Self]:
+    def batch(self, size_hint: int = 0) -> Iterator[Self]:
         """Group writes into one commit: one central-directory write for all of them.
 
         Inside the block, writes (``store[k] = v``, zarr writes, deletes, reservations)
         are visible at once in this process but become durable together when the block
         exits; if the block raises, or the process dies inside it, none of them survive.
         Writes other threads make while the block is open join it.
+
+        ``size_hint``: about how many bytes the new entries take, headers included (see
+        ``_commit.begin``); a wrong hint costs speed only.
         """
         with self._lock:
             fm = self._check_writable_sync()
-            tx = _commit.begin(self._archive, fm, batch=True)
+            tx = _commit.begin(self._archive, fm, batch=True, size_hint=size_hint)
         try:
             yield self
         except BaseException as exc:
@@ -579,12 +582,8 @@ class ArchiveHandle(Store):
         self._is_open = True
         return True
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: types.TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: types.TracebackType | None) -> None:
         if exc_type is None:
             self.close()
             return

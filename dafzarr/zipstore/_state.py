@@ -31,6 +31,8 @@ class Txn:
     dirty: list[tuple[int, int]] = field(default_factory=list)  # ranges holding stale bytes
     depth: int = 0
     batch: bool = False
+    # Where the entries the open batch announced (``batch(size_hint=...)``) end; 0: none.
+    reach: int = 0
     committed: bool = False  # the new directory is live (past the commit point)
     relocated: bool = False  # the live CD was copied past the end to make room
     pruned: bool = False  # an entry was superseded or deleted: the next CD leaves it out

@@ -340,9 +340,10 @@ class MmapZipStore(ArchiveHandle):
         raw = encode_key(key, self.path)
         with self.batch(), self._io(f"writing entry {key!r}"), self._lock:
             fm = self._check_writable_sync()
+            # The data at the source's offset within a page: the kernel copies whole pages.
             start = _write.reserve(self._archive, fm, key, raw, nbytes,
                                    append_only=self.append_only,
-                                   batch_room=self._batch_room)
+                                   batch_room=self._batch_room, page_offset=offset % 4096)
             copy_range(src_fm, offset, fm, start, nbytes)
             _commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
         return True

@@ -97,10 +97,10 @@ def stage_small_run(a: Archive, fm: FileMapping, items: list[object], start: int
 
 def reserve(
     a: Archive, fm: FileMapping, key: str, raw: bytes, nbytes: int, *, append_only: bool,
-    batch_room: int,
+    batch_room: int, page_offset: int | None = None,
 ) -> int:
     """Commit an entry of ``nbytes`` zero bytes under the new key ``key``; return where its
-    data starts."""
+    data starts (at ``page_offset`` within a page, when given: see ``_commit.add_entry``)."""
     if key in a.index:
         if append_only:
             refuse_rewrite(a.path, key, "reserve existing")
@@ -109,7 +109,7 @@ def reserve(
             "first (a reservation cannot supersede an entry)"
         )
     with _commit.write_step(a, fm) as tx:
-        entry = _commit.add_entry(a, fm, tx, key, raw, None, nbytes, batch_room)
+        entry = _commit.add_entry(a, fm, tx, key, raw, None, nbytes, batch_room, page_offset)
     if nbytes:
         a.unpatched.add(key)
     return entry.data_offset

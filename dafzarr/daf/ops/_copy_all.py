@@ -31,6 +31,7 @@ from ._convert import STRING, Target, convert_array, convert_value, element_type
 from ._copies import transfer_vector, vector_where
 from ._copy_matrix import matrix_where, transfer_matrix
 from ._sources import SparseVector, read_vector
+from ._stored import copy_stored_axis
 
 __all__ = ["copy_all"]
 
@@ -273,7 +274,8 @@ def copy_all(*, destination: Any, source: Any, empty: Any = None, types: Any = N
             destination.set_scalar(name, value, overwrite=overwrite)
             bar.step(what=f"scalar {name}")
         for axis in plan.axes:
-            destination.add_axis(axis, source.axis_np_entries(axis))
+            if not copy_stored_axis(source, destination, axis):
+                destination.add_axis(axis, source.axis_np_entries(axis))
             bar.step(what=f"axis {axis}")
         for axis, name, fill, eltype in plan.vectors:
             transfer_vector(destination, source, axis, name, axis, name, eltype=eltype,

@@ -7,6 +7,9 @@ the destination, in one change: no index is converted to 0-based and back, no la
 transposed. The indices are checked as a reader checks them (column pointers from 1 to the
 stored count, never decreasing; rows within the axis), so a damaged source is refused, not
 propagated.
+
+An axis goes the same way: its entries' stored vlen-utf8 chunk is checked (valid UTF-8,
+the axis' count, no entry twice) and written as it is, with no ``str`` made of each entry.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from ..._vlen import first_repeated_vlen_utf8
 from ...errors import DafFormatError
+from .. import _layout as lay
+from .._axes import Axes, EncodedNames
 from .._backends_zip import ZipBackend
 from .._matrices import Matrices
-from .._names import _join
+from .._names import _join, check_name
 
-__all__ = ["copy_stored_layouts"]
+__all__ = ["copy_stored_axis", "copy_stored_layouts"]
 
 Array = np.ndarray[Any, Any]
 
@@ -127,4 +133,33 @@ def copy_stored_layouts(source: Any, destination: Any, axes: tuple[str, str, str
             destination._matrix_replaces(rows_target, columns_target, target, overwrite,
                                          relayout=len(pairs) == 2)):
         destination._write(items)
+    return True
+
+
+def copy_stored_axis(source: Any, destination: Any, axis: str) -> bool:
+    """Create the axis ``axis`` of ``source`` in ``destination`` (which lacks it) from the
+    chunk that stores its entries, checked as :meth:`~dafzarr.daf.ZarrDaf.add_axis` checks
+    entries; ``False`` (nothing done) when either data set is not a ZarrDaf or the source
+    does not store the entries as one uncompressed vlen-utf8 chunk."""
+    if not (isinstance(source, Axes) and isinstance(destination, Axes)):
+        return False
+    check_name(axis, "axis")
+    path = _join("axes", axis)
+    source._require_axis(axis)
+    info = source._array_info(path)
+    if not (info.canonical and info.dtype == lay.STRING and len(info.shape) == 1):
+        return False
+    data = source._backend.get(info.chunk_key)
+    if data is None:
+        return False
+    chunk, count = bytes(memoryview(data).cast("B")), int(info.shape[0])
+    try:
+        repeated = first_repeated_vlen_utf8(np.frombuffer(chunk, np.uint8), count)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DafFormatError(f"{source._path}: {path}: corrupt vlen-utf8 chunk: {exc}"
+                             ) from None
+    destination._check_writable()
+    if repeated >= 0:
+        raise destination._repeated_entries(axis)
+    destination._add_checked_axis(axis, EncodedNames(chunk, count))
     return True
