@@ -98,7 +98,7 @@ def first_repeated_vlen_utf8(const uint8_t[::1] raw, Py_ssize_t count):
     from ``count`` or an item runs past its end, ``UnicodeDecodeError`` for invalid UTF-8
     (an item that is not all ASCII is decoded, and dropped, to check it)."""
     cdef Py_ssize_t size = raw.shape[0]
-    if size < 4 or _u32(&raw[0]) != <uint64_t>count:
+    if size < 4 or le_u32(&raw[0]) != <uint64_t>count:
         raise ValueError(f"vlen-utf8 chunk does not hold {count} strings")
     if count == 0:
         return -1
@@ -113,7 +113,7 @@ def first_repeated_vlen_utf8(const uint8_t[::1] raw, Py_ssize_t count):
     for i in range(count):
         if pos + 4 > size:
             raise ValueError(f"vlen-utf8 chunk ends inside item {i}")
-        n = _u32(base + pos)
+        n = le_u32(base + pos)
         if <uint64_t>n > <uint64_t>(size - pos - 4):
             raise ValueError(f"vlen-utf8 item {i} runs past the chunk's end")
         high = 0
@@ -124,7 +124,7 @@ def first_repeated_vlen_utf8(const uint8_t[::1] raw, Py_ssize_t count):
         slot = <Py_ssize_t>(_hash(base + pos + 4, n) & <uint64_t>mask)
         while table[slot] >= 0:
             found = table[slot]
-            if _u32(base + found) == n and memcmp(base + found + 4, base + pos + 4, n) == 0:
+            if le_u32(base + found) == n and memcmp(base + found + 4, base + pos + 4, n) == 0:
                 return i
             slot = (slot + 1) & mask
         table[slot] = pos
