@@ -111,7 +111,15 @@ def link_descriptor(fd: int, path: str) -> None:
         # a directory descriptor makes os.link call linkat(), which follows the /proc link
         # to the file (plain link() would try to link the symbolic link itself)
         os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd)
-    finally:
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(dir_fd)
+        raise
+    # The name is in place. A close of the read-only directory descriptor that reports an
+    # error does not undo it (the descriptor holds no writes; the caller's fsync of the
+    # directory makes the name durable): reporting the link as failed would make a caller
+    # write the same object again under a second name.
+    with contextlib.suppress(OSError):
         os.close(dir_fd)
 
 
