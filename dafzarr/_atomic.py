@@ -10,7 +10,9 @@ was; a process killed at any instant leaves the old destination or the complete 
 
 A temporary is flocked while it is written; a later write onto the same destination removes
 those that no process holds and that are older than :data:`STALE_SECONDS` (the debris of a
-killed run). A directory that replaces another is swapped in with one ``renameat2``
+killed run). That lock only marks a live temporary: on a file system without ``flock``
+(:data:`~dafzarr._ioerror.LOCK_UNSUPPORTED`) the temporary is written unlocked, and no sweep
+removes anything there (a sweep removes only what it could lock). A directory that replaces another is swapped in with one ``renameat2``
 (``RENAME_EXCHANGE``) where the kernel has it, so there is no instant without a destination.
 """
 
@@ -30,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ._ioerror import storage_error
+from ._ioerror import LOCK_UNSUPPORTED, storage_error
 from .errors import ArchiveLockedError, OutputExistsError
 
 __all__ = [
@@ -44,11 +46,13 @@ __all__ = [
     "link_descriptor",
     "link_temporary",
     "locked_temporary",
+    "mark_live",
     "no_space",
     "remove_stale_temporaries",
     "removed_on_failure",
     "retry_interrupted",
     "temporary_name",
+    "unmark_live",
     "walk",
 ]
 
@@ -123,13 +127,34 @@ def link_descriptor(fd: int, path: str) -> None:
         os.close(dir_fd)
 
 
+def mark_live(fd: int) -> bool:
+    """Lock the temporary open as ``fd`` (``flock``), which keeps every sweep
+    (:func:`remove_stale_temporaries`) from removing it; False on a file system without
+    ``flock``, where the temporary stays unlocked: no sweep can lock, hence remove, one there.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        if exc.errno not in LOCK_UNSUPPORTED:
+            raise
+        return False
+    return True
+
+
+def unmark_live(fd: int) -> None:
+    """Let go of :func:`mark_live`'s lock once the temporary got its final name (a failure
+    is ignored: the lock then goes with the last descriptor of the file)."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 def link_temporary(fd: int, destination: str, suffix: str = "") -> str:
     """Name the file open as ``fd`` (an anonymous one) as a temporary of ``destination``,
     flocked first so that no sweep removes it while this process lives; return its path.
 
     :class:`OSError` where ``/proc`` or hard links are missing (see :func:`link_descriptor`).
     """
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    mark_live(fd)
     while True:
         tmp = temporary_name(destination, suffix)
         try:
@@ -387,7 +412,7 @@ def locked_temporary(
     with removed_on_failure(tmp):
         fd = os.open(tmp, os.O_RDWR | os.O_CLOEXEC)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            mark_live(fd)
             yield fd, tmp
         finally:
             os.close(fd)
@@ -451,7 +476,7 @@ def atomic_directory(destination: PathLike, *, force: bool) -> Iterator[str]:
     try:
         fd = os.open(wrapper, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            mark_live(fd)
             tmp = os.path.join(wrapper, os.path.basename(target))
             os.mkdir(tmp)
             yield tmp

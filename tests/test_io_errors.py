@@ -362,6 +362,51 @@ def test_no_lock_file_system_names_the_way_out(tmp_path: Path) -> None:
         assert d.axes_set() == {"cell"}
 
 
+def test_no_lock_file_system_array_file(tmp_path: Path) -> None:
+    """``flock`` failing with ENOLCK everywhere: ArrayFile writers need no lock (a sidecar
+    gets its name with a create-only link; the lock of a temporary only keeps a sweep off
+    it), so creation, flushes, statistics and compaction work, with the temporaries
+    unlocked; the sweep, which can lock nothing there, removes no temporary (not even a
+    stale one, which could be a live writer's)."""
+    path = tmp_path / "f.af"
+    stale = tmp_path / ".f.af.1-0badcafe.dafzarr-tmp.7.af"
+    script = (
+        "import os, sys\n"
+        "import numpy as np\n"
+        "from dafzarr import ArrayFile\n"
+        "p, stale = sys.argv[1], sys.argv[2]\n"
+        "with ArrayFile.create(p) as f:\n"
+        "    f.define_array('x', 'u4', ['i'], [64])\n"
+        "    f.write_array('x', [0], np.arange(64, dtype=np.uint32))\n"
+        "    f.flush()\n"
+        "open(stale, 'wb').close()\n"
+        "os.utime(stale, (1, 1))\n"
+        "with ArrayFile.open(p) as f:\n"
+        "    f.write_array('x', [0], np.arange(8, dtype=np.uint32) + 1000)\n"
+        "    f.flush()\n"
+        "    f.compact()\n"
+        "    f.define_array('y', 'f8', ['i'], [4])\n"
+        "    f.write_array('y', [0], np.ones(4))\n"
+    )
+    trace = tmp_path / "flock.trace"
+    res = subprocess.run(
+        ["strace", "-f", "-qq", "-o", str(trace), "-e", "trace=flock",
+         "-e", "inject=flock:error=ENOLCK", sys.executable, "-c", script, str(path),
+         str(stale)],
+        capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "LOCK_EX" in trace.read_text()  # the writers did try to lock
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [stale.name, "f.1.af", "f.af", "f.stats", trace.name])
+    from dafzarr import ArrayFile
+
+    with ArrayFile.open(path) as f:  # (where locks work, the sweep removes the stale one)
+        assert f.read_array("x").tolist() == [*range(1000, 1008), *range(8, 64)]
+        assert f.read_array("y").tolist() == [1.0] * 4
+    assert not stale.exists()
+
+
 # --- Address-space exhaustion --------------------------------------------------------------
 
 #: Operations that map or allocate as they write, run under an address-space limit.
