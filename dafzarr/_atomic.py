@@ -342,14 +342,17 @@ def _renameat2(src: str, dst: str, flags: int) -> bool:
     raise OSError(err, os.strerror(err), dst)
 
 
-def publish_directory(tmp: str, destination: str, force: bool) -> None:
-    """fsync the tree at ``tmp`` and give it the name ``destination``, then fsync the folder.
+def publish_directory(tmp: str, destination: str, force: bool, sync: bool = True) -> None:
+    """fsync the tree at ``tmp`` and give it the name ``destination``, then fsync the folder
+    (``sync=False``: no fsync; the rename is atomic for the processes, not across a power
+    loss).
 
     An existing destination (with ``force``) is swapped with ``tmp`` in one
     ``RENAME_EXCHANGE``, so the old tree is left at ``tmp`` for the caller to remove; without
     ``force`` a destination that appeared meanwhile is kept.
     """
-    _fsync_tree(tmp)
+    if sync:
+        _fsync_tree(tmp)
     parent = os.path.dirname(destination)
     if not os.path.lexists(destination):
         if not _renameat2(tmp, destination, _RENAME_NOREPLACE):
@@ -361,7 +364,8 @@ def publish_directory(tmp: str, destination: str, force: bool) -> None:
         old = tmp + ".old"
         os.rename(destination, old)
         os.rename(tmp, destination)
-    fsync_directory(parent)
+    if sync:
+        fsync_directory(parent)
 
 
 def no_space(exc: OSError, what: str, tmp: str) -> OSError:
@@ -454,14 +458,16 @@ def atomic_file(
 
 
 @contextlib.contextmanager
-def atomic_directory(destination: PathLike, *, force: bool) -> Iterator[str]:
+def atomic_directory(destination: PathLike, *, force: bool, sync: bool = True
+                     ) -> Iterator[str]:
     """The path of an empty temporary directory; on a clean exit it becomes ``destination``.
 
     As :func:`atomic_file`, for directory stores: every file under the directory is fsynced
     before the rename. The directory yielded has the destination's own name, inside a
     flocked temporary directory (``.NAME.<pid>-<random>.dafzarr-tmp/NAME``), so a writer
     may lock the store's directory itself and readers that go by the name accept it; the
-    replaced store is removed with the temporary.
+    replaced store is removed with the temporary. ``sync=False``: nothing is fsynced (see
+    :func:`publish_directory`).
     """
     target = os.path.abspath(os.fspath(destination))
     check_destination(target, force, directory=True)
@@ -480,7 +486,7 @@ def atomic_directory(destination: PathLike, *, force: bool) -> Iterator[str]:
             tmp = os.path.join(wrapper, os.path.basename(target))
             os.mkdir(tmp)
             yield tmp
-            publish_directory(tmp, target, force)
+            publish_directory(tmp, target, force, sync)
         finally:
             os.close(fd)
     finally:

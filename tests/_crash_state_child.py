@@ -302,6 +302,14 @@ def _create_daf(path: str) -> None:
         ack()
 
 
+def _truncate_daf(path: str) -> None:
+    """Mode ``"w"`` on an existing data set: an empty one takes its place, then an axis."""
+    with open_daf(path, "w", durable=True) as d:
+        ack()
+        d.add_axis("gene", ["g0", "g1"])
+        ack()
+
+
 def _nothing(path: str) -> None:
     """No base: the operation creates the data set."""
 
@@ -508,6 +516,9 @@ def _ops() -> dict[str, Op]:
         # Without durable=True: neither durable nor, after a power loss, always readable.
         ops.append(Op(f"daf-{kind}-set-not-durable", file_name, daf_base,
                       _daf(_set_vector, durable=False), daf_snapshot, durable=False))
+    # (not on a ZIP: mode "w" empties an archive in place, and a crash meanwhile leaves it
+    # without its group)
+    ops.append(Op("daf-dir-truncate", "d.daf.zarr", daf_base, _truncate_daf, daf_snapshot))
     return {op.name: op for op in ops}
 
 
