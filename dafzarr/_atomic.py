@@ -23,6 +23,7 @@ import ctypes
 import ctypes.util
 import errno
 import fcntl
+import functools
 import os
 import re
 import secrets
@@ -322,13 +323,19 @@ def publish_file(fd: int, tmp: str, destination: str, force: bool) -> None:
     fsync_directory(os.path.dirname(destination))
 
 
-def _renameat2(src: str, dst: str, flags: int) -> bool:
-    """``renameat2(src, dst, flags)``; False where the C library or file system lacks it."""
+@functools.cache
+def _renameat2_function() -> Any:
+    """The C library's ``renameat2``, or None (looked up once: finding the library runs
+    a program)."""
     libc_name = ctypes.util.find_library("c")
     if libc_name is None:
-        return False
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    func = getattr(libc, "renameat2", None)
+        return None
+    return getattr(ctypes.CDLL(libc_name, use_errno=True), "renameat2", None)
+
+
+def _renameat2(src: str, dst: str, flags: int) -> bool:
+    """``renameat2(src, dst, flags)``; False where the C library or file system lacks it."""
+    func = _renameat2_function()
     if func is None:
         return False
     rc = func(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), ctypes.c_uint(flags))

@@ -3,8 +3,9 @@
 Each operation of ``_io_error_child.OPS`` (MmapZipStore append, rewrite, delete, batch,
 compaction; ZarrDaf set, overwrite, delete and fill on a directory and on a ZIP, and mode
 ``"w"`` over a directory data set; ArrayFile flush and compaction; the reference writer)
-runs in a child forked by a server that imported dafzarr once; ``strace -p`` is attached to the child before it starts, so its counts and
-injections see the operation's own system calls only. A first run without injection counts
+runs in a child forked by a server that imported dafzarr once; ``strace -p`` is attached
+to the child before it starts, so its counts and injections see the operation's own
+system calls only. A first run without injection counts
 the calls (and gives the after-state); then, for each call, each errno it returns in
 practice and each position ``n`` up to that count, ``-e inject=CALL:error=ERRNO:when=n``.
 
