@@ -10,7 +10,9 @@ was; a process killed at any instant leaves the old destination or the complete 
 
 A temporary is flocked while it is written; a later write onto the same destination removes
 those that no process holds and that are older than :data:`STALE_SECONDS` (the debris of a
-killed run). A directory that replaces another is swapped in with one ``renameat2``
+killed run). That lock only marks a live temporary: on a file system without ``flock``
+(:data:`~dafzarr._ioerror.LOCK_UNSUPPORTED`) the temporary is written unlocked, and no sweep
+removes anything there (a sweep removes only what it could lock). A directory that replaces another is swapped in with one ``renameat2``
 (``RENAME_EXCHANGE``) where the kernel has it, so there is no instant without a destination.
 """
 
@@ -21,6 +23,7 @@ import ctypes
 import ctypes.util
 import errno
 import fcntl
+import functools
 import os
 import re
 import secrets
@@ -30,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ._ioerror import storage_error
+from ._ioerror import LOCK_UNSUPPORTED, storage_error
 from .errors import ArchiveLockedError, OutputExistsError
 
 __all__ = [
@@ -44,11 +47,13 @@ __all__ = [
     "link_descriptor",
     "link_temporary",
     "locked_temporary",
+    "mark_live",
     "no_space",
     "remove_stale_temporaries",
     "removed_on_failure",
     "retry_interrupted",
     "temporary_name",
+    "unmark_live",
     "walk",
 ]
 
@@ -111,8 +116,37 @@ def link_descriptor(fd: int, path: str) -> None:
         # a directory descriptor makes os.link call linkat(), which follows the /proc link
         # to the file (plain link() would try to link the symbolic link itself)
         os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd)
-    finally:
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(dir_fd)
+        raise
+    # The name is in place. A close of the read-only directory descriptor that reports an
+    # error does not undo it (the descriptor holds no writes; the caller's fsync of the
+    # directory makes the name durable): reporting the link as failed would make a caller
+    # write the same object again under a second name.
+    with contextlib.suppress(OSError):
         os.close(dir_fd)
+
+
+def mark_live(fd: int) -> bool:
+    """Lock the temporary open as ``fd`` (``flock``), which keeps every sweep
+    (:func:`remove_stale_temporaries`) from removing it; False on a file system without
+    ``flock``, where the temporary stays unlocked: no sweep can lock, hence remove, one there.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        if exc.errno not in LOCK_UNSUPPORTED:
+            raise
+        return False
+    return True
+
+
+def unmark_live(fd: int) -> None:
+    """Let go of :func:`mark_live`'s lock once the temporary got its final name (a failure
+    is ignored: the lock then goes with the last descriptor of the file)."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def link_temporary(fd: int, destination: str, suffix: str = "") -> str:
@@ -121,7 +155,7 @@ def link_temporary(fd: int, destination: str, suffix: str = "") -> str:
 
     :class:`OSError` where ``/proc`` or hard links are missing (see :func:`link_descriptor`).
     """
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    mark_live(fd)
     while True:
         tmp = temporary_name(destination, suffix)
         try:
@@ -289,13 +323,19 @@ def publish_file(fd: int, tmp: str, destination: str, force: bool) -> None:
     fsync_directory(os.path.dirname(destination))
 
 
-def _renameat2(src: str, dst: str, flags: int) -> bool:
-    """``renameat2(src, dst, flags)``; False where the C library or file system lacks it."""
+@functools.cache
+def _renameat2_function() -> Any:
+    """The C library's ``renameat2``, or None (looked up once: finding the library runs
+    a program)."""
     libc_name = ctypes.util.find_library("c")
     if libc_name is None:
-        return False
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    func = getattr(libc, "renameat2", None)
+        return None
+    return getattr(ctypes.CDLL(libc_name, use_errno=True), "renameat2", None)
+
+
+def _renameat2(src: str, dst: str, flags: int) -> bool:
+    """``renameat2(src, dst, flags)``; False where the C library or file system lacks it."""
+    func = _renameat2_function()
     if func is None:
         return False
     rc = func(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), ctypes.c_uint(flags))
@@ -309,14 +349,17 @@ def _renameat2(src: str, dst: str, flags: int) -> bool:
     raise OSError(err, os.strerror(err), dst)
 
 
-def publish_directory(tmp: str, destination: str, force: bool) -> None:
-    """fsync the tree at ``tmp`` and give it the name ``destination``, then fsync the folder.
+def publish_directory(tmp: str, destination: str, force: bool, sync: bool = True) -> None:
+    """fsync the tree at ``tmp`` and give it the name ``destination``, then fsync the folder
+    (``sync=False``: no fsync; the rename is atomic for the processes, not across a power
+    loss).
 
     An existing destination (with ``force``) is swapped with ``tmp`` in one
     ``RENAME_EXCHANGE``, so the old tree is left at ``tmp`` for the caller to remove; without
     ``force`` a destination that appeared meanwhile is kept.
     """
-    _fsync_tree(tmp)
+    if sync:
+        _fsync_tree(tmp)
     parent = os.path.dirname(destination)
     if not os.path.lexists(destination):
         if not _renameat2(tmp, destination, _RENAME_NOREPLACE):
@@ -328,7 +371,8 @@ def publish_directory(tmp: str, destination: str, force: bool) -> None:
         old = tmp + ".old"
         os.rename(destination, old)
         os.rename(tmp, destination)
-    fsync_directory(parent)
+    if sync:
+        fsync_directory(parent)
 
 
 def no_space(exc: OSError, what: str, tmp: str) -> OSError:
@@ -379,7 +423,7 @@ def locked_temporary(
     with removed_on_failure(tmp):
         fd = os.open(tmp, os.O_RDWR | os.O_CLOEXEC)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            mark_live(fd)
             yield fd, tmp
         finally:
             os.close(fd)
@@ -421,14 +465,16 @@ def atomic_file(
 
 
 @contextlib.contextmanager
-def atomic_directory(destination: PathLike, *, force: bool) -> Iterator[str]:
+def atomic_directory(destination: PathLike, *, force: bool, sync: bool = True
+                     ) -> Iterator[str]:
     """The path of an empty temporary directory; on a clean exit it becomes ``destination``.
 
     As :func:`atomic_file`, for directory stores: every file under the directory is fsynced
     before the rename. The directory yielded has the destination's own name, inside a
     flocked temporary directory (``.NAME.<pid>-<random>.dafzarr-tmp/NAME``), so a writer
     may lock the store's directory itself and readers that go by the name accept it; the
-    replaced store is removed with the temporary.
+    replaced store is removed with the temporary. ``sync=False``: nothing is fsynced (see
+    :func:`publish_directory`).
     """
     target = os.path.abspath(os.fspath(destination))
     check_destination(target, force, directory=True)
@@ -443,11 +489,11 @@ def atomic_directory(destination: PathLike, *, force: bool) -> Iterator[str]:
     try:
         fd = os.open(wrapper, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            mark_live(fd)
             tmp = os.path.join(wrapper, os.path.basename(target))
             os.mkdir(tmp)
             yield tmp
-            publish_directory(tmp, target, force)
+            publish_directory(tmp, target, force, sync)
         finally:
             os.close(fd)
     finally:

@@ -39,11 +39,12 @@ import numpy as np
 from dafzarr import ArrayFile, MmapZipStore, open_daf
 from dafzarr._posix import FileMapping
 
+if __package__:
+    from . import _mutations as m
+else:  # run as a script: its directory comes first in sys.path
+    import _mutations as m  # type: ignore[no-redef]
+
 DIR = -1  # the inode number recorded for a directory in a tree
-
-
-def _payload(seed: int, n: int) -> bytes:
-    return np.random.default_rng(seed).bytes(n)
 
 
 # --- Recording -------------------------------------------------------------------------
@@ -223,8 +224,8 @@ def zip_base(path: str) -> None:
     """Two entries, one rewritten (dead bytes for compaction), and a third small one."""
     with MmapZipStore(path, "w") as s:
         s["a"] = b'{"plain": "text"}' * 20
-        s["b"] = _payload(2, 20_000)
-        s["b"] = _payload(3, 12_000)
+        s["b"] = m.payload(2, 20_000)
+        s["b"] = m.payload(3, 12_000)
         s["c"] = b"small"
 
 
@@ -237,12 +238,10 @@ def zip_snapshot(path: str) -> Any:
     from dafzarr import CorruptArchiveError
 
     try:
-        with MmapZipStore(path, "r") as s:
-            ro: Any = {k: bytes(s[k]) for k in s}
+        ro: Any = m.zip_read(path, False)
     except CorruptArchiveError:
         ro = None
-    with MmapZipStore(path, "r+") as s:
-        rw = {k: bytes(s[k]) for k in s}
+    rw = m.zip_read(path, True)
     return rw if ro in (None, rw) else {"read-only": ro, "writable": rw}
 
 
@@ -255,31 +254,12 @@ def _zip(body: Callable[[MmapZipStore], None], durable: bool = True) -> Callable
     return run
 
 
-def _set(key: str, value: bytes) -> Callable[[MmapZipStore], None]:
-    def body(s: MmapZipStore) -> None:
-        s[key] = value
-
-    return body
-
-
-def _del(key: str) -> Callable[[MmapZipStore], None]:
-    def body(s: MmapZipStore) -> None:
-        del s[key]
-
-    return body
-
-
-def _batch(s: MmapZipStore) -> None:
-    with s.batch():
-        s["n1"] = _payload(4, 9000)
-        s["n2"] = _payload(5, 100)
-        s["c"] = b"rewritten"
-        del s["b"]
+_batch = m.batch({"n1": m.payload(4, 9000), "n2": m.payload(5, 100), "c": b"rewritten"}, "b")
 
 
 def _reserve(s: MmapZipStore) -> None:
     view = s.reserve_entry("r", 6000)
-    view[:] = np.frombuffer(_payload(9, 6000), np.uint8)
+    view[:] = np.frombuffer(m.payload(9, 6000), np.uint8)
     del view
     s.patch_entry_crc("r")
 
@@ -288,7 +268,7 @@ def _create_zip(path: str) -> None:
     """A new archive (no file before), and an entry in it."""
     with MmapZipStore(path, "w", durable=True) as s:
         ack()
-        s["k"] = _payload(10, 3000)
+        s["k"] = m.payload(10, 3000)
         ack()
 
 
@@ -299,6 +279,14 @@ def _create_daf(path: str) -> None:
         d.add_axis("cell", CELLS)
         ack()
         d.set_vector("cell", "age", np.arange(6, dtype=np.int32))
+        ack()
+
+
+def _truncate_daf(path: str) -> None:
+    """Mode ``"w"`` on an existing data set: an empty one takes its place, then an axis."""
+    with open_daf(path, "w", durable=True) as d:
+        ack()
+        d.add_axis("gene", ["g0", "g1"])
         ack()
 
 
@@ -320,7 +308,7 @@ def crashed_base(path: str) -> None:
     half-written directory, past the trailer."""
     zip_base(path)
     with open(path, "ab") as f:
-        f.write(_payload(11, 7000) + b"PK\x01\x02" + bytes(40))
+        f.write(m.payload(11, 7000) + b"PK\x01\x02" + bytes(40))
 
 
 def _recover(path: str) -> None:
@@ -335,12 +323,8 @@ def _canonical(path: str) -> None:
     """An append to an archive whose max_file_size leaves no room to place the directory
     past the end of the file: it goes right after the data."""
     with MmapZipStore(path, "r+", durable=True, max_file_size=45_000) as s:
-        s["new"] = _payload(7, 9000)
+        s["new"] = m.payload(7, 9000)
         ack()
-
-
-def _compact(s: MmapZipStore) -> None:
-    s.compact()
 
 
 def _pack(path: str) -> None:
@@ -362,10 +346,7 @@ def pack_base(path: str) -> None:
 CELLS = [f"c{i}" for i in range(6)]
 
 
-def daf_base(path: str) -> None:
-    with open_daf(path, "w") as d:
-        d.add_axis("cell", CELLS)
-        d.set_vector("cell", "age", np.arange(6, dtype=np.int32))
+daf_base = m.daf_base_of(CELLS)
 
 
 def daf_snapshot(path: str) -> Any:
@@ -382,12 +363,7 @@ def daf_snapshot(path: str) -> Any:
             out.append(None)
             continue
         with d:
-            got: dict[str, Any] = {}
-            for axis in sorted(d.axes_set()):
-                got[f"axis {axis}"] = [str(x) for x in d.axis_np_entries(axis)]
-                for vec in sorted(d.vectors_set(axis)):
-                    got[f"vector {axis} {vec}"] = d.get_np_vector(axis, vec).tolist()
-            out.append(got)
+            out.append(m.daf_contents(d))
     return out[1] if out[0] in (None, out[1]) else {"read-only": out[0], "writable": out[1]}
 
 
@@ -398,33 +374,6 @@ def _daf(body: Callable[[Any], None], durable: bool = True) -> Callable[[str], N
             ack()
 
     return run
-
-
-def _set_vector(d: Any) -> None:
-    d.set_vector("cell", "score", np.linspace(0, 1, 6))
-
-
-def _fill(d: Any) -> None:
-    with d.empty_dense_vector("cell", "filled", np.float64) as v:
-        v[:] = np.arange(6) * 0.5
-
-
-def _delete_vector(d: Any) -> None:
-    d.delete_vector("cell", "age")
-
-
-def af_base(path: str) -> None:
-    with ArrayFile.create(path) as f:
-        f.define_array("x", "u4", ["i"], [64])
-        f.write_array("x", [0], np.arange(64, dtype=np.uint32))
-        f.flush()
-        f.write_array("x", [0], np.arange(8, dtype=np.uint32) + 1000)
-        f.flush()
-
-
-def af_snapshot(path: str) -> Any:
-    with ArrayFile.open(path) as f:
-        return {n: f.read_array(n).tolist() for n in sorted(f.list_arrays())}
 
 
 def _af(body: Callable[[ArrayFile], None]) -> Callable[[str], None]:
@@ -448,17 +397,6 @@ def _af_create(path: str) -> None:
     f.close(flush=False)
 
 
-def _af_flush(f: ArrayFile) -> None:
-    f.define_array("y", "f8", ["i"], [32])
-    f.write_array("y", [0], np.linspace(0, 1, 32))
-    f.write_array("x", [8], np.arange(4, dtype=np.uint32) + 7)
-    f.flush()
-
-
-def _af_compact(f: ArrayFile) -> None:
-    f.compact()
-
-
 @dataclass(frozen=True)
 class Op:
     """One mutating operation: its base, what it does, how states compare; ``durable``:
@@ -478,36 +416,39 @@ class Op:
 def _ops() -> dict[str, Op]:
     z = ("s.zip", zip_base)
     ops = [
-        Op("zip-append", *z, _zip(_set("new", _payload(7, 9000))), zip_snapshot),
-        Op("zip-append-not-durable", *z, _zip(_set("new", _payload(7, 9000)), durable=False),
+        Op("zip-append", *z, _zip(m.set_entry("new", m.payload(7, 9000))), zip_snapshot),
+        Op("zip-append-not-durable", *z, _zip(m.set_entry("new", m.payload(7, 9000)), durable=False),
            zip_snapshot, durable=False),
-        Op("zip-rewrite-not-durable", *z, _zip(_set("b", _payload(8, 6000)), durable=False),
+        Op("zip-rewrite-not-durable", *z, _zip(m.set_entry("b", m.payload(8, 6000)), durable=False),
            zip_snapshot, durable=False),
-        Op("zip-append-small", *z, _zip(_set("tiny", b"x" * 10)), zip_snapshot),
-        Op("zip-rewrite", *z, _zip(_set("b", _payload(8, 6000))), zip_snapshot),
-        Op("zip-delete", *z, _zip(_del("c")), zip_snapshot),
+        Op("zip-append-small", *z, _zip(m.set_entry("tiny", b"x" * 10)), zip_snapshot),
+        Op("zip-rewrite", *z, _zip(m.set_entry("b", m.payload(8, 6000))), zip_snapshot),
+        Op("zip-delete", *z, _zip(m.delete_entry("c")), zip_snapshot),
         Op("zip-batch", *z, _zip(_batch), zip_snapshot),
         Op("zip-reserve", *z, _zip(_reserve), zip_snapshot, pending="r"),
         Op("zip-append-canonical", *z, _canonical, zip_snapshot),
         Op("zip-create", "s.zip", _nothing, _create_zip, _absent(zip_snapshot)),
         Op("zip-recover", "s.zip", crashed_base, _recover, zip_snapshot),
-        Op("zip-renew", *z, _zip(_del("a")), zip_snapshot),
-        Op("zip-compact", *z, _zip(_compact), zip_snapshot),
+        Op("zip-renew", *z, _zip(m.delete_entry("a")), zip_snapshot),
+        Op("zip-compact", *z, _zip(m.compact), zip_snapshot),
         Op("zip-pack", "p.zip", pack_base, _pack, zip_snapshot),
-        Op("af-flush", "f.af", af_base, _af(_af_flush), af_snapshot),
-        Op("af-compact", "f.af", af_base, _af(_af_compact), af_snapshot),
-        Op("af-create", "f.af", _nothing, _af_create, _absent(af_snapshot)),
+        Op("af-flush", "f.af", m.af_base, _af(m.af_flush), m.af_snapshot),
+        Op("af-compact", "f.af", m.af_base, _af(m.af_compact), m.af_snapshot),
+        Op("af-create", "f.af", _nothing, _af_create, _absent(m.af_snapshot)),
     ]
     for kind, file_name in (("zip", "d.daf.zarr.zip"), ("dir", "d.daf.zarr")):
-        for what, body in (("set", _set_vector), ("delete", _delete_vector),
-                           ("fill", _fill)):
+        for what, body in (("set", m.set_vector), ("delete", m.delete_vector),
+                           ("fill", m.fill)):
             ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf(body),
                           daf_snapshot))
         ops.append(Op(f"daf-{kind}-create", file_name, _nothing, _create_daf,
                       _absent(daf_snapshot)))
         # Without durable=True: neither durable nor, after a power loss, always readable.
         ops.append(Op(f"daf-{kind}-set-not-durable", file_name, daf_base,
-                      _daf(_set_vector, durable=False), daf_snapshot, durable=False))
+                      _daf(m.set_vector, durable=False), daf_snapshot, durable=False))
+    # (not on a ZIP: mode "w" empties an archive in place, and a crash meanwhile leaves it
+    # without its group)
+    ops.append(Op("daf-dir-truncate", "d.daf.zarr", daf_base, _truncate_daf, daf_snapshot))
     return {op.name: op for op in ops}
 
 

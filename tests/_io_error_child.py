@@ -16,7 +16,8 @@ after the operation), as ``{"error": None}`` or ``{"error": {"type", "mro", "err
 "message"}}``, plus ``"reuse"``: what using the same handle again did.
 
 The operations, their base files and the snapshots the parent compares are defined here
-and imported by the parent, so both sides agree on them.
+(from the parts in ``_mutations``, shared with the crash-state harness) and imported by the
+parent, so both sides agree on them.
 """
 
 from __future__ import annotations
@@ -35,21 +36,22 @@ import numpy as np
 from dafzarr import ArrayFile, MmapZipStore, open_daf
 from dafzarr.refs import VirtualArray, VirtualDataset, write_parquet
 
+if __package__:
+    from . import _mutations as m
+else:  # run as a script: its directory comes first in sys.path
+    import _mutations as m  # type: ignore[no-redef]
+
 _SHARED = 1 << 16
 
 # --- The operations ----------------------------------------------------------------------
 
 
-def _payload(seed: int, n: int) -> bytes:
-    return np.random.default_rng(seed).bytes(n)
-
-
 def zip_base(path: str) -> None:
     """An archive of two entries, one rewritten (so that compaction has dead bytes)."""
     with MmapZipStore(path, "w") as s:
-        s["a"] = _payload(1, 1000)
-        s["b"] = _payload(2, 50_000)
-        s["b"] = _payload(3, 40_000)
+        s["a"] = m.payload(1, 1000)
+        s["b"] = m.payload(2, 50_000)
+        s["b"] = m.payload(3, 40_000)
 
 
 #: Called once the handle is open (the child limits its address space there, when asked).
@@ -87,112 +89,38 @@ def _zip_op(body: Callable[[MmapZipStore], None], durable: bool = False) -> Call
     return _on_handle(lambda p: MmapZipStore(p, "r+", durable=durable), body)
 
 
-def _batch(s: MmapZipStore) -> None:
-    with s.batch():
-        s["n1"] = _payload(4, 30_000)
-        s["n2"] = _payload(5, 100)
-        s["a"] = _payload(6, 2000)
-        del s["b"]
+_batch = m.batch({"n1": m.payload(4, 30_000), "n2": m.payload(5, 100), "a": m.payload(6, 2000)}, "b")
 
 
 def _batch_many(s: MmapZipStore) -> None:
     with s.batch():
         for i in range(200):
-            s[f"group/other/{i}"] = _payload(i, 300)
+            s[f"group/other/{i}"] = m.payload(i, 300)
         del s["group/array/7"]
-
-
-def _set(key: str, value: bytes) -> Callable[[MmapZipStore], None]:
-    def body(s: MmapZipStore) -> None:
-        s[key] = value
-
-    return body
-
-
-def _delete(s: MmapZipStore) -> None:
-    del s["b"]
-
-
-def _compact(s: MmapZipStore) -> None:
-    s.compact()
 
 
 def zip_snapshot(path: str) -> Any:
     """The archive's entries, read-only, then through a writable open (which recovers)."""
-    with MmapZipStore(path, "r") as s:
-        ro = {k: bytes(s[k]) for k in s}
-    with MmapZipStore(path, "r+") as s:
-        rw = {k: bytes(s[k]) for k in s}
+    ro, rw = m.zip_read(path, False), m.zip_read(path, True)
     return ro if ro == rw else {"read-only": ro, "writable": rw}
 
 
 CELLS = [f"c{i}" for i in range(10)]
-
-
-def daf_base(path: str) -> None:
-    """A data set with one axis and one vector."""
-    with open_daf(path, "w") as d:
-        d.add_axis("cell", CELLS)
-        d.set_vector("cell", "age", np.arange(10, dtype=np.int32))
+daf_base = m.daf_base_of(CELLS)
 
 
 def _daf_op(body: Callable[[Any], None], durable: bool = False) -> Callable[[str], Any]:
     return _on_handle(lambda p: open_daf(p, "r+", durable=durable), body)
 
 
-def _set_vector(d: Any) -> None:
-    d.set_vector("cell", "score", np.linspace(0, 1, 10))
-
-
 def _overwrite(d: Any) -> None:
     d.set_vector("cell", "age", np.arange(100, 110, dtype=np.int32), overwrite=True)
-
-
-def _delete_vector(d: Any) -> None:
-    d.delete_vector("cell", "age")
-
-
-def _fill(d: Any) -> None:
-    with d.empty_dense_vector("cell", "filled", np.float64) as v:
-        v[:] = np.arange(10) * 0.5
 
 
 def daf_snapshot(path: str) -> Any:
     """Every axis and vector of the data set."""
     with open_daf(path, "r") as d:
-        out: dict[str, Any] = {}
-        for axis in sorted(d.axes_set()):
-            out[f"axis {axis}"] = [str(x) for x in d.axis_np_entries(axis)]
-            for name in sorted(d.vectors_set(axis)):
-                out[f"vector {axis} {name}"] = d.get_np_vector(axis, name).tolist()
-        return out
-
-
-def af_base(path: str) -> None:
-    """A file set with one flushed array and a second sidecar."""
-    with ArrayFile.create(path) as f:
-        f.define_array("x", "u4", ["i"], [64])
-        f.write_array("x", [0], np.arange(64, dtype=np.uint32))
-        f.flush()
-        f.write_array("x", [0], np.arange(8, dtype=np.uint32) + 1000)
-        f.flush()
-
-
-def _af_write(f: ArrayFile) -> None:
-    f.define_array("y", "f8", ["i"], [32])
-    f.write_array("y", [0], np.linspace(0, 1, 32))
-    f.write_array("x", [8], np.arange(4, dtype=np.uint32) + 7)
-    f.flush()
-
-
-def _af_compact(f: ArrayFile) -> None:
-    f.compact()
-
-
-def af_snapshot(path: str) -> Any:
-    """Every array of the file set."""
-    with ArrayFile.open(path) as f:
-        return {n: f.read_array(n).tolist() for n in sorted(f.list_arrays())}
+        return m.daf_contents(d)
 
 
 def _vds(seed: int) -> VirtualDataset:
@@ -242,37 +170,40 @@ class Op:
 
 def _ops() -> dict[str, Op]:
     ops = [
-        Op("zip-append", "s.zip", zip_base, _zip_op(_set("new", _payload(7, 50_000))),
+        Op("zip-append", "s.zip", zip_base, _zip_op(m.set_entry("new", m.payload(7, 50_000))),
            zip_snapshot),
-        Op("zip-rewrite", "s.zip", zip_base, _zip_op(_set("a", _payload(8, 50_000))),
+        Op("zip-rewrite", "s.zip", zip_base, _zip_op(m.set_entry("a", m.payload(8, 50_000))),
            zip_snapshot),
-        Op("zip-delete", "s.zip", zip_base, _zip_op(_delete), zip_snapshot),
+        Op("zip-delete", "s.zip", zip_base, _zip_op(m.delete_entry("b")), zip_snapshot),
         Op("zip-batch", "s.zip", zip_base, _zip_op(_batch), zip_snapshot),
-        Op("zip-compact", "s.zip", zip_base, _zip_op(_compact), zip_snapshot),
-        Op("zip-append-many", "s.zip", zip_many_base, _zip_op(_set("new", b"x" * 100)),
+        Op("zip-compact", "s.zip", zip_base, _zip_op(m.compact), zip_snapshot),
+        Op("zip-append-many", "s.zip", zip_many_base, _zip_op(m.set_entry("new", b"x" * 100)),
            zip_snapshot),
         Op("zip-batch-many", "s.zip", zip_many_base, _zip_op(_batch_many), zip_snapshot),
         # durable=True: the msync and fsync calls at the protocol's ordering points fail too
         Op("zip-append-durable", "s.zip", zip_base,
-           _zip_op(_set("new", _payload(7, 50_000)), durable=True), zip_snapshot),
+           _zip_op(m.set_entry("new", m.payload(7, 50_000)), durable=True), zip_snapshot),
         Op("zip-rewrite-durable", "s.zip", zip_base,
-           _zip_op(_set("a", _payload(8, 50_000)), durable=True), zip_snapshot),
+           _zip_op(m.set_entry("a", m.payload(8, 50_000)), durable=True), zip_snapshot),
         Op("zip-batch-durable", "s.zip", zip_base, _zip_op(_batch, durable=True),
            zip_snapshot),
     ]
     for kind, file_name in (("dir", "d.daf.zarr"), ("zip", "d.daf.zarr.zip")):
-        for what, body in (("set-vector", _set_vector), ("overwrite", _overwrite),
-                           ("delete", _delete_vector), ("fill", _fill)):
+        for what, body in (("set-vector", m.set_vector), ("overwrite", _overwrite),
+                           ("delete", m.delete_vector), ("fill", m.fill)):
             ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf_op(body),
                           daf_snapshot))
         ops.append(Op(f"daf-{kind}-set-vector-durable", file_name, daf_base,
-                      _daf_op(_set_vector, durable=True), daf_snapshot))
+                      _daf_op(m.set_vector, durable=True), daf_snapshot))
         ops.append(Op(f"daf-{kind}-fill-durable", file_name, daf_base,
-                      _daf_op(_fill, durable=True), daf_snapshot))
+                      _daf_op(m.fill, durable=True), daf_snapshot))
+    # mode "w" on an existing directory data set: an empty one takes its place
+    ops.append(Op("daf-dir-truncate", "d.daf.zarr", daf_base,
+                  _on_handle(lambda p: open_daf(p, "w"), lambda d: None), daf_snapshot))
     ops += [
-        Op("af-flush", "f.af", af_base, _on_handle(ArrayFile.open, _af_write), af_snapshot),
-        Op("af-compact", "f.af", af_base, _on_handle(ArrayFile.open, _af_compact),
-           af_snapshot),
+        Op("af-flush", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_flush), m.af_snapshot),
+        Op("af-compact", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_compact),
+           m.af_snapshot),
         Op("refs-write", "refs.parq", refs_base, _refs_write, tree_snapshot),
     ]
     return {op.name: op for op in ops}

@@ -4,7 +4,7 @@ Each operation of ``_crash_state_child.OPS`` (MmapZipStore creation, append, rew
 delete, batch, reservation and CRC patch, renewal, compaction and pack with
 ``durable=True``, and an append whose directory must go right after the data; ArrayFile
 creation, flush and compaction; ZarrDaf creation, set, fill and delete on a ZIP and on a
-directory with ``durable=True``; and, expected to fail, some of them without it) is run
+directory, and truncation (mode ``"w"``) of a directory, with ``durable=True``; and, expected to fail, some of them without it) is run
 once in a child that records, after every call that changes the file system or makes
 something durable, the whole tree of the data set (see that module: the store writes
 through a shared mapping, which no system-call trace shows). From that record this
@@ -250,11 +250,13 @@ def checker() -> Iterator[Checker]:
     c.close()
 
 
-def _not_created_yet(got: tuple[str, Any]) -> bool:
-    """Whether a data set whose creation was not acknowledged yet is refused as not one
-    (its directory or archive holds no group yet): as good as absent, nothing was lost.
-    An archive refused as damaged is not: it would not open with ``"w+"`` or ``"r+"``."""
-    return got[0] == "error" and got[1].startswith("dafzarr.errors.DafFormatError: not a zarr group")
+def _not_created_yet(got: tuple[str, Any], file_name: str) -> bool:
+    """Whether a ZIP data set whose creation was not acknowledged yet is refused as not one
+    (its archive holds no group yet): as good as absent, nothing was lost. An archive
+    refused as damaged is not: it would not open with ``"w+"`` or ``"r+"``. (A directory
+    data set appears whole, with its group, or not at all.)"""
+    return file_name.endswith(".zip") and got[0] == "error" and got[1].startswith(
+        "dafzarr.errors.DafFormatError: not a zarr group")
 
 
 def _without_pending(value: Any, key: str) -> Any:
@@ -324,7 +326,7 @@ def check_op(checker: Checker, rec: dict[str, Any], name: str, root: Path,
         allowed = values[acked : acked + 2] if op.durable else values[: acked + 2]
         if got[0] == "ok" and op.pending is not None and not acked:
             got = ("ok", _without_pending(got[1], op.pending))
-        if not acked and values[0] == "absent" and _not_created_yet(got):
+        if not acked and values[0] == "absent" and _not_created_yet(got, op.file_name):
             got = ("ok", "absent")
         if got[0] != "ok":
             problems.append(f"{how}: {got[1]}")

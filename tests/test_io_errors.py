@@ -1,10 +1,11 @@
 """I/O-error injection: every failing system call of every mutating operation.
 
 Each operation of ``_io_error_child.OPS`` (MmapZipStore append, rewrite, delete, batch,
-compaction; ZarrDaf set, overwrite, delete and fill on a directory and on a ZIP; ArrayFile
-flush and compaction; the reference writer) runs in a child forked by a server that imported
-dafzarr once; ``strace -p`` is attached to the child before it starts, so its counts and
-injections see the operation's own system calls only. A first run without injection counts
+compaction; ZarrDaf set, overwrite, delete and fill on a directory and on a ZIP, and mode
+``"w"`` over a directory data set; ArrayFile flush and compaction; the reference writer)
+runs in a child forked by a server that imported dafzarr once; ``strace -p`` is attached
+to the child before it starts, so its counts and injections see the operation's own
+system calls only. A first run without injection counts
 the calls (and gives the after-state); then, for each call, each errno it returns in
 practice and each position ``n`` up to that count, ``-e inject=CALL:error=ERRNO:when=n``.
 
@@ -302,11 +303,7 @@ def _run_op(server: Server, name: str, root: Path, exhaustive: bool) -> None:
 
 #: Defects the exhaustive run still finds, each checked to still show until it is fixed:
 #: ``op -> (the start of its problem line, why)``.
-KNOWN = {
-    "af-flush": ("af-flush close:EIO@3: left behind",
-                 ("a sidecar whose close fails after it was written is left beside the file "
-                  "set, which reads its last flushed state")),
-}
+KNOWN: dict[str, tuple[str, str]] = {}
 
 
 def _ops_marked() -> list[str]:
@@ -366,6 +363,51 @@ def test_no_lock_file_system_names_the_way_out(tmp_path: Path) -> None:
         assert d.axes_set() == {"cell"}
 
 
+def test_no_lock_file_system_array_file(tmp_path: Path) -> None:
+    """``flock`` failing with ENOLCK everywhere: ArrayFile writers need no lock (a sidecar
+    gets its name with a create-only link; the lock of a temporary only keeps a sweep off
+    it), so creation, flushes, statistics and compaction work, with the temporaries
+    unlocked; the sweep, which can lock nothing there, removes no temporary (not even a
+    stale one, which could be a live writer's)."""
+    path = tmp_path / "f.af"
+    stale = tmp_path / ".f.af.1-0badcafe.dafzarr-tmp.7.af"
+    script = (
+        "import os, sys\n"
+        "import numpy as np\n"
+        "from dafzarr import ArrayFile\n"
+        "p, stale = sys.argv[1], sys.argv[2]\n"
+        "with ArrayFile.create(p) as f:\n"
+        "    f.define_array('x', 'u4', ['i'], [64])\n"
+        "    f.write_array('x', [0], np.arange(64, dtype=np.uint32))\n"
+        "    f.flush()\n"
+        "open(stale, 'wb').close()\n"
+        "os.utime(stale, (1, 1))\n"
+        "with ArrayFile.open(p) as f:\n"
+        "    f.write_array('x', [0], np.arange(8, dtype=np.uint32) + 1000)\n"
+        "    f.flush()\n"
+        "    f.compact()\n"
+        "    f.define_array('y', 'f8', ['i'], [4])\n"
+        "    f.write_array('y', [0], np.ones(4))\n"
+    )
+    trace = tmp_path / "flock.trace"
+    res = subprocess.run(
+        ["strace", "-f", "-qq", "-o", str(trace), "-e", "trace=flock",
+         "-e", "inject=flock:error=ENOLCK", sys.executable, "-c", script, str(path),
+         str(stale)],
+        capture_output=True, text=True, timeout=TIMEOUT,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "LOCK_EX" in trace.read_text()  # the writers did try to lock
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [stale.name, "f.1.af", "f.af", "f.stats", trace.name])
+    from dafzarr import ArrayFile
+
+    with ArrayFile.open(path) as f:  # (where locks work, the sweep removes the stale one)
+        assert f.read_array("x").tolist() == [*range(1000, 1008), *range(8, 64)]
+        assert f.read_array("y").tolist() == [1.0] * 4
+    assert not stale.exists()
+
+
 # --- Address-space exhaustion --------------------------------------------------------------
 
 #: Operations that map or allocate as they write, run under an address-space limit.
@@ -416,3 +458,28 @@ def test_failed_fsync_after_the_commit_point(server: Server, tmp_path: Path) -> 
     assert ref.counts["fsync"] == 5  # relocation, before and after the commit point, ...
     for err in ("EIO", "ENOSPC"):
         assert not inject(server, op, ref, "fsync", err, 3, tmp_path)
+
+
+def _calls_before(trace: Path, call: str, marker: str) -> int:
+    """How many ``call`` calls the thread that made the first ``marker`` call made before it."""
+    lines = [line.split(None, 1) for line in trace.read_text().splitlines()]
+    tid = next(t for t, rest in lines if rest.startswith(f"{marker}("))
+    n = 0
+    for t, rest in lines:
+        if t != tid:
+            continue
+        if rest.startswith(f"{marker}("):
+            return n
+        n += rest.startswith(f"{call}(")
+    raise AssertionError(f"no {marker} call in {trace}")
+
+
+def test_failed_close_after_the_sidecar_link(server: Server, tmp_path: Path) -> None:
+    """A flush whose new sidecar got its name (``linkat``), then the close of the directory
+    descriptor used for the link fails: the link stands and the flush goes on (the
+    directory's fsync that follows makes it durable). The sidecar is not written a second
+    time under the next number, beside the first."""
+    op = OPS["af-flush"]
+    ref = reference(server, op, tmp_path)
+    n = _calls_before(ref.base.with_name(f"{op.name}.trace"), "close", "linkat") + 1
+    assert not inject(server, op, ref, "close", "EIO", n, tmp_path)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import itertools
 import os
 import posixpath
@@ -34,6 +33,7 @@ from .._atomic import (
     locked_temporary,
     remove_stale_temporaries,
     retry_interrupted,
+    unmark_live,
 )
 from .._io import (
     FileSource,
@@ -204,7 +204,9 @@ class LocalBackend(Backend):
     seeing the generation it opened even after the name is replaced. ``base``: the base
     object of the file set; the temporaries of every put are named after it and flocked while
     they are written (see :mod:`dafzarr._atomic`), and :meth:`sweep` removes those a killed
-    writer left once they are stale.
+    writer left once they are stale. No put needs ``flock`` otherwise (a new sidecar gets its
+    name with a create-only link): on a file system without it the temporaries are written
+    unlocked and the sweep removes none.
     """
 
     direct_reads = True
@@ -265,7 +267,7 @@ class LocalBackend(Backend):
             else:
                 os.replace(tmp, key)
             _fsync_dir(directory)
-            fcntl.flock(fd, fcntl.LOCK_UN)  # the lock marks a live temporary, gone now
+            unmark_live(fd)  # the lock marks a live temporary, gone now
             kept = os.dup(fd)
         return self._keep(key, kept)
 
@@ -292,7 +294,7 @@ class LocalBackend(Backend):
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                unmark_live(fd)
         _fsync_dir(os.path.dirname(key) or ".")
         return True
 

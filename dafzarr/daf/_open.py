@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from .._atomic import fsync_directory
+from .._atomic import atomic_directory, fsync_directory
 from .._io import HttpOptions
 from ..errors import (
     AppendOnlyError,
@@ -43,6 +44,8 @@ class Opened(NamedTuple):
     path: str
     #: Mode ``"w"`` on an existing group of a ZIP: its keys go in the first commit.
     truncate_group: bool = False
+    #: Mode ``"w"`` on a directory: the new data set is built aside (:func:`create_aside`).
+    aside: bool = False
 
 
 def open_backend(
@@ -69,10 +72,36 @@ def open_backend(
             )
         return Opened(_open_http(container, http), kind, full)
     if kind == "directory":
+        if mode == "w" and _replaceable(container):
+            return Opened(DirectoryBackend(container, read_only=False, durable=durable),
+                          kind, full, aside=True)
         return Opened(_open_directory(container, mode, durable), kind, full)
     backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock,
                                   durable)
     return Opened(backend, kind, full, truncate)
+
+
+def _replaceable(root: str) -> bool:
+    """Whether mode ``"w"`` builds the data set at ``root`` aside: nothing is there, or a
+    directory (not a link to one, nor a file, which the truncation refuses as it did)."""
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        return True
+    return stat.S_ISDIR(st.st_mode)
+
+
+def create_aside(root: str, durable: bool, init: Callable[[Backend], None]
+                 ) -> DirectoryBackend:
+    """Mode ``"w"`` on a directory: ``init`` makes the new, empty data set in a temporary
+    directory beside ``root``, which then takes the place of ``root`` with one rename (an
+    existing directory is swapped out and removed only then). A process killed at any
+    instant leaves the old directory (or none) or the complete new data set, never one
+    without its group; with ``durable``, a power loss too. The backend of ``root``."""
+    os.makedirs(os.path.dirname(root), exist_ok=True)
+    with atomic_directory(root, force=True, sync=durable) as tmp:
+        init(DirectoryBackend(tmp, read_only=False))
+    return DirectoryBackend(root, read_only=False, durable=durable)
 
 
 def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:

@@ -22,17 +22,18 @@ from .._io import HttpOptions
 from .._ioerror import storage_io
 from ..errors import InvalidArgumentError
 from . import _layout as lay
+from ._backends import Backend
 from ._backends_zip import ZipBackend
 from ._describe import Description
 from ._fills import Fills
 from ._names import _unique_name
-from ._open import open_backend
+from ._open import create_aside, open_backend
 from ._queries import Queries
 from ._storage import _MODES, Mode
 from .query._cache import QueryCache
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     import xarray
 
@@ -50,7 +51,10 @@ class ZarrDaf(Description, Fills, Queries):
         for an in-memory data set.
     mode
         ``"r"`` read-only (writers raise), ``"r+"`` read-write (must exist), ``"w+"``
-        read-write (created if missing), ``"w"`` created or truncated.
+        read-write (created if missing), ``"w"`` created or truncated. A directory opened
+        ``"w"`` gets its new, empty data set built beside it, which takes its place with one
+        rename: a crash leaves the old contents (or nothing) or the new data set, never a
+        directory without its group.
     name
         The data set's name; default: the stored scalar ``name``, else the full path.
     zarr_format
@@ -130,7 +134,9 @@ class ZarrDaf(Description, Fills, Queries):
         if isinstance(opened.backend, ZipBackend):
             self._finalizer = weakref.finalize(self, opened.backend.close)
         try:
-            if opened.truncate_group:
+            if opened.aside:
+                self._backend = create_aside(self._path, durable, self._init_aside(zarr_format))
+            elif opened.truncate_group:
                 # Mode "w" on an existing sub-daf: its keys go and a fresh data set
                 # takes their place in one commit (the rest of the archive stays).
                 with self._backend.transaction():
@@ -142,6 +148,15 @@ class ZarrDaf(Description, Fills, Queries):
             if path is not None:
                 self._backend.close()
             raise
+
+    def _init_aside(self, zarr_format: int) -> Callable[[Backend], None]:
+        """Make the new data set's group in ``backend`` (see :func:`create_aside`)."""
+
+        def init(backend: Backend) -> None:
+            self._backend = backend
+            self._init_group(zarr_format, self._path)
+
+        return init
 
     # --- Identity ----------------------------------------------------------------------------
 
