@@ -581,7 +581,9 @@ def test_tensor_fills_entries_the_source_lacks(matrix_source: Any, destination: 
     destination.add_axis("batch", ["U", "V"])
     copy_tensor(source=matrix_source, destination=destination, main_axis="batch",
                 rows_axis="gene", columns_axis="cell", name="is_high", empty=False)
-    assert not destination.get_np_matrix("cell", "gene", "V_is_high").any()
+    # A zero (``false``) default is the all-zero sparse matrix, as in DataAxesFormats.jl.
+    filled = destination.get_np_matrix("cell", "gene", "V_is_high")
+    assert sp.issparse(filled) and filled.nnz == 0 and filled.shape == (2, 3)
     assert destination.get_np_matrix("gene", "cell", "U_is_high").tolist() == [
         [True, False], [False, True], [True, False]]
     copy_tensor(source=matrix_source, destination=destination, main_axis="batch",
