@@ -279,7 +279,11 @@ def _exists_error(destination: str) -> OutputExistsError:
 
 @contextlib.contextmanager
 def _destination_lock(destination: str) -> Iterator[None]:
-    """Hold the writer's lock of an existing archive at ``destination`` while replacing it."""
+    """Hold the writer's lock of an existing archive at ``destination`` while replacing it.
+
+    On a file system without ``flock`` (:data:`~dafzarr._ioerror.LOCK_UNSUPPORTED`) no
+    writer can hold that lock either (writers there open with ``lock=False``, the user
+    guaranteeing one writer), so the replacement the caller forced goes ahead unlocked."""
     try:
         fd = os.open(destination, os.O_RDONLY | os.O_CLOEXEC)
     except (FileNotFoundError, IsADirectoryError):
@@ -295,6 +299,9 @@ def _destination_lock(destination: str) -> Iterator[None]:
                     f"{destination} is open for writing; it cannot be replaced now",
                     destination,
                 ) from None
+            except OSError as exc:
+                if exc.errno not in LOCK_UNSUPPORTED:
+                    raise
         yield
     finally:
         os.close(fd)

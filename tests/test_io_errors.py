@@ -408,6 +408,34 @@ def test_no_lock_file_system_array_file(tmp_path: Path) -> None:
     assert not stale.exists()
 
 
+def test_no_lock_file_system_forced_replacement(tmp_path: Path) -> None:
+    """``flock`` failing with ENOLCK: a compaction forced over an existing archive replaces
+    it (no writer there can hold the lock it would check), where the check's bare
+    ``OSError`` used to stop it after the whole copy was made."""
+    script = (
+        "from dafzarr import MmapZipStore\n"
+        "with MmapZipStore('a.zip', 'w', lock=False) as s:\n"
+        "    s['k'] = b'x' * 100\n"
+        "    s['k'] = b'y' * 100\n"
+        "with MmapZipStore('b.zip', 'w', lock=False) as s:\n"
+        "    s['old'] = b'old'\n"
+        "MmapZipStore.compact('a.zip', 'b.zip', force=True)\n"
+    )
+    trace = tmp_path / "flock.trace"
+    res = subprocess.run(
+        ["strace", "-f", "-qq", "-o", str(trace), "-e", "trace=flock",
+         "-e", "inject=flock:error=ENOLCK", sys.executable, "-c", script],
+        capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "LOCK_EX" in trace.read_text()
+    from dafzarr import MmapZipStore
+
+    with MmapZipStore(tmp_path / "b.zip") as s:
+        assert sorted(s) == ["k"] and bytes(s["k"]) == b"y" * 100
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.zip", "b.zip", trace.name]
+
+
 # --- Address-space exhaustion --------------------------------------------------------------
 
 #: Operations that map or allocate as they write, run under an address-space limit.
