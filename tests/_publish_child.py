@@ -7,7 +7,8 @@ Usage::
 Opens the local Icechunk repository at ``REPO`` (authorizing the container ``PREFIX``),
 publishes the reference store ``STORE`` into its group ``big`` (replacing it) and commits
 on ``main``. Prints ``publishing`` before writing the references, ``committing`` before the
-commit and ``committed SNAPSHOT`` after it, with the seconds each step took.
+commit and ``committed SNAPSHOT`` after it, with the seconds each step took, then waits
+to be killed (the test's kill may come after the commit).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def main(repo_path: str, store: str, prefix: str) -> None:
     print(f"committing {t1 - t0:.3f}", flush=True)
     snapshot = session.commit("big")
     print(f"committed {snapshot} {time.perf_counter() - t1:.3f}", flush=True)
+    time.sleep(300)  # waits for the test's SIGKILL, even when the commit beat it
 
 
 if __name__ == "__main__":
