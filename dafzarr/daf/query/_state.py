@@ -93,6 +93,8 @@ class Mat:
     #: The stored CSC arrays, not yet read as ``values`` (``None``) when a group-by of the
     #: rows follows the lookup of a whole sparse matrix.
     stored: Compressed | None = None
+    #: The stored CSC arrays of the transposed matrix (the other layout), likewise.
+    stored_t: Compressed | None = None
 
 
 def is_strings(values: Any) -> bool:
