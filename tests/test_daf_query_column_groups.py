@@ -108,7 +108,8 @@ def test_row_reductions_and_column_groups_make_no_copy(tmp_path: Path, relayout:
                             cols=300, density=0.25)
     nnz = int(np.count_nonzero(dense))
     for query in (f"@ cell @ gene :: UMIs >| {reduction}",
-                  f"@ cell @ gene :: UMIs |/ type =@ >| {reduction} || 0"):
+                  f"@ cell @ gene :: UMIs |/ type =@ >| {reduction} || 0",
+                  f"@ gene @ cell :: UMIs -/ type =@ >- {reduction} || 0"):
         d.get_np_query(query)  # the axes and the type vector read once
         d.empty_cache()
         tracemalloc.start()

@@ -5,8 +5,9 @@ Groups are integer codes: the sorted distinct values of the grouping vector
 (``numpy.unique(..., return_inverse=True)``), or, after ``=@``, the positions of the values in
 the axis (values that are not entries belong to no group). Members are sorted by code once and
 each group's values reduced as one segment. Sparse matrices are never made dense: a column
-reduction runs over the CSC arrays, a row reduction over the CSR arrays, and a row group is a
-slice of the rows sorted by group.
+reduction and a group-by of rows run over the CSC arrays (the reduction's compiled pass), a row
+reduction and a group-by of columns over the CSC arrays of the transpose if stored, else each
+stored value scattered into the result (the reduction's ``grouped_columns``).
 """
 
 from __future__ import annotations
