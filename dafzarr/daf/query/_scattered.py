@@ -103,11 +103,15 @@ def scattered_moments(values: Compressed, groups: Array, count: int
     if scatter_moments(np.ascontiguousarray(data), indices, indptr, groups, n, sums, devs,
                        seen, True, values.base) >= 0:
         return None
-    mean = sums / n[:, None]
-    del sums
-    zeros = sizes[:, None] - seen.astype(np.int64)
+    mean = sums
+    mean /= n[:, None]  # in place: a few arrays of the result's size at most
+    zeros = np.subtract(sizes[:, None], seen, dtype=np.float64)
     del seen
-    return mean, (devs + zeros * mean**2) / n[:, None]
+    zeros *= np.square(mean)
+    devs += zeros
+    del zeros
+    devs /= n[:, None]
+    return mean, devs
 
 
 def scattered_logs(values: Compressed, groups: Array, count: int, eps: float
