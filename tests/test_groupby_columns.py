@@ -214,3 +214,31 @@ def test_ordered_scatter_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="seen must be uint32"):
         scatter_extremes(data, indices, indptr, groups, np.zeros((1, 4)), np.zeros((1, 4)),
                          True)
+
+
+@pytest.mark.parametrize("block", [1, 5, 65536])
+def test_rows_out_of_order_within_a_column_give_the_same_order_statistics(block: int) -> None:
+    # Blocks read each column on from where the last one stopped when its rows are in
+    # order; a column with its rows shuffled makes them read every column whole instead.
+    rng = np.random.default_rng(8)
+    m = _matrix(rng, 40, 25, "float32", "int32")
+    groups = rng.integers(-1, 3, size=25).astype(np.int32)
+    sizes = np.bincount(groups[groups >= 0], minlength=3).astype(np.int64)
+    shuffled_indices, shuffled_data = m.indices.copy(), m.data.copy()
+    for j in range(25):
+        start, stop = m.indptr[j], m.indptr[j + 1]
+        order = start + rng.permutation(stop - start)
+        shuffled_indices[start:stop] = m.indices[order]
+        shuffled_data[start:stop] = m.data[order]
+    assert not all(np.all(np.diff(shuffled_indices[m.indptr[j]:m.indptr[j + 1]]) >= 0)
+                   for j in range(25))
+    for data, indices in ((m.data, m.indices), (shuffled_data, shuffled_indices)):
+        quantiles, modes = np.zeros((3, 40)), np.zeros((3, 40), dtype=np.float32)
+        assert scatter_quantiles(data, indices, m.indptr, groups, sizes, 0.7, quantiles, 0,
+                                 block) == -1
+        assert scatter_modes(data, indices, m.indptr, groups, sizes, modes, 0, block) == -1
+        if data is m.data:
+            first = (quantiles, modes)
+        else:
+            np.testing.assert_array_equal(quantiles, first[0])
+            np.testing.assert_array_equal(modes, first[1])

@@ -51,7 +51,8 @@ Decisions where DataAxesFormats.jl is silent or odd:
   (no transposed copy): every built-in reduction keeps the extra memory to the result, a few
   arrays of its size and of one entry per row or column, and, for ``Median``, ``Quantile``
   and ``Mode``, a block of 65,536 values (12 bytes each; a longer row takes its own block)
-  gathered by one pass over the row indices per block. Sums then add each result's values in
+  of consecutive rows, each column read on from where the last block stopped (a column whose
+  rows are out of order is read whole for each block). Sums then add each result's values in
   column order (so do the runs by key they replace; a sum of another order may differ in the
   last bits).
 - Closing a data set drops its query cache.

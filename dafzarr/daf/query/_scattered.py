@@ -7,8 +7,8 @@ to the result of its row and its column's group: sums, counts, extremes and squa
 (``Var``, ``Std``, ``VarN``, ``StdN``; a second pass) and sums of logarithms (``GeoMean``)
 accumulate in arrays of the result's size, the values of each result added in column order.
 The order statistics (``Median``, ``Quantile``) and ``Mode`` gather the stored values of a
-block of rows at a time (about :data:`BLOCK` values; one pass over the row indices per
-block), the number of stored values of each row counted first. No array of one entry per
+block of rows at a time (about :data:`BLOCK` values; each column read on from where the last
+block stopped), the number of stored values of each row counted first. No array of one entry per
 stored value is made, but the logarithms of ``GeoMean``, taken by numpy a few columns at a
 time. Every function takes the CSC arrays of a ``rows x columns`` matrix and ``groups`` (int32,
 the group of each column, -1 for none) and gives ``count x rows`` results; it returns ``None``
