@@ -35,6 +35,7 @@ pytestmark = [
 SUITES = [
     "test_indices.py",
     "test_groupby.py",
+    "test_groupby_columns.py",
     "test_vlen.py",
     "test_transpose.py",
     "test_arrayfile_footer.py",

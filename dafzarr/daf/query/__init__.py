@@ -45,6 +45,16 @@ Decisions where DataAxesFormats.jl is silent or odd:
   stored values column by column, never all at once: the extra memory of ``Var``, ``Std``,
   ``GeoMean``, ``Median``, ``Quantile`` and ``Mode`` is the result, a few arrays of its size,
   a code per row and one column's values.
+- A group-by of the columns (``M |/ g >| R``) and a reduction of each row (``M >| R``) read
+  the layout whose columns are ``M``'s rows if the data set stores it, as above; else they
+  read the stored columns in place and send each value to the result of its row and group
+  (no transposed copy): every built-in reduction keeps the extra memory to the result, a few
+  arrays of its size and of one entry per row or column, and, for ``Median``, ``Quantile``
+  and ``Mode``, a block of 65,536 values (12 bytes each; a longer row takes its own block)
+  of consecutive rows, each column read on from where the last block stopped (a column whose
+  rows are out of order is read whole for each block). Sums then add each result's values in
+  column order (so do the runs by key they replace; a sum of another order may differ in the
+  last bits).
 - Closing a data set drops its query cache.
 - The cache keys on the canonical text and the data set's change counter.
 """

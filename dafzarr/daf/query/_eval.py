@@ -24,7 +24,7 @@ from . import _operations as _ops
 from ._cache import Reader
 from ._group import Grouping
 from ._operations import IfMissing, QueryOperation, QuerySequence
-from ._registry import EltwiseOperation, ReductionOperation
+from ._registry import EltwiseOperation, ReduceToColumn, ReductionOperation
 from ._state import COMPARISONS, Mat, Vec, compare, dtype_error, empties, is_strings, settle, truth
 
 __all__ = ["Evaluator", "MissingEntryError"]
@@ -423,13 +423,21 @@ class Evaluator(Grouping):
         """The matrix ``name`` of two axis expressions (masked rows and columns selected)."""
         assert rows.axis is not None
         assert columns.axis is not None
-        if rows.whole and columns.whole and default is None and self.is_(_ops.GroupRowsBy):
-            stored = self.r.stored_csc(rows.axis, columns.axis, name)
-            if stored is not None:  # summed in place by the group-by's pass, if it has one
+        if rows.whole and columns.whole and default is None and self.is_(
+                (_ops.GroupRowsBy, _ops.GroupColumnsBy, ReduceToColumn)):
+            # Reduced in place by the group-by's or the row reduction's pass, if it has one:
+            # from the layout it reads in order if stored, else from the other one.
+            by_rows = self.is_(_ops.GroupRowsBy)
+            stored = self.r.stored_csc(rows.axis, columns.axis, name) if by_rows else None
+            stored_t = None if stored is not None else self.r.stored_csc(
+                columns.axis, rows.axis, name)
+            if stored is None and stored_t is None and not by_rows:
+                stored = self.r.stored_csc(rows.axis, columns.axis, name)
+            if stored is not None or stored_t is not None:
                 return Mat(values=None, row_names=rows.names, row_axis=rows.axis,
                            row_positions=rows.positions, col_names=columns.names,
                            col_axis=columns.axis, col_positions=columns.positions, prop=name,
-                           stored=stored)
+                           stored=stored, stored_t=stored_t)
         values = self.r.matrix(rows.axis, columns.axis, name, default)
         if not rows.whole:
             values = values[rows.positions, :]

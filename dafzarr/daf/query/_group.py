@@ -5,8 +5,9 @@ Groups are integer codes: the sorted distinct values of the grouping vector
 (``numpy.unique(..., return_inverse=True)``), or, after ``=@``, the positions of the values in
 the axis (values that are not entries belong to no group). Members are sorted by code once and
 each group's values reduced as one segment. Sparse matrices are never made dense: a column
-reduction runs over the CSC arrays, a row reduction over the CSR arrays, and a row group is a
-slice of the rows sorted by group.
+reduction and a group-by of rows run over the CSC arrays (the reduction's compiled pass), a row
+reduction and a group-by of columns over the CSC arrays of the transpose if stored, else each
+stored value scattered into the result (the reduction's ``grouped_columns``).
 """
 
 from __future__ import annotations
@@ -230,6 +231,12 @@ class Grouping:
         those of a CSR matrix are found by key (no conversion)."""
         nr, nc = values.shape
         if sp.issparse(values) and values.format == "csr":
+            if nc < np.iinfo(np.int32).max:  # all rows one group: the compiled scatter pass
+                found = op.grouped_columns(Compressed(values.data, values.indices,
+                                                      values.indptr, (nc, nr)),
+                                           np.zeros(nr, dtype=np.int32), 1)
+                if found is not None:
+                    return np.asarray(found[0])
             return op.keyed(values.data, values.indices, np.full(nc, nr))
         if sp.issparse(values):
             csc = sp.csc_matrix(values)
@@ -244,21 +251,31 @@ class Grouping:
     def _reduce_side(self, mat: Mat, reduce: Any, default: IfMissing | None) -> Vec:
         op = reduce.reduction
         rows = type(reduce) is ReduceToColumn
-        values = mat.values.T if rows else mat.values
-        nr, nc = values.shape
         names, axis, positions = ((mat.row_names, mat.row_axis, mat.row_positions) if rows
                                   else (mat.col_names, mat.col_axis, mat.col_positions))
+        out = None
+        if mat.values is None:  # the stored arrays (before a row reduction only)
+            if len(mat.row_names) * len(mat.col_names):
+                out = _reduce_stored_rows(mat, op)
+            if out is None:
+                mat = self._read(mat)
+        if out is None:
+            out = self._reduce_values(mat.values.T if rows else mat.values, op, default)
+        return Vec(values=out, names=names, axis=axis, positions=positions,
+                   whole=axis is not None and positions is not None
+                   and len(positions) == len(self.r.entries(axis)))
+
+    def _reduce_values(self, values: Any, op: ReductionOperation,
+                       default: IfMissing | None) -> Array:
+        """One value per column of ``values`` (the default for an empty matrix)."""
+        nr, nc = values.shape
         if nr * nc == 0:
             if default is None:
                 raise self.fail("no IfMissing value specified for reducing an empty matrix",
                                 self.i - 1)
-            out = np.full(nc, default.value, dtype=default.dtype or object)
-        else:
-            self._check_strings(values, op)
-            out = self.reduce_columns(values, op)
-        return Vec(values=out, names=names, axis=axis, positions=positions,
-                   whole=axis is not None and positions is not None
-                   and len(positions) == len(self.r.entries(axis)))
+            return np.full(nc, default.value, dtype=default.dtype or object)
+        self._check_strings(values, op)
+        return self.reduce_columns(values, op)
 
     def _group_matrix(self, mat: Mat, by_columns: bool) -> Mat:
         op = self.take()
@@ -274,14 +291,13 @@ class Grouping:
         codes, rows = codes[valid], rows[valid]
         counts = np.bincount(codes, minlength=len(names))
         out = None
-        if mat.stored is not None:  # the stored arrays, read in place by the one pass
-            out = _grouped_csc(mat.stored, rows, codes, counts, reduce.reduction)
+        if mat.values is None:  # the stored arrays, read in place by the one pass
+            if mat.stored is not None:
+                out = _grouped_csc(mat.stored, rows, codes, counts, reduce.reduction)
+            elif mat.stored_t is not None:
+                out = _grouped_csr(mat.stored_t, rows, codes, counts, reduce.reduction)
             if out is None:  # no such pass: read the matrix after all
-                assert mat.row_axis is not None
-                assert mat.col_axis is not None
-                assert mat.prop is not None
-                mat = replace(mat, values=self.r.matrix(mat.row_axis, mat.col_axis, mat.prop,
-                                                        None), stored=None)
+                mat = self._read(mat)
         if out is None:
             self._check_strings(mat.values, reduce.reduction)
             out = self._group_values(mat.values, rows, codes, counts, len(names),
@@ -297,6 +313,14 @@ class Grouping:
                      col_names=mat.col_names, col_axis=mat.col_axis,
                      col_positions=mat.col_positions)
         return _transposed(result) if by_columns else result
+
+    def _read(self, mat: Mat) -> Mat:
+        """``mat`` with its values read (it held only the stored arrays)."""
+        assert mat.row_axis is not None
+        assert mat.col_axis is not None
+        assert mat.prop is not None
+        return replace(mat, values=self.r.matrix(mat.row_axis, mat.col_axis, mat.prop, None),
+                       stored=None, stored_t=None)
 
     def _group_values(self, values: Any, rows: Array, codes: Array, counts: Array,
                       count: int, op: ReductionOperation) -> Array:
@@ -364,8 +388,11 @@ def _group_sparse_rows(values: Any, rows: Array, codes: Array, counts: Array,
     if values.format == "csc":
         fast = _grouped_csc(Compressed(values.data, values.indices, values.indptr,
                                        (nr, nc)), rows, codes, counts, op)
-        if fast is not None:
-            return fast
+    else:  # the CSC arrays of the transpose: each value scattered into its group's result
+        fast = _grouped_csr(Compressed(values.data, values.indices, values.indptr,
+                                       (nc, nr)), rows, codes, counts, op)
+    if fast is not None:
+        return fast
     major = np.repeat(np.arange(values.shape[0 if values.format == "csr" else 1]),
                       np.diff(values.indptr))
     row_of, col_of = ((values.indices, major) if values.format == "csc"
@@ -389,7 +416,35 @@ def _grouped_csc(values: Compressed, rows: Array, codes: Array, counts: Array,
     return op.grouped_rows(values, group_of, len(counts))
 
 
+def _grouped_csr(values: Compressed, rows: Array, codes: Array, counts: Array,
+                 op: ReductionOperation) -> Array | None:
+    """The reduction's own one-pass result for the groups of rows of a matrix whose
+    transpose's CSC arrays are ``values`` (the groups of its columns), if any."""
+    if len(counts) >= np.iinfo(np.int32).max or values.shape[1] >= np.iinfo(np.int32).max:
+        return None
+    group_of = np.full(values.shape[1], -1, dtype=np.int32)
+    group_of[rows] = codes
+    return op.grouped_columns(values, group_of, len(counts))
+
+
+def _reduce_stored_rows(mat: Mat, op: ReductionOperation) -> Array | None:
+    """Each row of a matrix held as stored arrays (``mat.values`` is ``None``) reduced by the
+    reduction's own pass: over the other layout's columns, or scattered from this one's."""
+    columns = len(mat.col_names)
+    if columns >= np.iinfo(np.int32).max:
+        return None
+    one = np.zeros(columns, dtype=np.int32)  # all columns one group
+    if mat.stored_t is not None:
+        out = op.grouped_rows(mat.stored_t, one, 1)
+    else:
+        assert mat.stored is not None
+        out = op.grouped_columns(mat.stored, one, 1)
+    return None if out is None else np.asarray(out[0])
+
+
 def _transposed(mat: Mat) -> Mat:
-    return Mat(values=mat.values.T, row_names=mat.col_names, row_axis=mat.col_axis,
-               row_positions=mat.col_positions, col_names=mat.row_names, col_axis=mat.row_axis,
-               col_positions=mat.row_positions, prop=mat.prop, as_axis=mat.as_axis)
+    return Mat(values=None if mat.values is None else mat.values.T, row_names=mat.col_names,
+               row_axis=mat.col_axis, row_positions=mat.col_positions,
+               col_names=mat.row_names, col_axis=mat.row_axis,
+               col_positions=mat.row_positions, prop=mat.prop, as_axis=mat.as_axis,
+               stored=mat.stored_t, stored_t=mat.stored)

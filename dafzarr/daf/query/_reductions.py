@@ -37,6 +37,15 @@ from ._registry import (
     Runs,
     register_reduction,
 )
+from ._scattered import (
+    column_sizes,
+    scattered_extremes,
+    scattered_logs,
+    scattered_modes,
+    scattered_moments,
+    scattered_quantiles,
+    scattered_sums,
+)
 from ._values import float_of, sum_of
 
 __all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile", "Std",
@@ -107,6 +116,11 @@ class Sum(_Float):
         sums = _group_sums(values, groups, count, dtype)
         return None if sums is None else sums.astype(dtype, copy=False)
 
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        dtype = self.result_type(values.data.dtype)
+        sums = scattered_sums(values, groups, count, dtype)
+        return None if sums is None else sums.astype(dtype, copy=False)
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         dtype = self.result_type(runs.data.dtype)
         if dtype.kind == "f":
@@ -138,6 +152,11 @@ class Count(_Float):
         dtype = self.result_type(values.data.dtype)
         return np.asfortranarray(np.repeat(rows[:, None], values.shape[1], axis=1), dtype)
 
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        dtype = self.result_type(values.data.dtype)
+        sizes = column_sizes(groups, count)
+        return np.repeat(sizes[:, None], values.shape[0], axis=1).astype(dtype)
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(np.asarray(sizes), runs)
 
@@ -156,6 +175,14 @@ class Mean(_Float):
         mean = sums / np.maximum(rows.astype(np.float64), 1.0)[:, None]
         return np.asarray(mean.astype(self.result_type(values.data.dtype), copy=False))
 
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        sums = scattered_sums(values, groups, count, np.dtype(np.float64))
+        if sums is None:
+            return None
+        sizes = column_sizes(groups, count)
+        mean = sums / np.maximum(sizes.astype(np.float64), 1.0)[:, None]
+        return np.asarray(mean.astype(self.result_type(values.data.dtype), copy=False))
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_moments(runs, sizes)[0], runs)
 
@@ -172,6 +199,10 @@ class _Spread(_Float):
             return None
         mean, var, _ = found
         return self._finish(mean, var, values.data.dtype)
+
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        found = scattered_moments(values, groups, count)
+        return None if found is None else self._finish(found[0], found[1], values.data.dtype)
 
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         mean, var = _moments(runs, sizes)
@@ -234,6 +265,14 @@ class GeoMean(_Float):
         out = self._finish(logs, rows[:, None] - seen.astype(np.int64), rows[:, None])
         return np.asarray(out.astype(self.result_type(values.data.dtype), copy=False))
 
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        found = scattered_logs(values, groups, count, self.params["eps"])
+        if found is None:
+            return None
+        logs, seen, sizes = found
+        out = self._finish(logs, sizes[:, None] - seen.astype(np.int64), sizes[:, None])
+        return np.asarray(out.astype(self.result_type(values.data.dtype), copy=False))
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         eps = self.params["eps"]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -273,6 +312,9 @@ class _Extreme(_Float):
         partial = (seen > 0) & (seen < rows[None, :])  # implicit zeros take part
         out[partial] = self.UFUNC(out[partial], 0)
         return np.asarray(out.T)
+
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        return scattered_extremes(values, groups, count, self.UFUNC is np.maximum)
 
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         data = runs.data
@@ -352,6 +394,10 @@ class Median(_Float):
         out = grouped_quantiles(values, groups, count, 0.5)
         return None if out is None else out.astype(self.result_type(values.data.dtype))
 
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        out = scattered_quantiles(values, groups, count, 0.5)
+        return None if out is None else out.astype(self.result_type(values.data.dtype))
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_quantiles(runs, sizes, 0.5), runs)
 
@@ -371,6 +417,10 @@ class Quantile(_Float):
         out = grouped_quantiles(values, groups, count, self.params["p"])
         return None if out is None else out.astype(self.result_type(values.data.dtype))
 
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        out = scattered_quantiles(values, groups, count, self.params["p"])
+        return None if out is None else out.astype(self.result_type(values.data.dtype))
+
     def reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_quantiles(runs, sizes, self.params["p"]), runs)
 
@@ -388,6 +438,9 @@ class Mode(_Float):
 
     def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         return grouped_modes(values, groups, count)
+
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        return scattered_modes(values, groups, count)
 
     def one(self, values: Array) -> Any:
         uniques, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)

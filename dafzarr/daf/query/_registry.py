@@ -267,6 +267,13 @@ class ReductionOperation(RegisteredOperation):
         an index out of range (the caller then reduces the runs by key)."""
         return None
 
+    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+        """The ``count x rows`` result of the groups of columns of the CSC matrix ``values``
+        (``groups``: int32, the group of each column, -1 for none), each stored value sent to
+        the result of its row and group (no transposed copy); ``None`` when this reduction
+        has no such pass, or the arrays hold an index out of range."""
+        return None
+
     def dense(self, values: Array) -> Array:
         """Each row of the 2-D ``values`` to one value."""
         rows, columns = values.shape

@@ -91,8 +91,10 @@ class Mat:
     prop: str | None = None
     as_axis: str | None = None
     #: The stored CSC arrays, not yet read as ``values`` (``None``) when a group-by of the
-    #: rows follows the lookup of a whole sparse matrix.
+    #: rows or columns or a reduction of the rows follows the lookup of a whole sparse matrix.
     stored: Compressed | None = None
+    #: The stored CSC arrays of the transposed matrix (the other layout), likewise.
+    stored_t: Compressed | None = None
 
 
 def is_strings(values: Any) -> bool:
