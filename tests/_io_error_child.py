@@ -197,9 +197,9 @@ def _ops() -> dict[str, Op]:
                       _daf_op(m.set_vector, durable=True), daf_snapshot))
         ops.append(Op(f"daf-{kind}-fill-durable", file_name, daf_base,
                       _daf_op(m.fill, durable=True), daf_snapshot))
-    # mode "w" on an existing directory data set: an empty one takes its place
-    ops.append(Op("daf-dir-truncate", "d.daf.zarr", daf_base,
-                  _on_handle(lambda p: open_daf(p, "w"), lambda d: None), daf_snapshot))
+        # mode "w" on an existing data set: an empty one takes its place
+        ops.append(Op(f"daf-{kind}-truncate", file_name, daf_base,
+                      _on_handle(lambda p: open_daf(p, "w"), lambda d: None), daf_snapshot))
     ops += [
         Op("af-flush", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_flush), m.af_snapshot),
         Op("af-compact", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_compact),

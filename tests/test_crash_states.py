@@ -3,13 +3,13 @@
 Each operation of ``_crash_state_child.OPS`` (MmapZipStore creation, append, rewrite,
 delete, batch, reservation and CRC patch, renewal, compaction and pack with
 ``durable=True``, and an append whose directory must go right after the data; ArrayFile
-creation, flush and compaction; ZarrDaf creation, set, fill and delete on a ZIP and on a
-directory, and truncation (mode ``"w"``) of a directory, with ``durable=True``; and, expected to fail, some of them without it) is run
-once in a child that records, after every call that changes the file system or makes
-something durable, the whole tree of the data set (see that module: the store writes
-through a shared mapping, which no system-call trace shows). From that record this
-module builds the states a disk may hold after a power loss at each point of the
-operation, under the model POSIX allows:
+creation, flush and compaction; ZarrDaf creation, set, fill, delete and truncation (mode
+``"w"``) on a ZIP and on a directory, with ``durable=True``; and, expected to fail, some of
+them without it) is run once in a child that records, after every call that changes the
+file system or makes something durable, the whole tree of the data set (see that module:
+the store writes through a shared mapping, which no system-call trace shows). From that
+record this module builds the states a disk may hold after a power loss at each point of
+the operation, under the model POSIX allows:
 
 * a file holds its contents as of its last ``fsync`` (or, for a byte range, ``msync``),
   with any subset of its pages changed since then at their current contents, and either

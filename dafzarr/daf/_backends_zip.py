@@ -157,7 +157,7 @@ def _retire_if_changed(path: str, shared: _Shared) -> bool:
 
 def acquire_zip_store(
     path: str, mode: str, max_file_size: int | None = None, lock: bool = True,
-    durable: bool = False,
+    durable: bool = False, exclusive: bool = False,
 ) -> MmapZipStore:
     """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
 
@@ -165,7 +165,10 @@ def acquire_zip_store(
     the process' address-space limit). A writable store in use keeps its own. ``lock``:
     see :class:`~dafzarr.zipstore.MmapZipStore` (a store open in this process keeps its
     own). ``durable``: a writable store that is not durable is reopened durable (refused
-    while other handles use it).
+    while other handles use it). ``exclusive``: the open is to empty the archive (mode
+    ``"w"`` on the data set at its root), refused as mode ``"w"`` is while any other handle
+    of this process uses the archive, but the store opens ``"r+"``: the caller empties it
+    in its first commit.
     """
     path = os.path.abspath(path)
     writable = mode != "r"
@@ -189,9 +192,10 @@ def acquire_zip_store(
                     f"without it by {shared.refs} other ZarrDaf handle(s); close them first"
                 )
             resize = True
-        if shared is not None and (mode == "w" or (writable and not shared.writable) or resize):
+        truncating = mode == "w" or exclusive
+        if shared is not None and (truncating or (writable and not shared.writable) or resize):
             if shared.refs > 0:
-                what = "truncate" if mode == "w" else "open for writing"
+                what = "truncate" if truncating else "open for writing"
                 raise DafzarrError(
                     f"can't {what} {path}: it is open (read-only) in this process by "
                     f"{shared.refs} other ZarrDaf handle(s); close them first"
@@ -302,6 +306,16 @@ class ZipBackend(Backend):
         if not full:  # never the whole archive: a data set at the root has no parent node
             raise InvalidArgumentError(f"refusing to delete every key of {self.store.path}")
         self.store.delete_dir_sync(full)
+
+    def truncate(self) -> None:
+        """Drop every key of the data set, in the caller's transaction: those under its
+        group, or every key of the archive for a data set at its root (mode ``"w"``)."""
+        if self.append_only:
+            raise AppendOnlyError(f"cannot truncate {self.describe()}: append-only")
+        if self.group:
+            self.delete_tree("")
+        else:
+            self.store.delete_dir_sync("")
 
     def delete_key(self, key: str) -> None:
         """Drop one key (a no-op when absent)."""

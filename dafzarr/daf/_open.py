@@ -20,6 +20,7 @@ from .._atomic import atomic_directory, fsync_directory
 from .._io import HttpOptions
 from ..errors import (
     AppendOnlyError,
+    CorruptArchiveError,
     DafFormatError,
     DafNotFoundError,
     DafReadOnlyError,
@@ -42,7 +43,8 @@ class Opened(NamedTuple):
     kind: str
     #: The full path: absolute container path (plus ``#/group``), URL, or ``memory``.
     path: str
-    #: Mode ``"w"`` on an existing group of a ZIP: its keys go in the first commit.
+    #: Mode ``"w"`` on an existing ZIP data set (a group, or the whole archive): its keys go
+    #: in the first commit, which also makes the new, empty data set.
     truncate_group: bool = False
     #: Mode ``"w"`` on a directory: the new data set is built aside (:func:`create_aside`).
     aside: bool = False
@@ -118,11 +120,21 @@ def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:
 
 def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
               append_only: bool, lock: bool, durable: bool = False) -> tuple[ZipBackend, bool]:
-    """The ZIP backend, and whether the group is to be truncated (mode ``"w"`` on a group
-    that has keys already)."""
+    """The ZIP backend, and whether the data set is to be truncated (mode ``"w"`` on a group
+    that has keys already, or on an archive that has entries)."""
     if mode in ("r", "r+") and not os.path.isfile(container):
         raise DafNotFoundError(2, f"no such file: {container}", container)
     store_mode = mode
+    if mode == "w" and not group and not append_only and os.path.isfile(container):
+        # The old data set stays until the commit that deletes its keys and makes the new
+        # group: a crash leaves one or the other. A file that is no archive is emptied.
+        try:
+            store = acquire_zip_store(container, "r+", max_file_size, lock, durable,
+                                      exclusive=True)
+        except CorruptArchiveError:
+            pass
+        else:
+            return ZipBackend(store, "", read_only=False), bool(store.keys())
     if mode == "w" and (group or append_only):
         # A group is emptied by its first commit, never the whole archive; an append-only
         # data set is never emptied.

@@ -137,10 +137,12 @@ class ZarrDaf(Description, Fills, Queries):
             if opened.aside:
                 self._backend = create_aside(self._path, durable, self._init_aside(zarr_format))
             elif opened.truncate_group:
-                # Mode "w" on an existing sub-daf: its keys go and a fresh data set
-                # takes their place in one commit (the rest of the archive stays).
+                # Mode "w" on an existing ZIP data set: its keys go and a fresh data set
+                # takes their place in one commit (the rest of an archive of several
+                # data sets stays).
+                assert isinstance(self._backend, ZipBackend)
                 with self._backend.transaction():
-                    self._backend.delete_tree("")
+                    self._backend.truncate()
                     self._init_group(zarr_format, self._path)
             else:
                 self._init_group(zarr_format, self._path)
