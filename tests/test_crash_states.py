@@ -250,15 +250,6 @@ def checker() -> Iterator[Checker]:
     c.close()
 
 
-def _not_created_yet(got: tuple[str, Any], file_name: str) -> bool:
-    """Whether a ZIP data set whose creation was not acknowledged yet is refused as not one
-    (its archive holds no group yet): as good as absent, nothing was lost. An archive
-    refused as damaged is not: it would not open with ``"w+"`` or ``"r+"``. (A directory
-    data set appears whole, with its group, or not at all.)"""
-    return file_name.endswith(".zip") and got[0] == "error" and got[1].startswith(
-        "dafzarr.errors.DafFormatError: not a zarr group")
-
-
 def _without_pending(value: Any, key: str) -> Any:
     """A state whose read-only open shows the unpatched reservation ``key`` (see
     ``Op.pending``) and whose writable open rolled it back: the writable one."""
@@ -326,8 +317,6 @@ def check_op(checker: Checker, rec: dict[str, Any], name: str, root: Path,
         allowed = values[acked : acked + 2] if op.durable else values[: acked + 2]
         if got[0] == "ok" and op.pending is not None and not acked:
             got = ("ok", _without_pending(got[1], op.pending))
-        if not acked and values[0] == "absent" and _not_created_yet(got, op.file_name):
-            got = ("ok", "absent")
         if got[0] != "ok":
             problems.append(f"{how}: {got[1]}")
         elif got[1] not in allowed:

@@ -1,6 +1,7 @@
-"""Mode ``"w"`` over an existing ZIP data set (the whole archive): the old data set stays
-until the commit that makes the new, empty one, and the guarantees of the open hold (the
-writer's lock of another process, the read-only handles of this one)."""
+"""Mode ``"w"`` on a ZIP data set (the whole archive): the old data set stays until the
+commit that makes the new, empty one, and the guarantees of the open hold (the writer's lock
+of another process, the read-only handles of this one); a new archive appears only with
+its group."""
 
 from __future__ import annotations
 
@@ -59,6 +60,27 @@ def test_a_writer_killed_before_the_new_group_leaves_the_old_data_set(tmp_path: 
         dafzarr.open_daf(path, "r+").close()  # recovers what the killed writer left
     assert _is_old(path)
     check_archive(path)
+
+
+def test_a_writer_killed_before_the_new_group_leaves_no_archive(tmp_path: Path) -> None:
+    path = tmp_path / "x.daf.zarr.zip"
+    proc = subprocess.run([sys.executable, "-c", _KILLED_AT_THE_NEW_GROUP, str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not path.exists()
+    with dafzarr.open_daf(path, "w") as d:  # the killed writer's temporary is in no way
+        d.add_axis("cell", ["a"])
+    with dafzarr.open_daf(path) as d:
+        assert d.axes_set() == {"cell"}
+
+
+def test_a_new_archive_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    for rel in ("x.daf.zarr.zip", "y.dafs.zarr.zip#/g"):
+        with dafzarr.open_daf(f"{tmp_path}/{rel}", "w") as d:
+            d.add_axis("cell", ["a"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.daf.zarr.zip", "y.dafs.zarr.zip"]
+    with dafzarr.open_daf(f"{tmp_path}/y.dafs.zarr.zip#/g") as d:
+        assert d.axes_set() == {"cell"}
 
 
 def test_mode_w_drops_every_key_of_the_archive(tmp_path: Path) -> None:

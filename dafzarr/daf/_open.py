@@ -8,6 +8,7 @@ lists is checked as a local store's names are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,7 +17,13 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from .._atomic import atomic_directory, fsync_directory
+from .._atomic import (
+    atomic_directory,
+    fsync_directory,
+    new_temporary,
+    publish_new_file,
+    removed_on_failure,
+)
 from .._io import HttpOptions
 from ..errors import (
     AppendOnlyError,
@@ -26,6 +33,7 @@ from ..errors import (
     DafReadOnlyError,
     RefusedEntryWarning,
 )
+from ..zipstore import MmapZipStore
 from ..zipstore import _format as zipformat
 from ._backends import Backend, DirectoryBackend, MemoryBackend
 from ._backends_http import HttpBackend
@@ -46,7 +54,8 @@ class Opened(NamedTuple):
     #: Mode ``"w"`` on an existing ZIP data set (a group, or the whole archive): its keys go
     #: in the first commit, which also makes the new, empty data set.
     truncate_group: bool = False
-    #: Mode ``"w"`` on a directory: the new data set is built aside (:func:`create_aside`).
+    #: Mode ``"w"`` on a directory, or where there is no archive yet: the new data set is
+    #: built aside (:func:`create_aside`, :func:`create_zip_aside`).
     aside: bool = False
 
 
@@ -78,6 +87,9 @@ def open_backend(
             return Opened(DirectoryBackend(container, read_only=False, durable=durable),
                           kind, full, aside=True)
         return Opened(_open_directory(container, mode, durable), kind, full)
+    if mode == "w" and not os.path.lexists(container):
+        return Opened(_zip_aside(container, group, max_file_size, append_only, lock, durable),
+                      kind, full, aside=True)
     backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock,
                                   durable)
     return Opened(backend, kind, full, truncate)
@@ -104,6 +116,40 @@ def create_aside(root: str, durable: bool, init: Callable[[Backend], None]
     with atomic_directory(root, force=True, sync=durable) as tmp:
         init(DirectoryBackend(tmp, read_only=False))
     return DirectoryBackend(root, read_only=False, durable=durable)
+
+
+def _zip_aside(container: str, group: str, max_file_size: int | None, append_only: bool,
+               lock: bool, durable: bool) -> ZipBackend:
+    """The backend of a new archive under a temporary name beside ``container`` (see
+    :func:`create_zip_aside`); the store is its own, not the process-wide one."""
+    tmp = new_temporary(container)
+    with removed_on_failure(tmp):
+        store = MmapZipStore(tmp, "w", max_file_size=max_file_size, lock=lock,
+                             durable=durable)
+    return ZipBackend(store, group, read_only=False, append_only=append_only)
+
+
+def create_zip_aside(container: str, aside: ZipBackend, durable: bool,
+                     init: Callable[[Backend], None]) -> ZipBackend:
+    """Mode ``"w"`` where there is no archive: ``init`` makes the new, empty data set in
+    the archive ``aside`` (:func:`_zip_aside`), which then gets the name ``container``.
+    A process killed at any instant leaves no archive or one with the new data set's
+    group, never one without it; with ``durable``, a power loss too. Then the archive is
+    opened at its name, as mode ``"r+"`` opens it. The backend of the data set there."""
+    store = aside.store
+    try:
+        init(aside)
+        store.close()
+        publish_new_file(store.path, container, durable)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            store.close()
+        with contextlib.suppress(OSError):
+            os.unlink(store.path)
+        raise
+    final = acquire_zip_store(container, "r+", store.max_file_size, store.lock, durable,
+                              exclusive=True)
+    return ZipBackend(final, aside.group, read_only=False, append_only=aside.append_only)
 
 
 def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:
