@@ -123,10 +123,25 @@ def _zip_aside(container: str, group: str, max_file_size: int | None, append_onl
     """The backend of a new archive under a temporary name beside ``container`` (see
     :func:`create_zip_aside`); the store is its own, not the process-wide one."""
     tmp = new_temporary(container)
-    with removed_on_failure(tmp):
-        store = MmapZipStore(tmp, "w", max_file_size=max_file_size, lock=lock,
-                             durable=durable)
+    try:
+        with removed_on_failure(tmp):
+            store = MmapZipStore(tmp, "w", max_file_size=max_file_size, lock=lock,
+                                 durable=durable)
+    except BaseException as exc:
+        _name_the_archive(exc, tmp, container)
+        raise
     return ZipBackend(store, group, read_only=False, append_only=append_only)
+
+
+def _name_the_archive(exc: BaseException, tmp: str, container: str) -> None:
+    """Make the error of the archive being made under the name ``tmp`` name ``container``,
+    the archive the user asked for (the temporary is gone when it is raised)."""
+    exc.args = tuple(a.replace(tmp, container) if isinstance(a, str) else a for a in exc.args)
+    if isinstance(exc, OSError):
+        if isinstance(exc.strerror, str):
+            exc.strerror = exc.strerror.replace(tmp, container)
+        if exc.filename == tmp:
+            exc.filename = container
 
 
 def create_zip_aside(container: str, aside: ZipBackend, durable: bool,
@@ -141,11 +156,12 @@ def create_zip_aside(container: str, aside: ZipBackend, durable: bool,
         init(aside)
         store.close()
         publish_new_file(store.path, container, durable)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(Exception):
             store.close()
         with contextlib.suppress(OSError):
             os.unlink(store.path)
+        _name_the_archive(exc, store.path, container)
         raise
     final = acquire_zip_store(container, "r+", store.max_file_size, store.lock, durable,
                               exclusive=True)
