@@ -5,6 +5,7 @@ its group."""
 
 from __future__ import annotations
 
+import gc
 import signal
 import subprocess
 import sys
@@ -81,6 +82,47 @@ def test_a_new_archive_leaves_nothing_beside_it(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.daf.zarr.zip", "y.dafs.zarr.zip"]
     with dafzarr.open_daf(f"{tmp_path}/y.dafs.zarr.zip#/g") as d:
         assert d.axes_set() == {"cell"}
+
+
+_TRY_WRITER = """
+import sys
+from dafzarr import MmapZipStore
+from dafzarr.errors import ArchiveLockedError
+try:
+    MmapZipStore(sys.argv[1], "r+").close()
+except ArchiveLockedError:
+    print("locked")
+else:
+    print("opened")
+"""
+
+
+def _other_process_opens_for_writing(path: Path) -> str:
+    return subprocess.run([sys.executable, "-c", _TRY_WRITER, str(path)], capture_output=True,
+                          text=True, timeout=120, check=True).stdout.strip()
+
+
+def test_a_new_archive_is_held_and_served_at_its_name(tmp_path: Path) -> None:
+    """The store made under a temporary name keeps the archive's lock, and renews and
+    compacts the file at its name."""
+    path = tmp_path / "x.daf.zarr.zip"
+    d = dafzarr.open_daf(path, "w")
+    store = d._backend.store  # type: ignore[attr-defined]
+    assert store.path == str(path)
+    assert _other_process_opens_for_writing(path) == "locked"
+    d.add_axis("cell", [f"c{i}" for i in range(1000)])
+    d.set_vector("cell", "x", np.arange(1000.0))
+    d.delete_vector("cell", "x")
+    store.compact()
+    with dafzarr.open_daf(path, "r+") as again:  # the process-wide store of the path
+        assert again._backend.store is store  # type: ignore[attr-defined]
+    d.close()
+    gc.collect()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.daf.zarr.zip"]
+    assert _other_process_opens_for_writing(path) == "opened"
+    with dafzarr.open_daf(path) as r:
+        assert r.axes_set() == {"cell"} and not r.has_vector("cell", "x")
+    check_archive(path)
 
 
 def test_mode_w_drops_every_key_of_the_archive(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ import contextlib
 import gc
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,9 @@ from ..errors import AppendOnlyError, DafzarrError, InvalidArgumentError
 from ..zipstore import MmapZipStore
 from ._backends import Backend, _children_of
 
-__all__ = ["EntryCopy", "ZipBackend", "acquire_zip_store", "release_zip_store"]
+__all__ = [
+    "EntryCopy", "ZipBackend", "acquire_zip_store", "adopt_zip_store", "release_zip_store",
+]
 
 # The store splits a new entry of 128 MiB or more over the cores, each thread faulting in
 # its slice of the mapping; ZarrDaf writes such an array with pwrite(2) instead, on one
@@ -223,6 +225,31 @@ def acquire_zip_store(
             _REGISTRY[path] = shared
         shared.refs += 1
         return shared.store
+
+
+def adopt_zip_store(store: MmapZipStore, path: str, publish: Callable[[], None]) -> None:
+    """Make the writable ``store``, open under a temporary name, the process-wide store of
+    ``path`` once ``publish`` gave its file that name (it keeps its lock throughout).
+    Refused, before ``publish``, as mode ``"w"`` is while other handles of this process
+    use ``path``."""
+    path = os.path.abspath(path)
+    with _REGISTRY_LOCK:
+        shared = _REGISTRY.get(path)
+        if shared is not None:
+            if shared.refs > 0:
+                raise DafzarrError(
+                    f"can't truncate {path}: it is open in this process by {shared.refs} "
+                    "other ZarrDaf handle(s); close them first"
+                )
+            if not _try_close(shared):
+                raise DafzarrError(
+                    f"can't reopen {path} in mode 'w': zero-copy arrays read from it are "
+                    "still alive in this process; delete them first"
+                )
+            del _REGISTRY[path]
+        publish()
+        store._follow_rename(path)
+        _REGISTRY[path] = _Shared(store, True, None, refs=1)
 
 
 def release_zip_store(store: MmapZipStore) -> None:

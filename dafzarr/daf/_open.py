@@ -37,7 +37,7 @@ from ..zipstore import MmapZipStore
 from ..zipstore import _format as zipformat
 from ._backends import Backend, DirectoryBackend, MemoryBackend
 from ._backends_http import HttpBackend
-from ._backends_zip import ZipBackend, acquire_zip_store
+from ._backends_zip import ZipBackend, acquire_zip_store, adopt_zip_store
 from ._names import check_name, parse_daf_path
 from ._storage import Mode
 from ._values import _json
@@ -149,23 +149,23 @@ def create_zip_aside(container: str, aside: ZipBackend, durable: bool,
     """Mode ``"w"`` where there is no archive: ``init`` makes the new, empty data set in
     the archive ``aside`` (:func:`_zip_aside`), which then gets the name ``container``.
     A process killed at any instant leaves no archive or one with the new data set's
-    group, never one without it; with ``durable``, a power loss too. Then the archive is
-    opened at its name, as mode ``"r+"`` opens it. The backend of the data set there."""
+    group, never one without it; with ``durable``, a power loss too. The store keeps its
+    lock throughout and becomes the process-wide store of ``container``. The backend of
+    the data set there."""
     store = aside.store
+    tmp = store.path
     try:
         init(aside)
-        store.close()
-        publish_new_file(store.path, container, durable)
+        adopt_zip_store(store, container, lambda: publish_new_file(tmp, container, durable))
     except BaseException as exc:
-        with contextlib.suppress(Exception):
-            store.close()
-        with contextlib.suppress(OSError):
-            os.unlink(store.path)
-        _name_the_archive(exc, store.path, container)
+        if store.path == tmp:  # not published
+            with contextlib.suppress(Exception):
+                store.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _name_the_archive(exc, tmp, container)
         raise
-    final = acquire_zip_store(container, "r+", store.max_file_size, store.lock, durable,
-                              exclusive=True)
-    return ZipBackend(final, aside.group, read_only=False, append_only=aside.append_only)
+    return aside
 
 
 def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:
