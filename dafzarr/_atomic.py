@@ -331,10 +331,11 @@ def publish_file(fd: int, tmp: str, destination: str, force: bool) -> None:
 
 
 def publish_new_file(tmp: str, destination: str, sync: bool) -> None:
-    """Give the closed file ``tmp`` the name ``destination`` (``sync``: fsync it first, and
-    the folder after): a hard link where nothing is there, then ``tmp`` goes; else (a file
-    that appeared meanwhile, or a file system without links) a rename under the writer's
-    lock of the file there (:class:`ArchiveLockedError` while a writer holds it)."""
+    """Give the file ``tmp`` (which may be open, and locked) the name ``destination``
+    (``sync``: fsync it first, and the folder after): a hard link where nothing is there,
+    then ``tmp`` goes; else (a file that appeared meanwhile, or a file system without
+    links) a rename under the writer's lock of the file there
+    (:class:`ArchiveLockedError` while a writer holds it)."""
     if sync:
         fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
         try:

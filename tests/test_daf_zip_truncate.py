@@ -69,7 +69,7 @@ def test_a_writer_killed_before_the_new_group_leaves_no_archive(tmp_path: Path) 
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert not path.exists()
-    with dafzarr.open_daf(path, "w") as d:  # the killed writer's temporary is in no way
+    with dafzarr.open_daf(path, "w") as d:  # the killed writer's temporary is not in the way
         d.add_axis("cell", ["a"])
     with dafzarr.open_daf(path) as d:
         assert d.axes_set() == {"cell"}
