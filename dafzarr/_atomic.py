@@ -330,6 +330,29 @@ def publish_file(fd: int, tmp: str, destination: str, force: bool) -> None:
     fsync_directory(os.path.dirname(destination))
 
 
+def publish_new_file(tmp: str, destination: str, sync: bool) -> None:
+    """Give the file ``tmp`` (which may be open, and locked) the name ``destination``
+    (``sync``: fsync it first, and the folder after): a hard link where nothing is there,
+    then ``tmp`` goes; else (a file that appeared meanwhile, or a file system without
+    links) a rename under the writer's lock of the file there
+    (:class:`ArchiveLockedError` while a writer holds it)."""
+    if sync:
+        fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    try:
+        os.link(tmp, destination)
+    except OSError:
+        with _destination_lock(destination):
+            os.rename(tmp, destination)
+    else:
+        os.unlink(tmp)
+    if sync:
+        fsync_directory(os.path.dirname(destination))
+
+
 @functools.cache
 def _renameat2_function() -> Any:
     """The C library's ``renameat2``, or None (looked up once: finding the library runs

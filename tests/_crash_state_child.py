@@ -446,9 +446,8 @@ def _ops() -> dict[str, Op]:
         # Without durable=True: neither durable nor, after a power loss, always readable.
         ops.append(Op(f"daf-{kind}-set-not-durable", file_name, daf_base,
                       _daf(m.set_vector, durable=False), daf_snapshot, durable=False))
-    # (not on a ZIP: mode "w" empties an archive in place, and a crash meanwhile leaves it
-    # without its group)
-    ops.append(Op("daf-dir-truncate", "d.daf.zarr", daf_base, _truncate_daf, daf_snapshot))
+        ops.append(Op(f"daf-{kind}-truncate", file_name, daf_base, _truncate_daf,
+                      daf_snapshot))
     return {op.name: op for op in ops}
 
 

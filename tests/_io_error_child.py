@@ -123,6 +123,15 @@ def daf_snapshot(path: str) -> Any:
         return m.daf_contents(d)
 
 
+def _nothing(path: str) -> None:
+    """No base: the operation creates the data set."""
+
+
+def _absent_or_daf(path: str) -> Any:
+    """``"absent"`` where there is no data set, else :func:`daf_snapshot`."""
+    return daf_snapshot(path) if os.path.exists(path) else "absent"
+
+
 def _vds(seed: int) -> VirtualDataset:
     a = VirtualArray(
         name="a",
@@ -197,9 +206,12 @@ def _ops() -> dict[str, Op]:
                       _daf_op(m.set_vector, durable=True), daf_snapshot))
         ops.append(Op(f"daf-{kind}-fill-durable", file_name, daf_base,
                       _daf_op(m.fill, durable=True), daf_snapshot))
-    # mode "w" on an existing directory data set: an empty one takes its place
-    ops.append(Op("daf-dir-truncate", "d.daf.zarr", daf_base,
-                  _on_handle(lambda p: open_daf(p, "w"), lambda d: None), daf_snapshot))
+        # mode "w" on an existing data set: an empty one takes its place
+        ops.append(Op(f"daf-{kind}-truncate", file_name, daf_base,
+                      _on_handle(lambda p: open_daf(p, "w"), lambda d: None), daf_snapshot))
+        # mode "w" where there is none: a new, empty data set
+        ops.append(Op(f"daf-{kind}-create", file_name, _nothing,
+                      _on_handle(lambda p: open_daf(p, "w"), lambda d: None), _absent_or_daf))
     ops += [
         Op("af-flush", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_flush), m.af_snapshot),
         Op("af-compact", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_compact),

@@ -23,7 +23,7 @@ import contextlib
 import gc
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,9 @@ from ..errors import AppendOnlyError, DafzarrError, InvalidArgumentError
 from ..zipstore import MmapZipStore
 from ._backends import Backend, _children_of
 
-__all__ = ["EntryCopy", "ZipBackend", "acquire_zip_store", "release_zip_store"]
+__all__ = [
+    "EntryCopy", "ZipBackend", "acquire_zip_store", "adopt_zip_store", "release_zip_store",
+]
 
 # The store splits a new entry of 128 MiB or more over the cores, each thread faulting in
 # its slice of the mapping; ZarrDaf writes such an array with pwrite(2) instead, on one
@@ -157,7 +159,7 @@ def _retire_if_changed(path: str, shared: _Shared) -> bool:
 
 def acquire_zip_store(
     path: str, mode: str, max_file_size: int | None = None, lock: bool = True,
-    durable: bool = False,
+    durable: bool = False, exclusive: bool = False,
 ) -> MmapZipStore:
     """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
 
@@ -165,7 +167,10 @@ def acquire_zip_store(
     the process' address-space limit). A writable store in use keeps its own. ``lock``:
     see :class:`~dafzarr.zipstore.MmapZipStore` (a store open in this process keeps its
     own). ``durable``: a writable store that is not durable is reopened durable (refused
-    while other handles use it).
+    while other handles use it). ``exclusive``: the open is to empty the archive (mode
+    ``"w"`` on the data set at its root), refused as mode ``"w"`` is while any other handle
+    of this process uses the archive, but the store opens ``"r+"``: the caller empties it
+    in its first commit.
     """
     path = os.path.abspath(path)
     writable = mode != "r"
@@ -189,9 +194,10 @@ def acquire_zip_store(
                     f"without it by {shared.refs} other ZarrDaf handle(s); close them first"
                 )
             resize = True
-        if shared is not None and (mode == "w" or (writable and not shared.writable) or resize):
+        truncating = mode == "w" or exclusive
+        if shared is not None and (truncating or (writable and not shared.writable) or resize):
             if shared.refs > 0:
-                what = "truncate" if mode == "w" else "open for writing"
+                what = "truncate" if truncating else "open for writing"
                 raise DafzarrError(
                     f"can't {what} {path}: it is open (read-only) in this process by "
                     f"{shared.refs} other ZarrDaf handle(s); close them first"
@@ -219,6 +225,31 @@ def acquire_zip_store(
             _REGISTRY[path] = shared
         shared.refs += 1
         return shared.store
+
+
+def adopt_zip_store(store: MmapZipStore, path: str, publish: Callable[[], None]) -> None:
+    """Make the writable ``store``, open under a temporary name, the process-wide store of
+    ``path`` once ``publish`` gave its file that name (it keeps its lock throughout).
+    Refused, before ``publish``, as mode ``"w"`` is while other handles of this process
+    use ``path``."""
+    path = os.path.abspath(path)
+    with _REGISTRY_LOCK:
+        shared = _REGISTRY.get(path)
+        if shared is not None:
+            if shared.refs > 0:
+                raise DafzarrError(
+                    f"can't truncate {path}: it is open in this process by {shared.refs} "
+                    "other ZarrDaf handle(s); close them first"
+                )
+            if not _try_close(shared):
+                raise DafzarrError(
+                    f"can't reopen {path} in mode 'w': zero-copy arrays read from it are "
+                    "still alive in this process; delete them first"
+                )
+            del _REGISTRY[path]
+        publish()
+        store._follow_rename(path)
+        _REGISTRY[path] = _Shared(store, True, None, refs=1)
 
 
 def release_zip_store(store: MmapZipStore) -> None:
@@ -302,6 +333,16 @@ class ZipBackend(Backend):
         if not full:  # never the whole archive: a data set at the root has no parent node
             raise InvalidArgumentError(f"refusing to delete every key of {self.store.path}")
         self.store.delete_dir_sync(full)
+
+    def truncate(self) -> None:
+        """Drop every key of the data set, in the caller's transaction: those under its
+        group, or every key of the archive for a data set at its root (mode ``"w"``)."""
+        if self.append_only:
+            raise AppendOnlyError(f"cannot truncate {self.describe()}: append-only")
+        if self.group:
+            self.delete_tree("")
+        else:
+            self.store.delete_dir_sync("")
 
     def delete_key(self, key: str) -> None:
         """Drop one key (a no-op when absent)."""

@@ -8,6 +8,7 @@ lists is checked as a local store's names are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,19 +17,27 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from .._atomic import atomic_directory, fsync_directory
+from .._atomic import (
+    atomic_directory,
+    fsync_directory,
+    new_temporary,
+    publish_new_file,
+    removed_on_failure,
+)
 from .._io import HttpOptions
 from ..errors import (
     AppendOnlyError,
+    CorruptArchiveError,
     DafFormatError,
     DafNotFoundError,
     DafReadOnlyError,
     RefusedEntryWarning,
 )
+from ..zipstore import MmapZipStore
 from ..zipstore import _format as zipformat
 from ._backends import Backend, DirectoryBackend, MemoryBackend
 from ._backends_http import HttpBackend
-from ._backends_zip import ZipBackend, acquire_zip_store
+from ._backends_zip import ZipBackend, acquire_zip_store, adopt_zip_store
 from ._names import check_name, parse_daf_path
 from ._storage import Mode
 from ._values import _json
@@ -42,9 +51,11 @@ class Opened(NamedTuple):
     kind: str
     #: The full path: absolute container path (plus ``#/group``), URL, or ``memory``.
     path: str
-    #: Mode ``"w"`` on an existing group of a ZIP: its keys go in the first commit.
+    #: Mode ``"w"`` on an existing ZIP data set (a group, or the whole archive): its keys go
+    #: in the first commit, which also makes the new, empty data set.
     truncate_group: bool = False
-    #: Mode ``"w"`` on a directory: the new data set is built aside (:func:`create_aside`).
+    #: Mode ``"w"`` on a directory, or where there is no archive yet: the new data set is
+    #: built aside (:func:`create_aside`, :func:`create_zip_aside`).
     aside: bool = False
 
 
@@ -76,6 +87,9 @@ def open_backend(
             return Opened(DirectoryBackend(container, read_only=False, durable=durable),
                           kind, full, aside=True)
         return Opened(_open_directory(container, mode, durable), kind, full)
+    if mode == "w" and not os.path.lexists(container):
+        return Opened(_zip_aside(container, group, max_file_size, append_only, lock, durable),
+                      kind, full, aside=True)
     backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock,
                                   durable)
     return Opened(backend, kind, full, truncate)
@@ -104,6 +118,56 @@ def create_aside(root: str, durable: bool, init: Callable[[Backend], None]
     return DirectoryBackend(root, read_only=False, durable=durable)
 
 
+def _zip_aside(container: str, group: str, max_file_size: int | None, append_only: bool,
+               lock: bool, durable: bool) -> ZipBackend:
+    """The backend of a new archive under a temporary name beside ``container`` (see
+    :func:`create_zip_aside`); the store is its own, not the process-wide one."""
+    tmp = new_temporary(container)
+    try:
+        with removed_on_failure(tmp):
+            store = MmapZipStore(tmp, "w", max_file_size=max_file_size, lock=lock,
+                                 durable=durable)
+    except BaseException as exc:
+        _name_the_archive(exc, tmp, container)
+        raise
+    return ZipBackend(store, group, read_only=False, append_only=append_only)
+
+
+def _name_the_archive(exc: BaseException, tmp: str, container: str) -> None:
+    """Make the error of the archive being made under the name ``tmp`` name ``container``,
+    the archive the user asked for (the temporary is gone when it is raised)."""
+    exc.args = tuple(a.replace(tmp, container) if isinstance(a, str) else a for a in exc.args)
+    if isinstance(exc, OSError):
+        if isinstance(exc.strerror, str):
+            exc.strerror = exc.strerror.replace(tmp, container)
+        if exc.filename == tmp:
+            exc.filename = container
+
+
+def create_zip_aside(container: str, aside: ZipBackend, durable: bool,
+                     init: Callable[[Backend], None]) -> ZipBackend:
+    """Mode ``"w"`` where there is no archive: ``init`` makes the new, empty data set in
+    the archive ``aside`` (:func:`_zip_aside`), which then gets the name ``container``.
+    A process killed at any instant leaves no archive or one with the new data set's
+    group, never one without it; with ``durable``, a power loss too. The store keeps its
+    lock throughout and becomes the process-wide store of ``container``. The backend of
+    the data set there."""
+    store = aside.store
+    tmp = store.path
+    try:
+        init(aside)
+        adopt_zip_store(store, container, lambda: publish_new_file(tmp, container, durable))
+    except BaseException as exc:
+        if store.path == tmp:  # not published
+            with contextlib.suppress(Exception):
+                store.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _name_the_archive(exc, tmp, container)
+        raise
+    return aside
+
+
 def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:
     if mode in ("r", "r+") and not os.path.isdir(root):
         raise DafNotFoundError(2, f"no such directory: {root}", root)
@@ -118,11 +182,21 @@ def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:
 
 def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
               append_only: bool, lock: bool, durable: bool = False) -> tuple[ZipBackend, bool]:
-    """The ZIP backend, and whether the group is to be truncated (mode ``"w"`` on a group
-    that has keys already)."""
+    """The ZIP backend, and whether the data set is to be truncated (mode ``"w"`` on a group
+    that has keys already, or on an archive that has entries)."""
     if mode in ("r", "r+") and not os.path.isfile(container):
         raise DafNotFoundError(2, f"no such file: {container}", container)
     store_mode = mode
+    if mode == "w" and not group and not append_only and os.path.isfile(container):
+        # The old data set stays until the commit that deletes its keys and makes the new
+        # group: a crash leaves one or the other. A file that is no archive is emptied.
+        try:
+            store = acquire_zip_store(container, "r+", max_file_size, lock, durable,
+                                      exclusive=True)
+        except CorruptArchiveError:
+            pass
+        else:
+            return ZipBackend(store, "", read_only=False), bool(store.keys())
     if mode == "w" and (group or append_only):
         # A group is emptied by its first commit, never the whole archive; an append-only
         # data set is never emptied.

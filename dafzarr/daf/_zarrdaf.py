@@ -27,7 +27,7 @@ from ._backends_zip import ZipBackend
 from ._describe import Description
 from ._fills import Fills
 from ._names import _unique_name
-from ._open import create_aside, open_backend
+from ._open import create_aside, create_zip_aside, open_backend
 from ._queries import Queries
 from ._storage import _MODES, Mode
 from .query._cache import QueryCache
@@ -131,16 +131,23 @@ class ZarrDaf(Description, Fills, Queries):
         """Open the backend and make (or adopt) the data set's root group."""
         opened = open_backend(path, mode, max_file_size, append_only, http, lock, durable)
         self._backend, self._kind, self._path = opened.backend, opened.kind, opened.path
-        if isinstance(opened.backend, ZipBackend):
+        if isinstance(opened.backend, ZipBackend) and not opened.aside:
             self._finalizer = weakref.finalize(self, opened.backend.close)
         try:
-            if opened.aside:
+            if opened.aside and isinstance(opened.backend, ZipBackend):
+                self._backend = create_zip_aside(
+                    self._path.split("#/")[0], opened.backend, durable,
+                    self._init_aside(zarr_format))
+                self._finalizer = weakref.finalize(self, self._backend.close)
+            elif opened.aside:
                 self._backend = create_aside(self._path, durable, self._init_aside(zarr_format))
             elif opened.truncate_group:
-                # Mode "w" on an existing sub-daf: its keys go and a fresh data set
-                # takes their place in one commit (the rest of the archive stays).
+                # Mode "w" on an existing ZIP data set: its keys go and a fresh data set
+                # takes their place in one commit (the rest of an archive of several
+                # data sets stays).
+                assert isinstance(self._backend, ZipBackend)
                 with self._backend.transaction():
-                    self._backend.delete_tree("")
+                    self._backend.truncate()
                     self._init_group(zarr_format, self._path)
             else:
                 self._init_group(zarr_format, self._path)

@@ -184,6 +184,14 @@ class MmapZipStore(ArchiveHandle):
         self._ensure_open_sync()
         return len(self._archive.index)
 
+    def _follow_rename(self, path: str) -> None:
+        """The file this open, writable store maps was given the name ``path`` (and lost
+        its old one): renewals, compactions and reopens go by that name from now on."""
+        with self._lock:
+            self.path = self._archive.path = os.path.abspath(path)
+            if self._fm is not None:
+                self._fm.path = self.path
+
     def __repr__(self) -> str:
         return f"MmapZipStore({self.path!r}, mode={self.mode!r})"
 
