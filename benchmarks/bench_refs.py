@@ -52,7 +52,7 @@ import numpy as np
 
 import dafzarr
 from dafzarr import _h5chunks, refs
-from dafzarr._examples import write_daily_netcdf
+from dafzarr._core.examples import write_daily_netcdf
 
 from . import common as c
 

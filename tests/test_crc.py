@@ -1,4 +1,4 @@
-"""dafzarr._crc, the one CRC-32 every reader and writer uses: zlib's value for every length,
+"""dafzarr._core.crc, the one CRC-32 every reader and writer uses: zlib's value for every length,
 continuation, buffer kind and thread count, split over threads from SPLIT_MIN on."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from dafzarr import _crc, _posix
+from dafzarr import _posix
+from dafzarr._core import crc as _crc
 
 _RNG = np.random.default_rng(20261125)
 _BIG = _RNG.integers(0, 256, _crc.SPLIT_MIN * 2 + 12_345, dtype=np.uint8)
@@ -76,7 +77,7 @@ def test_mapped_ranges(tmp_path: object, threads: int) -> None:
 
 
 def test_only_the_crc_module_computes_crc32() -> None:
-    """Every CRC-32 goes through ``dafzarr._crc`` (or the fused copy of ``FileMapping``)."""
+    """Every CRC-32 goes through ``dafzarr._core.crc`` (or the fused copy of ``FileMapping``)."""
     import re
     from pathlib import Path
 

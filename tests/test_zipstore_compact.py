@@ -29,7 +29,7 @@ from dafzarr import (
     OutputExistsError,
     PackSourceError,
 )
-from dafzarr._atomic import STALE_SECONDS, TMP_SUFFIX
+from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
 from dafzarr.cli import main
 from dafzarr.zipstore import _copy as _zipcopy
 

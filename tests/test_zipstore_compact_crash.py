@@ -19,7 +19,7 @@ import pytest
 import zarr
 
 from dafzarr import MmapZipStore
-from dafzarr._atomic import STALE_SECONDS, TMP_SUFFIX
+from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
 from dafzarr.zipstore import _copy as _zipcopy
 
 from . import _compact_child as child

@@ -9,7 +9,7 @@ The version token identifies one immutable generation of an object (inode/mtime/
 files, the ETag for object stores); caches key their entries by it, so bytes read before an
 object was replaced are never served for the new object.
 
-Every read goes through :mod:`dafzarr._io` (one byte-source per object: a local file, bytes
+Every read goes through :mod:`dafzarr._core.io` (one byte-source per object: a local file, bytes
 in memory, an obstore object with checked lengths, retries and a deadline); this module adds
 the write side.
 """
@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._atomic import (
+from .._core.atomic import (
     copy_mode,
     link_descriptor,
     link_temporary,
@@ -35,7 +35,7 @@ from .._atomic import (
     retry_interrupted,
     unmark_live,
 )
-from .._io import (
+from .._core.io import (
     FileSource,
     MemorySource,
     ObjectSource,
@@ -176,7 +176,7 @@ class Backend:
 
 
 class _LocalFile(FileSource):
-    """A :class:`~dafzarr._io.FileSource` that also reads straight into buffers."""
+    """A :class:`~dafzarr._core.io.FileSource` that also reads straight into buffers."""
 
     def read_into(self, start: int, buffers: Sequence[memoryview]) -> None:
         """Fill ``buffers`` in order from ``start`` with ``preadv`` (no intermediate copy)."""
@@ -200,10 +200,10 @@ _IOV_MAX = 1024  # POSIX requires at least 16; Linux allows 1024 buffers per cal
 class LocalBackend(Backend):
     """Files on a POSIX file system; writes go to a temporary file then are renamed or linked.
 
-    An open :class:`~dafzarr._io.FileSource` is kept per object version, so a reader keeps
+    An open :class:`~dafzarr._core.io.FileSource` is kept per object version, so a reader keeps
     seeing the generation it opened even after the name is replaced. ``base``: the base
     object of the file set; the temporaries of every put are named after it and flocked while
-    they are written (see :mod:`dafzarr._atomic`), and :meth:`sweep` removes those a killed
+    they are written (see :mod:`dafzarr._core.atomic`), and :meth:`sweep` removes those a killed
     writer left once they are stale. No put needs ``flock`` otherwise (a new sidecar gets its
     name with a create-only link): on a file system without it the temporaries are written
     unlocked and the sweep removes none.
@@ -465,7 +465,7 @@ class ObstoreBackend(Backend):
     """Any obstore store (local, memory, S3, GCS, Azure, HTTP for reading).
 
     Opening costs one suffix-range GET per object; range reads go through
-    :class:`~dafzarr._io.ObjectSource` (lengths checked, bodies cut short retried, a deadline)
+    :class:`~dafzarr._core.io.ObjectSource` (lengths checked, bodies cut short retried, a deadline)
     and are pinned to the ETag seen at open time (``if_match``), so a replaced object raises
     instead of returning mixed bytes. Sidecars are created with ``mode="create"`` (a
     conditional, create-only PUT).

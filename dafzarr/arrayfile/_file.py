@@ -41,7 +41,7 @@ from typing import Any, Self, cast
 
 import numpy as np
 
-from .._ioerror import Operation, storage_io
+from .._core.ioerror import Operation, storage_io
 from ..errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
 from . import _format as fmt
 from ._allocator import BlockAllocator
@@ -368,7 +368,7 @@ class ArrayFile:
             self._flush()
 
     def _io(self, what: str) -> contextlib.AbstractContextManager[Operation]:
-        """:func:`~dafzarr._ioerror.storage_io` of ``what`` done to this file set."""
+        """:func:`~dafzarr._core.ioerror.storage_io` of ``what`` done to this file set."""
         return storage_io(what, self._key, "the file set keeps its last flushed state")
 
     async def flush_async(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._casting import check_value_fits
+from .._core.casting import check_value_fits
 from ..errors import (
     ArrayExistsError,
     ArrayNotFoundError,

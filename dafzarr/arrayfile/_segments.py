@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _codecs
-from .._crc import crc32
+from .._core import codecs as _codecs
+from .._core.crc import crc32
 from ..errors import CorruptArrayFileError
 
 SEGMENT_MIN = 64 << 10

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._casting import cast_for_storage, unmasked
+from .._core.casting import cast_for_storage, unmasked
 from ..errors import (
     FormatLimitError,
     InvalidArgumentError,

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from .._config import show_config
+from .._core.config import show_config
 from ..errors import DafzarrError
 from . import _daf, _refs, _zip
 from ._common import add_output_options

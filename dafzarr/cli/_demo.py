@@ -10,8 +10,8 @@ import time
 import zipfile
 from typing import Any
 
-from .._atomic import atomic_directory, atomic_file
-from .._examples import write_daily_netcdf
+from .._core.atomic import atomic_directory, atomic_file
+from .._core.examples import write_daily_netcdf
 from ..errors import SelfCheckError
 from ..zipstore import MmapZipStore
 from ._common import human

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_file
+from .._core.atomic import atomic_file
 from ..errors import InvalidArgumentError
 from ..refs._check import check_store, store_summary
 from ._common import add_output_options, emit_json, progress_wanted, say

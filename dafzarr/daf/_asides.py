@@ -18,7 +18,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterator
 
-from .._atomic import TMP_SUFFIX, remove_stale_temporaries, temporary_name, walk
+from .._core.atomic import TMP_SUFFIX, remove_stale_temporaries, temporary_name, walk
 
 __all__ = ["TMP_SUFFIX", "Asides", "sweep_asides"]
 
@@ -84,7 +84,7 @@ class Asides:
 
 def sweep_asides(root: str) -> None:
     """Remove the nodes left aside below ``root`` by failed removals or killed processes
-    (held by no process, untouched for :data:`~dafzarr._atomic.STALE_SECONDS`)."""
+    (held by no process, untouched for :data:`~dafzarr._core.atomic.STALE_SECONDS`)."""
     for dirpath, dirs, _files in walk(root):
         for name in dirs:
             found = _ASIDE_NAME.fullmatch(name)

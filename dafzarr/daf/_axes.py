@@ -9,7 +9,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from .._casting import unmasked
+from .._core.casting import unmasked
 from ..errors import DafExistsError, DafFormatError, DafMissingError
 from . import _layout as lay
 from ._names import _join, check_name, entry_positions

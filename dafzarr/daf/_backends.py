@@ -25,9 +25,9 @@ import numpy as np
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
-from .._addrspace import named_map_refusal
-from .._atomic import fsync_directory, removed_on_failure, retry_interrupted, walk
-from .._io import byte_range_bounds
+from .._core.addrspace import named_map_refusal
+from .._core.atomic import fsync_directory, removed_on_failure, retry_interrupted, walk
+from .._core.io import byte_range_bounds
 from ..errors import DafReadOnlyError
 from ._asides import TMP_SUFFIX, Asides, sweep_asides
 from ._names import _METADATA_NAMES

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import HttpOptions, ObjectSource, http_store
+from .._core.io import HttpOptions, ObjectSource, http_store
 from ..errors import DafReadOnlyError, HttpReadError
 from ._backends import Backend, _children_of, _readonly
 from ._names import _METADATA_NAMES
@@ -20,7 +20,7 @@ __all__ = ["HttpBackend"]
 class HttpBackend(Backend):
     """A read-only daf served over HTTP(S): metadata from one GET, chunks fetched lazily.
 
-    Every GET goes through :class:`~dafzarr._io.ObjectSource` over one obstore
+    Every GET goes through :class:`~dafzarr._core.io.ObjectSource` over one obstore
     ``HTTPStore`` per data set (checked ranges, bounded bodies, retries, a total deadline per
     request)."""
 

@@ -8,8 +8,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from .._atomic import atomic_directory, atomic_file, check_destination
-from .._progress import Progress
+from .._core.atomic import atomic_directory, atomic_file, check_destination
+from .._core.progress import Progress
 from ..errors import DafFormatError, InvalidArgumentError
 from ._backends_zip import acquire_zip_store, release_zip_store
 from ._names import parse_daf_path
@@ -126,7 +126,7 @@ def convert_daf(
 
     ``zarr_format`` (2 or 3) is the destination's layout (default: the source's). The
     destination is written under a temporary name in its directory and renamed into place
-    once complete (see :mod:`dafzarr._atomic`): on any failure, or if the process is killed,
+    once complete (see :mod:`dafzarr._core.atomic`): on any failure, or if the process is killed,
     an existing destination is left as it was and no partial one appears. An existing
     destination is replaced only with ``force`` (otherwise
     :class:`~dafzarr.errors.OutputExistsError`). A ``X.dafs.zarr.zip#/group`` destination in

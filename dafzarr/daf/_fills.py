@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._casting import checked_view
+from .._core.casting import checked_view
 from ..errors import InvalidArgumentError
 from ._matrices import Matrices
 from ._names import _check_not_reserved, _join, check_name

@@ -16,8 +16,8 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from .._atomic import atomic_directory, fsync_directory
-from .._io import HttpOptions
+from .._core.atomic import atomic_directory, fsync_directory
+from .._core.io import HttpOptions
 from ..errors import (
     AppendOnlyError,
     DafFormatError,

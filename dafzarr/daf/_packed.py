@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _codecs
-from .._codecs import DEFLATE_MAX_RATIO
+from .._core import codecs as _codecs
+from .._core.codecs import DEFLATE_MAX_RATIO
 from ..errors import DafFormatError
 from ._layout import decode_strings, is_packed
 
@@ -38,7 +38,7 @@ def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int
     """Decode one inner chunk to ``size`` bytes (``None``: strings, bounded by a ratio).
 
     Nothing larger than the chunk's known size, or than ``_MAX_RATIO`` times its compressed
-    size, is allocated (:func:`dafzarr._codecs.decode`): a chunk whose stream says otherwise
+    size, is allocated (:func:`dafzarr._core.codecs.decode`): a chunk whose stream says otherwise
     is a :class:`DafFormatError`.
     """
     if codec is None:

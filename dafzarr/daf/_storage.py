@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._ioerror import Operation, storage_io
+from .._core.ioerror import Operation, storage_io
 from ..errors import (
     AppendOnlyError,
     DafExistsError,
@@ -315,7 +315,7 @@ class DafStorage:
             raise
 
     def _io(self, what: str) -> contextlib.AbstractContextManager[Operation]:
-        """:func:`~dafzarr._ioerror.storage_io` of the change ``what`` to this data set."""
+        """:func:`~dafzarr._core.ioerror.storage_io` of the change ``what`` to this data set."""
         b = self._backend
         kept = "the data set keeps its last committed state" if b.rolls_back else ""
         return storage_io(what, b.describe(), kept)

@@ -8,7 +8,7 @@ from typing import Any, Self
 import numpy as np
 import scipy.sparse as sp
 
-from .._casting import unmasked
+from .._core.casting import unmasked
 from ..errors import DafFormatError, DafMissingError, InvalidArgumentError
 from . import _layout as lay
 from ._axes import Axes

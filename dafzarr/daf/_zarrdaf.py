@@ -18,8 +18,8 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Self
 
-from .._io import HttpOptions
-from .._ioerror import storage_io
+from .._core.io import HttpOptions
+from .._core.ioerror import storage_io
 from ..errors import InvalidArgumentError
 from . import _layout as lay
 from ._backends import Backend

@@ -28,7 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from .._progress import Progress
+from .._core.progress import Progress
 from ..errors import InvalidArgumentError
 from ._batches import ArrayRefs, Batch, RefsSource, open_source
 from ._zarr3 import array_kwargs

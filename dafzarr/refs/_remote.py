@@ -1,7 +1,7 @@
 """Scanning files on HTTP(S) servers and in object stores.
 
 HDF5 reads a remote file through h5py's ``fileobj`` driver over a
-:class:`~dafzarr._io.BlockReader`: only the blocks holding what the scan reads (superblock,
+:class:`~dafzarr._core.io.BlockReader`: only the blocks holding what the scan reads (superblock,
 object headers, chunk indexes, small coordinate values) are fetched, never the chunks of
 data. Across a collection, :class:`PrefetchedReaders` opens the next files in threads and
 fetches, before the scan asks, the blocks the previous file's scan needed: files written by
@@ -18,8 +18,8 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from .._io._blocks import BlockReader, Layout, collection_paused
-from .._io._urls import is_remote, open_source
+from .._core.io.blocks import BlockReader, Layout, collection_paused
+from .._core.io.urls import is_remote, open_source
 from ..errors import DafzarrError, H5Error
 
 __all__ = ["PrefetchedReaders", "open_reader", "opened_h5", "remote_path"]
@@ -61,7 +61,7 @@ def _open_h5(reader: BlockReader) -> Any:
 def opened_h5(reader: BlockReader) -> Iterator[Any]:
     """The HDF5 file identifier of a remote file read through ``reader``, closed on the way
     out; automatic garbage collection is paused meanwhile (h5py reads through ``reader``
-    holding its global lock: see :mod:`dafzarr._io._blocks`)."""
+    holding its global lock: see :mod:`dafzarr._core.io.blocks`)."""
     with collection_paused():
         fid = _open_h5(reader)
         try:

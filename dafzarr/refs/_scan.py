@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 import h5py
 
-from .._io._blocks import BlockReader, ReadStats
+from .._core.io.blocks import BlockReader, ReadStats
 from ..errors import H5Error, InvalidArgumentError, UnsupportedHDF5Error
 from ._model import OnUnsupported, ScanResult, file_url
 from ._remote import open_reader, opened_h5, remote_path

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._progress import Progress as _Progress
+from .._core.progress import Progress as _Progress
 from ..errors import IncompatibleSourcesError, InvalidArgumentError
 from ._deadline import map_with_deadline
 from ._model import OnUnsupported, ScanResult, file_url

@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .._atomic import atomic_directory
+from .._core.atomic import atomic_directory
 from ..errors import InvalidArgumentError, OutputExistsError
 from ._layout import METADATA_FILE, refs_file
 from ._model import chunk_grid, dumps

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .._atomic import atomic_file
-from .._ioerror import storage_io
+from .._core.atomic import atomic_file
+from .._core.ioerror import storage_io
 from ..errors import InvalidArgumentError, VariableLeftOutWarning
 from ._layout import PLACEMENT_FILE, VALUES_FILE
 from ._model import (
@@ -291,7 +291,7 @@ def _check_array(a: VirtualArray) -> None:
 
 
 # --- Parquet -------------------------------------------------------------------------------
-#: What a failed write of a reference store leaves (see :mod:`dafzarr._atomic`).
+#: What a failed write of a reference store leaves (see :mod:`dafzarr._core.atomic`).
 _KEPT = "the destination stays as it was"
 
 
@@ -311,7 +311,7 @@ def write_parquet(
     ``<array>/refs.<N>.parq`` with the schema ``path: string, offset: int64, size: int64,
     raw: binary`` and pandas metadata, ``path`` dictionary-encoded, one row group per file,
     rows in C-order chunk index. The store is built in a temporary sibling directory and
-    renamed into place (fsynced; see :mod:`dafzarr._atomic`): a failure or a kill leaves an
+    renamed into place (fsynced; see :mod:`dafzarr._core.atomic`): a failure or a kill leaves an
     existing store as it was. An existing store is replaced only with ``overwrite=True``
     (otherwise :class:`~dafzarr.errors.OutputExistsError`, a ``FileExistsError``).
     ``inline_threshold`` applies to a scanned file as in :func:`as_virtual` (``0``: references

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .._crc import mapped_crc32
+from .._core.crc import mapped_crc32
 from .._posix import FileMapping
 from .._zipdir import gather_records, renumber
 from . import _format as zf

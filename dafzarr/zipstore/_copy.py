@@ -7,7 +7,7 @@ appending the same entries to a new :class:`~dafzarr.MmapZipStore` in one batch 
 
 The new archive is written to a temporary file in the destination's directory, fsynced, and
 renamed over the destination (then the directory is fsynced), as every whole output of the
-package is (:mod:`dafzarr._atomic`): a process killed at any instant leaves the old file or the
+package is (:mod:`dafzarr._core.atomic`): a process killed at any instant leaves the old file or the
 complete new one.
 
 A compaction in place replaces the file by a rename and never writes into the old one, so a
@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, Self, overload
 
-from .._addrspace import reservation_error
-from .._atomic import (
+from .._core.addrspace import reservation_error
+from .._core.atomic import (
     check_destination,
     copy_mode,
     fsync_directory,
@@ -39,9 +39,9 @@ from .._atomic import (
     remove_stale_temporaries,
     retry_interrupted,
 )
-from .._crc import crc32
+from .._core.crc import crc32
+from .._core.progress import Progress
 from .._posix import FileMapping
-from .._progress import Progress
 from ..errors import (
     ArchiveInUseError,
     BatchOpenError,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 import numpy as np
 from zarr.abc.store import Store
 
-from .._ioerror import Operation, storage_io
+from .._core.ioerror import Operation, storage_io
 from .._posix import FileMapping
 from ..errors import (
     BatchOpenError,
@@ -180,7 +180,7 @@ class ArchiveHandle(Store):
             )
 
     def _io(self, operation: str) -> contextlib.AbstractContextManager[Operation]:
-        """:func:`~dafzarr._ioerror.storage_io` of ``operation`` (naming the key) here."""
+        """:func:`~dafzarr._core.ioerror.storage_io` of ``operation`` (naming the key) here."""
         return storage_io(operation, self.path, _write.KEPT)
 
     def _flush(self, tx: Txn | None, key: str) -> None:

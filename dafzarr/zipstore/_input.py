@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from zarr.core.buffer import Buffer
 
-from .._casting import unmasked
+from .._core.casting import unmasked
 from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from . import _format as zf
 
@@ -19,7 +19,7 @@ def as_bytes_view(data: Any, where: str) -> memoryview:
 
     Arrays whose bytes do not hold their values are refused
     (:class:`~dafzarr.errors.InvalidArgumentTypeError` naming ``where``, the entry): a
-    masked array that masks values (:func:`~dafzarr._casting.unmasked`) and an array of
+    masked array that masks values (:func:`~dafzarr._core.casting.unmasked`) and an array of
     Python objects (references into this process).
     """
     if isinstance(data, Buffer):

@@ -2,7 +2,7 @@
 
 A ZIP entry's directory record states its compression method, decoded size and CRC-32;
 :func:`decode_entry` finds the method by its ZIP id in the codec registry
-(:mod:`dafzarr._codecs`) and decodes through :func:`dafzarr._codecs.decode`, which refuses a claim the data cannot produce and proves a large
+(:mod:`dafzarr._core.codecs`) and decodes through :func:`dafzarr._core.codecs.decode`, which refuses a claim the data cannot produce and proves a large
 claim before allocating it. Every refusal is a :class:`~dafzarr.errors.CorruptArchiveError`
 naming the archive and the entry (an unsupported method or a size above
 ``max_decompressed_size`` is an :class:`~dafzarr.errors.UnsupportedEntryError`).
@@ -10,7 +10,7 @@ naming the archive and the entry (an unsupported method or a size above
 
 from __future__ import annotations
 
-from .._codecs import decode, zip_method, zip_methods
+from .._core.codecs import decode, zip_method, zip_methods
 from ..errors import CorruptArchiveError, UnsupportedEntryError
 from . import _format as zf
 

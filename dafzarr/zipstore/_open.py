@@ -14,9 +14,9 @@ import os
 import time
 import warnings
 
-from .._addrspace import named_map_refusal, probe_reservation, reservation_error
-from .._atomic import fsync_directory, link_descriptor, locked_temporary, publish_file
-from .._ioerror import LOCK_UNSUPPORTED, lock_unsupported_error
+from .._core.addrspace import named_map_refusal, probe_reservation, reservation_error
+from .._core.atomic import fsync_directory, link_descriptor, locked_temporary, publish_file
+from .._core.ioerror import LOCK_UNSUPPORTED, lock_unsupported_error
 from .._posix import FileMapping
 from ..errors import (
     AlreadyOpenError,

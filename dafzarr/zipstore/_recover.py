@@ -17,7 +17,7 @@ import struct
 import warnings
 from typing import NoReturn
 
-from .._crc import mapped_crc32
+from .._core.crc import mapped_crc32
 from .._posix import FileMapping
 from ..errors import (
     CorruptArchiveError,

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .._crc import crc32
+from .._core.crc import crc32
 from .._posix import FileMapping
 from ..errors import CorruptArchiveError, UnsupportedEntryError
 from . import _format as zf

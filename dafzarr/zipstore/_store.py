@@ -15,8 +15,8 @@ import numpy as np
 from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
-from .._addrspace import fitting_max_file_size
-from .._io import byte_range_bounds
+from .._core.addrspace import fitting_max_file_size
+from .._core.io import byte_range_bounds
 from ..errors import (
     AlreadyOpenError,
     EntryNotFoundError,
@@ -69,7 +69,7 @@ class MmapZipStore(ArchiveHandle):
     max_decompressed_size
         Compressed foreign entries that claim to decode to more bytes are refused. Below
         it, memory follows what an entry's data proves, not what its record claims (see
-        :mod:`dafzarr._codecs._decode`): a claim the method cannot produce from the compressed
+        :mod:`dafzarr._core.codecs.decode`): a claim the method cannot produce from the compressed
         bytes is refused before decoding; an entry claiming more than four times its
         compressed size plus 256 KiB is decoded twice, first in 64 KiB pieces that are
         checked (length, CRC-32) and discarded, then into one buffer of the claimed size.

@@ -11,7 +11,7 @@ import errno
 import os
 from collections.abc import Iterable
 
-from .._ioerror import storage_error
+from .._core.ioerror import storage_error
 from .._posix import FileMapping
 from .._zipdir import stage_small as _stage_small
 from .._zipdir import stage_small_run as _stage_small_run

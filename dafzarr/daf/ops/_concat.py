@@ -19,8 +19,8 @@ from typing import Any, TextIO
 import numpy as np
 import scipy.sparse as sp
 
-from ..._casting import cast_for_storage
-from ..._progress import Progress
+from ..._core.casting import cast_for_storage
+from ..._core.progress import Progress
 from ...errors import (
     DafExistsError,
     DafMismatchError,

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..._casting import cast_for_storage
-from ..._progress import Progress
+from ..._core.casting import cast_for_storage
+from ..._core.progress import Progress
 from ...errors import DafExistsError, DafMismatchError
 from ._concat_checks import NO_EMPTY, Plan
 from ._concat_dtypes import Dtype, empty_dtype, is_zero, merge_dtypes, saves_storage, texts

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..._casting import cast_for_storage
+from ..._core.casting import cast_for_storage
 from ...errors import DafMismatchError
 from .._names import _join
 from .._values import StreamedChunk, _default_indtype

@@ -8,7 +8,7 @@ values: exact or refused, never a silent truncation or wrap-around.
 * Between numbers: exact. Floats become integers only when every value is whole and fits;
   integers and floats become ``bool`` only when every value is 0 or 1; integers must fit the
   target's range; floats round to a narrower float type as numpy and Julia do, but a finite
-  value never overflows to infinity (:mod:`dafzarr._casting`).
+  value never overflows to infinity (:mod:`dafzarr._core.casting`).
 
 A refusal is an :class:`~dafzarr.errors.UnsafeCastError` naming the property and both data
 sets.
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._casting import check_fits
+from ..._core.casting import check_fits
 from ...errors import UnsafeCastError
 from .. import _layout as lay
 from ..query._values import format_float, parse_as

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 import numpy as np
 import scipy.sparse as sp
 
-from ..._progress import Progress
+from ..._core.progress import Progress
 from ...errors import (
     DafExistsError,
     DafMissingError,

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._casting import check_value_fits
+from ..._core.casting import check_value_fits
 from ...errors import (
     DafExistsError,
     DafMismatchError,

@@ -25,7 +25,7 @@ from typing import Any
 import zstandard
 from numcodecs import zstd as _numcodecs_zstd
 
-from ._limits import PIECE
+from .limits import PIECE
 
 __all__ = [
     "Frame",

@@ -7,7 +7,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from . import _posix
+from .. import _posix
 
 __all__ = ["BUILD_INFO", "show_config"]
 

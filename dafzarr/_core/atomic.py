@@ -11,7 +11,7 @@ was; a process killed at any instant leaves the old destination or the complete 
 A temporary is flocked while it is written; a later write onto the same destination removes
 those that no process holds and that are older than :data:`STALE_SECONDS` (the debris of a
 killed run). That lock only marks a live temporary: on a file system without ``flock``
-(:data:`~dafzarr._ioerror.LOCK_UNSUPPORTED`) the temporary is written unlocked, and no sweep
+(:data:`~dafzarr._core.ioerror.LOCK_UNSUPPORTED`) the temporary is written unlocked, and no sweep
 removes anything there (a sweep removes only what it could lock). A directory that replaces another is swapped in with one ``renameat2``
 (``RENAME_EXCHANGE``) where the kernel has it, so there is no instant without a destination.
 """
@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ._ioerror import LOCK_UNSUPPORTED, storage_error
-from .errors import ArchiveLockedError, OutputExistsError
+from ..errors import ArchiveLockedError, OutputExistsError
+from .ioerror import LOCK_UNSUPPORTED, storage_error
 
 __all__ = [
     "STALE_SECONDS",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ..errors import TruncatedDataError
-from ._source import Buffer, Head, check_read
+from ...errors import TruncatedDataError
+from .source import Buffer, Head, check_read
 
 __all__ = ["FileSource", "file_version"]
 

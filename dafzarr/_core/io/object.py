@@ -31,11 +31,11 @@ from typing import Any, TypeVar
 import obstore
 from obstore.store import HTTPStore
 
-from ..errors import HttpDeadlineError, HttpReadError
-from ._obstore_errors import STORE_ERRORS, RangeIgnored, asked_range, store_error, tries
-from ._options import HttpOptions
-from ._source import Buffer, Head, check_ranges, replaced, wrong_length
-from ._workers import DeadlinePassed, ForkedAfterUse, call_within, map_within
+from ...errors import HttpDeadlineError, HttpReadError
+from .obstore_errors import STORE_ERRORS, RangeIgnored, asked_range, store_error, tries
+from .options import HttpOptions
+from .source import Buffer, Head, check_ranges, replaced, wrong_length
+from .workers import DeadlinePassed, ForkedAfterUse, call_within, map_within
 
 __all__ = ["ObjectSource", "http_store", "object_version", "same_object"]
 

@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from ._limits import INPUT_PIECE, PIECE
+from .limits import INPUT_PIECE, PIECE
 
 __all__ = [
     "DEFLATE64_INPUT_PIECE",

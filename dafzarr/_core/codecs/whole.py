@@ -11,7 +11,7 @@ from typing import Any
 
 import lz4.block
 
-from . import _zstd
+from . import zstd as _zstd
 
 __all__ = [
     "LZ4_MAX_RATIO",
@@ -31,7 +31,7 @@ _BLOSC_HEADER = 16
 def lz4_size(block: Any) -> int:
     """The exact size an LZ4 block (no size prefix) decodes to, found by walking its
     sequences (no decoding)."""
-    from .._lz4seg import lz4_decoded_size
+    from ..._lz4seg import lz4_decoded_size
 
     return lz4_decoded_size(memoryview(block).cast("B"))
 

@@ -13,8 +13,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidArgumentError
-from . import _streams, _whole, _zstd
+from ...errors import InvalidArgumentError
+from . import streams as _streams
+from . import whole as _whole
+from . import zstd as _zstd
 
 __all__ = [
     "DEFLATE64_MAX_RATIO",

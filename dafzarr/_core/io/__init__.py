@@ -10,14 +10,14 @@ and deadline that reads over the network need (:class:`HttpOptions`).
 
 from __future__ import annotations
 
-from ._blocks import BlockReader
-from ._local import FileSource, file_version
-from ._memory import MemorySource
-from ._object import ObjectSource, http_store, object_version, same_object
-from ._options import HttpOptions
-from ._ranges import byte_range_bounds
-from ._source import Buffer, ByteSource, Head
-from ._urls import is_remote, open_source
+from .blocks import BlockReader
+from .local import FileSource, file_version
+from .memory import MemorySource
+from .object import ObjectSource, http_store, object_version, same_object
+from .options import HttpOptions
+from .ranges import byte_range_bounds
+from .source import Buffer, ByteSource, Head
+from .urls import is_remote, open_source
 
 __all__ = [
     "BlockReader",

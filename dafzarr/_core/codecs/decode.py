@@ -36,16 +36,16 @@ from typing import Any
 import lz4.block
 import zstandard
 
-from .._crc import crc32
-from ..errors import (
+from ...errors import (
     CorruptArchiveError,
     DafzarrError,
     InvalidArgumentTypeError,
     UnsupportedEntryError,
 )
-from ._limits import needs_proof
-from ._registry import METHODS, Method, lookup
-from ._streams import Pieces
+from ..crc import crc32
+from .limits import needs_proof
+from .registry import METHODS, Method, lookup
+from .streams import Pieces
 
 __all__ = ["decode"]
 

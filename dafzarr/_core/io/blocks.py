@@ -30,8 +30,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidArgumentError, TruncatedDataError
-from ._source import ByteSource
+from ...errors import InvalidArgumentError, TruncatedDataError
+from .source import ByteSource
 
 __all__ = ["BLOCK_SIZE", "BlockReader", "Layout", "ReadStats", "collection_paused"]
 

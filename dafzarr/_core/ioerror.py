@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .errors import DafzarrError, StorageIOError, StorageLockError
+from ..errors import DafzarrError, StorageIOError, StorageLockError
 
 __all__ = [
     "LOCK_UNSUPPORTED", "Operation", "lock_unsupported_error", "storage_error", "storage_io",

@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..errors import InvalidArgumentError
-from ._local import FileSource
-from ._object import ObjectSource, http_store
-from ._options import HttpOptions
-from ._source import ByteSource
+from ...errors import InvalidArgumentError
+from .local import FileSource
+from .object import ObjectSource, http_store
+from .options import HttpOptions
+from .source import ByteSource
 
 __all__ = ["is_remote", "open_source", "s3_store"]
 

@@ -21,7 +21,7 @@ import os
 import resource
 from collections.abc import Callable, Iterator
 
-from .errors import AddressSpaceError
+from ..errors import AddressSpaceError
 
 __all__ = ["address_space_limit", "fitting_max_file_size", "mapping_error",
            "named_map_refusal", "probe_reservation", "reservation_error"]

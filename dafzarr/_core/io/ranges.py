@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
-from ..errors import InvalidArgumentTypeError
+from ...errors import InvalidArgumentTypeError
 
 __all__ = ["byte_range_bounds"]
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numpy import ma  # loaded with the package, not lazily during a write
 
-from .errors import InvalidArgumentTypeError, UnsafeCastError
+from ..errors import InvalidArgumentTypeError, UnsafeCastError
 
 __all__ = [
     "CheckedArray",

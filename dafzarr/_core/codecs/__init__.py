@@ -28,9 +28,9 @@ output) and ``lz4.block``.
 
 from __future__ import annotations
 
-from ._decode import decode
-from ._limits import PIECE, PROOF_RATIO, PROOF_SLACK, needs_proof
-from ._registry import (
+from .decode import decode
+from .limits import PIECE, PROOF_RATIO, PROOF_SLACK, needs_proof
+from .registry import (
     DEFLATE64_MAX_RATIO,
     DEFLATE_MAX_RATIO,
     METHODS,
@@ -40,8 +40,8 @@ from ._registry import (
     zip_method,
     zip_methods,
 )
-from ._whole import LZ4_MAX_RATIO
-from ._zstd import frames, max_output
+from .whole import LZ4_MAX_RATIO
+from .zstd import frames, max_output
 
 __all__ = [
     "DEFLATE64_MAX_RATIO",

@@ -24,8 +24,8 @@ from typing import Any
 
 from isal.isal_zlib import crc32 as _isal_crc32
 
-from . import _posix
-from .errors import InvalidArgumentError
+from .. import _posix
+from ..errors import InvalidArgumentError
 
 __all__ = ["SPLIT_MIN", "crc32", "mapped_crc32"]
 

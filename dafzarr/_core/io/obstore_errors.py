@@ -13,8 +13,8 @@ import re
 
 from obstore.exceptions import BaseError, NotSupportedError, PreconditionError
 
-from ..errors import HttpReadError
-from ._source import replaced
+from ...errors import HttpReadError
+from .source import replaced
 
 __all__ = ["STORE_ERRORS", "RangeIgnored", "asked_range", "store_error", "tries"]
 
