@@ -19,7 +19,7 @@ import pytest
 from numcodecs import GZip, Zstd
 from numcodecs.blosc import Blosc
 
-from dafzarr._core import codecs as _codecs
+from dafzarr._core import codecs
 from dafzarr._core.codecs import METHODS, decode, lookup, zip_method
 from dafzarr.errors import CorruptArchiveError, DafFormatError, DafzarrError
 
@@ -165,7 +165,7 @@ def test_zip_ids_find_their_methods() -> None:
 
 def test_a_method_registers_once() -> None:
     with pytest.raises(ValueError, match="already registered"):
-        _codecs.register(METHODS["zstd"])
+        codecs.register(METHODS["zstd"])
 
 
 # --- Layout ------------------------------------------------------------------------------
@@ -202,11 +202,11 @@ def test_the_layout_check_finds_a_decompressor(tmp_path: Path) -> None:
 
 
 def test_codecs_package_has_no_import_cycle() -> None:
-    check_no_import_cycle(_codecs, "__init__")
+    check_no_import_cycle(codecs, "__init__")
 
 
 def test_codecs_modules_import_alone() -> None:
-    check_modules_import_alone(_codecs)
+    check_modules_import_alone(codecs)
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import dafzarr.zipstore._commit as commit_module
+import dafzarr._core.zipstore.commit as commit_module
 from dafzarr import CorruptArchiveError, MmapZipStore, RecoveryWarning
 
 from . import _crash_child as child

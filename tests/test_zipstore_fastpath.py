@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import dafzarr.zipstore._commit as commit_module
+import dafzarr._core.zipstore.commit as commit_module
 from dafzarr import MmapZipStore
 from dafzarr._zipdir import SMALL_VALUE_MAX, Entry, gather_records, live_entries, renumber
 from dafzarr.errors import (

@@ -43,8 +43,8 @@ from .._core.io import (
     object_version,
     same_object,
 )
+from .._core.zipstore.format import unsafe_name_reason
 from ..errors import RefusedEntryWarning, TruncatedDataError
-from ..zipstore._format import unsafe_name_reason
 
 __all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._core import codecs as _codecs
+from .._core import codecs
 from .._core.crc import crc32
 from ..errors import CorruptArrayFileError
 
@@ -224,7 +224,7 @@ def decode_block(codec: str | None, data: Any, usize: int, *, what: str) -> Any:
                 f"{what} does not decode (the LZ4 size prefix does not announce {usize} bytes)"
             )
         data = memoryview(data)[4:]
-    return _codecs.decode(
+    return codecs.decode(
         codec, data, usize, what=what, error=CorruptArrayFileError, record="its footer"
     )
 
@@ -260,6 +260,6 @@ def decode_segment(
 
 
 def _decode_segment_bytes(codec: str, data: Any, n: int, what: str) -> Any:
-    return _codecs.decode(
+    return codecs.decode(
         codec, data, n, what=what, error=CorruptArrayFileError, record="its segment table"
     )

@@ -12,8 +12,8 @@ from typing import Any
 
 from .._core.atomic import atomic_directory, atomic_file
 from .._core.examples import write_daily_netcdf
+from .._core.zipstore.store import MmapZipStore
 from ..errors import SelfCheckError
-from ..zipstore import MmapZipStore
 from ._common import human
 
 __all__ = ["run_demo"]

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from zarr.abc.store import Store
 
+from .._core.zipstore.store import MmapZipStore
 from ..errors import AppendOnlyError, DafzarrError, InvalidArgumentError
-from ..zipstore import MmapZipStore
 from ._backends import Backend, _children_of
 
 __all__ = ["EntryCopy", "ZipBackend", "acquire_zip_store", "release_zip_store"]

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from .._core.atomic import atomic_directory, fsync_directory
 from .._core.io import HttpOptions
+from .._core.zipstore import format as zipformat
 from ..errors import (
     AppendOnlyError,
     DafFormatError,
@@ -25,7 +26,6 @@ from ..errors import (
     DafReadOnlyError,
     RefusedEntryWarning,
 )
-from ..zipstore import _format as zipformat
 from ._backends import Backend, DirectoryBackend, MemoryBackend
 from ._backends_http import HttpBackend
 from ._backends_zip import ZipBackend, acquire_zip_store

@@ -1,6 +1,6 @@
 """Every compressed read of dafzarr: one registry of methods, one bounded decode.
 
-ZIP entries (:func:`dafzarr.zipstore._methods.decode_entry`), ArrayFile blocks and segments, and the inner chunks of
+ZIP entries (:func:`dafzarr._core.zipstore.methods.decode_entry`), ArrayFile blocks and segments, and the inner chunks of
 Daf packed arrays all decode through :func:`decode`, which never allocates more than the
 compressed data can prove it decodes to (the rules are in :mod:`._decode`). The methods are
 registered once, in :mod:`._registry`:

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import InvalidArgumentError
-from . import streams as _streams
+from . import streams, zstd
 from . import whole as _whole
-from . import zstd as _zstd
 
 __all__ = [
     "DEFLATE64_MAX_RATIO",
@@ -140,20 +139,20 @@ def _stored_size(data: Any) -> int:
 for _method in (
     Method("stored", "STORED", 0, whole=_stored, stated=_stored_size, size_provable=True),
     Method(
-        "deflate", "DEFLATE", 8, pieces=_streams.inflate, after_proof=_streams.inflate_whole,
+        "deflate", "DEFLATE", 8, pieces=streams.inflate, after_proof=streams.inflate_whole,
         max_ratio=DEFLATE_MAX_RATIO, ratio_slack=MAX_RATIO_SLACK,
     ),
     Method(
-        "deflate64", "DEFLATE64", 9, pieces=_streams.deflate64_pieces,
+        "deflate64", "DEFLATE64", 9, pieces=streams.deflate64_pieces,
         max_ratio=DEFLATE64_MAX_RATIO, ratio_slack=MAX_RATIO_SLACK, requires="inflate64",
     ),
-    Method("bzip2", "BZIP2", 12, pieces=_streams.bunzip2),
+    Method("bzip2", "BZIP2", 12, pieces=streams.bunzip2),
     Method(
-        "zstd", "ZSTD", 93, pieces=_zstd.stream,
-        whole=_whole.zstd_whole, bound=_zstd.max_output, stated=_zstd.stated_size,
+        "zstd", "ZSTD", 93, pieces=zstd.stream,
+        whole=_whole.zstd_whole, bound=zstd.max_output, stated=zstd.stated_size,
     ),
     Method(
-        "gzip", "GZIP", pieces=_streams.gunzip, max_ratio=DEFLATE_MAX_RATIO,
+        "gzip", "GZIP", pieces=streams.gunzip, max_ratio=DEFLATE_MAX_RATIO,
         ratio_slack=MAX_RATIO_SLACK,
     ),
     Method(

@@ -11,7 +11,7 @@ from typing import Any
 
 import lz4.block
 
-from . import zstd as _zstd
+from . import zstd
 
 __all__ = [
     "LZ4_MAX_RATIO",
@@ -64,4 +64,4 @@ def zstd_whole(data: Any, size: int) -> Any:
     Zero bytes are not decoded (numcodecs cannot decode an empty frame; a CRC still runs)."""
     if size == 0:
         return b""
-    return _zstd.decode_exact(data, size)
+    return zstd.decode_exact(data, size)

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 from zarr.core.buffer import Buffer
 
-from .._core.casting import unmasked
-from ..errors import InvalidArgumentError, InvalidArgumentTypeError
-from . import _format as zf
+from ...errors import InvalidArgumentError, InvalidArgumentTypeError
+from ..casting import unmasked
+from . import format as zf
 
 __all__ = ["as_bytes_view", "encode_key"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .._zipdir import index_entries, live_entries
-from ..errors import ArchiveFullError
-from . import _format as zf
+from ..._zipdir import index_entries, live_entries
+from ...errors import ArchiveFullError
+from . import format as zf
 
 __all__ = ["Archive", "Txn", "live_index"]
 

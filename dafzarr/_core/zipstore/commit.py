@@ -38,7 +38,7 @@ Reservations (``reserve_entry``) commit an entry whose data is filled later thro
 writable view, with CRC 0 until ``patch_entry_crc`` stores the real CRC (local header first,
 CD last, so the CD is authoritative). A writable open rolls back unpatched reservations.
 
-Each step is a function of the :class:`~dafzarr.zipstore._state.Archive` (the directory in
+Each step is a function of the :class:`~dafzarr._core.zipstore.state.Archive` (the directory in
 memory, the open transaction) and the mapping it writes through; the caller holds the lock.
 """
 
@@ -52,12 +52,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .._core.crc import mapped_crc32
-from .._posix import FileMapping
-from .._zipdir import gather_records, renumber
-from . import _format as zf
-from ._read import data_offset
-from ._state import Archive, Txn, live_index
+from ..._posix import FileMapping
+from ..._zipdir import gather_records, renumber
+from ..crc import mapped_crc32
+from . import format as zf
+from .read import data_offset
+from .state import Archive, Txn, live_index
 
 __all__ = [
     "PLAIN_START_LIMIT", "abort", "add_entry", "begin", "commit", "end", "leave_failed",

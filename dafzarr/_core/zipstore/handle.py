@@ -4,7 +4,7 @@ Store API or the mapping protocol).
 
 Each method takes the lock where it writes, opens the archive on first use, and hands the
 work to the package's steps with the explicit state (the
-:class:`~dafzarr.zipstore._state.Archive` and the mapping): ``_open`` and ``_recover`` load
+:class:`~dafzarr._core.zipstore.state.Archive` and the mapping): ``_open`` and ``_recover`` load
 the archive, ``_write`` and ``_commit`` append and commit, ``_read`` serves entries,
 ``_space`` accounts for bytes, ``_copy`` compacts and packs.
 """
@@ -22,21 +22,22 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 import numpy as np
 from zarr.abc.store import Store
 
-from .._core.ioerror import Operation, storage_io
-from .._posix import FileMapping
-from ..errors import (
+from ..._posix import FileMapping
+from ...errors import (
     BatchOpenError,
     DafzarrError,
     EntryNotFoundError,
     InvalidArgumentError,
     UnsupportedEntryError,
 )
-from . import _commit, _open, _read, _recover, _space, _write
-from . import _format as zf
-from ._copy import CompactMethod, compact_in_place, pack_directory, worth_renewing
-from ._input import as_bytes_view, encode_key
-from ._space import ArchiveSpace
-from ._state import Archive, Txn
+from ..ioerror import Operation, storage_io
+from . import commit, read, recover, space, write
+from . import format as zf
+from . import open as _open
+from .copy import CompactMethod, compact_in_place, pack_directory, worth_renewing
+from .input import as_bytes_view, encode_key
+from .space import ArchiveSpace
+from .state import Archive, Txn
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -137,7 +138,7 @@ class ArchiveHandle(Store):
             if not self.read_only and a.first_listed > a.dead_prefix:
                 # Dead entries first (a writer killed after a commit, before it renewed the
                 # archive; or another writer's archive): mark them, renew if they matter.
-                _commit.mark_unlisted_start(a, fm)
+                commit.mark_unlisted_start(a, fm)
                 self._renew_start()
 
     def _ensure_open_sync(self) -> FileMapping:
@@ -174,14 +175,14 @@ class ArchiveHandle(Store):
         data = as_bytes_view(value, f"{self.path}: entry {key!r}")
         with self._lock, self._io(f"writing entry {key!r}"):
             fm = self._check_writable_sync()
-            return _write.stage(
+            return write.stage(
                 self._archive, fm, key, raw, data, exist_ok=exist_ok, grouped=grouped,
                 append_only=self.append_only, batch_room=self._batch_room,
             )
 
     def _io(self, operation: str) -> contextlib.AbstractContextManager[Operation]:
         """:func:`~dafzarr._core.ioerror.storage_io` of ``operation`` (naming the key) here."""
-        return storage_io(operation, self.path, _write.KEPT)
+        return storage_io(operation, self.path, write.KEPT)
 
     def _flush(self, tx: Txn | None, key: str) -> None:
         """Commit ``tx`` (it wrote ``key``) unless that happened already; raise if abandoned.
@@ -194,11 +195,11 @@ class ArchiveHandle(Store):
             if not tx.done and self._archive.tx is tx and tx.depth == 0:
                 fm = self._fm
                 assert fm is not None
-                _commit.commit(self._archive, fm, tx)
+                commit.commit(self._archive, fm, tx)
                 if tx.failure is None:
                     self._renew_start()
         if tx.done and tx.failure is not None:
-            raise _write.failed(tx.failure, f"committing entry {key!r}", self.path) from tx.failure
+            raise write.failed(tx.failure, f"committing entry {key!r}", self.path) from tx.failure
 
     def _set_item(self, key: str, value: Any) -> None:
         """``store[key] = value``: inside a batch, a new small entry goes through the
@@ -206,7 +207,7 @@ class ArchiveHandle(Store):
         if self._archive.tx is not None:
             with self._lock:
                 fm = self._fm
-                if fm is not None and _write.stage_small(self._archive, fm, key, value):
+                if fm is not None and write.stage_small(self._archive, fm, key, value):
                     return
         self._append(key, value)
 
@@ -225,7 +226,7 @@ class ArchiveHandle(Store):
                 with self._lock:
                     fm = self._fm
                     if fm is not None:
-                        i = _write.stage_small_run(self._archive, fm, pairs, i)
+                        i = write.stage_small_run(self._archive, fm, pairs, i)
                 if i < n:
                     key, value = pairs[i]
                     self._append(key, value)
@@ -251,20 +252,20 @@ class ArchiveHandle(Store):
         """
         with self._lock:
             fm = self._check_writable_sync()
-            tx = _commit.begin(self._archive, fm, batch=True, size_hint=size_hint)
+            tx = commit.begin(self._archive, fm, batch=True, size_hint=size_hint)
         try:
             yield self
         except BaseException as exc:
             with self._lock:
-                _commit.leave_failed(self._archive, self._fm, tx, exc)
+                commit.leave_failed(self._archive, self._fm, tx, exc)
             raise
         with self._lock, self._io("committing a batch of writes"):
-            _commit.end(self._archive, fm, tx)
+            commit.end(self._archive, fm, tx)
             if tx.failure is None and tx.depth == 0:
                 self._renew_start()
         failure = tx.failure
         if isinstance(failure, OSError):
-            raise _write.failed(failure, "committing a batch of writes", self.path) from failure
+            raise write.failed(failure, "committing a batch of writes", self.path) from failure
         if failure is not None:
             raise failure
 
@@ -289,7 +290,7 @@ class ArchiveHandle(Store):
             raise InvalidArgumentError(f"cannot reserve a negative size ({nbytes}) for {key!r}")
         with self._lock, self._io(f"reserving entry {key!r}"):
             fm = self._check_writable_sync()
-            offset = _write.reserve(
+            offset = write.reserve(
                 self._archive, fm, key, raw, nbytes, append_only=self.append_only,
                 batch_room=self._batch_room,
             )
@@ -315,7 +316,7 @@ class ArchiveHandle(Store):
         with self.batch(), self._io(f"writing entry {key!r}"):
             with self._lock:
                 fm = self._check_writable_sync()
-                start = _write.reserve(
+                start = write.reserve(
                     self._archive, fm, key, raw, nbytes, append_only=self.append_only,
                     batch_room=self._batch_room,
                 )
@@ -334,7 +335,7 @@ class ArchiveHandle(Store):
                     f"{'overflow' if pos > end else 'do not fill'} its {nbytes} bytes"
                 )
             with self._lock:
-                _commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
+                commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
 
     def patch_entry_crc(self, key: str) -> int:
         """Store the CRC-32 of an entry's current data (after filling a reservation)."""
@@ -345,7 +346,7 @@ class ArchiveHandle(Store):
                 raise EntryNotFoundError(f"no entry {key!r} in {self.path}")
             if e.method != 0 or e.lfh_offset < 0:
                 raise UnsupportedEntryError(f"{self.path}: entry {key!r} is not stored")
-            return _commit.patch_crc(self._archive, fm, e)
+            return commit.patch_crc(self._archive, fm, e)
 
     def _delete_sync(self, key: str, *, missing_ok: bool = True) -> None:
         if not self._delete_keys([key]) and not missing_ok:
@@ -361,9 +362,9 @@ class ArchiveHandle(Store):
         """
         self._check_writable()
         keys = list(keys)
-        with self._lock, self._io(f"deleting {_write.describe_keys(keys)}"):
+        with self._lock, self._io(f"deleting {write.describe_keys(keys)}"):
             fm = self._check_writable_sync()
-            deleted = _write.delete_keys(self._archive, fm, keys, append_only=self.append_only)
+            deleted = write.delete_keys(self._archive, fm, keys, append_only=self.append_only)
             if deleted:
                 self._renew_start()
             return deleted
@@ -374,10 +375,10 @@ class ArchiveHandle(Store):
         append-only store keeps the folder entries: they hold no data."""
         with self._lock, self._io(f"deleting the keys under {prefix!r}"):
             fm = self._check_writable_sync()
-            with _commit.write_step(self._archive, fm) as tx:
-                self._delete_keys(_write.keys_under(self._archive, prefix))
+            with commit.write_step(self._archive, fm) as tx:
+                self._delete_keys(write.keys_under(self._archive, prefix))
                 if not self.append_only:
-                    _write.drop_folders(self._archive, tx, prefix)
+                    write.drop_folders(self._archive, tx, prefix)
             self._renew_start()
 
     # --- Reading ------------------------------------------------------------------------
@@ -386,7 +387,7 @@ class ArchiveHandle(Store):
         """The decoded bytes of an entry: a zero-copy view when it is stored."""
         fm = self._fm
         assert fm is not None
-        return _read.read_entry(self._archive, fm, e)
+        return read.read_entry(self._archive, fm, e)
 
     def try_mmap_entry_as(
         self,
@@ -403,7 +404,7 @@ class ArchiveHandle(Store):
         (then read ``store[key]``, which copies nothing either but gives bytes).
         """
         fm = self._ensure_open_sync()
-        return _read.mmap_entry_as(self._archive, fm, key, dtype, shape, order)
+        return read.mmap_entry_as(self._archive, fm, key, dtype, shape, order)
 
     # Compaction and packing (``_copy``): ``store.compact()`` compacts an open writable
     # store in place; ``MmapZipStore.compact(path, out=None)`` an archive by path.
@@ -427,7 +428,7 @@ class ArchiveHandle(Store):
             new = compact_in_place(self._archive, old, progress=progress)
             self._fm = new
             self._reset_state()
-            _recover.load_writable(self._archive, new)
+            recover.load_writable(self._archive, new)
             # A view made since the check keeps the old mapping (and the old file) alive
             # until it goes; the old file is no longer at the path, so nothing can be lost.
             with contextlib.suppress(BufferError):
@@ -479,11 +480,11 @@ class ArchiveHandle(Store):
         :meth:`compact` gives them back.
         """
         with self._lock:
-            return _space.space(self._archive, self._ensure_open_sync())
+            return space.space(self._archive, self._ensure_open_sync())
 
     def verify(self) -> list[str]:
         """CRC-check every entry; return the keys that fail (empty when all are intact)."""
-        return _space.verify(self._archive, self._ensure_open_sync())
+        return space.verify(self._archive, self._ensure_open_sync())
 
     def info(self) -> list[dict[str, Any]]:
         """One dict per entry of the central directory, in archive order (``dafzarr zip ls``).
@@ -493,7 +494,7 @@ class ArchiveHandle(Store):
         ``error`` (None, or why the entry cannot be read) and ``refused`` (None, or why its
         name is unsafe, so that it is not served): one bad entry does not hide the others.
         """
-        return _space.info(self._archive, self._ensure_open_sync())
+        return space.info(self._archive, self._ensure_open_sync())
 
     def close_if_unused(self) -> bool:
         """Close (as :meth:`close`) only if no zero-copy view of the archive is alive; return
@@ -513,7 +514,7 @@ class ArchiveHandle(Store):
         tx = self._archive.tx
         if tx is not None and tx.depth == 0 and self._fm is not None:
             with self._io("committing pending writes"):
-                _commit.commit(self._archive, self._fm, tx)
+                commit.commit(self._archive, self._fm, tx)
 
     def close(self) -> None:
         """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive.
@@ -523,7 +524,7 @@ class ArchiveHandle(Store):
         thread is releasing (zarr's I/O thread finishing a read) are waited for, a quarter
         of a second at most.
         """
-        self._close(_read.VIEW_GRACE)
+        self._close(read.VIEW_GRACE)
 
     def _close(self, grace: float) -> None:
         """:meth:`close`, waiting at most ``grace`` seconds for views to go."""
@@ -532,7 +533,7 @@ class ArchiveHandle(Store):
             self._settle_for_close()
             fm = self._fm
             if fm is not None:
-                _read.views_gone(fm, grace)
+                read.views_gone(fm, grace)
                 fm.close()
                 self._fm = None
                 self._reset_state()
@@ -550,7 +551,7 @@ class ArchiveHandle(Store):
             # On failure (a full disk) the archive stays as the last commit left it:
             # valid, with its free room.
             with contextlib.suppress(OSError):
-                _commit.settle(self._archive, self._fm)
+                commit.settle(self._archive, self._fm)
 
     def close_after_views(self) -> bool:
         """Close now (True), or, while zero-copy views are alive, when the last goes (False):

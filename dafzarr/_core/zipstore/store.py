@@ -1,5 +1,5 @@
 """The :class:`MmapZipStore` facade: zarr's Store API and the mapping protocol over the
-archive an :class:`~dafzarr.zipstore._handle.ArchiveHandle` holds.
+archive an :class:`~dafzarr._core.zipstore.handle.ArchiveHandle` holds.
 """
 
 from __future__ import annotations
@@ -15,19 +15,19 @@ import numpy as np
 from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
-from .._core.addrspace import fitting_max_file_size
-from .._core.io import byte_range_bounds
-from ..errors import (
+from ...errors import (
     AlreadyOpenError,
     EntryNotFoundError,
     InvalidArgumentTypeError,
     MissingFileError,
 )
-from . import _commit, _read, _write
-from ._handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle, Mode
-from ._input import encode_key
-from ._space import ArchiveSpace
-from ._write import copy_range
+from ..addrspace import fitting_max_file_size
+from ..io import byte_range_bounds
+from . import commit, read, write
+from .handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle, Mode
+from .input import encode_key
+from .space import ArchiveSpace
+from .write import copy_range
 
 __all__ = ["ArchiveSpace", "MmapZipStore"]
 
@@ -336,16 +336,16 @@ class MmapZipStore(ArchiveHandle):
             if (e is None or e.method != 0 or e.csize != e.usize
                     or source_key in source._archive.unpatched):
                 return False
-            offset, nbytes, crc = _read.data_offset(source._archive, src_fm, e), e.usize, e.crc
+            offset, nbytes, crc = read.data_offset(source._archive, src_fm, e), e.usize, e.crc
         raw = encode_key(key, self.path)
         with self.batch(), self._io(f"writing entry {key!r}"), self._lock:
             fm = self._check_writable_sync()
             # The data at the source's offset within a page: the kernel copies whole pages.
-            start = _write.reserve(self._archive, fm, key, raw, nbytes,
+            start = write.reserve(self._archive, fm, key, raw, nbytes,
                                    append_only=self.append_only,
                                    batch_room=self._batch_room, page_offset=offset % 4096)
             copy_range(src_fm, offset, fm, start, nbytes)
-            _commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
+            commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
         return True
 
     async def set_if_not_exists(self, key: str, value: Buffer) -> None:
@@ -382,7 +382,7 @@ class MmapZipStore(ArchiveHandle):
         """
         self._check_writable()
         self._ensure_open_sync()
-        self._delete_keys(_write.keys_under(self._archive, ""))
+        self._delete_keys(write.keys_under(self._archive, ""))
 
     async def getsize(self, key: str) -> int:
         self._ensure_open_sync()

@@ -1,6 +1,6 @@
 """Write operations on an archive: stage an entry, reserve one, delete keys and folders.
 
-Each takes the :class:`~dafzarr.zipstore._state.Archive` and the writable mapping, under the
+Each takes the :class:`~dafzarr._core.zipstore.state.Archive` and the writable mapping, under the
 store's lock, and works inside the open transaction of the commit protocol (``_commit``):
 what it writes becomes durable when that transaction commits.
 """
@@ -11,14 +11,14 @@ import errno
 import os
 from collections.abc import Iterable
 
-from .._core.ioerror import storage_error
-from .._posix import FileMapping
-from .._zipdir import stage_small as _stage_small
-from .._zipdir import stage_small_run as _stage_small_run
-from ..errors import AppendOnlyError, CorruptArchiveError, EntryExistsError
-from . import _commit
-from ._read import unchanged
-from ._state import Archive, Txn
+from ..._posix import FileMapping
+from ..._zipdir import stage_small as _stage_small
+from ..._zipdir import stage_small_run as _stage_small_run
+from ...errors import AppendOnlyError, CorruptArchiveError, EntryExistsError
+from ..ioerror import storage_error
+from . import commit
+from .read import unchanged
+from .state import Archive, Txn
 
 __all__ = [
     "KEPT", "copy_range", "delete_keys", "describe_keys", "drop_folders", "failed", "keys_under",
@@ -70,8 +70,8 @@ def stage(
             return None
         if append_only:
             refuse_rewrite(a.path, key)
-    with _commit.write_step(a, fm, batch=grouped, keep_open=True) as tx:
-        _commit.add_entry(a, fm, tx, key, raw, data, data.nbytes, batch_room)
+    with commit.write_step(a, fm, batch=grouped, keep_open=True) as tx:
+        commit.add_entry(a, fm, tx, key, raw, data, data.nbytes, batch_room)
     return tx
 
 
@@ -84,13 +84,13 @@ def stage_small(a: Archive, fm: FileMapping, key: object, value: object) -> bool
     most 16 KiB, room below the live directory (no relocation) and within
     ``max_file_size``. Crash hooks of the tests see the general path only.
     """
-    return _commit._step_hook is None and _stage_small(a, fm, key, value)
+    return commit._step_hook is None and _stage_small(a, fm, key, value)
 
 
 def stage_small_run(a: Archive, fm: FileMapping, items: list[object], start: int) -> int:
     """:func:`stage_small` of the ``(key, value)`` pairs ``items[start:]`` in order, up to
     the first that :func:`stage` must write; returns its index (``len(items)``: all done)."""
-    if _commit._step_hook is not None:
+    if commit._step_hook is not None:
         return start
     return _stage_small_run(a, fm, items, start)
 
@@ -108,8 +108,8 @@ def reserve(
             f"cannot reserve {key!r} in {a.path}: the entry exists; delete it "
             "first (a reservation cannot supersede an entry)"
         )
-    with _commit.write_step(a, fm) as tx:
-        entry = _commit.add_entry(a, fm, tx, key, raw, None, nbytes, batch_room, page_offset)
+    with commit.write_step(a, fm) as tx:
+        entry = commit.add_entry(a, fm, tx, key, raw, None, nbytes, batch_room, page_offset)
     if nbytes:
         a.unpatched.add(key)
     return entry.data_offset
@@ -133,7 +133,7 @@ def delete_keys(a: Archive, fm: FileMapping, keys: Iterable[str], *, append_only
         return 0
     if append_only:
         refuse_rewrite(a.path, present[0], "delete")
-    with _commit.write_step(a, fm) as tx:
+    with commit.write_step(a, fm) as tx:
         for k in present:
             del a.index[k]
             a.unpatched.discard(k)

@@ -10,9 +10,9 @@ naming the archive and the entry (an unsupported method or a size above
 
 from __future__ import annotations
 
-from .._core.codecs import decode, zip_method, zip_methods
-from ..errors import CorruptArchiveError, UnsupportedEntryError
-from . import _format as zf
+from ...errors import CorruptArchiveError, UnsupportedEntryError
+from ..codecs import decode, zip_method, zip_methods
+from . import format as zf
 
 __all__ = ["decode_entry"]
 

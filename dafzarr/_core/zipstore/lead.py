@@ -12,8 +12,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from .._posix import FileMapping
-from . import _format as zf
+from ..._posix import FileMapping
+from . import format as zf
 
 __all__ = ["leading_bytes"]
 

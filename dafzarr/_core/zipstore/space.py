@@ -2,7 +2,7 @@
 
 The functions behind :meth:`~dafzarr.zipstore.MmapZipStore.space`,
 :meth:`~dafzarr.zipstore.MmapZipStore.verify` and :meth:`~dafzarr.zipstore.MmapZipStore.info`;
-each reads the :class:`~dafzarr.zipstore._state.Archive` and the mapping, and writes nothing.
+each reads the :class:`~dafzarr._core.zipstore.state.Archive` and the mapping, and writes nothing.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .._core.crc import crc32
-from .._posix import FileMapping
-from ..errors import CorruptArchiveError, UnsupportedEntryError
-from . import _format as zf
-from ._lead import leading_bytes
-from ._read import data_offset, read_entry
-from ._state import Archive
+from ..._posix import FileMapping
+from ...errors import CorruptArchiveError, UnsupportedEntryError
+from ..crc import crc32
+from . import format as zf
+from .lead import leading_bytes
+from .read import data_offset, read_entry
+from .state import Archive
 
 __all__ = ["ArchiveSpace", "info", "space", "verify"]
 

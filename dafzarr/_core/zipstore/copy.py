@@ -27,8 +27,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, Self, overload
 
-from .._core.addrspace import reservation_error
-from .._core.atomic import (
+from ..._posix import FileMapping
+from ...errors import (
+    ArchiveInUseError,
+    BatchOpenError,
+    CorruptArchiveError,
+    PackSourceError,
+    UnsupportedEntryError,
+)
+from ..addrspace import reservation_error
+from ..atomic import (
     check_destination,
     copy_mode,
     fsync_directory,
@@ -39,22 +47,14 @@ from .._core.atomic import (
     remove_stale_temporaries,
     retry_interrupted,
 )
-from .._core.crc import crc32
-from .._core.progress import Progress
-from .._posix import FileMapping
-from ..errors import (
-    ArchiveInUseError,
-    BatchOpenError,
-    CorruptArchiveError,
-    PackSourceError,
-    UnsupportedEntryError,
-)
-from . import _format as zf
-from ._commit import commit
-from ._lead import leading_bytes
-from ._read import VIEW_GRACE, raw_records, views_gone
-from ._space import ArchiveSpace
-from ._state import Archive
+from ..crc import crc32
+from ..progress import Progress
+from . import format as zf
+from .commit import commit
+from .lead import leading_bytes
+from .read import VIEW_GRACE, raw_records, views_gone
+from .space import ArchiveSpace
+from .state import Archive
 
 __all__ = [
     "CompactMethod",
@@ -490,7 +490,7 @@ def _pack_order(f: _SourceFile) -> tuple[bool, list[str]]:
 
 
 def _missing(path: str, what: str) -> Exception:
-    from ..errors import MissingFileError  # here: the module's imports fill a screen
+    from ...errors import MissingFileError  # here: the module's imports fill a screen
 
     return MissingFileError(errno.ENOENT, f"no such {what}: {path}", path)
 

@@ -1,6 +1,6 @@
 """Reading entries: zero-copy views of stored data, decoded bytes of compressed entries.
 
-Every function takes the :class:`~dafzarr.zipstore._state.Archive` and the mapping it reads
+Every function takes the :class:`~dafzarr._core.zipstore.state.Archive` and the mapping it reads
 through; none writes to the file (resolving an entry's data offset only fills in the entry).
 """
 
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .._posix import FileMapping
-from ..errors import CorruptArchiveError, UnsupportedEntryError
-from . import _format as zf
-from ._methods import decode_entry
-from ._state import Archive
+from ..._posix import FileMapping
+from ...errors import CorruptArchiveError, UnsupportedEntryError
+from . import format as zf
+from .methods import decode_entry
+from .state import Archive
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -18,11 +18,11 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .. import _zipdir
-from .._zipdir import Entry as Entry  # noqa: PLC0414 (re-exported: the stores' entry type)
-from .._zipdir import check_no_overlap as _check_no_overlap
-from .._zipdir import parse_entries, parse_some
-from ..errors import CorruptArchiveError
+from ... import _zipdir
+from ..._zipdir import Entry as Entry  # noqa: PLC0414 (re-exported: the stores' entry type)
+from ..._zipdir import check_no_overlap as _check_no_overlap
+from ..._zipdir import parse_entries, parse_some
+from ...errors import CorruptArchiveError
 
 # --- Constants -------------------------------------------------------------------------
 # Defined once, in ``_ext/_zipformat.pxd``, for the compiled writer and parser and for this

@@ -17,19 +17,19 @@ import struct
 import warnings
 from typing import NoReturn
 
-from .._core.crc import mapped_crc32
-from .._posix import FileMapping
-from ..errors import (
+from ..._posix import FileMapping
+from ...errors import (
     CorruptArchiveError,
     RecoveryWarning,
     UnsafeEntryNameError,
     UnsupportedEntryError,
 )
-from . import _format as zf
-from ._commit import move_directory
-from ._lead import leading_bytes
-from ._read import data_offset, decoded
-from ._state import Archive
+from ..crc import mapped_crc32
+from . import format as zf
+from .commit import move_directory
+from .lead import leading_bytes
+from .read import data_offset, decoded
+from .state import Archive
 
 __all__ = [
     "check_apart", "load_writable", "read_directory", "read_entries", "recover", "salvage", "scan_for_trailer", "write_empty",

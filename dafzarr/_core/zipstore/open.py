@@ -14,11 +14,8 @@ import os
 import time
 import warnings
 
-from .._core.addrspace import named_map_refusal, probe_reservation, reservation_error
-from .._core.atomic import fsync_directory, link_descriptor, locked_temporary, publish_file
-from .._core.ioerror import LOCK_UNSUPPORTED, lock_unsupported_error
-from .._posix import FileMapping
-from ..errors import (
+from ..._posix import FileMapping
+from ...errors import (
     AlreadyOpenError,
     AppendOnlyError,
     ArchiveLockedError,
@@ -27,9 +24,12 @@ from ..errors import (
     OutputExistsError,
     RefusedEntryWarning,
 )
-from . import _format as zf
-from ._recover import check_apart, load_writable, read_entries, write_empty
-from ._state import Archive
+from ..addrspace import named_map_refusal, probe_reservation, reservation_error
+from ..atomic import fsync_directory, link_descriptor, locked_temporary, publish_file
+from ..ioerror import LOCK_UNSUPPORTED, lock_unsupported_error
+from . import format as zf
+from .recover import check_apart, load_writable, read_entries, write_empty
+from .state import Archive
 
 __all__ = [
     "already_open", "create_empty", "load_read_only", "map_writable", "missing_file",
