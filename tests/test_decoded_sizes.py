@@ -19,9 +19,9 @@ import pytest
 from numcodecs.zstd import Zstd
 
 from dafzarr import CorruptArchiveError, DafzarrError, MmapZipStore
+from dafzarr._core.arrayfile import format as fmt
 from dafzarr._core.codecs import DEFLATE64_MAX_RATIO, DEFLATE_MAX_RATIO, decode, frames
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError, FileConfig
-from dafzarr.arrayfile import _format as fmt
 from dafzarr.errors import DafFormatError
 
 from . import zipbuild as zb

@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dafzarr import _affooter, _posix, _zipdir
+from dafzarr._core.arrayfile import format as af
 from dafzarr._core.zipstore import format as zf
 from dafzarr._core.zipstore.input import encode_key
-from dafzarr.arrayfile import _format as af
 from dafzarr.errors import InvalidArgumentError
 
 EXT = Path(__file__).resolve().parents[1] / "_ext"

@@ -155,7 +155,8 @@ def _demo_arrayfile(root: str, out: Any) -> None:
     """The ArrayFile step of ``dafzarr demo``: arrays, a sidecar per flush, compaction."""
     import numpy as np
 
-    from ..arrayfile import ArrayFile, FileConfig
+    from .._core.arrayfile.config import FileConfig
+    from .._core.arrayfile.file import ArrayFile
 
     # The file and its sidecars live in one folder, replaced whole (never partial).
     folder = os.path.join(root, "example.arrayfile")

@@ -8,8 +8,8 @@ adjacent in the file: usually one read per array, as many bytes as a plain file 
 
 from __future__ import annotations
 
-from ._reader import ChunkReader
-from ._records import Layer, LayerArray, Meta, Records
+from .reader import ChunkReader
+from .records import Layer, LayerArray, Meta, Records
 
 __all__ = ["Run", "whole_array_runs"]
 

@@ -7,11 +7,11 @@ arrays. Everything else pending goes into the next sidecar, with the sealed bloc
 
 from __future__ import annotations
 
-from . import _format as fmt
-from ._allocator import BlockAllocator
-from ._backends import Backend
-from ._records import PendingArray, Records, pending_table
-from ._sidecars import write_layer
+from . import format as fmt
+from .allocator import BlockAllocator
+from .backends import Backend
+from .records import PendingArray, Records, pending_table
+from .sidecars import write_layer
 
 __all__ = ["flush"]
 

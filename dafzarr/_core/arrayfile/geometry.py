@@ -7,8 +7,8 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import InvalidArgumentError, OutOfBoundsError
-from ._records import Meta
+from ...errors import InvalidArgumentError, OutOfBoundsError
+from .records import Meta
 
 __all__ = ["chunks_in", "clipped", "region"]
 

@@ -32,7 +32,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import RkyvError
+from ...errors import RkyvError
 
 __all__ = [
     "BOOL",

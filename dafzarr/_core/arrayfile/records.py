@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.casting import check_value_fits
-from ..errors import (
+from ...errors import (
     ArrayExistsError,
     ArrayNotFoundError,
     FormatLimitError,
@@ -25,8 +24,9 @@ from ..errors import (
     InvalidArgumentTypeError,
     UnsupportedElementTypeError,
 )
-from . import _format as fmt
-from ._types import U32_MAX, DTypeInfo, dtype_info, fill_element, python_to_fill
+from ..casting import check_value_fits
+from . import format as fmt
+from .types import U32_MAX, DTypeInfo, dtype_info, fill_element, python_to_fill
 
 __all__ = [
     "ArrayInfo", "ArrayStats", "Layer", "LayerArray", "Meta", "PendingArray", "Records",

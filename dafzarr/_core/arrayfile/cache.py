@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
-from ..errors import InvalidArgumentError
+from ...errors import InvalidArgumentError
 
 __all__ = ["DeltaCache", "LRUBytes"]
 

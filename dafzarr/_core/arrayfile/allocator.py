@@ -13,12 +13,12 @@ import os
 import tempfile
 from typing import Any
 
-from ..errors import FormatLimitError
-from . import _segments as seg
-from ._backends import FileRange
-from ._cache import DeltaCache
-from ._config import FileConfig, MiB
-from ._types import U32_MAX
+from ...errors import FormatLimitError
+from . import segments as seg
+from .backends import FileRange
+from .cache import DeltaCache
+from .config import FileConfig, MiB
+from .types import U32_MAX
 
 __all__ = ["BlockAllocator", "SealedBlock"]
 

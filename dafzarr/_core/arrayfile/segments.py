@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._core import codecs
-from .._core.crc import crc32
-from ..errors import CorruptArrayFileError
+from ...errors import CorruptArrayFileError
+from .. import codecs
+from ..crc import crc32
 
 SEGMENT_MIN = 64 << 10
 """Segments hold whole chunks and at least this many bytes (LZ4's match window)."""
@@ -70,7 +70,7 @@ def compress(raw: Any, bounds: list[int]) -> tuple[bytes, npt.NDArray[np.uint32]
     """
     import lz4.block
 
-    from .._lz4seg import lz4_runs
+    from ..._lz4seg import lz4_runs
 
     view = memoryview(raw).cast("B")
     total = len(view)

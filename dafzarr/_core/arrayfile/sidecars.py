@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import (
+from ...errors import (
     CorruptArrayFileError,
     CorruptFooterError,
     FormatLimitError,
@@ -28,13 +28,13 @@ from ..errors import (
     StatisticsWarning,
     UnstableFileSetError,
 )
-from . import _format as fmt
-from . import _segments as seg
-from ._allocator import SealedBlock
-from ._backends import Backend, LocalBackend, ObstoreBackend, Tail
-from ._footer import Entry, build_footer, check_stats_entries, corrupt, layer_from_footer
-from ._records import Layer
-from ._types import U32_MAX
+from . import format as fmt
+from . import segments as seg
+from .allocator import SealedBlock
+from .backends import Backend, LocalBackend, ObstoreBackend, Tail
+from .footer import Entry, build_footer, check_stats_entries, corrupt, layer_from_footer
+from .records import Layer
+from .types import U32_MAX
 
 __all__ = [
     "discover", "load_layer", "load_layers", "load_stats", "resolve_target", "sidecar_number",

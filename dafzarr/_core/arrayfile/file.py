@@ -41,23 +41,23 @@ from typing import Any, Self, cast
 
 import numpy as np
 
-from .._core.ioerror import Operation, storage_io
-from ..errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
-from . import _format as fmt
-from ._allocator import BlockAllocator
-from ._backends import Backend, LocalBackend, MemoryBackend
-from ._cache import DeltaCache
-from ._compact import compact
-from ._config import FileConfig
-from ._direct import whole_array_runs
-from ._flush import flush
-from ._footer import layer_from_footer
-from ._geometry import chunks_in, clipped, region
-from ._reader import ChunkReader
-from ._records import ArrayInfo, ArrayStats, Layer, Meta, Records, new_meta
-from ._sidecars import discover, load_layers, load_stats, resolve_target, write_stats
-from ._stats import array_stats, updated_stats
-from ._types import as_array, attribute_to_python, chunk_stats, encode_chunk, python_to_attribute
+from ...errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
+from ..ioerror import Operation, storage_io
+from . import format as fmt
+from .allocator import BlockAllocator
+from .backends import Backend, LocalBackend, MemoryBackend
+from .cache import DeltaCache
+from .compact import compact
+from .config import FileConfig
+from .direct import whole_array_runs
+from .flush import flush
+from .footer import layer_from_footer
+from .geometry import chunks_in, clipped, region
+from .reader import ChunkReader
+from .records import ArrayInfo, ArrayStats, Layer, Meta, Records, new_meta
+from .sidecars import discover, load_layers, load_stats, resolve_target, write_stats
+from .stats import array_stats, updated_stats
+from .types import as_array, attribute_to_python, chunk_stats, encode_chunk, python_to_attribute
 
 __all__ = ["ArrayFile"]
 

@@ -26,7 +26,8 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._core.atomic import (
+from ...errors import RefusedEntryWarning, TruncatedDataError
+from ..atomic import (
     copy_mode,
     link_descriptor,
     link_temporary,
@@ -35,16 +36,8 @@ from .._core.atomic import (
     retry_interrupted,
     unmark_live,
 )
-from .._core.io import (
-    FileSource,
-    MemorySource,
-    ObjectSource,
-    file_version,
-    object_version,
-    same_object,
-)
-from .._core.zipstore.format import unsafe_name_reason
-from ..errors import RefusedEntryWarning, TruncatedDataError
+from ..io import FileSource, MemorySource, ObjectSource, file_version, object_version, same_object
+from ..zipstore.format import unsafe_name_reason
 
 __all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
 

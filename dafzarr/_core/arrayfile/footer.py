@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptArrayFileError, CorruptFooterError
-from . import _format as fmt
-from . import _segments as seg
-from ._allocator import SealedBlock
-from ._records import Layer, LayerArray, Meta
-from ._types import U32_MAX, DTypeInfo, dtype_from_tag
+from ...errors import CorruptArrayFileError, CorruptFooterError
+from . import format as fmt
+from . import segments as seg
+from .allocator import SealedBlock
+from .records import Layer, LayerArray, Meta
+from .types import U32_MAX, DTypeInfo, dtype_from_tag
 
 __all__ = [
     "AttrDict", "Entry", "build_footer", "check_stats_entries", "corrupt", "layer_from_footer",

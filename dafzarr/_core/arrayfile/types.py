@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._core.casting import cast_for_storage, unmasked
-from ..errors import (
+from ...errors import (
     FormatLimitError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     UnsafeCastError,
 )
+from ..casting import cast_for_storage, unmasked
 
 __all__ = [
     "DTypeInfo",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InvalidArgumentError
-from ._cache import DeltaCache
-from ._types import U32_MAX
+from ...errors import InvalidArgumentError
+from .cache import DeltaCache
+from .types import U32_MAX
 
 __all__ = ["FileConfig", "MiB"]
 

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _affooter
-from ..errors import CorruptFooterError
-from . import _rkyv as r
+from ... import _affooter
+from ...errors import CorruptFooterError
+from . import rkyv as r
 
 __all__ = [
     "FOOTER_MAGIC",

@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from . import _format as fmt
-from ._allocator import BlockAllocator
-from ._backends import Backend
-from ._config import FileConfig
-from ._footer import Entry
-from ._reader import ChunkReader
-from ._records import Records
-from ._sidecars import load_layers, write_layer
-from ._stats import compute_stats
+from . import format as fmt
+from .allocator import BlockAllocator
+from .backends import Backend
+from .config import FileConfig
+from .footer import Entry
+from .reader import ChunkReader
+from .records import Records
+from .sidecars import load_layers, write_layer
+from .stats import compute_stats
 
 __all__ = ["compact", "repack"]
 

@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptArrayFileError
-from . import _segments as seg
-from ._allocator import BlockAllocator
-from ._backends import Backend
-from ._cache import DeltaCache
-from ._footer import corrupt
-from ._geometry import clipped
-from ._records import Layer, Meta
-from ._types import decode_chunk
+from ...errors import CorruptArrayFileError
+from . import segments as seg
+from .allocator import BlockAllocator
+from .backends import Backend
+from .cache import DeltaCache
+from .footer import corrupt
+from .geometry import clipped
+from .records import Layer, Meta
+from .types import decode_chunk
 
 __all__ = ["ChunkReader"]
 

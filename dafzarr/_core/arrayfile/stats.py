@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._reader import ChunkReader
-from ._records import ArrayStats, Layer, Meta, PendingArray, Records
-from ._types import chunk_stats, stat_key, stat_to_python
+from .reader import ChunkReader
+from .records import ArrayStats, Layer, Meta, PendingArray, Records
+from .types import chunk_stats, stat_key, stat_to_python
 
 __all__ = ["array_stats", "compute_stats", "updated_stats"]
 
