@@ -36,9 +36,9 @@ from benchmarks.bench_http import _Ranged
 from dafzarr._core.io import HttpOptions, MemorySource
 from dafzarr._core.io.blocks import BlockReader
 from dafzarr._core.io.urls import open_source
+from dafzarr._core.refs.scan import scan_reader
 from dafzarr.errors import H5Error, HttpReadError, InvalidArgumentError
 from dafzarr.refs import scan, scan_many, virtualize
-from dafzarr.refs._scan import scan_reader
 from tests._moto_s3 import moto_s3
 from tests.refs_common import fastparquet_deprecation_ignored, pandas_missing_chunk_workaround
 

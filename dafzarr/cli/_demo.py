@@ -203,8 +203,8 @@ def _demo_refs(root: str, out: Any) -> None:
         print(f"Virtual reference store demo skipped: {exc.name} is not installed", file=out)
         return
 
+    from .._core.refs.check import open_reference_group
     from ..refs import virtualize
-    from ..refs._check import open_reference_group
 
     print("Virtual reference store demo: NetCDF4 files -> kerchunk-Parquet", file=out)
     files = []

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .._core.atomic import atomic_file
+from .._core.refs.check import check_store, store_summary
 from ..errors import InvalidArgumentError
-from ..refs._check import check_store, store_summary
 from ._common import add_output_options, emit_json, progress_wanted, say
 
 __all__ = ["add_parser"]

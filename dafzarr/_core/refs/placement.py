@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import IncompatibleSourcesError, InvalidArgumentError
-from ._model import ScanResult
-from ._timeunits import describe_time, effective_units, rebase_time_coordinates
+from ...errors import IncompatibleSourcesError, InvalidArgumentError
+from .model import ScanResult
+from .timeunits import describe_time, effective_units, rebase_time_coordinates
 
 __all__ = ["PLACEMENT_SCHEMA", "place", "placement_table"]
 

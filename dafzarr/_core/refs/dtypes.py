@@ -11,8 +11,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .. import _h5chunks
-from ..errors import UnsupportedHDF5Error
+from ... import _h5chunks
+from ...errors import UnsupportedHDF5Error
 
 __all__ = ["complex_layout_problem", "element_shape", "fillvalue", "numpy_dtype"]
 

@@ -28,10 +28,10 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from .._core.progress import Progress
-from ..errors import InvalidArgumentError
-from ._batches import ArrayRefs, Batch, RefsSource, open_source
-from ._zarr3 import array_kwargs
+from ...errors import InvalidArgumentError
+from ..progress import Progress
+from .batches import ArrayRefs, Batch, RefsSource, open_source
+from .zarr3 import array_kwargs
 
 __all__ = ["to_icechunk"]
 

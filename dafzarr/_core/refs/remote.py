@@ -18,9 +18,9 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from .._core.io.blocks import BlockReader, Layout, collection_paused
-from .._core.io.urls import is_remote, open_source
-from ..errors import DafzarrError, H5Error
+from ...errors import DafzarrError, H5Error
+from ..io.blocks import BlockReader, Layout, collection_paused
+from ..io.urls import is_remote, open_source
 
 __all__ = ["PrefetchedReaders", "open_reader", "opened_h5", "remote_path"]
 

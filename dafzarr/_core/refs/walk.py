@@ -17,25 +17,12 @@ import h5py
 import numpy as np
 import numpy.typing as npt
 
-from .. import _h5chunks
-from ..errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
-from ._attrs import (
-    cf_fill_attribute,
-    decode_name,
-    dimension_scales,
-    is_dimension_only,
-    read_attrs,
-)
-from ._dtypes import complex_layout_problem, element_shape, fillvalue, numpy_dtype
-from ._filters import codec, filter_label
-from ._model import (
-    OnUnsupported,
-    ScanResult,
-    Variable,
-    chunk_grid,
-    decode_fill,
-    encode_fill,
-)
+from ... import _h5chunks
+from ...errors import H5Error, UnsupportedHDF5Error, UnsupportedVariableWarning
+from .attrs import cf_fill_attribute, decode_name, dimension_scales, is_dimension_only, read_attrs
+from .dtypes import complex_layout_problem, element_shape, fillvalue, numpy_dtype
+from .filters import codec, filter_label
+from .model import OnUnsupported, ScanResult, Variable, chunk_grid, decode_fill, encode_fill
 
 __all__ = ["open_local", "scan_file"]
 

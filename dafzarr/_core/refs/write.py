@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from .._core.atomic import atomic_file
-from .._core.ioerror import storage_io
-from ..errors import InvalidArgumentError, VariableLeftOutWarning
-from ._layout import PLACEMENT_FILE, VALUES_FILE
-from ._model import (
+from ...errors import InvalidArgumentError, VariableLeftOutWarning
+from ..atomic import atomic_file
+from ..ioerror import storage_io
+from .layout import PLACEMENT_FILE, VALUES_FILE
+from .model import (
     ScanResult,
     Variable,
     VirtualArray,
@@ -30,7 +30,7 @@ from ._model import (
     dumps,
     used_groups,
 )
-from ._stream import REFS_SCHEMA, ReferenceWriter, check_record_size
+from .stream import REFS_SCHEMA, ReferenceWriter, check_record_size
 
 __all__ = [
     "LEFT_OUT_ATTRIBUTE",

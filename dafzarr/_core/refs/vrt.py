@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import IncompatibleSourcesError
-from ._model import ScanResult
-from ._placement import placement_table
+from ...errors import IncompatibleSourcesError
+from .model import ScanResult
+from .placement import placement_table
 
 __all__ = ["placement_from_vrt"]
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._core.progress import Progress as _Progress
-from ..errors import IncompatibleSourcesError, InvalidArgumentError
-from ._deadline import map_with_deadline
-from ._model import OnUnsupported, ScanResult, file_url
-from ._remote import WINDOW, PrefetchedReaders, remote_path
-from ._scan import DEFAULT_TIMEOUT, check_timeout, scan, scan_path, scan_reader, scan_target
+from ...errors import IncompatibleSourcesError, InvalidArgumentError
+from ..progress import Progress as _Progress
+from .deadline import map_with_deadline
+from .model import OnUnsupported, ScanResult, file_url
+from .remote import WINDOW, PrefetchedReaders, remote_path
+from .scan import DEFAULT_TIMEOUT, check_timeout, scan, scan_path, scan_reader, scan_target
 
 __all__ = ["mosaic_sources", "scan_many", "sources_table"]
 
@@ -104,8 +104,8 @@ def _scan_stream(
     store: Any = None, in_flight: int = WINDOW, processes: int | None = None,
 ) -> Iterator[ScanResult]:  # fmt: skip
     """Scans of several files in order: in one helper, a few files queued ahead (see
-    :func:`~dafzarr.refs._deadline.map_with_deadline`), each with its own deadline; remote
-    files prefetched ahead in threads (see :class:`~dafzarr.refs._remote.PrefetchedReaders`)."""
+    :func:`~dafzarr._core.refs.deadline.map_with_deadline`), each with its own deadline; remote
+    files prefetched ahead in threads (see :class:`~dafzarr._core.refs.remote.PrefetchedReaders`)."""
     if any(remote_path(a, store) for a in access):
         yield from _scan_with_remote(access, public, on_unsupported, timeout, storage_options,
                                      store, in_flight, processes or REMOTE_SCAN_PROCESSES)
@@ -177,7 +177,7 @@ def _scan_with_remote(
 
 
 #: Helper processes that scan the files of a remote collection at once (their blocks are
-#: fetched ahead, :data:`~dafzarr.refs._remote.WINDOW` files at a time, in threads).
+#: fetched ahead, :data:`~dafzarr._core.refs.remote.WINDOW` files at a time, in threads).
 REMOTE_SCAN_PROCESSES = max(1, min(2, os.cpu_count() or 1))
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ..errors import IncompatibleSourcesError
-from ._model import (
+from ...errors import IncompatibleSourcesError
+from .model import (
     OnUnsupported,
     ScanResult,
     Variable,
@@ -26,12 +26,12 @@ from ._model import (
     decode_fill,
     used_groups,
 )
-from ._placement import place
-from ._scan import DEFAULT_TIMEOUT
-from ._sources import scan_many, sources_table
-from ._timeunits import rebase_time_coordinates
-from ._vrt import placement_from_vrt
-from ._write import (
+from .placement import place
+from .scan import DEFAULT_TIMEOUT
+from .sources import scan_many, sources_table
+from .timeunits import rebase_time_coordinates
+from .vrt import placement_from_vrt
+from .write import (
     LEFT_OUT_ATTRIBUTE,
     check_inline_threshold,
     inline_small_chunks,

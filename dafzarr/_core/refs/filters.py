@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..errors import UnsupportedHDF5Error
+from ...errors import UnsupportedHDF5Error
 
 __all__ = ["FILTERS", "HDF5Filter", "codec", "filter_label"]
 

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn
 
-from ..errors import H5Error, ScanTimeoutError
+from ...errors import H5Error, ScanTimeoutError
 
 __all__ = ["call_with_deadline", "map_with_deadline", "serve"]
 
@@ -39,7 +39,7 @@ _BOOT = (
     "import pickle, sys\n"
     "n = int.from_bytes(sys.stdin.buffer.read(8), 'little')\n"
     "sys.path[:] = pickle.loads(sys.stdin.buffer.read(n))\n"
-    "from dafzarr.refs._deadline import serve\n"
+    "from dafzarr._core.refs.deadline import serve\n"
     "serve()\n"
 )
 

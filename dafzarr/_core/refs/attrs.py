@@ -15,8 +15,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from .. import _h5chunks
-from ..errors import AttributeLossWarning
+from ... import _h5chunks
+from ...errors import AttributeLossWarning
 
 __all__ = [
     "HIDDEN_ATTRIBUTES",

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import IncompatibleSourcesError
-from ._model import ScanResult
+from ...errors import IncompatibleSourcesError
+from .model import ScanResult
 
 __all__ = ["describe_time", "effective_units", "rebase_time_coordinates"]
 

@@ -16,11 +16,11 @@ from urllib.parse import unquote, urlsplit
 
 import h5py
 
-from .._core.io.blocks import BlockReader, ReadStats
-from ..errors import H5Error, InvalidArgumentError, UnsupportedHDF5Error
-from ._model import OnUnsupported, ScanResult, file_url
-from ._remote import open_reader, opened_h5, remote_path
-from ._walk import open_local, scan_file
+from ...errors import H5Error, InvalidArgumentError, UnsupportedHDF5Error
+from ..io.blocks import BlockReader, ReadStats
+from .model import OnUnsupported, ScanResult, file_url
+from .remote import open_reader, opened_h5, remote_path
+from .walk import open_local, scan_file
 
 __all__ = [
     "DEFAULT_TIMEOUT", "check_arguments", "check_timeout", "scan", "scan_path", "scan_reader",
@@ -104,7 +104,7 @@ def scan(
     wanted = None if variables is None else {v.lstrip("/") for v in variables}
     if timeout is None:
         return scan_path(p, url, wanted, on_unsupported)
-    from ._deadline import call_with_deadline
+    from .deadline import call_with_deadline
 
     result: ScanResult = call_with_deadline(
         scan_path, (p, url, wanted, on_unsupported), {}, timeout=timeout, what=p
@@ -138,7 +138,7 @@ def scan_reader(
             f"cannot be sent there ({exc}); pass timeout=None to scan in this process, or "
             "use a store that can be pickled (obstore's HTTP, S3, GCS and Azure stores)"
         ) from None
-    from ._deadline import call_with_deadline
+    from .deadline import call_with_deadline
 
     result, stats = call_with_deadline(
         _scan_remote_copy, (reader, url, wanted, on_unsupported), {}, timeout=timeout,

@@ -24,10 +24,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .._core.atomic import atomic_directory
-from ..errors import InvalidArgumentError, OutputExistsError
-from ._layout import METADATA_FILE, refs_file
-from ._model import chunk_grid, dumps
+from ...errors import InvalidArgumentError, OutputExistsError
+from ..atomic import atomic_directory
+from .layout import METADATA_FILE, refs_file
+from .model import chunk_grid, dumps
 
 __all__ = ["REFS_SCHEMA", "ReferenceWriter", "check_record_size", "refs_table"]
 
