@@ -362,7 +362,7 @@ def _packed(chunks: list[bytes], codec: dict[str, Any]) -> tuple[dict[str, Any],
 def test_packed_inner_chunk_that_decodes_long_is_refused_in_bounded_memory(name: str) -> None:
     from numcodecs import GZip
 
-    from dafzarr.daf._packed import read_packed
+    from dafzarr._core.daf.packed import read_packed
 
     codec = GZip() if name == "gzip" else Zstd()
     good = bytes(codec.encode(bytes([1, 2, 3, 4])))

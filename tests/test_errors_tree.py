@@ -147,8 +147,8 @@ def test_bases_keep_the_builtin_classes() -> None:
 
 
 def test_the_names_query_modules_offered_are_the_errors_classes() -> None:
-    from dafzarr.daf.query._eval import MissingEntryError
-    from dafzarr.daf.query._registry import ParameterError
+    from dafzarr._core.daf.query.eval import MissingEntryError
+    from dafzarr._core.daf.query.registry import ParameterError
 
     assert ParameterError is errors.DafQueryParameterError
     assert MissingEntryError is errors.DafMissingEntryError

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import scipy.sparse as sp
 
+from .._core.daf.copy import _new_destination
+from .._core.daf.interface import DafReader
 from ..daf import ZarrDaf, open_daf
-from ..daf._copy import _new_destination
-from ..daf._interface import DafReader
 from ..errors import AnnDataConversionError
 from ._columns import decode_frame, encode_frame
 from ._legacy import legacy_daf_to_anndata

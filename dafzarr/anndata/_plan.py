@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from .._core.daf.layout import element_type
+from .._core.daf.names import check_name
 from ..daf import ZarrDaf
-from ..daf._layout import element_type
-from ..daf._names import check_name
 from ..errors import AnnDataConversionError, DafzarrError
 from ._names import daf_name
 

@@ -83,8 +83,8 @@ def _stored_name(path: str) -> str:
 
 
 def _concat(args: argparse.Namespace) -> int:
+    from .._core.daf.copy import _new_destination
     from ..daf import ZarrDaf
-    from ..daf._copy import _new_destination
     from ..daf.ops import concatenate
 
     t0 = time.perf_counter()
@@ -111,7 +111,7 @@ def _empty_values(texts: list[str]) -> dict[tuple[str, ...], Any]:
     """``--empty AXIS,NAME=VALUE`` (or ``ROWS,COLUMNS,NAME=VALUE``, or
     ``MAIN,ROWS,COLUMNS,NAME=VALUE`` for a tensor): the value is read as a query value is
     (``true``/``false``, integers, floats, else a string)."""
-    from ..daf.query._values import guess_value
+    from .._core.daf.query.values import guess_value
     from ..errors import InvalidArgumentError
 
     out: dict[tuple[str, ...], Any] = {}
