@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .._core.daf.layout import element_type
-from .._core.daf.names import check_name
-from ..daf import ZarrDaf
-from ..errors import AnnDataConversionError, DafzarrError
-from ._names import daf_name
+from ...errors import AnnDataConversionError, DafzarrError
+from ..daf.layout import element_type
+from ..daf.names import check_name
+from ..daf.zarrdaf import ZarrDaf
+from .names import daf_name
 
 __all__ = ["Plan", "daf_dtype"]
 

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import AnnDataConversionError
-from ._columns import decode_column, decode_frame, encode_column, encode_frame
-from ._matrices import decode_matrix, encode_matrix
-from ._plan import Plan, daf_dtype
+from ...errors import AnnDataConversionError
+from .columns import decode_column, decode_frame, encode_column, encode_frame
+from .matrices import decode_matrix, encode_matrix
+from .plan import Plan, daf_dtype
 
 __all__ = ["decode_uns", "encode_uns"]
 

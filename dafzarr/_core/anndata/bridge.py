@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.daf.copy import _new_destination
-from .._core.daf.interface import DafReader
-from ..daf import ZarrDaf, open_daf
-from ..errors import AnnDataConversionError
-from ._columns import decode_frame, encode_frame
-from ._legacy import legacy_daf_to_anndata
-from ._matrices import decode_matrix, encode_matrix
-from ._names import EscapedNames
-from ._plan import Plan
-from ._uns import decode_uns, encode_uns
+from ...errors import AnnDataConversionError
+from ..daf.copy import _new_destination
+from ..daf.interface import DafReader
+from ..daf.zarrdaf import ZarrDaf, open_daf
+from .columns import decode_frame, encode_frame
+from .legacy import legacy_daf_to_anndata
+from .matrices import decode_matrix, encode_matrix
+from .names import EscapedNames
+from .plan import Plan
+from .uns import decode_uns, encode_uns
 
 if TYPE_CHECKING:
     from anndata import AnnData

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..daf import ZarrDaf
+from ..daf.zarrdaf import ZarrDaf
 
 if TYPE_CHECKING:
     from anndata import AnnData

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AnnDataConversionError
-from ._plan import Plan, daf_dtype
+from ...errors import AnnDataConversionError
+from .plan import Plan, daf_dtype
 
 __all__ = ["decode_column", "decode_frame", "encode_column", "encode_frame"]
 

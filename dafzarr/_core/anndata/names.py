@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._core.daf.names import _METADATA_NAMES, _RESERVED_VECTORS
+from ..daf.names import _METADATA_NAMES, _RESERVED_VECTORS
 
 __all__ = ["EscapedNames", "daf_name"]
 

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import AnnDataConversionError
-from ._plan import Plan, daf_dtype
+from ...errors import AnnDataConversionError
+from .plan import Plan, daf_dtype
 
 __all__ = ["decode_matrix", "encode_matrix"]
 
