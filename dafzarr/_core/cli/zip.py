@@ -10,9 +10,9 @@ import time
 import warnings
 from typing import Any
 
-from .._core.zipstore.store import MmapZipStore
-from ..errors import RecoveryWarning, RefusedEntryWarning
-from ._common import add_output_options, emit_json, human, progress_wanted, say
+from ...errors import RecoveryWarning, RefusedEntryWarning
+from ..zipstore.store import MmapZipStore
+from .common import add_output_options, emit_json, human, progress_wanted, say
 
 __all__ = ["add_parser"]
 

@@ -7,13 +7,13 @@ import argparse
 import time
 from typing import Any
 
-from ._common import add_output_options, emit_json, progress_wanted, say
+from .common import add_output_options, emit_json, progress_wanted, say
 
 __all__ = ["add_parser"]
 
 
 def _summary(path: str) -> dict[str, Any]:
-    from ..daf import open_daf
+    from ..daf.zarrdaf import open_daf
 
     d = open_daf(path, "r")
     try:
@@ -23,7 +23,7 @@ def _summary(path: str) -> dict[str, Any]:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from ..daf import open_daf
+    from ..daf.zarrdaf import open_daf
 
     if args.json:
         emit_json(_summary(args.path))
@@ -37,7 +37,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from ..daf import describe_property
+    from ..daf.describe import describe_property
 
     info = _summary(args.path)
     if args.json:
@@ -55,7 +55,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from ..daf import convert_daf
+    from ..daf.copy import convert_daf
 
     t0 = time.perf_counter()
     fmt = convert_daf(args.source, args.destination, zarr_format=args.zarr_format,
@@ -67,7 +67,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _stored_name(path: str) -> str:
     """A data set's name for ``concat``: its ``name`` scalar, else its file's or group's."""
-    from ..daf import ZarrDaf
+    from ..daf.zarrdaf import ZarrDaf
 
     d = ZarrDaf(path, "r")
     try:
@@ -83,9 +83,9 @@ def _stored_name(path: str) -> str:
 
 
 def _concat(args: argparse.Namespace) -> int:
-    from .._core.daf.copy import _new_destination
-    from ..daf import ZarrDaf
-    from ..daf.ops import concatenate
+    from ..daf.copy import _new_destination
+    from ..daf.ops.concat import concatenate
+    from ..daf.zarrdaf import ZarrDaf
 
     t0 = time.perf_counter()
     sources: list[ZarrDaf] = []
@@ -111,8 +111,8 @@ def _empty_values(texts: list[str]) -> dict[tuple[str, ...], Any]:
     """``--empty AXIS,NAME=VALUE`` (or ``ROWS,COLUMNS,NAME=VALUE``, or
     ``MAIN,ROWS,COLUMNS,NAME=VALUE`` for a tensor): the value is read as a query value is
     (``true``/``false``, integers, floats, else a string)."""
-    from .._core.daf.query.values import guess_value
-    from ..errors import InvalidArgumentError
+    from ...errors import InvalidArgumentError
+    from ..daf.query.values import guess_value
 
     out: dict[tuple[str, ...], Any] = {}
     for text in texts:
@@ -127,8 +127,8 @@ def _empty_values(texts: list[str]) -> dict[tuple[str, ...], Any]:
 
 
 def _copy(args: argparse.Namespace) -> int:
-    from ..daf import open_daf
-    from ..daf.ops import copy_all
+    from ..daf.ops.copy_all import copy_all
+    from ..daf.zarrdaf import open_daf
 
     t0 = time.perf_counter()
     empty = _empty_values(args.empty) if args.empty else None
@@ -156,7 +156,7 @@ def _query(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
-    from ..daf import open_daf
+    from ..daf.zarrdaf import open_daf
 
     d = open_daf(args.path, "r")
     try:

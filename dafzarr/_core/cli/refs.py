@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .._core.atomic import atomic_file
-from .._core.refs.check import check_store, store_summary
-from ..errors import InvalidArgumentError
-from ._common import add_output_options, emit_json, progress_wanted, say
+from ...errors import InvalidArgumentError
+from ..atomic import atomic_file
+from ..refs.check import check_store, store_summary
+from .common import add_output_options, emit_json, progress_wanted, say
 
 __all__ = ["add_parser"]
 
@@ -38,7 +38,8 @@ def _storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
 def _build(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
-    from ..refs import mosaic_sources, virtualize
+    from ..refs.compose import virtualize
+    from ..refs.sources import mosaic_sources
 
     files = [os.fspath(f) for f in args.files]
     public = None
@@ -151,7 +152,7 @@ def _publish(args: argparse.Namespace) -> int:
             "pip install 'dafzarr[icechunk]'"
         ) from None
 
-    from ..refs import to_icechunk
+    from ..refs.icechunk import to_icechunk
 
     if "ICECHUNK_LOG" not in os.environ:
         icechunk.set_logs_filter("error")  # no warnings on stdout, which has the snapshot

@@ -10,11 +10,11 @@ import time
 import zipfile
 from typing import Any
 
-from .._core.atomic import atomic_directory, atomic_file
-from .._core.examples import write_daily_netcdf
-from .._core.zipstore.store import MmapZipStore
-from ..errors import SelfCheckError
-from ._common import human
+from ...errors import SelfCheckError
+from ..atomic import atomic_directory, atomic_file
+from ..examples import write_daily_netcdf
+from ..zipstore.store import MmapZipStore
+from .common import human
 
 __all__ = ["run_demo"]
 
@@ -24,7 +24,8 @@ def _demo_daf(out: Any, root: str) -> None:
     import numpy as np
     import scipy.sparse as sp
 
-    from ..daf import convert_daf, open_daf
+    from ..daf.copy import convert_daf
+    from ..daf.zarrdaf import open_daf
 
     rng = np.random.default_rng(0)
     cells, genes = 2000, 500
@@ -155,8 +156,8 @@ def _demo_arrayfile(root: str, out: Any) -> None:
     """The ArrayFile step of ``dafzarr demo``: arrays, a sidecar per flush, compaction."""
     import numpy as np
 
-    from .._core.arrayfile.config import FileConfig
-    from .._core.arrayfile.file import ArrayFile
+    from ..arrayfile.config import FileConfig
+    from ..arrayfile.file import ArrayFile
 
     # The file and its sidecars live in one folder, replaced whole (never partial).
     folder = os.path.join(root, "example.arrayfile")
@@ -203,8 +204,8 @@ def _demo_refs(root: str, out: Any) -> None:
         print(f"Virtual reference store demo skipped: {exc.name} is not installed", file=out)
         return
 
-    from .._core.refs.check import open_reference_group
-    from ..refs import virtualize
+    from ..refs.check import open_reference_group
+    from ..refs.compose import virtualize
 
     print("Virtual reference store demo: NetCDF4 files -> kerchunk-Parquet", file=out)
     files = []
