@@ -697,7 +697,7 @@ def test_single_commits_write_the_directory_once(
     rewrites = iter(f"base/{j:05d}" for j in range(1, 1000))  # never the first entry
     deletes = iter(f"base/{j:05d}" for j in range(2000, 3000))
     steps: list[str] = []
-    commit._step_hook = steps.append
+    commit.step_hook = steps.append
     try:
         with MmapZipStore(p, "r+", durable=durable) as store:
             for i in range(commits):
@@ -728,7 +728,7 @@ def test_single_commits_write_the_directory_once(
                 if i % 60 == 59:
                     check_archive(p, want)
     finally:
-        commit._step_hook = None
+        commit.step_hook = None
     assert steps[-3:] == ["settle:cd", "settle:trailer", "settle:truncated"]
     with MmapZipStore(p, "r") as store:
         space = store.space()
@@ -794,11 +794,11 @@ def test_reopen_of_a_writer_left_open_keeps_its_free_room(tmp_path: Path) -> Non
     try:
         assert p.read_bytes() == before
         assert store.space() == space
-        commit._step_hook = steps.append
+        commit.step_hook = steps.append
         try:
             store["c"] = b"C" * 10
         finally:
-            commit._step_hook = None
+            commit.step_hook = None
         assert [s for s in steps if s.endswith("cd")] in (["commit:cd"], ["commit:up-cd"])
     finally:
         store.close()
@@ -842,7 +842,7 @@ def test_commits_near_max_file_size_keep_no_room(tmp_path: Path) -> None:
     limit = os.path.getsize(p) + 4000  # a few small entries, not a second directory
     steps: list[str] = []
     with MmapZipStore(p, "r+", max_file_size=limit) as store:
-        commit._step_hook = steps.append
+        commit.step_hook = steps.append
         try:
             for i in range(8):
                 key = f"t/{i}" if i % 2 else f"base/{i + 1:05d}"  # new keys and rewrites
@@ -853,6 +853,6 @@ def test_commits_near_max_file_size_keep_no_room(tmp_path: Path) -> None:
                 with MmapZipStore(p, "r") as reader:
                     assert reader.keys() == list(want)
         finally:
-            commit._step_hook = None
+            commit.step_hook = None
     assert "commit:up-trailer" not in steps
     check_archive(p, want)

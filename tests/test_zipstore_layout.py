@@ -43,12 +43,13 @@ MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 
 PUBLIC = frozenset(["ArchiveSpace", "MmapZipStore"])
 # Builtin exceptions a module may raise: the operating system's failures, as they come.
-# Functions that build an error of dafzarr.errors: ``_bad`` of ``_format`` (a
-# ``CorruptArchiveError``), ``_write.failed`` (the error of an abandoned commit, a
-# ``StorageIOError`` for a failed call), ``missing_file`` and ``already_open`` of ``_open``
-# (``MissingFileError``, ``AlreadyOpenError``) and ``_missing`` of ``_copy``.
+# Functions that build an error of dafzarr.errors: ``bad`` of ``format`` (a
+# ``CorruptArchiveError``), ``write.failed`` (the error of an abandoned commit, a
+# ``StorageIOError`` for a failed call), ``missing_file`` and ``already_open`` of ``open``
+# (``MissingFileError``, ``AlreadyOpenError``; imported as ``_open``, a builtin's name) and
+# ``_missing`` of ``copy``.
 OS_FAILURES = frozenset({"OSError", "FileNotFoundError"})
-FACTORIES = frozenset({"_bad", "_write.failed", "_open.missing_file", "_open.already_open",
+FACTORIES = frozenset({"bad", "write.failed", "_open.missing_file", "_open.already_open",
                        "_missing", "missing_file"})  # fmt: skip
 
 

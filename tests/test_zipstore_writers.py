@@ -98,11 +98,11 @@ def counting_commits() -> Iterator[dict[str, int]]:
         if name in ("commit:truncated", "commit:up-trailer"):
             seen["n"] += 1
 
-    dafzarr._core.zipstore.commit._step_hook = hook
+    dafzarr._core.zipstore.commit.step_hook = hook
     try:
         yield seen
     finally:
-        dafzarr._core.zipstore.commit._step_hook = None
+        dafzarr._core.zipstore.commit.step_hook = None
 
 
 def on_both(

@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import AnnDataConversionError
-from ..daf.copy import _new_destination
+from ..daf.copy import new_destination
 from ..daf.interface import DafReader
 from ..daf.zarrdaf import ZarrDaf, open_daf
 from .columns import decode_frame, encode_frame
@@ -126,7 +126,7 @@ def anndata_to_daf(
         return daf
     plan = Plan(None, relayout)
     manifest = _plan(adata, plan, obs_axis, var_axis, X)  # refusals before any file exists
-    with _new_destination(os.fspath(destination), zarr_format, force=True) as new:
+    with new_destination(os.fspath(destination), zarr_format, force=True) as new:
         _run(plan, manifest, new)
     return open_daf(destination, "r+")
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..daf.names import _METADATA_NAMES, _RESERVED_VECTORS
+from ..daf.names import METADATA_NAMES, RESERVED_VECTORS
 
 __all__ = ["EscapedNames", "daf_name"]
 
-_RESERVED = frozenset({"", ".", "..", *_METADATA_NAMES, *_RESERVED_VECTORS})
+_RESERVED = frozenset({"", ".", "..", *METADATA_NAMES, *RESERVED_VECTORS})
 
 
 def daf_name(name: str) -> str:

@@ -83,7 +83,7 @@ def _stored_name(path: str) -> str:
 
 
 def _concat(args: argparse.Namespace) -> int:
-    from ..daf.copy import _new_destination
+    from ..daf.copy import new_destination
     from ..daf.ops.concat import concatenate
     from ..daf.zarrdaf import ZarrDaf
 
@@ -93,7 +93,7 @@ def _concat(args: argparse.Namespace) -> int:
         sources.extend(ZarrDaf(path, "r") for path in args.sources)  # kept as each opens
         names = args.name or [_stored_name(path) for path in args.sources]
         fmt = args.zarr_format or sources[0].zarr_format
-        with _new_destination(args.destination, fmt, args.force) as dst:
+        with new_destination(args.destination, fmt, args.force) as dst:
             concatenate(dst, args.axis, sources, names=names,
                         dataset_axis=None if args.no_dataset_axis else args.dataset_axis,
                         prefix=args.prefix, progress=progress_wanted(args))

@@ -12,9 +12,9 @@ import numpy as np
 from ...errors import DafExistsError, DafFormatError, DafMissingError
 from ..casting import unmasked
 from . import layout as lay
-from .names import _join, check_name, entry_positions
+from .names import check_name, entry_positions, join_path
 from .storage import DafStorage
-from .values import _as_strings
+from .values import as_strings
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Axes(DafStorage):
 
     def has_axis(self, axis: str) -> bool:
         """Whether the axis exists."""
-        return self._node_kind(_join("axes", axis)) == "array"
+        return self._node_kind(join_path("axes", axis)) == "array"
 
     def axes_set(self) -> set[str]:
         """The names of all axes."""
@@ -46,7 +46,7 @@ class Axes(DafStorage):
         return self._axis_len(axis)
 
     def _axis_len(self, axis: str) -> int:
-        shape = self._array_info(_join("axes", axis)).shape
+        shape = self._array_info(join_path("axes", axis)).shape
         return int(shape[0]) if shape else 0
 
     def axis_np_entries(self, axis: str) -> np.ndarray[Any, Any]:
@@ -54,7 +54,7 @@ class Axes(DafStorage):
         self._require_axis(axis)
         cached = self._axis_cache.get(axis)
         if cached is None:
-            cached = self._read_array(_join("axes", axis)).reshape(-1)
+            cached = self._read_array(join_path("axes", axis)).reshape(-1)
             self._axis_cache[axis] = cached
         return cached
 
@@ -78,7 +78,7 @@ class Axes(DafStorage):
         self._check_writable()
         check_name(axis, "axis")
         where = f"entries of the axis {axis}\nin the daf data: {self._name}"
-        names = _as_strings(unmasked(entries, where), where).reshape(-1)
+        names = as_strings(unmasked(entries, where), where).reshape(-1)
         if len(set(names.tolist())) != len(names):
             raise self._repeated_entries(axis)
         return self._add_checked_axis(axis, names, overwrite)
@@ -110,18 +110,18 @@ class Axes(DafStorage):
         others = sorted(self.axes_set())
         items: list[tuple[str, Any]] = []
         for path in itertools.chain(
-            [_join("vectors", axis), _join("matrices", axis)],
-            [_join("matrices", axis, o) for o in [*others, axis]],
-            [_join("matrices", o, axis) for o in others],
+            [join_path("vectors", axis), join_path("matrices", axis)],
+            [join_path("matrices", axis, o) for o in [*others, axis]],
+            [join_path("matrices", o, axis) for o in others],
         ):
             if self._node_kind(path) is None:
                 items += L.group_docs(path).items()
         if isinstance(names, EncodedNames):
-            path = _join("axes", axis)
+            path = join_path("axes", axis)
             items.append((L.chunk_key(path, 1), names.chunk))
             items += L.array_docs(path, lay.STRING, (names.count,)).items()
         else:
-            items += self._array_items(_join("axes", axis), names, lay.STRING)
+            items += self._array_items(join_path("axes", axis), names, lay.STRING)
         self._write(items)
         self._axis_cache.pop(axis, None)
 
@@ -132,10 +132,10 @@ class Axes(DafStorage):
                                    f"axis {axis}"):
             return self
         with self._changing(f"deleting the axis {axis}"):
-            self._delete_node(_join("axes", axis))
+            self._delete_node(join_path("axes", axis))
             self._axis_cache.pop(axis, None)
-            self._delete_node(_join("vectors", axis))
-            self._delete_node(_join("matrices", axis))
+            self._delete_node(join_path("vectors", axis))
+            self._delete_node(join_path("matrices", axis))
             for other in self._backend.children("matrices"):
-                self._delete_node(_join("matrices", other, axis))
+                self._delete_node(join_path("matrices", other, axis))
         return self

@@ -30,7 +30,7 @@ from ..addrspace import named_map_refusal
 from ..atomic import fsync_directory, removed_on_failure, retry_interrupted, walk
 from ..io import byte_range_bounds
 from .asides import TMP_SUFFIX, Asides, sweep_asides
-from .names import _METADATA_NAMES
+from .names import METADATA_NAMES
 from .values import StreamedChunk
 
 __all__ = ["ASIDE", "Backend", "DirectoryBackend", "MemoryBackend"]
@@ -62,7 +62,7 @@ def _write_in_pieces(f: Any, data: Any) -> None:
         f.write(mv[start : start + _WRITE_PIECE])
 
 
-def _readonly(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def readonly(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     arr.flags.writeable = False
     return arr
 
@@ -121,7 +121,7 @@ class Backend:
         mv = memoryview(data).cast("B")
         if mv.nbytes != math.prod(shape) * dtype.itemsize:
             return None
-        return _readonly(np.frombuffer(mv, dtype).reshape(shape))
+        return readonly(np.frombuffer(mv, dtype).reshape(shape))
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -224,7 +224,7 @@ class DirectoryBackend(Backend):
 
     def get(self, key: str) -> Any:
         path = self._path(key)
-        is_doc = key.rsplit("/", 1)[-1] in _METADATA_NAMES
+        is_doc = key.rsplit("/", 1)[-1] in METADATA_NAMES
         try:
             if is_doc:
                 st = os.stat(path)
@@ -340,7 +340,7 @@ class DirectoryBackend(Backend):
             if os.fstat(fd).st_size != nbytes:
                 return None
             if nbytes == 0:
-                return _readonly(np.empty(shape, dtype))
+                return readonly(np.empty(shape, dtype))
             if nbytes <= _READ_AT_MOST:  # None if cut short since fstat: the caller reports it
                 return self._as_array(os.pread(fd, nbytes, 0), dtype, shape)
             flags = mmap.MAP_SHARED | (_MAP_POPULATE if populate else 0)
@@ -348,7 +348,7 @@ class DirectoryBackend(Backend):
                 m = mmap.mmap(fd, nbytes, flags=flags, prot=mmap.PROT_READ)
         finally:
             os.close(fd)
-        return _readonly(np.frombuffer(m, dtype).reshape(shape))
+        return readonly(np.frombuffer(m, dtype).reshape(shape))
 
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
         """A new file at the root (a ``.tmp`` name, which consolidation skips), mapped;
@@ -426,7 +426,7 @@ class MemoryBackend(Backend):
                 self.data[key].flags.writeable = False
 
     def children(self, prefix: str) -> list[str]:
-        return _children_of(self.data, prefix)
+        return children_of(self.data, prefix)
 
     def delete_tree(self, prefix: str) -> None:
         head = prefix + "/"
@@ -454,7 +454,7 @@ class MemoryBackend(Backend):
         return "<memory>"
 
 
-def _children_of(keys: Iterable[str], prefix: str) -> list[str]:
+def children_of(keys: Iterable[str], prefix: str) -> list[str]:
     head = prefix + "/" if prefix else ""
     n = len(head)
     out = set()

@@ -11,8 +11,8 @@ import numpy as np
 
 from ...errors import DafReadOnlyError, HttpReadError
 from ..io import HttpOptions, ObjectSource, http_store
-from .backends import Backend, _children_of, _readonly
-from .names import _METADATA_NAMES
+from .backends import Backend, children_of, readonly
+from .names import METADATA_NAMES
 
 __all__ = ["HttpBackend"]
 
@@ -77,19 +77,19 @@ class HttpBackend(Backend):
             raise HttpReadError(f"{source.where}: the object {what} while read") from None
         for (a, b), body in zip(ranges, bodies, strict=True):
             out[a:b] = np.frombuffer(body, np.uint8)
-        return _readonly(out.view(dtype).reshape(shape))
+        return readonly(out.view(dtype).reshape(shape))
 
     def get(self, key: str) -> Any:
         if key in self.meta:
             return self.meta[key]
-        if key.rsplit("/", 1)[-1] in _METADATA_NAMES:
+        if key.rsplit("/", 1)[-1] in METADATA_NAMES:
             return None  # consolidated metadata is complete
         return self.fetch(key)
 
     def exists(self, key: str) -> bool:
         if key in self.meta:
             return True
-        if key.rsplit("/", 1)[-1] in _METADATA_NAMES:
+        if key.rsplit("/", 1)[-1] in METADATA_NAMES:
             return False
         return self.fetch(key) is not None
 
@@ -97,7 +97,7 @@ class HttpBackend(Backend):
         raise DafReadOnlyError(f"the HTTP backend is read-only: {self.url}")
 
     def children(self, prefix: str) -> list[str]:
-        return _children_of(self.meta, prefix)
+        return children_of(self.meta, prefix)
 
     def keys_under(self, prefix: str) -> list[str]:
         head = prefix + "/" if prefix else ""

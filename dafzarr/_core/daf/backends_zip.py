@@ -32,7 +32,7 @@ from zarr.abc.store import Store
 
 from ...errors import AppendOnlyError, DafzarrError, InvalidArgumentError
 from ..zipstore.store import MmapZipStore
-from .backends import Backend, _children_of
+from .backends import Backend, children_of
 
 __all__ = ["EntryCopy", "ZipBackend", "acquire_zip_store", "release_zip_store"]
 
@@ -293,7 +293,7 @@ class ZipBackend(Backend):
 
     def children(self, prefix: str) -> list[str]:
         full = self.prefix + prefix if prefix else self.group
-        return _children_of(self.store.keys(), full)
+        return children_of(self.store.keys(), full)
 
     def delete_tree(self, prefix: str) -> None:
         if self.append_only:

@@ -33,7 +33,7 @@ from typing import Any, Self
 import numpy as np
 
 from ...errors import DafExistsError, DafReadOnlyError, InvalidArgumentError
-from .names import _unique_name
+from .names import unique_name
 from .query.cache import QueryCache
 from .reader import ReaderBase
 
@@ -69,7 +69,7 @@ def _members(dafs: Sequence[Any], name: str | None) -> list[Any]:
 
 
 def _chain_name(members: list[Any], name: str | None) -> str:
-    chain_name = _unique_name(name if name is not None else ";".join(d.name for d in members))
+    chain_name = unique_name(name if name is not None else ";".join(d.name for d in members))
     seen: dict[str, tuple[str, Array]] = {}
     for daf in members:
         for axis in sorted(daf.axes_set()):

@@ -76,7 +76,7 @@ def _suffix(container: str) -> str:
 
 
 @contextlib.contextmanager
-def _new_destination(destination: str, zarr_format: int, force: bool) -> Iterator[ZarrDaf]:
+def new_destination(destination: str, zarr_format: int, force: bool) -> Iterator[ZarrDaf]:
     """A new data set that becomes ``destination`` only once the block succeeds.
 
     A whole container (directory or ZIP) is written under a temporary name next to it and
@@ -136,7 +136,7 @@ def convert_daf(
     src = ZarrDaf(source, "r")
     try:
         fmt = zarr_format or src.zarr_format
-        with _new_destination(os.fspath(destination), fmt, force) as dst:
+        with new_destination(os.fspath(destination), fmt, force) as dst:
             copy_daf(src, dst, progress=progress)
     finally:
         src.close()

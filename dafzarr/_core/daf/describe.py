@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .matrices import Matrices
-from .names import _join
+from .names import join_path
 from .scalars import Scalars
-from .values import _plain
+from .values import plain
 from .vectors import Vectors
 
 
@@ -27,15 +27,15 @@ class Description(Scalars, Vectors, Matrices):
         return {
             "name": self._name, "type": "ZarrDaf", "path": self._path, "mode": self._mode,
             "format": self._layout.zarr_format,
-            "scalars": {s: _plain(self.get_scalar(s)) for s in sorted(self.scalars_set())},
+            "scalars": {s: plain(self.get_scalar(s)) for s in sorted(self.scalars_set())},
             "axes": {a: self.axis_length(a) for a in axes},
             "vectors": {
-                f"{a}/{v}": self._property(_join("vectors", a, v))
+                f"{a}/{v}": self._property(join_path("vectors", a, v))
                 for a in axes
                 for v in sorted(self.vectors_set(a))
             },
             "matrices": {
-                f"{r},{c}/{m}": self._property(_join("matrices", r, c, m))
+                f"{r},{c}/{m}": self._property(join_path("matrices", r, c, m))
                 for r in axes
                 for c in axes
                 for m in sorted(self.matrices_set(r, c, relayout=False))
@@ -62,10 +62,10 @@ class Description(Scalars, Vectors, Matrices):
         """dtype, layout and (sparse) number of nonzeros of the property at ``path``."""
         if self._node_kind(path) == "array":
             return {"dtype": str(self._array_info(path).dtype), "layout": "dense"}
-        part = "nzval" if self._node_kind(_join(path, "nzval")) else "nzind"
-        if self._node_kind(_join(path, "rowval")):
-            part = "nzval" if self._node_kind(_join(path, "nzval")) else "rowval"
-        info = self._array_info(_join(path, part))
+        part = "nzval" if self._node_kind(join_path(path, "nzval")) else "nzind"
+        if self._node_kind(join_path(path, "rowval")):
+            part = "nzval" if self._node_kind(join_path(path, "nzval")) else "rowval"
+        info = self._array_info(join_path(path, part))
         dt = "bool" if part in ("nzind", "rowval") else str(info.dtype)
         return {"dtype": dt, "layout": "sparse", "nonzeros": int(info.shape[0])}
 

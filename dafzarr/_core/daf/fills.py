@@ -13,8 +13,8 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from ..casting import checked_view
 from .matrices import Matrices
-from .names import _check_not_reserved, _join, check_name
-from .values import _default_indtype, _index_dtype, _numeric
+from .names import check_name, check_not_reserved, join_path
+from .values import default_indtype, index_dtype, numeric
 from .vectors import Vectors
 
 
@@ -51,7 +51,7 @@ class Fills(Vectors, Matrices):
             views: list[np.ndarray[Any, Any]] = []
             try:
                 for part, dt, shape in parts:
-                    apath = _join(path, part)
+                    apath = join_path(path, part)
                     nbytes = math.prod(shape) * dt.itemsize
                     if nbytes:
                         key = L.chunk_key(apath, len(shape))
@@ -74,7 +74,7 @@ class Fills(Vectors, Matrices):
                 b.seal(key)
             items: list[tuple[str, Any]] = []
             for part, dt, shape in parts:
-                items += L.array_docs(_join(path, part), dt, shape).items()
+                items += L.array_docs(join_path(path, part), dt, shape).items()
             if sparse:
                 items += L.group_docs(path).items()
             self._write(items)
@@ -90,10 +90,10 @@ class Fills(Vectors, Matrices):
         """
         self._require_axis(axis)
         check_name(name, "vector")
-        _check_not_reserved(axis, name, self._name)
-        dt = _numeric(eltype, f"vector {name!r}")
+        check_not_reserved(axis, name, self._name)
+        dt = numeric(eltype, f"vector {name!r}")
         n = self.axis_length(axis)
-        path = _join("vectors", axis, name)
+        path = join_path("vectors", axis, name)
         with self._filling(path, self._vector_replace(path, axis, name, overwrite),
                            [("", dt, (n,))]) as (v,):
             yield v
@@ -107,11 +107,11 @@ class Fills(Vectors, Matrices):
         1-based and increasing (checked when the block exits)."""
         self._require_axis(axis)
         check_name(name, "vector")
-        _check_not_reserved(axis, name, self._name)
-        dt = _numeric(eltype, f"vector {name!r}")
+        check_not_reserved(axis, name, self._name)
+        dt = numeric(eltype, f"vector {name!r}")
         n = self.axis_length(axis)
-        idt = _default_indtype(n) if indtype is None else _index_dtype(indtype, n, name)
-        path = _join("vectors", axis, name)
+        idt = default_indtype(n) if indtype is None else index_dtype(indtype, n, name)
+        path = join_path("vectors", axis, name)
 
         def check(nzind: np.ndarray[Any, Any], _nzval: np.ndarray[Any, Any]) -> None:
             if nzind.size and (int(nzind.min()) < 1 or int(nzind.max()) > n
@@ -135,10 +135,10 @@ class Fills(Vectors, Matrices):
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         check_name(name, "matrix")
-        dt = _numeric(eltype, f"matrix {name!r}")
+        dt = numeric(eltype, f"matrix {name!r}")
         nr, nc = self.axis_length(rows_axis), self.axis_length(columns_axis)
         with self._filling(
-            _join("matrices", rows_axis, columns_axis, name),
+            join_path("matrices", rows_axis, columns_axis, name),
             self._matrix_replaces(rows_axis, columns_axis, name, overwrite, relayout=False),
             [("", dt, (nc, nr))],
         ) as (m,):
@@ -154,12 +154,12 @@ class Fills(Vectors, Matrices):
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         check_name(name, "matrix")
-        dt = _numeric(eltype, f"matrix {name!r}")
+        dt = numeric(eltype, f"matrix {name!r}")
         nr, nc = self.axis_length(rows_axis), self.axis_length(columns_axis)
         nnz = int(nnz)
         size = max(nr, nnz + 1)
-        idt = _default_indtype(size) if indtype is None else _index_dtype(indtype, size, name)
-        path = _join("matrices", rows_axis, columns_axis, name)
+        idt = default_indtype(size) if indtype is None else index_dtype(indtype, size, name)
+        path = join_path("matrices", rows_axis, columns_axis, name)
 
         def check(colptr: np.ndarray[Any, Any], rowval: np.ndarray[Any, Any],
                   _nzval: np.ndarray[Any, Any]) -> None:

@@ -12,19 +12,19 @@ from ...errors import DafFormatError, DafMissingError, InvalidArgumentError
 from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
-from .names import _join, check_name
+from .names import check_name, join_path
 from .storage import UNDEF
 from .values import (
     NotCanonicalError,
     OneBased,
-    _check_sparse,
-    _dense,
-    _index_dtype,
-    _index_width,
-    _scalar_array,
-    _zero_based,
+    check_sparse,
     column_major,
     csc_of,
+    dense,
+    index_dtype,
+    index_width,
+    scalar_array,
+    zero_based_indices,
     zero_matrix,
 )
 
@@ -33,7 +33,7 @@ class Matrices(Axes):
     """Read, write, relayout and delete the matrices of pairs of axes."""
 
     def _matrix_kind(self, rows: str, cols: str, name: str) -> str | None:
-        return self._node_kind(_join("matrices", rows, cols, name))
+        return self._node_kind(join_path("matrices", rows, cols, name))
 
     def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
                    relayout: bool = True) -> bool:
@@ -54,14 +54,14 @@ class Matrices(Axes):
             pairs.append((columns_axis, rows_axis))
         out: set[str] = set()
         for r, c in pairs:
-            base = _join("matrices", r, c)
-            out |= {n for n in self._backend.children(base) if self._node_kind(_join(base, n))}
+            base = join_path("matrices", r, c)
+            out |= {n for n in self._backend.children(base) if self._node_kind(join_path(base, n))}
         return out
 
     def _stored_matrix(self, rows: str, cols: str, name: str, kind: str, *,
                        sparse_class: str) -> Any:
         """The stored ``rows x cols`` matrix: F-ordered numpy (a view) or scipy CSC."""
-        path = _join("matrices", rows, cols, name)
+        path = join_path("matrices", rows, cols, name)
         nr, nc = self.axis_length(rows), self.axis_length(cols)
         if kind == "array":
             arr = self._read_array(path)
@@ -72,9 +72,9 @@ class Matrices(Axes):
         nzval, rowval, colptr = self._stored_sparse(path, nc, populate=True)
         where = f"{self._path}: {path}"
         # The index type scipy would choose, written directly: it neither scans nor copies.
-        width = _index_width(nr, nc, rowval.size)
-        indptr = _zero_based(colptr, rowval.size + 1, f"{where}/colptr", width)
-        indices = _zero_based(rowval, nr, f"{where}/rowval", width)
+        width = index_width(nr, nc, rowval.size)
+        indptr = zero_based_indices(colptr, rowval.size + 1, f"{where}/colptr", width)
+        indices = zero_based_indices(rowval, nr, f"{where}/rowval", width)
         cls = sp.csc_array if sparse_class == "csc_array" else sp.csc_matrix
         return cls((nzval, indices, indptr), shape=(nr, nc), copy=False)
 
@@ -83,10 +83,10 @@ class Matrices(Axes):
         """The stored ``nzval`` (all true when absent), 1-based ``rowval`` and ``colptr`` of
         the sparse matrix at ``path`` with ``nc`` columns, as stored (views of the data); the
         column pointer is checked, the row indices are not."""
-        colptr = self._read_array(_join(path, "colptr"), populate=populate)
-        rowval = self._read_array(_join(path, "rowval"), populate=populate)
-        if self._node_kind(_join(path, "nzval")) == "array":
-            nzval = self._read_array(_join(path, "nzval"))
+        colptr = self._read_array(join_path(path, "colptr"), populate=populate)
+        rowval = self._read_array(join_path(path, "rowval"), populate=populate)
+        if self._node_kind(join_path(path, "nzval")) == "array":
+            nzval = self._read_array(join_path(path, "nzval"))
         else:
             nzval = np.ones(rowval.size, dtype=np.bool_)
         where = f"{self._path}: {path}"
@@ -111,8 +111,8 @@ class Matrices(Axes):
         self._require_axis(columns_axis)
         if self._matrix_kind(rows_axis, columns_axis, name) != "group":
             return None
-        path = _join("matrices", rows_axis, columns_axis, name)
-        if self._node_kind(_join(path, "nzval")) != "array":
+        path = join_path("matrices", rows_axis, columns_axis, name)
+        if self._node_kind(join_path(path, "nzval")) != "array":
             return None
         return self._stored_sparse(path, self.axis_length(columns_axis))
 
@@ -184,7 +184,7 @@ class Matrices(Axes):
         (:class:`NotCanonicalError` if they are not canonical or not in range), not
         scanned first."""
         nr, nc = self.axis_length(rows), self.axis_length(cols)
-        path = _join("matrices", rows, cols, name)
+        path = join_path("matrices", rows, cols, name)
         where = f"matrix {name!r}"
         if sp.issparse(value):
             if value.shape != (nr, nc):
@@ -201,18 +201,18 @@ class Matrices(Axes):
                 csc = csc.copy()
                 csc.sum_duplicates()
             dt = lay.element_type(csc.data.dtype, where)
-            idt = _index_dtype(indtype, max(nr, csc.nnz), where)
-            items = self._array_items(_join(path, "colptr"), OneBased(csc.indptr, idt), idt)
-            items += self._array_items(_join(path, "rowval"),
+            idt = index_dtype(indtype, max(nr, csc.nnz), where)
+            items = self._array_items(join_path(path, "colptr"), OneBased(csc.indptr, idt), idt)
+            items += self._array_items(join_path(path, "rowval"),
                                        OneBased(csc.indices, idt, check), idt)
             if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(csc.data))):
-                items += self._array_items(_join(path, "nzval"), _dense(csc.data, dt, where),
+                items += self._array_items(join_path(path, "nzval"), dense(csc.data, dt, where),
                                            dt)
             items += self._layout.group_docs(path).items()
             return items
         if np.ndim(value) == 0:
             scalar = value[()] if isinstance(value, np.ndarray) else value  # keeps its dtype
-            arr0, dt = _scalar_array(scalar, where)
+            arr0, dt = scalar_array(scalar, where)
             value = np.full((nr, nc), arr0[0], dtype=object if isinstance(dt, str) else dt)
         arr = np.asarray(value)
         if arr.shape != (nr, nc):
@@ -221,7 +221,7 @@ class Matrices(Axes):
                 f"{cols} shape: {(nr, nc)}\nin the daf data: {self._name}"
             )
         dt = lay.element_type(arr.dtype, where)
-        data = _dense(arr, dt, where)
+        data = dense(arr, dt, where)
         # Column-major bytes: the Zarr array is the transpose, C-ordered (a view of a
         # Fortran-ordered value; else computed tile by tile where it is stored).
         return self._array_items(path, column_major(data), dt)
@@ -252,7 +252,7 @@ class Matrices(Axes):
         deferred = False
         value = unmasked(value, where)
         if sp.issparse(value):
-            deferred = _check_sparse(value, where, defer_indices=len(pairs) == 1
+            deferred = check_sparse(value, where, defer_indices=len(pairs) == 1
                                      and not self._backend.append_only)
         else:
             value = np.asarray(value)
@@ -281,8 +281,8 @@ class Matrices(Axes):
                 # Unsorted or duplicate indices (or out of range): drop what was written of
                 # the matrix (in the open change), check it in full, write it canonical.
                 for r, c in pairs:
-                    self._delete_node(_join("matrices", r, c, name))
-                _check_sparse(value, where)
+                    self._delete_node(join_path("matrices", r, c, name))
+                check_sparse(value, where)
                 self._write(items_of(False))
         return self
 
@@ -294,7 +294,7 @@ class Matrices(Axes):
         what = f"matrix {name} of the axes {rows} x {cols}"
         exists_text = (f"existing matrix: {name}\nfor the rows axis: {rows}\n"
                        f"and the columns axis: {cols}")
-        return _join("matrices", rows, cols, name), what, overwrite, exists_text
+        return join_path("matrices", rows, cols, name), what, overwrite, exists_text
 
     def _matrix_replaces(self, rows: str, cols: str, name: str, overwrite: bool, *,
                          relayout: bool) -> list[tuple[str, str, bool, str]]:
@@ -351,5 +351,5 @@ class Matrices(Axes):
         with self._changing(f"deleting the matrix {name} of the axes {rows_axis} x "
                             f"{columns_axis}"):
             for r, c in found:
-                self._delete_node(_join("matrices", r, c, name))
+                self._delete_node(join_path("matrices", r, c, name))
         return self

@@ -16,9 +16,9 @@ import numpy as np
 
 from ...errors import DafFormatError, DafMissingError, InvalidArgumentTypeError
 
-_METADATA_NAMES = frozenset((".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json"))
+METADATA_NAMES = frozenset((".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json"))
 #: The vectors every axis has without storing them.
-_RESERVED_VECTORS = ("name", "index")
+RESERVED_VECTORS = ("name", "index")
 
 # --- Names -------------------------------------------------------------------------------------
 
@@ -26,7 +26,7 @@ _NAME_COUNTS: dict[str, int] = {}
 _NAME_LOCK = threading.Lock()
 
 
-def _unique_name(prefix: str) -> str:
+def unique_name(prefix: str) -> str:
     """``prefix`` the first time in this process, then ``prefix#2``, ``prefix#3``, ..."""
     if "!" in prefix:
         return prefix
@@ -48,7 +48,7 @@ def check_name(name: Any, what: str) -> str:
         raise DafFormatError(f"invalid {what} name: {name!r} (a relative path component)")
     if "/" in name or "\0" in name:
         raise DafFormatError(f"invalid {what} name: {name!r} (contains '/' or NUL)")
-    if name in _METADATA_NAMES:
+    if name in METADATA_NAMES:
         raise DafFormatError(f"invalid {what} name: {name!r} (a Zarr metadata name)")
     return name
 
@@ -107,12 +107,12 @@ def parse_daf_path(path: str | os.PathLike[str]) -> tuple[str, str, str]:
     )
 
 
-def _join(*parts: str) -> str:
+def join_path(*parts: str) -> str:
     return "/".join(p for p in parts if p)
 
 
-def _check_not_reserved(axis: str, name: str, daf_name: str) -> None:
+def check_not_reserved(axis: str, name: str, daf_name: str) -> None:
     """Refuse to set the vectors ``name`` and ``index``, which every axis has already."""
-    if name in _RESERVED_VECTORS:
+    if name in RESERVED_VECTORS:
         raise DafFormatError(f"setting the reserved vector: {name}\nfor the axis: {axis}\n"
                              f"in the daf data: {daf_name}")

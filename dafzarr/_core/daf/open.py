@@ -31,7 +31,7 @@ from .backends_http import HttpBackend
 from .backends_zip import ZipBackend, acquire_zip_store
 from .names import check_name, parse_daf_path
 from .storage import Mode
-from .values import _json
+from .values import metadata_doc
 
 
 class Opened(NamedTuple):
@@ -189,7 +189,7 @@ def _open_http(url: str, options: HttpOptions | None) -> HttpBackend:
     b = HttpBackend(url, options=options)
     root = b.fetch("zarr.json", limit=_MAX_REMOTE_METADATA)
     if root is not None:
-        meta = _json(root, f"{url}/zarr.json")
+        meta = metadata_doc(root, f"{url}/zarr.json")
         if meta.get("node_type") != "group":
             raise DafFormatError(f"not a zarr group: {url}")
         cm = meta.pop("consolidated_metadata", None)
@@ -210,7 +210,7 @@ def _open_http(url: str, options: HttpOptions | None) -> HttpBackend:
         raise DafNotFoundError(
             2, f"failed to fetch remote zarr group: {url}/zarr.json (nor {url}/.zmetadata)", url
         )
-    doc = _json(zmeta, f"{url}/.zmetadata")
+    doc = metadata_doc(zmeta, f"{url}/.zmetadata")
     entries = doc.get("metadata")
     if not isinstance(entries, dict):
         raise DafFormatError(f"failed to open remote zarr group: {url}\nthe remote directory "

@@ -20,7 +20,7 @@ from .interface import DafReader
 from .names import entry_positions
 from .queries import Queries
 from .storage import UNDEF
-from .values import _plain, zero_matrix
+from .values import plain, zero_matrix
 
 __all__ = ["DafReader", "ReaderBase", "default_matrix", "default_vector", "entry_positions",
            "pd_matrix", "pd_vector"]
@@ -282,7 +282,7 @@ class ReaderBase(Queries):
         lines = [f"name: {self.name}", *self._header()]
         scalars = sorted(self.scalars_set())
         if scalars:
-            lines += ["scalars:", *(f"  {s}: {_plain(self.get_scalar(s))!r}" for s in scalars)]
+            lines += ["scalars:", *(f"  {s}: {plain(self.get_scalar(s))!r}" for s in scalars)]
         axes = sorted(self.axes_set())
         if axes:
             lines += ["axes:", *(f"  {a}: {self.axis_length(a)} entries" for a in axes)]

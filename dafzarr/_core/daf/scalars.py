@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Self
 
 from ...errors import DafFormatError, DafMissingError
-from .names import _join, check_name
+from .names import check_name, join_path
 from .storage import UNDEF, DafStorage
-from .values import _scalar_array
+from .values import scalar_array
 
 
 class Scalars(DafStorage):
@@ -15,7 +15,7 @@ class Scalars(DafStorage):
 
     def has_scalar(self, name: str) -> bool:
         """Whether the scalar exists."""
-        return self._node_kind(_join("scalars", name)) == "array"
+        return self._node_kind(join_path("scalars", name)) == "array"
 
     def scalars_set(self) -> set[str]:
         """The names of all scalars."""
@@ -28,7 +28,7 @@ class Scalars(DafStorage):
                 raise DafMissingError(f"missing scalar: {name}\nin the daf data: "
                                       f"{self._name_or_path}")
             return default
-        arr = self._read_array(_join("scalars", name))
+        arr = self._read_array(join_path("scalars", name))
         if arr.size != 1:
             raise DafFormatError(f"{self._path}: scalar {name!r} holds {arr.size} values")
         return arr.reshape(-1)[0]
@@ -37,8 +37,8 @@ class Scalars(DafStorage):
         """Store a scalar (bool, int, float, str or numpy scalar)."""
         self._check_writable()
         check_name(name, "scalar")
-        data, dt = _scalar_array(value, f"scalar {name!r}")
-        path = _join("scalars", name)
+        data, dt = scalar_array(value, f"scalar {name!r}")
+        path = join_path("scalars", name)
         with self._changing(f"setting the scalar {name}",
                             [(path, f"scalar {name}", overwrite, f"existing scalar: {name}")]):
             self._write(self._array_items(path, data, dt))
@@ -51,5 +51,5 @@ class Scalars(DafStorage):
                                    f"scalar {name}"):
             return self
         with self._changing(f"deleting the scalar {name}"):
-            self._delete_node(_join("scalars", name))
+            self._delete_node(join_path("scalars", name))
         return self

@@ -30,12 +30,12 @@ from ..ioerror import Operation, storage_io
 from . import layout as lay
 from .backends import ASIDE, Backend
 from .backends_zip import ZipBackend
-from .names import _join
+from .names import join_path
 from .packed import read_packed
-from .values import StreamedChunk, Transposed, _as_strings, _json
+from .values import StreamedChunk, Transposed, as_strings, metadata_doc
 
 Mode = Literal["r", "r+", "w+", "w"]
-_MODES = ("r", "r+", "w+", "w")
+MODES = ("r", "r+", "w+", "w")
 _GROUPS = ("scalars", "axes", "vectors", "matrices")
 
 
@@ -80,7 +80,7 @@ class DafStorage:
         else:
             doc = b.get("zarr.json")
             if doc is not None:
-                meta = _json(doc, f"{where}/zarr.json")
+                meta = metadata_doc(doc, f"{where}/zarr.json")
                 if meta.get("node_type") != "group":
                     raise DafFormatError(f"not a zarr group: {where}")
                 layout = lay.V3
@@ -96,7 +96,7 @@ class DafStorage:
             # A ZIP made by zipping a directory carries consolidated metadata, which later
             # changes would make stale: the first change drops it (see _drop_stale_metadata).
             self._stale_consolidated = b.exists(".zmetadata") if layout is lay.V2 else (
-                "consolidated_metadata" in _json(b.get("zarr.json"), where)
+                "consolidated_metadata" in metadata_doc(b.get("zarr.json"), where)
             )
         if layout is lay.V2:
             if b.exists("daf/.zarray"):
@@ -125,7 +125,7 @@ class DafStorage:
                     b.sweep_asides()
                     self._rebuild_consolidated()
             elif (not b.exists(".zmetadata")) if layout is lay.V2 else (
-                "consolidated_metadata" not in _json(b.get("zarr.json"), where)
+                "consolidated_metadata" not in metadata_doc(b.get("zarr.json"), where)
             ):
                 with contextlib.suppress(OSError), b.consolidation_lock():
                     self._rebuild_consolidated()  # a read-only file system: read anyway
@@ -156,7 +156,7 @@ class DafStorage:
         """Make an existing plain Zarr group a Daf data set (``w+``/``w`` modes)."""
         items = self._marker_and_groups(fresh=False)
         if self._layout is lay.V3:
-            meta = _json(self._backend.get("zarr.json"), "zarr.json")
+            meta = metadata_doc(self._backend.get("zarr.json"), "zarr.json")
             attrs = dict(meta.get("attributes") or {})
             attrs["daf"] = list(lay.VERSION)
             meta["attributes"] = attrs
@@ -177,7 +177,7 @@ class DafStorage:
         doc = b.get(path + "/zarr.json")
         if doc is None:
             return None
-        kind = _json(doc, path).get("node_type")
+        kind = metadata_doc(doc, path).get("node_type")
         return kind if kind in ("array", "group") else None
 
     def _array_info(self, path: str) -> lay.ArrayInfo:
@@ -240,14 +240,14 @@ class DafStorage:
         store, root = self._backend.zarr_store()
         try:
             za = zarr.open_array(
-                store=store, path=_join(root, path), mode="r",
+                store=store, path=join_path(root, path), mode="r",
                 zarr_format=self._layout.zarr_format,  # type: ignore[arg-type]
             )
             out = np.asarray(za[...])
         except Exception as exc:
             raise DafFormatError(f"{self._path}: can't read array {path!r}: {exc}") from exc
         if isinstance(info.dtype, str):
-            out = _as_strings(out.astype(object) if out.dtype.kind != "O" else out)
+            out = as_strings(out.astype(object) if out.dtype.kind != "O" else out)
         elif out.dtype != info.dtype:
             out = out.astype(info.dtype)
         if not out.flags.c_contiguous:
@@ -331,7 +331,7 @@ class DafStorage:
         if self._layout is lay.V2:
             b.delete_key(".zmetadata")
         else:
-            root = _json(b.get("zarr.json"), f"{self._path}/zarr.json")
+            root = metadata_doc(b.get("zarr.json"), f"{self._path}/zarr.json")
             root.pop("consolidated_metadata", None)
             b.put([("zarr.json", json.dumps(root, separators=(",", ":")).encode())])
 
@@ -421,7 +421,7 @@ class DafStorage:
         for key in keys:
             ckey = self._consolidated_key(key)
             if ckey is not None:
-                self._cmeta[ckey] = _json(self._backend.get(key), key)
+                self._cmeta[ckey] = metadata_doc(self._backend.get(key), key)
                 changed.append(ckey)
         if changed:
             self._flush_consolidated(changed)
@@ -435,7 +435,7 @@ class DafStorage:
             if ckey is not None:
                 data = self._backend.get(key)
                 if data is not None:
-                    entries[ckey] = _json(data, key)
+                    entries[ckey] = metadata_doc(data, key)
         self._cmeta = entries
         self._flush_consolidated()
 
@@ -447,7 +447,7 @@ class DafStorage:
             doc = self._ctext.document(self._cmeta, changed)
             self._backend.put([(".zmetadata", doc)])
         else:
-            root = _json(self._backend.get("zarr.json"), "zarr.json")
+            root = metadata_doc(self._backend.get("zarr.json"), "zarr.json")
             root.pop("consolidated_metadata", None)
             root["consolidated_metadata"] = {
                 "kind": "inline",

@@ -27,7 +27,7 @@ from ...errors import (
 from . import layout as lay
 
 
-def _scalar_array(value: Any, where: str) -> tuple[np.ndarray[Any, Any], np.dtype[Any] | str]:
+def scalar_array(value: Any, where: str) -> tuple[np.ndarray[Any, Any], np.dtype[Any] | str]:
     if isinstance(value, str | np.str_):
         return np.array([str(value)], dtype=object), lay.STRING
     if isinstance(value, bool | np.bool_):
@@ -54,7 +54,7 @@ def _scalar_array(value: Any, where: str) -> tuple[np.ndarray[Any, Any], np.dtyp
     )
 
 
-def _as_strings(values: Any, where: str = "") -> np.ndarray[Any, Any]:
+def as_strings(values: Any, where: str = "") -> np.ndarray[Any, Any]:
     """``values`` as an object array of ``str``; ``InvalidArgumentTypeError`` (naming
     ``where``, when given) for a non-string.
 
@@ -85,15 +85,15 @@ def _as_strings(values: Any, where: str = "") -> np.ndarray[Any, Any]:
     return out
 
 
-def _dense(value: Any, dt: np.dtype[Any] | str, where: str) -> np.ndarray[Any, Any]:
+def dense(value: Any, dt: np.dtype[Any] | str, where: str) -> np.ndarray[Any, Any]:
     """``value`` as an array of the Daf element type ``dt`` (strings: checked, naming
     ``where``)."""
     if isinstance(dt, str):
-        return _as_strings(value, where)
+        return as_strings(value, where)
     return np.asarray(value).astype(dt, copy=False)
 
 
-def _check_sparse(value: Any, where: str, *, defer_indices: bool = False) -> bool:
+def check_sparse(value: Any, where: str, *, defer_indices: bool = False) -> bool:
     """Refuse (``DafFormatError``) a scipy sparse value whose indices are out of range or
     whose index pointer is not monotonic, before scipy's C code converts it (which would
     write out of bounds) and before its indices are cast to the stored index type.
@@ -407,12 +407,12 @@ def column_major(data: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | Transpose
     return Transposed(data)
 
 
-def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
+def index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
     """The stored type of 1-based indices up to ``size + 1``: ``indtype``, checked to hold
     them, or by default the smallest of uint32 and uint64 that does (DataAxesFormats.jl's
     rule, so a scipy matrix's int32 indices take 4 bytes each, not 8)."""
     if indtype is None:
-        return _default_indtype(size)
+        return default_indtype(size)
     dt = np.dtype(indtype)
     if dt.kind not in "iu":
         raise UnsafeCastError(f"{where}: the index type must be an integer type, got {dt}")
@@ -423,7 +423,7 @@ def _index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
     return little
 
 
-def _default_indtype(size: int) -> np.dtype[Any]:
+def default_indtype(size: int) -> np.dtype[Any]:
     """uint32 when the 1-based indices up to ``size + 1`` fit it, else uint64."""
     return np.dtype("<u4") if size + 1 <= 0xFFFF_FFFF else np.dtype("<u8")
 
@@ -443,7 +443,7 @@ _STREAM_BYTES = 8 << 20
 _TRANSPOSE_MIN = 1 << 22
 
 
-def _zero_based(
+def zero_based_indices(
     idx: np.ndarray[Any, Any], bound: int, where: str, width: int = 8
 ) -> np.ndarray[Any, Any]:
     """1-based stored indices of any integer type -> 0-based int32 (``width`` 4) or int64
@@ -468,13 +468,13 @@ def _zero_based(
     return out.view(signed)
 
 
-def _index_width(*sizes: int) -> int:
+def index_width(*sizes: int) -> int:
     """The width of the indices scipy keeps for a matrix of these sizes (shape and stored
     values): int32 while every size fits it, as scipy itself chooses."""
     return 4 if max(sizes, default=0) < np.iinfo(np.int32).max else 8
 
 
-def _numeric(eltype: Any, what: str) -> np.dtype[Any]:
+def numeric(eltype: Any, what: str) -> np.dtype[Any]:
     """The element type of an ``empty_*`` fill: numeric or bool, never strings."""
     dt = lay.element_type(eltype, what)
     if isinstance(dt, str):
@@ -482,12 +482,12 @@ def _numeric(eltype: Any, what: str) -> np.dtype[Any]:
     return dt
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A scalar as a plain Python value (numpy scalars unwrapped)."""
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _json(doc: Any, where: str) -> dict[str, Any]:
+def metadata_doc(doc: Any, where: str) -> dict[str, Any]:
     """A stored Zarr metadata document as a dict, or ``DafFormatError`` naming ``where``."""
     if doc is None:
         raise DafFormatError(f"missing Zarr metadata: {where}")

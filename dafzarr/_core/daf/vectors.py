@@ -12,9 +12,9 @@ from ...errors import DafFormatError, DafMissingError, InvalidArgumentError
 from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
-from .names import _RESERVED_VECTORS, _check_not_reserved, _join, check_name
+from .names import RESERVED_VECTORS, check_name, check_not_reserved, join_path
 from .storage import UNDEF
-from .values import _check_sparse, _dense, _index_dtype, _scalar_array, _zero_based
+from .values import check_sparse, dense, index_dtype, scalar_array, zero_based_indices
 
 
 class Vectors(Axes):
@@ -23,22 +23,22 @@ class Vectors(Axes):
     def has_vector(self, axis: str, name: str) -> bool:
         """Whether the vector exists (``name`` and ``index`` always do)."""
         self._require_axis(axis)
-        if name in _RESERVED_VECTORS:
+        if name in RESERVED_VECTORS:
             return True
-        return self._node_kind(_join("vectors", axis, name)) is not None
+        return self._node_kind(join_path("vectors", axis, name)) is not None
 
     def vectors_set(self, axis: str) -> set[str]:
         """The names of the vectors stored on an axis."""
         self._require_axis(axis)
-        base = _join("vectors", axis)
-        return {n for n in self._backend.children(base) if self._node_kind(_join(base, n))}
+        base = join_path("vectors", axis)
+        return {n for n in self._backend.children(base) if self._node_kind(join_path(base, n))}
 
     def _vector(self, axis: str, name: str) -> np.ndarray[Any, Any] | None:
         if name == "name":
             return self.axis_np_entries(axis)
         if name == "index":
             return np.arange(self.axis_length(axis))
-        path = _join("vectors", axis, name)
+        path = join_path("vectors", axis, name)
         kind = self._node_kind(path)
         if kind is None:
             return None
@@ -58,15 +58,15 @@ class Vectors(Axes):
     def _sparse_vector(
         self, path: str, n: int
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        nzind = self._read_array(_join(path, "nzind"))
-        if self._node_kind(_join(path, "nzval")) == "array":
-            nzval = self._read_array(_join(path, "nzval"))
+        nzind = self._read_array(join_path(path, "nzind"))
+        if self._node_kind(join_path(path, "nzval")) == "array":
+            nzval = self._read_array(join_path(path, "nzval"))
         else:
             nzval = np.ones(nzind.size, dtype=np.bool_)
         if nzind.shape != nzval.shape or nzind.ndim != 1:
             raise DafFormatError(f"{self._path}: sparse vector {path!r}: nzind has shape "
                              f"{nzind.shape} but nzval has shape {nzval.shape}")
-        pos = _zero_based(nzind, n, f"{self._path}: {path}/nzind")
+        pos = zero_based_indices(nzind, n, f"{self._path}: {path}/nzind")
         if pos.size > 1 and bool(np.any(pos[1:] <= pos[:-1])):
             # a repeated position would make two stored values claim one entry
             at = int(np.argmax(pos[1:] <= pos[:-1])) + 1
@@ -125,9 +125,9 @@ class Vectors(Axes):
         self._check_writable()
         self._require_axis(axis)
         check_name(name, "vector")
-        _check_not_reserved(axis, name, self._name)
+        check_not_reserved(axis, name, self._name)
         n = self.axis_length(axis)
-        path = _join("vectors", axis, name)
+        path = join_path("vectors", axis, name)
         value = unmasked(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
                                 f"{self._name}")
         if hasattr(value, "index") and hasattr(value, "to_numpy"):  # a pandas Series
@@ -144,7 +144,7 @@ class Vectors(Axes):
                 raise InvalidArgumentError(
                     f"sparse value shape: {value.shape}\nis not ({n},), (1, {n}) or ({n}, 1) "
                     f"for the axis: {axis} of length: {n}\nin the daf data: {self._name}")
-            _check_sparse(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
+            check_sparse(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
                                  f"{self._name}")
             coo = sp.coo_array(value)
             coo.sum_duplicates()  # sorted by position, duplicates added up
@@ -155,7 +155,7 @@ class Vectors(Axes):
             items = self._sparse_vector_items(path, pos[order], vals, dt, n, indtype)
         else:
             if np.ndim(value) == 0:
-                arr0, dt = _scalar_array(value.item() if isinstance(value, np.ndarray) else
+                arr0, dt = scalar_array(value.item() if isinstance(value, np.ndarray) else
                                          value, f"vector {name!r}")
                 data = np.full(n, arr0[0], dtype=object if isinstance(dt, str) else dt)
             else:
@@ -167,7 +167,7 @@ class Vectors(Axes):
                         f"in the daf data: {self._name}"
                     )
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
-                data = _dense(raw, dt, f"vector {name!r} of the axis {axis}")
+                data = dense(raw, dt, f"vector {name!r} of the axis {axis}")
             items = self._array_items(path, data, dt)
         with self._changing(f"setting the vector {name} of the axis {axis}",
                             self._vector_replace(path, axis, name, overwrite)):
@@ -185,10 +185,10 @@ class Vectors(Axes):
         self, path: str, pos0: np.ndarray[Any, Any], vals: np.ndarray[Any, Any],
         dt: np.dtype[Any] | str, n: int, indtype: Any,
     ) -> list[tuple[str, Any]]:
-        idt = _index_dtype(indtype, n, path)
-        items = self._array_items(_join(path, "nzind"), (pos0 + 1).astype(idt), idt)
+        idt = index_dtype(indtype, n, path)
+        items = self._array_items(join_path(path, "nzind"), (pos0 + 1).astype(idt), idt)
         if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(vals))):
-            items += self._array_items(_join(path, "nzval"), _dense(vals, dt, path), dt)
+            items += self._array_items(join_path(path, "nzval"), dense(vals, dt, path), dt)
         items += self._layout.group_docs(path).items()
         return items
 
@@ -196,7 +196,7 @@ class Vectors(Axes):
         """Delete a vector (``must_exist=False``: no error if it is missing)."""
         self._check_writable()
         self._require_axis(axis)
-        path = _join("vectors", axis, name)
+        path = join_path("vectors", axis, name)
         if self._nothing_to_delete(self._node_kind(path) is not None, must_exist,
                                    f"missing vector: {name}\nfor the axis: {axis}",
                                    f"vector {name} of the axis {axis}"):

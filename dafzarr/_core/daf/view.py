@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import DafQueryError, InvalidArgumentError
-from .names import _unique_name
+from .names import unique_name
 from .query.cache import QueryCache
 from .query.operations import Axis, LookupMatrix, LookupScalar, LookupVector, QuerySequence
 from .query.parse import is_axis_query, parse_query, query_axis_name
@@ -62,7 +62,7 @@ def viewer(daf: Any, *, name: str | None = None, axes: Any = None, data: Any = N
            ) -> DafView:
     """A read-only view of ``daf`` whose axes and properties are queries over it (see the
     module documentation for the rules of ``axes`` and ``data``)."""
-    view_name = _unique_name(name if name is not None else f"{daf.name}.view")
+    view_name = unique_name(name if name is not None else f"{daf.name}.view")
     axis_rules = _pairs(axes, [("*", "=")])
     data_rules = _pairs(data, [("*", "="), (("*", "*"), "="), (("*", "*", "*"), "=")])
     where = f"for the view: {view_name}\nof the daf data: {daf.name}"

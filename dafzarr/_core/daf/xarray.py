@@ -46,7 +46,7 @@ from ...errors import DafFormatError, UnsupportedVariableWarning
 from . import layout as lay
 from .describe import Description as StoredReader  # the readers of ZarrDaf
 from .interface import DafReader
-from .names import _join
+from .names import join_path
 
 __all__ = ["DafVariable", "build_dataset", "daf_to_xarray", "plan_variables", "variable_values"]
 
@@ -118,7 +118,7 @@ def plan_variables(
     coords = {axis: axis for axis in axes if claim(axis, f"axis {axis}")}
     for axis in axes:
         for prop in sorted(daf.vectors_set(axis)):
-            path = _join("vectors", axis, prop)
+            path = join_path("vectors", axis, prop)
             var = DafVariable(f"{axis}.{prop}", prop, (axis,), (axis,), path,
                               _is_sparse(daf, path, (axis,), prop))
             if claim(var.name, var.what):
@@ -126,7 +126,7 @@ def plan_variables(
     for rows in axes:
         for cols in axes:
             for prop in sorted(daf.matrices_set(rows, cols, relayout=False)):
-                path = _join("matrices", rows, cols, prop)
+                path = join_path("matrices", rows, cols, prop)
                 dims = (rows, columns_dim(cols) if rows == cols else cols)
                 var = DafVariable(f"{rows}.{cols}.{prop}", prop, (rows, cols), dims, path,
                                   _is_sparse(daf, path, (rows, cols), prop))
@@ -200,7 +200,7 @@ def variable_shape_dtype(daf: StoredReader, var: DafVariable) -> tuple[tuple[int
     shape = tuple(daf.axis_length(a) for a in var.axes)
     part = var.path
     if var.sparse:
-        part = _join(var.path, "nzval")
+        part = join_path(var.path, "nzval")
         if daf._node_kind(part) != "array":  # all-true Bool values: nzval is not stored
             return shape, np.dtype(np.bool_)
     dtype = daf._array_info(part).dtype

@@ -26,11 +26,11 @@ from .backends import Backend
 from .backends_zip import ZipBackend
 from .describe import Description
 from .fills import Fills
-from .names import _unique_name
+from .names import unique_name
 from .open import create_aside, open_backend
 from .queries import Queries
 from .query.cache import QueryCache
-from .storage import _MODES, Mode
+from .storage import MODES, Mode
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -99,7 +99,7 @@ class ZarrDaf(Description, Fills, Queries):
         lock: bool = True,
         durable: bool = False,
     ) -> None:
-        if mode not in _MODES:
+        if mode not in MODES:
             raise InvalidArgumentError(f"invalid mode: {mode}")
         lay.layout_for(zarr_format)
         self._stale_consolidated = False
@@ -121,7 +121,7 @@ class ZarrDaf(Description, Fills, Queries):
         base = name if name is not None else (str(stored) if stored is not None else self._path)
         if self._read_only:
             base = f"{base}.read_only" if name is None else base
-        self._name = _unique_name(base)
+        self._name = unique_name(base)
 
     def _open(
         self, path: str | os.PathLike[str] | None, mode: Mode, zarr_format: int,
@@ -227,7 +227,7 @@ class ZarrDaf(Description, Fills, Queries):
         view._finalizer = None
         view._axis_cache = {}
         view._query_cache = QueryCache()
-        view._name = _unique_name(f"{self._name}.read_only")
+        view._name = unique_name(f"{self._name}.read_only")
         return view
 
 

@@ -69,12 +69,12 @@ _U32 = struct.Struct("<I")
 
 # Crash-test instrumentation: when set, called with the name of each step of the commit
 # protocol just after that step (tests install a hook that SIGKILLs the process).
-_step_hook: Any = None
+step_hook: Any = None
 
 
 def _step(name: str) -> None:
-    if _step_hook is not None:
-        _step_hook(name)
+    if step_hook is not None:
+        step_hook(name)
 
 
 def write_trailer(a: Archive, fm: FileMapping, at: int, n: int, cd_size: int, cd_at: int) -> None:

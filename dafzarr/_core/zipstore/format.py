@@ -187,51 +187,51 @@ class Trailer:
     comment: int = 0  # length of the archive comment, the last bytes before ``end``
 
 
-def _bad(path: object, what: str) -> CorruptArchiveError:
+def bad(path: object, what: str) -> CorruptArchiveError:
     return CorruptArchiveError(f"{path}: not a valid ZIP archive: {what}")
 
 
 def read_trailer_at(read: Reader, size: int, eocd: int, path: object) -> Trailer:
     """Parse the end record at ``eocd`` (and the ZIP64 records it points to)."""
     if eocd < 0 or eocd + EOCD_SIZE > size:
-        raise _bad(path, "end of central directory record out of range")
+        raise bad(path, "end of central directory record out of range")
     sig, disk, cd_disk, n_disk, n_total, cd_size, cd_offset, comment = _EOCD.unpack(
         read(eocd, EOCD_SIZE)
     )
     if sig != EOCD_SIG:
-        raise _bad(path, "no end of central directory record")
+        raise bad(path, "no end of central directory record")
     end = eocd + EOCD_SIZE + comment
     if end > size:
-        raise _bad(path, "archive comment runs past the end of the file")
+        raise bad(path, "archive comment runs past the end of the file")
     start = eocd
     loc = eocd - ZIP64_LOCATOR_SIZE
     has_locator = loc >= 0 and _U32.unpack(read(loc, 4))[0] == ZIP64_LOCATOR_SIG
     if has_locator:
         _, loc_disk, z64_off, total_disks = _LOCATOR.unpack(read(loc, ZIP64_LOCATOR_SIZE))
         if loc_disk != 0 or total_disks > 1:
-            raise _bad(path, "multi-disk archives are not supported")
+            raise bad(path, "multi-disk archives are not supported")
         if z64_off < 0 or z64_off + ZIP64_EOCD_SIZE > loc:
-            raise _bad(path, "ZIP64 end of central directory offset out of range")
+            raise bad(path, "ZIP64 end of central directory offset out of range")
         (z_sig, z_len, _made, _need, z_disk, z_cd_disk, z_n_disk, z_n_total, z_cd_size,
          z_cd_offset) = _ZIP64_EOCD.unpack(read(z64_off, ZIP64_EOCD_SIZE))
         if z_sig != ZIP64_EOCD_SIG:
-            raise _bad(path, "bad ZIP64 end of central directory signature")
+            raise bad(path, "bad ZIP64 end of central directory signature")
         if z_len < 44 or z64_off + 12 + z_len > loc:
-            raise _bad(path, "bad ZIP64 end of central directory length")
+            raise bad(path, "bad ZIP64 end of central directory length")
         if z_disk != 0 or z_cd_disk != 0 or z_n_disk != z_n_total:
-            raise _bad(path, "multi-disk archives are not supported")
+            raise bad(path, "multi-disk archives are not supported")
         n_total, cd_size, cd_offset = z_n_total, z_cd_size, z_cd_offset
         start = z64_off
     else:
         if U32_MAX in (cd_size, cd_offset) or n_total == U16_MAX:
-            raise _bad(path, "ZIP64 sentinels without a ZIP64 end of central directory locator")
+            raise bad(path, "ZIP64 sentinels without a ZIP64 end of central directory locator")
         if disk != 0 or cd_disk != 0 or n_disk != n_total:
-            raise _bad(path, "multi-disk archives are not supported")
+            raise bad(path, "multi-disk archives are not supported")
     if cd_offset + cd_size > start:
-        raise _bad(path, "central directory overlaps the end records")
+        raise bad(path, "central directory overlaps the end records")
     # Every central-directory record has at least 46 bytes.
     if n_total * CD_SIZE > cd_size:
-        raise _bad(path, f"{n_total} entries cannot fit in a {cd_size}-byte central directory")
+        raise bad(path, f"{n_total} entries cannot fit in a {cd_size}-byte central directory")
     return Trailer(cd_offset, cd_size, n_total, start, end, comment)
 
 
@@ -244,7 +244,7 @@ def find_trailer(read: Reader, size: int, path: object) -> Trailer:
         if _U32.unpack_from(tail, 0)[0] == EOCD_SIG and _U16.unpack_from(tail, 20)[0] == 0:
             return read_trailer_at(read, size, eocd, path)
     if size < EOCD_SIZE:
-        raise _bad(path, f"the file has only {size} bytes")
+        raise bad(path, f"the file has only {size} bytes")
     lo = max(0, size - EOCD_SIZE - MAX_COMMENT)
     window = read(lo, size - lo)
     pos = len(window) - EOCD_SIZE
@@ -257,7 +257,7 @@ def find_trailer(read: Reader, size: int, path: object) -> Trailer:
         if pos + EOCD_SIZE + comment == len(window):
             return read_trailer_at(read, size, lo + pos, path)
         pos -= 1
-    raise _bad(path, "no end of central directory record at the end of the file")
+    raise bad(path, "no end of central directory record at the end of the file")
 
 
 def _decode_name(raw: bytes, flags: int) -> tuple[str, str | None]:
@@ -327,7 +327,7 @@ def parse_central_directory_in_pieces(
         done += used
         carry = buf[used:]
         if len(entries) == n:
-            raise _bad(path, f"central directory has {size - done} bytes after its last entry")
+            raise bad(path, f"central directory has {size - done} bytes after its last entry")
 
 
 def check_no_overlap(entries: list[Entry], path: object) -> None:
@@ -344,21 +344,21 @@ def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) ->
     """Where an entry's data starts, from its own local header, checked against ``limit``."""
     lfh = entry.lfh_offset
     if lfh + LFH_SIZE > limit:
-        raise _bad(path, f"entry {entry.name!r}: local header outside the archive")
+        raise bad(path, f"entry {entry.name!r}: local header outside the archive")
     head = read(lfh, LFH_SIZE)
     sig, _need, _flags, method, _t, _d, _crc, _cs, _us, n_len, e_len = _LFH.unpack(head)
     if sig != LFH_SIG and sig != DEAD_LFH_SIG:  # a reader of an older directory may ask
-        raise _bad(path, f"entry {entry.name!r}: bad local header signature at offset {lfh}")
+        raise bad(path, f"entry {entry.name!r}: bad local header signature at offset {lfh}")
     if method != entry.method:
-        raise _bad(path, f"entry {entry.name!r}: local and central headers disagree on method")
+        raise bad(path, f"entry {entry.name!r}: local and central headers disagree on method")
     data = lfh + LFH_SIZE + n_len + e_len
     if data > limit or entry.csize > limit - data:
-        raise _bad(path, f"entry {entry.name!r}: data runs past the central directory")
+        raise bad(path, f"entry {entry.name!r}: data runs past the central directory")
     # The record must be this entry's: a directory whose name or offset was damaged can point
     # at another entry's header, whose data (and CRC) would then be served under this name.
     local, _ = _decode_name(bytes(read(lfh + LFH_SIZE, n_len)), entry.flags)
     if local != entry.name:
-        raise _bad(
+        raise bad(
             path, f"entry {entry.name!r}: the local header at offset {lfh} names {local!r}; "
             "the central directory does not describe this entry's data"
         )

@@ -275,7 +275,7 @@ def load_read_only(a: Archive, fm: FileMapping) -> None:
 
     def read(offset: int, length: int) -> bytes:
         if offset < 0 or length < 0 or offset + length > size:
-            raise zf._bad(a.path, "a record points outside the file")
+            raise zf.bad(a.path, "a record points outside the file")
         out = os.pread(fd, length, offset)
         if len(out) != length:
             raise CorruptArchiveError(f"{a.path}: the file shrank while being read")

@@ -84,13 +84,13 @@ def stage_small(a: Archive, fm: FileMapping, key: object, value: object) -> bool
     most 16 KiB, room below the live directory (no relocation) and within
     ``max_file_size``. Crash hooks of the tests see the general path only.
     """
-    return commit._step_hook is None and _stage_small(a, fm, key, value)
+    return commit.step_hook is None and _stage_small(a, fm, key, value)
 
 
 def stage_small_run(a: Archive, fm: FileMapping, items: list[object], start: int) -> int:
     """:func:`stage_small` of the ``(key, value)`` pairs ``items[start:]`` in order, up to
     the first that :func:`stage` must write; returns its index (``len(items)``: all done)."""
-    if commit._step_hook is not None:
+    if commit.step_hook is not None:
         return start
     return _stage_small_run(a, fm, items, start)
 

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from ....errors import DafFormatError
 from .. import layout as lay
 from ..backends_zip import ZipBackend
-from ..names import _join
+from ..names import join_path
 from ..zarrdaf import ZarrDaf
 from .concat_dtypes import Dtype
 
@@ -56,12 +56,12 @@ def vector_info(src: Any, axis: str, name: str) -> SliceInfo | None:
     if not src.has_axis(axis) or not src.has_vector(axis, name):
         return None
     if isinstance(src, ZarrDaf) and name not in ("name", "index"):
-        path = _join("vectors", axis, name)
+        path = join_path("vectors", axis, name)
         if src._node_kind(path) == "array":
             return SliceInfo(src._array_info(path).dtype, False, src.axis_length(axis))
-        count = src._array_info(_join(path, "nzind")).shape[0]
-        if src._node_kind(_join(path, "nzval")) == "array":
-            return SliceInfo(src._array_info(_join(path, "nzval")).dtype, True, count)
+        count = src._array_info(join_path(path, "nzind")).shape[0]
+        if src._node_kind(join_path(path, "nzval")) == "array":
+            return SliceInfo(src._array_info(join_path(path, "nzval")).dtype, True, count)
         return SliceInfo(np.dtype(np.bool_), True, count)
     values = src.get_np_vector(axis, name)
     if sp.issparse(values):
@@ -72,7 +72,7 @@ def vector_info(src: Any, axis: str, name: str) -> SliceInfo | None:
 def read_vector(src: Any, axis: str, name: str) -> Any:
     """The vector: a dense array, or ``(positions, values)`` (0-based) when stored sparse."""
     if isinstance(src, ZarrDaf) and name not in ("name", "index"):
-        path = _join("vectors", axis, name)
+        path = join_path("vectors", axis, name)
         if src._node_kind(path) != "array":
             return src._sparse_vector(path, src.axis_length(axis))
     values = src.get_np_vector(axis, name)
@@ -100,13 +100,13 @@ def matrix_info(src: Any, rows: str, cols: str, name: str) -> SliceInfo | None:
         return None
     if isinstance(src, ZarrDaf):
         r, c = (rows, cols) if layout else (cols, rows)
-        path = _join("matrices", r, c, name)
+        path = join_path("matrices", r, c, name)
         if src._node_kind(path) == "array":
             info = src._array_info(path)
             return SliceInfo(info.dtype, False, int(np.prod(info.shape)))
-        count = src._array_info(_join(path, "rowval")).shape[0]
-        if src._node_kind(_join(path, "nzval")) == "array":
-            return SliceInfo(src._array_info(_join(path, "nzval")).dtype, True, count)
+        count = src._array_info(join_path(path, "rowval")).shape[0]
+        if src._node_kind(join_path(path, "nzval")) == "array":
+            return SliceInfo(src._array_info(join_path(path, "nzval")).dtype, True, count)
         return SliceInfo(np.dtype(np.bool_), True, count)
     value = matrix_value(src, rows, cols, name)
     if sp.issparse(value):
@@ -126,15 +126,15 @@ def csc_parts(src: Any, rows: str, cols: str, name: str) -> Csc | None:
     layout."""
     if not isinstance(src, ZarrDaf):
         return None
-    path = _join("matrices", rows, cols, name)
+    path = join_path("matrices", rows, cols, name)
     kind = src._node_kind(path)
     if kind is None or kind == "array":
         return None
     nc = src.axis_length(cols)
-    colptr = src._read_array(_join(path, "colptr"))
-    rowval = src._read_array(_join(path, "rowval"))
-    if src._node_kind(_join(path, "nzval")) == "array":
-        nzval = src._read_array(_join(path, "nzval"))
+    colptr = src._read_array(join_path(path, "colptr"))
+    rowval = src._read_array(join_path(path, "rowval"))
+    if src._node_kind(join_path(path, "nzval")) == "array":
+        nzval = src._read_array(join_path(path, "nzval"))
     else:
         nzval = np.ones(rowval.size, dtype=np.bool_)
     where = f"{src.path}: {path}"
@@ -152,7 +152,7 @@ def check_rows(src: Any, rows: str, cols: str, name: str, rowval: np.ndarray[Any
                nrows: int) -> None:
     """Refuse (:class:`~dafzarr.errors.DafFormatError`) stored 1-based rows out of range."""
     if rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > nrows):
-        raise DafFormatError(f"{src.path}: {_join('matrices', rows, cols, name)}/rowval holds "
+        raise DafFormatError(f"{src.path}: {join_path('matrices', rows, cols, name)}/rowval holds "
                              f"rows out of 1..{nrows}")
 
 

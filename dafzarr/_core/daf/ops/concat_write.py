@@ -12,8 +12,8 @@ import scipy.sparse as sp
 
 from ....errors import DafMismatchError
 from ...casting import cast_for_storage
-from ..names import _join
-from ..values import StreamedChunk, _default_indtype
+from ..names import join_path
+from ..values import StreamedChunk, default_indtype
 from .concat_sources import Csc, check_rows, csc_parts, matrix_value, release_pages
 
 __all__ = ["MatrixPart", "write_dense_matrix", "write_sparse_matrix"]
@@ -167,7 +167,7 @@ def write_dense_matrix(dest: Any, rows: str, cols: str, name: str, parts: list[M
     """Write the parts' columns one after another as the dense ``rows x cols`` matrix."""
     nr = dest.axis_length(rows)
     nc = sum(p.ncols for p in parts)
-    path = _join("matrices", rows, cols, name)
+    path = join_path("matrices", rows, cols, name)
     where = f"{dest.path}: {path}"
 
     def blocks() -> Iterator[np.ndarray[Any, Any]]:
@@ -185,8 +185,8 @@ def write_sparse_matrix(dest: Any, rows: str, cols: str, name: str, parts: list[
     nr = dest.axis_length(rows)
     nc = sum(p.ncols for p in parts)
     nnz = sum(p.stored_nonzeros() for p in parts)
-    idt = _default_indtype(max(nr, nnz + 1))
-    path = _join("matrices", rows, cols, name)
+    idt = default_indtype(max(nr, nnz + 1))
+    path = join_path("matrices", rows, cols, name)
     where = f"{dest.path}: {path}"
 
     def colptr() -> Iterator[np.ndarray[Any, Any]]:
@@ -211,10 +211,10 @@ def write_sparse_matrix(dest: Any, rows: str, cols: str, name: str, parts: list[
             step()
 
     items: list[tuple[str, Any]] = []
-    items += dest._array_items(_join(path, "colptr"), Pieces(idt, (nc + 1,), colptr, where),
+    items += dest._array_items(join_path(path, "colptr"), Pieces(idt, (nc + 1,), colptr, where),
                                idt)
-    items += dest._array_items(_join(path, "rowval"), Pieces(idt, (nnz,), rowval, where), idt)
-    items += dest._array_items(_join(path, "nzval"), Pieces(dtype, (nnz,), nzval, where),
+    items += dest._array_items(join_path(path, "rowval"), Pieces(idt, (nnz,), rowval, where), idt)
+    items += dest._array_items(join_path(path, "nzval"), Pieces(dtype, (nnz,), nzval, where),
                                dtype)
     items += dest._layout.group_docs(path).items()
     dest._write(items)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from ....errors import DafContractError, InvalidArgumentTypeError
-from ..names import _join, _unique_name
+from ..names import join_path, unique_name
 from ..queries import Queries
 from ..query.cache import QueryCache
 from ..reader import pd_matrix, pd_vector
@@ -126,7 +126,7 @@ class ContractDaf(Queries):
         self._relaxed = contract.is_relaxed
         self._overwrite = bool(overwrite)
         base = daf.name if name is None else name
-        self._name = _unique_name(f"{base}.for.{computation.split('.')[-1]}")
+        self._name = unique_name(f"{base}.for.{computation.split('.')[-1]}")
         self._query_cache = QueryCache()
         self._axes = {axis: _Tracker(spec.expectation) for axis, spec in contract.axes}
         self._data: dict[Any, _Tracker] = {}
@@ -313,7 +313,7 @@ class ContractDaf(Queries):
             if not daf.has_scalar(key):
                 return None
             if isinstance(daf, ZarrDaf):
-                return _metadata_type(daf, _join("scalars", key))
+                return _metadata_type(daf, join_path("scalars", key))
             return value_type_name(daf.get_scalar(key))
         if not all(daf.has_axis(a) for a in key[:-1]):
             return None
@@ -321,7 +321,7 @@ class ContractDaf(Queries):
             if not daf.has_vector(*key):
                 return None
             if isinstance(daf, ZarrDaf) and key[1] not in ("name", "index"):
-                return _metadata_type(daf, _join("vectors", *key))
+                return _metadata_type(daf, join_path("vectors", *key))
             return dtype_name(daf.get_np_vector(*key).dtype)
         rows, columns, name = key
         if not daf.has_matrix(rows, columns, name, relayout=False):
@@ -329,7 +329,7 @@ class ContractDaf(Queries):
                 return None
             rows, columns = columns, rows
         if isinstance(daf, ZarrDaf):
-            return _metadata_type(daf, _join("matrices", rows, columns, name))
+            return _metadata_type(daf, join_path("matrices", rows, columns, name))
         return dtype_name(daf.get_np_matrix(rows, columns, name, relayout=False).dtype)
 
     # --- The reader API ------------------------------------------------------------------------

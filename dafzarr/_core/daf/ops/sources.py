@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..chain import ReadChain
-from ..names import _join
+from ..names import join_path
 from ..storage import UNDEF
 from ..vectors import Vectors
 from ..view import DafView
@@ -48,7 +48,7 @@ class SparseVector:
 def stored_sparse_vector(reader: Any, axis: str, name: str) -> SparseVector | None:
     """The vector as it is stored, if it is stored sparse (else ``None``)."""
     if isinstance(reader, Vectors):
-        path = _join("vectors", axis, name)
+        path = join_path("vectors", axis, name)
         if name in ("name", "index") or reader._node_kind(path) != "group":
             return None
         n = reader.axis_length(axis)

@@ -24,7 +24,7 @@ from .. import layout as lay
 from ..axes import Axes, EncodedNames
 from ..backends_zip import ZipBackend
 from ..matrices import Matrices
-from ..names import _join, check_name
+from ..names import check_name, join_path
 
 __all__ = ["copy_stored_axis", "copy_stored_layouts"]
 
@@ -74,7 +74,7 @@ def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: s
                   name: str, target: str, kind: str) -> list[tuple[str, Any]]:
     """The destination's keys and chunks of one stored layout of the source (``target``:
     the destination's path of the layout)."""
-    path = _join("matrices", rows, columns, name)
+    path = join_path("matrices", rows, columns, name)
     n_rows, n_columns = source.axis_length(rows), source.axis_length(columns)
     where = f"{source._path}: {path}"
     if kind == "array":
@@ -83,23 +83,23 @@ def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: s
             raise DafFormatError(f"{where}: Zarr shape {values.shape}, expected "
                                  f"{(n_columns, n_rows)}")
         return _chunk_items(source, destination, path, target, values)
-    parts = {part: source._read_array(_join(path, part))
+    parts = {part: source._read_array(join_path(path, part))
              for part in ("colptr", "rowval", "nzval")
-             if source._node_kind(_join(path, part)) == "array"}
+             if source._node_kind(join_path(path, part)) == "array"}
     if "colptr" not in parts or "rowval" not in parts:
         raise DafFormatError(f"{where}: a sparse matrix without colptr and rowval")
     # Row indices copied as the entry they are stay as the source has them: every reader
     # checks them as it reads them (from either archive), and their pass would cost as much
     # as the copy itself.
     _check_csc(parts["colptr"], parts["rowval"], n_rows, n_columns, where,
-               rows=not _entry_copied(source, destination, _join(path, "rowval"),
+               rows=not _entry_copied(source, destination, join_path(path, "rowval"),
                                       parts["rowval"]))
     if "nzval" in parts and parts["nzval"].shape != parts["rowval"].shape:
         raise DafFormatError(f"{where}: nzval has {parts['nzval'].size} values, rowval "
                              f"{parts['rowval'].size}")
     items: list[tuple[str, Any]] = []
     for part, values in parts.items():
-        items += _chunk_items(source, destination, _join(path, part), _join(target, part),
+        items += _chunk_items(source, destination, join_path(path, part), join_path(target, part),
                               values)
     items += destination._layout.group_docs(target).items()
     return items
@@ -127,7 +127,7 @@ def copy_stored_layouts(source: Any, destination: Any, axes: tuple[str, str, str
     items: list[tuple[str, Any]] = []
     for ((r, c), (tr, tc)), kind in zip(pairs, kinds, strict=True):
         items += _layout_items(source, destination, r, c, name,
-                               _join("matrices", tr, tc, target), str(kind))
+                               join_path("matrices", tr, tc, target), str(kind))
     with destination._changing(
             f"setting the matrix {target} of the axes {rows_target} x {columns_target}",
             destination._matrix_replaces(rows_target, columns_target, target, overwrite,
@@ -144,7 +144,7 @@ def copy_stored_axis(source: Any, destination: Any, axis: str) -> bool:
     if not (isinstance(source, Axes) and isinstance(destination, Axes)):
         return False
     check_name(axis, "axis")
-    path = _join("axes", axis)
+    path = join_path("axes", axis)
     source._require_axis(axis)
     info = source._array_info(path)
     if not (info.canonical and info.dtype == lay.STRING and len(info.shape) == 1):
