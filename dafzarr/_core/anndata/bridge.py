@@ -35,7 +35,7 @@ __all__ = ["MANIFEST", "anndata_to_daf", "daf_to_anndata"]
 #: The name of the string scalar holding the JSON manifest of the mapping.
 MANIFEST = "anndata"
 _FORMAT = "dafzarr-anndata"
-# 2: names that are no valid Daf names are stored escaped (``_names``); 1 stored none.
+# 2: names that are no valid Daf names are stored escaped (``names``); 1 stored none.
 _VERSION = 2
 _READABLE = (1, 2)
 

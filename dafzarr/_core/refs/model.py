@@ -195,7 +195,7 @@ class ScanResult:
     file_size: int
     coords: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
     # Coordinates whose ``coords`` values were re-expressed in other CF time units (name ->
-    # those units; see ``_timeunits``): their composed values are written inline.
+    # those units; see ``timeunits``): their composed values are written inline.
     rebased: dict[str, str] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Variable:

@@ -1,7 +1,7 @@
 """Where each scanned file's arrays go in the virtual dataset: the placement table.
 
 A placement table has one row per (source URL, variable) with the destination offset of the
-source array. :func:`place` derives it from the coordinate values; ``_vrt`` reads it from a
+source array. :func:`place` derives it from the coordinate values; ``vrt`` reads it from a
 GDAL multidimensional VRT; users may edit and pass their own.
 """
 

@@ -197,7 +197,7 @@ def _entry_flags(e: zf.Entry) -> int:
 
 def copy_live_entries(a: Archive, fm: FileMapping, writer: ArchiveWriter, progress: bool) -> None:
     """Copy the bytes before the archive, if any (a self-extracting stub, the file it was
-    appended to: see ``_lead``), then every live entry of ``a``, in file order, as it is
+    appended to: see ``lead``), then every live entry of ``a``, in file order, as it is
     stored (never decoded).
 
     Stored entries are CRC-checked on the way: a damaged entry stops the copy.
@@ -311,7 +311,7 @@ def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int | None) -
     the live entries hold at most ``live_limit`` bytes (None: any number). Never inside a
     transaction, while views of the mapping are alive or reservations are open, when the
     file has other hard links, or when bytes that are not the archive's precede it (see
-    ``_lead``: the file stays what it was; :meth:`~dafzarr.MmapZipStore.compact` keeps them).
+    ``lead``: the file stays what it was; :meth:`~dafzarr.MmapZipStore.compact` keeps them).
     """
     if a.tx is not None or fm is None or a.data_end == 0 or a.unpatched or a.lead:
         return False

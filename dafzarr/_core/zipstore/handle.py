@@ -4,9 +4,9 @@ Store API or the mapping protocol).
 
 Each method takes the lock where it writes, opens the archive on first use, and hands the
 work to the package's steps with the explicit state (the
-:class:`~dafzarr._core.zipstore.state.Archive` and the mapping): ``_open`` and ``_recover`` load
-the archive, ``_write`` and ``_commit`` append and commit, ``_read`` serves entries,
-``_space`` accounts for bytes, ``_copy`` compacts and packs.
+:class:`~dafzarr._core.zipstore.state.Archive` and the mapping): ``open`` and ``recover`` load
+the archive, ``write`` and ``commit`` append and commit, ``read`` serves entries,
+``space`` accounts for bytes, ``copy`` compacts and packs.
 """
 
 from __future__ import annotations
@@ -406,13 +406,13 @@ class ArchiveHandle(Store):
         fm = self._ensure_open_sync()
         return read.mmap_entry_as(self._archive, fm, key, dtype, shape, order)
 
-    # Compaction and packing (``_copy``): ``store.compact()`` compacts an open writable
+    # Compaction and packing (``copy``): ``store.compact()`` compacts an open writable
     # store in place; ``MmapZipStore.compact(path, out=None)`` an archive by path.
     compact = CompactMethod()
     pack = staticmethod(pack_directory)
 
     def _mapped_archive(self) -> tuple[Archive, FileMapping]:
-        """The store's state and its mapping, opened if need be (for ``_copy``)."""
+        """The store's state and its mapping, opened if need be (for ``copy``)."""
         return self._archive, self._ensure_open_sync()
 
     def _compact_in_place(self, *, progress: bool = False) -> ArchiveSpace:

@@ -1,8 +1,8 @@
 """What a store knows of its archive in memory: the directory, where things are, the open
 transaction.
 
-:class:`Archive` is the explicit state every step of the commit protocol (``_commit``), of
-opening and recovery (``_open``, ``_recover``) and of reading (``_read``) takes, so that each
+:class:`Archive` is the explicit state every step of the commit protocol (``commit``), of
+opening and recovery (``open``, ``recover``) and of reading (``read``) takes, so that each
 step can run on an archive without a :class:`~dafzarr.zipstore.MmapZipStore` around it.
 """
 
@@ -72,7 +72,7 @@ class Archive:
     first_listed: int = -1
     dead_prefix: int = 0
     # Bytes at the start of the file that are not the archive's (a self-extracting stub, or
-    # the file the archive was appended to; see ``_lead``): never written, marked or dropped.
+    # the file the archive was appended to; see ``lead``): never written, marked or dropped.
     lead: int = 0
     # Whether the bytes before the first listed entry are only plain-text metadata of dead
     # entries and few enough for 7-Zip to find the archive past them (see

@@ -1,7 +1,7 @@
 """Write operations on an archive: stage an entry, reserve one, delete keys and folders.
 
 Each takes the :class:`~dafzarr._core.zipstore.state.Archive` and the writable mapping, under the
-store's lock, and works inside the open transaction of the commit protocol (``_commit``):
+store's lock, and works inside the open transaction of the commit protocol (``commit``):
 what it writes becomes durable when that transaction commits.
 """
 
@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-#: What a failed write leaves (see the commit protocol in ``_commit``).
+#: What a failed write leaves (see the commit protocol in ``commit``).
 KEPT = "the archive keeps its last committed state"
 
 

@@ -8,19 +8,19 @@ reductions.
 
 The modules, from the bottom up (each imports only modules listed before it):
 
-- ``_values``: element-type names, typed values (``||`` defaults, parameters), their text.
-- ``_tokens``: the lexer; ``escape_value`` and ``unescape_value``.
-- ``_operations``: the operations of a query and its canonical text (:class:`QuerySequence`).
-- ``_registry``: element-wise and reduction operations by name, with typed parameters;
-  ``_eltwise`` and ``_reductions`` hold the built-ins (registering more:
+- ``values``: element-type names, typed values (``||`` defaults, parameters), their text.
+- ``tokens``: the lexer; ``escape_value`` and ``unescape_value``.
+- ``operations``: the operations of a query and its canonical text (:class:`QuerySequence`).
+- ``registry``: element-wise and reduction operations by name, with typed parameters;
+  ``eltwise`` and ``reductions`` hold the built-ins (registering more:
   :func:`register_eltwise`, :func:`register_reduction`).
-- ``_parse``: :func:`parse_query` (errors with a caret under the failing token),
-  :func:`is_axis_query`; ``_shape``: :func:`query_result_dimensions`.
-- ``_state``: the vector and matrix states of evaluation; comparisons, ``??`` final values.
-- ``_cache``: the per-data-set cache and the reads through the reader API.
-- ``_group``, ``_eval``: the stack machine over phrases (grouping, counting and matrices in
-  ``_group``).
-- ``_results``: running a query (cached), numpy/pandas/scipy results, ``has_query``,
+- ``parse``: :func:`parse_query` (errors with a caret under the failing token),
+  :func:`is_axis_query`; ``shape``: :func:`query_result_dimensions`.
+- ``state``: the vector and matrix states of evaluation; comparisons, ``??`` final values.
+- ``cache``: the per-data-set cache and the reads through the reader API.
+- ``group``, ``eval``: the stack machine over phrases (grouping, counting and matrices in
+  ``group``).
+- ``results``: running a query (cached), numpy/pandas/scipy results, ``has_query``,
   ``get_pd_frame``.
 
 Decisions where DataAxesFormats.jl is silent or odd:
