@@ -34,7 +34,7 @@ entry per row or column and the block.
 
 import numpy as np
 
-from ._threads import on_threads
+from ._core.threads import on_threads
 
 from libc.math cimport NAN, floor
 from libc.stdint cimport (

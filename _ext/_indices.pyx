@@ -22,7 +22,7 @@ address.
 
 import numpy as np
 
-from ._threads import on_threads
+from ._core.threads import on_threads
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 

@@ -8,7 +8,7 @@ first-level cache, so each cache line is read once: several GB/s on one core. It
 elements by their size only (1, 2, 4 or 8 bytes), whatever their type.
 """
 
-from ._threads import on_threads
+from ._core.threads import on_threads
 
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 

@@ -427,7 +427,7 @@ class Footer:
     n_lookups = 1000
 
     def setup(self, n: int) -> None:
-        from dafzarr.arrayfile import _format as fmt
+        from dafzarr._core.arrayfile import format as fmt
 
         self._tmp = tempfile.TemporaryDirectory(prefix="dafzarr-bench-af-")
         self.n = n
@@ -472,7 +472,7 @@ class Footer:
 
     @c.bench("footer of {n:,} chunks: decode", "ArrayFile", c.ENTRIES, lambda s: s.n, size=lambda s: s._size())
     def time_decode(self) -> None:
-        from dafzarr.arrayfile import _format as fmt
+        from dafzarr._core.arrayfile import format as fmt
 
         fmt.decode_footer(self.data[:-12])
 

@@ -52,7 +52,7 @@ import numpy as np
 
 import dafzarr
 from dafzarr import _h5chunks, refs
-from dafzarr._examples import write_daily_netcdf
+from dafzarr._core.examples import write_daily_netcdf
 
 from . import common as c
 
@@ -361,8 +361,8 @@ class RemoteFiles(_TempDirSuite):
 
     def _count_fetches(self) -> None:
         """Requests and bytes per file of each peer (one more pass, outside the timings)."""
-        from dafzarr.refs._remote import PrefetchedReaders
-        from dafzarr.refs._scan import scan_reader
+        from dafzarr._core.refs.remote import PrefetchedReaders
+        from dafzarr._core.refs.scan import scan_reader
 
         readers = PrefetchedReaders(self.urls)
         for reader in readers:
@@ -446,8 +446,8 @@ class RemoteSmallFiles(RemoteFiles):
     def setup(self) -> None:
         import subprocess
 
-        from dafzarr.refs._remote import WINDOW, PrefetchedReaders
-        from dafzarr.refs._scan import scan_reader
+        from dafzarr._core.refs.remote import WINDOW, PrefetchedReaders
+        from dafzarr._core.refs.scan import scan_reader
 
         self._mktemp()
         self.nfiles = 20 if c.quick() else 100

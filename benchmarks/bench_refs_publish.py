@@ -158,8 +158,8 @@ icechunk.set_logs_filter("error")
 from benchmarks.bench_refs_publish import _icechunk_alone, _new_session, _vz_publish
 from benchmarks.common import peak_rss
 from dafzarr import refs
-from dafzarr.refs._batches import open_source
-from dafzarr.refs._icechunk import _check_references
+from dafzarr._core.refs.batches import open_source
+from dafzarr._core.refs.icechunk import _check_references
 import virtualizarr.parsers, obstore.store  # imported before the clock starts
 mode, store, repo, prefix = sys.argv[1:5]
 t0 = time.perf_counter()

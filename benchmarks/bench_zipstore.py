@@ -59,7 +59,8 @@ from zarr.core.buffer import cpu
 from zarr.storage import LocalStore, MemoryStore, ZipStore
 
 import dafzarr
-from dafzarr import MmapZipStore, _crc, _posix
+from dafzarr import MmapZipStore, _posix
+from dafzarr._core import crc as _crc
 
 from . import common as c
 
@@ -825,7 +826,7 @@ class LargeAppend(_TempDirSuite):
 class Crc32(_TempDirSuite):
     """CRC-32 (the ZIP polynomial) of an in-memory buffer, repeated to ~64 MiB per sample.
 
-    ``dafzarr._crc.crc32`` is what the package uses (ISA-L, split over threads from 32 MiB);
+    ``dafzarr._core.crc.crc32`` is what the package uses (ISA-L, split over threads from 32 MiB);
     ``dafzarr._posix.crc32`` is the project's own kernel, kept only for copy-with-CRC (suite
     e2) and measured here to show where ISA-L matches it.
     """
@@ -853,7 +854,7 @@ class Crc32(_TempDirSuite):
     def size_h(self) -> str:
         return c.human_bytes(self.size)
 
-    @c.bench("CRC-32 {size_h}", "dafzarr._crc.crc32", c.MB, lambda s: s.size * s.reps,
+    @c.bench("CRC-32 {size_h}", "dafzarr._core.crc.crc32", c.MB, lambda s: s.size * s.reps,
              size=lambda s: f"{s.size_h} x {s.reps}")
     def time_crc_dafzarr(self) -> None:
         f, b = _crc.crc32, self.buf

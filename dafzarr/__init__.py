@@ -36,8 +36,8 @@ except ImportError as _exc:  # pragma: no cover - depends on how the package was
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from . import errors as _errors
-from ._config import show_config
-from ._io import HttpOptions
+from ._core.config import show_config
+from ._core.io import HttpOptions
 from .zipstore import MmapZipStore
 
 if _TYPE_CHECKING:

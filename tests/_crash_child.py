@@ -6,7 +6,7 @@ Usage::
     python tests/_crash_child.py random PATH SEED
 
 ``op`` performs one operation of :data:`OPS` on the archive at ``PATH`` (opened ``"r+"``).
-With ``--step``, a ``dafzarr.zipstore._commit._step_hook`` is installed that SIGKILLs this process
+With ``--step``, a ``dafzarr._core.zipstore.commit.step_hook`` is installed that SIGKILLs this process
 at the ``N``-th (default: first) time the store reports that step; it prints
 ``kill <step> #<n>`` just before. Every step seen is echoed to stderr. ``done`` is printed
 when the operation returns (so a child that never reached its step says so).
@@ -231,7 +231,7 @@ def _kill_self() -> None:
 
 
 def _install_hook(step: str, nth: int) -> None:
-    import dafzarr.zipstore._commit
+    import dafzarr._core.zipstore.commit
 
     seen = {"n": 0}
 
@@ -244,7 +244,7 @@ def _install_hook(step: str, nth: int) -> None:
                 _say(f"kill {step} #{nth}")
                 _kill_self()
 
-    dafzarr.zipstore._commit._step_hook = hook
+    dafzarr._core.zipstore.commit.step_hook = hook
 
 
 def _run_op(name: str, path: str, step: str | None, nth: int) -> None:

@@ -137,7 +137,7 @@ def _arrayfile(work: Path) -> tuple[bytes, int, Runner]:
 
 
 def _rkyv(work: Path) -> tuple[bytes, int, Runner]:
-    from dafzarr.arrayfile import _format as fmt
+    from dafzarr._core.arrayfile import format as fmt
 
     _, layer = _arrayfile_set(work)
     data = layer.read_bytes()

@@ -83,7 +83,8 @@ def check_no_import_cycle(package: ModuleType, importer: str) -> None:
 def check_modules_import_alone(package: ModuleType) -> None:
     """Imported first, in a fresh interpreter, each module loads (no order-dependent cycle)."""
     folder, modules = modules_of(package)
-    failed = modules_failing_alone(folder.parents[1], package.__name__, modules)
+    root = folder.parents[package.__name__.count(".")]  # the folder that holds ``dafzarr``
+    failed = modules_failing_alone(root, package.__name__, modules)
     assert not failed, failed
 
 
@@ -126,10 +127,17 @@ def check_small_and_documented(package: Path, module: str) -> None:
     assert not problems, problems
 
 
+def dotted_name(package: Path) -> str:
+    """The dotted name of the package in folder ``package`` (``dafzarr._core.zipstore``)."""
+    parts = package.parts
+    top = len(parts) - 1 - parts[::-1].index("dafzarr")
+    return ".".join(parts[top:])
+
+
 def siblings(package: Path, module: str) -> set[str]:
-    """:func:`imported_siblings` for the package ``dafzarr.<package's folder name>``."""
+    """:func:`imported_siblings` for the package in folder ``package``."""
     modules = sorted(p.stem for p in package.glob("*.py"))
-    return imported_siblings(package, f"dafzarr.{package.name}", modules, module)
+    return imported_siblings(package, dotted_name(package), modules, module)
 
 
 def is_abstract_stub(node: ast.FunctionDef) -> bool:

@@ -11,8 +11,8 @@ import pytest
 
 import dafzarr
 from dafzarr import ArrayFile, ArrayStats, DeltaCache, FileConfig
+from dafzarr._core.arrayfile.types import dtype_info, fill_element
 from dafzarr.arrayfile import ArrayExistsError, ArrayNotFoundError
-from dafzarr.arrayfile._types import dtype_info, fill_element
 from dafzarr.errors import InvalidArgumentTypeError, UnsafeCastError
 
 Factory = Callable[..., ArrayFile]
@@ -337,9 +337,9 @@ def test_exported_from_package() -> None:
 def test_pending_blocks_spill_to_a_temporary_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: str | None, where: str
 ) -> None:
-    from dafzarr.arrayfile import _allocator
+    from dafzarr._core.arrayfile import allocator
 
-    monkeypatch.setattr(_allocator.BlockAllocator, "spill_bytes", 3000)
+    monkeypatch.setattr(allocator.BlockAllocator, "spill_bytes", 3000)
     rng = np.random.default_rng(5)
     x = rng.integers(0, 1000, (40, 50)).astype("i8")
     target: Any = tmp_path / "s.af"
@@ -361,12 +361,12 @@ def test_pending_blocks_spill_to_a_temporary_file(
 
 
 def test_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dafzarr.arrayfile import _types
+    from dafzarr._core.arrayfile import types
 
     f = ArrayFile.create(tmp_path / "w.af")
     f.define_array("s", str, ["n"], [4], chunk_shape=[2])
     f.write_array("s", [0], ["a", "b", "c", "d"])
-    monkeypatch.setattr(_types, "U32_MAX", 50)  # a small stand-in for the 4 GiB limit
+    monkeypatch.setattr(types, "U32_MAX", 50)  # a small stand-in for the 4 GiB limit
     with pytest.raises(OverflowError, match="u32"):
         f.write_array("s", [0], ["x", "y", "z" * 40, "w" * 40])  # the second chunk overflows
     assert f.read_array("s").tolist() == ["a", "b", "c", "d"]

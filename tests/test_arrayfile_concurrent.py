@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dafzarr import ArrayFile
-from dafzarr.arrayfile import _sidecars
+from dafzarr._core.arrayfile import sidecars
 
 from . import _af_compact_child as child
 from .common import kill_when_ready
@@ -143,4 +143,4 @@ def test_a_sidecar_listed_but_never_readable_ends_in_a_clear_error(tmp_path: Pat
     assert isinstance(caught.value, DafzarrError) and isinstance(caught.value, OSError)
     message = str(caught.value)
     assert message.startswith(f"{tmp_path / 'f.3.af'}: was listed next to {path}")
-    assert f"{_sidecars.LOAD_ATTEMPTS} times in a row" in message
+    assert f"{sidecars.LOAD_ATTEMPTS} times in a row" in message

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from dafzarr import ArrayFile
-from dafzarr._atomic import STALE_SECONDS
+from dafzarr._core.atomic import STALE_SECONDS
 
 from ._af_crash_child import STEPS, expected
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from dafzarr import ArrayFile, DeltaCache, FileConfig
-from dafzarr.arrayfile import _format as fmt
-from dafzarr.arrayfile import _rkyv as r
-from dafzarr.arrayfile._types import _total_order, chunk_stats, dtype_info
+from dafzarr._core.arrayfile import format as fmt
+from dafzarr._core.arrayfile import rkyv as r
+from dafzarr._core.arrayfile.types import _total_order, chunk_stats, dtype_info
 from dafzarr.errors import CorruptArrayFileError, CorruptFooterError
 
 RAW = FileConfig(codec=None, block_target_size=4096)
@@ -245,9 +245,9 @@ def test_a_sidecar_number_taken_meanwhile_is_skipped(tmp_path: Path, codec: str 
 def test_without_unnamed_temporary_files_the_blocks_are_copied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dafzarr.arrayfile import _allocator
+    from dafzarr._core.arrayfile import allocator
 
-    monkeypatch.setattr(_allocator, "_TMPFILE", 0)
+    monkeypatch.setattr(allocator, "_TMPFILE", 0)
     x = np.arange(50_000.0)
     with ArrayFile.create(tmp_path / "f.af", config=RAW) as f:
         f.define_array("x", "f8", ["t"], x.shape, chunk_shape=[1000])

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dafzarr._core.arrayfile import format as fmt
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError
-from dafzarr.arrayfile import _format as fmt
 
 from .common import alias_strings, peak_allocation
 

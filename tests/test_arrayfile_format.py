@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dafzarr._core.arrayfile import format as fmt
+from dafzarr._core.arrayfile import rkyv as rk
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError, FileConfig
-from dafzarr.arrayfile import _format as fmt
-from dafzarr.arrayfile import _rkyv as rk
 from dafzarr.errors import StatisticsWarning
 
 GOLDEN = {

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from dafzarr import DafzarrError
+from dafzarr._core.arrayfile import format as fmt
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError
-from dafzarr.arrayfile import _format as fmt
 
 from .common import alias_strings, peak_allocation
 
@@ -50,7 +50,7 @@ def test_unaliased_long_strings_still_decode() -> None:
 def test_every_arrayfile_error_is_a_dafzarr_error_and_a_builtin() -> None:
     import dafzarr.arrayfile as af
     from dafzarr import errors
-    from dafzarr.arrayfile import _rkyv as rk
+    from dafzarr._core.arrayfile import rkyv as rk
 
     for cls, builtin in [
         (af.CorruptArrayFileError, ValueError), (af.UnsupportedElementTypeError, TypeError),

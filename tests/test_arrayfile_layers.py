@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dafzarr import ArrayFile, DeltaCache, FileConfig
-from dafzarr.arrayfile import _format as fmt
+from dafzarr._core.arrayfile import format as fmt
 
 CFG = FileConfig(codec="lz4", block_target_size=256)
 

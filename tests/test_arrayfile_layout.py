@@ -19,10 +19,10 @@ from .layout_checks import siblings as imported_siblings
 
 # Found by path, not imported: a broken import order must fail these tests, not their collection
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "dafzarr" / "arrayfile"
+PACKAGE = ROOT / "dafzarr" / "_core" / "arrayfile"
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 
-# Imports ``dafzarr.arrayfile.<argv[2]>`` first: the packages above it are set up without
+# Imports ``dafzarr._core.arrayfile.<argv[2]>`` first: the packages above it are set up without
 # running their ``__init__`` (``dafzarr``'s imports the whole subpackage in its own order).
 _IMPORT_FIRST = """
 import importlib, sys, types
@@ -38,16 +38,16 @@ importlib.import_module(name)
 
 def test_arrayfile_has_no_import_cycle() -> None:
     graph = {m: imported_siblings(PACKAGE, m) - {m} for m in MODULES}
-    assert {"_records", "_sidecars", "_flush", "_compact"} <= graph["_file"], (
+    assert {"records", "sidecars", "flush", "compact"} <= graph["file"], (
         "the import graph was not read")
     cycle = find_cycle(graph)
-    assert cycle is None, f"import cycle in dafzarr.arrayfile: {' -> '.join(cycle or [])}"
+    assert cycle is None, f"import cycle in dafzarr._core.arrayfile: {' -> '.join(cycle or [])}"
 
 
 def test_every_arrayfile_module_imports_first() -> None:
     """Imported first, in a fresh interpreter, each module loads (no order-dependent cycle)."""
     for m in MODULES:
-        name = "dafzarr.arrayfile" + ("" if m == "__init__" else f".{m}")
+        name = "dafzarr._core.arrayfile" + ("" if m == "__init__" else f".{m}")
         run = subprocess.run([sys.executable, "-c", _IMPORT_FIRST, str(ROOT), name], cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, f"{name} does not import first:\n{run.stderr}"

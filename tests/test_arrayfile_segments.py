@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 from numcodecs import Zstd
 
 from dafzarr import ArrayFile, DeltaCache, FileConfig
+from dafzarr._core.arrayfile import format as fmt
+from dafzarr._core.arrayfile import segments as seg
 from dafzarr._lz4seg import lz4_runs
-from dafzarr.arrayfile import _format as fmt
-from dafzarr.arrayfile import _segments as seg
 
 # pieces of data LZ4 treats differently: incompressible, runs, text, float walks, tiny
 _PIECE = st.one_of(

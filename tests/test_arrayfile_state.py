@@ -27,7 +27,7 @@ from hypothesis.stateful import (
 )
 
 from dafzarr import ArrayFile, FileConfig
-from dafzarr.arrayfile import _segments as seg
+from dafzarr._core.arrayfile import segments as seg
 
 from ._moto_s3 import S3Server, moto_s3
 

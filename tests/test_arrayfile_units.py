@@ -1,6 +1,6 @@
 """The protocol steps of ArrayFile, each called on its own (no ArrayFile handle).
 
-Block placement (:mod:`dafzarr.arrayfile._allocator`), footers to layers and back
+Block placement (:mod:`dafzarr._core.arrayfile.allocator`), footers to layers and back
 (:mod:`._footer`), sidecar naming and numbering (:mod:`._sidecars`), resolution of names and
 chunks through layers and pending changes (:mod:`._records`), statistics (:mod:`._stats`)
 flush (:mod:`._flush`) and compaction (:mod:`._compact`).
@@ -13,19 +13,24 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dafzarr.arrayfile import _format as fmt
-from dafzarr.arrayfile._allocator import BlockAllocator
-from dafzarr.arrayfile._backends import FileRange, MemoryBackend
-from dafzarr.arrayfile._cache import DeltaCache
-from dafzarr.arrayfile._compact import compact
-from dafzarr.arrayfile._config import FileConfig
-from dafzarr.arrayfile._flush import flush
-from dafzarr.arrayfile._footer import AttrDict, build_footer, check_stats_entries, layer_from_footer
-from dafzarr.arrayfile._reader import ChunkReader
-from dafzarr.arrayfile._records import Layer, Records, new_meta
-from dafzarr.arrayfile._sidecars import discover, load_layer, sidecar_number, write_layer
-from dafzarr.arrayfile._stats import updated_stats
-from dafzarr.arrayfile._types import python_to_attribute
+from dafzarr._core.arrayfile import format as fmt
+from dafzarr._core.arrayfile.allocator import BlockAllocator
+from dafzarr._core.arrayfile.backends import FileRange, MemoryBackend
+from dafzarr._core.arrayfile.cache import DeltaCache
+from dafzarr._core.arrayfile.compact import compact
+from dafzarr._core.arrayfile.config import FileConfig
+from dafzarr._core.arrayfile.flush import flush
+from dafzarr._core.arrayfile.footer import (
+    AttrDict,
+    build_footer,
+    check_stats_entries,
+    layer_from_footer,
+)
+from dafzarr._core.arrayfile.reader import ChunkReader
+from dafzarr._core.arrayfile.records import Layer, Records, new_meta
+from dafzarr._core.arrayfile.sidecars import discover, load_layer, sidecar_number, write_layer
+from dafzarr._core.arrayfile.stats import updated_stats
+from dafzarr._core.arrayfile.types import python_to_attribute
 from dafzarr.errors import (
     ArrayExistsError,
     CorruptArrayFileError,

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import dafzarr
-from dafzarr._atomic import STALE_SECONDS, TMP_SUFFIX
+from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
 
 ROOT = str(Path(__file__).resolve().parents[1])
 CHILD = """
@@ -158,7 +158,7 @@ def test_sigkill_during_convert_leaves_old_or_new(tmp_path: Path, dest: str) -> 
 
 
 def _netcdf(tmp_path: Path) -> list[str]:
-    from dafzarr._examples import write_daily_netcdf
+    from dafzarr._core.examples import write_daily_netcdf
 
     return [write_daily_netcdf(str(tmp_path / f"d{i}.nc"), i, shape=(40, 60))
             for i in range(3)]

@@ -24,7 +24,7 @@ import zarr
 
 import dafzarr
 from dafzarr import MmapZipStore
-from dafzarr.cli import _parser
+from dafzarr._core.cli import build_parser
 
 from .test_cli import run
 
@@ -57,7 +57,7 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_every_command_takes_quiet_and_the_inspecting_ones_json() -> None:
-    leaves = _leaves(_parser())
+    leaves = _leaves(build_parser())
     inspecting = ("zip ls", "zip info", "zip verify", "daf describe", "daf ls", "refs info",
                   "refs check")
     assert {*inspecting, "demo", "refs build", "zip pack"} <= set(leaves)

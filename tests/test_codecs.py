@@ -2,7 +2,7 @@
 
 Every registered method round-trips (small data decoded at once, large claims proven first,
 sizes the caller does not know), a claim the method cannot produce or the data does not decode
-to is refused in bounded memory, and no module outside ``dafzarr._codecs`` decompresses.
+to is refused in bounded memory, and no module outside ``dafzarr._core.codecs`` decompresses.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 from numcodecs import GZip, Zstd
 from numcodecs.blosc import Blosc
 
-from dafzarr import _codecs
-from dafzarr._codecs import METHODS, decode, lookup, zip_method
+from dafzarr._core import codecs
+from dafzarr._core.codecs import METHODS, decode, lookup, zip_method
 from dafzarr.errors import CorruptArchiveError, DafFormatError, DafzarrError
 
 from .common import peak_allocation
@@ -165,7 +165,7 @@ def test_zip_ids_find_their_methods() -> None:
 
 def test_a_method_registers_once() -> None:
     with pytest.raises(ValueError, match="already registered"):
-        _codecs.register(METHODS["zstd"])
+        codecs.register(METHODS["zstd"])
 
 
 # --- Layout ------------------------------------------------------------------------------
@@ -178,10 +178,10 @@ _DECOMPRESSING = re.compile(
 
 
 def decompressing_modules(package: Path) -> list[str]:
-    """The modules under ``package`` (outside ``_codecs``) that decompress by themselves."""
+    """The modules under ``package`` (outside ``_core/codecs``) that decompress by themselves."""
     found = []
     for path in sorted([*package.rglob("*.py"), *package.rglob("*.pyx")]):
-        if "_codecs" in path.relative_to(package).parts:
+        if "codecs" in path.relative_to(package).parts:
             continue
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if _DECOMPRESSING.search(line.split("#")[0]):
@@ -190,30 +190,30 @@ def decompressing_modules(package: Path) -> list[str]:
 
 
 def test_no_module_outside_codecs_decompresses() -> None:
-    """Compressed reads go through ``dafzarr._codecs`` (writers may compress where they are)."""
+    """Compressed reads go through ``dafzarr._core.codecs`` (writers may compress where they are)."""
     assert decompressing_modules(ROOT / "dafzarr") == []
 
 
 def test_the_layout_check_finds_a_decompressor(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("import zlib\nout = zlib.decompressobj(-15)\n")
-    (tmp_path / "_codecs").mkdir()
-    (tmp_path / "_codecs" / "ok.py").write_text("import bz2\n")
+    (tmp_path / "codecs").mkdir()
+    (tmp_path / "codecs" / "ok.py").write_text("import bz2\n")
     assert decompressing_modules(tmp_path) == ["m.py:2: out = zlib.decompressobj(-15)"]
 
 
 def test_codecs_package_has_no_import_cycle() -> None:
-    check_no_import_cycle(_codecs, "__init__")
+    check_no_import_cycle(codecs, "__init__")
 
 
 def test_codecs_modules_import_alone() -> None:
-    check_modules_import_alone(_codecs)
+    check_modules_import_alone(codecs)
 
 
 @pytest.mark.parametrize(
-    "module", sorted(p.stem for p in (ROOT / "dafzarr" / "_codecs").glob("*.py"))
+    "module", sorted(p.stem for p in (ROOT / "dafzarr" / "_core" / "codecs").glob("*.py"))
 )
 def test_codecs_module_is_small_and_documented(module: str) -> None:
-    assert not module_problems(ROOT / "dafzarr" / "_codecs" / f"{module}.py")
+    assert not module_problems(ROOT / "dafzarr" / "_core" / "codecs" / f"{module}.py")
 
 
 def test_a_zstd_frame_of_unknown_size_inside_the_data_decodes_within_the_claim() -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dafzarr
-from dafzarr.daf._complete import parse_view_json, view_json
+from dafzarr._core.daf.complete import parse_view_json, view_json
 from dafzarr.errors import DafFormatError, DafReadOnlyError, InvalidArgumentError
 
 

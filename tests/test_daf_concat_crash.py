@@ -28,7 +28,7 @@ CELLS, GENES = 20_000, 200
 CHILD = """
 import os, signal, sys
 import dafzarr
-from dafzarr.daf.ops import _concat_write
+from dafzarr._core.daf.ops import concat_write as _concat_write
 dest, kill_at, sources = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 _concat_write._BLOCK = 20_000  # many blocks per source
 if kill_at:

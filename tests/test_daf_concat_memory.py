@@ -20,7 +20,8 @@ SOURCES, CELLS, GENES, PER_CELL = 4, 20_000, 20_000, 300
 CHILD = """
 import gc, json, sys
 import dafzarr
-from dafzarr.daf.ops import _concat_write, concatenate
+from dafzarr._core.daf.ops import concat_write as _concat_write
+from dafzarr.daf.ops import concatenate
 
 _concat_write._BLOCK = 1 << 20  # blocks of 4 MiB: far below the data, whatever its size
 

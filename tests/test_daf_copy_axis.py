@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import dafzarr
-from dafzarr.daf._layout import encode_strings
+from dafzarr._core.daf.layout import encode_strings
 from dafzarr.daf.ops import copy_all
 from dafzarr.errors import DafFormatError
 

@@ -26,7 +26,8 @@ import scipy.sparse as sp
 
 import dafzarr
 from dafzarr import MmapZipStore
-from dafzarr.daf import _backends_zip, _values
+from dafzarr._core.daf import backends_zip as _backends_zip
+from dafzarr._core.daf import values as _values
 from dafzarr.errors import DafFormatError
 
 

@@ -16,7 +16,7 @@ import zarr
 from zarr.storage import ZipStore
 
 import dafzarr
-from dafzarr.daf._layout import ZmetadataText, decode_strings, encode_strings, zmetadata_doc
+from dafzarr._core.daf.layout import ZmetadataText, decode_strings, encode_strings, zmetadata_doc
 
 from .common import check_zip_tools_accept
 
@@ -169,7 +169,7 @@ def test_the_incremental_zmetadata_is_the_indented_document_byte_for_byte() -> N
 def test_writing_vectors_one_by_one_reencodes_only_what_changed(tmp_path: Path) -> None:
     """The consolidated metadata of a directory encodes each entry once: later writes do
     not encode the earlier entries again (JSON encoding grew quadratically before)."""
-    import dafzarr.daf._layout as layout
+    from dafzarr._core.daf import layout
 
     d = dafzarr.open_daf(tmp_path / "x.daf.zarr", "w")
     d.add_axis("cell", ["a", "b"])

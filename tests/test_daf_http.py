@@ -17,7 +17,7 @@ import pytest
 import scipy.sparse as sp
 
 import dafzarr
-from dafzarr.daf._backends_http import HttpBackend
+from dafzarr._core.daf.backends_http import HttpBackend
 from dafzarr.errors import DafFormatError, DafReadOnlyError, HttpReadError
 
 from .test_daf_format import check_example, fill_example

@@ -29,7 +29,8 @@ import scipy.sparse as sp
 
 import dafzarr
 from dafzarr import MmapZipStore
-from dafzarr.daf import _backends_zip, _values
+from dafzarr._core.daf import backends_zip as _backends_zip
+from dafzarr._core.daf import values as _values
 from dafzarr.errors import CorruptArchiveError, DafFormatError, DafzarrError, RecoveryWarning
 
 from .common import check_zip_tools_accept
@@ -39,7 +40,7 @@ from .common import check_zip_tools_accept
 # written, then says so and waits to be killed. Blocks are small: each entry has several.
 CHILD = """
 import sys, time, numpy as np, scipy.sparse as sp, dafzarr
-from dafzarr.daf import _values
+from dafzarr._core.daf import values as _values
 path, kind = sys.argv[1], sys.argv[2]
 _values._STREAM_BYTES = 64 << 10
 _values._BLOCK = 4096

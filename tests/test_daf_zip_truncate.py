@@ -39,7 +39,7 @@ def _is_old(path: Path) -> bool:
 _KILLED_AT_THE_NEW_GROUP = """
 import os, signal, sys
 import dafzarr
-from dafzarr.daf._backends_zip import ZipBackend
+from dafzarr._core.daf.backends_zip import ZipBackend
 
 def killed(self, items):
     os.kill(os.getpid(), signal.SIGKILL)

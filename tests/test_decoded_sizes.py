@@ -19,9 +19,9 @@ import pytest
 from numcodecs.zstd import Zstd
 
 from dafzarr import CorruptArchiveError, DafzarrError, MmapZipStore
-from dafzarr._codecs import DEFLATE64_MAX_RATIO, DEFLATE_MAX_RATIO, decode, frames
+from dafzarr._core.arrayfile import format as fmt
+from dafzarr._core.codecs import DEFLATE64_MAX_RATIO, DEFLATE_MAX_RATIO, decode, frames
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError, FileConfig
-from dafzarr.arrayfile import _format as fmt
 from dafzarr.errors import DafFormatError
 
 from . import zipbuild as zb
@@ -362,7 +362,7 @@ def _packed(chunks: list[bytes], codec: dict[str, Any]) -> tuple[dict[str, Any],
 def test_packed_inner_chunk_that_decodes_long_is_refused_in_bounded_memory(name: str) -> None:
     from numcodecs import GZip
 
-    from dafzarr.daf._packed import read_packed
+    from dafzarr._core.daf.packed import read_packed
 
     codec = GZip() if name == "gzip" else Zstd()
     good = bytes(codec.encode(bytes([1, 2, 3, 4])))

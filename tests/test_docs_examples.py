@@ -129,9 +129,9 @@ def test_examples_use_only_public_names() -> None:
     assert private_names("import dafzarr\nfrom dafzarr.refs import scan\n"
                          "from dafzarr import refs\nrefs.write_parquet\n"
                          "dafzarr.MmapZipStore.pack\n") == []
-    assert private_names("from dafzarr._crc import crc32\nimport dafzarr\n"
-                         "dafzarr.refs._scan\nfrom dafzarr import refs\nrefs.hidden\n") == [
-        "dafzarr._crc", "dafzarr.refs._scan", "dafzarr.refs.hidden"]
+    assert private_names("from dafzarr._core.crc import crc32\nimport dafzarr\n"
+                         "dafzarr._core.refs.scan\nfrom dafzarr import refs\nrefs.hidden\n") == [
+        "dafzarr._core", "dafzarr._core.crc", "dafzarr.refs.hidden"]
 
 
 def test_the_guide_and_tutorial_hold_enough_examples() -> None:

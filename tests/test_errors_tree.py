@@ -35,26 +35,26 @@ DIRECT = frozenset({errors.SelfCheckError})
 #: Private signals a module raises and catches itself (never seen by a caller):
 #: (module path, class name).
 PRIVATE_SIGNALS = frozenset({
-    ("daf/_values.py", "NotCanonicalError"),     # checked indices: set_matrix writes them again
-    ("_io/_workers.py", "DeadlinePassed"),       # turned into HttpDeadlineError by the reader
-    ("_io/_workers.py", "ForkedAfterUse"),       # the reader starts new workers
-    ("_io/_object.py", "_BodyBroke"),            # a body broke off: retried, then HttpReadError
-    ("_io/_object.py", "_GaveUp"),               # the deadline passed: HttpDeadlineError
+    ("_core/daf/values.py", "NotCanonicalError"),     # checked indices: set_matrix writes them again
+    ("_core/io/workers.py", "DeadlinePassed"),       # turned into HttpDeadlineError by the reader
+    ("_core/io/workers.py", "ForkedAfterUse"),       # the reader starts new workers
+    ("_core/io/object.py", "_BodyBroke"),            # a body broke off: retried, then HttpReadError
+    ("_core/io/object.py", "_GaveUp"),               # the deadline passed: HttpDeadlineError
     # a stream that does not decode: decode() raises the caller's class (naming the file)
-    ("_codecs/_zstd.py", "ValueError"),
-    ("_codecs/_whole.py", "ValueError"),
-    ("_codecs/_streams.py", "ValueError"),
+    ("_core/codecs/zstd.py", "ValueError"),
+    ("_core/codecs/whole.py", "ValueError"),
+    ("_core/codecs/streams.py", "ValueError"),
     # a chunk or segment that does not decode: the reader raises CorruptArrayFileError
-    ("arrayfile/_types.py", "ValueError"),
-    ("arrayfile/_segments.py", "ValueError"),
+    ("_core/arrayfile/types.py", "ValueError"),
+    ("_core/arrayfile/segments.py", "ValueError"),
 })  # fmt: skip
 
 
 #: Modules that still raise builtin classes a caller may see (to convert to classes of
 #: dafzarr.errors that keep the builtin as a base).
 NOT_YET: dict[str, tuple[str, ...]] = {
-    "_io/_local.py": ("ValueError",),
-    "_io/_memory.py": ("ValueError",),
+    "_core/io/local.py": ("ValueError",),
+    "_core/io/memory.py": ("ValueError",),
 }
 
 
@@ -147,8 +147,8 @@ def test_bases_keep_the_builtin_classes() -> None:
 
 
 def test_the_names_query_modules_offered_are_the_errors_classes() -> None:
-    from dafzarr.daf.query._eval import MissingEntryError
-    from dafzarr.daf.query._registry import ParameterError
+    from dafzarr._core.daf.query.eval import MissingEntryError
+    from dafzarr._core.daf.query.registry import ParameterError
 
     assert ParameterError is errors.DafQueryParameterError
     assert MissingEntryError is errors.DafMissingEntryError

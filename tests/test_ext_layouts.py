@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dafzarr import _affooter, _posix, _zipdir
-from dafzarr.arrayfile import _format as af
+from dafzarr._core.arrayfile import format as af
+from dafzarr._core.zipstore import format as zf
+from dafzarr._core.zipstore.input import encode_key
 from dafzarr.errors import InvalidArgumentError
-from dafzarr.zipstore import _format as zf
-from dafzarr.zipstore._input import encode_key
 
 EXT = Path(__file__).resolve().parents[1] / "_ext"
 needs_tree = pytest.mark.skipif(not EXT.is_dir(), reason="needs the source tree (_ext/)")

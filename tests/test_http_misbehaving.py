@@ -24,7 +24,7 @@ import pytest
 
 import dafzarr
 from dafzarr import HttpDeadlineError, HttpOptions, HttpReadError, RefusedEntryWarning
-from dafzarr.daf._backends_http import HttpBackend
+from dafzarr._core.daf.backends_http import HttpBackend
 
 from .common import HttpReplies
 

@@ -1,4 +1,4 @@
-"""The byte sources of ``dafzarr._io``: one contract for a local file, bytes in memory and
+"""The byte sources of ``dafzarr._core.io``: one contract for a local file, bytes in memory and
 obstore objects (memory, local, S3 on a real moto server, HTTP on a real ``http.server``),
 and the checks an HTTP source adds against a server on 127.0.0.1 that misbehaves on purpose."""
 
@@ -21,7 +21,7 @@ import pytest
 from obstore.store import LocalStore, MemoryStore
 
 from dafzarr import HttpDeadlineError, HttpOptions, HttpReadError
-from dafzarr._io import (
+from dafzarr._core.io import (
     ByteSource,
     FileSource,
     MemorySource,
@@ -29,7 +29,7 @@ from dafzarr._io import (
     byte_range_bounds,
     http_store,
 )
-from dafzarr._io._object import CONCURRENCY
+from dafzarr._core.io.object import CONCURRENCY
 from dafzarr.errors import InvalidArgumentError
 
 from ._moto_s3 import S3Server, moto_s3
@@ -450,7 +450,7 @@ def test_an_abandoned_request_does_not_delay_the_exit(tmp_path: Path) -> None:
     script.write_text(
         "import socket, sys, threading\n"
         "from dafzarr import HttpDeadlineError, HttpOptions\n"
-        "from dafzarr._io import ObjectSource, http_store\n"
+        "from dafzarr._core.io import ObjectSource, http_store\n"
         "listener = socket.create_server(('127.0.0.1', 0))\n"
         "held = []\n"
         "def accept():\n"
@@ -478,7 +478,7 @@ def test_an_abandoned_request_does_not_delay_the_exit(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["local", "memory", "obstore"])
 def test_arrayfile_backends_read_through_the_sources(tmp_path: Path, kind: str) -> None:
-    from dafzarr.arrayfile._backends import LocalBackend, MemoryBackend, ObstoreBackend
+    from dafzarr._core.arrayfile.backends import LocalBackend, MemoryBackend, ObstoreBackend
 
     backend: Any
     if kind == "local":

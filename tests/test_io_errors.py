@@ -69,7 +69,7 @@ CALLS: dict[str, tuple[str, ...]] = {
 }
 
 # Calls the removal of a temporary makes: when one of them fails, the temporary stays, and
-# must be one that the next writer removes (see dafzarr._atomic.remove_stale_temporaries).
+# must be one that the next writer removes (see dafzarr._core.atomic.remove_stale_temporaries).
 CLEANUP_CALLS = frozenset({"unlink", "unlinkat", "openat", "close"})
 # (at the top, or anywhere inside a directory data set: a property a delete set aside)
 _SWEEPABLE = re.compile(r"([^/]+\.daf\.zarr/(.+/)?)?\.[^/]+\.\d+-[0-9a-f]+\.dafzarr-tmp(\.[^/]*)?(/.*)?")

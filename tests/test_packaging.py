@@ -396,14 +396,14 @@ def test_every_compiled_module_imports() -> None:
 
 @needs_tree
 def test_build_info_lists_compiled_modules() -> None:
-    from dafzarr._config import BUILD_INFO
+    from dafzarr._core.config import BUILD_INFO
 
     assert set(BUILD_INFO["compiled_modules"]) == _compiled_modules()
 
 
 def test_installed_compiled_modules_import() -> None:
     """Runs in the conda test phase too: every module show_config lists is a built extension."""
-    from dafzarr._config import BUILD_INFO
+    from dafzarr._core.config import BUILD_INFO
 
     assert BUILD_INFO["compiled_modules"]
     for module in BUILD_INFO["compiled_modules"]:

@@ -20,8 +20,8 @@ import pytest
 import xarray as xr
 
 from dafzarr import refs
+from dafzarr._core.refs.walk import _one_fill
 from dafzarr.errors import UnsupportedHDF5Error
-from dafzarr.refs._walk import _one_fill
 
 tables = pytest.importorskip("tables")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dafzarr import refs
+from dafzarr._core.refs import deadline
 from dafzarr.errors import H5Error, InvalidArgumentError, ScanTimeoutError
-from dafzarr.refs import _deadline
 
 from .test_refs_scan import make_cf
 
@@ -31,7 +31,7 @@ def test_a_scan_that_never_returns_is_stopped_at_its_deadline(tmp_path: Path) ->
     assert 1.0 <= time.monotonic() - start < 30
     assert isinstance(info.value, H5Error) and isinstance(info.value, TimeoutError)
     # the helper stuck in open(2) was killed, not kept for the next scan
-    assert all(h.proc.poll() is None for h in _deadline._IDLE)
+    assert all(h.proc.poll() is None for h in deadline._IDLE)
     good = make_cf(tmp_path / "cf.nc")
     assert set(refs.scan(good, timeout=60)["tas"].shape) == {4, 10, 12}
 
@@ -47,22 +47,22 @@ def test_scan_many_stops_the_file_that_hangs_and_names_it(
         refs.scan_many([*good[:3], bad, *good[3:]], workers=workers, progress=False, timeout=2.0)
     assert time.monotonic() - start < 30
     # helpers that were queued files behind the stuck one were killed, not kept
-    assert all(h.proc.poll() is None for h in _deadline._IDLE)
+    assert all(h.proc.poll() is None for h in deadline._IDLE)
     assert len(refs.scan_many(good, workers=workers, progress=False)) == 6
 
 
 def test_helpers_are_reused_and_killed_on_timeout(tmp_path: Path) -> None:
     good = make_cf(tmp_path / "cf.nc")
     refs.scan(good)
-    pids = {h.proc.pid for h in _deadline._IDLE}
+    pids = {h.proc.pid for h in deadline._IDLE}
     assert pids
     refs.scan(good)
-    assert {h.proc.pid for h in _deadline._IDLE} == pids  # the same helper answered
+    assert {h.proc.pid for h in deadline._IDLE} == pids  # the same helper answered
     with pytest.raises(ScanTimeoutError):
         refs.scan(_fifo(tmp_path), timeout=0.5)
     refs.scan(good)
     # the killed helper is gone from the pool
-    for h in _deadline._IDLE:
+    for h in deadline._IDLE:
         assert h.proc.poll() is None
 
 
@@ -79,7 +79,7 @@ def test_a_helper_killed_mid_scan_is_an_h5error(tmp_path: Path) -> None:
     t = threading.Thread(target=run)
     t.start()
     time.sleep(1.0)
-    idle = {h.proc.pid for h in _deadline._IDLE}
+    idle = {h.proc.pid for h in deadline._IDLE}
     busy = [pid for pid in _children() if pid not in idle]  # the helper stuck in open(2)
     assert len(busy) == 1
     os.kill(busy[0], 9)
@@ -101,7 +101,7 @@ def _children() -> list[int]:
                     cmdline = f.read()
             except OSError:
                 continue
-            if int(fields[1]) == me and b"dafzarr.refs._deadline" in cmdline:
+            if int(fields[1]) == me and b"dafzarr._core.refs.deadline" in cmdline:
                 out.append(int(entry))
     return out
 
@@ -122,17 +122,17 @@ def test_helpers_outlive_the_threads_that_asked_for_them(tmp_path: Path) -> None
     are started by one long-lived thread, so scan_many's worker threads can come and go."""
     files = [make_cf(tmp_path / f"cf{i}.nc") for i in range(4)]
     refs.scan_many(files, workers=2, progress=False)
-    pids = {h.proc.pid for h in _deadline._IDLE}
+    pids = {h.proc.pid for h in deadline._IDLE}
     assert len(pids) >= 2
     time.sleep(0.5)  # the executor's threads have ended by now
-    assert all(h.proc.poll() is None for h in _deadline._IDLE)
+    assert all(h.proc.poll() is None for h in deadline._IDLE)
     refs.scan_many(files, workers=2, progress=False)
-    assert {h.proc.pid for h in _deadline._IDLE} == pids
+    assert {h.proc.pid for h in deadline._IDLE} == pids
 
 
 def test_map_with_deadline_spreads_calls_over_helpers_and_answers_in_order() -> None:
     calls = (((i,), {}, f"call {i}") for i in range(12))  # taken as they are needed
-    answers = list(_deadline.map_with_deadline(_pid_and, calls, timeout=60, helpers=2))
+    answers = list(deadline.map_with_deadline(_pid_and, calls, timeout=60, helpers=2))
     assert [i for i, _ in answers] == list(range(12))
     pids = [pid for _, pid in answers]
     assert len(set(pids)) == 2 and os.getpid() not in pids
@@ -143,10 +143,10 @@ def test_a_failing_call_among_several_helpers_kills_them_all(tmp_path: Path) -> 
     calls = [((i,), {}, f"call {i}") for i in range(10)]
     got: list[int] = []
     with pytest.raises(InvalidArgumentError, match="call number 5"):
-        got.extend(_deadline.map_with_deadline(_fails_at_5, calls, timeout=60, helpers=3))
+        got.extend(deadline.map_with_deadline(_fails_at_5, calls, timeout=60, helpers=3))
     assert got == [0, 1, 2, 3, 4]
-    assert all(h.proc.poll() is None for h in _deadline._IDLE)  # the killed ones are gone
-    assert len(list(_deadline.map_with_deadline(_pid_and, calls, timeout=60, helpers=3))) == 10
+    assert all(h.proc.poll() is None for h in deadline._IDLE)  # the killed ones are gone
+    assert len(list(deadline.map_with_deadline(_pid_and, calls, timeout=60, helpers=3))) == 10
 
 
 def _pid_and(i: int) -> tuple[int, int]:

@@ -206,7 +206,7 @@ def test_blosc_client_data_become_the_numcodecs_codec(tmp_path: Path) -> None:
 def test_blosc_client_data_of_other_writers(
     cd: tuple[int, ...], want: tuple[str, int, int]
 ) -> None:
-    from dafzarr.refs._filters import codec
+    from dafzarr._core.refs.filters import codec
 
     got = codec(32001, cd, 8, "f: variable 'v'")
     assert (got["cname"], got["clevel"], got["shuffle"]) == want
@@ -214,7 +214,7 @@ def test_blosc_client_data_of_other_writers(
 
 @pytest.mark.parametrize("cd", [(2, 2, 8, 4000, 5, 1, 9), (2, 2, 8, 4000, 5, 4, 1), (2, 2)])
 def test_blosc_client_data_not_understood_are_refused(cd: tuple[int, ...]) -> None:
-    from dafzarr.refs._filters import codec
+    from dafzarr._core.refs.filters import codec
 
     with pytest.raises(UnsupportedHDF5Error, match=r"variable 'v': unsupported filter blosc"):
         codec(32001, cd, 8, "f: variable 'v'")

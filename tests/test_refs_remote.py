@@ -33,12 +33,12 @@ import zarr
 from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileSystem
 
 from benchmarks.bench_http import _Ranged
-from dafzarr._io import HttpOptions, MemorySource
-from dafzarr._io._blocks import BlockReader
-from dafzarr._io._urls import open_source
+from dafzarr._core.io import HttpOptions, MemorySource
+from dafzarr._core.io.blocks import BlockReader
+from dafzarr._core.io.urls import open_source
+from dafzarr._core.refs.scan import scan_reader
 from dafzarr.errors import H5Error, HttpReadError, InvalidArgumentError
 from dafzarr.refs import scan, scan_many, virtualize
-from dafzarr.refs._scan import scan_reader
 from tests._moto_s3 import moto_s3
 from tests.refs_common import fastparquet_deprecation_ignored, pandas_missing_chunk_workaround
 
@@ -349,7 +349,7 @@ class _CollectingWorkers:
     def read_ranges(self, ranges: Any, *, version: str | None = None) -> Any:
         import h5py
 
-        from dafzarr._io._workers import call_within
+        from dafzarr._core.io.workers import call_within
 
         cycle: dict[str, Any] = {"id": h5py.h5p.create(h5py.h5p.FILE_ACCESS)}
         cycle["self"] = cycle  # garbage only a collection frees
@@ -385,7 +385,7 @@ def test_a_collection_in_a_worker_never_waits_for_the_scan(
 
 
 def test_collection_paused_nests_across_threads() -> None:
-    from dafzarr._io._blocks import collection_paused
+    from dafzarr._core.io.blocks import collection_paused
 
     inside, leave = threading.Event(), threading.Event()
 

@@ -20,7 +20,7 @@ import pytest
 import xarray as xr
 
 from dafzarr import _h5chunks, refs
-from dafzarr._examples import write_daily_netcdf
+from dafzarr._core.examples import write_daily_netcdf
 from dafzarr.errors import UnsupportedHDF5Error, UnsupportedVariableWarning
 
 from .refs_common import assert_same_values, open_refs

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dafzarr import errors
+from dafzarr._core.refs.write import as_virtual
 from dafzarr.refs import ReferenceWriter, scan, write_parquet
-from dafzarr.refs._write import as_virtual
 from tests.refs_common import open_refs
 
 ROOT = str(Path(__file__).resolve().parents[1])

@@ -26,8 +26,8 @@ from dafzarr import (
     MmapZipStore,
     RecoveryWarning,
 )
+from dafzarr._core.zipstore import format as zf
 from dafzarr.errors import InvalidArgumentError
-from dafzarr.zipstore import _format as zf
 
 from .common import check_archive, check_zip_tools_accept
 
@@ -650,9 +650,9 @@ def test_a_batch_allocates_a_bounded_room_ahead_of_large_entries(
 ) -> None:
     """The room a batch leaves for the entries that follow has its blocks allocated: it is
     bounded, so a large entry does not need several times its size of free disk."""
-    from dafzarr.zipstore import _commit
+    from dafzarr._core.zipstore import commit
 
-    monkeypatch.setattr(_commit, "_ROOM_CAP", 1 << 20)
+    monkeypatch.setattr(commit, "_ROOM_CAP", 1 << 20)
     p = tmp_path / "big.zip"
     big = np.arange(1 << 20, dtype=np.uint64).tobytes()  # 8 MiB
     with MmapZipStore(p, "w") as store:
@@ -690,14 +690,14 @@ def test_single_commits_write_the_directory_once(
     three directories and the holes between commits, instead of growing by a directory per
     commit; every committed state reads back; close() leaves the directory right after
     the last entry."""
-    from dafzarr.zipstore import _commit
+    from dafzarr._core.zipstore import commit
 
     p = tmp_path / "once.zip"
     want = _base_archive(p, 3000)
     rewrites = iter(f"base/{j:05d}" for j in range(1, 1000))  # never the first entry
     deletes = iter(f"base/{j:05d}" for j in range(2000, 3000))
     steps: list[str] = []
-    _commit._step_hook = steps.append
+    commit.step_hook = steps.append
     try:
         with MmapZipStore(p, "r+", durable=durable) as store:
             for i in range(commits):
@@ -728,7 +728,7 @@ def test_single_commits_write_the_directory_once(
                 if i % 60 == 59:
                     check_archive(p, want)
     finally:
-        _commit._step_hook = None
+        commit.step_hook = None
     assert steps[-3:] == ["settle:cd", "settle:trailer", "settle:truncated"]
     with MmapZipStore(p, "r") as store:
         space = store.space()
@@ -772,7 +772,7 @@ def test_reopen_of_a_writer_left_open_keeps_its_free_room(tmp_path: Path) -> Non
     reader takes the archive, a read-only handle counts the room as free (not dead), and a
     writable reopen warns of nothing, changes no byte, keeps the dead copy of a deleted key
     (a reader may map it) and writes its next commit's directory once."""
-    from dafzarr.zipstore import _commit
+    from dafzarr._core.zipstore import commit
 
     p = tmp_path / "open.zip"
     want = _base_archive(p, 300)
@@ -794,11 +794,11 @@ def test_reopen_of_a_writer_left_open_keeps_its_free_room(tmp_path: Path) -> Non
     try:
         assert p.read_bytes() == before
         assert store.space() == space
-        _commit._step_hook = steps.append
+        commit.step_hook = steps.append
         try:
             store["c"] = b"C" * 10
         finally:
-            _commit._step_hook = None
+            commit.step_hook = None
         assert [s for s in steps if s.endswith("cd")] in (["commit:cd"], ["commit:up-cd"])
     finally:
         store.close()
@@ -811,7 +811,7 @@ def test_reopen_of_a_writer_left_open_keeps_its_free_room(tmp_path: Path) -> Non
 def test_small_entries_of_a_batch_go_into_the_free_room(tmp_path: Path) -> None:
     """The compiled path of batched small appends writes into the room a single commit
     kept before the directory, without relocating it."""
-    from dafzarr.zipstore import _write
+    from dafzarr._core.zipstore import write
 
     p = tmp_path / "fast.zip"
     want = _base_archive(p, 300)
@@ -822,7 +822,7 @@ def test_small_entries_of_a_batch_go_into_the_free_room(tmp_path: Path) -> None:
         with store.batch():
             for i in range(20):
                 key, value = f"fast/{i:02d}", os.urandom(100)
-                assert _write.stage_small(a, fm, key, value)
+                assert write.stage_small(a, fm, key, value)
                 want[key] = value
             assert a.tx is not None and a.tx.live_cd == cd_before and not a.tx.relocated
         assert max(e.lfh_offset for e in a.entries) < cd_before
@@ -835,14 +835,14 @@ def test_commits_near_max_file_size_keep_no_room(tmp_path: Path) -> None:
     """Where free room would take the file past ``max_file_size``, a commit places its
     directory right after its entries instead: the file stays within the limit after every
     commit, holds no room, and every state reads back."""
-    from dafzarr.zipstore import _commit
+    from dafzarr._core.zipstore import commit
 
     p = tmp_path / "tight.zip"
     want = _base_archive(p, 300)
     limit = os.path.getsize(p) + 4000  # a few small entries, not a second directory
     steps: list[str] = []
     with MmapZipStore(p, "r+", max_file_size=limit) as store:
-        _commit._step_hook = steps.append
+        commit.step_hook = steps.append
         try:
             for i in range(8):
                 key = f"t/{i}" if i % 2 else f"base/{i + 1:05d}"  # new keys and rewrites
@@ -853,6 +853,6 @@ def test_commits_near_max_file_size_keep_no_room(tmp_path: Path) -> None:
                 with MmapZipStore(p, "r") as reader:
                     assert reader.keys() == list(want)
         finally:
-            _commit._step_hook = None
+            commit.step_hook = None
     assert "commit:up-trailer" not in steps
     check_archive(p, want)

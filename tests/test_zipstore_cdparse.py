@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dafzarr import MmapZipStore
+from dafzarr._core.zipstore import format as zf
 from dafzarr._zipdir import Entry, check_no_overlap, index_entries, parse_entries
 from dafzarr.errors import CorruptArchiveError
-from dafzarr.zipstore import _format as zf
 
 # --- The reference: the parser as it was in pure Python ---------------------------------
 

@@ -29,9 +29,9 @@ from dafzarr import (
     OutputExistsError,
     PackSourceError,
 )
-from dafzarr._atomic import STALE_SECONDS, TMP_SUFFIX
+from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
+from dafzarr._core.zipstore import copy as _zipcopy
 from dafzarr.cli import main
-from dafzarr.zipstore import _copy as _zipcopy
 
 from .common import check_archive
 

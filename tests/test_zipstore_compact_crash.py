@@ -19,8 +19,8 @@ import pytest
 import zarr
 
 from dafzarr import MmapZipStore
-from dafzarr._atomic import STALE_SECONDS, TMP_SUFFIX
-from dafzarr.zipstore import _copy as _zipcopy
+from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
+from dafzarr._core.zipstore import copy as _zipcopy
 
 from . import _compact_child as child
 from .common import check_archive, kill_when_ready

@@ -16,8 +16,8 @@ import scipy.sparse as sp
 
 import dafzarr
 from dafzarr import MmapZipStore
+from dafzarr._core.zipstore import write
 from dafzarr.errors import EntryExistsError
-from dafzarr.zipstore import _write
 
 from .common import check_zip_tools_accept
 
@@ -82,7 +82,7 @@ def test_a_file_system_without_copy_file_range_copies_through_the_mappings(
             return os.copy_file_range(*args[:2], 1000, *args[3:])
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
-    monkeypatch.setattr(_write.os, "copy_file_range", refused)
+    monkeypatch.setattr(write.os, "copy_file_range", refused)
     with MmapZipStore(tmp_path / "src.zip") as src, \
             MmapZipStore(tmp_path / "dst.zip", "w") as dst:  # fmt: skip
         assert dst.copy_entry("v", src, "v")

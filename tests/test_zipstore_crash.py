@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import dafzarr.zipstore._commit as commit_module
+import dafzarr._core.zipstore.commit as commit_module
 from dafzarr import CorruptArchiveError, MmapZipStore, RecoveryWarning
 
 from . import _crash_child as child
@@ -544,8 +544,8 @@ def test_sigkill_at_step(case: KillCase, runner: Runner) -> None:
 
 def _record_steps(path: Path, op_name: str) -> list[str]:
     steps: list[str] = []
-    previous = commit_module._step_hook
-    commit_module._step_hook = steps.append
+    previous = commit_module.step_hook
+    commit_module.step_hook = steps.append
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RecoveryWarning)
@@ -553,7 +553,7 @@ def _record_steps(path: Path, op_name: str) -> list[str]:
             perform(store, OPS[op_name])
             store.close()
     finally:
-        commit_module._step_hook = previous
+        commit_module.step_hook = previous
     return steps
 
 
@@ -647,15 +647,15 @@ def test_sequence_places_as_planned(name: str, tmp_path: Path, bases: dict[str, 
     shutil.copyfile(bases[SEQUENCE_BASE], path)
     steps: list[str] = []
     marks: list[int] = []
-    previous = commit_module._step_hook
-    commit_module._step_hook = steps.append
+    previous = commit_module.step_hook
+    commit_module.step_hook = steps.append
     child.action_done = lambda: marks.append(len(steps))
     try:
         store = MmapZipStore(path, "r+")
         perform(store, OPS[name])
         store.close()
     finally:
-        commit_module._step_hook = previous
+        commit_module.step_hook = previous
         child.action_done = None
     assert steps == [step for step, _ in sequence_trace(name)]
     kinds: dict[str, set[str]] = {}

@@ -97,7 +97,7 @@ def test_a_kill_while_creating_leaves_no_file_beside_the_archive(tmp_path: Path)
 def test_creating_through_a_named_temporary(tmp_path: Path) -> None:
     """The way for file systems without anonymous files: the archive, nothing beside it, and
     a file another process made meanwhile is kept."""
-    from dafzarr.zipstore._open import _create_empty_through_a_name
+    from dafzarr._core.zipstore.open import _create_empty_through_a_name
 
     path = tmp_path / "new.zip"
     _create_empty_through_a_name(str(path))

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import dafzarr.zipstore._commit as commit_module
+import dafzarr._core.zipstore.commit as commit_module
 from dafzarr import MmapZipStore
 from dafzarr._zipdir import SMALL_VALUE_MAX, Entry, gather_records, live_entries, renumber
 from dafzarr.errors import (
@@ -92,12 +92,12 @@ def _write(path: Path, batches: list[list[tuple[str, Any]]], *, use_set_many: bo
 def test_same_bytes_as_the_general_path(tmp_path: Path, use_set_many: bool) -> None:
     fast, general = tmp_path / "fast.zip", tmp_path / "general.zip"
     _write(fast, _batches(), use_set_many=use_set_many)
-    previous = commit_module._step_hook
-    commit_module._step_hook = lambda name: None
+    previous = commit_module.step_hook
+    commit_module.step_hook = lambda name: None
     try:
         _write(general, _batches(), use_set_many=False)
     finally:
-        commit_module._step_hook = previous
+        commit_module.step_hook = previous
     assert fast.read_bytes() == general.read_bytes()
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dafzarr import CorruptArchiveError, MmapZipStore
-from dafzarr.zipstore import _open as zipstore_open
+from dafzarr._core.zipstore import open as zipstore_open
 
 from . import _commit_child as child
 

@@ -20,9 +20,9 @@ import pytest
 import zarr
 from zarr.core.buffer import cpu, default_buffer_prototype
 
-import dafzarr.zipstore._commit
+import dafzarr._core.zipstore.commit
 from dafzarr import AppendOnlyError, EntryExistsError, MmapZipStore, RecoveryWarning
-from dafzarr.zipstore import _format as zf
+from dafzarr._core.zipstore import format as zf
 
 from .common import check_archive
 
@@ -79,7 +79,7 @@ def test_delete_and_delete_dir(tmp_path: Path) -> None:
         try:
             store.delete_dir_sync("g/a")
         finally:
-            dafzarr.zipstore._commit._step_hook = None
+            dafzarr._core.zipstore.commit.step_hook = None
         assert commits["n"] == 1  # a prefix delete is one commit
         assert sorted(store.keys()) == [f"g/b/{i}" for i in range(1, 5)] + ["top"]
     check_archive(p)
@@ -253,7 +253,7 @@ def _count_commits() -> dict[str, int]:
         if name in ("commit:truncated", "commit:up-trailer"):  # each commit passes one
             seen["n"] += 1
 
-    dafzarr.zipstore._commit._step_hook = hook
+    dafzarr._core.zipstore.commit.step_hook = hook
     return seen
 
 
@@ -270,7 +270,7 @@ def test_concurrent_sets_share_commits(tmp_path: Path) -> None:
         try:
             asyncio.run(write_all(store))
         finally:
-            dafzarr.zipstore._commit._step_hook = None
+            dafzarr._core.zipstore.commit.step_hook = None
         assert len(store) == 500
         assert 1 <= commits["n"] <= 5, commits
     with MmapZipStore(p) as store:
@@ -425,7 +425,7 @@ def test_zarr_chunk_writes_share_commits(tmp_path: Path) -> None:
         try:
             a[:] = data
         finally:
-            dafzarr.zipstore._commit._step_hook = None
+            dafzarr._core.zipstore.commit.step_hook = None
         assert 1 <= commits["n"] <= 35, commits  # about 60 when each commits what is ready
     with MmapZipStore(p) as store:
         assert np.array_equal(zarr.open_array(store, path="x")[:], data)

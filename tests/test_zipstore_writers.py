@@ -30,7 +30,7 @@ import zarr
 import zarr.codecs
 from zarr.core.sync import sync
 
-import dafzarr.zipstore._commit
+import dafzarr._core.zipstore.commit
 from dafzarr import MmapZipStore
 
 from .common import check_archive
@@ -98,11 +98,11 @@ def counting_commits() -> Iterator[dict[str, int]]:
         if name in ("commit:truncated", "commit:up-trailer"):
             seen["n"] += 1
 
-    dafzarr.zipstore._commit._step_hook = hook
+    dafzarr._core.zipstore.commit.step_hook = hook
     try:
         yield seen
     finally:
-        dafzarr.zipstore._commit._step_hook = None
+        dafzarr._core.zipstore.commit.step_hook = None
 
 
 def on_both(

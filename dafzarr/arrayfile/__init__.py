@@ -1,21 +1,22 @@
 """ArrayFile: many n-dimensional arrays in one object (the ``array-format`` container).
 
 File-compatible with the Rust crate ``array-format`` (footer v4 written, v4 and v5 read), with
-delta sidecars, compaction, statistics and local, in-memory and object-store backends.
+delta sidecars, compaction, statistics and local, in-memory and object-store backends. The
+implementation lives in ``dafzarr._core.arrayfile``.
 """
 
 from __future__ import annotations
 
+from .._core.arrayfile.cache import DeltaCache
+from .._core.arrayfile.config import FileConfig
+from .._core.arrayfile.file import ArrayFile
+from .._core.arrayfile.records import ArrayInfo, ArrayStats
 from ..errors import (
     ArrayExistsError,
     ArrayNotFoundError,
     CorruptArrayFileError,
     UnsupportedElementTypeError,
 )
-from ._cache import DeltaCache
-from ._config import FileConfig
-from ._file import ArrayFile
-from ._records import ArrayInfo, ArrayStats
 
 __all__ = [
     "ArrayExistsError",

@@ -1,21 +1,26 @@
 """The Daf data-axes format on Zarr: directory, ZIP, multi-data-set ZIP, memory and HTTP.
 
-See :func:`open_daf`, :func:`memory_daf` and :class:`ZarrDaf`; :func:`viewer` (views: axes and
-properties defined by queries) and :func:`chain_reader`/:func:`chain_writer` (chains: data sets
-read as one); :func:`complete_chain`/:func:`complete_daf` (data sets that name the data set
-they extend, opened with all their bases).
+The implementation lives in ``dafzarr._core.daf``.
 """
 
 from __future__ import annotations
 
-from ._chain import chain_reader, chain_writer
-from ._complete import complete_chain, complete_daf
-from ._copy import convert_daf, copy_daf
-from ._describe import describe_property
-from ._interface import DafReader
-from ._names import parse_daf_path
-from ._view import viewer
-from ._zarrdaf import ZarrDaf, memory_daf, open_daf
+from .._core.daf import (
+    DafReader,
+    ZarrDaf,
+    chain_reader,
+    chain_writer,
+    complete_chain,
+    complete_daf,
+    convert_daf,
+    copy_daf,
+    describe_property,
+    memory_daf,
+    open_daf,
+    parse_daf_path,
+    viewer,
+)
+from . import query  # noqa: F401  (``dafzarr.daf.query`` loads with the data sets)
 
 __all__ = [
     "DafReader",

@@ -21,15 +21,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._attrs import HIDDEN_ATTRIBUTES
-    from ._compose import compose, virtualize
-    from ._icechunk import to_icechunk
-    from ._model import ScanResult, Variable, VirtualArray, VirtualDataset
-    from ._placement import PLACEMENT_SCHEMA, place
-    from ._scan import scan
-    from ._sources import mosaic_sources, scan_many
-    from ._stream import ReferenceWriter
-    from ._write import REFS_SCHEMA, as_virtual, to_kerchunk_json, write_parquet
+    from .._core.refs.attrs import HIDDEN_ATTRIBUTES
+    from .._core.refs.compose import compose, virtualize
+    from .._core.refs.icechunk import to_icechunk
+    from .._core.refs.model import ScanResult, Variable, VirtualArray, VirtualDataset
+    from .._core.refs.placement import PLACEMENT_SCHEMA, place
+    from .._core.refs.scan import scan
+    from .._core.refs.sources import mosaic_sources, scan_many
+    from .._core.refs.stream import ReferenceWriter
+    from .._core.refs.write import REFS_SCHEMA, as_virtual, to_kerchunk_json, write_parquet
 
 __all__ = [
     "HIDDEN_ATTRIBUTES",
@@ -52,26 +52,26 @@ __all__ = [
     "write_parquet",
 ]
 
-# Public name -> the private module that defines it.
+# Public name -> the module of ``dafzarr._core.refs`` that defines it.
 _SOURCE = {
-    "HIDDEN_ATTRIBUTES": "_attrs",
-    "PLACEMENT_SCHEMA": "_placement",
-    "REFS_SCHEMA": "_write",
-    "ReferenceWriter": "_stream",
-    "ScanResult": "_model",
-    "Variable": "_model",
-    "VirtualArray": "_model",
-    "VirtualDataset": "_model",
-    "as_virtual": "_write",
-    "compose": "_compose",
-    "mosaic_sources": "_sources",
-    "place": "_placement",
-    "scan": "_scan",
-    "scan_many": "_sources",
-    "to_icechunk": "_icechunk",
-    "to_kerchunk_json": "_write",
-    "virtualize": "_compose",
-    "write_parquet": "_write",
+    "HIDDEN_ATTRIBUTES": "attrs",
+    "PLACEMENT_SCHEMA": "placement",
+    "REFS_SCHEMA": "write",
+    "ReferenceWriter": "stream",
+    "ScanResult": "model",
+    "Variable": "model",
+    "VirtualArray": "model",
+    "VirtualDataset": "model",
+    "as_virtual": "write",
+    "compose": "compose",
+    "mosaic_sources": "sources",
+    "place": "placement",
+    "scan": "scan",
+    "scan_many": "sources",
+    "to_icechunk": "icechunk",
+    "to_kerchunk_json": "write",
+    "virtualize": "compose",
+    "write_parquet": "write",
 }
 
 if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
@@ -80,7 +80,7 @@ if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all a
         """A public name, imported from its module on first use (PEP 562)."""
         if name not in _SOURCE:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{_SOURCE[name]}"), name)
+        value = getattr(importlib.import_module(f"dafzarr._core.refs.{_SOURCE[name]}"), name)
         globals()[name] = value  # later look-ups skip this function
         return value
 

@@ -1,33 +1,14 @@
 """MmapZipStore: a Zarr store over one memory-mapped ZIP archive.
 
 Reads are zero-copy views of one mapping whose base address never moves while the file
-grows; appends, rewrites and deletes keep the file a valid ZIP archive at every instant (the commit protocol of
-``_commit``), so a process killed at any point leaves an archive that the next writable open
-recovers to a prefix of what was committed.
-
-The modules, from the bottom up (each imports only modules listed before it):
-
-- ``_format``: the ZIP records the store writes, and the bounds-checked parser it reads.
-- ``_methods``: compressed entries decoded through the codec registry, bounded by their data.
-- ``_state``: the explicit state every step takes: the directory in memory
-  (:class:`~dafzarr.zipstore._state.Archive`) and the open transaction.
-- ``_input``: keys checked and encoded as ZIP names; values seen as bytes.
-- ``_lead``: bytes before the archive (a self-extracting stub), which nothing writes over.
-- ``_read``: entries served as zero-copy views, or decoded.
-- ``_space``: byte accounting, CRC checks and the listing of the directory.
-- ``_commit``: the commit protocol: begin, make room, write entries, place the directory,
-  commit or abort; CRC patches of reservations.
-- ``_recover``: loading for writing: trailer, scan, salvage, rollback of a torn tail.
-- ``_open``: mapping the file, the writer's lock, read-only loads that wait out a commit.
-- ``_write``: staging, reserving and deleting entries inside a transaction.
-- ``_copy``: compaction, packing of a directory store, the restart of an emptied archive.
-- ``_handle``: the lock, the mapping and the synchronous operations of a store.
-- ``_store``: :class:`MmapZipStore`, zarr's Store API and the mapping protocol.
+grows; appends, rewrites and deletes keep the file a valid ZIP archive at every instant, so a
+process killed at any point leaves an archive that the next writable open recovers to a prefix
+of what was committed. The implementation lives in ``dafzarr._core.zipstore``.
 """
 
 from __future__ import annotations
 
-from ._space import ArchiveSpace
-from ._store import MmapZipStore
+from .._core.zipstore.space import ArchiveSpace
+from .._core.zipstore.store import MmapZipStore
 
 __all__ = ["ArchiveSpace", "MmapZipStore"]

@@ -1,0 +1,141 @@
+"""Axes of a ZarrDaf: named lists of unique entry names that vectors and matrices run along."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Self
+
+import numpy as np
+
+from ...errors import DafExistsError, DafFormatError, DafMissingError
+from ..casting import unmasked
+from . import layout as lay
+from .names import check_name, entry_positions, join_path
+from .storage import DafStorage
+from .values import as_strings
+
+
+@dataclass(frozen=True)
+class EncodedNames:
+    """An axis' ``count`` entries as the vlen-utf8 ``chunk`` that stores them (checked)."""
+
+    chunk: bytes
+    count: int
+
+
+class Axes(DafStorage):
+    """The axes, their entries and positions; ``_require_axis`` for the properties on them."""
+
+    def _require_axis(self, axis: str) -> None:
+        if not self.has_axis(axis):
+            raise DafMissingError(f"missing axis: {axis}\nin the daf data: {self._name}")
+
+    def has_axis(self, axis: str) -> bool:
+        """Whether the axis exists."""
+        return self._node_kind(join_path("axes", axis)) == "array"
+
+    def axes_set(self) -> set[str]:
+        """The names of all axes."""
+        return {n for n in self._backend.children("axes") if self.has_axis(n)}
+
+    def axis_length(self, axis: str) -> int:
+        """The number of entries of an axis."""
+        self._require_axis(axis)
+        return self._axis_len(axis)
+
+    def _axis_len(self, axis: str) -> int:
+        shape = self._array_info(join_path("axes", axis)).shape
+        return int(shape[0]) if shape else 0
+
+    def axis_np_entries(self, axis: str) -> np.ndarray[Any, Any]:
+        """The axis' entry names, in order (a read-only object array of ``str``)."""
+        self._require_axis(axis)
+        cached = self._axis_cache.get(axis)
+        if cached is None:
+            cached = self._read_array(join_path("axes", axis)).reshape(-1)
+            self._axis_cache[axis] = cached
+        return cached
+
+    axis_np_vector = axis_np_entries
+
+    def axis_dict(self, axis: str) -> dict[str, int]:
+        """Entry name -> 0-based position."""
+        return {str(n): i for i, n in enumerate(self.axis_np_entries(axis))}
+
+    def axis_np_indices(
+        self, axis: str, names: Sequence[str], *, allow_empty: bool = False,
+        allow_missing: bool = False,
+    ) -> np.ndarray[Any, Any]:
+        """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
+        (``allow_missing``) map to -1, else raise."""
+        return entry_positions(self.axis_dict(axis), names, axis, self._name, allow_empty,
+                               allow_missing)
+
+    def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> Self:
+        """Create an axis with unique entry names."""
+        self._check_writable()
+        check_name(axis, "axis")
+        where = f"entries of the axis {axis}\nin the daf data: {self._name}"
+        names = as_strings(unmasked(entries, where), where).reshape(-1)
+        if len(set(names.tolist())) != len(names):
+            raise self._repeated_entries(axis)
+        return self._add_checked_axis(axis, names, overwrite)
+
+    def _repeated_entries(self, axis: str) -> DafFormatError:
+        return DafFormatError(
+            f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"
+        )
+
+    def _add_checked_axis(self, axis: str, names: np.ndarray[Any, Any] | EncodedNames,
+                          overwrite: bool = False) -> Self:
+        """:meth:`add_axis` of entries known to be unique strings."""
+        with self._lock:
+            exists = self.has_axis(axis)
+            if exists:
+                if not overwrite:
+                    raise DafExistsError(f"existing axis: {axis}\nin the daf data: "
+                                         f"{self._name}")
+                self._check_deletable(f"axis {axis}")
+            with self._changing(f"setting the axis {axis}"):
+                if exists:
+                    self.delete_axis(axis)
+                self._write_axis(axis, names)
+        return self
+
+    def _write_axis(self, axis: str, names: np.ndarray[Any, Any] | EncodedNames) -> None:
+        """The axis' entries, and the groups of its vectors and matrices that are missing."""
+        L = self._layout
+        others = sorted(self.axes_set())
+        items: list[tuple[str, Any]] = []
+        for path in itertools.chain(
+            [join_path("vectors", axis), join_path("matrices", axis)],
+            [join_path("matrices", axis, o) for o in [*others, axis]],
+            [join_path("matrices", o, axis) for o in others],
+        ):
+            if self._node_kind(path) is None:
+                items += L.group_docs(path).items()
+        if isinstance(names, EncodedNames):
+            path = join_path("axes", axis)
+            items.append((L.chunk_key(path, 1), names.chunk))
+            items += L.array_docs(path, lay.STRING, (names.count,)).items()
+        else:
+            items += self._array_items(join_path("axes", axis), names, lay.STRING)
+        self._write(items)
+        self._axis_cache.pop(axis, None)
+
+    def delete_axis(self, axis: str, *, must_exist: bool = True) -> Self:
+        """Delete an axis and every vector and matrix along it."""
+        self._check_writable()
+        if self._nothing_to_delete(self.has_axis(axis), must_exist, f"missing axis: {axis}",
+                                   f"axis {axis}"):
+            return self
+        with self._changing(f"deleting the axis {axis}"):
+            self._delete_node(join_path("axes", axis))
+            self._axis_cache.pop(axis, None)
+            self._delete_node(join_path("vectors", axis))
+            self._delete_node(join_path("matrices", axis))
+            for other in self._backend.children("matrices"):
+                self._delete_node(join_path("matrices", other, axis))
+        return self

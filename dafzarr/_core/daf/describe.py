@@ -1,0 +1,78 @@
+"""The description of a ZarrDaf: every property with its type and layout, as data or text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .matrices import Matrices
+from .names import join_path
+from .scalars import Scalars
+from .values import plain
+from .vectors import Vectors
+
+
+class Description(Scalars, Vectors, Matrices):
+    """``summary`` (plain data) and ``description`` (text)."""
+
+    def summary(self) -> dict[str, Any]:
+        """Everything :meth:`description` shows, as plain data (``dafzarr daf describe --json``).
+
+        Keys: ``name``, ``type``, ``path``, ``mode``, ``format`` (the Zarr format), ``scalars``
+        (name -> value), ``axes`` (name -> length), ``vectors`` (``"axis/name"`` -> property)
+        and ``matrices`` (``"rows,columns/name"`` -> property), where a property is a dict
+        with ``dtype``, ``layout`` (``"dense"`` or ``"sparse"``) and, when sparse,
+        ``nonzeros``.
+        """
+        axes = sorted(self.axes_set())
+        return {
+            "name": self._name, "type": "ZarrDaf", "path": self._path, "mode": self._mode,
+            "format": self._layout.zarr_format,
+            "scalars": {s: plain(self.get_scalar(s)) for s in sorted(self.scalars_set())},
+            "axes": {a: self.axis_length(a) for a in axes},
+            "vectors": {
+                f"{a}/{v}": self._property(join_path("vectors", a, v))
+                for a in axes
+                for v in sorted(self.vectors_set(a))
+            },
+            "matrices": {
+                f"{r},{c}/{m}": self._property(join_path("matrices", r, c, m))
+                for r in axes
+                for c in axes
+                for m in sorted(self.matrices_set(r, c, relayout=False))
+            },
+        }
+
+    def description(self) -> str:
+        """A human-readable summary: name, type, path, mode, and every property."""
+        info = self.summary()
+        lines = [f"name: {info['name']}", "type: ZarrDaf", f"path: {info['path']}",
+                 f"mode: {info['mode']}", f"format: zarr v{info['format']}"]
+        for title, items, show in (
+            ("scalars", info["scalars"], repr),
+            ("axes", info["axes"], lambda n: f"{n} entries"),
+            ("vectors", info["vectors"], describe_property),
+            ("matrices", info["matrices"], describe_property),
+        ):
+            if items:
+                lines.append(f"{title}:")
+                lines += [f"  {k}: {show(v)}" for k, v in items.items()]
+        return "\n".join(lines) + "\n"
+
+    def _property(self, path: str) -> dict[str, Any]:
+        """dtype, layout and (sparse) number of nonzeros of the property at ``path``."""
+        if self._node_kind(path) == "array":
+            return {"dtype": str(self._array_info(path).dtype), "layout": "dense"}
+        part = "nzval" if self._node_kind(join_path(path, "nzval")) else "nzind"
+        if self._node_kind(join_path(path, "rowval")):
+            part = "nzval" if self._node_kind(join_path(path, "nzval")) else "rowval"
+        info = self._array_info(join_path(path, part))
+        dt = "bool" if part in ("nzind", "rowval") else str(info.dtype)
+        return {"dtype": dt, "layout": "sparse", "nonzeros": int(info.shape[0])}
+
+
+def describe_property(prop: dict[str, Any]) -> str:
+    """``"float32 dense"`` or ``"bool sparse (12 nonzeros)"``, from :meth:`ZarrDaf.summary`."""
+    if prop["layout"] == "dense":
+        return f"{prop['dtype']} dense"
+    return f"{prop['dtype']} sparse ({prop['nonzeros']} nonzeros)"
+

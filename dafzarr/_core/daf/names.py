@@ -1,0 +1,118 @@
+"""Names and paths of a Daf data set: property names, ``X.daf.zarr``-style paths, data set names.
+
+A property name is one path component of the Zarr layout; :func:`parse_daf_path` tells the
+directory, ZIP, multi-data-set ZIP and HTTP forms apart; :func:`_unique_name` gives each open
+data set a name unique in the process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import DafFormatError, DafMissingError, InvalidArgumentTypeError
+
+METADATA_NAMES = frozenset((".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json"))
+#: The vectors every axis has without storing them.
+RESERVED_VECTORS = ("name", "index")
+
+# --- Names -------------------------------------------------------------------------------------
+
+_NAME_COUNTS: dict[str, int] = {}
+_NAME_LOCK = threading.Lock()
+
+
+def unique_name(prefix: str) -> str:
+    """``prefix`` the first time in this process, then ``prefix#2``, ``prefix#3``, ..."""
+    if "!" in prefix:
+        return prefix
+    with _NAME_LOCK:
+        n = _NAME_COUNTS.get(prefix, 0) + 1
+        _NAME_COUNTS[prefix] = n
+    return prefix if n == 1 else f"{prefix}#{n}"
+
+
+def check_name(name: Any, what: str) -> str:
+    """A name usable as one path component of the layout, or a clear error."""
+    if not isinstance(name, str):
+        raise InvalidArgumentTypeError(
+            f"{what} name must be a str, got {type(name).__name__}: {name!r}"
+        )
+    if not name:
+        raise DafFormatError(f"empty {what} name")
+    if name in (".", ".."):
+        raise DafFormatError(f"invalid {what} name: {name!r} (a relative path component)")
+    if "/" in name or "\0" in name:
+        raise DafFormatError(f"invalid {what} name: {name!r} (contains '/' or NUL)")
+    if name in METADATA_NAMES:
+        raise DafFormatError(f"invalid {what} name: {name!r} (a Zarr metadata name)")
+    return name
+
+
+def entry_positions(positions: dict[str, int], names: Sequence[str], axis: str, daf_name: str,
+                    allow_empty: bool, allow_missing: bool) -> np.ndarray[Any, Any]:
+    """0-based positions of ``names`` in an axis (``positions``: entry -> position); ``""``
+    (``allow_empty``) or unknown names (``allow_missing``) map to -1, else raise."""
+    out = np.empty(len(names), dtype=np.int64)
+    for i, n in enumerate(names):
+        if n in positions:
+            out[i] = positions[n]
+        elif (n == "" and allow_empty) or (n != "" and allow_missing):
+            out[i] = -1
+        else:
+            raise DafMissingError(
+                f"missing entry: {n!r}\nof the axis: {axis}\nin the daf data: {daf_name}")
+    return out
+
+
+# --- Paths -------------------------------------------------------------------------------------
+
+
+def parse_daf_path(path: str | os.PathLike[str]) -> tuple[str, str, str]:
+    """Split a ZarrDaf path into ``(kind, container, group)``.
+
+    ``kind`` is ``"directory"`` (``X.daf.zarr``), ``"zip"`` (``X.daf.zarr.zip``, or
+    ``X.dafs.zarr.zip#/group`` with a non-empty group) or ``"http"`` (``http(s)://...``).
+    """
+    text = os.fspath(path)
+    if text.startswith(("http://", "https://")):
+        return "http", text.rstrip("/"), ""
+    if ".dafs.zarr.zip#/" in text:
+        parts = text.split(".dafs.zarr.zip#/")
+        if len(parts) == 2:
+            group = parts[1].strip("/")
+            if not group:
+                raise DafFormatError(f"empty group name after '#/' in ZarrDaf path: {text}")
+            for part in group.split("/"):
+                check_name(part, "group")
+            return "zip", os.path.abspath(parts[0] + ".dafs.zarr.zip"), group
+    elif ".daf.zarr.zip#" in text:
+        raise DafFormatError(
+            "can't address a sub-daf in a singular ZarrDaf path; use .dafs.zarr.zip#/<group>: "
+            + text
+        )
+    elif text.rstrip("/").endswith(".dafs.zarr.zip"):
+        raise DafFormatError(f"missing '#/<group>' in plural ZarrDaf path: {text}")
+    elif text.endswith(".daf.zarr.zip"):
+        return "zip", os.path.abspath(text), ""
+    elif text.rstrip("/").endswith(".daf.zarr"):
+        return "directory", os.path.abspath(text.rstrip("/")), ""
+    raise DafFormatError(
+        f"can't parse as ZarrDaf path: {text}\nexpected one of: <stem>.daf.zarr, "
+        "<stem>.daf.zarr.zip, <stem>.dafs.zarr.zip#/<group>"
+    )
+
+
+def join_path(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
+def check_not_reserved(axis: str, name: str, daf_name: str) -> None:
+    """Refuse to set the vectors ``name`` and ``index``, which every axis has already."""
+    if name in RESERVED_VECTORS:
+        raise DafFormatError(f"setting the reserved vector: {name}\nfor the axis: {axis}\n"
+                             f"in the daf data: {daf_name}")
