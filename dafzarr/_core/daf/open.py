@@ -82,12 +82,14 @@ def open_backend(
                 f"backend is read-only: {container}"
             )
         return Opened(_open_http(container, http), kind, full)
+    # Modes "w" and "w+" make a new data set aside, so that a crash leaves none or all of it.
+    new = mode in ("w", "w+") and not os.path.lexists(container)
     if kind == "directory":
-        if mode == "w" and _replaceable(container):
+        if new or (mode == "w" and _replaceable(container)):
             return Opened(DirectoryBackend(container, read_only=False, durable=durable),
                           kind, full, aside=True)
         return Opened(_open_directory(container, mode, durable), kind, full)
-    if mode == "w" and not os.path.lexists(container):
+    if new:
         return Opened(_zip_aside(container, group, max_file_size, append_only, lock, durable),
                       kind, full, aside=True)
     backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock,

@@ -51,10 +51,11 @@ class ZarrDaf(Description, Fills, Queries):
         for an in-memory data set.
     mode
         ``"r"`` read-only (writers raise), ``"r+"`` read-write (must exist), ``"w+"``
-        read-write (created if missing), ``"w"`` created or truncated. A directory opened
-        ``"w"`` gets its new, empty data set built beside it, which takes its place with one
-        rename: a crash leaves the old contents (or nothing) or the new data set, never a
-        directory without its group.
+        read-write (created if missing), ``"w"`` created or truncated. A new data set (modes
+        ``"w"`` and ``"w+"``), and a directory opened ``"w"``, is built beside its path and
+        takes its place with one rename (a ZIP opened ``"w"`` is emptied and given its new
+        group in one commit): a crash leaves the old contents (or nothing) or the new data
+        set, never a store without its group.
     name
         The data set's name; default: the stored scalar ``name``, else the full path.
     zarr_format
