@@ -104,7 +104,7 @@ class ContractWrites(ContractAccess):
         axis : str
             The axis' name.
         entries : sequence of str
-            Its unique, non-empty entry names, in order.
+            Its unique entry names, in order.
         overwrite : bool, default False
             Whether an existing axis is replaced (with every property along it deleted).
 
@@ -122,8 +122,10 @@ class ContractWrites(ContractAccess):
             The axis exists and ``overwrite`` is false.
         DafReadOnlyError
             The wrapped data set is read-only.
-        InvalidArgumentError
-            The entries are not unique, or not valid names.
+        DafFormatError
+            The entries are not unique.
+        InvalidArgumentTypeError
+            The entries are not strings.
 
         Examples
         --------
