@@ -280,6 +280,22 @@ def concatenate(
     ------
     DafExistsError, DafMissingError, DafMismatchError, InvalidArgumentError
         Before anything is written: see the specification's rules.
+
+    Examples
+    --------
+    >>> first = dafzarr.memory_daf(name="first").add_axis("cell", ["A", "B"])
+    >>> _ = first.set_vector("cell", "age", [30, 40]).set_scalar("organism", "human")
+    >>> second = dafzarr.memory_daf(name="second").add_axis("cell", ["A", "C"])
+    >>> _ = second.set_vector("cell", "age", [50, 60]).set_scalar("organism", "mouse")
+    >>> both = dafzarr.memory_daf(name="both")
+    >>> dafzarr.concatenate(both, "cell", [first, second], names=["one", "two"], prefix=True,
+    ...                     merge={"organism": dafzarr.MergeAction.CollectAxis})
+    >>> both.axis_np_entries("cell").tolist(), both.get_np_vector("cell", "age").tolist()
+    (['one.A', 'one.B', 'two.A', 'two.C'], [30, 40, 50, 60])
+    >>> both.get_np_vector("cell", "dataset").tolist()
+    ['one', 'one', 'two', 'two']
+    >>> both.get_np_vector("dataset", "organism").tolist()
+    ['human', 'mouse']
     """
     plan = check_arguments(destination, axis, sources, names, dataset_axis, dataset_property,
                            prefix, prefixed, empty, sparse_if_saves_storage_fraction, merge,

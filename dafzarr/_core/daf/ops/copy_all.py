@@ -252,6 +252,52 @@ def copy_all(*, destination: Any, source: Any, empty: Any = None, types: Any = N
     missing ``empty`` values, ``types`` and the conversions they need); on a ZIP
     destination the writes are one commit. Errors name both data sets, the axis and the
     property. ``progress=True`` reports on stderr (or pass a stream).
+
+    Parameters
+    ----------
+    destination : ZarrDaf or writer chain
+        The data set written into.
+    source : ZarrDaf, view or chain
+        The data set read from.
+    empty : mapping or sequence of pairs, optional
+        Fill values by data key, for the entries of the destination's axes that ``source``
+        lacks.
+    types : mapping or sequence of pairs, optional
+        Element types to convert to, by data key.
+    overwrite : bool, default False
+        Whether existing properties are replaced.
+    insist : bool, default True
+        Whether existing properties (without ``overwrite``) are an error rather than
+        skipped.
+    relayout : bool, default True
+        Whether every copied matrix is stored in both layouts.
+    progress : bool or text stream, default False
+        Whether to report progress, on stderr or on the stream given.
+
+    Raises
+    ------
+    DafReadOnlyError
+        ``destination`` is read-only.
+    DafExistsError
+        ``destination`` has a property ``source`` has, without ``overwrite`` and with
+        ``insist``.
+    DafMismatchError
+        An axis of both has entries that cannot be aligned (disjoint, or more entries in
+        the destination without an ``empty`` value for a copied property).
+    UnsafeCastError
+        A value (or an ``empty`` value) does not convert exactly to its ``types`` entry.
+    InvalidArgumentError
+        ``empty`` or ``types`` is malformed (a key that is no data key).
+
+    Examples
+    --------
+    >>> source = dafzarr.memory_daf(name="source").set_scalar("version", 3)
+    >>> _ = source.add_axis("cell", ["A", "B"]).set_vector("cell", "age", [30, 40])
+    >>> destination = dafzarr.memory_daf(name="destination").add_axis("cell", ["B", "A", "C"])
+    >>> dafzarr.copy_all(destination=destination, source=source,
+    ...                  empty={("cell", "age"): -1}, types={"version": "str"})
+    >>> destination.get_scalar("version"), destination.get_np_vector("cell", "age").tolist()
+    ('3', [40, 30, -1])
     """
     if getattr(destination, "read_only", True):
         raise DafReadOnlyError(f"can't modify the read-only daf data: {destination.name}\n"

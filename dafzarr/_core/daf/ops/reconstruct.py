@@ -126,6 +126,37 @@ def reconstruct_axis(
     (``missing used entry: ...``), and its entries and order are kept. Moved vectors keep
     their element type and are deleted from ``existing_axis``. Nothing is written unless
     every check passes.
+
+    Raises
+    ------
+    DafMissingError
+        ``existing_axis`` or its vector ``implicit_axis`` is missing.
+    DafMismatchError
+        A vector of ``implicit_properties`` has several values in one group, a used value
+        is no entry of the existing axis (``missing used entry: ...``), or an entry of an
+        existing axis that no element uses has no ``properties_defaults`` value.
+    DafExistsError
+        The axis exists and already has a vector that would be moved onto it.
+    DafReadOnlyError
+        ``daf`` is read-only.
+    InvalidArgumentError
+        ``implicit_properties`` or ``skipped_properties`` is a string or names the
+        implicit axis, ``properties_defaults`` is malformed, or a default is not of its
+        vector's element type.
+    InvalidArgumentTypeError
+        ``daf`` is not a Daf data set.
+
+    Examples
+    --------
+    >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B", "C", "D"])
+    >>> _ = daf.set_vector("cell", "type", ["T", "B", "", "T"])
+    >>> _ = daf.set_vector("cell", "color", ["red", "blue", "gray", "red"])
+    >>> dafzarr.reconstruct_axis(daf, existing_axis="cell", implicit_axis="type")
+    {'color': 'gray'}
+    >>> daf.axis_np_entries("type").tolist(), daf.get_np_vector("type", "color").tolist()
+    (['B', 'T'], ['blue', 'red'])
+    >>> daf.get_np_query("@ cell : type ?? gray : color").tolist()
+    ['red', 'blue', 'gray', 'red']
     """
     check_daf(daf, f"for reconstructing the axis: {implicit_axis}")
     defaults = _defaults(properties_defaults)
