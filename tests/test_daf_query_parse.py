@@ -164,6 +164,11 @@ def test_user_operations_can_be_registered() -> None:
     assert list(d.get_np_query("@ c : x % DoubleForTest")) == [2.0, 4.0]
 
 
+def test_a_default_not_of_its_type_is_an_argument_error() -> None:
+    with pytest.raises(dafzarr.InvalidArgumentError, match='"x"\nvalue must be: a valid Int32'):
+        Q.IfMissing("x", "Int32")
+
+
 @pytest.mark.parametrize(("text", "dims"), [
     (". ?", -1), ("@ ?", -1), ("@ cell : ?", -1), ("@ cell @ gene :: ?", -1),
     (". version", 0), ("@ cell : age >> Sum", 0), (": age @ cell = A", 0),
