@@ -164,6 +164,13 @@ def test_user_operations_can_be_registered() -> None:
     assert list(d.get_np_query("@ c : x % DoubleForTest")) == [2.0, 4.0]
 
 
+def test_escaping_a_value_that_is_not_text_is_an_argument_type_error() -> None:
+    with pytest.raises(dafzarr.InvalidArgumentTypeError, match="a query value is a str, not int"):
+        dafzarr.escape_value(3)  # type: ignore[arg-type]
+    with pytest.raises(dafzarr.InvalidArgumentTypeError, match="a query value is a str, not int"):
+        dafzarr.unescape_value(3)  # type: ignore[arg-type]
+
+
 def test_a_default_not_of_its_type_is_an_argument_error() -> None:
     with pytest.raises(dafzarr.InvalidArgumentError, match='"x"\nvalue must be: a valid Int32'):
         Q.IfMissing("x", "Int32")

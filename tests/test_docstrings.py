@@ -40,7 +40,6 @@ PENDING: tuple[str, ...] = (
     "dafzarr._core.daf.interface",
     "dafzarr._core.daf.names",
     "dafzarr._core.daf.ops",
-    "dafzarr._core.daf.query",
     "dafzarr._core.daf.view",
     "dafzarr._core.daf.zarrdaf",
     "dafzarr._core.io",

@@ -8,7 +8,8 @@ data sets below (each built in memory by the example itself).
 
 from __future__ import annotations
 
-__all__ = ["EX_AGES", "EX_MASKS", "EX_TYPES", "EX_UMIS", "operation_doc", "registered_doc"]
+__all__ = ["EX_AGES", "EX_MASKS", "EX_TYPES", "EX_UMIS", "operation_doc", "registered_doc",
+           "registered_example"]
 
 #: Three cells with an ``age``.
 EX_AGES = """\
@@ -64,11 +65,21 @@ def registered_doc(summary: str, parameters: str, examples: str, details: str = 
     ``details``, the description of its ``parameters`` (``name (type, default)``: meaning,
     one a line, or ``""`` for none) and ``examples`` (doctest lines)."""
     more = f"\n\n{details}" if details else ""
-    given = parameters or "This operation has no parameters."
-    text = "\n".join("    " + line for line in given.splitlines())
+    items = [line.split(" ", 1) for line in parameters.splitlines()]
+    text = "\n\n" + "\n".join(f"    * ``{name}`` {rest}" for name, rest in items) if items else (
+        "\n    This operation has no parameters.")
     return (f"{summary}{more}\n\nParameters\n----------\n**params : str or float\n"
-            f"    The parameters by name, as given after the operation's name in a query.\n"
+            f"    The parameters by name, as given after the operation's name in a query."
             f"{text}\n\nRaises\n------\nDafQueryParameterError\n"
             f"    If a parameter does not exist for the operation, a required one is missing "
             f"or a value\n    is not valid (not a number, not a type name, out of range).\n\n"
             f"Examples\n--------\n{examples}\n")
+
+
+def registered_example(query: str, result: str, made: str, text: str, setup: str = EX_AGES
+                       ) -> str:
+    """Doctest lines: ``query`` on the data of ``setup`` gives ``result``; the operation
+    ``made`` in code prints as ``text``."""
+    name = made.split("(")[0]
+    return (f"{setup}\n>>> d.get_np_query({query!r})\n{result}\n"
+            f">>> from dafzarr.daf.query import {name}\n>>> str({made})\n{text!r}")
