@@ -104,8 +104,8 @@ class Clamp(EltwiseOperation):
     __doc__ = registered_doc(
         "``% Clamp min x max y``: values below ``min`` become ``min``, above ``max`` become "
         "``max``.",
-        "type (number type, auto): the result type (default: the input's for integer bounds, "
-        "else its float type).\n"
+        "type (number type, auto): the result type (default: the input type for integer "
+        "input and integral bounds, else the float type of the input).\n"
         "min (float, -inf): the least value.\n"
         "max (float, inf): the largest value (more than ``min``).",
         _example("@ cell : age % Clamp min 25 max 40",
