@@ -39,7 +39,6 @@ PENDING: tuple[str, ...] = (
     "dafzarr._core.daf.describe",
     "dafzarr._core.daf.interface",
     "dafzarr._core.daf.names",
-    "dafzarr._core.daf.query",
     "dafzarr._core.daf.view",
     "dafzarr._core.daf.zarrdaf",
     "dafzarr._core.io",

@@ -414,7 +414,7 @@ class Evaluator(Grouping):
             return default.value
         if is_strings(vec.values) and not op.STRINGS:
             raise self.fail(dtype_error("reduction", op.NAME), self.i - 1)
-        out = op.segments(np.asarray(vec.values), np.array([0, n]), np.array([n]))
+        out = op._segments(np.asarray(vec.values), np.array([0, n]), np.array([n]))
         return out[0]
 
     # --- Matrices --------------------------------------------------------------------------
