@@ -20,16 +20,14 @@ from .model import (
     OnUnsupported,
     ScanResult,
     Variable,
-    VirtualArray,
-    VirtualDataset,
     chunk_grid,
     decode_fill,
-    used_groups,
 )
 from .placement import place
 from .scan import DEFAULT_TIMEOUT
 from .sources import scan_many, sources_table
 from .timeunits import rebase_time_coordinates
+from .virtual import VirtualArray, VirtualDataset, used_groups
 from .vrt import placement_from_vrt
 from .write import (
     LEFT_OUT_ATTRIBUTE,

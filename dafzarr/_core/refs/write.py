@@ -24,13 +24,11 @@ from .layout import PLACEMENT_FILE, VALUES_FILE
 from .model import (
     ScanResult,
     Variable,
-    VirtualArray,
-    VirtualDataset,
     chunk_grid,
     dumps,
-    used_groups,
 )
 from .stream import REFS_SCHEMA, ReferenceWriter, check_record_size
+from .virtual import VirtualArray, VirtualDataset, used_groups
 
 __all__ = [
     "LEFT_OUT_ATTRIBUTE",
