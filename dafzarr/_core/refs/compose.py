@@ -378,7 +378,7 @@ def virtualize(
         length along the dimension to be a multiple of its chunk: ``False``. Default: ``True``,
         and with ``inline_threshold=0`` each coordinate as it can be referenced.
     workers
-        ``None``/1: one file at a time; N: N files at once (N helper processes); a
+        ``None``/1: one file at a time; N: N files at once (N scanner processes); a
         ``dask.distributed.Client``: scan on its cluster.
     progress
         Show a progress bar on stderr while scanning several files.

@@ -65,9 +65,9 @@ def scan(
         ``"skip"``: leave such variables out with an
         :class:`~dafzarr.errors.UnsupportedVariableWarning`.
     timeout
-        Seconds the scan may take (default 600). The file is scanned in a helper process
-        (reused from one scan to the next) that is killed when the time is up, so that even
-        a file on which the HDF5 library never returns ends in a
+        Seconds the scan may take (default 600). The scan runs in a scanner process (a
+        ``python`` child, reused from one scan to the next) that is killed when the time is
+        up, so that even a file on which the HDF5 library never returns ends in a
         :class:`~dafzarr.errors.ScanTimeoutError` naming it. ``None``: scan in this process,
         without a deadline.
     storage_options

@@ -224,9 +224,9 @@ def scan_many(
 
     ``workers=None`` or ``1`` scans one file at a time; ``workers=N`` keeps N scans going at
     once; a ``dask.distributed.Client`` runs the scans on its cluster, one task per file, and
-    only Arrow tables travel back. Each file's scan runs in a reused helper process with
+    only Arrow tables travel back. Each file's scan runs in a reused scanner process with
     its own deadline of ``timeout`` seconds (see :func:`dafzarr.refs.scan`), so N workers
-    are N helper processes. Sources may be ``http(s)://`` and ``s3://`` URLs, reached with
+    are N scanner processes. Sources may be ``http(s)://`` and ``s3://`` URLs, reached with
     ``storage_options`` or through an obstore ``store`` (as for :func:`~dafzarr.refs.scan`).
 
     A collection of remote files is bound by the network's latency, not by the scans: the
@@ -235,7 +235,7 @@ def scan_many(
     ``in_flight`` + 1 (a file being scanned reads what was not fetched ahead one request at a
     time; a file ahead makes its HEAD, then fetches the blocks the first file's scan read in
     one ranged request). The scans themselves go to up to
-    :data:`REMOTE_SCAN_PROCESSES` helper processes (2 where the machine has 2 cores or
+    :data:`REMOTE_SCAN_PROCESSES` scanner processes (2 where the machine has 2 cores or
     more), files queued ahead in each.
 
     Parameters
@@ -244,7 +244,7 @@ def scan_many(
         File paths or URLs, or a :func:`mosaic_sources` table (``access`` scanned, ``public``
         written into the references).
     workers
-        ``None`` or 1: one file at a time; N: N files at once (N helper processes); a
+        ``None`` or 1: one file at a time; N: N files at once (N scanner processes); a
         ``dask.distributed.Client``: scan on its cluster.
     progress
         Show a progress bar on stderr.
