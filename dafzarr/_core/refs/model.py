@@ -127,9 +127,8 @@ class Variable:
 
     Raises
     ------
-    KeyError
-        Never on construction; :meth:`ScanResult.__getitem__` raises it for a variable the
-        scan does not hold.
+    TypeError
+        A field missing or unknown (the values themselves are not checked).
 
     Examples
     --------
