@@ -276,7 +276,7 @@ def daf_to_anndata(
     ------
     AnnDataConversionError
         A data set without an AnnData manifest for these axes, and ``obs_axis`` or
-        ``var_axis`` not given; a stored element that cannot be read back as written.
+        ``var_axis`` not given; a manifest of a version this dafzarr does not read.
     DafNotFoundError
         No data set at the path.
     DafMissingError
