@@ -24,11 +24,12 @@ if TYPE_CHECKING:
     from .._core.refs.attrs import HIDDEN_ATTRIBUTES
     from .._core.refs.compose import compose, virtualize
     from .._core.refs.icechunk import to_icechunk
-    from .._core.refs.model import ScanResult, Variable, VirtualArray, VirtualDataset
+    from .._core.refs.model import ScanResult, Variable
     from .._core.refs.placement import PLACEMENT_SCHEMA, place
     from .._core.refs.scan import scan
     from .._core.refs.sources import mosaic_sources, scan_many
     from .._core.refs.stream import ReferenceWriter
+    from .._core.refs.virtual import VirtualArray, VirtualDataset
     from .._core.refs.write import REFS_SCHEMA, as_virtual, to_kerchunk_json, write_parquet
 
 __all__ = [
@@ -60,8 +61,8 @@ _SOURCE = {
     "ReferenceWriter": "stream",
     "ScanResult": "model",
     "Variable": "model",
-    "VirtualArray": "model",
-    "VirtualDataset": "model",
+    "VirtualArray": "virtual",
+    "VirtualDataset": "virtual",
     "as_virtual": "write",
     "compose": "compose",
     "mosaic_sources": "sources",

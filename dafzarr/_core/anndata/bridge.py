@@ -117,6 +117,58 @@ def anndata_to_daf(
     ``X`` names the matrix holding ``adata.X``. Matrices are stored in the layout that is
     their own memory (a CSR ``X`` is the CSC ``var_axis x obs_axis`` matrix, its arrays
     written as they are); ``relayout`` stores the other layout too (never for ``obsp``/``varp``).
+
+    Parameters
+    ----------
+    adata
+        The AnnData object to store (it is not changed).
+    destination
+        The path of the data set to write, or an open writable ZarrDaf to add it to.
+    obs_axis
+        The Daf axis of the observations (``adata.obs_names``).
+    var_axis
+        The Daf axis of the variables (``adata.var_names``).
+    X
+        The name of the ``obs_axis x var_axis`` matrix holding ``adata.X``.
+    mode
+        How a path is opened: ``"w"`` (the default) writes a new data set in place of any
+        there; ``"r+"``/``"w+"`` add to the data set at the path, as :func:`dafzarr.open_daf`.
+    zarr_format
+        The Zarr format of a new data set (2 or 3).
+    relayout
+        Also store each matrix in the other layout (rows and columns swapped).
+
+    Returns
+    -------
+    ZarrDaf
+        The data set written, open ``r+`` (``destination`` itself when it was a ZarrDaf).
+
+    Raises
+    ------
+    AnnDataConversionError
+        An element Daf cannot hold as it is, ``obs_axis`` equal to ``var_axis``, or (adding
+        to a data set) a property the destination holds already; the message names the
+        element, and nothing is written.
+    DafNotFoundError
+        ``mode="r+"`` and no data set at the path.
+    InvalidArgumentError
+        An unknown ``mode``.
+    DafReadOnlyError
+        ``destination`` is a data set opened read-only.
+
+    Examples
+    --------
+    >>> import anndata
+    >>> import pandas as pd
+    >>> from dafzarr.anndata import anndata_to_daf, daf_to_anndata
+    >>> adata = anndata.AnnData(
+    ...     X=np.arange(6, dtype="f4").reshape(2, 3), obs=pd.DataFrame(index=["c0", "c1"]),
+    ...     var=pd.DataFrame({"chromosome": ["1", "2", "X"]}, index=["g0", "g1", "g2"]))
+    >>> daf = anndata_to_daf(adata, "cells.daf.zarr")
+    >>> sorted(daf.axes_set()), daf.get_np_vector("gene", "chromosome").tolist()
+    (['cell', 'gene'], ['1', '2', 'X'])
+    >>> daf_to_anndata(daf).X.tolist()
+    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     """
     if isinstance(destination, ZarrDaf) or mode != "w":
         daf = destination if isinstance(destination, ZarrDaf) else open_daf(
@@ -194,6 +246,55 @@ def daf_to_anndata(
     written by DataAxesFormats.jl) is read with the plain mapping: ``X`` (default
     ``"UMIs"``) names the matrix that becomes ``adata.X``, the other ``obs x var`` matrices
     become layers; ``layers``, ``obsm``, ``obsp`` and ``uns`` switch those parts off.
+
+    Parameters
+    ----------
+    daf
+        A data set's path, or any Daf reader.
+    obs_axis
+        The axis of the observations (default: the one :func:`anndata_to_daf` wrote; needed
+        for any other data set).
+    var_axis
+        The axis of the variables (same default).
+    X
+        The matrix that becomes ``adata.X`` in the plain mapping (default ``"UMIs"``).
+    layers
+        Read the other ``obs x var`` matrices as layers.
+    obsm
+        Read the ``obsm``/``varm`` matrices.
+    obsp
+        Read the ``obsp``/``varp`` matrices.
+    uns
+        Read the scalars (and what :func:`anndata_to_daf` stored) into ``uns``.
+
+    Returns
+    -------
+    anndata.AnnData
+        Observations along ``obs_axis``, variables along ``var_axis``.
+
+    Raises
+    ------
+    AnnDataConversionError
+        A data set without an AnnData manifest for these axes, and ``obs_axis`` or
+        ``var_axis`` not given; a manifest of a version this dafzarr does not read.
+    DafNotFoundError
+        No data set at the path.
+    DafMissingError
+        An axis, or the ``X`` matrix of the plain mapping, the data set does not hold.
+
+    Examples
+    --------
+    Any data set, read with the plain mapping:
+
+    >>> from dafzarr.anndata import daf_to_anndata
+    >>> daf = dafzarr.open_daf("plain.daf.zarr", "w")
+    >>> _ = daf.add_axis("cell", ["c0", "c1"])
+    >>> _ = daf.add_axis("gene", ["g0", "g1", "g2"])
+    >>> _ = daf.set_matrix("gene", "cell", "UMIs", np.arange(6.0).reshape(3, 2))
+    >>> _ = daf.set_vector("cell", "batch", ["b0", "b1"])
+    >>> adata = daf_to_anndata(daf, "cell", "gene")
+    >>> adata.X.tolist(), adata.obs["batch"].tolist(), adata.var_names.tolist()
+    ([[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]], ['b0', 'b1'], ['g0', 'g1', 'g2'])
     """
     import anndata
 

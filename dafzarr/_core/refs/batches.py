@@ -23,7 +23,8 @@ import numpy.typing as npt
 
 from ...errors import InvalidArgumentError
 from .layout import METADATA_FILE, VALUES_FILE, refs_file
-from .model import ScanResult, VirtualDataset, chunk_grid
+from .model import ScanResult, chunk_grid
+from .virtual import VirtualDataset
 
 __all__ = ["ArrayRefs", "Batch", "RefsSource", "open_source"]
 
