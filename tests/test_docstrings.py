@@ -30,9 +30,8 @@ PUBLIC_MODULES = ("dafzarr", "dafzarr.zipstore", "dafzarr.arrayfile", "dafzarr.d
 # yet: their docstrings are still being written.
 PENDING: tuple[str, ...] = (
     "dafzarr._core.anndata",
-    "dafzarr._core.arrayfile",
+    "dafzarr._core.arrayfile.file",
     "dafzarr._core.cli",
-    "dafzarr._core.config",
     "dafzarr._core.daf.chain",
     "dafzarr._core.daf.complete",
     "dafzarr._core.daf.copy",
@@ -43,7 +42,6 @@ PENDING: tuple[str, ...] = (
     "dafzarr._core.daf.query",
     "dafzarr._core.daf.view",
     "dafzarr._core.daf.zarrdaf",
-    "dafzarr._core.io",
     "dafzarr._core.refs",
     "dafzarr._core.zipstore",
 )
