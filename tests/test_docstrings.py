@@ -30,7 +30,6 @@ PUBLIC_MODULES = ("dafzarr", "dafzarr.zipstore", "dafzarr.arrayfile", "dafzarr.d
 # yet: their docstrings are still being written.
 PENDING: tuple[str, ...] = (
     "dafzarr._core.anndata",
-    "dafzarr._core.arrayfile.file",
     "dafzarr._core.cli",
     "dafzarr._core.daf.chain",
     "dafzarr._core.daf.complete",
@@ -43,7 +42,6 @@ PENDING: tuple[str, ...] = (
     "dafzarr._core.daf.view",
     "dafzarr._core.daf.zarrdaf",
     "dafzarr._core.refs",
-    "dafzarr._core.zipstore",
 )
 
 
