@@ -15,10 +15,9 @@ import pytest
 
 from dafzarr._core.arrayfile import format as fmt
 from dafzarr._core.arrayfile.allocator import BlockAllocator
-from dafzarr._core.arrayfile.backends import FileRange, MemoryBackend
-from dafzarr._core.arrayfile.cache import DeltaCache
+from dafzarr._core.arrayfile.chunk_reader import ChunkReader
 from dafzarr._core.arrayfile.compact import compact
-from dafzarr._core.arrayfile.config import FileConfig
+from dafzarr._core.arrayfile.fileconfig import FileConfig
 from dafzarr._core.arrayfile.flush import flush
 from dafzarr._core.arrayfile.footer import (
     AttrDict,
@@ -26,7 +25,8 @@ from dafzarr._core.arrayfile.footer import (
     check_stats_entries,
     layer_from_footer,
 )
-from dafzarr._core.arrayfile.reader import ChunkReader
+from dafzarr._core.arrayfile.lru import DeltaCache
+from dafzarr._core.arrayfile.objects import FileRange, MemoryBackend
 from dafzarr._core.arrayfile.records import Layer, Records, new_meta
 from dafzarr._core.arrayfile.sidecars import discover, load_layer, sidecar_number, write_layer
 from dafzarr._core.arrayfile.stats import updated_stats

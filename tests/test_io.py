@@ -478,7 +478,7 @@ def test_an_abandoned_request_does_not_delay_the_exit(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["local", "memory", "obstore"])
 def test_arrayfile_backends_read_through_the_sources(tmp_path: Path, kind: str) -> None:
-    from dafzarr._core.arrayfile.backends import LocalBackend, MemoryBackend, ObstoreBackend
+    from dafzarr._core.arrayfile.objects import LocalBackend, MemoryBackend, ObstoreBackend
 
     backend: Any
     if kind == "local":

@@ -21,9 +21,9 @@ from ..daf.copy import new_destination
 from ..daf.interface import DafReader
 from ..daf.zarrdaf import ZarrDaf, open_daf
 from .columns import decode_frame, encode_frame
+from .escapes import EscapedNames
 from .legacy import legacy_daf_to_anndata
-from .matrices import decode_matrix, encode_matrix
-from .names import EscapedNames
+from .matrix_slots import decode_matrix, encode_matrix
 from .plan import Plan
 from .uns import decode_uns, encode_uns
 

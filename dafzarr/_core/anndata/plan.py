@@ -16,7 +16,7 @@ from ...errors import AnnDataConversionError, DafzarrError
 from ..daf.layout import element_type
 from ..daf.names import check_name
 from ..daf.zarrdaf import ZarrDaf
-from .names import daf_name
+from .escapes import daf_name
 
 __all__ = ["Plan", "daf_dtype"]
 

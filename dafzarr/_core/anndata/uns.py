@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ...errors import AnnDataConversionError
 from .columns import decode_column, decode_frame, encode_column, encode_frame
-from .matrices import decode_matrix, encode_matrix
+from .matrix_slots import decode_matrix, encode_matrix
 from .plan import Plan, daf_dtype
 
 __all__ = ["decode_uns", "encode_uns"]

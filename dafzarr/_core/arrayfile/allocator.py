@@ -15,9 +15,9 @@ from typing import Any
 
 from ...errors import FormatLimitError
 from . import segments as seg
-from .backends import FileRange
-from .cache import DeltaCache
-from .config import FileConfig, MiB
+from .fileconfig import FileConfig, MiB
+from .lru import DeltaCache
+from .objects import FileRange
 from .types import U32_MAX
 
 __all__ = ["BlockAllocator", "SealedBlock"]

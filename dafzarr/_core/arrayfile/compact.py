@@ -13,10 +13,10 @@ import numpy as np
 
 from . import format as fmt
 from .allocator import BlockAllocator
-from .backends import Backend
-from .config import FileConfig
+from .chunk_reader import ChunkReader
+from .fileconfig import FileConfig
 from .footer import Entry
-from .reader import ChunkReader
+from .objects import Backend
 from .records import Records
 from .sidecars import load_layers, write_layer
 from .stats import compute_stats

@@ -45,15 +45,15 @@ from ...errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
 from ..ioerror import Operation, storage_io
 from . import format as fmt
 from .allocator import BlockAllocator
-from .backends import Backend, LocalBackend, MemoryBackend
-from .cache import DeltaCache
+from .chunk_reader import ChunkReader
 from .compact import compact
-from .config import FileConfig
 from .direct import whole_array_runs
+from .fileconfig import FileConfig
 from .flush import flush
 from .footer import layer_from_footer
 from .geometry import chunks_in, clipped, region
-from .reader import ChunkReader
+from .lru import DeltaCache
+from .objects import Backend, LocalBackend, MemoryBackend
 from .records import ArrayInfo, ArrayStats, Layer, Meta, Records, new_meta
 from .sidecars import discover, load_layers, load_stats, resolve_target, write_stats
 from .stats import array_stats, updated_stats

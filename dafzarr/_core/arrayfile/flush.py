@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import format as fmt
 from .allocator import BlockAllocator
-from .backends import Backend
+from .objects import Backend
 from .records import PendingArray, Records, pending_table
 from .sidecars import write_layer
 

@@ -31,8 +31,8 @@ from ...errors import (
 from . import format as fmt
 from . import segments as seg
 from .allocator import SealedBlock
-from .backends import Backend, LocalBackend, ObstoreBackend, Tail
 from .footer import Entry, build_footer, check_stats_entries, corrupt, layer_from_footer
+from .objects import Backend, LocalBackend, ObstoreBackend, Tail
 from .records import Layer
 from .types import U32_MAX
 

@@ -34,7 +34,7 @@ from ..atomic import (
 )
 from ..io import HttpOptions
 from ..zipstore import MmapZipStore
-from ..zipstore import format as zipformat
+from ..zipstore import ziprecords as zipformat
 from .backends import Backend, DirectoryBackend, MemoryBackend
 from .backends_http import HttpBackend
 from .backends_zip import ZipBackend, acquire_zip_store, adopt_zip_store

@@ -32,10 +32,10 @@ from ...errors import (
 )
 from ..ioerror import Operation, storage_io
 from . import commit, read, recover, space, write
-from . import format as zf
 from . import open as _open
-from .copy import CompactMethod, compact_in_place, pack_directory, worth_renewing
+from . import ziprecords as zf
 from .input import as_bytes_view, encode_key
+from .repack import CompactMethod, compact_in_place, pack_directory, worth_renewing
 from .space import ArchiveSpace
 from .state import Archive, Txn
 

@@ -25,7 +25,7 @@ from ...errors import (
     UnsupportedEntryError,
 )
 from ..crc import mapped_crc32
-from . import format as zf
+from . import ziprecords as zf
 from .commit import move_directory
 from .lead import leading_bytes
 from .read import data_offset, decoded

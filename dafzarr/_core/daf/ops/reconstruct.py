@@ -32,7 +32,7 @@ import numpy as np
 
 from ....errors import DafExistsError, DafMismatchError, DafReadOnlyError, InvalidArgumentError
 from ...casting import check_value_fits
-from ..query.values import format_float
+from ..query.literals import format_float
 from ..zarrdaf import ZarrDaf
 from .contract import check_daf
 

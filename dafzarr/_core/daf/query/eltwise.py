@@ -16,8 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import InvalidArgumentError, InvalidArgumentTypeError
+from .literals import float_of, int_of, type_name, unsigned_of
 from .registry import EPS, FLOAT_TYPE, TYPE, EltwiseOperation, Parameter, positive, register_eltwise
-from .values import float_of, int_of, type_name, unsigned_of
 
 __all__ = ["map_values"]
 
@@ -205,7 +205,7 @@ class Significant(EltwiseOperation):
 
 
 def _f(x: float) -> str:
-    from .values import format_value
+    from .literals import format_value
 
     return format_value(x)
 

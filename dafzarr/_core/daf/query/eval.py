@@ -25,7 +25,7 @@ from .cache import Reader
 from .group import Grouping
 from .operations import IfMissing, QueryOperation, QuerySequence
 from .registry import EltwiseOperation, ReduceToColumn, ReductionOperation
-from .state import COMPARISONS, Mat, Vec, compare, dtype_error, empties, is_strings, settle, truth
+from .stack import COMPARISONS, Mat, Vec, compare, dtype_error, empties, is_strings, settle, truth
 
 __all__ = ["Evaluator", "MissingEntryError"]
 

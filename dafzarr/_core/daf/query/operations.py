@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from ....errors import InvalidArgumentError, InvalidArgumentTypeError
+from .literals import TYPES, format_value, guess_value, parse_as, type_name
 from .tokens import escape_value
-from .values import TYPES, format_value, guess_value, parse_as, type_name
 
 __all__ = [
     "NEGATED", "AndMask", "AndNegatedMask", "AsAxis", "Axis", "Bang", "BeginMask",

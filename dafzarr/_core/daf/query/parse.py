@@ -152,7 +152,7 @@ class _Parser:
 
 
 def _type_names() -> set[str]:
-    from .values import TYPES
+    from .literals import TYPES
 
     return set(TYPES)
 

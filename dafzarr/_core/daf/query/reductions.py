@@ -27,6 +27,7 @@ from .grouped import (
     grouped_quantiles,
     index_pair,
 )
+from .literals import float_of, sum_of
 from .registry import (
     EPS,
     FLOAT_TYPE,
@@ -46,7 +47,6 @@ from .scattered import (
     scattered_quantiles,
     scattered_sums,
 )
-from .values import float_of, sum_of
 
 __all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile", "Std",
            "StdN", "Sum", "Var", "VarN"]

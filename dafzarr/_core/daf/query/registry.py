@@ -20,8 +20,8 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from ....errors import DafQueryParameterError
+from .literals import FLOAT_TYPES, TYPES, format_value, parse_as
 from .operations import QueryOperation
-from .values import FLOAT_TYPES, TYPES, format_value, parse_as
 
 Array = np.ndarray[Any, Any]
 
@@ -147,7 +147,7 @@ class RegisteredOperation(QueryOperation):
 
 
 def _type_text(dtype: np.dtype[Any]) -> str:
-    from .values import type_name
+    from .literals import type_name
 
     return type_name(dtype)
 

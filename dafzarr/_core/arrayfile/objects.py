@@ -37,7 +37,7 @@ from ..atomic import (
     unmark_live,
 )
 from ..io import FileSource, MemorySource, ObjectSource, file_version, object_version, same_object
-from ..zipstore.format import unsafe_name_reason
+from ..zipstore.ziprecords import unsafe_name_reason
 
 __all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
 

@@ -49,7 +49,7 @@ from ..atomic import (
 )
 from ..crc import crc32
 from ..progress import Progress
-from . import format as zf
+from . import ziprecords as zf
 from .commit import commit
 from .lead import leading_bytes
 from .read import VIEW_GRACE, raw_records, views_gone

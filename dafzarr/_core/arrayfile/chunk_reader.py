@@ -14,10 +14,10 @@ import numpy as np
 from ...errors import CorruptArrayFileError
 from . import segments as seg
 from .allocator import BlockAllocator
-from .backends import Backend
-from .cache import DeltaCache
 from .footer import corrupt
 from .geometry import clipped
+from .lru import DeltaCache
+from .objects import Backend
 from .records import Layer, Meta
 from .types import decode_chunk
 

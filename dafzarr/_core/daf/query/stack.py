@@ -21,9 +21,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import operations as _ops
+from .literals import TYPES, parse_as, type_name
 from .operations import QueryOperation
 from .registry import Compressed
-from .values import TYPES, parse_as, type_name
 
 __all__ = [
     "COMPARISONS", "Mat", "Vec", "compare", "dtype_error", "empties", "factorize", "fail_type",
