@@ -53,7 +53,7 @@ from .flush import flush
 from .footer import layer_from_footer
 from .geometry import chunks_in, clipped, region
 from .lru import DeltaCache
-from .objects import Backend, LocalBackend, MemoryBackend
+from .objects import ArrayFileStorage, LocalStorage, MemoryStorage
 from .records import ArrayInfo, ArrayStats, Layer, Meta, Records, new_meta
 from .sidecars import discover, load_layers, load_stats, resolve_target, write_stats
 from .stats import array_stats, updated_stats
@@ -96,7 +96,7 @@ class ArrayFile:
     """
 
     def __init__(
-        self, backend: Backend, key: str, hint: str, config: FileConfig, *, _token: object
+        self, backend: ArrayFileStorage, key: str, hint: str, config: FileConfig, *, _token: object
     ) -> None:
         if _token is not _PRIVATE:
             raise InvalidArgumentTypeError(
@@ -149,7 +149,7 @@ class ArrayFile:
     @classmethod
     def create_memory(cls, config: FileConfig | None = None) -> ArrayFile:
         """A file set held in process memory (key ``memory.af``)."""
-        self = cls(MemoryBackend(), "memory.af", "memory.af", config or FileConfig(),
+        self = cls(MemoryStorage(), "memory.af", "memory.af", config or FileConfig(),
                    _token=_PRIVATE)
         self._put_empty_base()
         return self
@@ -378,7 +378,7 @@ class ArrayFile:
     def _spill_dir(self) -> str | None:
         """Where blocks beyond the memory budget go: next to a local file set (same file
         system, so a flush copies them in the kernel), else the temporary directory."""
-        return os.path.dirname(self._key) if isinstance(self._backend, LocalBackend) else None
+        return os.path.dirname(self._key) if isinstance(self._backend, LocalStorage) else None
 
     def _flush(self) -> None:
         if not self._records.pending:

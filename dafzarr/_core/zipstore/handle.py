@@ -6,7 +6,7 @@ Each method takes the lock where it writes, opens the archive on first use, and 
 work to the package's steps with the explicit state (the
 :class:`~dafzarr._core.zipstore.state.Archive` and the mapping): ``open`` and ``recover`` load
 the archive, ``write`` and ``commit`` append and commit, ``read`` serves entries,
-``space`` accounts for bytes, ``copy`` compacts and packs.
+``space`` accounts for bytes, ``repack`` compacts and packs.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ...errors import (
     InvalidArgumentError,
     UnsupportedEntryError,
 )
+from ..aliases import OpenMode
 from ..ioerror import Operation, storage_io
 from . import commit, read, recover, space, write
 from . import open as _open
@@ -42,12 +43,11 @@ from .state import Archive, Txn
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_MAX_FILE_SIZE", "ArchiveHandle", "Mode"]
+__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_MAX_FILE_SIZE", "ArchiveHandle"]
 
 # Below a megabyte, populating a reservation's pages saves less than the call costs.
 _POPULATE_MIN = 1 << 20
 
-Mode = Literal["r", "r+", "w+", "w"]
 MODES: tuple[str, ...] = ("r", "r+", "w+", "w")
 DEFAULT_MAX_FILE_SIZE = 1 << 40
 # Decoded size above which a compressed foreign entry is refused (zip-bomb guard).
@@ -64,7 +64,7 @@ class ArchiveHandle(Store):
     def _configure(
         self,
         path: str | os.PathLike[str],
-        mode: Mode,
+        mode: OpenMode,
         read_only: bool | None,
         max_file_size: int,
         durable: bool,
@@ -92,7 +92,7 @@ class ArchiveHandle(Store):
             )
         super().__init__(read_only=read_only)
         self.path = os.path.abspath(os.fspath(path))
-        self.mode: Mode = mode
+        self.mode: OpenMode = mode
         self.max_file_size = int(max_file_size)
         self.durable = bool(durable)
         self.max_decompressed_size = int(max_decompressed_size)
@@ -406,13 +406,13 @@ class ArchiveHandle(Store):
         fm = self._ensure_open_sync()
         return read.mmap_entry_as(self._archive, fm, key, dtype, shape, order)
 
-    # Compaction and packing (``copy``): ``store.compact()`` compacts an open writable
+    # Compaction and packing (``repack``): ``store.compact()`` compacts an open writable
     # store in place; ``MmapZipStore.compact(path, out=None)`` an archive by path.
     compact = CompactMethod()
     pack = staticmethod(pack_directory)
 
     def _mapped_archive(self) -> tuple[Archive, FileMapping]:
-        """The store's state and its mapping, opened if need be (for ``copy``)."""
+        """The store's state and its mapping, opened if need be (for ``repack``)."""
         return self._archive, self._ensure_open_sync()
 
     def _compact_in_place(self, *, progress: bool = False) -> ArchiveSpace:

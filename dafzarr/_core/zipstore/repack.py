@@ -36,6 +36,7 @@ from ...errors import (
     UnsupportedEntryError,
 )
 from ..addrspace import reservation_error
+from ..aliases import PathLike
 from ..atomic import (
     check_destination,
     copy_mode,
@@ -66,7 +67,6 @@ __all__ = [
     "worth_renewing",
 ]
 
-PathLike = str | os.PathLike[str]
 
 # Files up to this size are read whole (one read, one write); larger ones stream in pieces.
 _BUFFER = 8 << 20

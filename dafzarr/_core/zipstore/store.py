@@ -22,9 +22,10 @@ from ...errors import (
     MissingFileError,
 )
 from ..addrspace import fitting_max_file_size
+from ..aliases import OpenMode
 from ..io import byte_range_bounds
 from . import commit, read, write
-from .handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle, Mode
+from .handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle
 from .input import encode_key
 from .space import ArchiveSpace
 from .write import copy_range
@@ -118,7 +119,7 @@ class MmapZipStore(ArchiveHandle):
     def __init__(
         self,
         path: str | os.PathLike[str],
-        mode: Mode = "r",
+        mode: OpenMode = "r",
         *,
         read_only: bool | None = None,
         max_file_size: int | None = None,

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["QueryCache", "Reader"]
+from ...aliases import Array
 
-Array = np.ndarray[Any, Any]
+__all__ = ["QueryCache", "Reader"]
 
 
 class QueryCache:

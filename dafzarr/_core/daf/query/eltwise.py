@@ -16,12 +16,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import InvalidArgumentError, InvalidArgumentTypeError
+from ...aliases import Array
 from .literals import float_of, int_of, type_name, unsigned_of
 from .registry import EPS, FLOAT_TYPE, TYPE, EltwiseOperation, Parameter, positive, register_eltwise
 
 __all__ = ["map_values"]
-
-Array = np.ndarray[Any, Any]
 
 
 def map_values(values: Any, function: Any, dtype: np.dtype[Any]) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import DafMissingEntryError, DafMissingError, DafQueryError
+from ...aliases import Array
 from . import operations as _ops
 from .cache import Reader
 from .group import Grouping
@@ -29,7 +30,6 @@ from .stack import COMPARISONS, Mat, Vec, compare, dtype_error, empties, is_stri
 
 __all__ = ["Evaluator", "MissingEntryError"]
 
-Array = np.ndarray[Any, Any]
 _COMBINE = {_ops.AndMask: np.logical_and, _ops.AndNegatedMask: np.logical_and,
             _ops.OrMask: np.logical_or, _ops.OrNegatedMask: np.logical_or,
             _ops.XorMask: np.logical_xor, _ops.XorNegatedMask: np.logical_xor}

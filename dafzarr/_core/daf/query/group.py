@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ...aliases import Array
 from .literals import format_value, parse_as, type_name
 from .operations import (
     AsAxis,
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from .cache import Reader
 
 __all__ = ["Grouping"]
-
-Array = np.ndarray[Any, Any]
 
 
 class Grouping:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...aliases import Array
 from .grouped import (
     THREADS,
     grouped_logs,
@@ -50,8 +51,6 @@ from .scattered import (
 
 __all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile", "Std",
            "StdN", "Sum", "Var", "VarN"]
-
-Array = np.ndarray[Any, Any]
 
 
 def _group_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]

@@ -20,10 +20,9 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from ....errors import DafQueryParameterError
+from ...aliases import Array
 from .literals import FLOAT_TYPES, TYPES, format_value, parse_as
 from .operations import QueryOperation
-
-Array = np.ndarray[Any, Any]
 
 __all__ = [
     "ELTWISE",

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from ...aliases import Array
 from . import operations as _ops
 from .literals import TYPES, parse_as, type_name
 from .operations import QueryOperation
@@ -30,7 +31,6 @@ __all__ = [
     "is_strings", "settle", "truth",
 ]
 
-Array = np.ndarray[Any, Any]
 
 #: The comparison operations, each with its numpy comparison (``None``: regular expressions).
 _NUMERIC: dict[type[QueryOperation], Any] = {
