@@ -36,7 +36,6 @@ from ...errors import (
     UnsupportedEntryError,
 )
 from ..addrspace import reservation_error
-from ..aliases import PathLike
 from ..atomic import (
     check_destination,
     copy_mode,
@@ -346,8 +345,8 @@ class _Store(Protocol):
 
 
 def compact_path(
-    store_type: Callable[[PathLike, str], _Store], path: PathLike, out: PathLike | None = None,
-    *, force: bool = False, progress: bool = False,
+    store_type: Callable[[str | os.PathLike[str], str], _Store], path: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None, *, force: bool = False, progress: bool = False,
 ) -> ArchiveSpace:
     """Compact the archive at ``path``: in place, or into a new archive ``out``.
 
@@ -383,8 +382,8 @@ def compact_path(
 
 class _CompactPath(Protocol):
     def __call__(
-        self, path: PathLike, out: PathLike | None = None, *, force: bool = False,
-        progress: bool = False,
+        self, path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+        force: bool = False, progress: bool = False,
     ) -> ArchiveSpace: ...
 
 
@@ -507,7 +506,8 @@ def _check_zarr_directory(root: str) -> None:
 
 
 def pack_directory(
-    directory: PathLike, out: PathLike, *, force: bool = False, progress: bool = False
+    directory: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool = False,
+    progress: bool = False,
 ) -> ArchiveSpace:
     """Pack a Zarr directory store (v2 or v3) into an aligned MmapZipStore archive ``out``.
 
