@@ -70,7 +70,7 @@ def defined_types(source: str) -> list[str]:
 
 
 def _extension_classes(source: str) -> list[str]:
-    return re.findall(r"^(?:cdef\s+)?class\s+(\w+)", source, flags=re.M)
+    return re.findall(r"^(?:cdef\s+)?class\s+(\w+)", source, flags=re.MULTILINE)
 
 
 def duplicated_types(package: Path, extensions: Path | None = None) -> dict[str, list[str]]:
