@@ -199,8 +199,8 @@ def record(names: list[str], root: str) -> None:
     """Run each ``OPS[name]`` on its data set in ``root/name`` (its base already there),
     recording into ``root/name.pkl``."""
     global _recorder
-    import dafzarr._core.zipstore.copy as copy_module
     import dafzarr._core.zipstore.open as open_module
+    import dafzarr._core.zipstore.repack as copy_module
 
     mapping = _recording_mapping()
     open_module.FileMapping = mapping  # type: ignore[misc]

@@ -30,8 +30,8 @@ from dafzarr import (
     PackSourceError,
 )
 from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
-from dafzarr._core.zipstore import copy as _zipcopy
 from dafzarr._core.zipstore import pack as _zippack
+from dafzarr._core.zipstore import repack as _zipcopy
 from dafzarr.cli import main
 
 from .common import check_archive

@@ -1,6 +1,6 @@
 """``anndata_to_daf`` and ``daf_to_anndata``: one AnnData object as one Daf data set and back.
 
-Every element is planned first (:class:`._plan.Plan`), so an element that cannot be kept
+Every element is planned first (:class:`._plan.ConversionPlan`), so an element that cannot be kept
 raises ``AnnDataConversionError`` before anything is written; the manifest (the string
 scalar ``anndata``, JSON) is written last and tells the reverse direction how to rebuild
 the exact object. A data set without the manifest (one written by DataAxesFormats.jl) is
@@ -21,10 +21,10 @@ from ..daf.copy import new_destination
 from ..daf.interface import DafReader
 from ..daf.zarrdaf import ZarrDaf, open_daf
 from .columns import decode_frame, encode_frame
+from .escapes import EscapedNames
 from .legacy import legacy_daf_to_anndata
-from .matrices import decode_matrix, encode_matrix
-from .names import EscapedNames
-from .plan import Plan
+from .matrix_slots import decode_matrix, encode_matrix
+from .plan import ConversionPlan, Spec
 from .uns import decode_uns, encode_uns
 
 if TYPE_CHECKING:
@@ -39,10 +39,8 @@ _FORMAT = "dafzarr-anndata"
 _VERSION = 2
 _READABLE = (1, 2)
 
-Spec = dict[str, Any]
 
-
-def _mapping(plan: Plan, base: str, items: Any, slot: str, axis_prefix: str) -> list[Any]:
+def _mapping(plan: ConversionPlan, base: str, items: Any, slot: str, axis_prefix: str) -> list[Any]:
     """``obsm``/``varm`` entries: arrays and sparse matrices on an axis ``<prefix><key>``,
     DataFrames as vectors ``<slot>.<key>.<column>`` on ``base``."""
     import pandas as pd
@@ -65,7 +63,7 @@ def _mapping(plan: Plan, base: str, items: Any, slot: str, axis_prefix: str) -> 
     return out
 
 
-def _plan(adata: AnnData, plan: Plan, obs_axis: str, var_axis: str, x_name: str) -> Spec:
+def _plan(adata: AnnData, plan: ConversionPlan, obs_axis: str, var_axis: str, x_name: str) -> Spec:
     if obs_axis == var_axis:
         raise AnnDataConversionError(f"obs_axis and var_axis are both {obs_axis!r}")
     plan.axis(obs_axis, np.asarray(adata.obs_names, dtype=object), "obs_names")
@@ -174,21 +172,21 @@ def anndata_to_daf(
         daf = destination if isinstance(destination, ZarrDaf) else open_daf(
             destination, mode, zarr_format=zarr_format  # type: ignore[arg-type]
         )
-        _write(adata, daf, Plan(daf, relayout), obs_axis, var_axis, X)
+        _write(adata, daf, ConversionPlan(daf, relayout), obs_axis, var_axis, X)
         return daf
-    plan = Plan(None, relayout)
+    plan = ConversionPlan(None, relayout)
     manifest = _plan(adata, plan, obs_axis, var_axis, X)  # refusals before any file exists
     with new_destination(os.fspath(destination), zarr_format, force=True) as new:
         _run(plan, manifest, new)
     return open_daf(destination, "r+")
 
 
-def _write(adata: AnnData, daf: ZarrDaf, plan: Plan, obs_axis: str, var_axis: str,
+def _write(adata: AnnData, daf: ZarrDaf, plan: ConversionPlan, obs_axis: str, var_axis: str,
            x_name: str) -> None:
     _run(plan, _plan(adata, plan, obs_axis, var_axis, x_name), daf)
 
 
-def _run(plan: Plan, manifest: Spec, daf: ZarrDaf) -> None:
+def _run(plan: ConversionPlan, manifest: Spec, daf: ZarrDaf) -> None:
     """Write the planned properties, then the manifest that makes them an AnnData object."""
     plan.reserve_scalar(MANIFEST, "the AnnData manifest")
     plan.run(daf)

@@ -31,9 +31,9 @@ from ...errors import (
     CorruptArrayFileError,
     UnsupportedElementTypeError,
 )
-from .cache import DeltaCache
-from .config import FileConfig
 from .file import ArrayFile
+from .fileconfig import FileConfig
+from .lru import DeltaCache
 from .records import ArrayInfo, ArrayStats
 
 __all__ = [

@@ -26,13 +26,13 @@ from ..ioerror import Operation, storage_io
 from . import arrays, region
 from . import format as fmt
 from .allocator import BlockAllocator
-from .backends import Backend, LocalBackend, MemoryBackend
-from .cache import DeltaCache
+from .chunk_reader import ChunkReader
 from .compact import compact
-from .config import FileConfig
+from .fileconfig import FileConfig
 from .flush import flush
 from .footer import layer_from_footer
-from .reader import ChunkReader
+from .lru import DeltaCache
+from .objects import ArrayFileStorage, LocalStorage, MemoryStorage
 from .records import ArrayStats, Records
 from .region import encode_region
 from .sidecars import discover, load_layers, load_stats, resolve_target, write_stats
@@ -84,7 +84,7 @@ class ArrayFile:
     """
 
     def __init__(
-        self, backend: Backend, key: str, hint: str, config: FileConfig, *, _token: object
+        self, backend: ArrayFileStorage, key: str, hint: str, config: FileConfig, *, _token: object
     ) -> None:
         if _token is not _PRIVATE:
             raise InvalidArgumentTypeError(
@@ -221,7 +221,7 @@ class ArrayFile:
         ...     f.path, f.list_arrays()
         ('memory.af', ['a'])
         """
-        self = cls(MemoryBackend(), "memory.af", "memory.af", config or FileConfig(),
+        self = cls(MemoryStorage(), "memory.af", "memory.af", config or FileConfig(),
                    _token=_PRIVATE)
         self._put_empty_base()
         return self
@@ -424,7 +424,7 @@ class ArrayFile:
     def _spill_dir(self) -> str | None:
         """Where blocks beyond the memory budget go: next to a local file set (same file
         system, so a flush copies them in the kernel), else the temporary directory."""
-        return os.path.dirname(self._key) if isinstance(self._backend, LocalBackend) else None
+        return os.path.dirname(self._key) if isinstance(self._backend, LocalStorage) else None
 
     def _flush(self) -> None:
         if not self._records.pending:

@@ -12,9 +12,9 @@ import numpy as np
 
 from .allocator import BlockAllocator
 from .arrays import Held
+from .chunk_reader import ChunkReader
 from .direct import whole_array_runs
 from .geometry import chunks_in, clipped, region
-from .reader import ChunkReader
 from .records import Layer, Meta, Records
 from .threaded import in_thread
 from .types import as_array, chunk_stats, encode_chunk

@@ -15,7 +15,7 @@ import json
 import math
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -26,15 +26,15 @@ from ...errors import (
     DafMissingError,
     DafReadOnlyError,
 )
+from ..aliases import OpenMode
 from ..ioerror import Operation, storage_io
 from . import layout as lay
-from .backends import ASIDE, Backend
+from .backends import ASIDE, DafBackend
 from .backends_zip import ZipBackend
 from .names import join_path
 from .packed import read_packed
 from .values import StreamedChunk, Transposed, as_strings, metadata_doc
 
-Mode = Literal["r", "r+", "w+", "w"]
 MODES = ("r", "r+", "w+", "w")
 _GROUPS = ("scalars", "axes", "vectors", "matrices")
 
@@ -51,12 +51,12 @@ UNDEF: Any = _Undef()
 class DafStorage:
     """The state and node-level storage work shared by every part of a ZarrDaf."""
 
-    _backend: Backend
-    _layout: lay.Layout
+    _backend: DafBackend
+    _layout: lay.ZarrLayout
     _kind: str
     _path: str
     _name: str
-    _mode: Mode
+    _mode: OpenMode
     _read_only: bool
     _lock: threading.RLock
     _axis_cache: dict[str, np.ndarray[Any, Any]]
@@ -73,7 +73,7 @@ class DafStorage:
 
     def _init_group(self, zarr_format: int, where: str) -> None:
         b = self._backend
-        layout: lay.Layout | None = None
+        layout: lay.ZarrLayout | None = None
         v3_attrs: dict[str, Any] | None = None
         if b.exists(".zgroup"):
             layout = lay.V2
@@ -180,7 +180,7 @@ class DafStorage:
         kind = metadata_doc(doc, path).get("node_type")
         return kind if kind in ("array", "group") else None
 
-    def _array_info(self, path: str) -> lay.ArrayInfo:
+    def _array_info(self, path: str) -> lay.ZarrArrayInfo:
         doc = self._backend.get(self._layout.array_marker(path))
         if doc is None:
             raise DafMissingError(f"missing array: {path}\nin the daf data: {self._name_or_path}")
@@ -234,7 +234,7 @@ class DafStorage:
             return read_packed(info.meta, shard, info.dtype, where)
         return self._read_foreign(path, info)
 
-    def _read_foreign(self, path: str, info: lay.ArrayInfo) -> np.ndarray[Any, Any]:
+    def _read_foreign(self, path: str, info: lay.ZarrArrayInfo) -> np.ndarray[Any, Any]:
         import zarr
 
         store, root = self._backend.zarr_store()
@@ -497,7 +497,7 @@ class DafStorage:
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_array(zarr_format: int, path: str, doc: bytes) -> lay.ArrayInfo:
+def _parse_array(zarr_format: int, path: str, doc: bytes) -> lay.ZarrArrayInfo:
     """Parsed array documents, by content (documents are small; parsing is not)."""
     return lay.layout_for(zarr_format).parse_array(path, doc)
 

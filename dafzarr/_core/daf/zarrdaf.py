@@ -19,10 +19,11 @@ import weakref
 from typing import TYPE_CHECKING, Self
 
 from ...errors import InvalidArgumentError
+from ..aliases import OpenMode
 from ..io import HttpOptions
 from ..ioerror import storage_io
 from . import layout as lay
-from .backends import Backend
+from .backends import DafBackend
 from .backends_zip import ZipBackend
 from .describe import Description
 from .fills import Fills
@@ -30,7 +31,7 @@ from .names import unique_name
 from .open import create_aside, create_zip_aside, open_backend
 from .queries import Queries
 from .query.cache import QueryCache
-from .storage import MODES, Mode
+from .storage import MODES
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -90,7 +91,7 @@ class ZarrDaf(Description, Fills, Queries):
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
-        mode: Mode = "r",
+        mode: OpenMode = "r",
         *,
         name: str | None = None,
         zarr_format: int = 2,
@@ -125,7 +126,7 @@ class ZarrDaf(Description, Fills, Queries):
         self._name = unique_name(base)
 
     def _open(
-        self, path: str | os.PathLike[str] | None, mode: Mode, zarr_format: int,
+        self, path: str | os.PathLike[str] | None, mode: OpenMode, zarr_format: int,
         max_file_size: int | None, append_only: bool, http: HttpOptions | None, lock: bool,
         durable: bool = False,
     ) -> None:
@@ -157,10 +158,10 @@ class ZarrDaf(Description, Fills, Queries):
                 self._backend.close()
             raise
 
-    def _init_aside(self, zarr_format: int) -> Callable[[Backend], None]:
+    def _init_aside(self, zarr_format: int) -> Callable[[DafBackend], None]:
         """Make the new data set's group in ``backend`` (see :func:`create_aside`)."""
 
-        def init(backend: Backend) -> None:
+        def init(backend: DafBackend) -> None:
             self._backend = backend
             self._init_group(zarr_format, self._path)
 
@@ -240,7 +241,7 @@ class ZarrDaf(Description, Fills, Queries):
 
 
 def open_daf(
-    path: str | os.PathLike[str], mode: Mode = "r", *, name: str | None = None,
+    path: str | os.PathLike[str], mode: OpenMode = "r", *, name: str | None = None,
     zarr_format: int = 2, max_file_size: int | None = None, append_only: bool = False,
     http: HttpOptions | None = None, lock: bool = True, durable: bool = False,
 ) -> ZarrDaf:

@@ -16,6 +16,13 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ...errors import IncompatibleSourcesError
+from .kerchunk import (
+    LEFT_OUT_ATTRIBUTE,
+    check_inline_threshold,
+    inline_small_chunks,
+    leave_out_unreferenceable,
+    write_parquet,
+)
 from .model import (
     OnUnsupported,
     ScanResult,
@@ -25,17 +32,10 @@ from .model import (
 )
 from .placement import place
 from .scan import DEFAULT_TIMEOUT
-from .sources import scan_many, sources_table
+from .source_files import scan_many, sources_table
 from .timeunits import rebase_time_coordinates
 from .virtual import VirtualArray, VirtualDataset, used_groups
 from .vrt import placement_from_vrt
-from .write import (
-    LEFT_OUT_ATTRIBUTE,
-    check_inline_threshold,
-    inline_small_chunks,
-    leave_out_unreferenceable,
-    write_parquet,
-)
 
 __all__ = ["compose", "virtualize"]
 

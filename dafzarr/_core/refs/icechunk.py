@@ -40,7 +40,7 @@ _TIMED = ("file", "s3", "gs", "gcs", "az", "abfs")
 
 
 @dataclass
-class _Plan:
+class _IcechunkPlan:
     """What the checking pass found: references per array, and per location the furthest
     byte referenced (and by which array)."""
 
@@ -179,9 +179,9 @@ def _join(prefix: str, name: str) -> str:
     return "/".join(p for p in (prefix, name) if p)
 
 
-def _check_references(source: RefsSource) -> _Plan:
+def _check_references(source: RefsSource) -> _IcechunkPlan:
     """Read every reference once: counts, and the furthest byte per location."""
-    plan = _Plan()
+    plan = _IcechunkPlan()
     for a in source.arrays:
         virtual = native = rows = 0
         for b in a.batches():
@@ -219,7 +219,7 @@ def _check_references(source: RefsSource) -> _Plan:
     return plan
 
 
-def _check_locations(source: RefsSource, plan: _Plan, config: Any) -> None:
+def _check_locations(source: RefsSource, plan: _IcechunkPlan, config: Any) -> None:
     """Every location covered by a virtual chunk container; local files long enough."""
     prefixes = list((config.virtual_chunk_containers or {}).keys())
     urls = [u for u in plan.ends if u != source.values_url]

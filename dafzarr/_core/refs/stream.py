@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from ...errors import InvalidArgumentError, OutputExistsError
 from ..atomic import atomic_directory
-from .layout import METADATA_FILE, refs_file
+from .filenames import METADATA_FILE, refs_file
 from .model import chunk_grid, dumps
 
 __all__ = ["REFS_SCHEMA", "ReferenceWriter", "check_record_size", "refs_table"]

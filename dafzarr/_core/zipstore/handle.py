@@ -7,7 +7,7 @@ Each method takes the lock where it writes, opens the archive on first use, and 
 work to the package's steps with the explicit state (the
 :class:`~dafzarr._core.zipstore.state.Archive` and the mapping): ``open`` and ``recover`` load
 the archive, ``write`` and ``commit`` append and commit, ``read`` serves entries,
-``space`` accounts for bytes, ``copy`` compacts and packs.
+``space`` accounts for bytes, ``repack`` compacts and packs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import threading
 import types
 import weakref
 from collections.abc import Iterable, Iterator
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from zarr.abc.store import Store
 
@@ -29,19 +29,19 @@ from ...errors import (
     EntryNotFoundError,
     InvalidArgumentError,
 )
+from ..aliases import OpenMode
 from ..ioerror import Operation, storage_io
 from . import commit, read, recover, space, write
-from . import format as zf
 from . import open as _open
-from .copy import CompactMethod, compact_in_place, worth_renewing
+from . import ziprecords as zf
 from .input import as_bytes_view, encode_key
 from .pack import pack_directory
+from .repack import CompactMethod, compact_in_place, worth_renewing
 from .space import ArchiveSpace
 from .state import Archive, Txn
 
-__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_MAX_FILE_SIZE", "ArchiveHandle", "Mode"]
+__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_MAX_FILE_SIZE", "ArchiveHandle"]
 
-Mode = Literal["r", "r+", "w+", "w"]
 MODES: tuple[str, ...] = ("r", "r+", "w+", "w")
 DEFAULT_MAX_FILE_SIZE = 1 << 40
 # Decoded size above which a compressed foreign entry is refused (zip-bomb guard).
@@ -58,7 +58,7 @@ class ArchiveHandle(Store):
     def _configure(
         self,
         path: str | os.PathLike[str],
-        mode: Mode,
+        mode: OpenMode,
         read_only: bool | None,
         max_file_size: int,
         durable: bool,
@@ -86,7 +86,7 @@ class ArchiveHandle(Store):
             )
         super().__init__(read_only=read_only)
         self.path = os.path.abspath(os.fspath(path))
-        self.mode: Mode = mode
+        self.mode: OpenMode = mode
         self.max_file_size = int(max_file_size)
         self.durable = bool(durable)
         self.max_decompressed_size = int(max_decompressed_size)
@@ -308,13 +308,13 @@ class ArchiveHandle(Store):
         assert fm is not None
         return read.read_entry(self._archive, fm, e)
 
-    # Compaction and packing (``copy``): ``store.compact()`` compacts an open writable
+    # Compaction and packing (``repack``): ``store.compact()`` compacts an open writable
     # store in place; ``MmapZipStore.compact(path, out=None)`` an archive by path.
     compact = CompactMethod()
     pack = staticmethod(pack_directory)
 
     def _mapped_archive(self) -> tuple[Archive, FileMapping]:
-        """The store's state and its mapping, opened if need be (for ``copy``)."""
+        """The store's state and its mapping, opened if need be (for ``repack``)."""
         return self._archive, self._ensure_open_sync()
 
     def _compact_in_place(self, *, progress: bool = False) -> ArchiveSpace:

@@ -13,6 +13,7 @@ import stat
 from dataclasses import dataclass
 
 from ...errors import MissingFileError, PackSourceError
+from ..aliases import PathLike
 from ..atomic import (
     check_destination,
     locked_temporary,
@@ -22,8 +23,8 @@ from ..atomic import (
 )
 from ..crc import crc32
 from ..progress import Progress
-from . import format as zf
-from .copy import METADATA_NAMES, ArchiveWriter, PathLike
+from . import ziprecords as zf
+from .repack import METADATA_NAMES, ArchiveWriter
 from .space import ArchiveSpace
 
 __all__ = ["pack_directory"]

@@ -14,7 +14,7 @@ from typing import Any
 from ..._posix import FileMapping
 from ...errors import CorruptArchiveError, UnsupportedEntryError
 from ..crc import crc32
-from . import format as zf
+from . import ziprecords as zf
 from .lead import leading_bytes
 from .read import data_offset, read_entry
 from .state import Archive

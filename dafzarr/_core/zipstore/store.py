@@ -11,8 +11,9 @@ from typing import Any
 
 from ...errors import AlreadyOpenError, EntryNotFoundError
 from ..addrspace import fitting_max_file_size
+from ..aliases import OpenMode
 from . import listing, operations, protocol
-from .handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle, Mode
+from .handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle
 from .space import ArchiveSpace
 
 __all__ = ["ArchiveSpace", "MmapZipStore"]
@@ -124,7 +125,7 @@ class MmapZipStore(ArchiveHandle):
     def __init__(
         self,
         path: str | os.PathLike[str],
-        mode: Mode = "r",
+        mode: OpenMode = "r",
         *,
         read_only: bool | None = None,
         max_file_size: int | None = None,

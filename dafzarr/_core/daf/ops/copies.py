@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import DafMissingError, InvalidArgumentError
+from ...aliases import Array
 from ..storage import UNDEF
 from .align import SOURCE_IS_SUBSET, Relation, check_subset, relate_axis
 from .convert import STRING, Target, convert_array, convert_value, element_type_of, target_type
@@ -21,8 +22,6 @@ from .sources import SparseVector, read_vector
 
 __all__ = ["aligned_vector", "check_fraction", "copy_axis", "copy_scalar", "copy_vector", "storable_vector",
            "transfer_vector", "vector_where", "write_vector"]
-
-Array = np.ndarray[Any, Any]
 
 
 def check_fraction(fraction: float) -> None:

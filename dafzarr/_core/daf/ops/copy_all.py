@@ -34,7 +34,7 @@ MatrixKey = tuple[str, str, str]
 
 
 @dataclass
-class _Plan:
+class _CopyAllPlan:
     """What a validated ``copy_all`` writes, in order."""
 
     scalars: list[tuple[str, Any]] = field(default_factory=list)
@@ -105,8 +105,8 @@ def existing_error(what: str, destination: Any) -> DafExistsError:
 
 def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
           types: dict[Any, Any], overwrite: bool, insist: bool, relayout: bool
-          ) -> tuple[_Plan, dict[str, Relation]]:
-    plan = _Plan()
+          ) -> tuple[_CopyAllPlan, dict[str, Relation]]:
+    plan = _CopyAllPlan()
     axes = sorted(source.axes_set())
     relations: dict[str, Relation] = {}
     for axis in axes:
@@ -160,7 +160,7 @@ def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
     return plan, relations
 
 
-def _plan_matrix(plan: _Plan, destination: Any, source: Any, relations: dict[str, Relation],
+def _plan_matrix(plan: _CopyAllPlan, destination: Any, source: Any, relations: dict[str, Relation],
                  rows: str, columns: str, name: str, fill: Any, eltype: Any, overwrite: bool,
                  insist: bool, relayout: bool, *, missing_ok: bool) -> None:
     layouts = relayout and rows != columns
@@ -196,7 +196,7 @@ def _plan_matrix(plan: _Plan, destination: Any, source: Any, relations: dict[str
     plan.matrices.append((rows, columns, name, fill, eltype, layouts))
 
 
-def _plan_tensors(plan: _Plan, destination: Any, source: Any, relations: dict[str, Relation],
+def _plan_tensors(plan: _CopyAllPlan, destination: Any, source: Any, relations: dict[str, Relation],
                   tensors: list[tuple[Any, Any]], types: dict[Any, Any], relayout: bool) -> None:
     """The matrices of the tensors of ``empty`` that neither data set has: filled with the
     tensor's empty value, for each entry of the main axis in the destination."""

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import DafExistsError
+from ...aliases import Array
 from ..storage import UNDEF
 from .align import SOURCE_IS_SUBSET, Relation, check_subset, relate_axis
 from .convert import STRING, Target, convert_array, convert_value, element_type_of, target_type
@@ -25,8 +26,6 @@ from .copies import check_fraction
 from .stored import copy_stored_layouts
 
 __all__ = ["aligned_matrix", "copy_matrix", "copy_tensor", "matrix_where", "transfer_matrix"]
-
-Array = np.ndarray[Any, Any]
 
 
 def matrix_where(source: Any, rows_axis: str, columns_axis: str, name: str,

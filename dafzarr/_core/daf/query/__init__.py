@@ -8,7 +8,7 @@ reductions.
 
 The modules, from the bottom up (each imports only modules listed before it):
 
-- ``values``: element-type names, typed values (``||`` defaults, parameters), their text.
+- ``literals``: element-type names, typed values (``||`` defaults, parameters), their text.
 - ``tokens``: the lexer; ``escape_value`` and ``unescape_value``.
 - ``opdocs``: the numpydoc text shared by the operation classes, and their example data.
 - ``operations``: the operations of a query and its canonical text (:class:`QuerySequence`).
@@ -18,7 +18,7 @@ The modules, from the bottom up (each imports only modules listed before it):
   :func:`register_eltwise`, :func:`register_reduction`).
 - ``parse``: :func:`parse_query` (errors with a caret under the failing token),
   :func:`is_axis_query`; ``shape``: :func:`query_result_dimensions`.
-- ``state``: the vector and matrix states of evaluation; comparisons, ``??`` final values.
+- ``stack``: the vector and matrix states of evaluation; comparisons, ``??`` final values.
 - ``cache``: the per-data-set cache and the reads through the reader API.
 - ``group``, ``eval``: the stack machine over phrases (grouping, counting and matrices in
   ``group``).

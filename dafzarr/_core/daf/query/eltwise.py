@@ -16,14 +16,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import InvalidArgumentError, InvalidArgumentTypeError
+from ...aliases import Array
+from .literals import float_of, int_of, type_name, unsigned_of
 from .opdocs import registered_doc
 from .opdocs import registered_example as _example
 from .registry import EPS, FLOAT_TYPE, TYPE, EltwiseOperation, Parameter, positive, register_eltwise
-from .values import float_of, int_of, type_name, unsigned_of
 
 __all__ = ["map_values"]
-
-Array = np.ndarray[Any, Any]
 
 
 def map_values(values: Any, function: Any, dtype: np.dtype[Any]) -> Any:
@@ -255,7 +254,7 @@ class Significant(EltwiseOperation):
 
 
 def _f(x: float) -> str:
-    from .values import format_value
+    from .literals import format_value
 
     return format_value(x)
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ...aliases import Array
+from .literals import format_value, parse_as, type_name
 from .operations import (
     AsAxis,
     CountBy,
@@ -31,16 +33,13 @@ from .operations import (
     LookupVector,
 )
 from .registry import Compressed, EltwiseOperation, ReduceToColumn, ReduceToRow, ReductionOperation
-from .state import COMPARISONS, Mat, Vec, compare, dtype_error, factorize, is_strings, settle
-from .values import format_value, parse_as, type_name
+from .stack import COMPARISONS, Mat, Vec, compare, dtype_error, factorize, is_strings, settle
 
 if TYPE_CHECKING:
     from ....errors import DafQueryError
     from .cache import Reader
 
 __all__ = ["Grouping"]
-
-Array = np.ndarray[Any, Any]
 
 
 class Grouping:

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from ....errors import InvalidArgumentError, InvalidArgumentTypeError
+from .literals import TYPES, format_value, guess_value, parse_as, type_name
 from .opdocs import EX_AGES, EX_MASKS, EX_TYPES, EX_UMIS, operation_doc
 from .tokens import escape_value
-from .values import TYPES, format_value, guess_value, parse_as, type_name
 
 __all__ = [
     "NEGATED", "AndMask", "AndNegatedMask", "AsAxis", "Axis", "Bang", "BeginMask",

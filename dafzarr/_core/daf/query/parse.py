@@ -187,7 +187,7 @@ class _Parser:
 
 
 def _type_names() -> set[str]:
-    from .values import TYPES
+    from .literals import TYPES
 
     return set(TYPES)
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...aliases import Array
 from .grouped import (
     THREADS,
     grouped_logs,
@@ -27,6 +28,7 @@ from .grouped import (
     grouped_quantiles,
     index_pair,
 )
+from .literals import float_of, sum_of
 from .opdocs import EX_MASKS, registered_doc
 from .opdocs import registered_example as _example
 from .registry import (
@@ -48,12 +50,9 @@ from .scattered import (
     scattered_quantiles,
     scattered_sums,
 )
-from .values import float_of, sum_of
 
 __all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile", "Std",
            "StdN", "Sum", "Var", "VarN"]
-
-Array = np.ndarray[Any, Any]
 
 
 def _group_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]

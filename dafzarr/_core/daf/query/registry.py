@@ -20,11 +20,10 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from ....errors import DafQueryParameterError
+from ...aliases import Array
+from .literals import FLOAT_TYPES, TYPES, format_value, parse_as
 from .operations import QueryOperation
 from .runs import Compressed, Runs
-from .values import FLOAT_TYPES, TYPES, format_value, parse_as
-
-Array = np.ndarray[Any, Any]
 
 __all__ = [
     "ELTWISE",
@@ -203,7 +202,7 @@ class RegisteredOperation(QueryOperation):
 
 
 def _type_text(dtype: np.dtype[Any]) -> str:
-    from .values import type_name
+    from .literals import type_name
 
     return type_name(dtype)
 

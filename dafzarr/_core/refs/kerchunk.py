@@ -20,7 +20,7 @@ import numpy as np
 from ...errors import InvalidArgumentError, VariableLeftOutWarning
 from ..atomic import atomic_file
 from ..ioerror import storage_io
-from .layout import PLACEMENT_FILE, VALUES_FILE
+from .filenames import PLACEMENT_FILE, VALUES_FILE
 from .model import (
     ScanResult,
     Variable,

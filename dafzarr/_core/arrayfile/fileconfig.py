@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import InvalidArgumentError
-from .cache import DeltaCache
+from .lru import DeltaCache
 from .types import U32_MAX
 
 __all__ = ["FileConfig", "MiB"]

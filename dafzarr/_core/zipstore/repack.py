@@ -46,7 +46,7 @@ from ..atomic import (
 )
 from ..crc import crc32
 from ..progress import Progress
-from . import format as zf
+from . import ziprecords as zf
 from .commit import commit
 from .lead import leading_bytes
 from .read import VIEW_GRACE, raw_records, views_gone
@@ -62,7 +62,6 @@ __all__ = [
     "worth_renewing",
 ]
 
-PathLike = str | os.PathLike[str]
 
 # Names of Zarr metadata documents, written first so a reader finds them at the start.
 METADATA_NAMES = frozenset({".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json"})
@@ -340,8 +339,8 @@ class _Store(Protocol):
 
 
 def compact_path(
-    store_type: Callable[[PathLike, str], _Store], path: PathLike, out: PathLike | None = None,
-    *, force: bool = False, progress: bool = False,
+    store_type: Callable[[str | os.PathLike[str], str], _Store], path: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None, *, force: bool = False, progress: bool = False,
 ) -> ArchiveSpace:
     """Compact the archive at ``path``: in place, or into a new archive ``out``.
 
@@ -377,8 +376,8 @@ def compact_path(
 
 class _CompactPath(Protocol):
     def __call__(
-        self, path: PathLike, out: PathLike | None = None, *, force: bool = False,
-        progress: bool = False,
+        self, path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+        force: bool = False, progress: bool = False,
     ) -> ArchiveSpace: ...
 
 
