@@ -302,3 +302,12 @@ def test_errors_that_were_builtins_keep_their_builtin(tmp_path: Path) -> None:
     with pytest.raises(errors.InvalidArgumentTypeError, match="a query is a str") as query:
         dafzarr.parse_query(1)  # type: ignore[arg-type]
     assert isinstance(query.value, TypeError)
+
+
+def test_the_package_root_takes_its_errors_from_the_one_list() -> None:
+    """The package root names no class of ``dafzarr.errors`` itself: it star-imports the
+    module and extends its ``__all__`` with ``errors.__all__``, so a new class is exported
+    (and seen by type checkers) from one list."""
+    text = (ROOT / "dafzarr" / "__init__.py").read_text(encoding="utf-8")
+    assert [n for n in errors.__all__ if re.search(rf"\b{n}\b", text)] == []
+    assert dafzarr.__all__[-len(errors.__all__):] == errors.__all__
