@@ -30,7 +30,7 @@ BASES: tuple[type[errors.DafzarrError], ...] = (
     errors.ArgumentError, errors.StateError, errors.IOFailureError,
 )  # fmt: skip
 #: Classes directly under DafzarrError, outside the bases (each documented as such).
-DIRECT = frozenset({errors.SelfCheckError})
+DIRECT = frozenset({errors.SelfCheckError, errors.DafFormatError})
 
 #: Private signals a module raises and catches itself (never seen by a caller):
 #: (module path, class name).
@@ -311,3 +311,22 @@ def test_the_package_root_takes_its_errors_from_the_one_list() -> None:
     text = (ROOT / "dafzarr" / "__init__.py").read_text(encoding="utf-8")
     assert [n for n in errors.__all__ if re.search(rf"\b{n}\b", text)] == []
     assert dafzarr.__all__[-len(errors.__all__):] == errors.__all__
+
+
+def test_daf_format_errors_say_damaged_or_unsupported(tmp_path: Path) -> None:
+    """A damaged Daf data set raises :class:`~dafzarr.errors.CorruptDafError` (a
+    ``CorruptDataError``), a format version this reader does not handle
+    :class:`~dafzarr.errors.UnsupportedDafError` (an ``UnsupportedError``); both are the
+    ``DafFormatError`` (and ``ValueError``) they were."""
+    root = tmp_path / "x.daf.zarr"
+    dafzarr.open_daf(root, "w").close()
+    (root / "daf" / "0").write_bytes(b"\x02\x00")
+    with pytest.raises(errors.UnsupportedDafError, match="incompatible format version") as new:
+        dafzarr.open_daf(root)
+    assert isinstance(new.value, errors.UnsupportedError | errors.DafFormatError | ValueError)
+    assert not isinstance(new.value, errors.CorruptDataError)
+    (root / "daf" / "0").write_bytes(b"\x01")  # a marker cut short
+    with pytest.raises(errors.CorruptDafError, match="holds 1 bytes, expected 2") as bad:
+        dafzarr.open_daf(root)
+    assert isinstance(bad.value, errors.CorruptDataError | errors.DafFormatError | ValueError)
+    assert not isinstance(bad.value, errors.UnsupportedError)

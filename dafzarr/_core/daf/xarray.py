@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...errors import DafFormatError, UnsupportedVariableWarning
+from ...errors import UnsupportedDafError, UnsupportedVariableWarning
 from . import layout as lay
 from .describe import Description as StoredReader  # the readers of ZarrDaf
 from .interface import DafReader
@@ -107,7 +107,7 @@ def plan_variables(
         if name in drop:
             return False
         if name in owners:
-            raise DafFormatError(
+            raise UnsupportedDafError(
                 f"two Daf properties map to the xarray name {name!r}: the {owners[name]} and "
                 f"the {what}\nin the daf data: {_where(daf)}\npass drop_variables=[{name!r}] to "
                 "leave both out"
