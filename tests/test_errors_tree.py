@@ -52,10 +52,7 @@ PRIVATE_SIGNALS = frozenset({
 
 #: Modules that still raise builtin classes a caller may see (to convert to classes of
 #: dafzarr.errors that keep the builtin as a base).
-NOT_YET: dict[str, tuple[str, ...]] = {
-    "_core/io/local.py": ("ValueError",),
-    "_core/io/memory.py": ("ValueError",),
-}
+NOT_YET: dict[str, tuple[str, ...]] = {}
 
 
 def classes() -> dict[str, type[BaseException]]:
@@ -330,3 +327,20 @@ def test_daf_format_errors_say_damaged_or_unsupported(tmp_path: Path) -> None:
         dafzarr.open_daf(root)
     assert isinstance(bad.value, errors.CorruptDataError | errors.DafFormatError | ValueError)
     assert not isinstance(bad.value, errors.UnsupportedError)
+
+
+def test_a_whole_read_over_its_limit_is_an_argument_error(tmp_path: Path) -> None:
+    """Every byte source refuses a whole read larger than the limit it was given with a
+    class of ``dafzarr.errors`` that still is the ``ValueError`` it was."""
+    from dafzarr._core.io.local import FileSource
+    from dafzarr._core.io.memory import MemorySource
+
+    path = tmp_path / "blob"
+    path.write_bytes(b"x" * 10)
+    local = FileSource(str(path))
+    for source in (local, MemorySource(b"x" * 10, where="blob")):
+        assert bytes(source.read_all(10)) == b"x" * 10
+        with pytest.raises(errors.InvalidArgumentError, match="10 bytes, more than") as big:
+            source.read_all(9)
+        assert isinstance(big.value, ValueError)
+    local.close()
