@@ -344,3 +344,25 @@ def test_a_whole_read_over_its_limit_is_an_argument_error(tmp_path: Path) -> Non
             source.read_all(9)
         assert isinstance(big.value, ValueError)
     local.close()
+
+
+def test_a_hostile_thread_count_from_the_environment_is_an_argument_error() -> None:
+    """The compiled kernels raise classes of ``dafzarr.errors`` too: a
+    ``DAFZARR_NUM_THREADS`` that is not a number fails ``import dafzarr`` with an
+    :class:`~dafzarr.errors.InvalidArgumentError` (still the ``ValueError`` it was)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "try:\n    import dafzarr\n"
+        "except Exception as exc:\n"
+        "    print(' '.join(c.__name__ for c in type(exc).__mro__), '|', exc)\n"
+    )
+    env = {**os.environ, "DAFZARR_NUM_THREADS": "many"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    names, _, message = out.partition(" | ")
+    assert names.split()[:4] == ["InvalidArgumentError", "ArgumentError", "DafzarrError",
+                                 "ValueError"], out
+    assert "DAFZARR_NUM_THREADS must be an integer, not 'many'" in message
