@@ -30,7 +30,7 @@ BASES: tuple[type[errors.DafzarrError], ...] = (
     errors.ArgumentError, errors.StateError, errors.IOFailureError,
 )  # fmt: skip
 #: Classes directly under DafzarrError, outside the bases (each documented as such).
-DIRECT = frozenset({errors.SelfCheckError})
+DIRECT = frozenset({errors.SelfCheckError, errors.DafFormatError})
 
 #: Private signals a module raises and catches itself (never seen by a caller):
 #: (module path, class name).
@@ -52,10 +52,7 @@ PRIVATE_SIGNALS = frozenset({
 
 #: Modules that still raise builtin classes a caller may see (to convert to classes of
 #: dafzarr.errors that keep the builtin as a base).
-NOT_YET: dict[str, tuple[str, ...]] = {
-    "_core/io/local.py": ("ValueError",),
-    "_core/io/memory.py": ("ValueError",),
-}
+NOT_YET: dict[str, tuple[str, ...]] = {}
 
 
 def classes() -> dict[str, type[BaseException]]:
@@ -302,3 +299,70 @@ def test_errors_that_were_builtins_keep_their_builtin(tmp_path: Path) -> None:
     with pytest.raises(errors.InvalidArgumentTypeError, match="a query is a str") as query:
         dafzarr.parse_query(1)  # type: ignore[arg-type]
     assert isinstance(query.value, TypeError)
+
+
+def test_the_package_root_takes_its_errors_from_the_one_list() -> None:
+    """The package root names no class of ``dafzarr.errors`` itself: it star-imports the
+    module and extends its ``__all__`` with ``errors.__all__``, so a new class is exported
+    (and seen by type checkers) from one list."""
+    text = (ROOT / "dafzarr" / "__init__.py").read_text(encoding="utf-8")
+    assert [n for n in errors.__all__ if re.search(rf"\b{n}\b", text)] == []
+    assert dafzarr.__all__[-len(errors.__all__):] == errors.__all__
+
+
+def test_daf_format_errors_say_damaged_or_unsupported(tmp_path: Path) -> None:
+    """A damaged Daf data set raises :class:`~dafzarr.errors.CorruptDafError` (a
+    ``CorruptDataError``), a format version this reader does not handle
+    :class:`~dafzarr.errors.UnsupportedDafError` (an ``UnsupportedError``); both are the
+    ``DafFormatError`` (and ``ValueError``) they were."""
+    root = tmp_path / "x.daf.zarr"
+    dafzarr.open_daf(root, "w").close()
+    (root / "daf" / "0").write_bytes(b"\x02\x00")
+    with pytest.raises(errors.UnsupportedDafError, match="incompatible format version") as new:
+        dafzarr.open_daf(root)
+    assert isinstance(new.value, errors.UnsupportedError | errors.DafFormatError | ValueError)
+    assert not isinstance(new.value, errors.CorruptDataError)
+    (root / "daf" / "0").write_bytes(b"\x01")  # a marker cut short
+    with pytest.raises(errors.CorruptDafError, match="holds 1 bytes, expected 2") as bad:
+        dafzarr.open_daf(root)
+    assert isinstance(bad.value, errors.CorruptDataError | errors.DafFormatError | ValueError)
+    assert not isinstance(bad.value, errors.UnsupportedError)
+
+
+def test_a_whole_read_over_its_limit_is_an_argument_error(tmp_path: Path) -> None:
+    """Every byte source refuses a whole read larger than the limit it was given with a
+    class of ``dafzarr.errors`` that still is the ``ValueError`` it was."""
+    from dafzarr._core.io.local import FileSource
+    from dafzarr._core.io.memory import MemorySource
+
+    path = tmp_path / "blob"
+    path.write_bytes(b"x" * 10)
+    local = FileSource(str(path))
+    for source in (local, MemorySource(b"x" * 10, where="blob")):
+        assert bytes(source.read_all(10)) == b"x" * 10
+        with pytest.raises(errors.InvalidArgumentError, match="10 bytes, more than") as big:
+            source.read_all(9)
+        assert isinstance(big.value, ValueError)
+    local.close()
+
+
+def test_a_hostile_thread_count_from_the_environment_is_an_argument_error() -> None:
+    """The compiled kernels raise classes of ``dafzarr.errors`` too: a
+    ``DAFZARR_NUM_THREADS`` that is not a number fails ``import dafzarr`` with an
+    :class:`~dafzarr.errors.InvalidArgumentError` (still the ``ValueError`` it was)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "try:\n    import dafzarr\n"
+        "except Exception as exc:\n"
+        "    print(' '.join(c.__name__ for c in type(exc).__mro__), '|', exc)\n"
+    )
+    env = {**os.environ, "DAFZARR_NUM_THREADS": "many"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    names, _, message = out.partition(" | ")
+    assert names.split()[:4] == ["InvalidArgumentError", "ArgumentError", "DafzarrError",
+                                 "ValueError"], out
+    assert "DAFZARR_NUM_THREADS must be an integer, not 'many'" in message

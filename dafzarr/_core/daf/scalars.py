@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from ...errors import DafFormatError, DafMissingError
+from ...errors import CorruptDafError, DafMissingError
 from .names import check_name, join_path
 from .storage import UNDEF, DafStorage
 from .values import scalar_array
@@ -30,7 +30,7 @@ class Scalars(DafStorage):
             return default
         arr = self._read_array(join_path("scalars", name))
         if arr.size != 1:
-            raise DafFormatError(f"{self._path}: scalar {name!r} holds {arr.size} values")
+            raise CorruptDafError(f"{self._path}: scalar {name!r} holds {arr.size} values")
         return arr.reshape(-1)[0]
 
     def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> Self:

@@ -8,7 +8,7 @@ from typing import Any, Self
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import DafFormatError, DafMissingError, InvalidArgumentError
+from ...errors import CorruptDafError, DafMissingError, InvalidArgumentError
 from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
@@ -46,7 +46,7 @@ class Vectors(Axes):
         if kind == "array":
             arr = self._read_array(path)
             if arr.shape != (n,):
-                raise DafFormatError(f"{self._path}: vector {path!r} has shape {arr.shape}, "
+                raise CorruptDafError(f"{self._path}: vector {path!r} has shape {arr.shape}, "
                                  f"axis {axis!r} has length {n}")
             return arr
         nzind, nzval = self._sparse_vector(path, n)
@@ -64,13 +64,13 @@ class Vectors(Axes):
         else:
             nzval = np.ones(nzind.size, dtype=np.bool_)
         if nzind.shape != nzval.shape or nzind.ndim != 1:
-            raise DafFormatError(f"{self._path}: sparse vector {path!r}: nzind has shape "
+            raise CorruptDafError(f"{self._path}: sparse vector {path!r}: nzind has shape "
                              f"{nzind.shape} but nzval has shape {nzval.shape}")
         pos = zero_based_indices(nzind, n, f"{self._path}: {path}/nzind")
         if pos.size > 1 and bool(np.any(pos[1:] <= pos[:-1])):
             # a repeated position would make two stored values claim one entry
             at = int(np.argmax(pos[1:] <= pos[:-1])) + 1
-            raise DafFormatError(f"{self._path}: {path}/nzind is not strictly increasing: "
+            raise CorruptDafError(f"{self._path}: {path}/nzind is not strictly increasing: "
                                  f"stored index {int(pos[at]) + 1} at position {at + 1} "
                                  f"follows {int(pos[at - 1]) + 1}")
         return pos, nzval
