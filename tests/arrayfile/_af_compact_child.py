@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/_af_compact_child.py PATH LOG
+    python tests/arrayfile/_af_compact_child.py PATH LOG
 
 Opens the file set at ``PATH`` (made by :func:`create`) and, for ever, writes step ``k``
 (1, 2, ...) into array ``a`` and flushes it, compacting after every third step. ``ready`` is

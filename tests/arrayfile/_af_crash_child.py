@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/_af_crash_child.py PATH KILL_AT
+    python tests/arrayfile/_af_crash_child.py PATH KILL_AT
 
 Runs :func:`script` on the file set at ``PATH``. Every publishing file-system call of the
 backends (``os.link``, ``os.replace``, ``os.unlink``) counts as two points, just before and

@@ -17,12 +17,12 @@ import pytest
 
 from dafzarr import ArrayFile
 from dafzarr._core.arrayfile import sidecars
+from tests.helpers import ROOT
+from tests.helpers.common import kill_when_ready
 
 from . import _af_compact_child as child
-from .common import kill_when_ready
 
 CHILD = Path(child.__file__)
-ROOT = CHILD.parents[1]
 
 
 def _start_compacting(path: Path, log: Path) -> subprocess.Popen[bytes]:

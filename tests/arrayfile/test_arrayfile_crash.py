@@ -1,7 +1,7 @@
 """SIGKILL during flush and compact loses no flushed data (real child processes).
 
-The child (``tests/_af_crash_child.py``) kills itself with SIGKILL right before or right after
-each publishing file-system call (link, rename, unlink) of a script of flushes, compactions,
+The child (``tests/arrayfile/_af_crash_child.py``) kills itself with SIGKILL right before or
+right after each publishing file-system call (link, rename, unlink) of a script of flushes, compactions,
 a delete and a re-definition; another test kills it from outside after random delays. After
 every kill the file set must open and hold everything the child acknowledged, and the open
 removes the temporaries the killed child left, once they are stale (no process holds them).

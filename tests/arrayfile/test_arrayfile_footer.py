@@ -13,8 +13,7 @@ import pytest
 
 from dafzarr._core.arrayfile import format as fmt
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError
-
-from .common import alias_strings, peak_allocation
+from tests.helpers.common import alias_strings, peak_allocation
 
 
 def _norm(x: Any) -> Any:

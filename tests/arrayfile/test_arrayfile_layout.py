@@ -10,15 +10,14 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from .layout_checks import find_cycle, module_problems
-from .layout_checks import siblings as imported_siblings
+from tests.helpers import ROOT
+from tests.helpers.layout_checks import find_cycle, module_problems
+from tests.helpers.layout_checks import siblings as imported_siblings
 
 # Found by path, not imported: a broken import order must fail these tests, not their collection
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "dafzarr" / "_core" / "arrayfile"
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from dafzarr import ArrayFile, FileConfig
-
-from ._moto_s3 import S3Server, moto_s3
+from tests.helpers._moto_s3 import S3Server, moto_s3
 
 
 @pytest.fixture(scope="module")

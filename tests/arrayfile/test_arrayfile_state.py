@@ -28,8 +28,7 @@ from hypothesis.stateful import (
 
 from dafzarr import ArrayFile, FileConfig
 from dafzarr._core.arrayfile import segments as seg
-
-from ._moto_s3 import S3Server, moto_s3
+from tests.helpers._moto_s3 import S3Server, moto_s3
 
 NAMES = ["a", "b", "c"]
 DTYPES = ["i4", "u1", "f8", "str"]

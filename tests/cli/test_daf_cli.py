@@ -13,8 +13,7 @@ import scipy.sparse as sp
 import dafzarr
 from dafzarr.cli import main
 from dafzarr.daf import copy_daf
-
-from .test_daf_format import check_example, fill_example
+from tests.daf.test_daf_format import check_example, fill_example
 
 
 def _source(tmp_path: Path) -> Path:

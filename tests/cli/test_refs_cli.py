@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .test_refs_compose import days
-from .test_refs_storage import N, make_file, put
+from tests.refs.test_refs_compose import days
+from tests.refs.test_refs_storage import N, make_file, put
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -22,11 +22,13 @@ from numcodecs.blosc import Blosc
 from dafzarr._core import codecs
 from dafzarr._core.codecs import METHODS, decode, lookup, zip_method
 from dafzarr.errors import CorruptArchiveError, DafFormatError, DafzarrError
-
-from .common import peak_allocation
-from .layout_checks import check_modules_import_alone, check_no_import_cycle, module_problems
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+from tests.helpers.common import peak_allocation
+from tests.helpers.layout_checks import (
+    check_modules_import_alone,
+    check_no_import_cycle,
+    module_problems,
+)
 
 
 def _raw_deflate(data: bytes) -> bytes:
@@ -219,7 +221,7 @@ def test_codecs_module_is_small_and_documented(module: str) -> None:
 def test_a_zstd_frame_of_unknown_size_inside_the_data_decodes_within_the_claim() -> None:
     """A first frame stating no size that decodes to 4 MiB (RLE blocks), then a small frame,
     under a small claim its headers allow: refused without holding the 4 MiB."""
-    from . import zipbuild as zb
+    from tests.helpers import zipbuild as zb
 
     head = zb.zstd_rle_frame(7, 4 << 20)
     tail = COMPRESS["zstd"](SMALL)

@@ -23,9 +23,8 @@ from dafzarr._core.arrayfile import format as fmt
 from dafzarr._core.codecs import DEFLATE64_MAX_RATIO, DEFLATE_MAX_RATIO, decode, frames
 from dafzarr.arrayfile import ArrayFile, CorruptArrayFileError, FileConfig
 from dafzarr.errors import DafFormatError
-
-from . import zipbuild as zb
-from .common import peak_allocation
+from tests.helpers import zipbuild as zb
+from tests.helpers.common import peak_allocation
 
 
 def _frame(data: bytes) -> bytes:

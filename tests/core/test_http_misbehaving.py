@@ -25,8 +25,7 @@ import pytest
 import dafzarr
 from dafzarr import HttpDeadlineError, HttpOptions, HttpReadError, RefusedEntryWarning
 from dafzarr._core.daf.backends_http import HttpBackend
-
-from .common import HttpReplies
+from tests.helpers.common import HttpReplies
 
 N = 20_000  # float64 values: 160,000 bytes, fetched as 10 ranges of 16 KiB
 VALUES = np.random.default_rng(0).random(N)

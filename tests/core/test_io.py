@@ -31,9 +31,9 @@ from dafzarr._core.io import (
 )
 from dafzarr._core.io.object import CONCURRENCY
 from dafzarr.errors import InvalidArgumentError
-
-from ._moto_s3 import S3Server, moto_s3
-from .common import HttpReplies
+from tests.helpers import ROOT
+from tests.helpers._moto_s3 import S3Server, moto_s3
+from tests.helpers.common import HttpReplies
 
 DATA = bytes(range(256)) * 1000  # 256,000 bytes
 FAST = HttpOptions(backoff=0.01, max_wait=0.05)
@@ -470,7 +470,7 @@ def test_an_abandoned_request_does_not_delay_the_exit(tmp_path: Path) -> None:
 
     began = time.monotonic()
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=60, cwd=Path(__file__).parents[1], check=False)
+                          timeout=60, cwd=ROOT, check=False)
     assert proc.returncode == 3, proc.stderr
     assert "within 0.5 s: no complete answer to Range bytes=0-9" in proc.stdout
     assert time.monotonic() - began < 30  # the request itself would wait 60 s

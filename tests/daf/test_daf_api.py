@@ -26,8 +26,7 @@ from dafzarr.errors import (
     DafzarrError,
     InvalidArgumentTypeError,
 )
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 # --- Paths and modes ----------------------------------------------------------------------------
 

@@ -15,8 +15,7 @@ import pytest
 
 import dafzarr
 from dafzarr.errors import CorruptArchiveError, RecoveryWarning
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 N = 50_000
 

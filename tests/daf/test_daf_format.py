@@ -17,8 +17,7 @@ from zarr.storage import ZipStore
 
 import dafzarr
 from dafzarr._core.daf.layout import ZmetadataText, decode_strings, encode_strings, zmetadata_doc
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 V2_ZARRAY_KEYS = {"zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value",
                   "order", "filters"}

@@ -18,8 +18,7 @@ import dafzarr
 import dafzarr._core.daf as core
 import dafzarr.daf
 from dafzarr import errors
-
-from .layout_checks import (
+from tests.helpers.layout_checks import (
     Raises,
     check_modules_import_alone,
     check_no_import_cycle,

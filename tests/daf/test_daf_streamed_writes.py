@@ -32,8 +32,7 @@ from dafzarr import MmapZipStore
 from dafzarr._core.daf import backends_zip as _backends_zip
 from dafzarr._core.daf import values as _values
 from dafzarr.errors import CorruptArchiveError, DafFormatError, DafzarrError, RecoveryWarning
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 # The child writes matrices m0, m1, ... until the entry of m2 (its transpose, or its
 # rowval after the colptr of m0, m1 and m2 and the rowval of m0 and m1) has its first block

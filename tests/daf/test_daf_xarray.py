@@ -31,13 +31,13 @@ from dafzarr.errors import (
     InvalidArgumentTypeError,
     UnsupportedVariableWarning,
 )
+from tests.helpers import ROOT
 
 from .daf_helpers import BACKENDS, Backend
 from .test_daf_http import _Quiet
 
 sparse = pytest.importorskip("sparse")
 
-ROOT = Path(__file__).resolve().parents[1]
 FILE_BACKENDS = [b for b in BACKENDS if b[1] is not None]
 
 

@@ -17,8 +17,7 @@ import pytest
 
 import dafzarr
 from dafzarr.errors import CorruptArchiveError, RecoveryWarning
-
-from .common import check_archive
+from tests.helpers.common import check_archive
 
 N = 20_000
 

@@ -27,8 +27,8 @@ from zarr.storage import ZipStore
 
 import dafzarr
 from dafzarr import MmapZipStore
+from tests.helpers.common import check_archive
 
-from .common import check_archive
 from .test_daf_format import check_example, fill_example
 
 Op = Callable[[dafzarr.ZarrDaf], Any]

@@ -18,8 +18,7 @@ import pytest
 import dafzarr
 from dafzarr import ArchiveLockedError, DafzarrError, MmapZipStore
 from dafzarr.errors import RecoveryWarning
-
-from .common import check_archive
+from tests.helpers.common import check_archive
 
 
 def _old(path: Path) -> None:

@@ -37,7 +37,7 @@ def check_archive(
     ``aligned``: the entries whose data must be 8-aligned (default: all).
     ``seven_zip_detects=False``: 7-Zip is told the format (``7z t -tzip``) instead of
     detecting it, for archives that start with dead bytes the store did not renew (see
-    ``tests/test_zipstore_renew.py``).
+    ``tests/zipstore/test_zipstore_renew.py``).
     """
     check_zip_tools_accept(path)
     with zipfile.ZipFile(path) as z:

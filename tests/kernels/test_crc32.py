@@ -16,8 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dafzarr import _posix
+from tests.helpers import ROOT
 
-HEADER = Path(__file__).resolve().parents[1] / "_ext" / "_crc32_kernel.h"
+HEADER = ROOT / "_ext" / "_crc32_kernel.h"
 
 
 def _xpow_mod(n: int) -> int:

@@ -21,8 +21,9 @@ from dafzarr._core.arrayfile import format as af
 from dafzarr._core.zipstore import format as zf
 from dafzarr._core.zipstore.input import encode_key
 from dafzarr.errors import InvalidArgumentError
+from tests.helpers import ROOT
 
-EXT = Path(__file__).resolve().parents[1] / "_ext"
+EXT = ROOT / "_ext"
 needs_tree = pytest.mark.skipif(not EXT.is_dir(), reason="needs the source tree (_ext/)")
 
 

@@ -1,6 +1,6 @@
 """Stores with CRC split over threads: from 128 MiB, ``FileMapping.write_crc32`` copies and
 checksums slices of the entry on several threads through the mapping (below, one pwrite(2)
-path does it, which ``tests/test_crc32.py`` covers from 16 KiB to 50 MiB)."""
+path does it, which ``tests/kernels/test_crc32.py`` covers from 16 KiB to 50 MiB)."""
 
 from __future__ import annotations
 

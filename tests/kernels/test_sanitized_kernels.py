@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,21 +31,21 @@ pytestmark = [
     ),
 ]
 
-# The tests of the kernels and of hostile bytes reaching them.
+# The tests of the kernels and of hostile bytes reaching them (paths under tests/).
 SUITES = [
-    "test_indices.py",
-    "test_groupby.py",
-    "test_groupby_columns.py",
-    "test_vlen.py",
-    "test_transpose.py",
-    "test_arrayfile_footer.py",
-    "test_arrayfile_hostile.py",
-    "test_arrayfile_segments.py",
-    "test_zipstore_cdparse.py",
-    "test_zipstore_hostile.py",
-    "test_refs_scan.py",
-    "test_refs_scan_bound.py",
-    "test_daf_streamed_writes.py",
+    "kernels/test_indices.py",
+    "kernels/test_groupby.py",
+    "kernels/test_groupby_columns.py",
+    "kernels/test_vlen.py",
+    "kernels/test_transpose.py",
+    "arrayfile/test_arrayfile_footer.py",
+    "arrayfile/test_arrayfile_hostile.py",
+    "arrayfile/test_arrayfile_segments.py",
+    "zipstore/test_zipstore_cdparse.py",
+    "zipstore/test_zipstore_hostile.py",
+    "refs/test_refs_scan.py",
+    "refs/test_refs_scan_bound.py",
+    "daf/test_daf_streamed_writes.py",
 ]
 
 SELF_CHECK = """

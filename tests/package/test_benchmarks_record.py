@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.skipif(not (ROOT / "benchmarks" / "record.py").is_file(),
                                 reason="needs the project's source tree")

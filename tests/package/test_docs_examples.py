@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
+
 from .test_public_api import PUBLIC
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PAGES = [*sorted(DOCS.glob("guide/*.rst")), DOCS / "tutorial.rst"]
 SKIP_MARK = "# not run:"

@@ -18,10 +18,9 @@ import pytest
 
 import dafzarr
 from dafzarr import errors
+from tests.helpers import ROOT
+from tests.helpers.layout_checks import Raises
 
-from .layout_checks import Raises
-
-ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "errors.rst"
 
 #: The bases under DafzarrError, each a section of docs/errors.rst.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.skipif(
     not (ROOT / "_ext").is_dir() or not (ROOT / "pyproject.toml").is_file(),

@@ -33,7 +33,8 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 RECIPE = ROOT / "conda-recipe"
 PYPROJECT = ROOT / "pyproject.toml"
 
@@ -430,7 +431,7 @@ def test_stubtest(tmp_path: Path) -> None:
             "mypy.stubtest",
             *sorted(_compiled_modules()),
             "--allowlist",
-            str(ROOT / "tests" / "stubtest_allowlist.txt"),
+            str(ROOT / "tests" / "package" / "stubtest_allowlist.txt"),
             "--mypy-config-file",
             str(config),
         ],
@@ -497,7 +498,7 @@ def test_sdist_ships_sources_and_stubs(tmp_path: Path) -> None:
         "dafzarr/py.typed",
         "conda-recipe/meta.yaml",
         "conda-recipe/build.sh",
-        "tests/stubtest_allowlist.txt",
+        "tests/package/stubtest_allowlist.txt",
     }
     for pattern in (
         "_ext/*.pyx",
@@ -506,7 +507,7 @@ def test_sdist_ships_sources_and_stubs(tmp_path: Path) -> None:
         "_ext/*.h",
         "dafzarr/**/*.py",
         "dafzarr/*.pyi",
-        "tests/*.py",
+        "tests/**/*.py",
     ):
         expected |= {str(p.relative_to(ROOT)) for p in ROOT.glob(pattern)}
     assert {m for m in expected if m.startswith("_ext/") and m.endswith(".pyx")}

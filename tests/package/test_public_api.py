@@ -14,12 +14,12 @@ import re
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 
 import dafzarr
 from dafzarr import errors
+from tests.helpers import ROOT
 
 PUBLIC: dict[str, set[str]] = {
     "dafzarr": {
@@ -374,7 +374,7 @@ def test_every_public_module_is_listed() -> None:
 def test_the_error_table_lists_every_exception_with_its_builtin() -> None:
     """``docs/errors.rst`` has one row per class of :mod:`dafzarr.errors`, naming the built-in
     class an ``except`` clause unaware of dafzarr would catch it as."""
-    doc = Path(__file__).resolve().parents[1] / "docs" / "errors.rst"
+    doc = ROOT / "docs" / "errors.rst"
     if not doc.exists():
         pytest.skip("the docs are not beside the tests")
     text = doc.read_text()

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 README = ROOT / "README.md"
 NETWORK_MARK = "<!-- needs network -->"
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/_publish_child.py REPO STORE PREFIX
+    python tests/refs/_publish_child.py REPO STORE PREFIX
 
 Opens the local Icechunk repository at ``REPO`` (authorizing the container ``PREFIX``),
 publishes the reference store ``STORE`` into its group ``big`` (replacing it) and commits

@@ -20,14 +20,13 @@ import dafzarr._core.refs as core
 import dafzarr.refs
 from dafzarr import errors
 from dafzarr._core.refs import vrt
-
-from .layout_checks import (
+from tests.helpers.layout_checks import (
     Raises,
     check_raises_only_dafzarr_errors,
     find_cycle,
     module_problems,
 )
-from .layout_checks import siblings as imported_siblings
+from tests.helpers.layout_checks import siblings as imported_siblings
 
 PACKAGE = Path(core.__file__).parent
 ROOT = PACKAGE.parents[2]

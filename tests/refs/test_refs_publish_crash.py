@@ -1,4 +1,4 @@
-"""A publishing process killed with SIGKILL (``tests/_publish_child.py``) at several moments,
+"""A publishing process killed with SIGKILL (``tests/refs/_publish_child.py``) at several moments,
 while it writes the references and while it commits: the repository's branch still points at
 a whole commit (the one before, or the new one complete) that reads as it was, and a new
 session publishes and commits again."""

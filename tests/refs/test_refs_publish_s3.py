@@ -13,8 +13,8 @@ import pytest
 
 from dafzarr import refs
 from dafzarr.errors import InvalidArgumentError
+from tests.helpers._moto_s3 import S3Server, moto_s3
 
-from ._moto_s3 import S3Server, moto_s3
 from .test_refs_publish import _open, _same, _series
 
 icechunk = pytest.importorskip("icechunk")

@@ -39,10 +39,11 @@ from dafzarr._core.io.urls import open_source
 from dafzarr._core.refs.scan import scan_reader
 from dafzarr.errors import H5Error, HttpReadError, InvalidArgumentError
 from dafzarr.refs import scan, scan_many, virtualize
-from tests._moto_s3 import moto_s3
-from tests.refs_common import fastparquet_deprecation_ignored, pandas_missing_chunk_workaround
+from tests.helpers import ROOT as REPO
+from tests.helpers._moto_s3 import moto_s3
+from tests.refs.refs_common import fastparquet_deprecation_ignored, pandas_missing_chunk_workaround
 
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(REPO)
 FAST = HttpOptions(deadline=20, attempts=6, backoff=0.01, max_wait=0.05)
 
 

@@ -14,9 +14,10 @@ import pytest
 from dafzarr import errors
 from dafzarr._core.refs.write import as_virtual
 from dafzarr.refs import ReferenceWriter, scan, write_parquet
-from tests.refs_common import open_refs
+from tests.helpers import ROOT as REPO
+from tests.refs.refs_common import open_refs
 
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(REPO)
 
 
 def _netcdf(path: Path) -> Path:

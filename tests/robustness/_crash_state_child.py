@@ -2,8 +2,8 @@
 
 Usage::
 
-    python tests/_crash_state_child.py record ROOT OP...    # record each OP run in ROOT/OP
-    python tests/_crash_state_child.py serve               # open crash states, one a line
+    python tests/robustness/_crash_state_child.py record ROOT OP...  # each OP run in ROOT/OP
+    python tests/robustness/_crash_state_child.py serve             # open crash states, one a line
 
 **Recording.** Most bytes the store writes go through a shared writable mapping (stores
 into it, ``msync``), so a system-call trace does not see them; the data of a ``pwrite`` is

@@ -1,6 +1,6 @@
-"""Child process of ``tests/test_fuzz_parsers.py``: fuzz one parser with hypothesis.
+"""Child process of ``tests/robustness/test_fuzz_parsers.py``: fuzz one parser with hypothesis.
 
-``python -m tests._fuzz_child TARGET EXAMPLES WORKDIR`` builds a small valid input for
+``python -m tests.robustness._fuzz_child TARGET EXAMPLES WORKDIR`` builds a small valid input for
 TARGET, then feeds the parser ``EXAMPLES`` byte-mutated copies of it. Every input must either
 parse or raise a :class:`~dafzarr.DafzarrError`, within ``PER_INPUT_SECONDS`` (a timer signal
 interrupts a hang), with Python allocations (``tracemalloc`` peak) of at most
@@ -70,8 +70,7 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 def _zip(work: Path) -> tuple[bytes, int, Runner]:
     from dafzarr import MmapZipStore
-
-    from . import zipbuild as zb
+    from tests.helpers import zipbuild as zb
 
     plain = b"hello zarr " * 200
     base = zb.build(
@@ -377,7 +376,7 @@ if __name__ == "__main__":
     if any(os.environ.get(k) != v for k, v in ENV.items()):  # read by glibc at start only
         os.execve(
             sys.executable,
-            [sys.executable, "-m", "tests._fuzz_child", *sys.argv[1:]],
+            [sys.executable, "-m", "tests.robustness._fuzz_child", *sys.argv[1:]],
             {**os.environ, **ENV},
         )
     sys.exit(main(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])))

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/_io_error_child.py serve
+    python tests/robustness/_io_error_child.py serve
 
 A fork server: it imports dafzarr once, then reads one JSON request a line from stdin,
 ``{"op": NAME, "path": PATH}`` (with ``"headroom": N``, the operation runs under an

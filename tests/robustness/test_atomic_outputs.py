@@ -21,8 +21,9 @@ import pytest
 
 import dafzarr
 from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
+from tests.helpers import ROOT as REPO
 
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(REPO)
 CHILD = """
 import resource, signal, sys
 limit = int(sys.argv[1])

@@ -17,8 +17,7 @@ from dafzarr.errors import (
     InvalidArgumentTypeError,
     UnsafeCastError,
 )
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 # (stored dtype, data, what the message says)
 REFUSED: list[tuple[str, Any, str]] = [

@@ -4,10 +4,10 @@ Targets: the ZIP store (headers, directory, trailer, compressed entries), ArrayF
 file, its rkyv footer decoded on its own too), Daf metadata documents (``.zattrs``,
 ``.zarray``, ``.zgroup``, ``zarr.json``) and the HDF5 scan of ``dafzarr.refs``. Each input must
 parse or raise a ``DafzarrError`` within a per-input time limit, with bounded allocation (see
-``tests/_fuzz_child.py``). The loop runs in a child process so that a segfault or SIGBUS is a
-failure of this test, reported with its signal and the input, not a crash of pytest; a native
-hang that the child's timer cannot interrupt is ended by the child's watchdog, or else by the
-parent's timeout, and reported with every thread's stack and the input.
+``tests/robustness/_fuzz_child.py``). The loop runs in a child process so that a segfault or
+SIGBUS is a failure of this test, reported with its signal and the input, not a crash of
+pytest; a native hang that the child's timer cannot interrupt is ended by the child's
+watchdog, or else by the parent's timeout, and reported with every thread's stack and the input.
 """
 
 from __future__ import annotations
@@ -20,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
+
 from ._fuzz_child import CURRENT_INPUT
 
-ROOT = Path(__file__).resolve().parent.parent
+# The child, run as a module of this test package (``python -m``) from the repository root.
+CHILD = f"{__package__}._fuzz_child"
 TARGETS = ["zip", "arrayfile", "rkyv", "daf", "hdf5"]
 
 
@@ -37,7 +40,7 @@ def _fuzz(target: str, examples: int, tmp_path: Path, timeout: float) -> None:
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with out.open("wb") as fout, err.open("wb") as ferr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests._fuzz_child", target, str(examples), str(tmp_path)],
+            [sys.executable, "-m", CHILD, target, str(examples), str(tmp_path)],
             cwd=ROOT,
             env=env,
             stdout=fout,
@@ -87,7 +90,7 @@ def test_watchdog_ends_a_native_hang_with_stacks_and_the_input(tmp_path: Path) -
     """An input that hangs where the timer signal cannot interrupt it ends the child with
     every thread's stack printed, and the input is left for the parent to report."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tests._fuzz_child", "native-hang", "10", str(tmp_path)],
+        [sys.executable, "-m", CHILD, "native-hang", "10", str(tmp_path)],
         cwd=ROOT,
         env=_child_env(DAFZARR_FUZZ_WATCHDOG="2"),
         capture_output=True,

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/_commit_child.py PATH
+    python tests/zipstore/_commit_child.py PATH
 
 Opens the archive at ``PATH`` writable and commits until its standard input closes,
 alternating the two

@@ -2,10 +2,10 @@
 
 Usage::
 
-    python tests/_compact_child.py compact ARCHIVE LOG
-    python tests/_compact_child.py pack DIRECTORY OUT LOG
-    python tests/_compact_child.py clear ARCHIVE LOG
-    python tests/_compact_child.py renew ARCHIVE LOG
+    python tests/zipstore/_compact_child.py compact ARCHIVE LOG
+    python tests/zipstore/_compact_child.py pack DIRECTORY OUT LOG
+    python tests/zipstore/_compact_child.py clear ARCHIVE LOG
+    python tests/zipstore/_compact_child.py renew ARCHIVE LOG
 
 ``compact`` compacts ``ARCHIVE`` in place for ever, alternating an open store's
 ``compact()`` and ``MmapZipStore.compact(path)``; ``pack`` packs ``DIRECTORY`` into ``OUT``

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python tests/_crash_child.py op OP PATH [--step NAME] [--nth N]
-    python tests/_crash_child.py random PATH SEED
+    python tests/zipstore/_crash_child.py op OP PATH [--step NAME] [--nth N]
+    python tests/zipstore/_crash_child.py random PATH SEED
 
 ``op`` performs one operation of :data:`OPS` on the archive at ``PATH`` (opened ``"r+"``).
 With ``--step``, a ``dafzarr._core.zipstore.commit.step_hook`` is installed that SIGKILLs this process

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tests/_rewrite_child.py PATH LOG SEED
+    python tests/zipstore/_rewrite_child.py PATH LOG SEED
 
 Opens the archive at ``PATH`` writable and rewrites and deletes a few keys for ever, in
 single writes, deletes and batches chosen by ``SEED`` (see :func:`operations`). Each

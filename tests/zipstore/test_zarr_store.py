@@ -13,8 +13,7 @@ from zarr.core.buffer import Buffer, cpu, default_buffer_prototype
 from zarr.testing.store import StoreTests
 
 from dafzarr import AppendOnlyError, ArchiveLockedError, MmapZipStore
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 
 class TestMmapZipStore(StoreTests[MmapZipStore, cpu.Buffer]):

@@ -16,8 +16,7 @@ import pytest
 
 import dafzarr
 from dafzarr import AddressSpaceError, DafzarrError, MmapZipStore
-
-from .common import check_archive
+from tests.helpers.common import check_archive
 
 # The child limits its address space to what it uses after its imports plus 3 GiB.
 PRELUDE = """

@@ -28,8 +28,7 @@ from dafzarr import (
 )
 from dafzarr._core.zipstore import format as zf
 from dafzarr.errors import InvalidArgumentError
-
-from .common import check_archive, check_zip_tools_accept
+from tests.helpers.common import check_archive, check_zip_tools_accept
 
 EMPTY_HEX = (
     "504b06062c000000000000001e032d00000000000000000000000000000000000000000000000000"

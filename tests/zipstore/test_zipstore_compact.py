@@ -32,8 +32,8 @@ from dafzarr import (
 from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
 from dafzarr._core.zipstore import copy as _zipcopy
 from dafzarr.cli import main
-
-from .common import check_archive
+from tests.helpers import ROOT
+from tests.helpers.common import check_archive
 
 
 def _contents(path: Path) -> dict[str, bytes]:
@@ -473,7 +473,7 @@ def test_pack_onto_a_full_disk_loses_nothing(tmp_path: Path) -> None:
     g.create_array("a", data=np.arange(100_000), chunks=(10_000,), compressors=None)
     out = tmp_path / "out.zip"
     res = subprocess.run([sys.executable, "-c", _FSIZE_CHILD, str(d), str(out)],
-                         capture_output=True, text=True, cwd=Path(__file__).parents[1])
+                         capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr
     assert "StorageIOError 27" in res.stdout and "writing the archive of" in res.stdout
     assert "nothing else was changed" in res.stdout

@@ -21,12 +21,12 @@ import zarr
 from dafzarr import MmapZipStore
 from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
 from dafzarr._core.zipstore import copy as _zipcopy
+from tests.helpers import ROOT
+from tests.helpers.common import check_archive, kill_when_ready
 
 from . import _compact_child as child
-from .common import check_archive, kill_when_ready
 
 CHILD = Path(child.__file__)
-ROOT = CHILD.parents[1]
 
 
 def _run_and_kill(args: list[str], log: Path, delay: float) -> int:

@@ -18,8 +18,7 @@ import dafzarr
 from dafzarr import MmapZipStore
 from dafzarr._core.zipstore import write
 from dafzarr.errors import EntryExistsError
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 
 def _payload(n: int, seed: int = 0) -> bytes:

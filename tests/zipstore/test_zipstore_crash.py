@@ -9,7 +9,7 @@ never modifies the file. See the crash windows and the recovery algorithm of the
 ``mmap-zip-store`` specification (section 9) and the protocol at the top of
 ``dafzarr/zipstore.py``.
 
-The child processes (``tests/_crash_child.py``) spend most of their time importing; the
+The child processes (``tests/zipstore/_crash_child.py``) spend most of their time importing; the
 module-scoped ``runner`` fixture starts all of this module's selected children up front on a
 few worker threads, and each test then checks its own child's outcome in this process.
 """
@@ -34,6 +34,7 @@ import pytest
 
 import dafzarr._core.zipstore.commit as commit_module
 from dafzarr import CorruptArchiveError, MmapZipStore, RecoveryWarning
+from tests.helpers.common import check_archive
 
 from . import _crash_child as child
 from ._crash_child import (
@@ -51,7 +52,6 @@ from ._crash_child import (
     perform,
     random_groups,
 )
-from .common import check_archive
 
 CHILD = str(Path(__file__).with_name("_crash_child.py"))
 SIGKILLED = -9

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from dafzarr import MmapZipStore
-
-from .common import check_archive
+from tests.helpers.common import check_archive
 
 _CHILD = """
 import sys

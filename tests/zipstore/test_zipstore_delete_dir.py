@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from dafzarr import MmapZipStore
-
-from .common import check_archive
+from tests.helpers.common import check_archive
 
 pytestmark = pytest.mark.skipif(not shutil.which("zip"), reason="needs Info-ZIP zip")
 

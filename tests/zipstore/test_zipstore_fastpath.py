@@ -30,8 +30,7 @@ from dafzarr.errors import (
     InvalidArgumentTypeError,
     RecoveryWarning,
 )
-
-from .common import check_archive
+from tests.helpers.common import check_archive
 
 # --- Helpers --------------------------------------------------------------------------------
 

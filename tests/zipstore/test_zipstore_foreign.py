@@ -28,9 +28,8 @@ from dafzarr import (
     UnsafeEntryNameError,
     UnsupportedEntryError,
 )
-
-from . import zipbuild as zb
-from .common import check_zip_tools_accept
+from tests.helpers import zipbuild as zb
+from tests.helpers.common import check_zip_tools_accept
 
 needs_zip = pytest.mark.skipif(shutil.which("zip") is None, reason="Info-ZIP zip is not installed")
 

@@ -36,9 +36,8 @@ from dafzarr import (
     RefusedEntryWarning,
     UnsupportedEntryError,
 )
-
-from . import zipbuild as zb
-from .common import peak_allocation
+from tests.helpers import zipbuild as zb
+from tests.helpers.common import peak_allocation
 
 APPENDED_KEY = "appended/after-open"
 APPENDED = b"a new entry written after a writable open"

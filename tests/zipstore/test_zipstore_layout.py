@@ -26,8 +26,7 @@ from dafzarr._core.zipstore import commit, recover, space
 from dafzarr._core.zipstore import format as _format
 from dafzarr._core.zipstore.state import Archive
 from dafzarr._posix import FileMapping
-
-from .layout_checks import (
+from tests.helpers.layout_checks import (
     Raises,
     check_modules_import_alone,
     check_no_import_cycle,

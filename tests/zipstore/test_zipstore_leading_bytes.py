@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from dafzarr import MmapZipStore
-
-from .common import check_archive
+from tests.helpers.common import check_archive
 
 STUB = b"#!/bin/sh\necho stub ran\nexit 0\n" + bytes(range(256)) * 4
 

@@ -25,8 +25,8 @@ import zarr
 
 from dafzarr import MmapZipStore
 from dafzarr.errors import InvalidArgumentError
+from tests.helpers.common import check_archive
 
-from .common import check_archive
 from .test_zipstore_restart import killed_run, sigkill_rounds
 
 sys.path.insert(0, str(Path(__file__).parent))

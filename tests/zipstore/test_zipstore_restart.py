@@ -27,8 +27,8 @@ from zarr.core.sync import sync
 
 from dafzarr import MmapZipStore, RecoveryWarning
 from dafzarr._core.zipstore import format as zf
+from tests.helpers.common import check_archive
 
-from .common import check_archive
 from .test_zipstore_compact_crash import _check_leftovers, _run_and_kill
 
 
@@ -140,7 +140,7 @@ def test_a_clear_inside_a_batch_commits_with_it(tmp_path: Path) -> None:
 
 
 def killed_run(tmp_path: Path, seed: int, mode: str) -> tuple[Path, dict[str, bytes], int]:
-    """Run ``tests/_compact_child.py MODE`` on a fresh archive, SIGKILL it at a random
+    """Run ``tests/zipstore/_compact_child.py MODE`` on a fresh archive, SIGKILL it at a random
     instant, reopen the archive for writing; its path, its values and the runs completed."""
     rng = random.Random(seed)
     d = tmp_path / f"{mode}{seed}"

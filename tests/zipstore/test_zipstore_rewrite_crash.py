@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from dafzarr import MmapZipStore
+from tests.helpers.common import check_archive, kill_when_ready
 
 from . import _rewrite_child as child
-from .common import check_archive, kill_when_ready
 
 CHILD = Path(child.__file__)
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from dafzarr import MmapZipStore, RecoveryWarning
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 VALUES = {f"k/{i}": bytes([65 + i]) * (200 + 37 * i) for i in range(4)}
 

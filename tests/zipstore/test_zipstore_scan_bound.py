@@ -17,8 +17,7 @@ import pytest
 
 from dafzarr import CorruptArchiveError, MmapZipStore
 from dafzarr._core.zipstore import format as zf
-
-from . import zipbuild as zb
+from tests.helpers import zipbuild as zb
 
 
 class CountingStore(MmapZipStore):

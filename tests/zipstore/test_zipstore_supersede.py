@@ -23,8 +23,7 @@ from zarr.core.buffer import cpu, default_buffer_prototype
 import dafzarr._core.zipstore.commit
 from dafzarr import AppendOnlyError, EntryExistsError, MmapZipStore, RecoveryWarning
 from dafzarr._core.zipstore import format as zf
-
-from .common import check_archive
+from tests.helpers.common import check_archive
 
 
 @pytest.fixture(autouse=True)

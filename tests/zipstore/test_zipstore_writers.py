@@ -32,8 +32,8 @@ from zarr.core.sync import sync
 
 import dafzarr._core.zipstore.commit
 from dafzarr import MmapZipStore
-
-from .common import check_archive
+from tests.helpers import ROOT
+from tests.helpers.common import check_archive
 
 pytestmark = [
     # zarr warns on every consolidated write in format 3 (xarray, anndata and zarr's own
@@ -457,7 +457,7 @@ def test_clear_keeps_the_bytes_readers_map(tmp_path: Path) -> None:
     path = tmp_path / "clear.zip"
     res = subprocess.run([sys.executable, "-c", _CLEAR_UNDER_A_READER, str(path)],
                          capture_output=True, text=True, timeout=300, check=False,
-                         cwd=Path(__file__).resolve().parents[1])
+                         cwd=ROOT)
     assert res.returncode == 0 and res.stdout.strip() == "ok", (res.returncode, res.stderr)
     check_archive(path)
 

@@ -17,8 +17,7 @@ import scipy.sparse as sp
 
 import dafzarr
 from dafzarr.errors import CorruptArchiveError, RecoveryWarning
-
-from .common import check_zip_tools_accept
+from tests.helpers.common import check_zip_tools_accept
 
 CELLS, GENES = 20_000, 200
 

@@ -17,8 +17,7 @@ import pytest
 import dafzarr
 import dafzarr._core.daf.ops as core
 import dafzarr.daf.ops
-
-from .layout_checks import (
+from tests.helpers.layout_checks import (
     check_modules_import_alone,
     check_no_import_cycle,
     check_raises_only_dafzarr_errors,

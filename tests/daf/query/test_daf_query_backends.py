@@ -18,8 +18,7 @@ import pytest
 import scipy.sparse as sp
 
 import dafzarr
-
-from .daf_helpers import BACKENDS, Backend
+from tests.daf.daf_helpers import BACKENDS, Backend
 
 CELLS = ["c1", "c2", "c3", "c4", "c5"]
 GENES = ["g1", "g2", "g3"]
