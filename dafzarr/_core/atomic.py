@@ -116,6 +116,11 @@ def link_descriptor(fd: int, path: str) -> None:
         # a directory descriptor makes os.link call linkat(), which follows the /proc link
         # to the file (plain link() would try to link the symbolic link itself)
         os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd)
+    except FileExistsError:
+        if not _same_file(os.fstat(fd), path):
+            with contextlib.suppress(OSError):
+                os.close(dir_fd)
+            raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.close(dir_fd)
@@ -126,6 +131,16 @@ def link_descriptor(fd: int, path: str) -> None:
     # write the same object again under a second name.
     with contextlib.suppress(OSError):
         os.close(dir_fd)
+
+
+def _same_file(st: os.stat_result, path: str) -> bool:
+    """Whether ``path`` names the file of ``st``: a link that reported ``EEXIST`` although it
+    was made (NFS retries a ``link`` whose reply was lost, and the retry finds the name)."""
+    try:
+        there = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (there.st_dev, there.st_ino) == (st.st_dev, st.st_ino)
 
 
 def mark_live(fd: int) -> bool:
@@ -321,7 +336,9 @@ def publish_file(fd: int, tmp: str, destination: str, force: bool) -> None:
         try:
             os.link(tmp, destination)
         except FileExistsError:
-            raise _exists_error(destination) from None
+            if not _same_file(os.fstat(fd), destination):
+                raise _exists_error(destination) from None
+            os.unlink(tmp)
         except OSError:  # a file system without hard links
             check_destination(destination, force=False)
             os.rename(tmp, destination)
@@ -344,9 +361,12 @@ def publish_new_file(tmp: str, destination: str, sync: bool) -> None:
             os.close(fd)
     try:
         os.link(tmp, destination)
-    except OSError:
-        with _destination_lock(destination):
-            os.rename(tmp, destination)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError) and _same_file(os.stat(tmp), destination):
+            os.unlink(tmp)  # the link was made; its reply was lost (NFS)
+        else:
+            with _destination_lock(destination):
+                os.rename(tmp, destination)
     else:
         os.unlink(tmp)
     if sync:
