@@ -103,7 +103,7 @@ def adapter(daf: Any, *, input_axes: Any = None, input_data: Any = None,
     ...         output_data={("cell", "years"): "@ obs : years"}) as adapted:
     ...     _ = adapted.set_vector("obs", "years", adapted.get_np_vector("obs", "age") + 1)
     ...     print(adapted.name, sorted(adapted.axes_set()))
-    cells.adapted ['obs']
+    cells...adapted ['obs']
     >>> daf.get_np_vector("cell", "years").tolist(), sorted(daf.axes_set())
     ([31, 41], ['cell'])
     """
