@@ -1,10 +1,12 @@
 """The storage under a ZarrDaf: its group, its nodes, its writes and its consolidated metadata.
 
-:class:`DafStorage` declares the state every part of :class:`~dafzarr.daf.ZarrDaf` relies on
-and does the node-level work: make a new or adopted group a Daf data set, tell arrays from
-groups, read an array (zero-copy when its single chunk is stored uncompressed), write and
-delete nodes as one change (one ZIP commit), and keep a directory's consolidated metadata
-(``.zmetadata``, or ``consolidated_metadata`` in the v3 root ``zarr.json``) in step.
+:class:`DafStorage`, the part of :class:`~dafzarr.daf.ZarrDaf` the other parts are handed,
+owns the state every write shares (the backend, the layout, the lock, the change counter and
+the consolidated metadata) and does the node-level work: make a new or adopted group a Daf
+data set, tell arrays from groups, read an array (zero-copy when its single chunk is stored
+uncompressed), write and delete nodes as one change (one ZIP commit), and keep a directory's
+consolidated metadata (``.zmetadata``, or ``consolidated_metadata`` in the v3 root
+``zarr.json``) in step.
 """
 
 from __future__ import annotations
