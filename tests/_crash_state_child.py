@@ -32,7 +32,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -199,8 +199,8 @@ def record(names: list[str], root: str) -> None:
     """Run each ``OPS[name]`` on its data set in ``root/name`` (its base already there),
     recording into ``root/name.pkl``."""
     global _recorder
-    import dafzarr._core.zipstore.copy as copy_module
     import dafzarr._core.zipstore.open as open_module
+    import dafzarr._core.zipstore.repack as copy_module
 
     mapping = _recording_mapping()
     open_module.FileMapping = mapping  # type: ignore[misc]
@@ -272,14 +272,19 @@ def _create_zip(path: str) -> None:
         ack()
 
 
-def _create_daf(path: str) -> None:
+def _create_daf(path: str, mode: Literal["w", "w+"] = "w") -> None:
     """A new data set (nothing before), with an axis and a vector."""
-    with open_daf(path, "w", durable=True) as d:
+    with open_daf(path, mode, durable=True) as d:
         ack()
         d.add_axis("cell", CELLS)
         ack()
         d.set_vector("cell", "age", np.arange(6, dtype=np.int32))
         ack()
+
+
+def _create_daf_rw(path: str) -> None:
+    """A new data set made by mode ``"w+"`` (nothing before), with an axis and a vector."""
+    _create_daf(path, "w+")
 
 
 def _truncate_daf(path: str) -> None:
@@ -442,6 +447,8 @@ def _ops() -> dict[str, Op]:
             ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf(body),
                           daf_snapshot))
         ops.append(Op(f"daf-{kind}-create", file_name, _nothing, _create_daf,
+                      _absent(daf_snapshot)))
+        ops.append(Op(f"daf-{kind}-create-rw", file_name, _nothing, _create_daf_rw,
                       _absent(daf_snapshot)))
         # Without durable=True: neither durable nor, after a power loss, always readable.
         ops.append(Op(f"daf-{kind}-set-not-durable", file_name, daf_base,

@@ -15,10 +15,9 @@ import pytest
 
 from dafzarr._core.arrayfile import format as fmt
 from dafzarr._core.arrayfile.allocator import BlockAllocator
-from dafzarr._core.arrayfile.backends import FileRange, MemoryBackend
-from dafzarr._core.arrayfile.cache import DeltaCache
+from dafzarr._core.arrayfile.chunk_reader import ChunkReader
 from dafzarr._core.arrayfile.compact import compact
-from dafzarr._core.arrayfile.config import FileConfig
+from dafzarr._core.arrayfile.fileconfig import FileConfig
 from dafzarr._core.arrayfile.flush import flush
 from dafzarr._core.arrayfile.footer import (
     AttrDict,
@@ -26,7 +25,8 @@ from dafzarr._core.arrayfile.footer import (
     check_stats_entries,
     layer_from_footer,
 )
-from dafzarr._core.arrayfile.reader import ChunkReader
+from dafzarr._core.arrayfile.lru import DeltaCache
+from dafzarr._core.arrayfile.objects import FileRange, MemoryStorage
 from dafzarr._core.arrayfile.records import Layer, Records, new_meta
 from dafzarr._core.arrayfile.sidecars import discover, load_layer, sidecar_number, write_layer
 from dafzarr._core.arrayfile.stats import updated_stats
@@ -168,7 +168,7 @@ def test_sidecar_names_follow_the_crates_rule(name: str, number: int | None) -> 
 
 
 def test_a_new_sidecar_never_replaces_another_writers() -> None:
-    backend = MemoryBackend()
+    backend = MemoryStorage()
     backend.put(KEY, [fmt.encode_footer(fmt.empty_footer())], create_only=True)
     backend.put("memory.1.af", [b"another writer's"], create_only=True)
     layers = [load_layer(backend, KEY, 0)]
@@ -227,9 +227,9 @@ def test_a_layer_with_another_layout_hides_the_older_chunks() -> None:
 # --- Statistics and compaction ---------------------------------------------------------
 
 
-def _memory_set(codec: str | None) -> tuple[MemoryBackend, Records, ChunkReader]:
+def _memory_set(codec: str | None) -> tuple[MemoryStorage, Records, ChunkReader]:
     """A base and two sidecars holding array x (rows 0-2, then rows 3-5) in memory."""
-    backend = MemoryBackend()
+    backend = MemoryStorage()
     backend.put(KEY, [fmt.encode_footer(fmt.empty_footer())], create_only=True)
     records = Records(KEY)
     records.layers = [load_layer(backend, KEY, 0)]

@@ -23,7 +23,7 @@ DAF = Path(zarrdaf.__file__).parent
 # the data sets that are not stored themselves (views, chains) with its query methods, and
 # the read chain a write chain extends.
 DOCUMENTED_BASES = frozenset(
-    {"Backend", "Layout", "StreamedChunk", "ReaderBase", "Queries", "ReadChain"}
+    {"DafBackend", "ZarrLayout", "StreamedChunk", "ReaderBase", "Queries", "ReadChain"}
 )
 # What a reader may ask another reader beyond the public API (the ReaderBase primitives).
 READER_PRIMITIVES = frozenset({"_data_version"})
@@ -75,10 +75,10 @@ def test_no_mixins_in_the_daf_folder() -> None:
 
 
 def test_the_check_sees_a_mixin(tmp_path: Path) -> None:
-    (tmp_path / "a.py").write_text("class Part:\n    pass\n\n\nclass Backend:\n    pass\n")
-    (tmp_path / "b.py").write_text("from a import Backend, Part\n\n\n"
+    (tmp_path / "a.py").write_text("class Part:\n    pass\n\n\nclass DafBackend:\n    pass\n")
+    (tmp_path / "b.py").write_text("from a import DafBackend, Part\n\n\n"
                                    "class Whole(Part):\n    pass\n\n\n"
-                                   "class Disk(Backend):\n    pass\n")
+                                   "class Disk(DafBackend):\n    pass\n")
     assert subclassed_folder_classes(tmp_path) == ["b.py:Whole(Part)"]
 
 

@@ -3,7 +3,11 @@ escaping, and the dimensions of a result."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -162,6 +166,44 @@ def test_user_operations_can_be_registered() -> None:
     d.add_axis("c", ["a", "b"])
     d.set_vector("c", "x", [1.0, 2.0])
     assert list(d.get_np_query("@ c : x % DoubleForTest")) == [2.0, 4.0]
+
+
+def test_a_user_reduction_needs_only_its_result_type_and_one_value() -> None:
+    @Q.register_reduction
+    class Spread(Q.ReductionOperation):
+        NAME = "SpreadForTest"
+
+        def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
+            return dtype
+
+        def one(self, values: Any) -> Any:
+            return values.max() - values.min()
+
+    # The evaluator's faster passes over stored values are not part of what a user defines.
+    hooks = ("reduce", "segments", "keyed", "grouped_rows", "grouped_columns", "dense")
+    assert not [name for name in hooks if hasattr(Q.ReductionOperation, name)]
+    d = dafzarr.memory_daf("user-reduction").add_axis("cell", ["A", "B", "C"])
+    d.add_axis("gene", ["X", "Y"]).set_vector("cell", "k", np.array(["a", "b", "a"]))
+    d.set_vector("gene", "g", np.array(["u", "u"]))
+    umis = sp.csc_matrix(np.array([[1, 0], [3, 4], [0, 6]], "int32"))
+    d.set_matrix("cell", "gene", "UMIs", umis, relayout=False)
+    got = {q: d.get_np_query(f"@ cell @ gene :: UMIs {q} SpreadForTest").tolist()
+           for q in (">-", ">|", "-/ k >-", "|/ g >|")}
+    assert got == {">-": [3, 6], ">|": [1, 1, 6], "-/ k >-": [[1, 6], [0, 0]],
+                   "|/ g >|": [[1], [1], [6]]}
+    assert d.get_np_query("@ cell @ gene :: UMIs >> SpreadForTest") == 6
+
+
+def test_escaping_a_value_that_is_not_text_is_an_argument_type_error() -> None:
+    with pytest.raises(dafzarr.InvalidArgumentTypeError, match="a query value is a str, not int"):
+        dafzarr.escape_value(3)  # type: ignore[arg-type]
+    with pytest.raises(dafzarr.InvalidArgumentTypeError, match="a query value is a str, not int"):
+        dafzarr.unescape_value(3)  # type: ignore[arg-type]
+
+
+def test_a_default_not_of_its_type_is_an_argument_error() -> None:
+    with pytest.raises(dafzarr.InvalidArgumentError, match='"x"\nvalue must be: a valid Int32'):
+        Q.IfMissing("x", "Int32")
 
 
 @pytest.mark.parametrize(("text", "dims"), [

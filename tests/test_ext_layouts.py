@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from dafzarr import _affooter, _posix, _zipdir
 from dafzarr._core.arrayfile import format as af
-from dafzarr._core.zipstore import format as zf
+from dafzarr._core.zipstore import ziprecords as zf
 from dafzarr._core.zipstore.input import encode_key
 from dafzarr.errors import InvalidArgumentError
 

@@ -478,15 +478,15 @@ def test_an_abandoned_request_does_not_delay_the_exit(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["local", "memory", "obstore"])
 def test_arrayfile_backends_read_through_the_sources(tmp_path: Path, kind: str) -> None:
-    from dafzarr._core.arrayfile.backends import LocalBackend, MemoryBackend, ObstoreBackend
+    from dafzarr._core.arrayfile.objects import LocalStorage, MemoryStorage, ObstoreStorage
 
     backend: Any
     if kind == "local":
-        backend, key = LocalBackend(), str(tmp_path / "x.af")
+        backend, key = LocalStorage(), str(tmp_path / "x.af")
     elif kind == "memory":
-        backend, key = MemoryBackend(), "x.af"
+        backend, key = MemoryStorage(), "x.af"
     else:
-        backend, key = ObstoreBackend(MemoryStore()), "x.af"
+        backend, key = ObstoreStorage(MemoryStore()), "x.af"
     version = backend.put(key, [DATA[:1000], DATA[1000:]], create_only=True)
     tail = backend.tail(key, 100)
     assert (bytes(tail.data), tail.size, tail.version) == (DATA[-100:], len(DATA), version)

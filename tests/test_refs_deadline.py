@@ -157,3 +157,22 @@ def _fails_at_5(i: int) -> int:
     if i == 5:
         raise InvalidArgumentError(f"call number {i}")
     return i
+
+
+def test_a_relative_path_is_scanned_in_the_callers_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Helpers are reused across scans: after the caller changes directory, a relative path
+    names the file in the new directory, not the one where the helper started."""
+    import h5py
+    import numpy as np
+
+    for name, n in (("a", 2), ("b", 5)):
+        (tmp_path / name).mkdir()
+        with h5py.File(tmp_path / name / "x.nc", "w") as f:
+            f["v"] = np.zeros(n)
+    monkeypatch.chdir(tmp_path / "a")
+    assert refs.scan("x.nc")["v"].shape == (2,)
+    monkeypatch.chdir(tmp_path / "b")
+    assert refs.scan("x.nc")["v"].shape == (5,)
+    assert [s["v"].shape for s in refs.scan_many(["x.nc"], progress=False)] == [(5,)]

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dafzarr import errors
-from dafzarr._core.refs.write import as_virtual
+from dafzarr._core.refs.kerchunk import as_virtual
 from dafzarr.refs import ReferenceWriter, scan, write_parquet
 from tests.refs_common import open_refs
 

@@ -26,7 +26,7 @@ from dafzarr import (
     MmapZipStore,
     RecoveryWarning,
 )
-from dafzarr._core.zipstore import format as zf
+from dafzarr._core.zipstore import ziprecords as zf
 from dafzarr.errors import InvalidArgumentError
 
 from .common import check_archive, check_zip_tools_accept

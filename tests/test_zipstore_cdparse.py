@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dafzarr import MmapZipStore
-from dafzarr._core.zipstore import format as zf
+from dafzarr._core.zipstore import ziprecords as zf
 from dafzarr._zipdir import Entry, check_no_overlap, index_entries, parse_entries
 from dafzarr.errors import CorruptArchiveError
 

@@ -30,7 +30,8 @@ from dafzarr import (
     PackSourceError,
 )
 from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
-from dafzarr._core.zipstore import copy as _zipcopy
+from dafzarr._core.zipstore import pack as _zippack
+from dafzarr._core.zipstore import repack as _zipcopy
 from dafzarr.cli import main
 
 from .common import check_archive
@@ -360,7 +361,7 @@ def test_pack_directory_written_by_dask_distributed_workers(tmp_path: Path) -> N
 def test_pack_streams_files_larger_than_its_buffer(tmp_path: Path) -> None:
     d = tmp_path / "big.zarr"
     g = zarr.open_group(d, mode="w", zarr_format=2)
-    data = np.random.default_rng(2).random(_zipcopy._BUFFER // 8 * 2 + 13)  # 16 MiB + 104 B
+    data = np.random.default_rng(2).random(_zippack._BUFFER // 8 * 2 + 13)  # 16 MiB + 104 B
     g.create_array("a", data=data, chunks=data.shape, compressors=None)
     out = tmp_path / "big.zip"
     MmapZipStore.pack(d, out)

@@ -20,7 +20,7 @@ import zarr
 
 from dafzarr import MmapZipStore
 from dafzarr._core.atomic import STALE_SECONDS, TMP_SUFFIX
-from dafzarr._core.zipstore import copy as _zipcopy
+from dafzarr._core.zipstore import repack as _zipcopy
 
 from . import _compact_child as child
 from .common import check_archive, kill_when_ready

@@ -23,7 +23,7 @@ import dafzarr._core.zipstore as core
 import dafzarr.zipstore
 from dafzarr import errors
 from dafzarr._core.zipstore import commit, recover, space
-from dafzarr._core.zipstore import format as _format
+from dafzarr._core.zipstore import ziprecords as _format
 from dafzarr._core.zipstore.state import Archive
 from dafzarr._posix import FileMapping
 
@@ -43,11 +43,11 @@ MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
 
 PUBLIC = frozenset(["ArchiveSpace", "MmapZipStore"])
 # Builtin exceptions a module may raise: the operating system's failures, as they come.
-# Functions that build an error of dafzarr.errors: ``bad`` of ``format`` (a
+# Functions that build an error of dafzarr.errors: ``bad`` of ``ziprecords`` (a
 # ``CorruptArchiveError``), ``write.failed`` (the error of an abandoned commit, a
 # ``StorageIOError`` for a failed call), ``missing_file`` and ``already_open`` of ``open``
 # (``MissingFileError``, ``AlreadyOpenError``; imported as ``_open``, a builtin's name) and
-# ``_missing`` of ``copy``.
+# ``_missing`` of ``repack``.
 OS_FAILURES = frozenset({"OSError", "FileNotFoundError"})
 FACTORIES = frozenset({"bad", "write.failed", "_open.missing_file", "_open.already_open",
                        "_missing", "missing_file"})  # fmt: skip

@@ -26,7 +26,7 @@ import zarr
 from zarr.core.sync import sync
 
 from dafzarr import MmapZipStore, RecoveryWarning
-from dafzarr._core.zipstore import format as zf
+from dafzarr._core.zipstore import ziprecords as zf
 
 from .common import check_archive
 from .test_zipstore_compact_crash import _check_leftovers, _run_and_kill

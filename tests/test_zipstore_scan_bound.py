@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dafzarr import CorruptArchiveError, MmapZipStore
-from dafzarr._core.zipstore import format as zf
+from dafzarr._core.zipstore import ziprecords as zf
 
 from . import zipbuild as zb
 

@@ -22,7 +22,7 @@ from zarr.core.buffer import cpu, default_buffer_prototype
 
 import dafzarr._core.zipstore.commit
 from dafzarr import AppendOnlyError, EntryExistsError, MmapZipStore, RecoveryWarning
-from dafzarr._core.zipstore import format as zf
+from dafzarr._core.zipstore import ziprecords as zf
 
 from .common import check_archive
 

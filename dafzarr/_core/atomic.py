@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..errors import ArchiveLockedError, OutputExistsError
+from .aliases import PathLike
 from .ioerror import LOCK_UNSUPPORTED, storage_error
 
 __all__ = [
@@ -57,7 +58,6 @@ __all__ = [
     "walk",
 ]
 
-PathLike = str | os.PathLike[str]
 
 # A temporary that no process holds and that was not written for this long is debris.
 STALE_SECONDS = 60.0

@@ -36,7 +36,32 @@ BUILD_INFO["h5chunks_capsule"] = "h5py.defs.__pyx_capi__['H5Dchunk_iter']"
 
 
 def show_config(file: Any = None) -> dict[str, Any]:
-    """Print (and return) dafzarr's build configuration and the versions it runs with."""
+    """Print (and return) dafzarr's build configuration and the versions it runs with.
+
+    Parameters
+    ----------
+    file : file-like, optional
+        Where to print, one ``name : value`` line each; default ``sys.stdout``.
+
+    Returns
+    -------
+    dict
+        The same information: dafzarr's version, Python, the platform, the compiled
+        modules and kernels, the copy threads, and the version of each dependency (None
+        when it is not installed).
+
+    Raises
+    ------
+    None
+        Nothing of dafzarr's own; only what writing to ``file`` raises.
+
+    Examples
+    --------
+    >>> import io
+    >>> info = dafzarr.show_config(io.StringIO())
+    >>> info["crc32"], info["numpy"] == np.__version__
+    ('isal', True)
+    """
     info: dict[str, Any] = {
         "dafzarr": _version("dafzarr"),
         "python": sys.version.split()[0],

@@ -7,9 +7,9 @@ implementation lives in ``dafzarr._core.arrayfile``.
 
 from __future__ import annotations
 
-from .._core.arrayfile.cache import DeltaCache
-from .._core.arrayfile.config import FileConfig
 from .._core.arrayfile.file import ArrayFile
+from .._core.arrayfile.fileconfig import FileConfig
+from .._core.arrayfile.lru import DeltaCache
 from .._core.arrayfile.records import ArrayInfo, ArrayStats
 from ..errors import (
     ArrayExistsError,

@@ -24,12 +24,13 @@ if TYPE_CHECKING:
     from .._core.refs.attrs import HIDDEN_ATTRIBUTES
     from .._core.refs.compose import compose, virtualize
     from .._core.refs.icechunk import to_icechunk
-    from .._core.refs.model import ScanResult, Variable, VirtualArray, VirtualDataset
+    from .._core.refs.kerchunk import REFS_SCHEMA, as_virtual, to_kerchunk_json, write_parquet
+    from .._core.refs.model import ScanResult, Variable
     from .._core.refs.placement import PLACEMENT_SCHEMA, place
     from .._core.refs.scan import scan
-    from .._core.refs.sources import mosaic_sources, scan_many
+    from .._core.refs.source_files import mosaic_sources, scan_many
     from .._core.refs.stream import ReferenceWriter
-    from .._core.refs.write import REFS_SCHEMA, as_virtual, to_kerchunk_json, write_parquet
+    from .._core.refs.virtual import VirtualArray, VirtualDataset
 
 __all__ = [
     "HIDDEN_ATTRIBUTES",
@@ -56,22 +57,22 @@ __all__ = [
 _SOURCE = {
     "HIDDEN_ATTRIBUTES": "attrs",
     "PLACEMENT_SCHEMA": "placement",
-    "REFS_SCHEMA": "write",
+    "REFS_SCHEMA": "kerchunk",
     "ReferenceWriter": "stream",
     "ScanResult": "model",
     "Variable": "model",
-    "VirtualArray": "model",
-    "VirtualDataset": "model",
-    "as_virtual": "write",
+    "VirtualArray": "virtual",
+    "VirtualDataset": "virtual",
+    "as_virtual": "kerchunk",
     "compose": "compose",
-    "mosaic_sources": "sources",
+    "mosaic_sources": "source_files",
     "place": "placement",
     "scan": "scan",
-    "scan_many": "sources",
+    "scan_many": "source_files",
     "to_icechunk": "icechunk",
-    "to_kerchunk_json": "write",
+    "to_kerchunk_json": "kerchunk",
     "virtualize": "compose",
-    "write_parquet": "write",
+    "write_parquet": "kerchunk",
 }
 
 if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute

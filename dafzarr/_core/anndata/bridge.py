@@ -1,6 +1,6 @@
 """``anndata_to_daf`` and ``daf_to_anndata``: one AnnData object as one Daf data set and back.
 
-Every element is planned first (:class:`._plan.Plan`), so an element that cannot be kept
+Every element is planned first (:class:`._plan.ConversionPlan`), so an element that cannot be kept
 raises ``AnnDataConversionError`` before anything is written; the manifest (the string
 scalar ``anndata``, JSON) is written last and tells the reverse direction how to rebuild
 the exact object. A data set without the manifest (one written by DataAxesFormats.jl) is
@@ -21,10 +21,10 @@ from ..daf.copy import new_destination
 from ..daf.interface import DafReader
 from ..daf.zarrdaf import ZarrDaf, open_daf
 from .columns import decode_frame, encode_frame
+from .escapes import EscapedNames
 from .legacy import legacy_daf_to_anndata
-from .matrices import decode_matrix, encode_matrix
-from .names import EscapedNames
-from .plan import Plan
+from .matrix_slots import decode_matrix, encode_matrix
+from .plan import ConversionPlan, Spec
 from .uns import decode_uns, encode_uns
 
 if TYPE_CHECKING:
@@ -39,10 +39,8 @@ _FORMAT = "dafzarr-anndata"
 _VERSION = 2
 _READABLE = (1, 2)
 
-Spec = dict[str, Any]
 
-
-def _mapping(plan: Plan, base: str, items: Any, slot: str, axis_prefix: str) -> list[Any]:
+def _mapping(plan: ConversionPlan, base: str, items: Any, slot: str, axis_prefix: str) -> list[Any]:
     """``obsm``/``varm`` entries: arrays and sparse matrices on an axis ``<prefix><key>``,
     DataFrames as vectors ``<slot>.<key>.<column>`` on ``base``."""
     import pandas as pd
@@ -65,7 +63,7 @@ def _mapping(plan: Plan, base: str, items: Any, slot: str, axis_prefix: str) -> 
     return out
 
 
-def _plan(adata: AnnData, plan: Plan, obs_axis: str, var_axis: str, x_name: str) -> Spec:
+def _plan(adata: AnnData, plan: ConversionPlan, obs_axis: str, var_axis: str, x_name: str) -> Spec:
     if obs_axis == var_axis:
         raise AnnDataConversionError(f"obs_axis and var_axis are both {obs_axis!r}")
     plan.axis(obs_axis, np.asarray(adata.obs_names, dtype=object), "obs_names")
@@ -117,26 +115,78 @@ def anndata_to_daf(
     ``X`` names the matrix holding ``adata.X``. Matrices are stored in the layout that is
     their own memory (a CSR ``X`` is the CSC ``var_axis x obs_axis`` matrix, its arrays
     written as they are); ``relayout`` stores the other layout too (never for ``obsp``/``varp``).
+
+    Parameters
+    ----------
+    adata
+        The AnnData object to store (it is not changed).
+    destination
+        The path of the data set to write, or an open writable ZarrDaf to add it to.
+    obs_axis
+        The Daf axis of the observations (``adata.obs_names``).
+    var_axis
+        The Daf axis of the variables (``adata.var_names``).
+    X
+        The name of the ``obs_axis x var_axis`` matrix holding ``adata.X``.
+    mode
+        How a path is opened: ``"w"`` (the default) writes a new data set in place of any
+        there; ``"r+"``/``"w+"`` add to the data set at the path, as :func:`dafzarr.open_daf`.
+    zarr_format
+        The Zarr format of a new data set (2 or 3).
+    relayout
+        Also store each matrix in the other layout (rows and columns swapped).
+
+    Returns
+    -------
+    ZarrDaf
+        The data set written, open ``r+`` (``destination`` itself when it was a ZarrDaf).
+
+    Raises
+    ------
+    AnnDataConversionError
+        An element Daf cannot hold as it is, ``obs_axis`` equal to ``var_axis``, or (adding
+        to a data set) a property the destination holds already; the message names the
+        element, and nothing is written.
+    DafNotFoundError
+        ``mode="r+"`` and no data set at the path.
+    InvalidArgumentError
+        An unknown ``mode``.
+    DafReadOnlyError
+        ``destination`` is a data set opened read-only.
+
+    Examples
+    --------
+    >>> import anndata
+    >>> import pandas as pd
+    >>> from dafzarr.anndata import anndata_to_daf, daf_to_anndata
+    >>> adata = anndata.AnnData(
+    ...     X=np.arange(6, dtype="f4").reshape(2, 3), obs=pd.DataFrame(index=["c0", "c1"]),
+    ...     var=pd.DataFrame({"chromosome": ["1", "2", "X"]}, index=["g0", "g1", "g2"]))
+    >>> daf = anndata_to_daf(adata, "cells.daf.zarr")
+    >>> sorted(daf.axes_set()), daf.get_np_vector("gene", "chromosome").tolist()
+    (['cell', 'gene'], ['1', '2', 'X'])
+    >>> daf_to_anndata(daf).X.tolist()
+    [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     """
     if isinstance(destination, ZarrDaf) or mode != "w":
         daf = destination if isinstance(destination, ZarrDaf) else open_daf(
             destination, mode, zarr_format=zarr_format  # type: ignore[arg-type]
         )
-        _write(adata, daf, Plan(daf, relayout), obs_axis, var_axis, X)
+        _write(adata, daf, ConversionPlan(daf, relayout), obs_axis, var_axis, X)
         return daf
-    plan = Plan(None, relayout)
+    plan = ConversionPlan(None, relayout)
     manifest = _plan(adata, plan, obs_axis, var_axis, X)  # refusals before any file exists
     with new_destination(os.fspath(destination), zarr_format, force=True) as new:
         _run(plan, manifest, new)
     return open_daf(destination, "r+")
 
 
-def _write(adata: AnnData, daf: ZarrDaf, plan: Plan, obs_axis: str, var_axis: str,
+def _write(adata: AnnData, daf: ZarrDaf, plan: ConversionPlan, obs_axis: str, var_axis: str,
            x_name: str) -> None:
     _run(plan, _plan(adata, plan, obs_axis, var_axis, x_name), daf)
 
 
-def _run(plan: Plan, manifest: Spec, daf: ZarrDaf) -> None:
+def _run(plan: ConversionPlan, manifest: Spec, daf: ZarrDaf) -> None:
     """Write the planned properties, then the manifest that makes them an AnnData object."""
     plan.reserve_scalar(MANIFEST, "the AnnData manifest")
     plan.run(daf)
@@ -194,6 +244,55 @@ def daf_to_anndata(
     written by DataAxesFormats.jl) is read with the plain mapping: ``X`` (default
     ``"UMIs"``) names the matrix that becomes ``adata.X``, the other ``obs x var`` matrices
     become layers; ``layers``, ``obsm``, ``obsp`` and ``uns`` switch those parts off.
+
+    Parameters
+    ----------
+    daf
+        A data set's path, or any Daf reader.
+    obs_axis
+        The axis of the observations (default: the one :func:`anndata_to_daf` wrote; needed
+        for any other data set).
+    var_axis
+        The axis of the variables (same default).
+    X
+        The matrix that becomes ``adata.X`` in the plain mapping (default ``"UMIs"``).
+    layers
+        Read the other ``obs x var`` matrices as layers.
+    obsm
+        Read the ``obsm``/``varm`` matrices.
+    obsp
+        Read the ``obsp``/``varp`` matrices.
+    uns
+        Read the scalars (and what :func:`anndata_to_daf` stored) into ``uns``.
+
+    Returns
+    -------
+    anndata.AnnData
+        Observations along ``obs_axis``, variables along ``var_axis``.
+
+    Raises
+    ------
+    AnnDataConversionError
+        A data set without an AnnData manifest for these axes, and ``obs_axis`` or
+        ``var_axis`` not given; a manifest of a version this dafzarr does not read.
+    DafNotFoundError
+        No data set at the path.
+    DafMissingError
+        An axis, or the ``X`` matrix of the plain mapping, the data set does not hold.
+
+    Examples
+    --------
+    Any data set, read with the plain mapping:
+
+    >>> from dafzarr.anndata import daf_to_anndata
+    >>> daf = dafzarr.open_daf("plain.daf.zarr", "w")
+    >>> _ = daf.add_axis("cell", ["c0", "c1"])
+    >>> _ = daf.add_axis("gene", ["g0", "g1", "g2"])
+    >>> _ = daf.set_matrix("gene", "cell", "UMIs", np.arange(6.0).reshape(3, 2))
+    >>> _ = daf.set_vector("cell", "batch", ["b0", "b1"])
+    >>> adata = daf_to_anndata(daf, "cell", "gene")
+    >>> adata.X.tolist(), adata.obs["batch"].tolist(), adata.var_names.tolist()
+    ([[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]], ['b0', 'b1'], ['g0', 'g1', 'g2'])
     """
     import anndata
 

@@ -13,11 +13,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import AnnDataConversionError
-from .plan import Plan, daf_dtype
+from .plan import ConversionPlan, Spec, daf_dtype
 
 __all__ = ["decode_column", "decode_frame", "encode_column", "encode_frame"]
-
-Spec = dict[str, Any]
 
 
 def _markers() -> dict[str, Any]:
@@ -48,7 +46,7 @@ def _strings(values: Any, missing: np.ndarray[Any, Any], where: str) -> tuple[An
     return out, (marks.pop() if marks else None)
 
 
-def _missing(plan: Plan, axis: str, vector: str, missing: np.ndarray[Any, Any],
+def _missing(plan: ConversionPlan, axis: str, vector: str, missing: np.ndarray[Any, Any],
              where: str) -> str | None:
     if not bool(missing.any()):
         return None
@@ -57,7 +55,7 @@ def _missing(plan: Plan, axis: str, vector: str, missing: np.ndarray[Any, Any],
     return name
 
 
-def _categorical(plan: Plan, axis: str, vector: str, series: Any, where: str) -> Spec:
+def _categorical(plan: ConversionPlan, axis: str, vector: str, series: Any, where: str) -> Spec:
     dtype = series.dtype
     cats = dtype.categories
     cat_axis = f"{axis}.{vector}.categories"
@@ -88,7 +86,7 @@ def _categorical(plan: Plan, axis: str, vector: str, series: Any, where: str) ->
     return spec
 
 
-def encode_column(plan: Plan, axis: str, vector: str, series: Any, where: str) -> Spec:
+def encode_column(plan: ConversionPlan, axis: str, vector: str, series: Any, where: str) -> Spec:
     """Plan one column (a pandas Series) as the vector ``vector`` on ``axis``; its spec."""
     import pandas as pd
 
@@ -131,7 +129,7 @@ def encode_column(plan: Plan, axis: str, vector: str, series: Any, where: str) -
     raise AnnDataConversionError(f"{where}: dtype {dtype} has no Daf mapping")
 
 
-def encode_frame(plan: Plan, axis: str, frame: Any, prefix: str, where: str) -> Spec:
+def encode_frame(plan: ConversionPlan, axis: str, frame: Any, prefix: str, where: str) -> Spec:
     """Plan the columns of ``frame`` as vectors ``prefix + column`` on ``axis``."""
     columns = []
     if frame.columns.has_duplicates:

@@ -16,9 +16,11 @@ from ...errors import AnnDataConversionError, DafzarrError
 from ..daf.layout import element_type
 from ..daf.names import check_name
 from ..daf.zarrdaf import ZarrDaf
-from .names import daf_name
+from .escapes import daf_name
 
-__all__ = ["Plan", "daf_dtype"]
+__all__ = ["ConversionPlan", "Spec", "daf_dtype"]
+
+Spec = dict[str, Any]  # the manifest entry of one element
 
 
 def daf_dtype(dtype: Any, where: str) -> None:
@@ -31,7 +33,7 @@ def daf_dtype(dtype: Any, where: str) -> None:
             "uint8..uint64, float32, float64 and strings)") from None
 
 
-class Plan:
+class ConversionPlan:
     """The axes, vectors, matrices and scalars to write, in order, for one AnnData object."""
 
     def __init__(self, existing: ZarrDaf | None, relayout: bool) -> None:

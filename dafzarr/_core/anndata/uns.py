@@ -20,12 +20,11 @@ import scipy.sparse as sp
 
 from ...errors import AnnDataConversionError
 from .columns import decode_column, decode_frame, encode_column, encode_frame
-from .matrices import decode_matrix, encode_matrix
-from .plan import Plan, daf_dtype
+from .matrix_slots import decode_matrix, encode_matrix
+from .plan import ConversionPlan, Spec, daf_dtype
 
 __all__ = ["decode_uns", "encode_uns"]
 
-Spec = dict[str, Any]
 _PYTHON_SCALARS = {bool: "bool", int: "int", float: "float", str: "str"}
 
 
@@ -52,7 +51,7 @@ def _restored(values: Any, dtype: np.dtype[Any]) -> Any:
     return values
 
 
-def _array(plan: Plan, name: str, value: Any, where: str) -> Spec:
+def _array(plan: ConversionPlan, name: str, value: Any, where: str) -> Spec:
     if sp.issparse(value) or (isinstance(value, np.ndarray) and value.ndim == 2):
         rows, cols = f"{name}.rows", f"{name}.columns"
         plan.axis(rows, [str(i) for i in range(value.shape[0])], where)
@@ -71,7 +70,7 @@ def _array(plan: Plan, name: str, value: Any, where: str) -> Spec:
     return {"kind": "vector", "axis": name, "dtype": value.dtype.str}
 
 
-def _records(plan: Plan, name: str, value: Any, where: str) -> Spec:
+def _records(plan: ConversionPlan, name: str, value: Any, where: str) -> Spec:
     """A 1-D record array (scanpy's ``rank_genes_groups`` results): one vector per field."""
     if value.ndim != 1:
         raise AnnDataConversionError(f"{where}: a {value.ndim}-D record array has no Daf mapping")
@@ -93,7 +92,7 @@ def _records(plan: Plan, name: str, value: Any, where: str) -> Spec:
             "recarray": isinstance(value, np.recarray)}
 
 
-def _frame(plan: Plan, name: str, value: Any, where: str) -> Spec:
+def _frame(plan: ConversionPlan, name: str, value: Any, where: str) -> Spec:
     """A DataFrame: axis ``name`` (entries ``"0"``, ...), its columns as vectors on it and its
     index as the vector ``_index`` (as anndata names it in ``.h5ad``)."""
     import pandas as pd
@@ -104,7 +103,7 @@ def _frame(plan: Plan, name: str, value: Any, where: str) -> Spec:
             "index": {**index, "vector": "_index"}}
 
 
-def encode_uns(plan: Plan, value: Any, path: tuple[str, ...] = ()) -> Spec:
+def encode_uns(plan: ConversionPlan, value: Any, path: tuple[str, ...] = ()) -> Spec:
     """Plan the ``uns`` value at ``path``; its spec."""
     import pandas as pd
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from ...errors import FormatLimitError
 from . import segments as seg
-from .backends import FileRange
-from .cache import DeltaCache
-from .config import FileConfig, MiB
+from .fileconfig import FileConfig, MiB
+from .lru import DeltaCache
+from .objects import FileRange
 from .types import U32_MAX
 
 __all__ = ["BlockAllocator", "SealedBlock"]
@@ -60,7 +60,7 @@ class BlockAllocator:
         self._spool_end = 0
         # staged: every block goes to a temporary file next to the file set from the start,
         # laid out as the new object will hold them, so that a local put can take that file
-        # as the object itself (see LocalBackend.put); uncompressed chunks are then written
+        # as the object itself (see LocalStorage.put); uncompressed chunks are then written
         # there directly, without a block buffer in memory
         self._direct = False
         self._cur_len = 0  # direct: bytes of the open block already in the spool

@@ -13,10 +13,10 @@ import numpy as np
 
 from . import format as fmt
 from .allocator import BlockAllocator
-from .backends import Backend
-from .config import FileConfig
-from .footer import Entry
-from .reader import ChunkReader
+from .chunk_reader import ChunkReader
+from .fileconfig import FileConfig
+from .footer import FooterEntry
+from .objects import ArrayFileStorage
 from .records import Records
 from .sidecars import load_layers, write_layer
 from .stats import compute_stats
@@ -25,7 +25,7 @@ __all__ = ["compact", "repack"]
 
 
 def repack(records: Records, reader: ChunkReader, alloc: BlockAllocator
-           ) -> tuple[list[Entry], list[dict[str, Any]]]:
+           ) -> tuple[list[FooterEntry], list[dict[str, Any]]]:
     """The entries of a base holding every visible array, chunks in key order placed by
     ``alloc``, and their statistics. Pending changes must have been flushed."""
     entries = []
@@ -48,7 +48,7 @@ def repack(records: Records, reader: ChunkReader, alloc: BlockAllocator
 
 
 def compact(
-    records: Records, reader: ChunkReader, backend: Backend, config: FileConfig,
+    records: Records, reader: ChunkReader, backend: ArrayFileStorage, config: FileConfig,
     spill_dir: str | None,
 ) -> list[dict[str, Any]]:
     """Write the new base, then delete the sidecars oldest first; ``records.layers`` follow

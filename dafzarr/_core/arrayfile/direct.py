@@ -8,7 +8,7 @@ adjacent in the file: usually one read per array, as many bytes as a plain file 
 
 from __future__ import annotations
 
-from .reader import ChunkReader
+from .chunk_reader import ChunkReader
 from .records import Layer, LayerArray, Meta, Records
 
 __all__ = ["Run", "whole_array_runs"]

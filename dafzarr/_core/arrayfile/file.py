@@ -4,30 +4,12 @@ Layout of a file set (compatible with the Rust crate ``array-format``, footer v4
 ``{stem}.af`` is the base, ``{stem}.N.af`` (N >= 1) are sidecars written by :meth:`flush`, and
 ``{stem}.stats`` holds per-array statistics. Reads resolve each chunk newest layer first.
 
-Where this implementation deliberately departs from the crate:
-
-* A chunk is found through a per-layer hash index, not a linear scan.
-* A tombstone stops the fall-through to older layers, and an array deleted and re-defined before
-  one flush is written as two sidecars (the tombstone, then the new definition), so no
-  pre-delete data ever shows through, before or after :meth:`compact`.
-* Attributes are resolved in the layer that holds the array's metadata, and each new layer's
-  attribute dictionaries extend the previous layer's with stable indices (cumulative), which
-  the crate's own lookups also read right.
-* The next sidecar is ``max(N) + 1``, created with a create-only put (another writer's sidecar
-  is never replaced).
-* :meth:`compact` writes the new base first (atomic replace), then deletes sidecars oldest
-  first: every intermediate state reads the same data. An open racing another process's
-  compaction reads again until it sees one state, before or after it (never a mix).
-* Caches are keyed by object version, so nothing read before a ``compact`` is served after it.
-* An LZ4 block is still one LZ4 block for every reader, but is made of independently
-  compressed segments of whole chunks, found through a table between the blocks and the
-  footer (which other readers skip): a chunk read decodes its segment, not its 8 MiB block.
-
 :class:`ArrayFile` holds the handle's state and lock; each step lives in its own module:
-:mod:`._records` (layers, pending changes, and what a name or chunk resolves to),
-:mod:`._allocator` (block placement), :mod:`._reader` (chunk bytes and values),
-:mod:`._footer` (footers to layers and back), :mod:`._sidecars` (the objects on the backend),
-:mod:`._flush`, :mod:`._compact` and :mod:`._stats`.
+``records`` (layers, pending changes, and what a name or chunk resolves to), ``allocator``
+(block placement), ``reader`` (chunk bytes and values), ``region`` (regions read and
+written), ``footer`` (footers to layers and back), ``sidecars`` (the objects on the backend),
+``flush``, ``compact``, ``stats`` and ``threaded`` (the ``*_async`` methods). Where the
+implementation departs from the crate: see the package's docstring.
 """
 
 from __future__ import annotations
@@ -37,44 +19,29 @@ import contextlib
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any, Self, cast
-
-import numpy as np
+from typing import Any, Self
 
 from ...errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
 from ..ioerror import Operation, storage_io
+from . import arrays, region
 from . import format as fmt
 from .allocator import BlockAllocator
-from .backends import Backend, LocalBackend, MemoryBackend
-from .cache import DeltaCache
+from .chunk_reader import ChunkReader
 from .compact import compact
-from .config import FileConfig
-from .direct import whole_array_runs
+from .fileconfig import FileConfig
 from .flush import flush
 from .footer import layer_from_footer
-from .geometry import chunks_in, clipped, region
-from .reader import ChunkReader
-from .records import ArrayInfo, ArrayStats, Layer, Meta, Records, new_meta
+from .lru import DeltaCache
+from .objects import ArrayFileStorage, LocalStorage, MemoryStorage
+from .records import ArrayStats, Records
+from .region import encode_region
 from .sidecars import discover, load_layers, load_stats, resolve_target, write_stats
 from .stats import array_stats, updated_stats
-from .types import as_array, attribute_to_python, chunk_stats, encode_chunk, python_to_attribute
+from .threaded import in_thread
 
 __all__ = ["ArrayFile"]
 
 _PRIVATE = object()
-
-
-def _direct_buffer(
-    meta: Meta, coord: tuple[int, ...], src: tuple[Any, ...], dst: np.ndarray
-) -> memoryview | None:
-    """``dst`` (where chunk ``coord`` goes in a result) as bytes, if the chunk is wanted
-    whole and ``dst`` is contiguous, so that the stored chunk can be read into it as is."""
-    if not dst.flags.c_contiguous:
-        return None
-    cshape = clipped(meta, coord)
-    if cshape and any(s.start != 0 or s.stop != c for s, c in zip(src, cshape, strict=True)):
-        return None
-    return memoryview(cast(Any, dst.reshape(-1).view(np.uint8)))
 
 
 #: What a failure after a flush's commit leaves.
@@ -93,10 +60,31 @@ class ArrayFile:
     One handle may be shared by threads (operations are serialised). The ``*_async``
     methods run the blocking work in a worker thread. A handle dropped without
     :meth:`close` discards its unflushed changes.
+
+    Parameters
+    ----------
+    backend, key, hint, config, _token
+        Internal: the constructor is not called directly (use :meth:`create`, :meth:`open`
+        or :meth:`create_memory`).
+
+    Raises
+    ------
+    InvalidArgumentTypeError
+        The constructor was called directly.
+
+    Examples
+    --------
+    >>> from dafzarr.arrayfile import ArrayFile
+    >>> with ArrayFile.create("example.af") as f:
+    ...     f.define_array("a", "float64", ["row", "col"], [2, 3])
+    ...     f.write_array("a", [0, 0], np.ones((2, 3)))
+    >>> with ArrayFile.open("example.af") as f:
+    ...     f.read_array("a", [1, 1], [1, 2])
+    array([[1., 1.]])
     """
 
     def __init__(
-        self, backend: Backend, key: str, hint: str, config: FileConfig, *, _token: object
+        self, backend: ArrayFileStorage, key: str, hint: str, config: FileConfig, *, _token: object
     ) -> None:
         if _token is not _PRIVATE:
             raise InvalidArgumentTypeError(
@@ -121,7 +109,37 @@ class ArrayFile:
 
     @classmethod
     def create(cls, target: Any, *, config: FileConfig | None = None) -> ArrayFile:
-        """Create a new, empty file set at ``target`` (``FileExistsError`` if one exists)."""
+        """Create a new, empty file set at ``target``.
+
+        Parameters
+        ----------
+        target : str or tuple
+            A local path ending in ``.af``, or ``(obstore_store, "key.af")``.
+        config : FileConfig, optional
+            The options; default ``FileConfig()``.
+
+        Returns
+        -------
+        ArrayFile
+            The open handle.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``target`` is not a path or key ending in ``.af``.
+        OutputExistsError
+            A file set (its base, sidecars or statistics) exists at ``target``.
+        StorageIOError
+            The storage failed.
+
+        Examples
+        --------
+        >>> from dafzarr.arrayfile import ArrayFile
+        >>> f = ArrayFile.create("new.af")
+        >>> f.num_layers, f.list_arrays()
+        (1, [])
+        >>> f.close()
+        """
         backend, key, hint = resolve_target(target)
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
         backend.sweep()
@@ -137,7 +155,37 @@ class ArrayFile:
         """Open an existing file set: the base, every sidecar, and the statistics.
 
         Temporaries that writers killed in the middle of a put left next to a local file set
-        are removed once stale (no process holds them, a minute old)."""
+        are removed once stale (no process holds them, a minute old).
+
+        Parameters
+        ----------
+        target : str or tuple
+            A local path ending in ``.af``, or ``(obstore_store, "key.af")``.
+        config : FileConfig, optional
+            The options; default ``FileConfig()``.
+
+        Returns
+        -------
+        ArrayFile
+            The open handle.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``target`` is not a path or key ending in ``.af``.
+        StorageIOError
+            The base is missing or the storage failed.
+        CorruptArrayFileError
+            An object of the file set is not an ArrayFile, or is damaged.
+
+        Examples
+        --------
+        >>> from dafzarr.arrayfile import ArrayFile
+        >>> ArrayFile.create("existing.af").close()
+        >>> with ArrayFile.open("existing.af") as f:
+        ...     f.path.endswith("existing.af")
+        True
+        """
         backend, key, hint = resolve_target(target)
         self = cls(backend, key, hint, config or FileConfig(), _token=_PRIVATE)
         with self._io("opening"):
@@ -148,8 +196,32 @@ class ArrayFile:
 
     @classmethod
     def create_memory(cls, config: FileConfig | None = None) -> ArrayFile:
-        """A file set held in process memory (key ``memory.af``)."""
-        self = cls(MemoryBackend(), "memory.af", "memory.af", config or FileConfig(),
+        """A file set held in process memory (key ``memory.af``).
+
+        Parameters
+        ----------
+        config : FileConfig, optional
+            The options; default ``FileConfig()``.
+
+        Returns
+        -------
+        ArrayFile
+            The open handle.
+
+        Raises
+        ------
+        None
+            Nothing is stored outside the process.
+
+        Examples
+        --------
+        >>> from dafzarr.arrayfile import ArrayFile
+        >>> with ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int8", ["x"], [2])
+        ...     f.path, f.list_arrays()
+        ('memory.af', ['a'])
+        """
+        self = cls(MemoryStorage(), "memory.af", "memory.af", config or FileConfig(),
                    _token=_PRIVATE)
         self._put_empty_base()
         return self
@@ -161,15 +233,64 @@ class ArrayFile:
 
     @classmethod
     async def create_async(cls, target: Any, *, config: FileConfig | None = None) -> ArrayFile:
-        """:meth:`create` in a worker thread."""
+        """:meth:`create` in a worker thread.
+
+        Parameters
+        ----------
+        target : str or tuple
+            A local path ending in ``.af``, or ``(obstore_store, "key.af")``.
+        config : FileConfig, optional
+            The options; default ``FileConfig()``.
+
+        Returns
+        -------
+        ArrayFile
+            The open handle.
+
+        Raises
+        ------
+        OutputExistsError, InvalidArgumentError, StorageIOError
+            As :meth:`create`.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> from dafzarr.arrayfile import ArrayFile
+        >>> f = asyncio.run(ArrayFile.create_async("async.af"))
+        >>> f.close()
+        """
         return await asyncio.to_thread(cls.create, target, config=config)
 
     @classmethod
     async def open_async(cls, target: Any, *, config: FileConfig | None = None) -> ArrayFile:
-        """:meth:`open` in a worker thread."""
-        return await asyncio.to_thread(cls.open, target, config=config)
+        """:meth:`open` in a worker thread.
 
-    # --- Basic state -------------------------------------------------------------------
+        Parameters
+        ----------
+        target : str or tuple
+            A local path ending in ``.af``, or ``(obstore_store, "key.af")``.
+        config : FileConfig, optional
+            The options; default ``FileConfig()``.
+
+        Returns
+        -------
+        ArrayFile
+            The open handle.
+
+        Raises
+        ------
+        InvalidArgumentError, StorageIOError, CorruptArrayFileError
+            As :meth:`open`.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> from dafzarr.arrayfile import ArrayFile
+        >>> ArrayFile.create("async_open.af").close()
+        >>> f = asyncio.run(ArrayFile.open_async("async_open.af"))
+        >>> f.close()
+        """
+        return await asyncio.to_thread(cls.open, target, config=config)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -189,164 +310,65 @@ class ArrayFile:
         state = "closed" if self._closed else f"{self.num_layers} layers"
         return f"<ArrayFile {self._key!r} ({state})>"
 
-    def list_arrays(self) -> list[str]:
-        """Names of the visible arrays, oldest definition first."""
-        with self._lock:
-            self._check_open()
-            return self._records.names()
-
-    def array_info(self, name: str) -> ArrayInfo:
-        """Shape, dtype, chunk shape, dimension names and fill value of ``name``."""
-        with self._lock:
-            self._check_open()
-            m = self._records.meta(name)
-            info = m.require_info()
-            dtype: Any = (str if info.tag == "String" else bytes) if info.vlen else info.np_dtype
-            fill = None if m.fill is None else m.fill[1]
-            return ArrayInfo(name, dtype, m.shape, m.chunk_shape, tuple(m.dim_names), fill)
-
     def __contains__(self, name: object) -> bool:
         with self._lock:
             return self._records.visible(name)
 
-    # --- Defining, deleting, attributes ------------------------------------------------
+    # --- Arrays and attributes (``arrays``), reading (``region``) ----------------------
 
-    def define_array(
-        self,
-        name: str,
-        dtype: Any,
-        dim_names: Sequence[str],
-        shape: Sequence[int],
-        *,
-        chunk_shape: Sequence[int] | None = None,
-        fill_value: Any = None,
-    ) -> None:
-        """Declare a new array (nothing is written until data arrives).
+    list_arrays = arrays.list_arrays
+    array_info = arrays.array_info
+    define_array = arrays.define_array
+    delete = arrays.delete
+    set_attribute = arrays.set_attribute
+    get_attribute = arrays.get_attribute
+    attributes = arrays.attributes
 
-        Shapes are fixed. Every axis must have a length of at least 1 and at most 2**32 - 1
-        (the format stores u32 extents); one chunk of a fixed-width type must stay below
-        4 GiB. ``chunk_shape=None`` makes the whole array one chunk.
-        """
-        with self._lock:
-            self._check_open()
-            meta = new_meta(self._key, name, dtype, dim_names, shape, chunk_shape, fill_value)
-            self._records.define(meta)
-
-    def delete(self, name: str) -> None:
-        """Hide ``name`` at once; its bytes go away at the next :meth:`compact`."""
-        with self._lock:
-            self._check_open()
-            self._records.delete(name)
-
-    def set_attribute(self, name: str, key: str, value: Any) -> None:
-        """Set attribute ``key`` of array ``name`` (bool, int, float, str or numpy scalar)."""
-        with self._lock:
-            self._check_open()
-            v = python_to_attribute(value)
-            self._records.for_write(name).meta.attrs[str(key)] = v
-
-    def get_attribute(self, name: str, key: str, default: Any = None) -> Any:
-        """Attribute ``key`` of array ``name``, or ``default`` if it has none."""
-        with self._lock:
-            self._check_open()
-            v = self._records.meta(name).attrs.get(key)
-            return default if v is None else attribute_to_python(v)
-
-    def attributes(self, name: str) -> dict[str, Any]:
-        """All attributes of array ``name``."""
-        with self._lock:
-            self._check_open()
-            return {k: attribute_to_python(v) for k, v in self._records.meta(name).attrs.items()}
-
-    # --- Reading -----------------------------------------------------------------------
-
-    def read_array(
-        self, name: str, start: Sequence[int] | None = None, shape: Sequence[int] | None = None
-    ) -> np.ndarray:
-        """Read a region (default: the whole array); unwritten elements read as the fill value.
-
-        ``str``/``bytes`` arrays come back as numpy object arrays.
-        """
-        with self._lock:
-            self._check_open()
-            records, reader = self._records, self._reader
-            meta = records.meta(name)
-            info = meta.require_info()
-            if start is None and shape is None:
-                st, sh = (0,) * len(meta.shape), meta.shape
-            else:
-                st, sh = region(meta, start, shape)
-            out = np.empty(sh, dtype=info.np_dtype)
-            whole = whole_array_runs(records, reader, meta) if sh == meta.shape else None
-            if whole is not None:
-                layer, whole_runs = whole
-                raw = memoryview(cast(Any, out.reshape(-1).view(np.uint8)))
-                if len(whole_runs) == 1:  # the array is one piece of the file
-                    begin = whole_runs[0][0]
-                    reader.read_runs([(layer, begin, begin + raw.nbytes, [raw])])
-                else:
-                    reader.read_runs([(layer, begin, begin + size, [raw[at : at + size]])
-                                      for begin, at, size in whole_runs])
-                return out
-            pieces = list(chunks_in(meta, st, sh))
-            # a chunk of an uncompressed local block is read by itself, not with its block
-            direct = len(pieces) == 1 or reader.backend.direct_reads
-            # chunks of uncompressed blocks go straight from the file into ``out``: one
-            # vectored read per run of chunks that are adjacent in the file
-            runs: list[tuple[Layer, int, int, list[memoryview]]] = []
-            for coord, dst, src in pieces:
-                loc = records.locate(meta, meta.key(coord))
-                if loc is None:
-                    out[dst] = meta.element()
-                    continue
-                buf = None if info.vlen else _direct_buffer(meta, coord, src, out[dst])
-                span = None if buf is None else reader.direct_span(loc)
-                if span is not None and buf is not None and span[2] == buf.nbytes:
-                    layer, begin, size = span
-                    last = runs[-1] if runs else None
-                    if last is not None and last[0] is layer and last[2] == begin:
-                        last[3].append(buf)
-                        runs[-1] = (layer, last[1], begin + size, last[3])
-                    else:
-                        runs.append((layer, begin, begin + size, [buf]))
-                    continue
-                out[dst] = reader.chunk_values(meta, coord, loc, self._alloc, direct=direct)[src]
-            reader.read_runs(runs)
-            return out
-
-    async def read_array_async(
-        self, name: str, start: Sequence[int] | None = None, shape: Sequence[int] | None = None
-    ) -> np.ndarray:
-        """:meth:`read_array` in a worker thread."""
-        return await asyncio.to_thread(self.read_array, name, start, shape)
+    read_array = region.read_array
+    read_array_async = region.read_array_async
 
     # --- Writing -----------------------------------------------------------------------
 
     def write_array(self, name: str, start: Sequence[int], data: Any) -> None:
-        """Write ``data`` at ``start``; chunks only partly covered are read, patched, rewritten."""
+        """Write ``data`` at ``start``; chunks only partly covered are read, patched, rewritten.
+
+        Nothing is written unless every chunk of ``data`` can be; the change is stored at the
+        next :meth:`flush`.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+        start : sequence of int
+            Where the first element of ``data`` goes.
+        data : array-like
+            The values, of the array's number of axes.
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        OutOfBoundsError
+            ``data`` does not fit in the array at ``start``.
+        InvalidArgumentTypeError
+            ``data`` cannot be cast to the array's type without loss.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("m", "float32", ["row", "col"], [2, 2])
+        ...     f.write_array("m", [1, 0], [[1.5, 2.5]])
+        ...     f.read_array("m")
+        array([[0. , 0. ],
+               [1.5, 2.5]], dtype=float32)
+        """
         with self._lock:
             self._check_open()
             records = self._records
-            meta = records.meta(name)
-            info = meta.require_info()
-            arr = as_array(info, data, f"{self._key}: array {name!r}")
-            st, sh = region(meta, start, arr.shape, write=True)
-            encoded = []  # every chunk is encoded before any is stored: all or nothing
-            for coord, dst, src in chunks_in(meta, st, sh):
-                cshape = clipped(meta, coord)
-                key = meta.key(coord)
-                piece = arr[dst]
-                if piece.shape == cshape:
-                    values = piece
-                else:
-                    loc = records.locate(meta, key)
-                    if loc is None:
-                        values = np.full(cshape, meta.element(), dtype=info.np_dtype)
-                    else:
-                        values = self._reader.chunk_values(meta, coord, loc, self._alloc).copy()
-                    values[src] = piece
-                encoded.append((key, coord, encode_chunk(info, values),
-                                chunk_stats(info, meta.fill, values)))
+            encoded = encode_region(records, self._reader, self._alloc, self._key, name, start,
+                                    data)
             p = records.for_write(name)
             if self._alloc is None:
                 spill = self._spill_dir()
@@ -355,14 +377,33 @@ class ArrayFile:
                 bid, off, size = self._alloc.append(payload)
                 p.chunks[key] = (coord, bid, off, size, stats)
 
-    async def write_array_async(self, name: str, start: Sequence[int], data: Any) -> None:
-        """:meth:`write_array` in a worker thread."""
-        await asyncio.to_thread(self.write_array, name, start, data)
-
-    # --- Flush -------------------------------------------------------------------------
+    write_array_async = in_thread(write_array, """
+    >>> import asyncio
+    >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+    ...     f.define_array("a", "int8", ["x"], [2])
+    ...     asyncio.run(f.write_array_async("a", [0], [4, 5]))
+    ...     f.read_array("a")
+    array([4, 5], dtype=int8)
+    """)
 
     def flush(self) -> None:
-        """Write the pending changes as a new sidecar and update the statistics."""
+        """Write the pending changes as a new sidecar and update the statistics.
+
+        Raises
+        ------
+        StorageIOError
+            The storage failed; the file set keeps its last flushed state.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create("flushed.af") as f:
+        ...     f.define_array("a", "int8", ["x"], [2])
+        ...     f.flush()
+        ...     f.num_layers
+        2
+        """
         with self._lock:
             self._check_open()
             self._flush()
@@ -371,14 +412,19 @@ class ArrayFile:
         """:func:`~dafzarr._core.ioerror.storage_io` of ``what`` done to this file set."""
         return storage_io(what, self._key, "the file set keeps its last flushed state")
 
-    async def flush_async(self) -> None:
-        """:meth:`flush` in a worker thread."""
-        await asyncio.to_thread(self.flush)
+    flush_async = in_thread(flush, """
+    >>> import asyncio
+    >>> with dafzarr.arrayfile.ArrayFile.create("flushed_async.af") as f:
+    ...     f.define_array("a", "int8", ["x"], [2])
+    ...     asyncio.run(f.flush_async())
+    ...     f.num_layers
+    2
+    """)
 
     def _spill_dir(self) -> str | None:
         """Where blocks beyond the memory budget go: next to a local file set (same file
         system, so a flush copies them in the kernel), else the temporary directory."""
-        return os.path.dirname(self._key) if isinstance(self._backend, LocalBackend) else None
+        return os.path.dirname(self._key) if isinstance(self._backend, LocalStorage) else None
 
     def _flush(self) -> None:
         if not self._records.pending:
@@ -399,14 +445,39 @@ class ArrayFile:
                             f"{_FLUSHED}; their statistics read as missing"):
                 self._write_stats(entries)
 
-    # --- Statistics --------------------------------------------------------------------
-
     def _write_stats(self, entries: list[dict[str, Any]]) -> None:
         write_stats(self._backend, self._stem + ".stats", entries, self._stats_gen)
         self._stats = entries
 
     def array_stats(self, name: str) -> ArrayStats | None:
-        """Statistics of ``name`` as of the last flush, or None if there are none."""
+        """Statistics of ``name`` as of the last flush.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+
+        Returns
+        -------
+        ArrayStats or None
+            The statistics, or None if there are none (not flushed since written).
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int8", ["x"], [3])
+        ...     f.write_array("a", [0], [3, 1, 2])
+        ...     f.flush()
+        ...     f.array_stats("a").max
+        3
+        """
         with self._lock:
             self._check_open()
             meta = self._records.meta(name)
@@ -415,14 +486,30 @@ class ArrayFile:
                 by_name = self._stats_by_name = (self._stats, {e["name"]: e for e in self._stats})
             return array_stats(meta, by_name[1])
 
-    # --- Compaction --------------------------------------------------------------------
-
     def compact(self) -> None:
         """Merge every layer into a new base, then delete the sidecars.
 
         Pending changes are flushed first. The new base replaces the old one atomically,
         then sidecars are deleted oldest first; a crash at any point leaves a file set that
         reads the same data.
+
+        Raises
+        ------
+        StorageIOError
+            The storage failed; the file set reads the same data.
+        CorruptArrayFileError
+            A chunk's stored bytes are damaged.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create("compacted.af") as f:
+        ...     f.define_array("a", "int8", ["x"], [2])
+        ...     f.flush()
+        ...     f.compact()
+        ...     f.num_layers
+        1
         """
         with self._lock:
             self._check_open()
@@ -432,14 +519,43 @@ class ArrayFile:
                                 self._spill_dir())
                 self._write_stats(stats)
 
-    async def compact_async(self) -> None:
-        """:meth:`compact` in a worker thread."""
-        await asyncio.to_thread(self.compact)
+    compact_async = in_thread(compact, """
+    >>> import asyncio
+    >>> with dafzarr.arrayfile.ArrayFile.create("compacted_async.af") as f:
+    ...     f.define_array("a", "int8", ["x"], [2])
+    ...     asyncio.run(f.compact_async())
+    ...     f.num_layers
+    1
+    """)
 
     # --- Closing -----------------------------------------------------------------------
 
     def close(self, *, flush: bool = True) -> None:
-        """Flush pending changes (unless ``flush=False``) and release every handle."""
+        """Flush pending changes (unless ``flush=False``) and release every handle.
+
+        Closing a closed handle does nothing.
+
+        Parameters
+        ----------
+        flush : bool, default True
+            Write the pending changes first; False discards them.
+
+        Raises
+        ------
+        StorageIOError
+            The flush failed; the file set keeps its last flushed state (the handle is
+            closed all the same).
+
+        Examples
+        --------
+        >>> from dafzarr.arrayfile import ArrayFile
+        >>> f = ArrayFile.create("discarded.af")
+        >>> f.define_array("a", "int8", ["x"], [2])
+        >>> f.close(flush=False)
+        >>> with ArrayFile.open("discarded.af") as again:
+        ...     again.list_arrays()
+        []
+        """
         with self._lock:
             if self._closed:
                 return
@@ -456,7 +572,19 @@ class ArrayFile:
                     self._backend.close()
 
     async def close_async(self) -> None:
-        """:meth:`close` in a worker thread."""
+        """:meth:`close` in a worker thread.
+
+        Raises
+        ------
+        StorageIOError
+            As :meth:`close`.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> f = dafzarr.arrayfile.ArrayFile.create("closed_async.af")
+        >>> asyncio.run(f.close_async())
+        """
         await asyncio.to_thread(self.close)
 
     def __enter__(self) -> Self:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import format as fmt
 from .allocator import BlockAllocator
-from .backends import Backend
+from .objects import ArrayFileStorage
 from .records import PendingArray, Records, pending_table
 from .sidecars import write_layer
 
@@ -17,7 +17,7 @@ __all__ = ["flush"]
 
 
 def flush(
-    records: Records, alloc: BlockAllocator | None, backend: Backend, hint: str,
+    records: Records, alloc: BlockAllocator | None, backend: ArrayFileStorage, hint: str,
     codec: str | None,
 ) -> dict[str, PendingArray]:
     """Commit ``records.pending`` (whose chunks ``alloc`` placed) to new sidecars; the

@@ -21,11 +21,11 @@ from .records import Layer, LayerArray, Meta
 from .types import U32_MAX, DTypeInfo, dtype_from_tag
 
 __all__ = [
-    "AttrDict", "Entry", "build_footer", "check_stats_entries", "corrupt", "layer_from_footer",
+    "AttrDict", "FooterEntry", "build_footer", "check_stats_entries", "corrupt", "layer_from_footer",
 ]
 
 # One array of a layer being written: (metadata, deleted, chunk table)
-Entry = tuple[Meta, bool, fmt.ChunkTable]
+FooterEntry = tuple[Meta, bool, fmt.ChunkTable]
 BlockMap = dict[int, tuple[int, int, int, str | None]]
 
 
@@ -224,7 +224,7 @@ def _array_entry(meta: Meta, deleted: bool, table: fmt.ChunkTable, attrs: AttrDi
 
 
 def build_footer(
-    entries: list[Entry], blocks: list[SealedBlock], codec: str | None,
+    entries: list[FooterEntry], blocks: list[SealedBlock], codec: str | None,
     previous: dict[str, Any], hint: str,
 ) -> tuple[dict[str, Any], bytes, dict[int, Any]]:
     """The footer of a new layer laid out as ``blocks`` in order, the segment table that goes

@@ -73,7 +73,7 @@ _ENTRY = np.dtype(
 assert _ENTRY.itemsize == 32
 
 
-class _ChunkTableType(r.Vec):
+class _ChunkTableType(r.ArchivedVec):
     """``Vec<ChunkEntry>``, ``ChunkEntry = {coord: Vec<u32>, address: (u32, u32, u32)}``."""
 
     def __init__(self) -> None:
@@ -197,7 +197,7 @@ def _fill_tables(dec: r.Decoder) -> None:
 
 # --- Schema ----------------------------------------------------------------------------
 
-_V32 = r.Vec(r.U32)
+_V32 = r.ArchivedVec(r.U32)
 _CODEC = r.Enum({0: ("None", []), 1: ("Named", [(r.STRING, 8)])}, 24, 8)
 _BLOCK = r.Struct(
     [("id", r.U32, 0), ("file_offset", r.U64, 8), ("compressed_size", r.U64, 16),
@@ -226,7 +226,7 @@ _FILL = r.Enum(
     24, 8,
 )
 _ATTRS = r.Enum(
-    {tag: (name, [(r.Vec(r.Struct([("k", prim, 0), ("v", prim, size)], 2 * size, size)), 8)])
+    {tag: (name, [(r.ArchivedVec(r.Struct([("k", prim, 0), ("v", prim, size)], 2 * size, size)), 8)])
      for tag, (name, prim, size) in enumerate(
          zip(_affooter.ATTR_WIDTHS, (r.U16, r.U32, r.U64), (2, 4, 8), strict=True)
      )},
@@ -235,7 +235,7 @@ _ATTRS = r.Enum(
 _CHUNKS = _ChunkTableType()
 _STORAGE = r.Struct([("chunk_shape", _V32, 0), ("chunks", _CHUNKS, 16)], 32, 8)
 _LAYOUT = r.Struct(
-    [("shape", _V32, 0), ("dimension_names", r.Vec(r.STRING), 16), ("storage", _STORAGE, 32)],
+    [("shape", _V32, 0), ("dimension_names", r.ArchivedVec(r.STRING), 16), ("storage", _STORAGE, 32)],
     64, 8,
 )
 _ARRAY = r.Struct(
@@ -260,10 +260,10 @@ for _tag, (_name, _elem) in enumerate(
      ("StringList", r.STRING), ("BinaryList", r.Bytes())],
     start=13,
 ):
-    _AV5[_tag] = (_name, [(r.Vec(_elem), 8)])
+    _AV5[_tag] = (_name, [(r.ArchivedVec(_elem), 8)])
 
 
-class _CompiledVec(r.Vec):
+class _CompiledVec(r.ArchivedVec):
     """A vector of records that :mod:`dafzarr._affooter` reads in one compiled loop, to the
     values and with the checks of the Python schema ``elem``, which still writes them."""
 
@@ -284,10 +284,10 @@ def _footer_type(version: int, *, compiled: bool = True) -> r.Struct:
     """The footer root of ``version``; ``compiled=False``: every record decoded by the
     Python schema (the reference the compiled decoder is tested against)."""
     av = r.Enum(_AV4 if version == 4 else _AV5, 24, 8)
-    arrays = _CompiledVec(_ARRAY, _read_arrays) if compiled else r.Vec(_ARRAY)
+    arrays = _CompiledVec(_ARRAY, _read_arrays) if compiled else r.ArchivedVec(_ARRAY)
     return r.Struct(
-        [("version", r.U32, 0), ("blocks", r.Vec(_BLOCK), 8), ("arrays", arrays, 24),
-         ("attr_keys", r.Vec(r.STRING), 40), ("attr_values", r.Vec(av), 56),
+        [("version", r.U32, 0), ("blocks", r.ArchivedVec(_BLOCK), 8), ("arrays", arrays, 24),
+         ("attr_keys", r.ArchivedVec(r.STRING), 40), ("attr_values", r.ArchivedVec(av), 56),
          ("overlay_index", r.U32, 72), ("base_file_hint", r.STRING, 80)],
         96, 8,
     )
@@ -311,8 +311,8 @@ _STATS_VEC = _CompiledVec(_ARRAY_STATS, _affooter.read_stats)
 _STATS_V0 = r.Struct([("arrays", _STATS_VEC, 0)], 16, 8)
 _STATS_V1 = r.Struct([("version", r.U32, 0), ("arrays", _STATS_VEC, 8)], 24, 8)
 _PY_STATS = {
-    0: r.Struct([("arrays", r.Vec(_ARRAY_STATS), 0)], 16, 8),
-    1: r.Struct([("version", r.U32, 0), ("arrays", r.Vec(_ARRAY_STATS), 8)], 24, 8),
+    0: r.Struct([("arrays", r.ArchivedVec(_ARRAY_STATS), 0)], 16, 8),
+    1: r.Struct([("version", r.U32, 0), ("arrays", r.ArchivedVec(_ARRAY_STATS), 8)], 24, 8),
 }
 
 

@@ -46,6 +46,30 @@ class ArrayStats:
     ``min``/``max`` are taken over stored elements that differ from the fill value (None when
     there are none); ``row_count`` is the number of elements; ``null_count`` counts the
     elements that are the fill value or were never written.
+
+    Parameters
+    ----------
+    min, max
+        The smallest and largest stored element that is not the fill value, or None.
+    null_count
+        How many elements are the fill value or were never written.
+    row_count
+        How many elements the array has.
+
+    Raises
+    ------
+    None
+        A plain record, made by :meth:`ArrayFile.array_stats`.
+
+    Examples
+    --------
+    >>> from dafzarr.arrayfile import ArrayFile
+    >>> with ArrayFile.create("stats.af") as f:
+    ...     f.define_array("a", "int32", ["x"], [4], fill_value=0)
+    ...     f.write_array("a", [0], [0, 5, 7, 0])
+    ...     f.flush()
+    ...     f.array_stats("a")
+    ArrayStats(min=5, max=7, null_count=2, row_count=4)
     """
 
     min: Any
@@ -56,7 +80,35 @@ class ArrayStats:
 
 @dataclass(frozen=True)
 class ArrayInfo:
-    """Shape, type and chunking of one array."""
+    """Shape, type and chunking of one array (what :meth:`ArrayFile.array_info` returns).
+
+    Parameters
+    ----------
+    name
+        The array's name.
+    dtype
+        Its numpy dtype; ``str`` or ``bytes`` for variable-length arrays.
+    shape, chunk_shape
+        Its extent and the extent of one chunk, along each axis.
+    dim_names
+        The names of its axes.
+    fill_value
+        What unwritten elements read as (None: the type's zero).
+
+    Raises
+    ------
+    None
+        A plain record.
+
+    Examples
+    --------
+    >>> from dafzarr.arrayfile import ArrayFile
+    >>> with ArrayFile.create("info.af") as f:
+    ...     f.define_array("m", "float32", ["row", "col"], [4, 6], chunk_shape=[2, 6])
+    ...     info = f.array_info("m")
+    >>> info.shape, info.chunk_shape, info.dim_names
+    ((4, 6), (2, 6), ('row', 'col'))
+    """
 
     name: str
     dtype: Any

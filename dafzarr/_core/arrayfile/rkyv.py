@@ -47,6 +47,7 @@ __all__ = [
     "U16",
     "U32",
     "U64",
+    "ArchivedVec",
     "Box",
     "Bytes",
     "Decoder",
@@ -57,7 +58,6 @@ __all__ = [
     "RkyvError",
     "Struct",
     "Type",
-    "Vec",
     "decode_root",
     "decode_root_with",
     "encode_root",
@@ -243,7 +243,7 @@ STRING: Type = _String()
 _VEC_HEAD = struct.Struct("<qQ")
 
 
-class Vec(Type):
+class ArchivedVec(Type):
     """``Vec<T>`` / ``Box<[T]>``: ``{offset: i64, len: u64}`` pointing at contiguous elements."""
 
     size = 16
@@ -293,7 +293,7 @@ class Vec(Type):
         struct.pack_into("<qQ", enc.out, pos, start - pos, n)
 
 
-class Bytes(Vec):
+class Bytes(ArchivedVec):
     """``Vec<u8>`` read and written as :class:`bytes`."""
 
     def __init__(self) -> None:

@@ -31,8 +31,8 @@ from ...errors import (
 from . import format as fmt
 from . import segments as seg
 from .allocator import SealedBlock
-from .backends import Backend, LocalBackend, ObstoreBackend, Tail
-from .footer import Entry, build_footer, check_stats_entries, corrupt, layer_from_footer
+from .footer import FooterEntry, build_footer, check_stats_entries, corrupt, layer_from_footer
+from .objects import ArrayFileStorage, LocalStorage, ObstoreStorage, Tail
 from .records import Layer
 from .types import U32_MAX
 
@@ -48,7 +48,7 @@ LOAD_ATTEMPTS = 20
 _LONGEST_PAUSE = 0.1
 
 
-def resolve_target(target: Any) -> tuple[Backend, str, str]:
+def resolve_target(target: Any) -> tuple[ArrayFileStorage, str, str]:
     """(backend, key of the base object, hint written into sidecars)."""
     if isinstance(target, tuple):
         if len(target) != 2 or not isinstance(target[1], str):
@@ -58,7 +58,7 @@ def resolve_target(target: Any) -> tuple[Backend, str, str]:
         key = key.lstrip("/")
         if not key.endswith(".af"):
             raise InvalidArgumentError(f"an ArrayFile key must end in '.af': {key!r}")
-        return ObstoreBackend(store), key, key
+        return ObstoreStorage(store), key, key
     if not isinstance(target, (str, os.PathLike)):
         raise InvalidArgumentTypeError(
             f"target must be a path ending in '.af' or (obstore_store, key), not {target!r}"
@@ -66,7 +66,7 @@ def resolve_target(target: Any) -> tuple[Backend, str, str]:
     path = os.path.abspath(os.fspath(target))
     if not path.endswith(".af"):
         raise InvalidArgumentError(f"an ArrayFile path must end in '.af': {path!r}")
-    return LocalBackend(path), path, os.path.basename(path)
+    return LocalStorage(path), path, os.path.basename(path)
 
 
 def sidecar_number(stem_base: str, name: str) -> int | None:
@@ -80,7 +80,7 @@ def sidecar_number(stem_base: str, name: str) -> int | None:
     return n if 0 < n <= U32_MAX else None
 
 
-def discover(backend: Backend, key: str) -> list[tuple[int, str]]:
+def discover(backend: ArrayFileStorage, key: str) -> list[tuple[int, str]]:
     """(number, key) of every sidecar next to base ``key``, in number order."""
     stem_base = posixpath.basename(key[:-3])
     found = []
@@ -96,7 +96,7 @@ def discover(backend: Backend, key: str) -> list[tuple[int, str]]:
     return found
 
 
-def _read_tail_object(backend: Backend, key: str, magic: bytes
+def _read_tail_object(backend: ArrayFileStorage, key: str, magic: bytes
                       ) -> tuple[memoryview, int, Tail]:
     """The payload before the trailer, where it starts, and the suffix read."""
     tail = backend.tail(key, _TAIL_READ)
@@ -113,7 +113,7 @@ def _read_tail_object(backend: Backend, key: str, magic: bytes
     return payload, tail.size - 12 - n, tail
 
 
-def load_layer(backend: Backend, key: str, number: int) -> Layer:
+def load_layer(backend: ArrayFileStorage, key: str, number: int) -> Layer:
     """Read and check the layer stored as ``key``."""
     payload, data_end, tail = _read_tail_object(backend, key, fmt.FOOTER_MAGIC)
     version = tail.version
@@ -130,7 +130,7 @@ def load_layer(backend: Backend, key: str, number: int) -> Layer:
     return layer
 
 
-def load_layers(backend: Backend, key: str, base: Layer | None = None) -> list[Layer]:
+def load_layers(backend: ArrayFileStorage, key: str, base: Layer | None = None) -> list[Layer]:
     """The base ``key`` and its sidecars, oldest first, as one state of the file set.
 
     ``base``: the base layer already in hand (a compaction's new base), used by the first
@@ -164,7 +164,7 @@ def load_layers(backend: Backend, key: str, base: Layer | None = None) -> list[L
 
 
 def write_layer(
-    backend: Backend, key: str, hint: str, layers: Sequence[Layer], entries: list[Entry],
+    backend: ArrayFileStorage, key: str, hint: str, layers: Sequence[Layer], entries: list[FooterEntry],
     blocks: list[SealedBlock], codec: str | None, *, base: bool,
 ) -> Layer:
     """Write a new base (replacing ``key``) or the next sidecar above ``layers``."""
@@ -198,7 +198,7 @@ def write_layer(
         return layer_from_footer(skey, number, version, footer, segments=segments)
 
 
-def load_stats(backend: Backend, key: str) -> tuple[int, list[dict[str, Any]]]:
+def load_stats(backend: ArrayFileStorage, key: str) -> tuple[int, list[dict[str, Any]]]:
     """(generation, entries) of the statistics object ``key``.
 
     A missing one means no statistics; an unreadable one too (as the format's reference
@@ -221,7 +221,7 @@ def load_stats(backend: Backend, key: str) -> tuple[int, list[dict[str, Any]]]:
     return gen, entries
 
 
-def write_stats(backend: Backend, key: str, entries: list[dict[str, Any]], generation: int
+def write_stats(backend: ArrayFileStorage, key: str, entries: list[dict[str, Any]], generation: int
                 ) -> None:
     """Replace the statistics object ``key``."""
     backend.put(key, [fmt.encode_stats(entries, generation=generation)], create_only=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .reader import ChunkReader
+from .chunk_reader import ChunkReader
 from .records import ArrayStats, Layer, Meta, PendingArray, Records
 from .types import chunk_stats, stat_key, stat_to_python
 

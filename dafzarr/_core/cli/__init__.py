@@ -60,7 +60,44 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    What ``dafzarr ...`` (or ``python -m dafzarr ...``) runs: the output goes to standard
+    output, a failure's message (``dafzarr: ...``, naming the file at fault) to standard
+    error, without a traceback.
+
+    Parameters
+    ----------
+    argv
+        The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 1 when the command fails (bad input, damaged data, an entry that does
+        not verify: any :class:`~dafzarr.errors.DafzarrError` or ``OSError``), 130 on
+        Ctrl-C and 141 when standard output is closed early.
+
+    Raises
+    ------
+    SystemExit
+        From ``argparse``: status 2 on a usage error (an unknown command or option), 0 after
+        ``--help`` or ``--version``.
+
+    Examples
+    --------
+    >>> import zipfile
+    >>> from dafzarr.cli import main
+    >>> with zipfile.ZipFile("x.zip", "w") as z:
+    ...     z.writestr("a/0", b"1234")
+    >>> main(["zip", "ls", "x.zip"])
+        size       stored method    crc32       offset  name
+           4            4      0 9be3e0a3 ... a/0
+    1 entries, 4 B of data in x.zip
+    0
+    >>> main(["zip", "ls", "missing.zip"])  # the message goes to standard error
+    1
+    """
     args = build_parser().parse_args(argv)
     try:
         status = int(args.func(args))

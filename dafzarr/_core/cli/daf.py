@@ -112,7 +112,7 @@ def _empty_values(texts: list[str]) -> dict[tuple[str, ...], Any]:
     ``MAIN,ROWS,COLUMNS,NAME=VALUE`` for a tensor): the value is read as a query value is
     (``true``/``false``, integers, floats, else a string)."""
     from ...errors import InvalidArgumentError
-    from ..daf.query.values import guess_value
+    from ..daf.query.literals import guess_value
 
     out: dict[tuple[str, ...], Any] = {}
     for text in texts:

@@ -156,8 +156,8 @@ def _demo_arrayfile(root: str, out: Any) -> None:
     """The ArrayFile step of ``dafzarr demo``: arrays, a sidecar per flush, compaction."""
     import numpy as np
 
-    from ..arrayfile.config import FileConfig
     from ..arrayfile.file import ArrayFile
+    from ..arrayfile.fileconfig import FileConfig
 
     # The file and its sidecars live in one folder, replaced whole (never partial).
     folder = os.path.join(root, "example.arrayfile")

@@ -39,7 +39,7 @@ def _build(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     from ..refs.compose import virtualize
-    from ..refs.sources import mosaic_sources
+    from ..refs.source_files import mosaic_sources
 
     files = [os.fspath(f) for f in args.files]
     public = None

@@ -45,7 +45,7 @@ from ...errors import (
 from ..crc import crc32
 from .limits import needs_proof
 from .registry import METHODS, Method, lookup
-from .streams import Pieces
+from .streams import DecodedPieces
 
 __all__ = ["decode"]
 
@@ -180,7 +180,7 @@ def _require(m: Method, name: str, what: str) -> None:
 
 
 def _check(
-    pieces: Pieces, size: int, crc: int | None, what: str, error: type[DafzarrError],
+    pieces: DecodedPieces, size: int, crc: int | None, what: str, error: type[DafzarrError],
     record: str,
 ) -> None:
     """Decode, keeping only the running length and CRC-32, and compare them with the claim."""
@@ -198,7 +198,7 @@ def _check(
 
 
 def _fill(
-    pieces: Pieces, size: int, what: str, error: type[DafzarrError], record: str
+    pieces: DecodedPieces, size: int, what: str, error: type[DafzarrError], record: str
 ) -> bytearray:
     """Decode into one buffer of ``size`` bytes; any other length is refused."""
     out = bytearray(size)

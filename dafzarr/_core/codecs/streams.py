@@ -16,7 +16,7 @@ from .limits import INPUT_PIECE, PIECE
 
 __all__ = [
     "DEFLATE64_INPUT_PIECE",
-    "Pieces",
+    "DecodedPieces",
     "bunzip2",
     "deflate64_pieces",
     "gunzip",
@@ -24,14 +24,14 @@ __all__ = [
     "inflate_whole",
 ]
 
-Pieces = Iterator[Any]  # bytes-like pieces of decoded output, in order
+DecodedPieces = Iterator[Any]  # bytes-like pieces of decoded output, in order
 
 DEFLATE64_INPUT_PIECE = 256
 """DEFLATE64 input per call (inflate64 has no output limit): at most about 7 MiB out. Smaller
 pieces cost time on every entry (32 bytes: 25 times slower than 4 KiB on 3 MB of input)."""
 
 
-def _zlib_pieces(raw: Any, limit: int, wbits: int, *, must_end: bool) -> Pieces:
+def _zlib_pieces(raw: Any, limit: int, wbits: int, *, must_end: bool) -> DecodedPieces:
     d = zlib.decompressobj(wbits)
     view = memoryview(raw).cast("B")
     pos, produced = 0, 0
@@ -51,7 +51,7 @@ def _zlib_pieces(raw: Any, limit: int, wbits: int, *, must_end: bool) -> Pieces:
             yield out
 
 
-def inflate(raw: Any, limit: int) -> Pieces:
+def inflate(raw: Any, limit: int) -> DecodedPieces:
     """A raw DEFLATE stream's output. A stream without its final block (a writer flushed it
     but never finished) yields what it holds, as ``zipfile`` reads it."""
     return _zlib_pieces(raw, limit, -15, must_end=False)
@@ -68,13 +68,13 @@ def inflate_whole(raw: Any, size: int) -> Any:
     return whole if len(whole) == size else None
 
 
-def gunzip(raw: Any, limit: int) -> Pieces:
+def gunzip(raw: Any, limit: int) -> DecodedPieces:
     """A gzip stream's output (its first member); a stream cut before its trailer is refused
     (:class:`ValueError`), and zlib checks the trailer's CRC-32."""
     return _zlib_pieces(raw, limit, 31, must_end=True)
 
 
-def bunzip2(raw: Any, limit: int) -> Pieces:
+def bunzip2(raw: Any, limit: int) -> DecodedPieces:
     """A BZIP2 stream's output."""
     d = bz2.BZ2Decompressor()
     view = memoryview(raw).cast("B")
@@ -92,7 +92,7 @@ def bunzip2(raw: Any, limit: int) -> Pieces:
             yield out
 
 
-def deflate64_pieces(raw: Any, limit: int) -> Pieces:
+def deflate64_pieces(raw: Any, limit: int) -> DecodedPieces:
     """A DEFLATE64 stream's output (the ``inflate64`` package). inflate64 has no output limit:
     fed :data:`DEFLATE64_INPUT_PIECE` bytes at a time, a call emits at most about 7 MiB
     (DEFLATE64's ratio), and decoding stops once the output passes ``limit``."""

@@ -33,7 +33,7 @@ from .asides import TMP_SUFFIX, Asides, sweep_asides
 from .names import METADATA_NAMES
 from .values import StreamedChunk
 
-__all__ = ["ASIDE", "Backend", "DirectoryBackend", "MemoryBackend"]
+__all__ = ["ASIDE", "DafBackend", "DirectoryBackend", "MemoryBackend"]
 
 #: Suffixes of the names a directory's writers put aside (a node being deleted, a file being
 #: written): never a node of the data set, even when a failed removal leaves them.
@@ -67,7 +67,7 @@ def readonly(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return arr
 
 
-class Backend:
+class DafBackend:
     """The key-value interface ZarrDaf runs on."""
 
     kind = ""
@@ -167,7 +167,7 @@ class Backend:
 # --- Directory --------------------------------------------------------------------------------
 
 
-class DirectoryBackend(Backend):
+class DirectoryBackend(DafBackend):
     """A ``.daf.zarr`` directory; keys are relative file paths.
 
     ``durable``: each file written is fsynced before it is renamed into place, and the
@@ -401,7 +401,7 @@ class DirectoryBackend(Backend):
 # --- Memory -----------------------------------------------------------------------------------
 
 
-class MemoryBackend(Backend):
+class MemoryBackend(DafBackend):
     """An in-memory dict of keys; reads alias the stored buffers."""
 
     kind = "memory"
@@ -475,7 +475,7 @@ def children_of(keys: Iterable[str], prefix: str) -> list[str]:
 class _BackendStore(Store):
     """Lets zarr-python decode arrays dafzarr does not map itself (chunked, compressed)."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: DafBackend) -> None:
         super().__init__(read_only=True)
         self.backend = backend
 

@@ -11,13 +11,13 @@ import numpy as np
 
 from ...errors import DafReadOnlyError, HttpReadError
 from ..io import HttpOptions, ObjectSource, http_store
-from .backends import Backend, children_of, readonly
+from .backends import DafBackend, children_of, readonly
 from .names import METADATA_NAMES
 
 __all__ = ["HttpBackend"]
 
 
-class HttpBackend(Backend):
+class HttpBackend(DafBackend):
     """A read-only daf served over HTTP(S): metadata from one GET, chunks fetched lazily.
 
     Every GET goes through :class:`~dafzarr._core.io.ObjectSource` over one obstore

@@ -32,7 +32,7 @@ from zarr.abc.store import Store
 
 from ...errors import AppendOnlyError, DafzarrError, InvalidArgumentError
 from ..zipstore.store import MmapZipStore
-from .backends import Backend, children_of
+from .backends import DafBackend, children_of
 
 __all__ = [
     "EntryCopy", "ZipBackend", "acquire_zip_store", "adopt_zip_store", "release_zip_store",
@@ -271,7 +271,7 @@ def release_zip_store(store: MmapZipStore) -> None:
                 del _REGISTRY[store.path]
 
 
-class ZipBackend(Backend):
+class ZipBackend(DafBackend):
     """A daf in a ZIP archive, at the archive root or under ``group/`` (``.dafs.zarr.zip``).
 
     Deletes and overwrites go through the store's rewrites: a deleted node's keys leave the

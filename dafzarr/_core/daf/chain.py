@@ -33,13 +33,12 @@ from typing import Any, Self
 import numpy as np
 
 from ...errors import DafExistsError, DafReadOnlyError, InvalidArgumentError
+from ..aliases import Array
 from .names import unique_name
 from .query.cache import QueryCache
 from .reader import ReaderBase
 
 __all__ = ["ReadChain", "WriteChain", "chain_reader", "chain_writer"]
-
-Array = np.ndarray[Any, Any]
 
 
 def chain_reader(dafs: Sequence[Any], *, name: str | None = None) -> ReadChain:

@@ -46,6 +46,48 @@ def complete_chain(
     is), and with a view, ``base_daf_view``. Both must be stored data sets (a directory, a
     ZIP, a data set in a multi-data-set ZIP or, for the base, a URL). Returns the writable
     chain.
+
+    Parameters
+    ----------
+    base_daf
+        The data set (or chain) the new one adds to, stored at a path or URL.
+    new_daf
+        The new, empty, writable data set that receives the writes.
+    name
+        The chain's name (default: made from the data sets' names).
+    axes
+        The view's axis rules, as for :func:`viewer` (default: no view).
+    data
+        The view's property rules, as for :func:`viewer` (default: no view).
+    absolute
+        Record the absolute path of ``base_daf`` rather than its path relative to
+        ``new_daf``'s folder.
+
+    Returns
+    -------
+    WriteChain
+        The chain of ``base_daf`` (or its view) and ``new_daf``; writes go to ``new_daf``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``base_daf`` or ``new_daf`` is not stored at a path (a view, a chain, a data set in
+        memory).
+    DafReadOnlyError
+        ``new_daf`` was opened read-only.
+    DafQueryError
+        The view's rules are invalid (as for :func:`viewer`).
+
+    Examples
+    --------
+    >>> base = dafzarr.open_daf("base.daf.zarr", "w")
+    >>> _ = base.add_axis("cell", ["c0", "c1", "c2"])
+    >>> _ = base.set_vector("cell", "age", [1.0, 2.0, 3.0])
+    >>> new = dafzarr.open_daf("new.daf.zarr", "w")
+    >>> chain = dafzarr.daf.complete_chain(base_daf=base, new_daf=new)
+    >>> _ = chain.set_vector("cell", "score", [0.5, 0.25, 0.75])
+    >>> new.get_scalar("base_daf_repository"), chain.get_np_vector("cell", "age").tolist()
+    ('base.daf.zarr', [1.0, 2.0, 3.0])
     """
     new_path = _stored_path(new_daf, "new_daf")
     base_path = _stored_path(base_daf, "base_daf")
@@ -68,6 +110,41 @@ def complete_daf(path: str | os.PathLike[str], mode: str = "r", *, name: str | N
     ``mode`` ``"r"`` gives a read-only chain; ``"r+"`` a chain whose writes go to the data
     set at ``path`` (its bases are always opened read-only). ``close()`` the chain (or use it
     in a ``with`` block) to close the data sets it opened.
+
+    Parameters
+    ----------
+    path
+        The data set at the top of the chain.
+    mode
+        ``"r"`` (read-only) or ``"r+"`` (writes go to the data set at ``path``).
+    name
+        The chain's name is ``<name>.complete`` (default: ``path``).
+
+    Returns
+    -------
+    ReadChain or WriteChain
+        The data set at ``path`` over all its bases (a ``WriteChain`` with ``"r+"``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        A ``mode`` other than ``"r"`` or ``"r+"``.
+    DafNotFoundError
+        No data set at ``path``, or at a base it names.
+    DafFormatError
+        The data sets name each other as their base (the message lists the cycle);
+        ``base_daf_repository`` is not a path, or ``base_daf_view`` not the JSON of a view.
+
+    Examples
+    --------
+    >>> base = dafzarr.open_daf("base.daf.zarr", "w")
+    >>> _ = base.add_axis("cell", ["c0", "c1", "c2"])
+    >>> _ = base.set_vector("cell", "age", [1.0, 2.0, 3.0])
+    >>> new = dafzarr.open_daf("new.daf.zarr", "w")
+    >>> _ = dafzarr.daf.complete_chain(base_daf=base, new_daf=new)
+    >>> with dafzarr.daf.complete_daf("new.daf.zarr") as chain:
+    ...     chain.name, chain.get_np_vector("cell", "age").tolist()
+    ('new.daf.zarr.complete', [1.0, 2.0, 3.0])
     """
     if mode not in ("r", "r+"):
         raise InvalidArgumentError(f"complete_daf mode must be 'r' or 'r+', not {mode!r}")

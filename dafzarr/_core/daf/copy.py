@@ -40,6 +40,32 @@ def copy_daf(source: ZarrDaf, destination: ZarrDaf, *, progress: bool | TextIO =
     Properties keep their element types, index types and sparsity, and both stored layouts
     of a matrix are copied as they are (no relayout is computed). ``progress=True`` reports
     on stderr (or pass a stream).
+
+    Parameters
+    ----------
+    source
+        The data set to copy.
+    destination
+        The writable data set to copy into (it must not hold those properties already).
+    progress
+        Report progress on stderr (``True``) or on this stream.
+
+    Raises
+    ------
+    DafExistsError
+        ``destination`` holds a scalar or an axis of the same name already.
+    DafReadOnlyError
+        ``destination`` was opened read-only.
+
+    Examples
+    --------
+    >>> base = dafzarr.open_daf("base.daf.zarr", "w")
+    >>> _ = base.add_axis("cell", ["c0", "c1", "c2"])
+    >>> _ = base.set_vector("cell", "age", [1.0, 2.0, 3.0])
+    >>> copy = dafzarr.open_daf("copy.daf.zarr.zip", "w")
+    >>> dafzarr.daf.copy_daf(base, copy)
+    >>> copy.get_np_vector("cell", "age").tolist()
+    [1.0, 2.0, 3.0]
     """
     stream = sys.stderr if progress is True else (progress or None)
     axes = sorted(source.axes_set())
@@ -132,6 +158,52 @@ def convert_daf(
     :class:`~dafzarr.errors.OutputExistsError`). A ``X.dafs.zarr.zip#/group`` destination in
     an existing archive adds the group in one all-or-nothing batch (an existing group raises
     :class:`~dafzarr.errors.AppendOnlyError`).
+
+    Parameters
+    ----------
+    source
+        The path of the data set to copy.
+    destination
+        The path of the new data set (a directory, a ZIP, or a group of a multi-data-set
+        ZIP).
+    zarr_format
+        The destination's Zarr format, 2 or 3 (default: the source's).
+    force
+        Replace an existing destination.
+    progress
+        Report progress on stderr (``True``) or on this stream.
+
+    Returns
+    -------
+    int
+        The destination's Zarr format.
+
+    Raises
+    ------
+    DafNotFoundError
+        No data set at ``source``.
+    DafFormatError
+        A path that is not a Daf data set path (``X.daf.zarr``, ``X.daf.zarr.zip``,
+        ``X.dafs.zarr.zip#/group``).
+    OutputExistsError
+        ``destination`` exists and ``force`` was not given.
+    AppendOnlyError
+        A group of a multi-data-set ZIP that exists already.
+    InvalidArgumentError
+        An ``http(s)://`` destination (read-only).
+    StorageIOError
+        The file system failed while writing (a full disk, a quota); the destination
+        stays as it was.
+
+    Examples
+    --------
+    >>> base = dafzarr.open_daf("base.daf.zarr", "w")
+    >>> _ = base.add_axis("cell", ["c0", "c1", "c2"])
+    >>> _ = base.set_vector("cell", "age", [1.0, 2.0, 3.0])
+    >>> dafzarr.daf.convert_daf("base.daf.zarr", "base.daf.zarr.zip", zarr_format=3)
+    3
+    >>> dafzarr.open_daf("base.daf.zarr.zip").get_np_vector("cell", "age").tolist()
+    [1.0, 2.0, 3.0]
     """
     src = ZarrDaf(source, "r")
     try:

@@ -82,7 +82,34 @@ class Description:
 
 
 def describe_property(prop: dict[str, Any]) -> str:
-    """``"float32 dense"`` or ``"bool sparse (12 nonzeros)"``, from :meth:`ZarrDaf.summary`."""
+    """``"float32 dense"`` or ``"bool sparse (12 nonzeros)"``, from :meth:`ZarrDaf.summary`.
+
+    Parameters
+    ----------
+    prop
+        One vector's or matrix's entry of a summary (``dtype``, ``layout`` and, for a
+        sparse property, ``nonzeros``).
+
+    Returns
+    -------
+    str
+        The element type and layout, and the number of non-zero values of a sparse one.
+
+    Raises
+    ------
+    KeyError
+        ``prop`` lacks one of those keys (it is not a summary's entry).
+
+    Examples
+    --------
+    >>> base = dafzarr.open_daf("base.daf.zarr", "w")
+    >>> _ = base.add_axis("cell", ["c0", "c1", "c2"])
+    >>> _ = base.set_vector("cell", "age", [1.0, 2.0, 3.0])
+    >>> dafzarr.daf.describe_property(base.summary()["vectors"]["cell/age"])
+    'float64 dense'
+    >>> dafzarr.daf.describe_property({"dtype": "bool", "layout": "sparse", "nonzeros": 12})
+    'bool sparse (12 nonzeros)'
+    """
     if prop["layout"] == "dense":
         return f"{prop['dtype']} dense"
     return f"{prop['dtype']} sparse ({prop['nonzeros']} nonzeros)"

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-
+from ..aliases import Array
 from .storage import UNDEF
 
 __all__ = ["DafReader"]
-
-Array = np.ndarray[Any, Any]
 
 
 @runtime_checkable

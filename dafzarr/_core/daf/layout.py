@@ -23,8 +23,8 @@ from ...errors import DafFormatError, InvalidArgumentError, InvalidArgumentTypeE
 
 __all__ = [
     "ELEMENT_TYPES",
-    "ArrayInfo",
-    "Layout",
+    "ZarrArrayInfo",
+    "ZarrLayout",
     "decode_strings",
     "encode_strings",
     "layout_for",
@@ -96,7 +96,7 @@ def _dumps(doc: Any, *, sort: bool = False) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class ArrayInfo:
+class ZarrArrayInfo:
     """What a reader needs to know about one stored array."""
 
     key: str  # the array's node path
@@ -109,7 +109,7 @@ class ArrayInfo:
     meta: Any = None  # the parsed document
 
 
-class Layout:
+class ZarrLayout:
     """One generation of the format: how nodes are named and what their documents hold."""
 
     zarr_format: int = 0
@@ -133,7 +133,7 @@ class Layout:
     def array_marker(self, path: str) -> str:
         raise NotImplementedError
 
-    def parse_array(self, path: str, doc: bytes) -> ArrayInfo:
+    def parse_array(self, path: str, doc: bytes) -> ZarrArrayInfo:
         raise NotImplementedError
 
     def elide(self, dtype: np.dtype[Any] | str, data: Any) -> bool:
@@ -152,7 +152,7 @@ def _parse_json(path: str, doc: bytes) -> Any:
         raise DafFormatError(f"invalid Zarr metadata at {path!r}: {exc}") from None
 
 
-class V2Layout(Layout):
+class V2Layout(ZarrLayout):
     """The Zarr v2 layout (dafzarr's default)."""
 
     zarr_format = 2
@@ -186,7 +186,7 @@ class V2Layout(Layout):
     def array_marker(self, path: str) -> str:
         return _join(path, ".zarray")
 
-    def parse_array(self, path: str, doc: bytes) -> ArrayInfo:
+    def parse_array(self, path: str, doc: bytes) -> ZarrArrayInfo:
         meta = _parse_json(path, doc)
         try:
             shape = tuple(int(n) for n in meta["shape"])
@@ -225,10 +225,10 @@ class V2Layout(Layout):
         )
         key = _join(path, sep.join(["0"] * max(1, len(shape))))
         fill = meta.get("fill_value")
-        return ArrayInfo(path, dtype, shape, key, canonical, fill)
+        return ZarrArrayInfo(path, dtype, shape, key, canonical, fill)
 
 
-class V3Layout(Layout):
+class V3Layout(ZarrLayout):
     """The Zarr v3 layout written by DataAxesFormats.jl 0.3.0."""
 
     zarr_format = 3
@@ -274,7 +274,7 @@ class V3Layout(Layout):
 
     array_marker = group_marker
 
-    def parse_array(self, path: str, doc: bytes) -> ArrayInfo:
+    def parse_array(self, path: str, doc: bytes) -> ZarrArrayInfo:
         meta = _parse_json(path, doc)
         try:
             shape = tuple(int(n) for n in meta["shape"])
@@ -313,7 +313,7 @@ class V3Layout(Layout):
             and endian_ok
             and not meta.get("storage_transformers")
         )
-        return ArrayInfo(path, dtype, shape, key, canonical, meta.get("fill_value"),
+        return ZarrArrayInfo(path, dtype, shape, key, canonical, meta.get("fill_value"),
                          packed=is_packed(meta), meta=meta)
 
     def elide(self, dtype: np.dtype[Any] | str, data: Any) -> bool:
@@ -329,7 +329,7 @@ V2 = V2Layout()
 V3 = V3Layout()
 
 
-def layout_for(zarr_format: int) -> Layout:
+def layout_for(zarr_format: int) -> ZarrLayout:
     """The layout object of a Zarr format number (2 or 3)."""
     if zarr_format == 2:
         return V2

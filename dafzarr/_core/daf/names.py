@@ -77,6 +77,33 @@ def parse_daf_path(path: str | os.PathLike[str]) -> tuple[str, str, str]:
 
     ``kind`` is ``"directory"`` (``X.daf.zarr``), ``"zip"`` (``X.daf.zarr.zip``, or
     ``X.dafs.zarr.zip#/group`` with a non-empty group) or ``"http"`` (``http(s)://...``).
+
+    Parameters
+    ----------
+    path
+        A data set's path or URL.
+
+    Returns
+    -------
+    tuple of str
+        ``kind``, the container's absolute path (a URL as it is, without a trailing
+        ``/``) and the group (``""``: the whole container).
+
+    Raises
+    ------
+    DafFormatError
+        A path that ends in none of ``.daf.zarr``, ``.daf.zarr.zip`` and
+        ``.dafs.zarr.zip#/<group>``; a multi-data-set ZIP without a group, or a
+        single-data-set ZIP with one; an invalid group name.
+
+    Examples
+    --------
+    >>> dafzarr.daf.parse_daf_path("pbmc.daf.zarr")
+    ('directory', '.../pbmc.daf.zarr', '')
+    >>> dafzarr.daf.parse_daf_path("atlas.dafs.zarr.zip#/day1")
+    ('zip', '.../atlas.dafs.zarr.zip', 'day1')
+    >>> dafzarr.daf.parse_daf_path("https://example.org/pbmc.daf.zarr/")
+    ('http', 'https://example.org/pbmc.daf.zarr', '')
     """
     text = os.fspath(path)
     if text.startswith(("http://", "https://")):

@@ -25,6 +25,7 @@ from ...errors import (
     DafReadOnlyError,
     RefusedEntryWarning,
 )
+from ..aliases import OpenMode
 from ..atomic import (
     atomic_directory,
     fsync_directory,
@@ -34,19 +35,18 @@ from ..atomic import (
 )
 from ..io import HttpOptions
 from ..zipstore import MmapZipStore
-from ..zipstore import format as zipformat
-from .backends import Backend, DirectoryBackend, MemoryBackend
+from ..zipstore import ziprecords as zipformat
+from .backends import DafBackend, DirectoryBackend, MemoryBackend
 from .backends_http import HttpBackend
 from .backends_zip import ZipBackend, acquire_zip_store, adopt_zip_store
 from .names import check_name, parse_daf_path
-from .storage import Mode
 from .values import metadata_doc
 
 
 class Opened(NamedTuple):
     """What :func:`open_backend` found: the backend and how to name and initialise it."""
 
-    backend: Backend
+    backend: DafBackend
     #: ``"memory"``, ``"directory"``, ``"zip"`` or ``"http"``.
     kind: str
     #: The full path: absolute container path (plus ``#/group``), URL, or ``memory``.
@@ -60,7 +60,7 @@ class Opened(NamedTuple):
 
 
 def open_backend(
-    path: str | os.PathLike[str] | None, mode: Mode, max_file_size: int | None,
+    path: str | os.PathLike[str] | None, mode: OpenMode, max_file_size: int | None,
     append_only: bool, http: HttpOptions | None, lock: bool = True, durable: bool = False,
 ) -> Opened:
     """The backend of ``path`` (``None``: memory) opened for ``mode``; ``durable``: every
@@ -82,12 +82,14 @@ def open_backend(
                 f"backend is read-only: {container}"
             )
         return Opened(_open_http(container, http), kind, full)
+    # Modes "w" and "w+" make a new data set aside, so that a crash leaves none or all of it.
+    new = mode in ("w", "w+") and not os.path.lexists(container)
     if kind == "directory":
-        if mode == "w" and _replaceable(container):
+        if new or (mode == "w" and _replaceable(container)):
             return Opened(DirectoryBackend(container, read_only=False, durable=durable),
                           kind, full, aside=True)
         return Opened(_open_directory(container, mode, durable), kind, full)
-    if mode == "w" and not os.path.lexists(container):
+    if new:
         return Opened(_zip_aside(container, group, max_file_size, append_only, lock, durable),
                       kind, full, aside=True)
     backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock,
@@ -105,7 +107,7 @@ def _replaceable(root: str) -> bool:
     return stat.S_ISDIR(st.st_mode)
 
 
-def create_aside(root: str, durable: bool, init: Callable[[Backend], None]
+def create_aside(root: str, durable: bool, init: Callable[[DafBackend], None]
                  ) -> DirectoryBackend:
     """Mode ``"w"`` on a directory: ``init`` makes the new, empty data set in a temporary
     directory beside ``root``, which then takes the place of ``root`` with one rename (an
@@ -145,7 +147,7 @@ def _name_the_archive(exc: BaseException, tmp: str, container: str) -> None:
 
 
 def create_zip_aside(container: str, aside: ZipBackend, durable: bool,
-                     init: Callable[[Backend], None]) -> ZipBackend:
+                     init: Callable[[DafBackend], None]) -> ZipBackend:
     """Mode ``"w"`` where there is no archive: ``init`` makes the new, empty data set in
     the archive ``aside`` (:func:`_zip_aside`), which then gets the name ``container``.
     A process killed at any instant leaves no archive or one with the new data set's
@@ -168,7 +170,7 @@ def create_zip_aside(container: str, aside: ZipBackend, durable: bool,
     return aside
 
 
-def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:
+def _open_directory(root: str, mode: OpenMode, durable: bool = False) -> DafBackend:
     if mode in ("r", "r+") and not os.path.isdir(root):
         raise DafNotFoundError(2, f"no such directory: {root}", root)
     if mode == "w" and os.path.exists(root):
@@ -180,7 +182,7 @@ def _open_directory(root: str, mode: Mode, durable: bool = False) -> Backend:
     return DirectoryBackend(root, read_only=mode == "r", durable=durable)
 
 
-def _open_zip(container: str, group: str, mode: Mode, max_file_size: int | None,
+def _open_zip(container: str, group: str, mode: OpenMode, max_file_size: int | None,
               append_only: bool, lock: bool, durable: bool = False) -> tuple[ZipBackend, bool]:
     """The ZIP backend, and whether the data set is to be truncated (mode ``"w"`` on a group
     that has keys already, or on an archive that has entries)."""

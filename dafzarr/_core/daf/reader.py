@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DafMissingError, DafReadOnlyError, InvalidArgumentError
+from ..aliases import Array
 from .interface import DafReader
 from .names import entry_positions
 from .queries import Queries
@@ -24,8 +25,6 @@ from .values import plain, zero_matrix
 
 __all__ = ["DafReader", "ReaderBase", "default_matrix", "default_vector", "entry_positions",
            "pd_matrix", "pd_vector"]
-
-Array = np.ndarray[Any, Any]
 
 
 def default_vector(n: int, default: Any, axis: str, daf_name: str) -> Any:

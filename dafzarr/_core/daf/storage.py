@@ -18,7 +18,7 @@ import json
 import math
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -29,15 +29,15 @@ from ...errors import (
     DafMissingError,
     DafReadOnlyError,
 )
+from ..aliases import OpenMode
 from ..ioerror import Operation, storage_io
 from . import layout as lay
-from .backends import ASIDE, Backend
+from .backends import ASIDE, DafBackend
 from .backends_zip import ZipBackend
 from .names import join_path
 from .packed import read_packed
 from .values import StreamedChunk, Transposed, as_strings, metadata_doc
 
-Mode = Literal["r", "r+", "w+", "w"]
 MODES = ("r", "r+", "w+", "w")
 _GROUPS = ("scalars", "axes", "vectors", "matrices")
 
@@ -52,18 +52,18 @@ UNDEF: Any = _Undef()
 
 
 class DafStorage:
-    """The node storage of a ZarrDaf over its :class:`Backend` and :class:`~.layout.Layout`:
+    """The node storage of a ZarrDaf over its :class:`DafBackend` and :class:`~.layout.ZarrLayout`:
     the state every write shares (lock, change counter, consolidated metadata) and the
     node-level work the other parts call."""
 
-    def __init__(self, backend: Backend, path: str, mode: Mode) -> None:
+    def __init__(self, backend: DafBackend, path: str, mode: OpenMode) -> None:
         self._backend = backend
         self._path = path
         #: The data set's name in error messages (its path until the name is known).
         self.name = path
-        self._mode: Mode = mode
+        self._mode: OpenMode = mode
         self._read_only = mode == "r"
-        self._layout: lay.Layout = lay.V2
+        self._layout: lay.ZarrLayout = lay.V2
         self._lock = threading.RLock()
         self._stale_consolidated = False
         self._cmeta: dict[str, Any] | None = None
@@ -82,16 +82,16 @@ class DafStorage:
         return other
 
     @property
-    def backend(self) -> Backend:
+    def backend(self) -> DafBackend:
         """The backend the nodes are stored in."""
         return self._backend
 
     @backend.setter
-    def backend(self, backend: Backend) -> None:
+    def backend(self, backend: DafBackend) -> None:
         self._backend = backend
 
     @property
-    def layout(self) -> lay.Layout:
+    def layout(self) -> lay.ZarrLayout:
         """The Zarr layout (v2 or v3) of the data set."""
         return self._layout
 
@@ -101,7 +101,7 @@ class DafStorage:
         return self._path
 
     @property
-    def mode(self) -> Mode:
+    def mode(self) -> OpenMode:
         """The mode the data set was opened with."""
         return self._mode
 
@@ -119,7 +119,7 @@ class DafStorage:
 
     def init_group(self, zarr_format: int, where: str) -> None:
         b = self._backend
-        layout: lay.Layout | None = None
+        layout: lay.ZarrLayout | None = None
         v3_attrs: dict[str, Any] | None = None
         if b.exists(".zgroup"):
             layout = lay.V2
@@ -226,7 +226,7 @@ class DafStorage:
         kind = metadata_doc(doc, path).get("node_type")
         return kind if kind in ("array", "group") else None
 
-    def array_info(self, path: str) -> lay.ArrayInfo:
+    def array_info(self, path: str) -> lay.ZarrArrayInfo:
         doc = self._backend.get(self._layout.array_marker(path))
         if doc is None:
             raise DafMissingError(f"missing array: {path}\nin the daf data: {self.name}")
@@ -276,7 +276,7 @@ class DafStorage:
             return read_packed(info.meta, shard, info.dtype, where)
         return self._read_foreign(path, info)
 
-    def _read_foreign(self, path: str, info: lay.ArrayInfo) -> np.ndarray[Any, Any]:
+    def _read_foreign(self, path: str, info: lay.ZarrArrayInfo) -> np.ndarray[Any, Any]:
         import zarr
 
         store, root = self._backend.zarr_store()
@@ -539,7 +539,7 @@ class DafStorage:
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_array(zarr_format: int, path: str, doc: bytes) -> lay.ArrayInfo:
+def _parse_array(zarr_format: int, path: str, doc: bytes) -> lay.ZarrArrayInfo:
     """Parsed array documents, by content (documents are small; parsing is not)."""
     return lay.layout_for(zarr_format).parse_array(path, doc)
 

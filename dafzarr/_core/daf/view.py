@@ -60,8 +60,54 @@ Rule = tuple[QuerySequence, bool] | None
 
 def viewer(daf: Any, *, name: str | None = None, axes: Any = None, data: Any = None
            ) -> DafView:
-    """A read-only view of ``daf`` whose axes and properties are queries over it (see the
-    module documentation for the rules of ``axes`` and ``data``)."""
+    """A read-only view of ``daf`` whose axes and properties are queries over it.
+
+    Nothing is copied: ``"="`` passes the base's arrays through, other queries are computed
+    on first use and kept until the base changes.
+
+    Parameters
+    ----------
+    daf
+        The base data set (any reader: a ZarrDaf, a chain, another view).
+    name
+        The view's name (default: ``<base name>.view``, made unique in the process).
+    axes
+        ``(view_axis, query)`` pairs or a dict, the last matching pair winning: ``"="`` is
+        the base axis of the same name, ``None`` hides it, a bare name ``x`` is ``@ x``,
+        anything else an axis query (``@ cell [ ! is_doublet ]``); the key ``"*"`` is every
+        base axis (with ``"="`` or ``None`` only). Default: every base axis as it is.
+    data
+        ``(key, query)`` pairs or a dict: a scalar ``name``, a vector ``(axis, name)``, a
+        matrix ``(rows_axis, columns_axis, name)`` or a tensor ``(main_axis, rows_axis,
+        columns_axis, name)``; ``"="`` is the base property, ``None`` hides it, otherwise a
+        query (see the module documentation); ``"*"`` in a key is a wildcard. Default:
+        every property of the exposed axes, as it is.
+
+    Returns
+    -------
+    DafView
+        The read-only view.
+
+    Raises
+    ------
+    DafQueryError
+        A wildcard key with a query other than ``"="`` or ``None``, a tensor key with a
+        query; later, when a property is used, a query that gives the wrong kind of result
+        or the wrong number of values (the message names the property and the view).
+    InvalidArgumentError
+        A ``data`` key that is neither a name nor a tuple of 2, 3 or 4 names.
+
+    Examples
+    --------
+    >>> base = dafzarr.open_daf("base.daf.zarr", "w")
+    >>> _ = base.add_axis("cell", ["c0", "c1", "c2"])
+    >>> _ = base.set_vector("cell", "is_doublet", [False, True, False])
+    >>> _ = base.set_vector("cell", "age", [1.0, 2.0, 3.0])
+    >>> singlets = dafzarr.daf.viewer(base, axes={"obs": "@ cell [ ! is_doublet ]"},
+    ...                               data={("obs", "age"): "="})
+    >>> singlets.axis_np_entries("obs").tolist(), singlets.get_np_vector("obs", "age").tolist()
+    (['c0', 'c2'], [1.0, 3.0])
+    """
     view_name = unique_name(name if name is not None else f"{daf.name}.view")
     axis_rules = _pairs(axes, [("*", "=")])
     data_rules = _pairs(data, [("*", "="), (("*", "*"), "="), (("*", "*", "*"), "=")])

@@ -22,6 +22,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from ...errors import InvalidArgumentError
+from ..aliases import OpenMode
 from ..io import HttpOptions
 from ..ioerror import storage_io
 from . import layout as lay
@@ -35,7 +36,7 @@ from .open import create_aside, create_zip_aside, open_backend
 from .queries import Queries
 from .query.cache import QueryCache
 from .scalars import Scalars
-from .storage import MODES, UNDEF, DafStorage, Mode
+from .storage import MODES, UNDEF, DafStorage
 from .vectors import Vectors
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     import numpy as np
     import xarray
 
-    from .backends import Backend
+    from .backends import DafBackend
 
 __all__ = ["ZarrDaf", "memory_daf", "open_daf"]
 
@@ -60,10 +61,11 @@ class ZarrDaf(Queries):
         for an in-memory data set.
     mode
         ``"r"`` read-only (writers raise), ``"r+"`` read-write (must exist), ``"w+"``
-        read-write (created if missing), ``"w"`` created or truncated. A directory opened
-        ``"w"`` gets its new, empty data set built beside it, which takes its place with one
-        rename: a crash leaves the old contents (or nothing) or the new data set, never a
-        directory without its group.
+        read-write (created if missing), ``"w"`` created or truncated. A new data set (modes
+        ``"w"`` and ``"w+"``), and a directory opened ``"w"``, is built beside its path and
+        takes its place with one rename (a ZIP opened ``"w"`` is emptied and given its new
+        group in one commit): a crash leaves the old contents (or nothing) or the new data
+        set, never a store without its group.
     name
         The data set's name; default: the stored scalar ``name``, else the full path.
     zarr_format
@@ -98,7 +100,7 @@ class ZarrDaf(Queries):
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
-        mode: Mode = "r",
+        mode: OpenMode = "r",
         *,
         name: str | None = None,
         zarr_format: int = 2,
@@ -127,7 +129,7 @@ class ZarrDaf(Queries):
         storage.name = self._name
 
     def _open(
-        self, path: str | os.PathLike[str] | None, mode: Mode, zarr_format: int,
+        self, path: str | os.PathLike[str] | None, mode: OpenMode, zarr_format: int,
         max_file_size: int | None, append_only: bool, http: HttpOptions | None, lock: bool,
         durable: bool = False,
     ) -> DafStorage:
@@ -174,8 +176,8 @@ class ZarrDaf(Queries):
                                         self._matrices)
         # The node-level entry points the package's operations (copies, concatenation,
         # xarray, queries) and its tests use on a stored data set.
-        self._backend: Backend = storage.backend
-        self._layout: lay.Layout = storage.layout
+        self._backend: DafBackend = storage.backend
+        self._layout: lay.ZarrLayout = storage.layout
         self._path: str = storage.path
         self._lock = storage.lock
         self._io = storage.io
@@ -504,10 +506,10 @@ class ZarrDaf(Queries):
 
 
 
-def _init_aside(storage: DafStorage, zarr_format: int) -> Callable[[Backend], None]:
+def _init_aside(storage: DafStorage, zarr_format: int) -> Callable[[DafBackend], None]:
     """Make the new data set's group in ``backend`` (see :func:`create_aside`)."""
 
-    def init(backend: Backend) -> None:
+    def init(backend: DafBackend) -> None:
         storage.backend = backend
         storage.init_group(zarr_format, storage.path)
 
@@ -515,7 +517,7 @@ def _init_aside(storage: DafStorage, zarr_format: int) -> Callable[[Backend], No
 
 
 def open_daf(
-    path: str | os.PathLike[str], mode: Mode = "r", *, name: str | None = None,
+    path: str | os.PathLike[str], mode: OpenMode = "r", *, name: str | None = None,
     zarr_format: int = 2, max_file_size: int | None = None, append_only: bool = False,
     http: HttpOptions | None = None, lock: bool = True, durable: bool = False,
 ) -> ZarrDaf:

@@ -16,13 +16,13 @@ from .memory import MemorySource
 from .object import ObjectSource, http_store, object_version, same_object
 from .options import HttpOptions
 from .ranges import byte_range_bounds
-from .source import Buffer, ByteSource, Head
+from .source import BytesLike, ByteSource, Head
 from .urls import is_remote, open_source
 
 __all__ = [
     "BlockReader",
-    "Buffer",
     "ByteSource",
+    "BytesLike",
     "FileSource",
     "Head",
     "HttpOptions",

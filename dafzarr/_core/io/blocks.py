@@ -33,7 +33,7 @@ from typing import Any
 from ...errors import InvalidArgumentError, TruncatedDataError
 from .source import ByteSource
 
-__all__ = ["BLOCK_SIZE", "BlockReader", "Layout", "ReadStats", "collection_paused"]
+__all__ = ["BLOCK_SIZE", "BlockLayout", "BlockReader", "ReadStats", "collection_paused"]
 
 #: Bytes per block, the unit of caching and of learned layouts: small, so that a prefetch
 #: of what a scan read brings little else.
@@ -75,7 +75,7 @@ def collection_paused() -> Iterator[None]:
 
 
 @dataclass(frozen=True)
-class Layout:
+class BlockLayout:
     """Where in a file a reader went: block numbers from the start, and from the end (a
     file's tail moves with its size; its head does not)."""
 
@@ -253,7 +253,7 @@ class BlockReader(io.RawIOBase):
                 filled.append(b)
         self._fetch(filled)
 
-    def layout(self) -> Layout:
+    def layout(self) -> BlockLayout:
         """The places read so far (at most :data:`MAX_LAYOUT_BLOCKS` blocks), for
         :meth:`prefetch` on files laid out alike."""
         n = -(-self.size // self.block_size)
@@ -261,7 +261,7 @@ class BlockReader(io.RawIOBase):
             touched = sorted(self._touched)[:MAX_LAYOUT_BLOCKS]
         head = tuple(b for b in touched if b < n // 2)
         tail = tuple(n - 1 - b for b in touched if b >= n // 2)
-        return Layout(self.block_size, head, tail)
+        return BlockLayout(self.block_size, head, tail)
 
     def _get(self, wanted: range) -> list[bytes]:
         with self._lock:

@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 
 from ...errors import TruncatedDataError
-from .source import Buffer, Head, check_read
+from .source import BytesLike, Head, check_read
 
 __all__ = ["FileSource", "file_version"]
 
@@ -46,7 +46,7 @@ class FileSource:
         """The version seen when the file was opened."""
         return self._head.version
 
-    def read(self, start: int, stop: int, *, version: str | None = None) -> Buffer:
+    def read(self, start: int, stop: int, *, version: str | None = None) -> BytesLike:
         check_read(self.where, start, stop, version, self._head.version)
         data = os.pread(self._fd, stop - start, start)
         if len(data) != stop - start:
@@ -55,15 +55,15 @@ class FileSource:
 
     def read_ranges(
         self, ranges: Sequence[tuple[int, int]], *, version: str | None = None
-    ) -> list[Buffer]:
+    ) -> list[BytesLike]:
         return [self.read(a, b, version=version) for a, b in ranges]
 
-    def read_tail(self, n: int) -> tuple[Buffer, Head]:
+    def read_tail(self, n: int) -> tuple[BytesLike, Head]:
         head = self._stat()
         start = max(0, head.size - n)
         return os.pread(self._fd, head.size - start, start), head
 
-    def read_all(self, limit: int) -> Buffer:
+    def read_all(self, limit: int) -> BytesLike:
         size = self.size()
         if size > limit:
             raise ValueError(f"{self.where}: {size} bytes, more than the {limit} allowed")

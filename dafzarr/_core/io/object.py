@@ -34,12 +34,12 @@ from obstore.store import HTTPStore
 from ...errors import HttpDeadlineError, HttpReadError
 from .obstore_errors import STORE_ERRORS, RangeIgnored, asked_range, store_error, tries
 from .options import HttpOptions
-from .source import Buffer, Head, check_ranges, replaced, wrong_length
+from .source import BytesLike, Head, check_ranges, replaced, wrong_length
 from .workers import DeadlinePassed, ForkedAfterUse, call_within, map_within
 
 __all__ = ["ObjectSource", "http_store", "object_version", "same_object"]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 #: Range requests of one ``read_ranges`` call in flight at once.
 CONCURRENCY = 8
@@ -101,7 +101,7 @@ class ObjectSource:
     def size(self) -> int:
         return self.head().size
 
-    def read(self, start: int, stop: int, *, version: str | None = None) -> Buffer:
+    def read(self, start: int, stop: int, *, version: str | None = None) -> BytesLike:
         check_ranges(self.where, [(start, stop)])
         return self._within(
             lambda until: self._range(start, stop, version, until), asked_range(start, stop)
@@ -109,13 +109,13 @@ class ObjectSource:
 
     def read_ranges(
         self, ranges: Sequence[tuple[int, int]], *, version: str | None = None
-    ) -> list[Buffer]:
+    ) -> list[BytesLike]:
         """Every range, up to :data:`CONCURRENCY` requests at once, each checked and with its
         own deadline; the first failing range (in the order asked) raises."""
         check_ranges(self.where, ranges)
         seconds = self.options.deadline
 
-        def task(start: int, stop: int) -> Callable[[], Buffer]:
+        def task(start: int, stop: int) -> Callable[[], BytesLike]:
             return self._given_up_as_error(
                 lambda until: self._range(start, stop, version, until), asked_range(start, stop)
             )
@@ -128,23 +128,23 @@ class ObjectSource:
         except ForkedAfterUse as exc:
             raise HttpReadError(f"can't read {self.where}: {exc}") from None
 
-    def read_tail(self, n: int) -> tuple[Buffer, Head]:
+    def read_tail(self, n: int) -> tuple[BytesLike, Head]:
         return self._within(lambda until: self._tail(n, until), f"Range bytes=-{n}")
 
-    def read_all(self, limit: int) -> Buffer:
+    def read_all(self, limit: int) -> BytesLike:
         return self._within(lambda until: self._whole(limit, until),
                             "a GET of the whole object")
 
     def read_or_whole(
         self, start: int, stop: int, *, whole_limit: int
-    ) -> tuple[Buffer, Head | None]:
+    ) -> tuple[BytesLike, Head | None]:
         """The bytes ``[start, stop)`` and the head of the object they come from (pass its
         version to the reads of the rest, so that they come from the same object); or, from
         a server that ignores ``Range``, the whole object (at most ``whole_limit`` bytes)
         and ``None``."""
         check_ranges(self.where, [(start, stop)])
 
-        def attempt(until: float) -> tuple[Buffer, Head | None]:
+        def attempt(until: float) -> tuple[BytesLike, Head | None]:
             if not self.ranges_ignored and start < stop:
                 try:
                     return self._answer(start, stop, None, until)
@@ -156,7 +156,7 @@ class ObjectSource:
 
     # --- one request: deadline and errors ----------------------------------------------------
 
-    def _within(self, fn: Callable[[float], T], asked: str) -> T:
+    def _within(self, fn: Callable[[float], _T], asked: str) -> _T:
         """``fn(until)`` in a worker, given up at the deadline."""
         try:
             return call_within(self._given_up_as_error(fn, asked), self.options.deadline)
@@ -165,12 +165,12 @@ class ObjectSource:
         except ForkedAfterUse as exc:
             raise HttpReadError(f"can't read {self.where}: {exc}") from None
 
-    def _given_up_as_error(self, fn: Callable[[float], T], asked: str) -> Callable[[], T]:
+    def _given_up_as_error(self, fn: Callable[[float], _T], asked: str) -> Callable[[], _T]:
         """``fn`` with the deadline counted from when a worker starts it; a request that
         stops because the deadline passed raises the deadline error."""
         seconds = self.options.deadline
 
-        def call() -> T:
+        def call() -> _T:
             try:
                 return fn(time.monotonic() + seconds)
             except _GaveUp:
@@ -191,7 +191,7 @@ class ObjectSource:
         except STORE_ERRORS as exc:
             raise store_error(exc, self.where, asked) from None
 
-    def _retrying(self, once: Callable[[], T], until: float) -> T:
+    def _retrying(self, once: Callable[[], _T], until: float) -> _T:
         """``once()``, tried again when a body breaks off (obstore retries only requests)."""
         opts = self.options
         attempt = 0
@@ -209,7 +209,7 @@ class ObjectSource:
                 raise _GaveUp
             time.sleep(wait)
 
-    def _collect(self, result: Any, most: int, until: float) -> Buffer:
+    def _collect(self, result: Any, most: int, until: float) -> BytesLike:
         """At most ``most`` bytes of a body (one past what is wanted shows a long answer);
         reading stops once the caller's deadline passed."""
         parts: list[Any] = []
@@ -229,7 +229,7 @@ class ObjectSource:
             return memoryview(parts[0])
         return b"".join(parts)
 
-    def _body(self, result: Any) -> Buffer:
+    def _body(self, result: Any) -> BytesLike:
         """The whole body of an answer whose length is bounded already."""
         try:
             return memoryview(result.bytes())
@@ -249,7 +249,7 @@ class ObjectSource:
     def _range(
         self, start: int, stop: int, version: str | None, until: float, *,
         fallback: bool = True,
-    ) -> Buffer:
+    ) -> BytesLike:
         if start == stop:
             return b""
         if self.ranges_ignored and fallback:
@@ -264,7 +264,7 @@ class ObjectSource:
 
     def _answer(
         self, start: int, stop: int, version: str | None, until: float
-    ) -> tuple[Buffer, Head]:
+    ) -> tuple[BytesLike, Head]:
         """One range request (``RangeIgnored`` when the server sends the whole object): the
         body, and the head of the object that answered."""
         options: dict[str, Any] = {"range": (start, stop)}
@@ -272,7 +272,7 @@ class ObjectSource:
         if etag is not None:
             options["if_match"] = etag
 
-        def once() -> tuple[Buffer, Head]:
+        def once() -> tuple[BytesLike, Head]:
             result = self._get(options, asked_range(start, stop))
             # Servers without ETags: the size and the modification time tell.
             if size is not None and str(result.meta["size"]) != size:
@@ -293,7 +293,7 @@ class ObjectSource:
 
         return self._retrying(once, until)
 
-    def _skip_to(self, start: int, stop: int, until: float) -> Buffer:
+    def _skip_to(self, start: int, stop: int, until: float) -> BytesLike:
         """``[start, stop)`` from the whole object, read from its start up to ``stop``."""
         limit = self.options.max_skip
         if stop > limit:
@@ -303,7 +303,7 @@ class ObjectSource:
                 f"{limit} allowed (HttpOptions.max_skip)"
             )
 
-        def once() -> Buffer:
+        def once() -> BytesLike:
             result = self._get({}, "a GET of the whole object")
             head = self._collect(result, stop, until)
             if len(head) < stop:
@@ -315,8 +315,8 @@ class ObjectSource:
 
         return self._retrying(once, until)
 
-    def _whole(self, limit: int, until: float) -> Buffer:
-        def once() -> Buffer:
+    def _whole(self, limit: int, until: float) -> BytesLike:
+        def once() -> BytesLike:
             result = self._get({}, "a GET of the whole object")
             size = int(result.meta["size"])
             if size > limit:
@@ -338,11 +338,11 @@ class ObjectSource:
 
         return self._retrying(once, until)
 
-    def _tail(self, n: int, until: float) -> tuple[Buffer, Head]:
+    def _tail(self, n: int, until: float) -> tuple[BytesLike, Head]:
         if n <= 0:
             return b"", self._head()
 
-        def once() -> tuple[Buffer, Head]:
+        def once() -> tuple[BytesLike, Head]:
             result = self._get({"range": {"suffix": n}}, f"Range bytes=-{n}")
             size = int(result.meta["size"])
             first, stop = result.range

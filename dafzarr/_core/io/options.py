@@ -18,7 +18,7 @@ class HttpOptions:
     The timeouts and retries are carried out by obstore's HTTP client (its ``client_options``
     and ``retry_config``); the deadline and the limits are enforced by dafzarr around it.
 
-    Attributes
+    Parameters
     ----------
     deadline
         Seconds one read may take in all: connecting, every retry and wait, the whole body.
@@ -43,6 +43,18 @@ class HttpOptions:
         The most bytes read from a server that answers a ranged GET with the whole object.
     max_body
         The largest body a whole-object GET accepts (chunks of arrays read through zarr).
+
+    Raises
+    ------
+    InvalidArgumentError
+        A timeout or the deadline is not positive, ``attempts`` is below 1, or ``backoff``
+        or ``max_wait`` is negative.
+
+    Examples
+    --------
+    >>> options = dafzarr.HttpOptions(deadline=60.0, attempts=3)
+    >>> options.retry_config()["max_retries"]
+    2
     """
 
     deadline: float = 300.0
@@ -68,7 +80,24 @@ class HttpOptions:
             raise InvalidArgumentError("HttpOptions.backoff and max_wait must not be negative")
 
     def client_options(self) -> dict[str, Any]:
-        """obstore ``client_options`` for these options (plain ``http://`` allowed)."""
+        """obstore ``client_options`` for these options (plain ``http://`` allowed).
+
+        Returns
+        -------
+        dict
+            ``allow_http``, ``connect_timeout``, ``read_timeout`` and ``timeout`` (the
+            deadline plus a second, a backstop), for an obstore store's ``client_options``.
+
+        Raises
+        ------
+        None
+            The options were checked when they were made.
+
+        Examples
+        --------
+        >>> dafzarr.HttpOptions(connect_timeout=5.0).client_options()["connect_timeout"]
+        datetime.timedelta(seconds=5)
+        """
         return {
             "allow_http": True,
             "connect_timeout": timedelta(seconds=self.connect_timeout),
@@ -79,7 +108,26 @@ class HttpOptions:
         }
 
     def retry_config(self) -> dict[str, Any]:
-        """obstore ``retry_config`` for these options."""
+        """obstore ``retry_config`` for these options.
+
+        Returns
+        -------
+        dict
+            ``max_retries`` (``attempts - 1``), ``retry_timeout`` (the deadline) and
+            ``backoff`` (``init_backoff``, ``max_backoff``, ``base``), for an obstore
+            store's ``retry_config``.
+
+        Raises
+        ------
+        None
+            The options were checked when they were made.
+
+        Examples
+        --------
+        >>> config = dafzarr.HttpOptions(attempts=4, backoff=0.5).retry_config()
+        >>> config["max_retries"], config["backoff"]["init_backoff"].total_seconds()
+        (3, 0.5)
+        """
         return {
             "max_retries": self.attempts - 1,
             "retry_timeout": timedelta(seconds=self.deadline),

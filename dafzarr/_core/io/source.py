@@ -15,9 +15,9 @@ from typing import Protocol, runtime_checkable
 
 from ...errors import InvalidArgumentError
 
-__all__ = ["Buffer", "ByteSource", "Head", "check_ranges", "check_read", "replaced", "wrong_length"]
+__all__ = ["ByteSource", "BytesLike", "Head", "check_ranges", "check_read", "replaced", "wrong_length"]
 
-Buffer = bytes | bytearray | memoryview
+BytesLike = bytes | bytearray | memoryview
 
 
 @dataclass(frozen=True)
@@ -48,23 +48,23 @@ class ByteSource(Protocol):
         """The object's size in bytes."""
         ...
 
-    def read(self, start: int, stop: int, *, version: str | None = None) -> Buffer:
+    def read(self, start: int, stop: int, *, version: str | None = None) -> BytesLike:
         """Exactly the bytes ``[start, stop)``; of generation ``version`` if given."""
         ...
 
     def read_ranges(
         self, ranges: Sequence[tuple[int, int]], *, version: str | None = None
-    ) -> list[Buffer]:
+    ) -> list[BytesLike]:
         """The bytes of each ``(start, stop)`` in ``ranges``, read concurrently where the
         source allows it, in the order asked."""
         ...
 
-    def read_tail(self, n: int) -> tuple[Buffer, Head]:
+    def read_tail(self, n: int) -> tuple[BytesLike, Head]:
         """The last ``n`` bytes (all of them if fewer), with the object's size and version,
         in one request."""
         ...
 
-    def read_all(self, limit: int) -> Buffer:
+    def read_all(self, limit: int) -> BytesLike:
         """The whole object; an object longer than ``limit`` bytes is an error."""
         ...
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 __all__ = ["WORKERS", "DeadlinePassed", "ForkedAfterUse", "call_within", "map_within"]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 #: Requests in flight at once in the process (others wait for a worker).
 WORKERS = 64
@@ -38,8 +38,8 @@ class _Workers:
         self._threads = 0
         self._idle = 0
 
-    def submit(self, fn: Callable[[], T]) -> Future[T]:
-        future: Future[T] = Future()
+    def submit(self, fn: Callable[[], _T]) -> Future[_T]:
+        future: Future[_T] = Future()
         with self._lock:
             if self._idle:
                 self._idle -= 1  # a waiting worker takes it
@@ -111,7 +111,7 @@ def _forget_workers_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_workers_after_fork)
 
 
-def _result(future: Future[T], until: float, index: int) -> T:
+def _result(future: Future[_T], until: float, index: int) -> _T:
     done, _ = wait_for([future], timeout=max(0.0, until - time.monotonic()))
     if not done:
         future.cancel()
@@ -119,20 +119,20 @@ def _result(future: Future[T], until: float, index: int) -> T:
     return future.result()
 
 
-def call_within(fn: Callable[[], T], seconds: float) -> T:
+def call_within(fn: Callable[[], _T], seconds: float) -> _T:
     """``fn()`` in a worker; its result or exception, or :class:`DeadlinePassed` after
     ``seconds``."""
     until = time.monotonic() + seconds
     return _result(_workers().submit(fn), until, 0)
 
 
-def map_within(fns: Sequence[Callable[[], T]], seconds: float, window: int) -> list[T]:
+def map_within(fns: Sequence[Callable[[], _T]], seconds: float, window: int) -> list[_T]:
     """Every ``fn()``, up to ``window`` at once, each given ``seconds`` from when it was
     handed to a worker; the first failure in order raises (``DeadlinePassed(index)`` for a
     call that took too long) and the calls not yet started are dropped."""
     pool = _workers()
-    queued: collections.deque[tuple[Future[T], float]] = collections.deque()
-    results: list[T] = []
+    queued: collections.deque[tuple[Future[_T], float]] = collections.deque()
+    results: list[_T] = []
     following = iter(fns)
 
     def top_up() -> None:

@@ -22,8 +22,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import InvalidArgumentError
-from .layout import METADATA_FILE, VALUES_FILE, refs_file
-from .model import ScanResult, VirtualDataset, chunk_grid
+from .filenames import METADATA_FILE, VALUES_FILE, refs_file
+from .model import ScanResult, chunk_grid
+from .virtual import VirtualDataset
 
 __all__ = ["ArrayRefs", "Batch", "RefsSource", "open_source"]
 
@@ -77,7 +78,7 @@ def open_source(refs_store: Any, batch_size: int) -> RefsSource:
     """A reference store path (kerchunk-Parquet, as dafzarr writes it), a
     :class:`VirtualDataset` or a :class:`ScanResult`, as batches of ``batch_size`` rows."""
     if isinstance(refs_store, ScanResult):
-        from .write import as_virtual
+        from .kerchunk import as_virtual
 
         refs_store = as_virtual(refs_store)
     if isinstance(refs_store, VirtualDataset):

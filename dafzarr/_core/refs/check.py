@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .layout import METADATA_FILE, PLACEMENT_FILE, VALUES_FILE, refs_file
+from .filenames import METADATA_FILE, PLACEMENT_FILE, VALUES_FILE, refs_file
 
 __all__ = ["CheckReport", "check_store", "open_reference_group"]
 

@@ -16,28 +16,26 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ...errors import IncompatibleSourcesError
-from .model import (
-    OnUnsupported,
-    ScanResult,
-    Variable,
-    VirtualArray,
-    VirtualDataset,
-    chunk_grid,
-    decode_fill,
-    used_groups,
-)
-from .placement import place
-from .scan import DEFAULT_TIMEOUT
-from .sources import scan_many, sources_table
-from .timeunits import rebase_time_coordinates
-from .vrt import placement_from_vrt
-from .write import (
+from .kerchunk import (
     LEFT_OUT_ATTRIBUTE,
     check_inline_threshold,
     inline_small_chunks,
     leave_out_unreferenceable,
     write_parquet,
 )
+from .model import (
+    OnUnsupported,
+    ScanResult,
+    Variable,
+    chunk_grid,
+    decode_fill,
+)
+from .placement import place
+from .scan import DEFAULT_TIMEOUT
+from .source_files import scan_many, sources_table
+from .timeunits import rebase_time_coordinates
+from .virtual import VirtualArray, VirtualDataset, used_groups
+from .vrt import placement_from_vrt
 
 __all__ = ["compose", "virtualize"]
 
@@ -150,9 +148,49 @@ def compose(
 ) -> VirtualDataset:
     """Build one :class:`VirtualDataset` from scanned files and a placement table.
 
-    ``inline_coords``: compose the values of coordinate variables into one chunk (True),
-    reference their chunks in the files (False), or reference them where every file's
-    chunks align with the composed grid and compose them where not (None).
+    Parameters
+    ----------
+    scans
+        The scanned files (:func:`scan_many`), every one the placement names.
+    placement
+        Where each file's arrays go (:func:`place`, or a table of the same schema, edited or
+        read back with ``pyarrow.parquet``).
+    inline_coords
+        Compose the values of coordinate variables into one chunk (``True``, the default),
+        reference their chunks in the files (``False``), or reference them where every
+        file's chunks align with the composed grid and compose them where not (``None``).
+
+    Returns
+    -------
+    VirtualDataset
+        The composed arrays over the files' URLs (its ``placement`` is ``None``).
+
+    Raises
+    ------
+    IncompatibleSourcesError
+        The placement names a file not scanned or a variable a file lacks; the pieces of one
+        array differ in dtype, codec configuration (deflate levels aside), chunk shape, fill
+        value, ``scale_factor``, ``add_offset``, ``_Unsigned``, ``units`` or ``calendar``;
+        a file boundary is not a multiple of the chunk length; pieces overlap; a time
+        coordinate whose units differ in their epoch is to be referenced, not inlined.
+
+    Examples
+    --------
+    Two files of two time steps each, ``time`` a dimension scale (as netCDF4 writes it):
+
+    >>> import h5py
+    >>> for day in range(2):
+    ...     with h5py.File(f"day{day}.nc", "w") as f:
+    ...         f["time"] = [day + 0.0, day + 0.5]
+    ...         f["time"].make_scale("time")
+    ...         sst = f.create_dataset("sst", data=np.full(2, day, "f4"), chunks=(1,))
+    ...         sst.dims[0].attach_scale(f["time"])
+    >>> scans = dafzarr.refs.scan_many(["day0.nc", "day1.nc"], progress=False)
+    >>> vds = dafzarr.refs.compose(scans, dafzarr.refs.place(scans))
+    >>> vds.arrays["sst"].zarray["shape"], vds.arrays["sst"].path_index.tolist()
+    ([4], [0, 0, 1, 1])
+    >>> vds.arrays["time"].raw != {}  # composed into one inlined chunk
+    True
     """
     rebase_time_coordinates(scans)
     by_url = {s.url: (i, s) for i, s in enumerate(scans)}
@@ -340,7 +378,7 @@ def virtualize(
         length along the dimension to be a multiple of its chunk: ``False``. Default: ``True``,
         and with ``inline_threshold=0`` each coordinate as it can be referenced.
     workers
-        ``None``/1: one file at a time; N: N files at once (N helper processes); a
+        ``None``/1: one file at a time; N: N files at once (N scanner processes); a
         ``dask.distributed.Client``: scan on its cluster.
     progress
         Show a progress bar on stderr while scanning several files.
@@ -351,12 +389,49 @@ def virtualize(
         How to reach sources that are ``http(s)://`` or ``s3://`` URLs (as for
         :func:`dafzarr.refs.scan`).
 
+    Returns
+    -------
+    VirtualDataset
+        The composed dataset, its placement table in ``placement``.
+
     Raises
     ------
     IncompatibleSourcesError
         Files differ in dtype, codec configuration, chunk shape, fill value, ``scale_factor``,
         ``add_offset``, ``_Unsigned``, ``units`` or ``calendar``; a file boundary is not
         aligned to chunks; sources overlap.
+    InvalidArgumentError
+        An ``inline_threshold`` that is neither ``None`` nor an integer >= 0; as for
+        :func:`~dafzarr.refs.scan` and :func:`~dafzarr.refs.scan_many`.
+    UnsupportedHDF5Error, H5Error, ScanTimeoutError, HttpReadError
+        As for :func:`~dafzarr.refs.scan`, naming the file at fault.
+    OutputExistsError
+        ``out_path`` exists and ``overwrite`` was not given (a ``FileExistsError``).
+
+    Examples
+    --------
+    Two files of two time steps each, ``time`` a dimension scale (as netCDF4 writes it):
+
+    >>> import h5py
+    >>> for day in range(2):
+    ...     with h5py.File(f"day{day}.nc", "w") as f:
+    ...         f["time"] = [day + 0.0, day + 0.5]
+    ...         f["time"].make_scale("time")
+    ...         sst = f.create_dataset("sst", data=np.full(2, day, "f4"), chunks=(1,))
+    ...         sst.dims[0].attach_scale(f["time"])
+    >>> vds = dafzarr.refs.virtualize(["day0.nc", "day1.nc"], "sst.refs", progress=False)
+    >>> vds.arrays["sst"].zarray["shape"], vds.placement.num_rows
+    ([4], 4)
+
+    Read the store with fsspec and zarr:
+
+    >>> import zarr
+    >>> from fsspec.implementations.reference import ReferenceFileSystem
+    >>> fs = ReferenceFileSystem("sst.refs", remote_protocol="file", asynchronous=True)
+    >>> g = zarr.open_group(zarr.storage.FsspecStore(fs, read_only=True), mode="r",
+    ...                     zarr_format=2)
+    >>> g["sst"][:], g["time"][:]
+    (array([0., 0., 1., 1.], dtype=float32), array([0. , 0.5, 1. , 1.5]))
     """
     check_inline_threshold(inline_threshold)
     if inline_coords is None and inline_threshold != 0:

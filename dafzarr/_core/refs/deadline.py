@@ -64,7 +64,11 @@ def _read_exact(stream: Any, n: int) -> bytes | None:
 
 
 def serve() -> None:
-    """The helper's loop: ``(function, args, kwargs)`` in, ``(ok, value, warnings)`` out."""
+    """The helper's loop: ``(cwd, function, args, kwargs)`` in, ``(ok, value, warnings)`` out.
+
+    Each call runs in the caller's working directory of the moment (``cwd``), so that a
+    relative path names the file the caller means, whatever directory the helper started in.
+    """
     _die_with_parent()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the answer stream
@@ -75,10 +79,12 @@ def serve() -> None:
         body = _read_exact(stdin, int.from_bytes(head, "little"))
         if body is None:
             return
-        fn, args, kwargs = pickle.loads(body)
+        cwd, fn, args, kwargs = pickle.loads(body)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
+                if cwd is not None:
+                    os.chdir(cwd)
                 answer: tuple[bool, Any] = (True, fn(*args, **kwargs))
             except Exception as exc:  # noqa: BLE001 (sent back, raised in the caller)
                 answer = (False, exc)
@@ -157,8 +163,13 @@ class _Helper:
     def request(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> bool:
-        """Queue one call; False if the helper has ended."""
-        body = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        """Queue one call, to run in this process's working directory; False if the helper
+        has ended."""
+        try:
+            cwd: str | None = os.getcwd()
+        except OSError:  # the working directory was removed: absolute paths still work
+            cwd = None
+        body = pickle.dumps((cwd, fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             self._send(body)
         except OSError:  # BrokenPipeError: the helper ended before reading it

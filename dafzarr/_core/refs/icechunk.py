@@ -40,7 +40,7 @@ _TIMED = ("file", "s3", "gs", "gcs", "az", "abfs")
 
 
 @dataclass
-class _Plan:
+class _IcechunkPlan:
     """What the checking pass found: references per array, and per location the furthest
     byte referenced (and by which array)."""
 
@@ -110,6 +110,31 @@ def to_icechunk(
     10^6).
     An error while writing, after the checks (a storage failure), leaves part of the
     references in the session: discard its changes rather than commit them.
+
+    Examples
+    --------
+    A repository whose virtual chunk container covers the working directory:
+
+    >>> import os
+    >>> import h5py
+    >>> import icechunk
+    >>> import zarr
+    >>> with h5py.File("day0.nc", "w") as f:
+    ...     _ = f.create_dataset("sst", data=np.arange(32, dtype="f4").reshape(4, 8),
+    ...                          chunks=(2, 4))
+    >>> _ = dafzarr.refs.write_parquet(dafzarr.refs.scan("day0.nc"), "day0.refs")
+    >>> prefix = f"file://{os.getcwd()}/"
+    >>> config = icechunk.RepositoryConfig.default()
+    >>> config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(
+    ...     prefix, icechunk.local_filesystem_store(os.getcwd())))
+    >>> repo = icechunk.Repository.create(icechunk.local_filesystem_storage("repo"), config,
+    ...                                   authorize_virtual_chunk_access={prefix: None})
+    >>> session = repo.writable_session("main")
+    >>> dafzarr.refs.to_icechunk("day0.refs", session.store)
+    4
+    >>> _ = session.commit("one day of SST")
+    >>> zarr.open_group(repo.readonly_session("main").store, mode="r")["sst"][1, :4]
+    array([ 8.,  9., 10., 11.], dtype=float32)
     """
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise InvalidArgumentError(f"batch_size must be an integer >= 1, not {batch_size!r}")
@@ -154,9 +179,9 @@ def _join(prefix: str, name: str) -> str:
     return "/".join(p for p in (prefix, name) if p)
 
 
-def _check_references(source: RefsSource) -> _Plan:
+def _check_references(source: RefsSource) -> _IcechunkPlan:
     """Read every reference once: counts, and the furthest byte per location."""
-    plan = _Plan()
+    plan = _IcechunkPlan()
     for a in source.arrays:
         virtual = native = rows = 0
         for b in a.batches():
@@ -194,7 +219,7 @@ def _check_references(source: RefsSource) -> _Plan:
     return plan
 
 
-def _check_locations(source: RefsSource, plan: _Plan, config: Any) -> None:
+def _check_locations(source: RefsSource, plan: _IcechunkPlan, config: Any) -> None:
     """Every location covered by a virtual chunk container; local files long enough."""
     prefixes = list((config.virtual_chunk_containers or {}).keys())
     urls = [u for u in plan.ends if u != source.values_url]

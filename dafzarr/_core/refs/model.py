@@ -1,9 +1,9 @@
 """The records the reference pipeline passes along, and their zarr v2 JSON encoding.
 
 :class:`Variable` and :class:`ScanResult` are what a scan produces (and what a dask worker
-sends back, through :meth:`ScanResult.to_arrow`); :class:`VirtualArray` and
-:class:`VirtualDataset` are what composing produces and writing consumes. Nothing here opens a
-file: the scanner, the composer and the writers all build on this module.
+sends back, through :meth:`ScanResult.to_arrow`); what composing produces and writing
+consumes is in :mod:`.virtual`. Nothing here opens a file: the scanner, the composer and the
+writers all build on this module.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import base64
 import json
 import math
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,14 +24,11 @@ __all__ = [
     "OnUnsupported",
     "ScanResult",
     "Variable",
-    "VirtualArray",
-    "VirtualDataset",
     "chunk_grid",
     "decode_fill",
     "dumps",
     "encode_fill",
     "file_url",
-    "used_groups",
 ]
 
 OnUnsupported = Literal["raise", "skip"]
@@ -95,7 +91,56 @@ class Variable:
     Chunk references are flat numpy columns in C order over the chunk grid
     ``ceil(shape / chunks)``: ``offset`` (-1 marks a missing chunk, read as ``fill_value``),
     ``size`` and ``filter_mask``. Chunks whose bytes are inlined (compact layout, variable-length
-    strings) are in ``raw``, keyed by flat index, with ``offset`` -1.
+    strings) are in ``raw``, keyed by flat index, with ``offset`` -1. A scan
+    (:func:`~dafzarr.refs.scan`) builds them; the fields are not checked on construction.
+
+    Parameters
+    ----------
+    name
+        The variable's full path in its file, without the leading ``/``.
+    group
+        The path of the group holding it (``""``: the root).
+    dtype
+        The numpy type string with its byte order (``"<f4"``).
+    shape
+        The array's shape (netCDF dimension lengths for unlimited dimensions).
+    chunks
+        The chunk shape (the whole shape for a contiguous or compact variable).
+    filters
+        numcodecs configurations in pipeline order (deflate, shuffle, fletcher32, ...).
+    fill_value
+        The HDF5 fill value in zarr v2's JSON encoding (``None``: none).
+    attrs
+        The attributes, netCDF's hidden bookkeeping attributes left out.
+    dims
+        Dimension names, one per axis (``phony_dim_N`` where a file has no dimension scale).
+    layout
+        The HDF5 storage layout: ``"chunked"``, ``"contiguous"`` or ``"compact"``.
+    offset
+        Byte offset of each chunk in the file (-1: missing or inlined).
+    size
+        Stored byte size of each chunk.
+    filter_mask
+        HDF5's per-chunk filter mask (0: every filter applied).
+    raw
+        Inlined chunk bytes, by flat chunk index.
+
+    Raises
+    ------
+    TypeError
+        A field missing or unknown (the values themselves are not checked).
+
+    Examples
+    --------
+    >>> import h5py
+    >>> with h5py.File("day0.nc", "w") as f:
+    ...     sst = f.create_dataset("sst", data=np.zeros((4, 8), "f4"), chunks=(2, 4))
+    ...     sst.attrs["units"] = "degC"
+    >>> sst = dafzarr.refs.scan("day0.nc")["sst"]
+    >>> sst.dtype, sst.shape, sst.chunks, sst.grid, sst.nchunks, sst.attrs
+    ('<f4', (4, 8), (2, 4), (2, 2), 4, {'units': 'degC'})
+    >>> bool((sst.offset > 0).all()), sst.size.tolist()
+    (True, [32, 32, 32, 32])
     """
 
     name: str
@@ -124,7 +169,30 @@ class Variable:
         return int(self.offset.shape[0])
 
     def zarray(self) -> dict[str, Any]:
-        """The zarr v2 ``.zarray`` document."""
+        """The zarr v2 ``.zarray`` document.
+
+        Returns
+        -------
+        dict
+            ``shape``, ``chunks``, ``dtype``, ``filters`` (``None`` when there are none),
+            ``fill_value``, C order, ``"."`` as dimension separator and no compressor (the
+            codecs are all in ``filters``).
+
+        Raises
+        ------
+        KeyError
+            Never: every field is the variable's own.
+
+        Examples
+        --------
+        >>> import h5py
+        >>> with h5py.File("day0.nc", "w") as f:
+        ...     sst = f.create_dataset("sst", data=np.zeros((4, 8), "f4"), chunks=(2, 4))
+        ...     sst.attrs["units"] = "degC"
+        >>> z = dafzarr.refs.scan("day0.nc")["sst"].zarray()
+        >>> z["shape"], z["chunks"], z["dtype"], z["filters"]
+        ([4, 8], [2, 4], '<f4', None)
+        """
         return {
             "zarr_format": 2,
             "shape": list(self.shape),
@@ -138,7 +206,28 @@ class Variable:
         }
 
     def zattrs(self) -> dict[str, Any]:
-        """The zarr v2 ``.zattrs`` document (``_ARRAY_DIMENSIONS`` first)."""
+        """The zarr v2 ``.zattrs`` document (``_ARRAY_DIMENSIONS`` first).
+
+        Returns
+        -------
+        dict
+            The dimension names under ``_ARRAY_DIMENSIONS`` (as xarray reads them), then the
+            variable's attributes.
+
+        Raises
+        ------
+        KeyError
+            Never: every field is the variable's own.
+
+        Examples
+        --------
+        >>> import h5py
+        >>> with h5py.File("day0.nc", "w") as f:
+        ...     sst = f.create_dataset("sst", data=np.zeros((4, 8), "f4"), chunks=(2, 4))
+        ...     sst.attrs["units"] = "degC"
+        >>> dafzarr.refs.scan("day0.nc")["sst"].zattrs()
+        {'_ARRAY_DIMENSIONS': ['phony_dim_0', 'phony_dim_1'], 'units': 'degC'}
+        """
         return {"_ARRAY_DIMENSIONS": list(self.dims), **self.attrs}
 
     @property
@@ -164,7 +253,29 @@ class Variable:
         )
 
     def metadata(self) -> dict[str, Any]:
-        """Everything but the reference columns, as a JSON-ready dict."""
+        """Everything but the reference columns, as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            ``name``, ``group``, ``dtype``, ``shape``, ``chunks``, ``filters``,
+            ``fill_value``, ``attrs``, ``dims`` and ``layout`` (tuples as lists).
+
+        Raises
+        ------
+        KeyError
+            Never: every field is the variable's own.
+
+        Examples
+        --------
+        >>> import h5py
+        >>> with h5py.File("day0.nc", "w") as f:
+        ...     sst = f.create_dataset("sst", data=np.zeros((4, 8), "f4"), chunks=(2, 4))
+        ...     sst.attrs["units"] = "degC"
+        >>> m = dafzarr.refs.scan("day0.nc")["sst"].metadata()
+        >>> m["name"], m["shape"], m["layout"], m["dims"]
+        ('sst', [4, 8], 'chunked', ['phony_dim_0', 'phony_dim_1'])
+        """
         return {
             "name": self.name,
             "group": self.group,
@@ -184,7 +295,46 @@ class ScanResult:
     """The arrays, groups and dimensions of one scanned file.
 
     ``path`` is the file that was opened; ``url`` the location written into references
-    (an absolute ``file://`` URL unless another public URL was given).
+    (an absolute ``file://`` URL unless another public URL was given). ``result[name]`` is
+    the variable ``name`` (its full path, without the leading ``/``).
+
+    Parameters
+    ----------
+    path
+        The file that was opened (the *access* path).
+    url
+        The location written into references (the *public* path).
+    variables
+        The scanned arrays, by full path.
+    groups
+        The attributes of each group, by path (``""``: the root).
+    dimensions
+        The length of each dimension, by name.
+    file_size
+        The file's size in bytes.
+    coords
+        The values of the coordinate variables (1-D, named after their dimension), by name:
+        what composing many files orders them by.
+    rebased
+        Coordinates whose ``coords`` values were re-expressed in other CF time units (name to
+        those units); composing writes their values inline.
+
+    Raises
+    ------
+    KeyError
+        ``result[name]`` of a variable the scan does not hold.
+
+    Examples
+    --------
+    >>> import h5py
+    >>> with h5py.File("day0.nc", "w") as f:
+    ...     sst = f.create_dataset("sst", data=np.zeros((4, 8), "f4"), chunks=(2, 4))
+    ...     sst.attrs["units"] = "degC"
+    >>> r = dafzarr.refs.scan("day0.nc")
+    >>> list(r.variables), r.dimensions, r.url.startswith("file:///")
+    (['sst'], {'phony_dim_0': 4, 'phony_dim_1': 8}, True)
+    >>> r["sst"].shape
+    (4, 8)
     """
 
     path: str
@@ -205,6 +355,29 @@ class ScanResult:
         """All references of the file in one Arrow table; metadata in the schema.
 
         This is what a dask cluster sends back in parallel scans (see :meth:`from_arrow`).
+
+        Returns
+        -------
+        pyarrow.Table
+            Columns ``variable``, ``chunk``, ``offset``, ``size``, ``filter_mask`` and
+            ``raw``, the variables one after the other; the rest of the scan (paths, groups,
+            dimensions, coordinates, each variable's metadata) as JSON under the schema
+            metadata key ``dafzarr.scan``.
+
+        Raises
+        ------
+        TypeError
+            An attribute that JSON cannot encode (a scan never produces one).
+
+        Examples
+        --------
+        >>> import h5py
+        >>> with h5py.File("day0.nc", "w") as f:
+        ...     sst = f.create_dataset("sst", data=np.zeros((4, 8), "f4"), chunks=(2, 4))
+        ...     sst.attrs["units"] = "degC"
+        >>> table = dafzarr.refs.scan("day0.nc").to_arrow()
+        >>> table.num_rows, table.column_names
+        (4, ['variable', 'chunk', 'offset', 'size', 'filter_mask', 'raw'])
         """
         parts = []
         for v in self.variables.values():
@@ -237,7 +410,35 @@ class ScanResult:
 
     @classmethod
     def from_arrow(cls, table: pa.Table) -> ScanResult:
-        """Rebuild a :class:`ScanResult` from :meth:`to_arrow`'s table."""
+        """Rebuild a :class:`ScanResult` from :meth:`to_arrow`'s table.
+
+        Parameters
+        ----------
+        table
+            A table :meth:`to_arrow` returned (its schema metadata included).
+
+        Returns
+        -------
+        ScanResult
+            The scan that was encoded, equal field for field.
+
+        Raises
+        ------
+        KeyError
+            ``table`` has no ``dafzarr.scan`` schema metadata or lacks a column: it is not
+            one :meth:`to_arrow` wrote.
+
+        Examples
+        --------
+        >>> import h5py
+        >>> with h5py.File("day0.nc", "w") as f:
+        ...     sst = f.create_dataset("sst", data=np.zeros((4, 8), "f4"), chunks=(2, 4))
+        ...     sst.attrs["units"] = "degC"
+        >>> r = dafzarr.refs.scan("day0.nc")
+        >>> back = dafzarr.refs.ScanResult.from_arrow(r.to_arrow())
+        >>> back.path, back["sst"].shape, back["sst"].offset.tolist() == r["sst"].offset.tolist()
+        ('day0.nc', (4, 8), True)
+        """
         meta = json.loads((table.schema.metadata or {})[b"dafzarr.scan"])
         variables: dict[str, Variable] = {}
         start = 0
@@ -281,68 +482,3 @@ class ScanResult:
                 for k, (dt, b) in meta["coords"].items()
             },
         )
-
-
-# --- What composing produces and writing consumes --------------------------------------------
-@dataclass(eq=False)
-class VirtualArray:
-    """One array of a virtual dataset: zarr v2 metadata plus dense references.
-
-    ``path_index`` indexes ``VirtualDataset.paths`` (-1: no file reference); a chunk is
-    inlined when its flat index is a key of ``raw``, missing when neither applies.
-    """
-
-    name: str
-    zarray: dict[str, Any]
-    zattrs: dict[str, Any]
-    path_index: npt.NDArray[np.int32]
-    offset: npt.NDArray[np.int64]
-    size: npt.NDArray[np.int64]
-    raw: dict[int, bytes] = field(default_factory=dict)
-
-    @property
-    def nchunks(self) -> int:
-        return int(self.offset.shape[0])
-
-
-@dataclass(eq=False)
-class VirtualDataset:
-    """A hierarchy of virtual arrays over a list of file URLs."""
-
-    paths: list[str]
-    arrays: dict[str, VirtualArray]
-    groups: dict[str, dict[str, Any]]
-    placement: pa.Table | None = None
-
-    def metadata(self) -> dict[str, Any]:
-        """The consolidated zarr v2 metadata (decoded JSON objects, as ``.zmetadata`` holds).
-
-        Nodes come in hierarchy order (the root, then depth by depth, each group's children
-        together, by name): zarr-python nests consolidated metadata by grouping consecutive
-        keys of one parent, and loses the children of a parent listed twice.
-        """
-        nodes: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-            (g, {"zarr_format": 2}, attrs) for g, attrs in self.groups.items()
-        ]
-        nodes += [(name, a.zarray, a.zattrs) for name, a in self.arrays.items()]
-        meta: dict[str, Any] = {}
-        for path, zmeta, zattrs in sorted(nodes, key=lambda n: _hierarchy_key(n[0])):
-            prefix = f"{path}/" if path else ""
-            meta[f"{prefix}{'.zarray' if 'shape' in zmeta else '.zgroup'}"] = zmeta
-            meta[f"{prefix}.zattrs"] = zattrs
-        return meta
-
-
-def _hierarchy_key(path: str) -> tuple[int, list[str]]:
-    """Sort key of a node path: depth first, then the parent's path, then the name."""
-    parts = path.split("/") if path else []
-    return len(parts), parts
-
-
-def used_groups(dataset: ScanResult, arrays: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The root group and the groups that hold (or lead to) one of ``arrays``."""
-    keep = {""}
-    for name in arrays:
-        parts = name.split("/")[:-1]
-        keep.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-    return {g: a for g, a in dataset.groups.items() if g in keep}

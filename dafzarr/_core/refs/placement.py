@@ -55,6 +55,46 @@ def place(scans: Sequence[ScanResult], *, concat_dim: str | None = None) -> pa.T
     given) by their first coordinate value; arrays without that dimension come from the
     first file. The table can be inspected, edited, saved with ``pyarrow.parquet`` and
     passed back to :func:`virtualize` as ``placement=``.
+
+    Parameters
+    ----------
+    scans
+        The scanned files (:func:`scan_many`), in any order.
+    concat_dim
+        The dimension to concatenate along (default: the one coordinate whose values
+        differ between the files; none with a single file).
+
+    Returns
+    -------
+    pyarrow.Table
+        :data:`PLACEMENT_SCHEMA`: one row per (file, array) placed, ``source`` the file's
+        URL, ``dest_offset`` the array's offset in the composed array, one value per axis.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``scans`` is empty.
+    IncompatibleSourcesError
+        No coordinate, or several, differ between the files (pass ``concat_dim``); a file
+        lacks ``concat_dim``; the files' ``concat_dim`` coordinates differ in units or
+        overlap, or are not increasing (the message gives the values, and their dates for CF
+        time units).
+
+    Examples
+    --------
+    Two files of two time steps each, ``time`` a dimension scale (as netCDF4 writes it):
+
+    >>> import h5py
+    >>> for day in range(2):
+    ...     with h5py.File(f"day{day}.nc", "w") as f:
+    ...         f["time"] = [day + 0.0, day + 0.5]
+    ...         f["time"].make_scale("time")
+    ...         sst = f.create_dataset("sst", data=np.full(2, day, "f4"), chunks=(1,))
+    ...         sst.dims[0].attach_scale(f["time"])
+    >>> scans = dafzarr.refs.scan_many(["day1.nc", "day0.nc"], progress=False)
+    >>> table = dafzarr.refs.place(scans)
+    >>> [(s.rpartition("/")[2], v, o) for s, v, o in zip(*table.to_pydict().values())]
+    [('day0.nc', 'sst', [0]), ('day0.nc', 'time', [0]), ('day1.nc', 'sst', [2]), ('day1.nc', 'time', [2])]
     """
     scans = list(scans)
     if not scans:

@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ...errors import DafzarrError, H5Error
-from ..io.blocks import BlockReader, Layout, collection_paused
+from ..io.blocks import BlockLayout, BlockReader, collection_paused
 from ..io.urls import is_remote, open_source
 
 __all__ = ["PrefetchedReaders", "open_reader", "opened_h5", "remote_path"]
@@ -89,7 +89,7 @@ class PrefetchedReaders:
         self.storage_options = storage_options
         self.store = store
         self.window = max(1, window)
-        self.layout: Layout | None = None
+        self.layout: BlockLayout | None = None
         self.requests = 0
         self.fetched = 0
 

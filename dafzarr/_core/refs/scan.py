@@ -65,9 +65,9 @@ def scan(
         ``"skip"``: leave such variables out with an
         :class:`~dafzarr.errors.UnsupportedVariableWarning`.
     timeout
-        Seconds the scan may take (default 600). The file is scanned in a helper process
-        (reused from one scan to the next) that is killed when the time is up, so that even
-        a file on which the HDF5 library never returns ends in a
+        Seconds the scan may take (default 600). The scan runs in a scanner process (a
+        ``python`` child, reused from one scan to the next) that is killed when the time is
+        up, so that even a file on which the HDF5 library never returns ends in a
         :class:`~dafzarr.errors.ScanTimeoutError` naming it. ``None``: scan in this process,
         without a deadline.
     storage_options
@@ -85,6 +85,40 @@ def scan(
         dimensions), chunk shape, filters in pipeline order as numcodecs configs, the HDF5
         fill value, attributes minus netCDF's hidden ones, dimension names, group path and
         dense chunk references.
+
+    Raises
+    ------
+    InvalidArgumentError
+        An ``on_unsupported`` other than ``"raise"``/``"skip"``, a ``timeout`` that is not
+        a number of seconds > 0 or ``None``, ``storage_options`` for a local path, an
+        option name the scanner does not understand.
+    UnsupportedHDF5Error
+        The file is not HDF5/NetCDF4 (netCDF3 classic, GRIB), or (with
+        ``on_unsupported="raise"``) a variable cannot be referenced; the message names the
+        file, the variable and the cause.
+    H5Error
+        HDF5 fails to read the file (damaged, truncated or inconsistent), or the scanner
+        process dies.
+    ScanTimeoutError
+        The scan did not finish within ``timeout`` seconds (an ``H5Error`` and a
+        ``TimeoutError``); the message names the file.
+    HttpReadError
+        A read of a remote file failed for good (the message names the URL and the range).
+    FileNotFoundError
+        The file does not exist.
+
+    Examples
+    --------
+    >>> import h5py
+    >>> with h5py.File("day0.nc", "w") as f:
+    ...     sst = f.create_dataset("sst", data=np.zeros((4, 8), "f4"), chunks=(2, 4))
+    ...     sst.attrs["units"] = "degC"
+    >>> r = dafzarr.refs.scan("day0.nc")
+    >>> sst = r["sst"]
+    >>> sst.dtype, sst.shape, sst.chunks, sst.filters, sst.fill_value, sst.attrs
+    ('<f4', (4, 8), (2, 4), [], None, {'units': 'degC'})
+    >>> sst.refs.column_names
+    ['chunk', 'offset', 'size', 'filter_mask', 'raw']
     """
     check_arguments(on_unsupported, timeout)
     p = os.fspath(path)

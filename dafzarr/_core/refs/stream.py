@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from ...errors import InvalidArgumentError, OutputExistsError
 from ..atomic import atomic_directory
-from .layout import METADATA_FILE, refs_file
+from .filenames import METADATA_FILE, refs_file
 from .model import chunk_grid, dumps
 
 __all__ = ["REFS_SCHEMA", "ReferenceWriter", "check_record_size", "refs_table"]
@@ -109,7 +109,45 @@ class ReferenceWriter:
 
     ``paths`` are the URLs the references point into (``path_index`` values index them).
     Use as a context manager: the store is renamed into place on a clean exit, discarded
-    otherwise (or call :meth:`close` / :meth:`abort`).
+    otherwise (or call :meth:`close` / :meth:`abort`). Memory holds at most one record of
+    references, whatever their number.
+
+    Parameters
+    ----------
+    out_path
+        The store directory to create (it appears only when the writer closes cleanly).
+    paths
+        The URLs of the files the references point into.
+    record_size
+        References per Parquet file (an integer >= 1).
+    compression
+        The Parquet compression codec (``"zstd"``, ``"snappy"``, ``"none"``, ...).
+    overwrite
+        Replace an existing reference store at ``out_path`` (when the writer closes).
+
+    Raises
+    ------
+    OutputExistsError
+        ``out_path`` exists and ``overwrite`` was not given, or it exists and is not a
+        reference store (never replaced).
+    InvalidArgumentError
+        A ``record_size`` that is not an integer >= 1; then from the methods, references
+        that do not fit the array they are given for (the message names the array).
+
+    Examples
+    --------
+    One array of four chunks, its references given in two pieces of two:
+
+    >>> zarray = {"zarr_format": 2, "shape": [8], "chunks": [2], "dtype": "<f4",
+    ...           "compressor": None, "filters": None, "fill_value": None, "order": "C"}
+    >>> with dafzarr.refs.ReferenceWriter("day0.refs", ["file:///data/day0.nc"]) as w:
+    ...     w.add_group("", {"title": "written in pieces"})
+    ...     w.add_array("sst", zarray, {"_ARRAY_DIMENSIONS": ["time"]})
+    ...     for start in (0, 2):
+    ...         w.append(np.zeros(2, "int32"), 4096 + 8 * np.arange(start, start + 2),
+    ...                  np.full(2, 8))
+    >>> w.written, sorted(p.name for p in w.out.iterdir())
+    (4, ['.zmetadata', 'sst'])
     """
 
     def __init__(
@@ -142,14 +180,58 @@ class ReferenceWriter:
     # --- what the store holds ---------------------------------------------------------------
 
     def add_group(self, name: str, attrs: Mapping[str, Any] | None = None) -> None:
-        """A group (``""``: the root) with its attributes."""
+        """A group (``""``: the root) with its attributes.
+
+        Parameters
+        ----------
+        name
+            The group's path (``""``: the root).
+        attrs
+            Its attributes (default: none).
+
+        Raises
+        ------
+        InvalidArgumentError
+            A group or array of that name is in the store already.
+
+        Examples
+        --------
+        >>> w = dafzarr.refs.ReferenceWriter("day0.refs", ["file:///data/day0.nc"])
+        >>> w.add_group("", {"title": "daily SST"})
+        >>> w.close().name
+        'day0.refs'
+        """
         self._node(name, {"zarr_format": 2}, dict(attrs or {}))
 
     def add_array(
         self, name: str, zarray: Mapping[str, Any], zattrs: Mapping[str, Any] | None = None
     ) -> None:
         """Start the array ``name`` (its ``.zarray`` must give ``shape`` and ``chunks``); its
-        references follow through :meth:`append`. The previous array must be complete."""
+        references follow through :meth:`append`. The previous array must be complete.
+
+        Parameters
+        ----------
+        name
+            The array's full path in the store.
+        zarray
+            Its zarr v2 ``.zarray`` document (``shape`` and ``chunks`` at least).
+        zattrs
+            Its ``.zattrs`` document (``_ARRAY_DIMENSIONS`` for xarray; default: none).
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``zarray`` gives no valid ``shape`` and ``chunks``; a group or array of that name
+            is in the store already; the previous array did not get all its references.
+
+        Examples
+        --------
+        >>> w = dafzarr.refs.ReferenceWriter("day0.refs", ["file:///data/day0.nc"])
+        >>> w.add_array("sst", {"shape": [4], "chunks": [2], "dtype": "<f4"})
+        >>> w.append([0, 0], [4096, 4104], [8, 8])
+        >>> w.close().name
+        'day0.refs'
+        """
         self._finish_array()
         try:
             grid = chunk_grid(tuple(zarray["shape"]), tuple(zarray["chunks"]))
@@ -169,7 +251,37 @@ class ReferenceWriter:
     ) -> None:
         """The next references of the current array, in C order of its chunk grid:
         ``path_index`` (-1: a missing chunk), byte ``offset`` and ``size`` in that file;
-        ``raw`` maps positions in this piece to inlined chunk bytes."""
+        ``raw`` maps positions in this piece to inlined chunk bytes.
+
+        Parameters
+        ----------
+        path_index
+            For each chunk, the index of its file in ``paths`` (-1: a missing chunk, read as
+            the fill value).
+        offset
+            Byte offset of each chunk in its file.
+        size
+            Byte size of each chunk.
+        raw
+            Inlined chunk bytes, by position in this piece (their ``path_index`` is -1).
+
+        Raises
+        ------
+        InvalidArgumentError
+            No array was started; the columns are not 1-d or differ in length; more
+            references than the array's chunk grid holds; a path index outside
+            ``[-1, len(paths))``; a negative offset or size; a ``raw`` position outside the
+            piece. The message names the array.
+
+        Examples
+        --------
+        >>> w = dafzarr.refs.ReferenceWriter("day0.refs", ["file:///data/day0.nc"])
+        >>> w.add_array("sst", {"shape": [4], "chunks": [2], "dtype": "<f4"})
+        >>> w.append([0], [4096], [8])
+        >>> w.append([-1], [0], [0], raw={0: bytes(8)})  # the second chunk inlined
+        >>> w.close().name
+        'day0.refs'
+        """
         if self._array is None:
             raise InvalidArgumentError("append() before add_array()")
         idx = np.ascontiguousarray(path_index, dtype=np.int32)
@@ -254,15 +366,82 @@ class ReferenceWriter:
         self._array = None
 
     def add_file(self, name: str, table: pa.Table) -> None:
-        """An extra Parquet file in the store (not referenced by the zarr metadata)."""
+        """An extra Parquet file in the store (not referenced by the zarr metadata).
+
+        Parameters
+        ----------
+        name
+            The file's name in the store's directory.
+        table
+            The table to write.
+
+        Raises
+        ------
+        OSError
+            The file system failed while writing it.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> w = dafzarr.refs.ReferenceWriter("day0.refs", ["file:///data/day0.nc"])
+        >>> w.add_file("sources.parquet", pa.table({"day": [0]}))
+        >>> (w.close() / "sources.parquet").is_file()
+        True
+        """
         pq.write_table(table, self._tmp / name)
 
     def add_bytes(self, name: str, data: bytes) -> None:
-        """An extra file of raw bytes in the store (references may point into it)."""
+        """An extra file of raw bytes in the store (references may point into it).
+
+        Parameters
+        ----------
+        name
+            The file's name in the store's directory.
+        data
+            Its bytes.
+
+        Raises
+        ------
+        OSError
+            The file system failed while writing it.
+
+        Examples
+        --------
+        >>> w = dafzarr.refs.ReferenceWriter("day0.refs", ["file:///data/day0.nc"])
+        >>> w.add_bytes("values.bin", bytes(16))
+        >>> (w.close() / "values.bin").stat().st_size
+        16
+        """
         (self._tmp / name).write_bytes(data)
 
     def close(self) -> Path:
-        """Finish the last array, write ``.zmetadata`` and rename the store into place."""
+        """Finish the last array, write ``.zmetadata`` and rename the store into place.
+
+        Closing twice does nothing more. On an error the store is discarded (the destination
+        stays as it was) and the error raised.
+
+        Returns
+        -------
+        pathlib.Path
+            The store's path.
+
+        Raises
+        ------
+        InvalidArgumentError
+            The last array did not get all its references (the message names it).
+        OutputExistsError
+            A store appeared at the destination meanwhile and ``overwrite`` was not given.
+        OSError
+            The file system failed while writing or renaming the store
+            (:func:`write_parquet` reports it as a :class:`~dafzarr.errors.StorageIOError`).
+
+        Examples
+        --------
+        >>> w = dafzarr.refs.ReferenceWriter("day0.refs", ["file:///data/day0.nc"])
+        >>> w.add_group("", {})
+        >>> w.close().name, w.closed
+        ('day0.refs', True)
+        """
         if self.closed:
             return self.out
         try:
@@ -283,7 +462,28 @@ class ReferenceWriter:
         return self.out
 
     def abort(self, exc: BaseException | None = None) -> None:
-        """Discard the store being written (the destination stays as it was)."""
+        """Discard the store being written (the destination stays as it was).
+
+        Does nothing once the writer is closed.
+
+        Parameters
+        ----------
+        exc
+            The error that made the caller give up (default: none).
+
+        Raises
+        ------
+        OSError
+            Never on its own account: ``exc`` is not raised again (the caller raises it).
+
+        Examples
+        --------
+        >>> w = dafzarr.refs.ReferenceWriter("day0.refs", ["file:///data/day0.nc"])
+        >>> w.add_group("", {})
+        >>> w.abort()
+        >>> w.out.exists()
+        False
+        """
         if self.closed:
             return
         self.closed = True

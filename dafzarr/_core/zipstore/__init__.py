@@ -7,7 +7,7 @@ recovers to a prefix of what was committed.
 
 The modules, from the bottom up (each imports only modules listed before it):
 
-- ``format``: the ZIP records the store writes, and the bounds-checked parser it reads.
+- ``ziprecords``: the ZIP records the store writes, and the bounds-checked parser it reads.
 - ``methods``: compressed entries decoded through the codec registry, bounded by their data.
 - ``state``: the explicit state every step takes: the directory in memory
   (:class:`~dafzarr._core.zipstore.state.Archive`) and the open transaction.
@@ -20,9 +20,16 @@ The modules, from the bottom up (each imports only modules listed before it):
 - ``recover``: loading for writing: trailer, scan, salvage, rollback of a torn tail.
 - ``open``: mapping the file, the writer's lock, read-only loads that wait out a commit.
 - ``write``: staging, reserving and deleting entries inside a transaction.
-- ``copy``: compaction, packing of a directory store, the restart of an emptied archive.
-- ``handle``: the lock, the mapping and the synchronous operations of a store.
-- ``store``: :class:`MmapZipStore`, zarr's Store API and the mapping protocol.
+- ``repack``: compaction, the restart of an emptied archive.
+- ``pack``: packing of a directory store.
+- ``handle``: the lock, the mapping and the synchronous operations that open, write, commit
+  and close an archive.
+- ``operations``: the store's own operations: many, reserved, streamed and copied entries,
+  entries mapped as arrays, accounting and checks.
+- ``listing``: zarr's Store API: existence, sizes and listings of keys.
+- ``protocol``: zarr's Store API: reading, writing and deleting entries.
+- ``store``: :class:`MmapZipStore`: the constructor and the mapping protocol, with the
+  methods of ``operations``, ``listing`` and ``protocol``.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ from typing import Any
 from ..._posix import FileMapping
 from ..._zipdir import gather_records, renumber
 from ..crc import mapped_crc32
-from . import format as zf
+from . import ziprecords as zf
 from .read import data_offset
 from .state import Archive, Txn, live_index
 

@@ -1,12 +1,13 @@
 """One archive as a store holds it: the lock, the mapping, the state, and the synchronous
-operations on them (the part of :class:`~dafzarr.zipstore.MmapZipStore` that is not zarr's
-Store API or the mapping protocol).
+operations on them that open, write, commit and close it (the part of
+:class:`~dafzarr.zipstore.MmapZipStore` that is not zarr's Store API, the mapping protocol
+or the operations of ``operations``).
 
 Each method takes the lock where it writes, opens the archive on first use, and hands the
 work to the package's steps with the explicit state (the
 :class:`~dafzarr._core.zipstore.state.Archive` and the mapping): ``open`` and ``recover`` load
 the archive, ``write`` and ``commit`` append and commit, ``read`` serves entries,
-``space`` accounts for bytes, ``copy`` compacts and packs.
+``space`` accounts for bytes, ``repack`` compacts and packs.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ import os
 import threading
 import types
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Self
+from collections.abc import Iterable, Iterator
+from typing import Any, Self
 
-import numpy as np
 from zarr.abc.store import Store
 
 from ..._posix import FileMapping
@@ -28,26 +28,20 @@ from ...errors import (
     DafzarrError,
     EntryNotFoundError,
     InvalidArgumentError,
-    UnsupportedEntryError,
 )
+from ..aliases import OpenMode
 from ..ioerror import Operation, storage_io
 from . import commit, read, recover, space, write
-from . import format as zf
 from . import open as _open
-from .copy import CompactMethod, compact_in_place, pack_directory, worth_renewing
+from . import ziprecords as zf
 from .input import as_bytes_view, encode_key
+from .pack import pack_directory
+from .repack import CompactMethod, compact_in_place, worth_renewing
 from .space import ArchiveSpace
 from .state import Archive, Txn
 
-if TYPE_CHECKING:
-    import numpy.typing as npt
+__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_MAX_FILE_SIZE", "ArchiveHandle"]
 
-__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_MAX_FILE_SIZE", "ArchiveHandle", "Mode"]
-
-# Below a megabyte, populating a reservation's pages saves less than the call costs.
-_POPULATE_MIN = 1 << 20
-
-Mode = Literal["r", "r+", "w+", "w"]
 MODES: tuple[str, ...] = ("r", "r+", "w+", "w")
 DEFAULT_MAX_FILE_SIZE = 1 << 40
 # Decoded size above which a compressed foreign entry is refused (zip-bomb guard).
@@ -64,7 +58,7 @@ class ArchiveHandle(Store):
     def _configure(
         self,
         path: str | os.PathLike[str],
-        mode: Mode,
+        mode: OpenMode,
         read_only: bool | None,
         max_file_size: int,
         durable: bool,
@@ -92,7 +86,7 @@ class ArchiveHandle(Store):
             )
         super().__init__(read_only=read_only)
         self.path = os.path.abspath(os.fspath(path))
-        self.mode: Mode = mode
+        self.mode: OpenMode = mode
         self.max_file_size = int(max_file_size)
         self.durable = bool(durable)
         self.max_decompressed_size = int(max_decompressed_size)
@@ -211,27 +205,6 @@ class ArchiveHandle(Store):
                     return
         self._append(key, value)
 
-    def set_many(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
-        """Write many entries in one commit: ``store[key] = value`` for each pair, in order,
-        inside one :meth:`batch` (joining the open one, if any).
-
-        ``items`` is a mapping or an iterable of ``(key, value)`` pairs. Runs of new small
-        entries are written by one compiled call each, the fastest way to add many small
-        entries (see the README's benchmarks).
-        """
-        pairs: list[Any] = list(items.items() if isinstance(items, Mapping) else items)
-        with self.batch():
-            i, n = 0, len(pairs)
-            while i < n:
-                with self._lock:
-                    fm = self._fm
-                    if fm is not None:
-                        i = write.stage_small_run(self._archive, fm, pairs, i)
-                if i < n:
-                    key, value = pairs[i]
-                    self._append(key, value)
-                    i += 1
-
     def _append(self, key: str, value: Any, *, exist_ok: bool = False) -> bool:
         """Write one entry and commit it; False if nothing needed writing."""
         tx = self._stage(key, value, exist_ok=exist_ok)
@@ -247,8 +220,33 @@ class ArchiveHandle(Store):
         exits; if the block raises, or the process dies inside it, none of them survive.
         Writes other threads make while the block is open join it.
 
-        ``size_hint``: about how many bytes the new entries take, headers included (see
-        ``_commit.begin``); a wrong hint costs speed only.
+        Parameters
+        ----------
+        size_hint : int, default 0
+            About how many bytes the new entries take, headers included (see
+            ``commit.begin``); a wrong hint costs speed only.
+
+        Yields
+        ------
+        MmapZipStore
+            This store.
+
+        Raises
+        ------
+        StorageIOError
+            Committing the batch failed (a full disk); none of its writes survive.
+        ValueError
+            The store is read-only (zarr's error).
+
+        Examples
+        --------
+        >>> store = dafzarr.MmapZipStore("batched.zip", mode="w")
+        >>> with store.batch():
+        ...     store["a"] = b"1"
+        ...     store["b"] = b"2"
+        >>> sorted(store)
+        ['a', 'b']
+        >>> store.close()
         """
         with self._lock:
             fm = self._check_writable_sync()
@@ -268,85 +266,6 @@ class ArchiveHandle(Store):
             raise write.failed(failure, "committing a batch of writes", self.path) from failure
         if failure is not None:
             raise failure
-
-    def reserve_entry(
-        self, key: str, nbytes: int, *, populate: bool = False
-    ) -> npt.NDArray[np.uint8]:
-        """Append an entry of ``nbytes`` zero bytes and return a writable view of its data.
-
-        Fill the view in place, then call :meth:`patch_entry_crc`. Until then the entry has
-        CRC 0, and the next writable open rolls it back (and every entry after it). The key
-        must not exist: a reservation cannot supersede an entry, since rolling back an
-        unfinished one would lose the old value too (delete the old entry first).
-
-        ``populate=True`` (for a view about to be filled whole) maps its pages writable in
-        one call first, instead of a fault and a file-system callback at the first store into
-        each page, several times slower on ext4; it allocates the entry's page cache (and
-        blocks) at once, so leave it off for a view filled sparsely.
-        """
-        raw = encode_key(key, self.path)
-        nbytes = int(nbytes)
-        if nbytes < 0:
-            raise InvalidArgumentError(f"cannot reserve a negative size ({nbytes}) for {key!r}")
-        with self._lock, self._io(f"reserving entry {key!r}"):
-            fm = self._check_writable_sync()
-            offset = write.reserve(
-                self._archive, fm, key, raw, nbytes, append_only=self.append_only,
-                batch_room=self._batch_room,
-            )
-            if populate and nbytes >= _POPULATE_MIN:
-                fm.populate(offset, nbytes, writable=True)
-            return np.frombuffer(fm.view(offset, nbytes, writable=True), np.uint8)
-
-    def set_streamed(self, key: str, nbytes: int, blocks: Iterable[Any]) -> None:
-        """Store a new entry of ``nbytes`` bytes from consecutive ``blocks`` (buffers).
-
-        For values computed piece by piece (an iterator may compute the next block while
-        the previous one is written) or too large to assemble in memory first: each block
-        is written as it comes, large ones with pwrite(2) into the page cache, and the
-        CRC-32 is computed from the blocks themselves. The entry appears, complete and with
-        its CRC, when the call commits (or with the open batch); blocks that do not add up
-        to ``nbytes`` raise :class:`~dafzarr.errors.InvalidArgumentError` and leave no
-        entry. The key must not exist.
-        """
-        raw = encode_key(key, self.path)
-        nbytes = int(nbytes)
-        if nbytes < 0:
-            raise InvalidArgumentError(f"cannot store a negative size ({nbytes}) for {key!r}")
-        with self.batch(), self._io(f"writing entry {key!r}"):
-            with self._lock:
-                fm = self._check_writable_sync()
-                start = write.reserve(
-                    self._archive, fm, key, raw, nbytes, append_only=self.append_only,
-                    batch_room=self._batch_room,
-                )
-            pos, end, crc = start, start + nbytes, 0
-            for block in blocks:
-                mv = as_bytes_view(block, f"{self.path}: entry {key!r}")
-                if mv.nbytes > end - pos:
-                    pos += mv.nbytes
-                    break
-                with self._lock:  # the batch keeps the mapping open and the entry in place
-                    crc = fm.write_crc32(pos, mv, crc)
-                pos += mv.nbytes
-            if pos != end:
-                raise InvalidArgumentError(
-                    f"{self.path}: the blocks given for {key!r} "
-                    f"{'overflow' if pos > end else 'do not fill'} its {nbytes} bytes"
-                )
-            with self._lock:
-                commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
-
-    def patch_entry_crc(self, key: str) -> int:
-        """Store the CRC-32 of an entry's current data (after filling a reservation)."""
-        with self._lock, self._io(f"storing the CRC-32 of entry {key!r}"):
-            fm = self._check_writable_sync()
-            e = self._archive.index.get(key)
-            if e is None:
-                raise EntryNotFoundError(f"no entry {key!r} in {self.path}")
-            if e.method != 0 or e.lfh_offset < 0:
-                raise UnsupportedEntryError(f"{self.path}: entry {key!r} is not stored")
-            return commit.patch_crc(self._archive, fm, e)
 
     def _delete_sync(self, key: str, *, missing_ok: bool = True) -> None:
         if not self._delete_keys([key]) and not missing_ok:
@@ -389,30 +308,13 @@ class ArchiveHandle(Store):
         assert fm is not None
         return read.read_entry(self._archive, fm, e)
 
-    def try_mmap_entry_as(
-        self,
-        key: str,
-        dtype: npt.DTypeLike,
-        shape: int | Iterable[int],
-        *,
-        order: Literal["C", "F"] = "C",
-    ) -> np.ndarray[Any, Any] | None:
-        """A read-only numpy array aliasing the entry's bytes in the mapping, or ``None``.
-
-        ``None`` when the entry is absent, compressed or encrypted, when its size is not
-        ``prod(shape) * dtype.itemsize``, or when its data is not aligned for ``dtype``
-        (then read ``store[key]``, which copies nothing either but gives bytes).
-        """
-        fm = self._ensure_open_sync()
-        return read.mmap_entry_as(self._archive, fm, key, dtype, shape, order)
-
-    # Compaction and packing (``copy``): ``store.compact()`` compacts an open writable
+    # Compaction and packing (``repack``): ``store.compact()`` compacts an open writable
     # store in place; ``MmapZipStore.compact(path, out=None)`` an archive by path.
     compact = CompactMethod()
     pack = staticmethod(pack_directory)
 
     def _mapped_archive(self) -> tuple[Archive, FileMapping]:
-        """The store's state and its mapping, opened if need be (for ``copy``)."""
+        """The store's state and its mapping, opened if need be (for ``repack``)."""
         return self._archive, self._ensure_open_sync()
 
     def _compact_in_place(self, *, progress: bool = False) -> ArchiveSpace:
@@ -433,7 +335,7 @@ class ArchiveHandle(Store):
             # until it goes; the old file is no longer at the path, so nothing can be lost.
             with contextlib.suppress(BufferError):
                 old.close()
-            return self.space()
+            return space.space(self._archive, new)
 
     def _renew_start(self) -> bool:
         """Rewrite the archive when its first bytes would hide it from 7-Zip.
@@ -473,33 +375,33 @@ class ArchiveHandle(Store):
     #: back: 16 MiB cost each 1 MiB append along time 7 ms more.
     _batch_room = 1 << 16
 
-    def space(self) -> ArchiveSpace:
-        """How the archive's bytes are used: live entries, dead copies, directory.
-
-        Dead bytes are superseded and deleted entries (and anything else no entry claims);
-        :meth:`compact` gives them back.
-        """
-        with self._lock:
-            return space.space(self._archive, self._ensure_open_sync())
-
-    def verify(self) -> list[str]:
-        """CRC-check every entry; return the keys that fail (empty when all are intact)."""
-        return space.verify(self._archive, self._ensure_open_sync())
-
-    def info(self) -> list[dict[str, Any]]:
-        """One dict per entry of the central directory, in archive order (``dafzarr zip ls``).
-
-        Keys: ``name``, ``method``, ``compressed_size``, ``size``, ``crc32``,
-        ``header_offset``, ``data_offset`` (None for directories and damaged entries),
-        ``error`` (None, or why the entry cannot be read) and ``refused`` (None, or why its
-        name is unsafe, so that it is not served): one bad entry does not hide the others.
-        """
-        return space.info(self._archive, self._ensure_open_sync())
-
     def close_if_unused(self) -> bool:
-        """Close (as :meth:`close`) only if no zero-copy view of the archive is alive; return
-        whether the store is closed. Never runs the garbage collector, so it costs nothing
-        when views are legitimately alive (arrays returned to the caller)."""
+        """Close (as :meth:`close`) only if no zero-copy view of the archive is alive.
+
+        Never runs the garbage collector, so it costs nothing when views are legitimately
+        alive (arrays returned to the caller).
+
+        Returns
+        -------
+        bool
+            Whether the store is closed.
+
+        Raises
+        ------
+        BatchOpenError
+            Called inside a :meth:`batch` block.
+
+        Examples
+        --------
+        >>> store = dafzarr.MmapZipStore("unused.zip", mode="w")
+        >>> store["a"] = b"data"
+        >>> view = store["a"]
+        >>> store.close_if_unused()
+        False
+        >>> del view
+        >>> store.close_if_unused()
+        True
+        """
         with self._lock:
             self._take_back_parked()
             self._commit_pending()
@@ -517,12 +419,28 @@ class ArchiveHandle(Store):
                 commit.commit(self._archive, self._fm, tx)
 
     def close(self) -> None:
-        """Unmap and close; ``BufferError`` while zero-copy views of the archive are alive.
+        """Unmap and close the archive; the next use opens it again.
 
         A writer first moves the directory right after the last entry (one write of it),
         giving back the free room its commits kept before the directory. Views that another
         thread is releasing (zarr's I/O thread finishing a read) are waited for, a quarter
         of a second at most.
+
+        Raises
+        ------
+        BufferError
+            Zero-copy views of the archive are alive (see :meth:`close_after_views`).
+        BatchOpenError
+            Called inside a :meth:`batch` block.
+
+        Examples
+        --------
+        >>> store = dafzarr.MmapZipStore("closed.zip", mode="w")
+        >>> store["a"] = b"data"
+        >>> store.close()
+        >>> bytes(store["a"])  # opens the archive again
+        b'data'
+        >>> store.close()
         """
         self._close(read.VIEW_GRACE)
 
@@ -554,9 +472,32 @@ class ArchiveHandle(Store):
                 commit.settle(self._archive, self._fm)
 
     def close_after_views(self) -> bool:
-        """Close now (True), or, while zero-copy views are alive, when the last goes (False):
-        a writer settles as :meth:`close` does now; the mapping, descriptor and writer's lock
-        go with the last view. Using the store before that takes the mapping back."""
+        """Close now, or, while zero-copy views are alive, when the last goes.
+
+        A writer settles as :meth:`close` does now; the mapping, descriptor and writer's
+        lock go with the last view. Using the store before that takes the mapping back.
+
+        Returns
+        -------
+        bool
+            True when closed now; False when the last view will close it.
+
+        Raises
+        ------
+        BatchOpenError
+            Called inside a :meth:`batch` block.
+
+        Examples
+        --------
+        >>> store = dafzarr.MmapZipStore("later.zip", mode="w")
+        >>> store["a"] = b"data"
+        >>> view = store["a"]
+        >>> store.close_after_views()
+        False
+        >>> bytes(view)
+        b'data'
+        >>> del view
+        """
         with self._lock:
             self._take_back_parked()
             self._settle_for_close()

@@ -9,7 +9,7 @@ from zarr.core.buffer import Buffer
 
 from ...errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..casting import unmasked
-from . import format as zf
+from . import ziprecords as zf
 
 __all__ = ["as_bytes_view", "encode_key"]
 

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterator
 
 from ..._posix import FileMapping
-from . import format as zf
+from . import ziprecords as zf
 
 __all__ = ["leading_bytes"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...errors import CorruptArchiveError, UnsupportedEntryError
 from ..codecs import decode, zip_method, zip_methods
-from . import format as zf
+from . import ziprecords as zf
 
 __all__ = ["decode_entry"]
 

@@ -27,7 +27,7 @@ from ...errors import (
 from ..addrspace import named_map_refusal, probe_reservation, reservation_error
 from ..atomic import fsync_directory, link_descriptor, locked_temporary, publish_file
 from ..ioerror import LOCK_UNSUPPORTED, lock_unsupported_error
-from . import format as zf
+from . import ziprecords as zf
 from .recover import check_apart, load_writable, read_entries, write_empty
 from .state import Archive
 

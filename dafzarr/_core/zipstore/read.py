@@ -16,7 +16,7 @@ import numpy as np
 
 from ..._posix import FileMapping
 from ...errors import CorruptArchiveError, UnsupportedEntryError
-from . import format as zf
+from . import ziprecords as zf
 from .methods import decode_entry
 from .state import Archive
 

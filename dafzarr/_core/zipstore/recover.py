@@ -25,7 +25,7 @@ from ...errors import (
     UnsupportedEntryError,
 )
 from ..crc import mapped_crc32
-from . import format as zf
+from . import ziprecords as zf
 from .commit import move_directory
 from .lead import leading_bytes
 from .read import data_offset, decoded
@@ -65,7 +65,7 @@ def write_empty(fm: FileMapping, durable: bool) -> None:
 
 
 def read_directory(
-    read: zf.Reader, tr: zf.Trailer, path: str, *, apart: bool = True
+    read: zf.ReadAt, tr: zf.Trailer, path: str, *, apart: bool = True
 ) -> tuple[list[zf.Entry], bytearray]:
     """The entries of the directory ``tr`` points to, and its bytes (the buffer
     :meth:`Archive.install` keeps); ``apart``: checked not to share bytes too."""
@@ -116,7 +116,7 @@ def _hides_an_entry(a: Archive, fm: FileMapping, e: zf.Entry, limit: int) -> str
     return next((o.name for o in a.entries if o.lfh_offset == inner), f"at offset {inner}")
 
 
-def read_entries(read: zf.Reader, tr: zf.Trailer, path: str) -> list[zf.Entry]:
+def read_entries(read: zf.ReadAt, tr: zf.Trailer, path: str) -> list[zf.Entry]:
     """The entries of the directory ``tr`` points to, without keeping its bytes (a reader's
     memory then holds the entries and one piece of the directory at a time); not yet
     checked to lie apart (:func:`check_apart`)."""

@@ -14,7 +14,7 @@ from typing import Any
 from ..._posix import FileMapping
 from ...errors import CorruptArchiveError, UnsupportedEntryError
 from ..crc import crc32
-from . import format as zf
+from . import ziprecords as zf
 from .lead import leading_bytes
 from .read import data_offset, read_entry
 from .state import Archive
@@ -24,18 +24,47 @@ __all__ = ["ArchiveSpace", "info", "space", "verify"]
 
 @dataclass(frozen=True, slots=True)
 class ArchiveSpace:
-    """Byte accounting of an archive (:meth:`MmapZipStore.space`)."""
+    """Byte accounting of an archive (:meth:`MmapZipStore.space`).
 
-    entries: int  # live keys
-    live_bytes: int  # local headers and data of the live entries
-    dead_bytes: int  # superseded and deleted copies, and other unclaimed bytes among them
-    directory_bytes: int  # central directory, end records and comment
-    file_size: int  # once every pending write is committed
-    # Room between the entries and the directory that a writer keeps for its next commits
-    # (its close() gives it back; 0 in a closed archive).
+    Parameters
+    ----------
+    entries : int
+        Live keys.
+    live_bytes : int
+        Local headers and data of the live entries.
+    dead_bytes : int
+        Superseded and deleted copies, and other unclaimed bytes among them.
+    directory_bytes : int
+        Central directory, end records and comment.
+    file_size : int
+        The file's size once every pending write is committed.
+    free_bytes : int, default 0
+        Room between the entries and the directory that a writer keeps for its next commits
+        (its ``close()`` gives it back; 0 in a closed archive).
+    leading_bytes : int, default 0
+        Bytes before the archive that are not its own (a self-extracting stub, or the file
+        it was appended to): kept by every write and by compaction.
+
+    Raises
+    ------
+    None
+        A plain record.
+
+    Examples
+    --------
+    >>> with dafzarr.MmapZipStore("accounted.zip", mode="w") as store:
+    ...     store["a"] = b"xy"
+    >>> with dafzarr.MmapZipStore("accounted.zip") as store:
+    ...     print(store.space())
+    1 entries: 58 live bytes, 0 dead bytes, 173 bytes of directory, 231 bytes in all
+    """
+
+    entries: int
+    live_bytes: int
+    dead_bytes: int
+    directory_bytes: int
+    file_size: int
     free_bytes: int = 0
-    # Bytes before the archive that are not its own (a self-extracting stub, or the file it
-    # was appended to): kept by every write and by compaction.
     leading_bytes: int = 0
 
     def __str__(self) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..._zipdir import index_entries, live_entries
 from ...errors import ArchiveFullError
-from . import format as zf
+from . import ziprecords as zf
 
 __all__ = ["Archive", "Txn", "live_index"]
 

@@ -1,40 +1,22 @@
-"""The :class:`MmapZipStore` facade: zarr's Store API and the mapping protocol over the
-archive an :class:`~dafzarr._core.zipstore.handle.ArchiveHandle` holds.
+"""The :class:`MmapZipStore` facade: zarr's Store API (``protocol``), the mapping protocol
+and the store's own operations (``operations``) over the archive an
+:class:`~dafzarr._core.zipstore.handle.ArchiveHandle` holds.
 """
 
 from __future__ import annotations
 
-import asyncio
-import errno
 import os
-import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-from zarr.abc.store import ByteRequest
-from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
-
-from ...errors import (
-    AlreadyOpenError,
-    EntryNotFoundError,
-    InvalidArgumentTypeError,
-    MissingFileError,
-)
+from ...errors import AlreadyOpenError, EntryNotFoundError
 from ..addrspace import fitting_max_file_size
-from ..io import byte_range_bounds
-from . import commit, read, write
-from .handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle, Mode
-from .input import encode_key
+from ..aliases import OpenMode
+from . import listing, operations, protocol
+from .handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle
 from .space import ArchiveSpace
-from .write import copy_range
 
 __all__ = ["ArchiveSpace", "MmapZipStore"]
-
-# Appends at least this large run off the event loop.
-_THREAD_THRESHOLD = 1 << 20
-# How long a commit waits for concurrent large writes to join it, and how often it looks.
-_GROUP_WAIT, _GROUP_POLL = 0.02, 0.0002
 
 
 class MmapZipStore(ArchiveHandle):
@@ -113,12 +95,37 @@ class MmapZipStore(ArchiveHandle):
     Read-only handles take no lock and see the archive as it was when they opened. A store
     that was unpickled opens at its first use. After :meth:`close`, the next use opens the
     archive again (without emptying it).
+
+    Raises
+    ------
+    InvalidArgumentError
+        An unknown ``mode``, or an option out of its range.
+    MissingFileError
+        Mode ``"r"`` or ``"r+"`` and no file at ``path``.
+    ArchiveLockedError
+        A writable open while another writable store holds the archive.
+    CorruptArchiveError
+        The file is not a ZIP archive the store can read.
+    AddressSpaceError
+        The address space for ``max_file_size`` cannot be reserved.
+    AppendOnlyError
+        Mode ``"w"`` with ``append_only`` on a file that holds entries.
+
+    Examples
+    --------
+    >>> import zarr
+    >>> with dafzarr.MmapZipStore("example.zip", mode="w") as store:
+    ...     root = zarr.open_group(store, mode="w")
+    ...     root.create_array("x", shape=(3,), dtype="int32")[:] = [1, 2, 3]
+    >>> with dafzarr.MmapZipStore("example.zip") as store:
+    ...     zarr.open_array(store, path="x", mode="r")[:]
+    array([1, 2, 3], dtype=int32)
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
-        mode: Mode = "r",
+        mode: OpenMode = "r",
         *,
         read_only: bool | None = None,
         max_file_size: int | None = None,
@@ -142,7 +149,31 @@ class MmapZipStore(ArchiveHandle):
 
     @classmethod
     async def open(cls, *args: Any, **kwargs: Any) -> MmapZipStore:
-        """Construct (and so open) a store: zarr's ``Store.open``."""
+        """Construct (and so open) a store: zarr's ``Store.open``.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            The arguments of :class:`MmapZipStore`.
+
+        Returns
+        -------
+        MmapZipStore
+            The open store.
+
+        Raises
+        ------
+        DafzarrError
+            As the constructor does.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> store = asyncio.run(dafzarr.MmapZipStore.open("opened.zip", mode="w"))
+        >>> store.read_only
+        False
+        >>> store.close()
+        """
         return cls(*args, **kwargs)
 
     async def _open(self) -> None:
@@ -176,7 +207,26 @@ class MmapZipStore(ArchiveHandle):
         return iter(list(self._archive.index))
 
     def keys(self) -> list[str]:
-        """The keys, each once (in the order of their first write since the archive opened)."""
+        """The keys, each once (in the order of their first write since the archive opened).
+
+        Returns
+        -------
+        list of str
+            The keys.
+
+        Raises
+        ------
+        CorruptArchiveError
+            The archive cannot be opened (at a first use after :meth:`close`).
+
+        Examples
+        --------
+        >>> with dafzarr.MmapZipStore("keys.zip", mode="w") as store:
+        ...     store["b"] = b"1"
+        ...     store["a"] = b"2"
+        ...     store.keys()
+        ['b', 'a']
+        """
         self._ensure_open_sync()
         return list(self._archive.index)
 
@@ -249,172 +299,60 @@ class MmapZipStore(ArchiveHandle):
         return True
 
     def with_read_only(self, read_only: bool = False) -> MmapZipStore:
-        """A store on the same archive, opened at its first use (as zarr expects)."""
+        """A store on the same archive, opened at its first use (as zarr expects).
+
+        Parameters
+        ----------
+        read_only : bool, default False
+            Whether the new store is read-only.
+
+        Returns
+        -------
+        MmapZipStore
+            The new store (not open yet).
+
+        Raises
+        ------
+        InvalidArgumentError
+            The options of this store do not make a valid store (never, for a valid one).
+
+        Examples
+        --------
+        >>> with dafzarr.MmapZipStore("twice.zip", mode="w") as store:
+        ...     store["a"] = b"1"
+        >>> reader = store.with_read_only(True)
+        >>> reader.read_only, bytes(reader["a"])
+        (True, b'1')
+        >>> reader.close()
+        """
         other = type(self).__new__(type(self))
         other.__setstate__({**self.__getstate__(), "mode": "r" if read_only else "r+"})
         return other
 
-    def _get_buffer(
-        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None
-    ) -> Buffer | None:
-        self._ensure_open_sync()
-        e = self._archive.index.get(key)
-        if e is None:
-            return None
-        data = self._read(e)
-        start, stop = byte_range_bounds(len(data), byte_range)
-        return prototype.buffer.from_array_like(np.frombuffer(data[start:stop], np.uint8))
-
-    async def get(
-        self,
-        key: str,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        return self._get_buffer(key, prototype or default_buffer_prototype(), byte_range)
-
-    def get_sync(
-        self,
-        key: str,
-        *,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        return self._get_buffer(key, prototype or default_buffer_prototype(), byte_range)
-
-    async def get_partial_values(
-        self,
-        prototype: BufferPrototype,
-        key_ranges: Iterable[tuple[str, ByteRequest | None]],
-    ) -> list[Buffer | None]:
-        return [self._get_buffer(k, prototype, r) for k, r in key_ranges]
-
-    async def exists(self, key: str) -> bool:
-        self._ensure_open_sync()
-        return key in self._archive.index
-
-    def _check_buffer(self, value: Buffer) -> None:
-        if not isinstance(value, Buffer):
-            raise InvalidArgumentTypeError(
-                f"MmapZipStore.set(): `value` must be a Buffer instance. Got an instance of "
-                f"{type(value)} instead."
-            )
-
-    async def set(self, key: str, value: Buffer) -> None:
-        """Write ``key``; durable when this returns.
-
-        Concurrent writes (zarr writes the chunks of an array concurrently) share one
-        commit: each writes its entry, yields to the event loop so the others can write
-        theirs, and the first to resume commits them all.
-        """
-        self._check_writable()
-        self._check_buffer(value)
-        if len(value) >= _THREAD_THRESHOLD:
-            self._staging += 1  # (on the event loop's thread, as is the decrement)
-            try:
-                tx = await asyncio.to_thread(self._stage, key, value, grouped=True)
-            finally:
-                self._staging -= 1
-        else:
-            tx = self._stage(key, value, grouped=True)
-        if tx is not None:
-            await asyncio.sleep(0)
-            # Group commit: writes still being copied in threads join this commit, unless
-            # they keep it waiting longer than a copy takes.
-            deadline = time.monotonic() + _GROUP_WAIT
-            while self._staging and not tx.done and time.monotonic() < deadline:
-                await asyncio.sleep(_GROUP_POLL)
-            self._flush(tx, key)
-
-    def set_sync(self, key: str, value: Buffer) -> None:
-        self._check_writable()
-        self._check_buffer(value)
-        self._append(key, value)
-
-    def copy_entry(self, key: str, source: MmapZipStore, source_key: str) -> bool:
-        """Store a new entry ``key`` holding the bytes of ``source``'s entry ``source_key``,
-        copied from file to file by the kernel (``copy_file_range``), with the CRC-32 the
-        source records (no pass over the bytes in this process). False, and nothing
-        written, when the source entry is not a stored (uncompressed) one with a known CRC;
-        the caller then writes the bytes itself. The key must not exist.
-        """
-        src_fm = source._ensure_open_sync()
-        with source._lock:
-            e = source._archive.index.get(source_key)
-            if (e is None or e.method != 0 or e.csize != e.usize
-                    or source_key in source._archive.unpatched):
-                return False
-            offset, nbytes, crc = read.data_offset(source._archive, src_fm, e), e.usize, e.crc
-        raw = encode_key(key, self.path)
-        with self.batch(), self._io(f"writing entry {key!r}"), self._lock:
-            fm = self._check_writable_sync()
-            # The data at the source's offset within a page: the kernel copies whole pages.
-            start = write.reserve(self._archive, fm, key, raw, nbytes,
-                                   append_only=self.append_only,
-                                   batch_room=self._batch_room, page_offset=offset % 4096)
-            copy_range(src_fm, offset, fm, start, nbytes)
-            commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
-        return True
-
-    async def set_if_not_exists(self, key: str, value: Buffer) -> None:
-        self._check_writable()
-        self._check_buffer(value)
-        self._append(key, value, exist_ok=True)
-
-    async def delete(self, key: str) -> None:
-        """Drop ``key`` at once (one commit); a no-op for an absent key."""
-        self._delete_sync(key)
-
-    def delete_sync(self, key: str) -> None:
-        self._delete_sync(key)
-
-    async def delete_dir(self, prefix: str) -> None:
-        """Drop every key under ``prefix/`` in one commit (all keys for ``""``)."""
-        self._check_writable()
-        self._ensure_open_sync()
-        self._delete_dir(prefix)
-
-    def delete_dir_sync(self, prefix: str) -> None:
-        """Synchronous :meth:`delete_dir`."""
-        self._check_writable()
-        self._ensure_open_sync()
-        self._delete_dir(prefix)
-
-    async def clear(self) -> None:
-        """Drop every key in one commit (anndata's ``write_zarr`` starts with it).
-
-        Outside a :meth:`batch`, and while no view of the mapping is alive, a fresh empty
-        archive then takes the file's place (temporary file, fsync, rename); read-only
-        handles opened before keep reading the file they mapped. Inside a batch, the clear
-        is part of the batch's one commit.
-        """
-        self._check_writable()
-        self._ensure_open_sync()
-        self._delete_keys(write.keys_under(self._archive, ""))
-
-    async def getsize(self, key: str) -> int:
-        self._ensure_open_sync()
-        e = self._archive.index.get(key)
-        if e is None:
-            raise MissingFileError(errno.ENOENT, f"no entry {key!r} in {self.path}", key)
-        return e.usize
-
-    async def list(self) -> AsyncIterator[str]:
-        for key in self.keys():
-            yield key
-
-    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        for key in self.keys():
-            if key.startswith(prefix):
-                yield key
-
-    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        prefix = prefix.rstrip("/")
-        base = f"{prefix}/" if prefix else ""
-        seen: set[str] = set()
-        for key in self.keys():
-            if key.startswith(base):
-                child = key[len(base) :].split("/", 1)[0]
-                if child not in seen:
-                    seen.add(child)
-                    yield child
+    # zarr's Store API (``protocol``, ``listing``) and the store's own operations
+    # (``operations``).
+    get = protocol.get
+    get_sync = protocol.get_sync
+    get_partial_values = protocol.get_partial_values
+    exists = listing.exists
+    set = protocol.set
+    set_sync = protocol.set_sync
+    set_if_not_exists = protocol.set_if_not_exists
+    delete = protocol.delete
+    delete_sync = protocol.delete_sync
+    delete_dir = protocol.delete_dir
+    delete_dir_sync = protocol.delete_dir_sync
+    clear = protocol.clear
+    getsize = listing.getsize
+    list = listing.list
+    list_prefix = listing.list_prefix
+    list_dir = listing.list_dir
+    set_many = operations.set_many
+    reserve_entry = operations.reserve_entry
+    set_streamed = operations.set_streamed
+    patch_entry_crc = operations.patch_entry_crc
+    copy_entry = operations.copy_entry
+    try_mmap_entry_as = operations.try_mmap_entry_as
+    space = operations.space
+    verify = operations.verify
+    info = operations.info

@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 
 from ....errors import DafMismatchError
+from ...aliases import Array
 
 __all__ = ["DESTINATION_IS_SUBSET", "SAME", "SOURCE_IS_SUBSET", "Relation", "check_subset",
            "missing_entries", "relate_axis"]
 
-Array = np.ndarray[Any, Any]
 
 SAME = "same"
 DESTINATION_IS_SUBSET = "destination_is_subset"

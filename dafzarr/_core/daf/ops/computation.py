@@ -66,7 +66,7 @@ def computation(*contracts: Contract) -> Callable[[F], F]:
 
     Parameters
     ----------
-    contracts
+    *contracts : Contract
         One :class:`~dafzarr.daf.ops.Contract` per data set the function takes; an unnamed
         contract applies to the first parameter, ``Contract(name="p", ...)`` to parameter
         ``p``.
@@ -77,6 +77,49 @@ def computation(*contracts: Contract) -> Callable[[F], F]:
         A decorator. The decorated function checks its inputs before and its outputs after
         each call (raising :class:`~dafzarr.errors.DafContractError`), runs on contract
         wrappers of its data sets, and documents the contracts in its docstring.
+
+    Raises
+    ------
+    InvalidArgumentTypeError
+        A contract is no :class:`~dafzarr.daf.ops.Contract`; when called, a non-bool
+        ``overwrite`` argument.
+    InvalidArgumentError
+        Several unnamed contracts; when decorating, a function without the contract's
+        parameter (``missing daf parameter: ...``) or a ``{CONTRACTn}`` placeholder
+        without its contract; when called, an invalid ``DAFZARR_ENFORCE_CONTRACTS``.
+    DafContractError
+        When called, a broken contract: a missing input, a pre-existing created output,
+        an unexpected element type, an access to what the contract does not list, a
+        missing output or an unused required input (see
+        :class:`~dafzarr.daf.ops.ContractDaf`).
+
+    Examples
+    --------
+    >>> @dafzarr.computation(dafzarr.Contract(
+    ...     axes={"cell": (dafzarr.RequiredInput, "The cells.")},
+    ...     data={("cell", "age"): (dafzarr.RequiredInput, "integer", "Their ages."),
+    ...           "oldest": (dafzarr.CreatedOutput, "integer", "The oldest age.")}))
+    ... def oldest(daf, *, overwrite=False):
+    ...     '''Store the oldest age.
+    ...
+    ...     {CONTRACT}
+    ...     '''
+    ...     daf.set_scalar("oldest", daf.get_np_vector("cell", "age").max(), overwrite=overwrite)
+    >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
+    >>> oldest(daf.set_vector("cell", "age", [30, 40]))
+    >>> int(daf.get_scalar("oldest"))
+    40
+    >>> oldest(daf)
+    Traceback (most recent call last):
+    ...
+    dafzarr.errors.DafContractError: pre-existing CreatedOutput scalar: oldest
+    ...
+    >>> print(oldest.__doc__.split("Outputs")[1])
+    <BLANKLINE>
+    -------
+    Scalars
+        oldest : integer (created)
+            The oldest age.
     """
     for contract in contracts:
         if not isinstance(contract, Contract):

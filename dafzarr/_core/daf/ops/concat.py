@@ -24,7 +24,7 @@ from ...casting import cast_for_storage
 from ...progress import Progress
 from ..chain import WriteChain
 from ..zarrdaf import ZarrDaf
-from .concat_checks import NO_EMPTY, Plan, check_arguments
+from .concat_checks import NO_EMPTY, ConcatPlan, check_arguments
 from .concat_dtypes import Dtype, is_zero, merge_dtypes, saves_storage, texts
 from .concat_merge import MergePlan, plan_merge, write_merge
 from .concat_sources import SliceInfo, matrix_info, read_vector, vector_info
@@ -48,19 +48,19 @@ class Stacked:
     prefix: bool
 
 
-def _missing_text(what: str, plan: Plan, src: Any) -> str:
+def _missing_text(what: str, plan: ConcatPlan, src: Any) -> str:
     return f"no empty value for the {what}\nwhich is missing from the daf data: {src.name}\n" \
         f"{plan.into}"
 
 
-def _prefixes_vector(plan: Plan, index: int, name: str) -> bool:
+def _prefixes_vector(plan: ConcatPlan, index: int, name: str) -> bool:
     if plan.prefixed is not None:
         return name in plan.prefixed[index]
     return any(p and (name == a or name.startswith(a + "."))
                for a, p in zip(plan.axes, plan.prefixes, strict=True))
 
 
-def _stack(plan: Plan, axis: str, rows: str | None, name: str, infos: list[SliceInfo | None],
+def _stack(plan: ConcatPlan, axis: str, rows: str | None, name: str, infos: list[SliceInfo | None],
            empty: Any, prefix: bool, what: str) -> Stacked:
     for src, info in zip(plan.sources, infos, strict=True):
         if info is None and empty is NO_EMPTY:
@@ -82,7 +82,7 @@ def _stack(plan: Plan, axis: str, rows: str | None, name: str, infos: list[Slice
     return Stacked(axis, rows, name, infos, value, dtype, sparse, prefix)
 
 
-def _plan_axis(plan: Plan, index: int) -> list[Stacked]:
+def _plan_axis(plan: ConcatPlan, index: int) -> list[Stacked]:
     axis = plan.axes[index]
     out: list[Stacked] = []
     names: set[str] = set()
@@ -113,7 +113,7 @@ def _plan_axis(plan: Plan, index: int) -> list[Stacked]:
     return out
 
 
-def _entries(plan: Plan, index: int) -> np.ndarray[Any, Any]:
+def _entries(plan: ConcatPlan, index: int) -> np.ndarray[Any, Any]:
     axis = plan.axes[index]
     parts = []
     for src, name in zip(plan.sources, plan.names, strict=True):
@@ -127,7 +127,7 @@ def _entries(plan: Plan, index: int) -> np.ndarray[Any, Any]:
     return out
 
 
-def _vector_value(plan: Plan, s: Stacked) -> Any:
+def _vector_value(plan: ConcatPlan, s: Stacked) -> Any:
     """The stacked vector: a dense array, or a ``1 x n`` sparse matrix."""
     sizes = [src.axis_length(s.axis) for src in plan.sources]
     n = sum(sizes)
@@ -180,7 +180,7 @@ def _vector_value(plan: Plan, s: Stacked) -> Any:
     return sp.csr_matrix((vals, pos, np.array([0, pos.size])), shape=(1, n))
 
 
-def _string_matrix(plan: Plan, s: Stacked) -> np.ndarray[Any, Any]:
+def _string_matrix(plan: ConcatPlan, s: Stacked) -> np.ndarray[Any, Any]:
     assert s.rows is not None
     nr = len(plan.other_axes[s.rows])
     blocks = []
@@ -280,6 +280,22 @@ def concatenate(
     ------
     DafExistsError, DafMissingError, DafMismatchError, InvalidArgumentError
         Before anything is written: see the specification's rules.
+
+    Examples
+    --------
+    >>> first = dafzarr.memory_daf(name="first").add_axis("cell", ["A", "B"])
+    >>> _ = first.set_vector("cell", "age", [30, 40]).set_scalar("organism", "human")
+    >>> second = dafzarr.memory_daf(name="second").add_axis("cell", ["A", "C"])
+    >>> _ = second.set_vector("cell", "age", [50, 60]).set_scalar("organism", "mouse")
+    >>> both = dafzarr.memory_daf(name="both")
+    >>> dafzarr.concatenate(both, "cell", [first, second], names=["one", "two"], prefix=True,
+    ...                     merge={"organism": dafzarr.MergeAction.CollectAxis})
+    >>> both.axis_np_entries("cell").tolist(), both.get_np_vector("cell", "age").tolist()
+    (['one.A', 'one.B', 'two.A', 'two.C'], [30, 40, 50, 60])
+    >>> both.get_np_vector("cell", "dataset").tolist()
+    ['one', 'one', 'two', 'two']
+    >>> both.get_np_vector("dataset", "organism").tolist()
+    ['human', 'mouse']
     """
     plan = check_arguments(destination, axis, sources, names, dataset_axis, dataset_property,
                            prefix, prefixed, empty, sparse_if_saves_storage_fraction, merge,
@@ -309,7 +325,7 @@ def concatenate(
         write_merge(plan, merged, destination, bar)
 
 
-def _write_stacked(plan: Plan, destination: Any, target: ZarrDaf, s: Stacked,
+def _write_stacked(plan: ConcatPlan, destination: Any, target: ZarrDaf, s: Stacked,
                    bar: Progress) -> None:
     if s.rows is None:
         destination.set_vector(s.axis, s.name, _vector_value(plan, s), overwrite=plan.overwrite)

@@ -18,7 +18,7 @@ from ....errors import (
 )
 from .merge import MergeAction, PropertyKey, merge_entries
 
-__all__ = ["Empty", "Plan", "check_arguments"]
+__all__ = ["ConcatPlan", "Empty", "check_arguments"]
 
 #: What a lookup of ``empty`` gives for a key it does not hold.
 NO_EMPTY: Any = object()
@@ -54,7 +54,7 @@ class Empty:
 
 
 @dataclass
-class Plan:
+class ConcatPlan:
     """The checked arguments of one concatenation."""
 
     destination: Any
@@ -111,7 +111,7 @@ def check_arguments(destination: Any, axis: str | Sequence[str], sources: Sequen
                     names: Sequence[str] | None, dataset_axis: str | None,
                     dataset_property: bool, prefix: bool | Sequence[bool], prefixed: Any,
                     empty: Mapping[Any, Any] | None, fraction: float, merge: Any,
-                    overwrite: bool) -> Plan:
+                    overwrite: bool) -> ConcatPlan:
     """The arguments checked (§8.1 of the operations' specification) and the entries of the
     axes that are not concatenated; raises before anything is written."""
     axes = [axis] if isinstance(axis, str) else list(axis)
@@ -132,7 +132,7 @@ def check_arguments(destination: Any, axis: str | Sequence[str], sources: Sequen
             f"sparse_if_saves_storage_fraction must be between 0 and 1, got {fraction!r}")
     if empty is not None and not isinstance(empty, Mapping):
         raise InvalidArgumentTypeError("empty must be a mapping of data keys to values")
-    plan = Plan(destination, sources, axes, names,
+    plan = ConcatPlan(destination, sources, axes, names,
                 _per_axis(prefix, len(axes), "prefix", bool), _prefixed(prefixed, len(axes)),
                 dataset_axis, bool(dataset_property), float(fraction), bool(overwrite),
                 Empty(empty, [destination, *sources]), merge_entries(merge))
@@ -145,7 +145,7 @@ def _require_no_axis(axis: str, daf: Any) -> None:
         raise DafExistsError(f"existing axis: {axis}\nin the daf data: {daf.name}")
 
 
-def _check_axes(plan: Plan) -> None:
+def _check_axes(plan: ConcatPlan) -> None:
     dest = plan.destination
     for a in plan.axes:
         _require_no_axis(a, dest)

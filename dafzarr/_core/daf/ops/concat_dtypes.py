@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import InvalidArgumentTypeError
-from ..query.values import format_value
+from ..query.literals import format_value
 
 __all__ = ["INDEX_BYTES", "Dtype", "empty_dtype", "is_zero", "merge_dtypes", "saves_storage",
            "texts"]

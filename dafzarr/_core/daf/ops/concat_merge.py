@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from ....errors import DafExistsError, DafMismatchError
 from ...casting import cast_for_storage
 from ...progress import Progress
-from .concat_checks import NO_EMPTY, Plan
+from .concat_checks import NO_EMPTY, ConcatPlan
 from .concat_dtypes import Dtype, empty_dtype, is_zero, merge_dtypes, saves_storage, texts
 from .concat_sources import read_vector, vector_info
 from .merge import MergeAction, action_for
@@ -47,7 +47,7 @@ def _scalar_dtype(value: Any) -> Dtype | None:
     return empty_dtype(value.item() if isinstance(value, np.ndarray) else value)
 
 
-def _collect_scalar(plan: Plan, name: str) -> MergeItem:
+def _collect_scalar(plan: ConcatPlan, name: str) -> MergeItem:
     dest = plan.destination.name
     if plan.dataset_axis is None:
         raise DafMismatchError(f"can't collect axis for the scalar: {name}\n"
@@ -64,7 +64,7 @@ def _collect_scalar(plan: Plan, name: str) -> MergeItem:
     return MergeItem(name, MergeAction.CollectAxis, merge_dtypes(types, value), value)
 
 
-def _collect_vector(plan: Plan, axis: str, name: str) -> MergeItem:
+def _collect_vector(plan: ConcatPlan, axis: str, name: str) -> MergeItem:
     dest = plan.destination.name
     if plan.dataset_axis is None:
         raise DafMismatchError(f"can't collect axis for the vector: {name}\nof the axis: "
@@ -86,7 +86,7 @@ def _collect_vector(plan: Plan, axis: str, name: str) -> MergeItem:
     return MergeItem((axis, name), MergeAction.CollectAxis, dtype, value, sparse)
 
 
-def plan_merge(plan: Plan) -> MergePlan:
+def plan_merge(plan: ConcatPlan) -> MergePlan:
     """Every merged property with its action, checked before anything is written."""
     out = MergePlan()
     if not plan.merge:
@@ -134,7 +134,7 @@ def plan_merge(plan: Plan) -> MergePlan:
     return out
 
 
-def _last(plan: Plan, has: Any) -> Any:
+def _last(plan: ConcatPlan, has: Any) -> Any:
     return next(src for src in reversed(plan.sources) if has(src))
 
 
@@ -146,7 +146,7 @@ def _as_value(got: Any, n: int) -> Any:
     return got
 
 
-def _collected_scalars(plan: Plan, item: MergeItem) -> np.ndarray[Any, Any]:
+def _collected_scalars(plan: ConcatPlan, item: MergeItem) -> np.ndarray[Any, Any]:
     values = [src.get_scalar(item.key) if src.has_scalar(item.key) else item.empty
               for src in plan.sources]
     if isinstance(item.dtype, str):
@@ -156,7 +156,7 @@ def _collected_scalars(plan: Plan, item: MergeItem) -> np.ndarray[Any, Any]:
                      for v in values], dtype=item.dtype)
 
 
-def _collected_vectors(plan: Plan, item: MergeItem) -> Any:
+def _collected_vectors(plan: ConcatPlan, item: MergeItem) -> Any:
     axis, name = item.key
     n = len(plan.other_axes[axis])
     where = f"vector {name} of the axis {axis} collected into the daf data: " \
@@ -180,7 +180,7 @@ def _collected_vectors(plan: Plan, item: MergeItem) -> Any:
     return sp.csc_matrix(matrix) if item.sparse else matrix
 
 
-def write_merge(plan: Plan, merged: MergePlan, dest: Any, bar: Progress) -> None:
+def write_merge(plan: ConcatPlan, merged: MergePlan, dest: Any, bar: Progress) -> None:
     """Write the merged properties."""
     ow = plan.overwrite
     for item in merged.items:

@@ -62,7 +62,30 @@ class ContractExpectation(enum.Enum):
     ``RequiredInput``: must exist before, and is read. ``OptionalInput``: read if it exists.
     ``CreatedOutput``: always written (must not exist before, unless the computation is
     called with ``overwrite=True``). ``GuaranteedOutput``: exists afterwards (written unless
-    it already exists). ``OptionalOutput``: may be written.
+    it already exists). ``OptionalOutput``: may be written. The members are also exported
+    alone (``dafzarr.RequiredInput``, ...).
+
+    Parameters
+    ----------
+    *args
+        The value of a member, to look it up (``ContractExpectation("required")`` is
+        ``RequiredInput``); the members themselves are what contracts take.
+    **kwds
+        Not used (the enumeration's own).
+
+    Raises
+    ------
+    ValueError
+        A looked-up value is no member's (as for every ``enum.Enum``).
+
+    Examples
+    --------
+    >>> dafzarr.ContractExpectation("required") is dafzarr.RequiredInput
+    True
+    >>> dafzarr.RequiredInput.is_input, dafzarr.CreatedOutput.is_input
+    (True, False)
+    >>> str(dafzarr.GuaranteedOutput), dafzarr.GuaranteedOutput.label
+    ('GuaranteedOutput', 'guaranteed')
     """
 
     RequiredInput = "required"
@@ -141,7 +164,31 @@ def value_type_name(value: Any) -> str:
 
 @dataclass(frozen=True)
 class ElementType:
-    """An element type of a contract: a ``name`` to show and the stored types it admits."""
+    """An element type of a contract: a ``name`` to show and the stored types it admits.
+
+    Contracts make them from what they are given with :meth:`of`; making one directly is
+    rarely needed.
+
+    Parameters
+    ----------
+    name : str
+        The name the messages and the documentation show (``"integer"``, ``"float32"``).
+    dtypes : frozenset of str
+        The stored element types it admits (``"int8"`` to ``"float64"``, ``"bool"``,
+        ``"str"``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Never when made directly; :meth:`of` raises it for what is no element type.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.ops import ElementType
+    >>> small = ElementType("small", frozenset({"int8", "uint8"}))
+    >>> str(small), small.admits("int8"), small.admits("int64")
+    ('small', True, False)
+    """
 
     name: str
     dtypes: frozenset[str]
@@ -151,7 +198,36 @@ class ElementType:
 
     @classmethod
     def of(cls, spec: Any) -> ElementType:
-        """The element type a contract names (see the module's documentation)."""
+        """The element type a contract names (see the module's documentation).
+
+        Parameters
+        ----------
+        spec : ElementType, numpy dtype, type, str or tuple
+            A numpy dtype or anything ``numpy.dtype`` accepts (``np.int32``, ``"float64"``,
+            ``int``), ``str``, ``bool``, an abstract kind (``"integer"``, ``"signed"``,
+            ``"unsigned"``, ``"float"``, ``"real"``, ``"number"``, ``"any"``), numpy's
+            abstract classes (``np.integer``, ``np.floating``, ``np.number``), or a tuple of
+            these (any of them).
+
+        Returns
+        -------
+        ElementType
+            The element type, named as the contract's documentation shows it.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``spec`` is no element type of Daf (``invalid element type: ...``: e.g.
+            ``complex``, ``object``, or an empty tuple).
+
+        Examples
+        --------
+        >>> from dafzarr.daf.ops import ElementType
+        >>> str(ElementType.of(int)), str(ElementType.of(("float32", np.int8)))
+        ('int64', 'float32 | int8')
+        >>> sorted(ElementType.of(np.floating).dtypes)
+        ['float32', 'float64']
+        """
         if isinstance(spec, ElementType):
             return spec
         if isinstance(spec, tuple | list | set | frozenset):
@@ -176,7 +252,30 @@ class ElementType:
         return cls(name, frozenset((name,)))
 
     def admits(self, name: str) -> bool:
-        """Whether a stored type (by :func:`dtype_name`) is one of this type's."""
+        """Whether a stored element type is one of this type's.
+
+        Parameters
+        ----------
+        name : str
+            A stored element type: ``"bool"``, ``"int8"`` to ``"uint64"``, ``"float32"``,
+            ``"float64"`` or ``"str"``.
+
+        Returns
+        -------
+        bool
+            Whether this type admits it.
+
+        Raises
+        ------
+        DafzarrError
+            Never: a name that is no element type is simply not admitted.
+
+        Examples
+        --------
+        >>> from dafzarr.daf.ops import ElementType
+        >>> ElementType.of("integer").admits("uint16"), ElementType.of("real").admits("bool")
+        (True, False)
+        """
         return name in self.dtypes
 
 
@@ -274,6 +373,36 @@ class Contract:
     data
         ``{key: (expectation, element_type, description)}`` or a sequence of such pairs;
         keys and element types as described in the module's documentation.
+
+    Raises
+    ------
+    InvalidArgumentError
+        The contract is malformed (when it is made, not when it is used): a name that is
+        not a string, a key that is no axis name or data key, a specification that is not
+        ``(expectation, description)`` / ``(expectation, element_type, description)``, an
+        expectation that is no :class:`ContractExpectation`, or an invalid element type.
+
+    Examples
+    --------
+    >>> contract = dafzarr.Contract(
+    ...     axes={"cell": (dafzarr.RequiredInput, "The cells.")},
+    ...     data={("cell", "total"): (dafzarr.CreatedOutput, "integer", "Molecules per cell.")})
+    >>> print(contract.documentation())
+    Inputs
+    ------
+    Axes
+        cell (required)
+            The cells.
+    <BLANKLINE>
+    Outputs
+    -------
+    Vectors
+        cell @ total : integer (created)
+            Molecules per cell.
+    >>> dafzarr.Contract(data={("cell", "total"): (dafzarr.CreatedOutput, "integer")})
+    Traceback (most recent call last):
+    ...
+    dafzarr.errors.InvalidArgumentError: invalid data specification: ...
     """
 
     name: str | None
@@ -291,7 +420,40 @@ class Contract:
         object.__setattr__(self, "data", tuple(_data_spec(*p) for p in _pairs(data, "data")))
 
     def __rshift__(self, later: Contract) -> Contract:
-        """The contract of running this computation and then ``later`` (Julia's ``|>``)."""
+        """The contract of running this computation and then ``later`` (Julia's ``|>``;
+        ``first >> second`` is ``first.then(second)``).
+
+        What ``later`` reads that this one creates is no input of the combination; an axis
+        or property both list must have the same description, compatible expectations and
+        overlapping element types (the narrower one is kept).
+
+        Parameters
+        ----------
+        later : Contract
+            The contract of the computation run afterwards.
+
+        Returns
+        -------
+        Contract
+            The combined contract (relaxed if either is).
+
+        Raises
+        ------
+        DafContractError
+            The contracts cannot be combined: ``different description: ...``,
+            ``incompatible expectation: ...`` (e.g. ``later`` creates what this one
+            creates) or ``incompatible type: ...``.
+
+        Examples
+        --------
+        >>> cells = (dafzarr.RequiredInput, "The cells.")
+        >>> first = dafzarr.Contract(axes={"cell": cells},
+        ...     data={("cell", "total"): (dafzarr.CreatedOutput, "real", "Molecules.")})
+        >>> second = dafzarr.Contract(axes={"cell": cells},
+        ...     data={("cell", "total"): (dafzarr.RequiredInput, "float32", "Molecules.")})
+        >>> [(key, str(spec.expectation), str(spec.type)) for key, spec in first.then(second).data]
+        [(('cell', 'total'), 'CreatedOutput', 'float32')]
+        """
         if not isinstance(later, Contract):
             return NotImplemented
         name = self.name if later.name is None else (
@@ -303,8 +465,37 @@ class Contract:
     then = __rshift__
 
     def documentation(self, *, title: str = "") -> str:
-        """The ``Inputs`` and ``Outputs`` sections describing the contract (``title`` is
-        added to the section names)."""
+        """The ``Inputs`` and ``Outputs`` sections describing the contract, in numpydoc
+        style (what :func:`~dafzarr.daf.ops.computation` puts in place of ``{CONTRACT}``).
+
+        Parameters
+        ----------
+        title : str, default ""
+            Added to the section names as ``Inputs (title)`` (the decorator gives the
+            parameter's name when a function has several contracts).
+
+        Returns
+        -------
+        str
+            The sections, each listing scalars, axes, vectors, matrices and tensors with
+            their element types, expectations and descriptions ("" for an empty contract).
+
+        Raises
+        ------
+        DafzarrError
+            Never: the contract was checked when it was made.
+
+        Examples
+        --------
+        >>> contract = dafzarr.Contract(
+        ...     data={"version": (dafzarr.RequiredInput, int, "Its version.")})
+        >>> print(contract.documentation(title="daf"))
+        Inputs (daf)
+        ------------
+        Scalars
+            version : int64 (required)
+                Its version.
+        """
         return _documentation(self, title)
 
 

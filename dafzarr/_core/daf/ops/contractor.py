@@ -31,42 +31,26 @@ of the entries does), and the messages about matrices always say ``of the rows a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 from ....errors import DafContractError, InvalidArgumentTypeError
-from ..names import join_path, unique_name
-from ..queries import Queries
-from ..query.cache import QueryCache
-from ..reader import pd_matrix, pd_vector
-from ..storage import UNDEF
+from ..names import join_path
 from ..zarrdaf import ZarrDaf
 from .contract import (
     Contract,
-    ContractExpectation,
     CreatedOutput,
-    ElementType,
-    GuaranteedOutput,
-    OptionalInput,
-    OptionalOutput,
     RequiredInput,
     check_daf,
     dtype_name,
     key_kind,
     value_type_name,
 )
+from .contract_access import Tracker
+from .contract_matrices import ContractMatrices
+from .contract_reads import ContractReads
+from .contract_writes import ContractWrites
 
 __all__ = ["ContractDaf", "contractor"]
-
-
-@dataclass
-class _Tracker:
-    """The contract's expectation of one axis or property, and whether it was used."""
-
-    expectation: ContractExpectation
-    type: ElementType | None = None
-    accessed: bool = False
-    main_axis: str | None = None
 
 
 def contractor(computation: str, contract: Contract, daf: Any, *, name: str | None = None,
@@ -81,16 +65,16 @@ def contractor(computation: str, contract: Contract, daf: Any, *, name: str | No
 
     Parameters
     ----------
-    computation
+    computation : str
         The computation's name, for the messages.
-    contract
+    contract : Contract
         Its :class:`~dafzarr.daf.ops.Contract`.
-    daf
+    daf : ZarrDaf, view, chain or ContractDaf
         The data set (a :class:`~dafzarr.ZarrDaf`, view, chain, or another wrapper).
-    name
+    name : str, optional
         The base of the wrapper's name (default: the data set's name); the wrapper is named
         ``<name>.for.<computation>``.
-    overwrite
+    overwrite : bool, default False
         Whether created outputs may exist before (the computation overwrites them).
 
     Returns
@@ -99,6 +83,28 @@ def contractor(computation: str, contract: Contract, daf: Any, *, name: str | No
         The wrapper; pass it to the computation, and call its
         :meth:`~ContractDaf.verify_input` before and :meth:`~ContractDaf.verify_output` after
         (the :func:`~dafzarr.daf.ops.computation` decorator does all three).
+
+    Raises
+    ------
+    InvalidArgumentTypeError
+        ``contract`` is not a :class:`~dafzarr.daf.ops.Contract`, or ``daf`` is not a Daf
+        data set.
+    DafContractError
+        A vector, matrix or tensor of the contract lies on an axis the contract does not
+        list, or lists with an incompatible expectation (e.g. a required input vector on a
+        created axis).
+
+    Examples
+    --------
+    >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
+    ...     data={("cell", "age"): (dafzarr.CreatedOutput, "integer", "Their ages.")})
+    >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
+    >>> cells = dafzarr.contractor("example", contract, daf)
+    >>> cells.verify_input()
+    >>> _ = cells.set_vector("cell", "age", np.array([3, 5]))
+    >>> cells.verify_output()
+    >>> daf.get_np_vector("cell", "age").tolist()
+    [3, 5]
     """
     if not isinstance(contract, Contract):
         raise InvalidArgumentTypeError(f"not a Contract: {contract!r}\n"
@@ -107,155 +113,98 @@ def contractor(computation: str, contract: Contract, daf: Any, *, name: str | No
     return ContractDaf(computation, contract, daf, name=name, overwrite=overwrite)
 
 
-def _compatible_axis(data: ContractExpectation, axis: ContractExpectation) -> bool:
-    """Whether a property of expectation ``data`` may lie on an axis of expectation ``axis``."""
-    if data in (OptionalInput, OptionalOutput):
-        return True
-    if data is RequiredInput:
-        return axis is RequiredInput
-    return axis in (RequiredInput, CreatedOutput, GuaranteedOutput)
+class ContractDaf(ContractMatrices, ContractWrites, ContractReads):
+    """A data set seen by a computation through its contract (made by :func:`contractor`).
 
+    It has the reader and writer methods of the data set it wraps (and Daf queries, which
+    read through it): existence checks and listings are always allowed; every other read or
+    write is checked against the contract and marks the axis or property used.
 
-class ContractDaf(Queries):
-    """A data set seen by a computation through its contract (made by :func:`contractor`)."""
+    Parameters
+    ----------
+    computation : str
+        The computation's name, for the messages.
+    contract : Contract
+        Its contract.
+    daf : ZarrDaf, view, chain or ContractDaf
+        The wrapped data set.
+    name : str, optional
+        The base of the wrapper's name (default: the data set's name); the wrapper is
+        named ``<name>.for.<computation>``.
+    overwrite : bool, default False
+        Whether created outputs may exist before the computation.
 
-    def __init__(self, computation: str, contract: Contract, daf: Any, *,
-                 name: str | None = None, overwrite: bool = False) -> None:
-        self._daf = daf
-        self._computation = computation
-        self._relaxed = contract.is_relaxed
-        self._overwrite = bool(overwrite)
-        base = daf.name if name is None else name
-        self._name = unique_name(f"{base}.for.{computation.split('.')[-1]}")
-        self._query_cache = QueryCache()
-        self._axes = {axis: _Tracker(spec.expectation) for axis, spec in contract.axes}
-        self._data: dict[Any, _Tracker] = {}
-        for key, dspec in contract.data:
-            self._data[key] = _Tracker(dspec.expectation, dspec.type)
-            self._check_axes(key, dspec.expectation)
-        for key in [k for k in self._data if key_kind(k) == "tensor"]:
-            if daf.has_axis(key[0]):
-                self._expand(key)
+    Raises
+    ------
+    DafContractError
+        A vector, matrix or tensor of the contract lies on an axis the contract does not
+        list (``non-contract axis: ...``), or on an axis whose expectation does not allow it
+        (``incompatible ... axis: ...``).
 
-    # --- Identity ----------------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        """The wrapper's name: ``<data set>.for.<computation>``."""
-        return self._name
-
-    @property
-    def daf(self) -> Any:
-        """The wrapped data set."""
-        return self._daf
-
-    @property
-    def computation(self) -> str:
-        """The computation's name."""
-        return self._computation
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the wrapped data set's writers raise."""
-        return bool(getattr(self._daf, "read_only", True))
-
-    def __repr__(self) -> str:
-        return f"Contract {type(self._daf).__name__} {self._name}"
-
-    def _data_version(self) -> Any:
-        return self._daf._data_version()
-
-    def description(self) -> str:
-        """The wrapped data set's description."""
-        return str(self._daf.description())
-
-    describe = description
-
-    # --- Checks of the contract ----------------------------------------------------------------
-
-    def _where(self) -> str:
-        return f"for the computation: {self._computation}\non the daf data: {self._daf.name}"
-
-    def _check_axes(self, key: Any, expectation: ContractExpectation) -> None:
-        kind = key_kind(key)
-        if kind == "scalar":
-            return
-        what = f"{expectation} {kind}: {key[-1]}"
-        if kind == "vector":
-            needs = [(key[0], f"for the {what}")]
-        elif kind == "matrix":
-            needs = [(key[0], f"for the rows of the {what}\nwith the columns axis: {key[1]}"),
-                     (key[1], f"for the columns of the {what}\nwith the rows axis: {key[0]}")]
-        else:
-            main = f"{what}\nwith the rows axis: {key[1]}\nand the columns axis: {key[2]}"
-            rows = f"{what}\nwith the main axis: {key[0]}\nand the columns axis: {key[2]}"
-            columns = f"{what}\nwith the main axis: {key[0]}\nand the rows axis: {key[1]}"
-            needs = [(key[0], f"for the main of the {main}"),
-                     (key[1], f"for the rows of the {rows}"),
-                     (key[2], f"for the columns of the {columns}")]
-        for axis, what_for in needs:
-            tracker = self._axes.get(axis)
-            if tracker is None:
-                raise DafContractError(f"non-contract axis: {axis}\n{what_for}\n{self._where()}")
-            if not _compatible_axis(expectation, tracker.expectation):
-                raise DafContractError(f"incompatible {tracker.expectation} axis: {axis}\n"
-                                       f"{what_for}\n{self._where()}")
-
-    def _expand(self, key: tuple[str, ...]) -> None:
-        """Replace a tensor key by the matrix keys of its main axis' entries."""
-        main, rows, columns, name = key
-        tracker = self._data.pop(key)
-        tracker.main_axis = main
-        for entry in self._daf.axis_np_entries(main):
-            self._data[(rows, columns, f"{entry}_{name}")] = tracker
-
-    def _refuse(self, tracker: _Tracker | None, modify: bool, what: str) -> bool:
-        """Whether the access is allowed untracked (relaxed); raise if it is not allowed."""
-        if tracker is None:
-            if self._relaxed:
-                return True
-            raise DafContractError(f"accessing non-contract {what}\n{self._where()}")
-        if modify and tracker.expectation.is_input:
-            raise DafContractError(f"modifying {tracker.expectation} {what}\n{self._where()}")
-        tracker.accessed = True
-        return False
-
-    def _scalar_access(self, name: str, modify: bool = False) -> None:
-        self._refuse(self._data.get(name), modify, f"scalar: {name}")
-
-    def _axis_access(self, axis: str, modify: bool = False) -> None:
-        self._refuse(self._axes.get(axis), modify, f"axis: {axis}")
-
-    def _vector_access(self, axis: str, name: str, modify: bool = False) -> None:
-        self._axis_access(axis)
-        tracker = self._data.get((axis, name))
-        if tracker is None and name in ("name", "index"):
-            return
-        self._refuse(tracker, modify, f"vector: {name}\nof the axis: {axis}")
-
-    def _matrix_access(self, rows_axis: str, columns_axis: str, name: str,
-                       modify: bool = False) -> None:
-        self._axis_access(rows_axis)
-        self._axis_access(columns_axis)
-        tracker = self._data.get((rows_axis, columns_axis, name))
-        if tracker is None:
-            tracker = self._data.get((columns_axis, rows_axis, name))
-        what = f"matrix: {name}\nof the rows axis: {rows_axis}\nand the columns axis: " \
-               f"{columns_axis}"
-        if not self._refuse(tracker, modify, what) and tracker is not None \
-                and tracker.main_axis is not None:
-            self._axis_access(tracker.main_axis)
+    Examples
+    --------
+    >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")})
+    >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
+    >>> cells = dafzarr.contractor("example", contract, daf)
+    >>> cells.computation, cells.axis_length("cell")
+    ('example', 2)
+    >>> cells.get_np_vector("cell", "age")
+    Traceback (most recent call last):
+    ...
+    dafzarr.errors.DafContractError: accessing non-contract vector: age
+    ...
+    """
 
     # --- Verification --------------------------------------------------------------------------
 
     def verify_input(self) -> None:
-        """Before the computation: required inputs exist, created outputs do not (unless
-        ``overwrite``), existing properties have the contract's element types."""
+        """Check the data set before the computation: the required inputs exist, the created
+        outputs do not (unless the wrapper was made with ``overwrite``), and every listed
+        property that exists has one of the contract's element types (read from the
+        metadata, without decoding data).
+
+        Raises
+        ------
+        DafContractError
+            ``missing input ...`` (a required input is missing), ``pre-existing
+            CreatedOutput ...`` or ``unexpected type: ...`` (a listed property has another
+            element type).
+
+        Examples
+        --------
+        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
+        ...     data={("cell", "age"): (dafzarr.RequiredInput, "integer", "Their ages.")})
+        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
+        >>> dafzarr.contractor("example", contract, daf).verify_input()
+        Traceback (most recent call last):
+        ...
+        dafzarr.errors.DafContractError: missing input vector: age
+        ...
+        """
         self._verify(False)
 
     def verify_output(self) -> None:
-        """After the computation: created outputs exist, existing properties have the
-        contract's element types, and every existing required input was used."""
+        """Check the data set after the computation: the created outputs exist, every listed
+        property that exists has one of the contract's element types, and every required
+        input that exists was used (read through this wrapper).
+
+        Raises
+        ------
+        DafContractError
+            ``missing output ...`` (a created output was not written), ``unexpected type:
+            ...`` or ``unused RequiredInput ...`` (a required input was never read: it
+            should be optional).
+
+        Examples
+        --------
+        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
+        ...     data={("cell", "age"): (dafzarr.CreatedOutput, "integer", "Their ages.")})
+        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
+        >>> cells = dafzarr.contractor("example", contract, daf)
+        >>> cells.verify_input()
+        >>> _ = cells.set_vector("cell", "age", [1, 2])
+        >>> cells.verify_output()
+        """
         self._verify(True)
 
     def _verify(self, output: bool) -> None:
@@ -288,7 +237,7 @@ class ContractDaf(Queries):
                 raise DafContractError(f"unused RequiredInput axis: {axis}\nof the computation: "
                                        f"{self._computation}\non the daf data: {self._daf.name}")
 
-    def _verify_one(self, tracker: _Tracker, exists: bool, found: str | None, output: bool,
+    def _verify_one(self, tracker: Tracker, exists: bool, found: str | None, output: bool,
                     what: str, typed: str, direction: str) -> None:
         if not exists:
             mandatory = tracker.expectation is (CreatedOutput if output else RequiredInput)
@@ -331,186 +280,6 @@ class ContractDaf(Queries):
         if isinstance(daf, ZarrDaf):
             return _metadata_type(daf, join_path("matrices", rows, columns, name))
         return dtype_name(daf.get_np_matrix(rows, columns, name, relayout=False).dtype)
-
-    # --- The reader API ------------------------------------------------------------------------
-
-    def has_scalar(self, name: str) -> bool:
-        """Whether the scalar exists (always allowed)."""
-        return bool(self._daf.has_scalar(name))
-
-    def scalars_set(self) -> set[str]:
-        """The names of all scalars (always allowed)."""
-        return set(self._daf.scalars_set())
-
-    def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
-        """The scalar's value (a contract access)."""
-        self._scalar_access(name)
-        return self._daf.get_scalar(name, default=default)
-
-    def has_axis(self, axis: str) -> bool:
-        """Whether the axis exists (always allowed)."""
-        return bool(self._daf.has_axis(axis))
-
-    def axes_set(self) -> set[str]:
-        """The names of all axes (always allowed)."""
-        return set(self._daf.axes_set())
-
-    def axis_length(self, axis: str) -> int:
-        """The number of entries of an axis (a contract access)."""
-        self._axis_access(axis)
-        return int(self._daf.axis_length(axis))
-
-    def axis_np_entries(self, axis: str) -> Any:
-        """The axis' entry names (a contract access)."""
-        self._axis_access(axis)
-        return self._daf.axis_np_entries(axis)
-
-    axis_np_vector = axis_np_entries
-
-    def axis_dict(self, axis: str) -> dict[str, int]:
-        """Entry name -> 0-based position (a contract access)."""
-        return {str(n): i for i, n in enumerate(self.axis_np_entries(axis))}
-
-    def axis_np_indices(self, axis: str, names: Any, *, allow_empty: bool = False,
-                        allow_missing: bool = False) -> Any:
-        """0-based positions of entry names (a contract access)."""
-        self._axis_access(axis)
-        return self._daf.axis_np_indices(axis, names, allow_empty=allow_empty,
-                                         allow_missing=allow_missing)
-
-    def has_vector(self, axis: str, name: str) -> bool:
-        """Whether the vector exists (always allowed)."""
-        return bool(self._daf.has_vector(axis, name))
-
-    def vectors_set(self, axis: str) -> set[str]:
-        """The names of the vectors of an axis (always allowed)."""
-        return set(self._daf.vectors_set(axis))
-
-    def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
-        """The vector as a numpy array (a contract access)."""
-        self._vector_access(axis, name)
-        return self._daf.get_np_vector(axis, name, default=default)
-
-    def get_pd_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
-        """The vector as a ``pandas.Series`` (a contract access)."""
-        values = self.get_np_vector(axis, name, default=default)
-        return pd_vector(values, self._daf.axis_np_entries(axis), axis, name)
-
-    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                   relayout: bool = True) -> bool:
-        """Whether the matrix exists (always allowed)."""
-        return bool(self._daf.has_matrix(rows_axis, columns_axis, name, relayout=relayout))
-
-    def matrices_set(self, rows_axis: str, columns_axis: str, *,
-                     relayout: bool = True) -> set[str]:
-        """The names of the matrices of an axis pair (always allowed)."""
-        return set(self._daf.matrices_set(rows_axis, columns_axis, relayout=relayout))
-
-    def get_np_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True,
-                      sparse_class: str = "csc_matrix") -> Any:
-        """The matrix (numpy or scipy CSC; a contract access)."""
-        self._matrix_access(rows_axis, columns_axis, name)
-        return self._daf.get_np_matrix(rows_axis, columns_axis, name, default=default,
-                                       relayout=relayout, sparse_class=sparse_class)
-
-    def get_pd_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True) -> Any:
-        """The matrix as a ``pandas.DataFrame`` (a contract access)."""
-        m = self.get_np_matrix(rows_axis, columns_axis, name, default=default,
-                               relayout=relayout)
-        return pd_matrix(m, self._daf.axis_np_entries(rows_axis), rows_axis,
-                         self._daf.axis_np_entries(columns_axis), columns_axis)
-
-    # --- The writer API ------------------------------------------------------------------------
-
-    def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> Self:
-        """Store a scalar (an output of the contract)."""
-        self._scalar_access(name, True)
-        self._daf.set_scalar(name, value, overwrite=overwrite)
-        return self
-
-    def delete_scalar(self, name: str, *, must_exist: bool = True) -> Self:
-        """Delete a scalar (an output of the contract)."""
-        self._scalar_access(name, True)
-        self._daf.delete_scalar(name, must_exist=must_exist)
-        return self
-
-    def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> Self:
-        """Create an axis (an output of the contract); tensors along it are expanded."""
-        self._axis_access(axis, True)
-        self._daf.add_axis(axis, entries, overwrite=overwrite)
-        for key in [k for k in self._data if key_kind(k) == "tensor" and axis in k[:3]]:
-            if all(self._daf.has_axis(a) for a in key[:3]):
-                self._expand(key)
-        return self
-
-    def delete_axis(self, axis: str, *, must_exist: bool = True) -> Self:
-        """Delete an axis (an output of the contract)."""
-        self._axis_access(axis, True)
-        self._daf.delete_axis(axis, must_exist=must_exist)
-        return self
-
-    def set_vector(self, axis: str, name: str, value: Any, *, overwrite: bool = False,
-                   **options: Any) -> Self:
-        """Store a vector (an output of the contract)."""
-        self._vector_access(axis, name, True)
-        self._daf.set_vector(axis, name, value, overwrite=overwrite, **options)
-        return self
-
-    def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> Self:
-        """Delete a vector (an output of the contract)."""
-        self._vector_access(axis, name, True)
-        self._daf.delete_vector(axis, name, must_exist=must_exist)
-        return self
-
-    def empty_dense_vector(self, axis: str, name: str, eltype: Any, **options: Any) -> Any:
-        """Fill a new dense vector in place (an output of the contract)."""
-        self._vector_access(axis, name, True)
-        return self._daf.empty_dense_vector(axis, name, eltype, **options)
-
-    def empty_sparse_vector(self, axis: str, name: str, eltype: Any, nnz: int, *args: Any,
-                            **options: Any) -> Any:
-        """Fill a new sparse vector in place (an output of the contract)."""
-        self._vector_access(axis, name, True)
-        return self._daf.empty_sparse_vector(axis, name, eltype, nnz, *args, **options)
-
-    def set_matrix(self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
-                   overwrite: bool = False, **options: Any) -> Self:
-        """Store a matrix (an output of the contract)."""
-        self._matrix_access(rows_axis, columns_axis, name, True)
-        self._daf.set_matrix(rows_axis, columns_axis, name, value, overwrite=overwrite,
-                             **options)
-        return self
-
-    def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                        overwrite: bool = False) -> Self:
-        """Store the other layout of a matrix (which writes the ``columns_axis x
-        rows_axis`` matrix: an output of the contract)."""
-        self._matrix_access(columns_axis, rows_axis, name, True)
-        self._daf.relayout_matrix(rows_axis, columns_axis, name, overwrite=overwrite)
-        return self
-
-    def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      must_exist: bool = True, relayout: bool = True) -> Self:
-        """Delete a matrix (an output of the contract)."""
-        self._matrix_access(rows_axis, columns_axis, name, True)
-        self._daf.delete_matrix(rows_axis, columns_axis, name, must_exist=must_exist,
-                                relayout=relayout)
-        return self
-
-    def empty_dense_matrix(self, rows_axis: str, columns_axis: str, name: str, eltype: Any,
-                           **options: Any) -> Any:
-        """Fill a new dense matrix in place (an output of the contract)."""
-        self._matrix_access(rows_axis, columns_axis, name, True)
-        return self._daf.empty_dense_matrix(rows_axis, columns_axis, name, eltype, **options)
-
-    def empty_sparse_matrix(self, rows_axis: str, columns_axis: str, name: str, eltype: Any,
-                            nnz: int, *args: Any, **options: Any) -> Any:
-        """Fill a new sparse matrix in place (an output of the contract)."""
-        self._matrix_access(rows_axis, columns_axis, name, True)
-        return self._daf.empty_sparse_matrix(rows_axis, columns_axis, name, eltype, nnz,
-                                             *args, **options)
 
 
 def _what(key: Any) -> tuple[str, str]:

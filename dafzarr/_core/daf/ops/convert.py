@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from ....errors import UnsafeCastError
+from ...aliases import Array
 from ...casting import check_fits
 from .. import layout as lay
-from ..query.values import format_float, parse_as
+from ..query.literals import format_float, parse_as
 
 __all__ = ["STRING", "convert_array", "convert_value", "element_type_of", "format_julia",
            "target_type"]
 
-Array = np.ndarray[Any, Any]
 Target = np.dtype[Any] | str
 
 STRING = lay.STRING

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import DafMissingError, InvalidArgumentError
+from ...aliases import Array
 from ..storage import UNDEF
 from .align import SOURCE_IS_SUBSET, Relation, check_subset, relate_axis
 from .convert import STRING, Target, convert_array, convert_value, element_type_of, target_type
@@ -21,8 +22,6 @@ from .sources import SparseVector, read_vector
 
 __all__ = ["aligned_vector", "check_fraction", "copy_axis", "copy_scalar", "copy_vector", "storable_vector",
            "transfer_vector", "vector_where", "write_vector"]
-
-Array = np.ndarray[Any, Any]
 
 
 def check_fraction(fraction: float) -> None:
@@ -42,6 +41,51 @@ def copy_scalar(*, destination: Any, source: Any, name: str, rename: str | None 
     nothing; a value: stored instead). An existing destination scalar is replaced with
     ``overwrite``, left alone with ``insist=False``, and otherwise refused
     (:class:`~dafzarr.errors.DafExistsError`).
+
+    Parameters
+    ----------
+    destination : ZarrDaf or writer chain
+        The data set written into.
+    source : ZarrDaf, view or chain
+        The data set read from.
+    name : str
+        The scalar's name in ``source``.
+    rename : str, optional
+        Its name in ``destination`` (default: ``name``).
+    type : numpy dtype, type or str, optional
+        The element type to store (default: the source's).
+    default : optional
+        What to do when ``source`` lacks the scalar: ``None`` copies nothing, another value
+        is stored instead (default: raise).
+    overwrite : bool, default False
+        Whether an existing destination scalar is replaced.
+    insist : bool, default True
+        Whether an existing destination scalar (without ``overwrite``) is an error rather
+        than left alone.
+
+    Raises
+    ------
+    DafMissingError
+        ``source`` lacks the scalar and no ``default`` is given.
+    DafExistsError
+        ``destination`` has the scalar, without ``overwrite`` and with ``insist``.
+    UnsafeCastError
+        ``type`` cannot hold the value exactly, or a string does not parse as it.
+    DafReadOnlyError
+        ``destination`` is read-only.
+
+    Examples
+    --------
+    >>> source = dafzarr.memory_daf(name="source").set_scalar("version", 3)
+    >>> destination = dafzarr.memory_daf(name="destination")
+    >>> dafzarr.copy_scalar(destination=destination, source=source, name="version",
+    ...                     rename="release", type=np.float32)
+    >>> destination.get_scalar("release")
+    np.float32(3.0)
+    >>> dafzarr.copy_scalar(destination=destination, source=source, name="organism",
+    ...                     default="human")
+    >>> destination.get_scalar("organism")
+    'human'
     """
     target = rename or name
     if not overwrite and not insist and destination.has_scalar(target):
@@ -64,6 +108,47 @@ def copy_axis(*, destination: Any, source: Any, axis: str, rename: str | None = 
     and matrix along it first), left alone with ``insist=False``, and otherwise refused
     (``existing axis: ...``). A missing source axis raises ``missing axis: ...`` naming the
     source, unless ``default`` is ``None`` (nothing is copied) or the entries to use.
+
+    Parameters
+    ----------
+    destination : ZarrDaf or writer chain
+        The data set written into.
+    source : ZarrDaf, view or chain
+        The data set read from.
+    axis : str
+        The axis' name in ``source``.
+    rename : str, optional
+        Its name in ``destination`` (default: ``axis``).
+    default : optional
+        What to do when ``source`` lacks the axis: ``None`` copies nothing, a sequence of
+        entry names is used instead (default: raise).
+    overwrite : bool, default False
+        Whether an existing destination axis is replaced (with every property along it).
+    insist : bool, default True
+        Whether an existing destination axis (without ``overwrite``) is an error rather
+        than left alone.
+
+    Raises
+    ------
+    DafMissingError
+        ``source`` lacks the axis and no ``default`` is given.
+    DafExistsError
+        ``destination`` has the axis, without ``overwrite`` and with ``insist``.
+    DafReadOnlyError
+        ``destination`` is read-only.
+
+    Examples
+    --------
+    >>> source = dafzarr.memory_daf(name="source").add_axis("cell", ["A", "B"])
+    >>> destination = dafzarr.memory_daf(name="destination")
+    >>> dafzarr.copy_axis(destination=destination, source=source, axis="cell", rename="obs")
+    >>> destination.axis_np_entries("obs").tolist()
+    ['A', 'B']
+    >>> dafzarr.copy_axis(destination=destination, source=source, axis="gene")
+    Traceback (most recent call last):
+    ...
+    dafzarr.errors.DafMissingError: missing axis: gene
+    in the daf data: source...
     """
     target = rename or axis
     if not overwrite and not insist and destination.has_axis(target):
@@ -188,6 +273,64 @@ def copy_vector(*, destination: Any, source: Any, axis: str, name: str,
     ``bestify`` stores numeric values sparse when that saves at least
     ``min_sparse_saving_fraction`` of the dense size, else dense. ``default``,
     ``overwrite`` and ``insist`` are as for :func:`copy_scalar`; both axes must exist.
+
+    Parameters
+    ----------
+    destination : ZarrDaf or writer chain
+        The data set written into.
+    source : ZarrDaf, view or chain
+        The data set read from.
+    axis : str
+        The vector's axis in ``source``.
+    name : str
+        The vector's name in ``source``.
+    reaxis : str, optional
+        Its axis in ``destination`` (default: ``axis``).
+    rename : str, optional
+        Its name in ``destination`` (default: ``name``).
+    eltype : numpy dtype, type or str, optional
+        The element type to store (default: the source's).
+    default : optional
+        What to do when ``source`` lacks the vector: ``None`` copies nothing, a value (or
+        one value per entry) is stored instead (default: raise).
+    empty : optional
+        The value of the destination's entries that ``source`` lacks.
+    bestify : bool, default False
+        Whether numeric values are stored in whichever of sparse or dense is smaller.
+    min_sparse_saving_fraction : float, default 0.25
+        With ``bestify``, the fraction of the dense size sparse storage must save.
+    overwrite : bool, default False
+        Whether an existing destination vector is replaced.
+    insist : bool, default True
+        Whether an existing destination vector (without ``overwrite``) is an error rather
+        than left alone.
+
+    Raises
+    ------
+    DafMissingError
+        An axis is missing, or the source vector is and no ``default`` is given.
+    DafMismatchError
+        The destination axis has entries the source's lacks and no ``empty`` is given
+        (``missing entries in the axis: ...``), or the entry sets are disjoint.
+    DafExistsError
+        ``destination`` has the vector, without ``overwrite`` and with ``insist``.
+    UnsafeCastError
+        ``eltype`` cannot hold a value (or ``empty``) exactly.
+    InvalidArgumentError
+        ``min_sparse_saving_fraction`` is not in [0, 1).
+    DafReadOnlyError
+        ``destination`` is read-only.
+
+    Examples
+    --------
+    >>> source = dafzarr.memory_daf(name="source").add_axis("cell", ["A", "B", "C"])
+    >>> _ = source.set_vector("cell", "age", [30, 40, 50])
+    >>> destination = dafzarr.memory_daf(name="destination")
+    >>> _ = destination.add_axis("cell", ["C", "A", "B", "D"])
+    >>> dafzarr.copy_vector(destination=destination, source=source, axis="cell", name="age",
+    ...                     empty=0, eltype=np.int16)
+    >>> destination.get_np_vector("cell", "age")
+    array([50, 30, 40,  0], dtype=int16)
     """
     check_fraction(min_sparse_saving_fraction)
     transfer_vector(destination, source, axis, name, reaxis or axis, rename or name,

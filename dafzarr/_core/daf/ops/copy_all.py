@@ -35,7 +35,7 @@ MatrixKey = tuple[str, str, str]
 
 
 @dataclass
-class _Plan:
+class _CopyAllPlan:
     """What a validated ``copy_all`` writes, in order."""
 
     scalars: list[tuple[str, Any]] = field(default_factory=list)
@@ -106,8 +106,8 @@ def existing_error(what: str, destination: Any) -> DafExistsError:
 
 def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
           types: dict[Any, Any], overwrite: bool, insist: bool, relayout: bool
-          ) -> tuple[_Plan, dict[str, Relation]]:
-    plan = _Plan()
+          ) -> tuple[_CopyAllPlan, dict[str, Relation]]:
+    plan = _CopyAllPlan()
     axes = sorted(source.axes_set())
     relations: dict[str, Relation] = {}
     for axis in axes:
@@ -161,7 +161,7 @@ def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
     return plan, relations
 
 
-def _plan_matrix(plan: _Plan, destination: Any, source: Any, relations: dict[str, Relation],
+def _plan_matrix(plan: _CopyAllPlan, destination: Any, source: Any, relations: dict[str, Relation],
                  rows: str, columns: str, name: str, fill: Any, eltype: Any, overwrite: bool,
                  insist: bool, relayout: bool, *, missing_ok: bool) -> None:
     layouts = relayout and rows != columns
@@ -197,7 +197,7 @@ def _plan_matrix(plan: _Plan, destination: Any, source: Any, relations: dict[str
     plan.matrices.append((rows, columns, name, fill, eltype, layouts))
 
 
-def _plan_tensors(plan: _Plan, destination: Any, source: Any, relations: dict[str, Relation],
+def _plan_tensors(plan: _CopyAllPlan, destination: Any, source: Any, relations: dict[str, Relation],
                   tensors: list[tuple[Any, Any]], types: dict[Any, Any], relayout: bool) -> None:
     """The matrices of the tensors of ``empty`` that neither data set has: filled with the
     tensor's empty value, for each entry of the main axis in the destination."""
@@ -253,6 +253,52 @@ def copy_all(*, destination: Any, source: Any, empty: Any = None, types: Any = N
     missing ``empty`` values, ``types`` and the conversions they need); on a ZIP
     destination the writes are one commit. Errors name both data sets, the axis and the
     property. ``progress=True`` reports on stderr (or pass a stream).
+
+    Parameters
+    ----------
+    destination : ZarrDaf or writer chain
+        The data set written into.
+    source : ZarrDaf, view or chain
+        The data set read from.
+    empty : mapping or sequence of pairs, optional
+        Fill values by data key, for the entries of the destination's axes that ``source``
+        lacks.
+    types : mapping or sequence of pairs, optional
+        Element types to convert to, by data key.
+    overwrite : bool, default False
+        Whether existing properties are replaced.
+    insist : bool, default True
+        Whether existing properties (without ``overwrite``) are an error rather than
+        skipped.
+    relayout : bool, default True
+        Whether every copied matrix is stored in both layouts.
+    progress : bool or text stream, default False
+        Whether to report progress, on stderr or on the stream given.
+
+    Raises
+    ------
+    DafReadOnlyError
+        ``destination`` is read-only.
+    DafExistsError
+        ``destination`` has a property ``source`` has, without ``overwrite`` and with
+        ``insist``.
+    DafMismatchError
+        An axis of both has entries that cannot be aligned (disjoint, or more entries in
+        the destination without an ``empty`` value for a copied property).
+    UnsafeCastError
+        A value (or an ``empty`` value) does not convert exactly to its ``types`` entry.
+    InvalidArgumentError
+        ``empty`` or ``types`` is malformed (a key that is no data key).
+
+    Examples
+    --------
+    >>> source = dafzarr.memory_daf(name="source").set_scalar("version", 3)
+    >>> _ = source.add_axis("cell", ["A", "B"]).set_vector("cell", "age", [30, 40])
+    >>> destination = dafzarr.memory_daf(name="destination").add_axis("cell", ["B", "A", "C"])
+    >>> dafzarr.copy_all(destination=destination, source=source,
+    ...                  empty={("cell", "age"): -1}, types={"version": "str"})
+    >>> destination.get_scalar("version"), destination.get_np_vector("cell", "age").tolist()
+    ('3', [40, 30, -1])
     """
     if getattr(destination, "read_only", True):
         raise DafReadOnlyError(f"can't modify the read-only daf data: {destination.name}\n"

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import DafExistsError
+from ...aliases import Array
 from ..storage import UNDEF
 from .align import SOURCE_IS_SUBSET, Relation, check_subset, relate_axis
 from .convert import STRING, Target, convert_array, convert_value, element_type_of, target_type
@@ -25,8 +26,6 @@ from .copies import check_fraction
 from .stored import copy_stored_layouts
 
 __all__ = ["aligned_matrix", "copy_matrix", "copy_tensor", "matrix_where", "transfer_matrix"]
-
-Array = np.ndarray[Any, Any]
 
 
 def matrix_where(source: Any, rows_axis: str, columns_axis: str, name: str,
@@ -147,6 +146,72 @@ def copy_matrix(*, destination: Any, source: Any, rows_axis: str, columns_axis: 
     stored); ``relayout=False`` reads and writes exactly the requested layout. A square
     matrix is never relaid out. ``eltype``, ``bestify``, ``min_sparse_saving_fraction``,
     ``default``, ``overwrite`` and ``insist`` are as for :func:`copy_vector`.
+
+    Parameters
+    ----------
+    destination : ZarrDaf or writer chain
+        The data set written into.
+    source : ZarrDaf, view or chain
+        The data set read from.
+    rows_axis : str
+        The matrix' rows axis in ``source``.
+    columns_axis : str
+        Its columns axis in ``source``.
+    name : str
+        Its name in ``source``.
+    rows_reaxis : str, optional
+        The rows axis in ``destination`` (default: ``rows_axis``).
+    columns_reaxis : str, optional
+        The columns axis in ``destination`` (default: ``columns_axis``).
+    rename : str, optional
+        Its name in ``destination`` (default: ``name``).
+    eltype : numpy dtype, type or str, optional
+        The element type to store (default: the source's).
+    default : optional
+        What to do when ``source`` lacks the matrix: ``None`` copies nothing, a value is
+        stored instead (default: raise).
+    empty : optional
+        The value of the destination's entries that ``source`` lacks.
+    bestify : bool, default False
+        Whether numeric values are stored in whichever of sparse or dense is smaller.
+    min_sparse_saving_fraction : float, default 0.25
+        With ``bestify``, the fraction of the dense size sparse storage must save.
+    relayout : bool, default True
+        Whether a matrix stored only in the other layout is read, and both layouts are
+        stored in ``destination``.
+    overwrite : bool, default False
+        Whether an existing destination matrix is replaced.
+    insist : bool, default True
+        Whether an existing destination matrix (without ``overwrite``) is an error rather
+        than left alone.
+
+    Raises
+    ------
+    DafMissingError
+        An axis is missing, or a source matrix is and no ``default`` is given.
+    DafMismatchError
+        A destination axis has entries the source's lacks and no ``empty`` is given
+        (``missing entries in the axis: ...``), or the entry sets are disjoint.
+    DafExistsError
+        ``destination`` has the matrix, without ``overwrite`` and with ``insist``.
+    UnsafeCastError
+        ``eltype`` cannot hold a value (or ``empty``) exactly.
+    InvalidArgumentError
+        ``min_sparse_saving_fraction`` is not in [0, 1).
+    DafReadOnlyError
+        ``destination`` is read-only.
+
+    Examples
+    --------
+    >>> source = dafzarr.memory_daf(name="source").add_axis("cell", ["A", "B"])
+    >>> _ = source.add_axis("gene", ["X", "Y"])
+    >>> _ = source.set_matrix("cell", "gene", "UMIs", np.array([[1, 2], [3, 4]]))
+    >>> destination = dafzarr.memory_daf(name="destination").add_axis("cell", ["B"])
+    >>> _ = destination.add_axis("gene", ["Y", "X", "Z"])
+    >>> dafzarr.copy_matrix(destination=destination, source=source, rows_axis="cell",
+    ...                     columns_axis="gene", name="UMIs", empty=0)
+    >>> destination.get_np_matrix("cell", "gene", "UMIs").toarray().tolist()
+    [[4, 3, 0]]
     """
     check_fraction(min_sparse_saving_fraction)
     transfer_matrix(destination, source, rows_axis, columns_axis, name,
@@ -230,6 +295,71 @@ def copy_tensor(*, destination: Any, source: Any, main_axis: str, rows_axis: str
     **in the destination** (the source need not have that axis), with :func:`copy_matrix`
     (as ``<entry>_<rename>`` when ``rename`` is given). With ``empty``, an entry whose
     matrix the source lacks gets a matrix full of ``empty``; without, it is skipped.
+
+    Parameters
+    ----------
+    destination : ZarrDaf or writer chain
+        The data set written into.
+    source : ZarrDaf, view or chain
+        The data set read from.
+    main_axis : str
+        The tensor's main axis (in ``destination``).
+    rows_axis : str
+        The matrix' rows axis in ``source``.
+    columns_axis : str
+        Its columns axis in ``source``.
+    name : str
+        The tensor's name: the matrices are ``<entry>_<name>``.
+    rows_reaxis : str, optional
+        The rows axis in ``destination`` (default: ``rows_axis``).
+    columns_reaxis : str, optional
+        The columns axis in ``destination`` (default: ``columns_axis``).
+    rename : str, optional
+        The tensor's name in ``destination`` (default: ``name``).
+    eltype : numpy dtype, type or str, optional
+        The element type to store (default: the source's).
+    empty : optional
+        The value of the destination's entries that ``source`` lacks, and of every element
+        of a matrix ``source`` lacks (without it, such a matrix is skipped).
+    bestify : bool, default False
+        Whether numeric values are stored in whichever of sparse or dense is smaller.
+    min_sparse_saving_fraction : float, default 0.25
+        With ``bestify``, the fraction of the dense size sparse storage must save.
+    relayout : bool, default True
+        Whether a matrix stored only in the other layout is read, and both layouts are
+        stored in ``destination``.
+    overwrite : bool, default False
+        Whether an existing destination matrix is replaced.
+    insist : bool, default True
+        Whether an existing destination matrix (without ``overwrite``) is an error rather
+        than left alone.
+
+    Raises
+    ------
+    DafMissingError
+        An axis is missing (``main_axis`` in ``destination``).
+    DafMismatchError
+        A destination axis has entries the source's lacks and no ``empty`` is given
+        (``missing entries in the axis: ...``), or the entry sets are disjoint.
+    DafExistsError
+        ``destination`` has the matrix, without ``overwrite`` and with ``insist``.
+    UnsafeCastError
+        ``eltype`` cannot hold a value (or ``empty``) exactly.
+    InvalidArgumentError
+        ``min_sparse_saving_fraction`` is not in [0, 1).
+    DafReadOnlyError
+        ``destination`` is read-only.
+
+    Examples
+    --------
+    >>> source = dafzarr.memory_daf(name="source").add_axis("cell", ["A", "B"])
+    >>> _ = source.add_axis("gene", ["X"]).set_matrix("cell", "gene", "B_UMIs", [[1], [2]])
+    >>> destination = dafzarr.memory_daf(name="destination").add_axis("batch", ["B", "C"])
+    >>> _ = destination.add_axis("cell", ["A", "B"]).add_axis("gene", ["X"])
+    >>> dafzarr.copy_tensor(destination=destination, source=source, main_axis="batch",
+    ...                     rows_axis="cell", columns_axis="gene", name="UMIs", empty=0)
+    >>> sorted(destination.matrices_set("cell", "gene"))
+    ['B_UMIs', 'C_UMIs']
     """
     check_fraction(min_sparse_saving_fraction)
     rows_target, columns_target = rows_reaxis or rows_axis, columns_reaxis or columns_axis

@@ -27,6 +27,35 @@ class MergeAction(enum.Enum):
       sets are not checked to agree).
     * ``CollectAxis``: one value per data set along the dataset axis: a scalar becomes a
       vector of the dataset axis, a vector of the axis ``a`` a matrix ``(a, dataset)``.
+
+    The ``merge`` argument of :func:`~dafzarr.daf.ops.concatenate` maps keys - ``"name"``,
+    ``(axis, name)``, ``(rows_axis, columns_axis, name)``, with ``"*"`` for any part
+    (:data:`ALL_SCALARS`, :data:`ALL_VECTORS`, :data:`ALL_MATRICES`) - to these actions.
+
+    Parameters
+    ----------
+    *args
+        The value of a member, to look it up (``MergeAction("LastValue")`` is
+        ``MergeAction.LastValue``); the members themselves are what ``merge`` takes.
+    **kwds
+        Not used (the enumeration's own).
+
+    Raises
+    ------
+    ValueError
+        A looked-up value is no member's (as for every ``enum.Enum``).
+
+    Examples
+    --------
+    >>> first = dafzarr.memory_daf(name="first").set_scalar("version", 1)
+    >>> second = dafzarr.memory_daf(name="second").set_scalar("version", 2)
+    >>> for daf in (first, second):
+    ...     _ = daf.add_axis("cell", ["A"])
+    >>> both = dafzarr.memory_daf(name="both")
+    >>> dafzarr.concatenate(both, "cell", [first, second], names=["one", "two"], prefix=True,
+    ...                     merge={dafzarr.ALL_SCALARS: dafzarr.MergeAction.LastValue})
+    >>> int(both.get_scalar("version"))
+    2
     """
 
     SkipProperty = "SkipProperty"

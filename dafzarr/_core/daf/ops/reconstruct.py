@@ -31,14 +31,13 @@ from typing import Any
 import numpy as np
 
 from ....errors import DafExistsError, DafMismatchError, DafReadOnlyError, InvalidArgumentError
+from ...aliases import Array
 from ...casting import check_value_fits
-from ..query.values import format_float
+from ..query.literals import format_float
 from ..zarrdaf import ZarrDaf
 from .contract import check_daf
 
 __all__ = ["reconstruct_axis", "value_text"]
-
-Array = np.ndarray[Any, Any]
 
 
 def value_text(value: Any) -> str:
@@ -71,7 +70,7 @@ def _float_text(text: str) -> str:
 
 
 @dataclass
-class _Plan:
+class _ReconstructPlan:
     """Everything :func:`reconstruct_axis` writes, computed before the first write."""
 
     axis: str
@@ -126,6 +125,37 @@ def reconstruct_axis(
     (``missing used entry: ...``), and its entries and order are kept. Moved vectors keep
     their element type and are deleted from ``existing_axis``. Nothing is written unless
     every check passes.
+
+    Raises
+    ------
+    DafMissingError
+        ``existing_axis`` or its vector ``implicit_axis`` is missing.
+    DafMismatchError
+        A vector of ``implicit_properties`` has several values in one group, a used value
+        is no entry of the existing axis (``missing used entry: ...``), or an entry of an
+        existing axis that no element uses has no ``properties_defaults`` value.
+    DafExistsError
+        The axis exists and already has a vector that would be moved onto it.
+    DafReadOnlyError
+        ``daf`` is read-only.
+    InvalidArgumentError
+        ``implicit_properties`` or ``skipped_properties`` is a string or names the
+        implicit axis, ``properties_defaults`` is malformed, or a default is not of its
+        vector's element type.
+    InvalidArgumentTypeError
+        ``daf`` is not a Daf data set.
+
+    Examples
+    --------
+    >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B", "C", "D"])
+    >>> _ = daf.set_vector("cell", "type", ["T", "B", "", "T"])
+    >>> _ = daf.set_vector("cell", "color", ["red", "blue", "gray", "red"])
+    >>> dafzarr.reconstruct_axis(daf, existing_axis="cell", implicit_axis="type")
+    {'color': 'gray'}
+    >>> daf.axis_np_entries("type").tolist(), daf.get_np_vector("type", "color").tolist()
+    (['B', 'T'], ['blue', 'red'])
+    >>> daf.get_np_query("@ cell : type ?? gray : color").tolist()
+    ['red', 'blue', 'gray', 'red']
     """
     check_daf(daf, f"for reconstructing the axis: {implicit_axis}")
     defaults = _defaults(properties_defaults)
@@ -197,7 +227,7 @@ def _empty_mask(values: Array, marker: Any, implicit_axis: str, daf_name: str) -
 
 def _plan(daf: Any, existing_axis: str, implicit_axis: str, axis: str, empty_implicit: Any,
           implicit: set[str] | None, skipped: set[str] | None,
-          defaults: dict[str, Any]) -> _Plan:
+          defaults: dict[str, Any]) -> _ReconstructPlan:
     values = np.asarray(daf.get_np_vector(existing_axis, implicit_axis))
     is_str = values.dtype.kind in "OUS"
     marker = "" if is_str and empty_implicit is None else empty_implicit
@@ -213,10 +243,10 @@ def _plan(daf: Any, existing_axis: str, implicit_axis: str, axis: str, empty_imp
                 raise DafMismatchError(f"missing used entry: {text}\nfrom the existing "
                                        f"reconstructed axis: {implicit_axis}\n"
                                        f"in the daf data: {daf.name}")
-        plan = _Plan(axis, None, None)
+        plan = _ReconstructPlan(axis, None, None)
     else:
         entries = texts
-        plan = _Plan(axis, list(texts), None)
+        plan = _ReconstructPlan(axis, list(texts), None)
     # Group of each element: its value's position in ``texts``, or len(texts) for no entry.
     groups = np.full(len(values), len(texts), dtype=np.int64)
     groups[~empty] = inverse
@@ -335,7 +365,7 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _write(daf: Any, existing_axis: str, implicit_axis: str, plan: _Plan) -> None:
+def _write(daf: Any, existing_axis: str, implicit_axis: str, plan: _ReconstructPlan) -> None:
     if plan.new_entries is not None:
         daf.add_axis(plan.axis, plan.new_entries)
     if plan.implicit_keys is not None:

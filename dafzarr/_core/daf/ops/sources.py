@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...aliases import Array
 from ..chain import ReadChain
 from ..names import join_path
 from ..storage import UNDEF
@@ -20,8 +21,6 @@ from ..view import DafView
 from ..zarrdaf import ZarrDaf
 
 __all__ = ["SparseVector", "read_vector", "stored_sparse_vector"]
-
-Array = np.ndarray[Any, Any]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...._vlen import first_repeated_vlen_utf8
 from ....errors import DafFormatError
+from ...aliases import Array
 from .. import layout as lay
 from ..axes import EncodedNames
 from ..backends_zip import ZipBackend
@@ -27,8 +28,6 @@ from ..names import check_name, join_path
 from ..zarrdaf import ZarrDaf
 
 __all__ = ["copy_stored_axis", "copy_stored_layouts"]
-
-Array = np.ndarray[Any, Any]
 
 
 def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where: str, *,

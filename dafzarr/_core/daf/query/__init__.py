@@ -8,15 +8,17 @@ reductions.
 
 The modules, from the bottom up (each imports only modules listed before it):
 
-- ``values``: element-type names, typed values (``||`` defaults, parameters), their text.
+- ``literals``: element-type names, typed values (``||`` defaults, parameters), their text.
 - ``tokens``: the lexer; ``escape_value`` and ``unescape_value``.
+- ``opdocs``: the numpydoc text shared by the operation classes, and their example data.
 - ``operations``: the operations of a query and its canonical text (:class:`QuerySequence`).
+- ``runs``: the stored values a reduction reduces (CSC arrays, runs with implicit zeros).
 - ``registry``: element-wise and reduction operations by name, with typed parameters;
   ``eltwise`` and ``reductions`` hold the built-ins (registering more:
   :func:`register_eltwise`, :func:`register_reduction`).
 - ``parse``: :func:`parse_query` (errors with a caret under the failing token),
   :func:`is_axis_query`; ``shape``: :func:`query_result_dimensions`.
-- ``state``: the vector and matrix states of evaluation; comparisons, ``??`` final values.
+- ``stack``: the vector and matrix states of evaluation; comparisons, ``??`` final values.
 - ``cache``: the per-data-set cache and the reads through the reader API.
 - ``group``, ``eval``: the stack machine over phrases (grouping, counting and matrices in
   ``group``).
@@ -131,7 +133,40 @@ from .tokens import escape_value, unescape_value
 
 def query_requires_relayout(daf: Any, query: Any) -> bool:
     """Whether answering ``query`` on ``daf`` reads a matrix in the layout it is not stored
-    in (a transposed copy)."""
+    in (a transposed copy).
+
+    Parameters
+    ----------
+    daf : ZarrDaf
+        The data set (or a view or chain of data sets).
+    query : str, QuerySequence or QueryOperation
+        The query.
+
+    Returns
+    -------
+    bool
+        Whether a matrix would be read in the other layout.
+
+    Raises
+    ------
+    DafQuerySyntaxError
+        If the text does not parse.
+    DafQueryError
+        If the query does not apply to the data set's data.
+    DafMissingError
+        If an axis or property the query reads is missing (and has no default).
+
+    Examples
+    --------
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B", "C"]).add_axis("gene", ["X", "Y"])
+    >>> umis = np.array([[1, 0], [3, 4], [0, 6]], "int32")
+    >>> d = d.set_matrix("cell", "gene", "UMIs", umis, relayout=False)
+    >>> from dafzarr.daf.query import query_requires_relayout
+    >>> query_requires_relayout(d, "@ cell @ gene :: UMIs >| Sum")
+    False
+    >>> query_requires_relayout(d, "@ gene @ cell :: UMIs")
+    True
+    """
     from .results import query_requires_relayout as requires
 
     return requires(daf, query)

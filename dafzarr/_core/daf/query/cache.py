@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["QueryCache", "Reader"]
+from ...aliases import Array
 
-Array = np.ndarray[Any, Any]
+__all__ = ["QueryCache", "Reader"]
 
 
 class QueryCache:
@@ -90,7 +90,7 @@ class Reader:
     def factors(self, source: tuple[str, str, Array | None]) -> tuple[Array, Array]:
         """The integer codes and distinct values of the stored string vector ``source``
         (``(axis, name, positions or None)``), factorized once and kept."""
-        from .state import factorize
+        from .stack import factorize
 
         key = ("factors", source[0], source[1])
         found = self.cache.tables.get(key)

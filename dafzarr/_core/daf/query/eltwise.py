@@ -16,12 +16,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import InvalidArgumentError, InvalidArgumentTypeError
+from ...aliases import Array
+from .literals import float_of, int_of, type_name, unsigned_of
+from .opdocs import registered_doc
+from .opdocs import registered_example as _example
 from .registry import EPS, FLOAT_TYPE, TYPE, EltwiseOperation, Parameter, positive, register_eltwise
-from .values import float_of, int_of, type_name, unsigned_of
 
 __all__ = ["map_values"]
-
-Array = np.ndarray[Any, Any]
 
 
 def map_values(values: Any, function: Any, dtype: np.dtype[Any]) -> Any:
@@ -67,7 +68,13 @@ class _Mapped(EltwiseOperation):
 
 @register_eltwise
 class Abs(_Mapped):
-    """The absolute value (type: the unsigned type of the input)."""
+    __doc__ = registered_doc(
+        "``% Abs``: the absolute value of each value.",
+        "type (number type, auto): the result type (default: the unsigned type of the input).",
+        _example("@ cell : age % Abs",
+                 "array([20, 35, 41], dtype=uint64)",
+                 'Abs(type="Int32")',
+                 "% Abs type Int32"))
 
     NAME = "Abs"
     FUNCTION = np.abs
@@ -76,7 +83,10 @@ class Abs(_Mapped):
 
 @register_eltwise
 class Round(_Mapped):
-    """Round half to even (type: the integer type of the input)."""
+    __doc__ = registered_doc(
+        "``% Round``: each value rounded to the nearest integer (half to even).",
+        "type (number type, auto): the result type (default: the integer type of the input).",
+        _example("@ cell : age % Log base 10 % Round", "array([1, 2, 2])", "Round()", "% Round"))
 
     NAME = "Round"
     FUNCTION = np.rint
@@ -90,7 +100,17 @@ def _above_min(x: float, params: dict[str, Any]) -> str | None:
 
 @register_eltwise
 class Clamp(EltwiseOperation):
-    """Values below ``min`` become ``min``, above ``max`` become ``max``."""
+    __doc__ = registered_doc(
+        "``% Clamp min x max y``: values below ``min`` become ``min``, above ``max`` become "
+        "``max``.",
+        "type (number type, auto): the result type (default: the input type for integer "
+        "input and integral bounds, else the float type of the input).\n"
+        "min (float, -inf): the least value.\n"
+        "max (float, inf): the largest value (more than ``min``).",
+        _example("@ cell : age % Clamp min 25 max 40",
+                 "array([25, 35, 40])",
+                 "Clamp(max=40)",
+                 "% Clamp min -Inf max 40.0"))
 
     NAME = "Clamp"
     PARAMETERS = (TYPE, Parameter("min", "float", -np.inf),
@@ -107,7 +127,14 @@ class Clamp(EltwiseOperation):
 
 @register_eltwise
 class Convert(EltwiseOperation):
-    """Cast to ``type`` (required); a value the type cannot hold exactly is an error."""
+    __doc__ = registered_doc(
+        "``% Convert type T``: each value cast to the type ``T``; a value the type cannot hold "
+        "exactly is an error.",
+        "type (number type, required): the result type.",
+        _example("@ cell : age % Convert type Float32",
+                 "array([20., 35., 41.], dtype=float32)",
+                 'Convert(type="UInt8")',
+                 "% Convert type UInt8"))
 
     NAME = "Convert"
     PARAMETERS = (Parameter("type", "number_type", required=True),)
@@ -118,7 +145,15 @@ class Convert(EltwiseOperation):
 
 @register_eltwise
 class Log(EltwiseOperation):
-    """``log(x + eps)`` in ``base`` (default e)."""
+    __doc__ = registered_doc(
+        "``% Log base b eps e``: the logarithm of each value plus ``eps``.",
+        "type (float type, auto): the result type (default: the float type of the input).\n"
+        "base (float, e): the base of the logarithm (positive).\n"
+        "eps (float, 0): added to each value first (not negative).",
+        _example("@ cell : age % Log base 10",
+                 "array([1.30103   , 1.54406804, 1.61278386])",
+                 "Log(base=2, eps=1)",
+                 "% Log base 2.0 eps 1.0"))
 
     NAME = "Log"
     PARAMETERS = (FLOAT_TYPE, Parameter("base", "float", float(np.e), check=positive), EPS)
@@ -140,7 +175,14 @@ def _columns_sparse(values: Any) -> Any:
 
 @register_eltwise
 class Fraction(EltwiseOperation):
-    """Each value divided by the sum of its vector (of its column, for a matrix)."""
+    __doc__ = registered_doc(
+        "``% Fraction``: each value divided by the sum of its vector (of its column, for a "
+        "matrix); no scalars.",
+        "type (float type, auto): the result type (default: the float type of the input).",
+        _example("@ cell : age % Fraction",
+                 "array([0.20833333, 0.36458333, 0.42708333])",
+                 "Fraction()",
+                 "% Fraction"))
 
     NAME = "Fraction"
     PARAMETERS = (FLOAT_TYPE,)
@@ -170,8 +212,15 @@ def _at_most_high(x: float, params: dict[str, Any]) -> str | None:
 
 @register_eltwise
 class Significant(EltwiseOperation):
-    """Per vector (matrix column): all zero if every ``|x| < high``, else zero ``|x| < low``
-    (``low`` defaults to ``high``)."""
+    __doc__ = registered_doc(
+        "``% Significant high h low l``: per vector (matrix column), all zero if every ``|x| < "
+        "high``, else zero where ``|x| < low``; no scalars.",
+        "high (float, required): the magnitude a vector needs to keep any value (positive).\n"
+        "low (float, high): the magnitude a value needs to be kept (at most ``high``).",
+        _example("@ cell : age % Significant high 30 low 25",
+                 "array([ 0, 35, 41])",
+                 "Significant(high=3)",
+                 "% Significant high 3.0"))
 
     NAME = "Significant"
     PARAMETERS = (Parameter("high", "float", required=True, check=positive),
@@ -205,7 +254,7 @@ class Significant(EltwiseOperation):
 
 
 def _f(x: float) -> str:
-    from .values import format_value
+    from .literals import format_value
 
     return format_value(x)
 

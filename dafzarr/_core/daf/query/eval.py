@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 
 from ....errors import DafMissingEntryError, DafMissingError, DafQueryError
+from ...aliases import Array
 from . import operations as _ops
 from .cache import Reader
 from .group import Grouping
 from .operations import IfMissing, QueryOperation, QuerySequence
 from .registry import EltwiseOperation, ReduceToColumn, ReductionOperation
-from .state import COMPARISONS, Mat, Vec, compare, dtype_error, empties, is_strings, settle, truth
+from .stack import COMPARISONS, Mat, Vec, compare, dtype_error, empties, is_strings, settle, truth
 
 __all__ = ["Evaluator", "MissingEntryError"]
 
-Array = np.ndarray[Any, Any]
 _COMBINE = {_ops.AndMask: np.logical_and, _ops.AndNegatedMask: np.logical_and,
             _ops.OrMask: np.logical_or, _ops.OrNegatedMask: np.logical_or,
             _ops.XorMask: np.logical_xor, _ops.XorNegatedMask: np.logical_xor}
@@ -414,7 +414,7 @@ class Evaluator(Grouping):
             return default.value
         if is_strings(vec.values) and not op.STRINGS:
             raise self.fail(dtype_error("reduction", op.NAME), self.i - 1)
-        out = op.segments(np.asarray(vec.values), np.array([0, n]), np.array([n]))
+        out = op._segments(np.asarray(vec.values), np.array([0, n]), np.array([n]))
         return out[0]
 
     # --- Matrices --------------------------------------------------------------------------

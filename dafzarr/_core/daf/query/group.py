@@ -7,7 +7,7 @@ the axis (values that are not entries belong to no group). Members are sorted by
 each group's values reduced as one segment. Sparse matrices are never made dense: a column
 reduction and a group-by of rows run over the CSC arrays (the reduction's compiled pass), a row
 reduction and a group-by of columns over the CSC arrays of the transpose if stored, else each
-stored value scattered into the result (the reduction's ``grouped_columns``).
+stored value scattered into the result (the reduction's ``_grouped_columns``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ...aliases import Array
+from .literals import format_value, parse_as, type_name
 from .operations import (
     AsAxis,
     CountBy,
@@ -31,16 +33,13 @@ from .operations import (
     LookupVector,
 )
 from .registry import Compressed, EltwiseOperation, ReduceToColumn, ReduceToRow, ReductionOperation
-from .state import COMPARISONS, Mat, Vec, compare, dtype_error, factorize, is_strings, settle
-from .values import format_value, parse_as, type_name
+from .stack import COMPARISONS, Mat, Vec, compare, dtype_error, factorize, is_strings, settle
 
 if TYPE_CHECKING:
     from ....errors import DafQueryError
     from .cache import Reader
 
 __all__ = ["Grouping"]
-
-Array = np.ndarray[Any, Any]
 
 
 class Grouping:
@@ -152,7 +151,7 @@ class Grouping:
         valid = codes >= 0
         codes, values = codes[valid], values[valid]
         counts = np.bincount(codes, minlength=len(names))
-        out = reduction.keyed(values, codes, counts)
+        out = reduction._keyed(values, codes, counts)
         out = self._empty_groups(out, counts, names, axis, default)
         return Vec(values=out, names=names, axis=axis,
                    positions=None if axis is None else np.arange(len(names)),
@@ -214,7 +213,7 @@ class Grouping:
             return default.value
         self._check_strings(values, op)
         data = values.data if sp.issparse(values) else np.asarray(values).reshape(-1)
-        return op.segments(np.asarray(data), np.array([0, len(data)]), np.array([n]))[0]
+        return op._segments(np.asarray(data), np.array([0, len(data)]), np.array([n]))[0]
 
     def _check_strings(self, values: Any, op: ReductionOperation) -> None:
         if is_strings(values) and not op.STRINGS:
@@ -226,21 +225,21 @@ class Grouping:
         nr, nc = values.shape
         if sp.issparse(values) and values.format == "csr":
             if nc < np.iinfo(np.int32).max:  # all rows one group: the compiled scatter pass
-                found = op.grouped_columns(Compressed(values.data, values.indices,
+                found = op._grouped_columns(Compressed(values.data, values.indices,
                                                       values.indptr, (nc, nr)),
                                            np.zeros(nr, dtype=np.int32), 1)
                 if found is not None:
                     return np.asarray(found[0])
-            return op.keyed(values.data, values.indices, np.full(nc, nr))
+            return op._keyed(values.data, values.indices, np.full(nc, nr))
         if sp.issparse(values):
             csc = sp.csc_matrix(values)
             if nr < np.iinfo(np.int32).max:  # all rows one group: the compiled column pass
-                out = op.grouped_rows(Compressed(csc.data, csc.indices, csc.indptr, (nr, nc)),
+                out = op._grouped_rows(Compressed(csc.data, csc.indices, csc.indptr, (nr, nc)),
                                       np.zeros(nr, dtype=np.int32), 1)
                 if out is not None:
                     return np.asarray(out[0])
-            return op.segments(csc.data, csc.indptr, np.full(nc, nr))
-        return op.dense(np.asarray(values).T)
+            return op._segments(csc.data, csc.indptr, np.full(nc, nr))
+        return op._dense(np.asarray(values).T)
 
     def _reduce_side(self, mat: Mat, reduce: Any, default: IfMissing | None) -> Vec:
         op = reduce.reduction
@@ -396,7 +395,7 @@ def _group_sparse_rows(values: Any, rows: Array, codes: Array, counts: Array,
     group = group_of_row[row_of]
     keep = group >= 0
     keys = group[keep] * nc + col_of[keep]
-    out = op.keyed(values.data[keep], keys, np.repeat(counts, nc))
+    out = op._keyed(values.data[keep], keys, np.repeat(counts, nc))
     return np.asarray(out.reshape(len(counts), nc))
 
 
@@ -407,7 +406,7 @@ def _grouped_csc(values: Compressed, rows: Array, codes: Array, counts: Array,
         return None
     group_of = np.full(values.shape[0], -1, dtype=np.int32)
     group_of[rows] = codes
-    return op.grouped_rows(values, group_of, len(counts))
+    return op._grouped_rows(values, group_of, len(counts))
 
 
 def _grouped_csr(values: Compressed, rows: Array, codes: Array, counts: Array,
@@ -418,7 +417,7 @@ def _grouped_csr(values: Compressed, rows: Array, codes: Array, counts: Array,
         return None
     group_of = np.full(values.shape[1], -1, dtype=np.int32)
     group_of[rows] = codes
-    return op.grouped_columns(values, group_of, len(counts))
+    return op._grouped_columns(values, group_of, len(counts))
 
 
 def _reduce_stored_rows(mat: Mat, op: ReductionOperation) -> Array | None:
@@ -429,10 +428,10 @@ def _reduce_stored_rows(mat: Mat, op: ReductionOperation) -> Array | None:
         return None
     one = np.zeros(columns, dtype=np.int32)  # all columns one group
     if mat.stored_t is not None:
-        out = op.grouped_rows(mat.stored_t, one, 1)
+        out = op._grouped_rows(mat.stored_t, one, 1)
     else:
         assert mat.stored is not None
-        out = op.grouped_columns(mat.stored, one, 1)
+        out = op._grouped_columns(mat.stored, one, 1)
     return None if out is None else np.asarray(out[0])
 
 

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
+from ...aliases import Array
 from .registry import Compressed
 
 __all__ = ["column_chunks", "grouped_logs", "grouped_modes", "grouped_moments",
            "grouped_quantiles", "index_pair", "pointer_ok", "takes"]
 
-Array = np.ndarray[Any, Any]
 
 THREADS = max(1, min(4, os.cpu_count() or 1))
 

@@ -15,8 +15,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from ....errors import InvalidArgumentError, InvalidArgumentTypeError
+from .literals import TYPES, format_value, guess_value, parse_as, type_name
+from .opdocs import EX_AGES, EX_MASKS, EX_TYPES, EX_UMIS, operation_doc
 from .tokens import escape_value
-from .values import TYPES, format_value, guess_value, parse_as, type_name
 
 __all__ = [
     "NEGATED", "AndMask", "AndNegatedMask", "AsAxis", "Axis", "Bang", "BeginMask",
@@ -31,8 +32,33 @@ __all__ = [
 class QueryOperation:
     """One operation of a query: an ``operator`` with an optional value ``operand``.
 
-    ``OPERAND`` is ``"none"``, ``"optional"`` or ``"required"``. ``start``/``end`` locate the
-    operation's tokens in the parsed text (``-1`` when built in code).
+    The base of every operation class. ``OPERATOR`` is the operator's text and ``OPERAND``
+    says whether it takes an operand: ``"none"``, ``"optional"`` or ``"required"``.
+    ``start``/``end`` locate the operation's tokens in the parsed text (``-1`` when built in
+    code). Operations combine with ``|`` into a :class:`QuerySequence`; ``str()`` is the
+    canonical text.
+
+    Parameters
+    ----------
+    operand : str or None
+        The name or value following the operator (unescaped).
+
+    Raises
+    ------
+    InvalidArgumentTypeError
+        If ``operand`` is missing where the operator requires one, or given where it takes
+        none.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import Axis, LookupVector
+    >>> query = Axis("cell") | LookupVector("age")
+    >>> str(query)
+    '@ cell : age'
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B"])
+    >>> d = d.set_vector("cell", "age", np.array([20, 35]))
+    >>> d.get_np_query(query)
+    array([20, 35])
     """
 
     OPERATOR: ClassVar[str] = ""
@@ -48,7 +74,26 @@ class QueryOperation:
         self.end = -1
 
     def text(self) -> str:
-        """The canonical text of this operation alone."""
+        """The canonical text of this operation alone (its operand escaped).
+
+        Returns
+        -------
+        str
+            The operator and its operand, as :func:`parse_query` reads it back.
+
+        Raises
+        ------
+        None
+            This method raises no exception.
+
+        Examples
+        --------
+        >>> from dafzarr.daf.query import Axis, Log
+        >>> Axis("cell").text()
+        '@ cell'
+        >>> Log(base=2).text()
+        '% Log base 2.0 eps 0.0'
+        """
         if self.operand is None:
             return self.OPERATOR
         return f"{self.OPERATOR} {escape_value(self.operand)}"
@@ -74,45 +119,144 @@ class QueryOperation:
         return parse_query(other) | self
 
 
+def _made(op: str, name: str, operand: str, base: type[QueryOperation], doc: str
+          ) -> type[QueryOperation]:
+    return type(name, (base,), {"OPERATOR": op, "OPERAND": operand, "__doc__": doc,
+                                "__module__": __name__, "__qualname__": name})
+
+
 def _none(op: str, name: str, doc: str) -> type[QueryOperation]:
-    return type(name, (QueryOperation,), {"OPERATOR": op, "OPERAND": "none", "__doc__": doc})
+    return _made(op, name, "none", QueryOperation, doc)
 
 
 def _optional(op: str, name: str, doc: str) -> type[QueryOperation]:
-    return type(name, (QueryOperation,), {"OPERATOR": op, "OPERAND": "optional", "__doc__": doc})
+    return _made(op, name, "optional", QueryOperation, doc)
 
 
 def _required(op: str, name: str, doc: str) -> type[QueryOperation]:
-    return type(name, (QueryOperation,), {"OPERATOR": op, "OPERAND": "required", "__doc__": doc})
+    return _made(op, name, "required", QueryOperation, doc)
 
 
-Names = _none("?", "Names", "``?``: ask for the names of scalars, axes, vectors or matrices.")
-EndMask = _none("]", "EndMask", "``]``: the end of a mask.")
+def _example(setup: str, query: str, result: str, at: int, parsed: str) -> str:
+    """Doctest lines: ``query`` run on the data of ``setup`` gives ``result``; its operation
+    ``at`` parses as ``parsed``."""
+    return (f"{setup}\n>>> d.get_np_query({query!r})\n{result}\n"
+            f">>> dafzarr.parse_query({query!r})[{at}]\n{parsed}")
+
+
+def _mask(query: str, result: str, at: int, parsed: str) -> str:
+    return _example(EX_MASKS, f"@ cell [ {query} ] : age", result, at, parsed)
+
+
+Names = _none("?", "Names", operation_doc(
+    "``?``: the names of the scalars, axes, vectors or matrices (a ``set``).", "none",
+    f"""{EX_AGES}
+>>> sorted(d.get_np_query("@ ?")), sorted(d.get_np_query("@ cell : ?"))
+(['cell'], ['age'])
+>>> dafzarr.parse_query("@ cell : ?")[2]
+Names('?')"""))
+EndMask = _none("]", "EndMask", operation_doc(
+    "``]``: the end of a mask.", "none",
+    _mask("age > 30", "array([35, 41])", 3, "EndMask(']')")))
 Bang = _none("!", "Bang", "``!`` where no mask operation takes it (no phrase accepts it).")
-LookupScalar = _optional(".", "LookupScalar", "``. name``: a scalar.")
-LookupVector = _optional(":", "LookupVector", "``: name``: a vector property.")
-LookupMatrix = _optional("::", "LookupMatrix", "``:: name``: a matrix property.")
-Axis = _optional("@", "Axis", "``@ axis``: an axis (or ``@ axis = entry``).")
-AsAxis = _optional("=@", "AsAxis", "``=@ [axis]``: the values are entries of an axis.")
-IfNot = _optional("??", "IfNot", "``?? [value]``: empty values before a chained lookup.")
-SquareColumnIs = _required("@|", "SquareColumnIs", "``@| entry``: a column of a square matrix.")
-SquareRowIs = _required("@-", "SquareRowIs", "``@- entry``: a row of a square matrix.")
-BeginMask = _required("[", "BeginMask", "``[ property``: the first term of a mask.")
-AndMask = _required("&", "AndMask", "``& property``: and with another term.")
-OrMask = _required("|", "OrMask", "``| property``: or with another term.")
-XorMask = _required("^", "XorMask", "``^ property``: exclusive or with another term.")
-IsEqual = _required("=", "IsEqual", "``= value``: equal.")
-IsNotEqual = _required("!=", "IsNotEqual", "``!= value``: not equal.")
-IsLess = _required("<", "IsLess", "``< value``: less than.")
-IsLessEqual = _required("<=", "IsLessEqual", "``<= value``: at most.")
-IsGreater = _required(">", "IsGreater", "``> value``: greater than.")
-IsGreaterEqual = _required(">=", "IsGreaterEqual", "``>= value``: at least.")
-IsMatch = _required("~", "IsMatch", "``~ regex``: the regular expression is found.")
-IsNotMatch = _required("!~", "IsNotMatch", "``!~ regex``: the regular expression is not found.")
-GroupBy = _required("/", "GroupBy", "``/ property``: group a vector's values.")
-GroupRowsBy = _required("-/", "GroupRowsBy", "``-/ property``: group a matrix's rows.")
-GroupColumnsBy = _required("|/", "GroupColumnsBy", "``|/ property``: group a matrix's columns.")
-CountBy = _required("*", "CountBy", "``* property``: count pairs of values.")
+LookupScalar = _optional(".", "LookupScalar", operation_doc(
+    "``. name``: a scalar.", "optional",
+    """>>> d = dafzarr.memory_daf("d").set_scalar("version", "1.0")
+>>> d.get_np_query(". version")
+'1.0'
+>>> dafzarr.parse_query(". version")[0]
+LookupScalar('. version')"""))
+LookupVector = _optional(":", "LookupVector", operation_doc(
+    "``: name``: a vector property (also of the values of the previous lookup, as entries "
+    "of an axis).", "optional",
+    _example(EX_TYPES, "@ cell : age", "array([20, 35, 41])", 1, "LookupVector(': age')")))
+LookupMatrix = _optional("::", "LookupMatrix", operation_doc(
+    "``:: name``: a matrix property.", "optional",
+    _example(EX_UMIS, "@ cell @ gene :: UMIs",
+             "array([[1, 0],\n       [3, 4],\n       [0, 6]], dtype=int32)", 2,
+             "LookupMatrix(':: UMIs')")))
+Axis = _optional("@", "Axis", operation_doc(
+    "``@ axis``: an axis (its entries), or ``@ axis = entry``: one entry.", "optional",
+    _example(EX_AGES, ": age @ cell = B", "35", 1, "Axis('@ cell')")))
+AsAxis = _optional("=@", "AsAxis", operation_doc(
+    "``=@ [axis]``: the values are entries of an axis (by default, the axis named as the "
+    "property): a group-by gives a value for every entry.", "optional",
+    _example(EX_TYPES, "@ cell : age / type =@ >> Max || 0", "array([41,  0])", 3,
+             "AsAxis('=@')")))
+IfNot = _optional("??", "IfNot", operation_doc(
+    "``?? [value]``: what an empty value becomes before a chained lookup (without a value: "
+    "the entry is dropped).", "optional",
+    _example(EX_TYPES, "@ cell : type ?? gray : color",
+             "array(['red', 'gray', 'red'], dtype=object)", 2, "IfNot('?? gray')")))
+SquareColumnIs = _required("@|", "SquareColumnIs", operation_doc(
+    "``@| entry``: a column of a square matrix.", "required",
+    _example(""">>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B"])
+>>> d = d.set_matrix("cell", "cell", "distance", np.array([[0, 1], [2, 0]]))""",
+             "@ cell :: distance @| A", "array([0, 2])", 2, "SquareColumnIs('@| A')")))
+SquareRowIs = _required("@-", "SquareRowIs", operation_doc(
+    "``@- entry``: a row of a square matrix.", "required",
+    _example(""">>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B"])
+>>> d = d.set_matrix("cell", "cell", "distance", np.array([[0, 1], [2, 0]]))""",
+             "@ cell :: distance @- A", "array([0, 1])", 2, "SquareRowIs('@- A')")))
+BeginMask = _required("[", "BeginMask", operation_doc(
+    "``[ property``: the first term of a mask (a Bool property, or compared to a value).",
+    "required", _mask("is_doublet", "array([35])", 1, "BeginMask('[ is_doublet')")))
+AndMask = _required("&", "AndMask", operation_doc(
+    "``& property``: and with another term.", "required",
+    _mask("age > 30 & is_doublet", "array([35])", 3, "AndMask('& is_doublet')")))
+OrMask = _required("|", "OrMask", operation_doc(
+    "``| property``: or with another term.", "required",
+    _mask("age < 30 | is_doublet", "array([20, 35])", 3, "OrMask('| is_doublet')")))
+XorMask = _required("^", "XorMask", operation_doc(
+    "``^ property``: exclusive or with another term.", "required",
+    _mask("age > 30 ^ is_doublet", "array([41])", 3, "XorMask('^ is_doublet')")))
+IsEqual = _required("=", "IsEqual", operation_doc(
+    "``= value``: equal (in a mask term, or ``@ axis = entry``).", "required",
+    _mask("type = T", "array([20, 41])", 2, "IsEqual('= T')")))
+IsNotEqual = _required("!=", "IsNotEqual", operation_doc(
+    "``!= value``: not equal.", "required",
+    _mask("type != T", "array([35])", 2, "IsNotEqual('!= T')")))
+IsLess = _required("<", "IsLess", operation_doc(
+    "``< value``: less than.", "required",
+    _mask("age < 35", "array([20])", 2, "IsLess('< 35')")))
+IsLessEqual = _required("<=", "IsLessEqual", operation_doc(
+    "``<= value``: at most.", "required",
+    _mask("age <= 35", "array([20, 35])", 2, "IsLessEqual('<= 35')")))
+IsGreater = _required(">", "IsGreater", operation_doc(
+    "``> value``: greater than.", "required",
+    _mask("age > 30", "array([35, 41])", 2, "IsGreater('> 30')")))
+IsGreaterEqual = _required(">=", "IsGreaterEqual", operation_doc(
+    "``>= value``: at least.", "required",
+    _mask("age >= 35", "array([35, 41])", 2, "IsGreaterEqual('>= 35')")))
+IsMatch = _required("~", "IsMatch", operation_doc(
+    "``~ regex``: the regular expression is found in the value (``re.search``; escape "
+    "``^`` as ``\\^`` to anchor it).", "required",
+    _mask("type ~ T", "array([20, 41])", 2, "IsMatch('~ T')")))
+IsNotMatch = _required("!~", "IsNotMatch", operation_doc(
+    "``!~ regex``: the regular expression is not found in the value.", "required",
+    _mask("type !~ T", "array([35])", 2, "IsNotMatch('!~ T')")))
+GroupBy = _required("/", "GroupBy", operation_doc(
+    "``/ property``: group a vector's values by the values of a property, then reduce each "
+    "group (``>> Name``); the result is over the sorted group values.", "required",
+    _example(EX_MASKS, "@ cell : age / is_doublet >> Mean", "array([30.5, 35. ])", 2,
+             "GroupBy('/ is_doublet')")))
+GroupRowsBy = _required("-/", "GroupRowsBy", operation_doc(
+    "``-/ property``: group a matrix's rows, then reduce each column of each group "
+    "(``>- Name``).", "required",
+    _example(EX_UMIS, "@ cell @ gene :: UMIs -/ is_doublet >- Sum",
+             "array([[1, 6],\n       [3, 4]], dtype=int32)", 3,
+             "GroupRowsBy('-/ is_doublet')")))
+GroupColumnsBy = _required("|/", "GroupColumnsBy", operation_doc(
+    "``|/ property``: group a matrix's columns, then reduce each row of each group "
+    "(``>| Name``).", "required",
+    _example(EX_UMIS, "@ cell @ gene :: UMIs |/ module >| Sum",
+             "array([[1],\n       [7],\n       [6]], dtype=int32)", 3,
+             "GroupColumnsBy('|/ module')")))
+CountBy = _required("*", "CountBy", operation_doc(
+    "``* property``: count the pairs of values of two vectors (a matrix over the sorted "
+    "values of each).", "required",
+    _example(EX_MASKS, "@ cell : type * is_doublet",
+             "array([[0, 1],\n       [2, 0]], dtype=uint8)", 2, "CountBy('* is_doublet')")))
 
 
 class _Negated(QueryOperation):
@@ -125,13 +269,23 @@ class _Negated(QueryOperation):
 
 
 def _negated(op: str, name: str, doc: str) -> type[QueryOperation]:
-    return type(name, (_Negated,), {"OPERATOR": op, "__doc__": doc})
+    return _made(op, name, "required", _Negated, doc)
 
 
-BeginNegatedMask = _negated("[", "BeginNegatedMask", "``[ ! property``: a negated first term.")
-AndNegatedMask = _negated("&", "AndNegatedMask", "``& ! property``: and not another term.")
-OrNegatedMask = _negated("|", "OrNegatedMask", "``| ! property``: or not another term.")
-XorNegatedMask = _negated("^", "XorNegatedMask", "``^ ! property``: xor not another term.")
+BeginNegatedMask = _negated("[", "BeginNegatedMask", operation_doc(
+    "``[ ! property``: a negated first term of a mask.", "required",
+    _mask("! is_doublet", "array([20, 41])", 1, "BeginNegatedMask('[ ! is_doublet')")))
+AndNegatedMask = _negated("&", "AndNegatedMask", operation_doc(
+    "``& ! property``: and not another term.", "required",
+    _mask("age > 30 & ! is_doublet", "array([41])", 3, "AndNegatedMask('& ! is_doublet')")))
+OrNegatedMask = _negated("|", "OrNegatedMask", operation_doc(
+    "``| ! property``: or not another term.", "required",
+    _mask("age > 30 | ! is_doublet", "array([20, 35, 41])", 3,
+          "OrNegatedMask('| ! is_doublet')")))
+XorNegatedMask = _negated("^", "XorNegatedMask", operation_doc(
+    "``^ ! property``: exclusive or with the negation of another term.", "required",
+    _mask("age > 30 ^ ! is_doublet", "array([20, 35])", 3,
+          "XorNegatedMask('^ ! is_doublet')")))
 
 #: The negated variant of each mask operation.
 NEGATED: dict[type[QueryOperation], type[QueryOperation]] = {
@@ -143,9 +297,31 @@ NEGATED: dict[type[QueryOperation], type[QueryOperation]] = {
 class IfMissing(QueryOperation):
     """``|| value [type]``: the default of a missing property or of an empty reduction.
 
-    ``value`` is text; without ``type`` it is guessed (``true``/``false`` Bool, ``e``/``pi``
-    and other non-integral numbers Float64, integers Int64, else String). With a type it is
-    parsed as that type (``ValueError`` if it is not valid).
+    Parameters
+    ----------
+    operand : str
+        The value, as text. Without ``type`` its type is guessed: ``true``/``false`` Bool,
+        ``e``/``pi`` and other non-integral numbers Float64, integers Int64, else String.
+    type : str or None
+        The name of the value's type (``Int32``, ``Float32``, ``String``, ...); the value is
+        parsed as that type.
+
+    Raises
+    ------
+    InvalidArgumentTypeError
+        If ``operand`` is missing.
+    InvalidArgumentError
+        If ``type`` is not a type name, or the value is not valid for it.
+
+    Examples
+    --------
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B"])
+    >>> d.get_np_query("@ cell : age || 0")
+    array([0, 0])
+    >>> d.get_np_query(". version || 1.5 Float32")
+    1.5
+    >>> dafzarr.parse_query(". version || 1.5 Float32")[1]
+    IfMissing('|| 1.5 Float32')
     """
 
     OPERATOR = "||"
@@ -159,7 +335,11 @@ class IfMissing(QueryOperation):
         else:
             if type not in TYPES:
                 raise InvalidArgumentError(type)
-            self.value = parse_as(text, TYPES[type])
+            try:
+                self.value = parse_as(text, TYPES[type])
+            except ValueError:
+                raise InvalidArgumentError(f'invalid value: "{text}"\nvalue must be: a valid '
+                                           f"{type}\nfor the operation: ||") from None
             self.type_name = type_name(TYPES[type])
         self.dtype = TYPES[self.type_name]
 
@@ -171,7 +351,34 @@ class IfMissing(QueryOperation):
 
 
 class QuerySequence(Sequence[QueryOperation]):
-    """A whole query: a sequence of operations; ``str()`` is the canonical text."""
+    """A whole query: a sequence of operations; ``str()`` is the canonical text.
+
+    What :func:`parse_query` returns, and what ``|`` makes of operations and query texts.
+    The operations are in ``operations``; ``source`` is the text the query was parsed from
+    (``None`` when built in code).
+
+    Parameters
+    ----------
+    operations : sequence of QueryOperation
+        The operations, in order.
+    source : str or None
+        The text the operations were parsed from.
+
+    Raises
+    ------
+    InvalidArgumentTypeError
+        When combined with ``|`` with something that is neither a query text, an operation
+        nor a sequence.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import LookupVector
+    >>> query = dafzarr.parse_query("@cell:type") | LookupVector("color")
+    >>> str(query), len(query)
+    ('@ cell : type : color', 3)
+    >>> query[1]
+    LookupVector(': type')
+    """
 
     def __init__(self, operations: Sequence[QueryOperation], source: str | None = None) -> None:
         self.operations = tuple(operations)

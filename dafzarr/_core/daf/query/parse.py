@@ -29,9 +29,44 @@ _SIMPLE: dict[str, type[QueryOperation]] = {
 
 
 def parse_query(query: Any, operand_only: type[QueryOperation] | None = None) -> QuerySequence:
-    """The operations of a query text (a :class:`QuerySequence` or operation is returned as
-    a sequence). With ``operand_only`` (e.g. ``Axis``), a text that is a single value is that
-    operation with that operand: ``parse_query("cell", Axis)`` is ``@ cell``."""
+    """The operations of a query text.
+
+    Parameters
+    ----------
+    query : str, QuerySequence or QueryOperation
+        The query text (a :class:`QuerySequence` is returned as it is, an operation as a
+        sequence of one).
+    operand_only : type or None
+        An operation class (e.g. ``Axis``): a text that is a single value is then that
+        operation with that operand (``parse_query("cell", Axis)`` is ``@ cell``).
+
+    Returns
+    -------
+    QuerySequence
+        The operations; ``str()`` of it is the canonical text.
+
+    Raises
+    ------
+    DafQuerySyntaxError
+        If the text does not parse; the message shows the query and a caret line under the
+        failing token.
+    DafQueryParameterError
+        If an element-wise or reduction operation is unknown or its parameters are not valid
+        (shown the same way).
+    InvalidArgumentTypeError
+        If ``query`` is neither a text nor a query object.
+
+    Examples
+    --------
+    >>> query = dafzarr.parse_query("@cell:age>>Sum")
+    >>> str(query)
+    '@ cell : age >> Sum'
+    >>> list(query)
+    [Axis('@ cell'), LookupVector(': age'), Sum('>> Sum')]
+    >>> from dafzarr.daf.query import Axis
+    >>> str(dafzarr.parse_query("cell", Axis))
+    '@ cell'
+    """
     if isinstance(query, QuerySequence):
         return query
     if isinstance(query, QueryOperation):
@@ -152,13 +187,37 @@ class _Parser:
 
 
 def _type_names() -> set[str]:
-    from .values import TYPES
+    from .literals import TYPES
 
     return set(TYPES)
 
 
 def is_axis_query(query: Any) -> bool:
-    """Whether the query gives the entries of one axis: ``@ axis`` followed by masks only."""
+    """Whether the query gives the entries of one axis: ``@ axis`` followed by masks only.
+
+    Parameters
+    ----------
+    query : str, QuerySequence or QueryOperation
+        The query.
+
+    Returns
+    -------
+    bool
+        Whether it is an axis query (no data set is read).
+
+    Raises
+    ------
+    DafQuerySyntaxError
+        If the text does not parse.
+    InvalidArgumentTypeError
+        If ``query`` is neither a text nor a query object.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import is_axis_query
+    >>> is_axis_query("@ cell [ age > 30 ]"), is_axis_query("@ cell : age")
+    (True, False)
+    """
     ops = list(parse_query(query))
     if not ops or type(ops[0]) is not _ops.Axis or ops[0].operand is None:
         return False
@@ -174,8 +233,33 @@ def is_axis_query(query: Any) -> bool:
 
 
 def query_axis_name(query: Any) -> str:
-    """The axis of an axis query (:func:`is_axis_query`); raises
-    :class:`~dafzarr.errors.DafQueryError` for any other query."""
+    """The axis of an axis query (:func:`is_axis_query`).
+
+    Parameters
+    ----------
+    query : str, QuerySequence or QueryOperation
+        The axis query.
+
+    Returns
+    -------
+    str
+        The name of its axis.
+
+    Raises
+    ------
+    DafQueryError
+        If the query is not an axis query.
+    DafQuerySyntaxError
+        If the text does not parse.
+    InvalidArgumentTypeError
+        If ``query`` is neither a text nor a query object.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import query_axis_name
+    >>> query_axis_name("@ cell [ ! is_doublet ]")
+    'cell'
+    """
     from ....errors import DafQueryError
 
     if not is_axis_query(query):

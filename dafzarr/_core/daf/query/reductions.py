@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...aliases import Array
 from .grouped import (
     THREADS,
     grouped_logs,
@@ -27,6 +28,9 @@ from .grouped import (
     grouped_quantiles,
     index_pair,
 )
+from .literals import float_of, sum_of
+from .opdocs import EX_MASKS, registered_doc
+from .opdocs import registered_example as _example
 from .registry import (
     EPS,
     FLOAT_TYPE,
@@ -46,12 +50,9 @@ from .scattered import (
     scattered_quantiles,
     scattered_sums,
 )
-from .values import float_of, sum_of
 
 __all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile", "Std",
            "StdN", "Sum", "Var", "VarN"]
-
-Array = np.ndarray[Any, Any]
 
 
 def _group_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]
@@ -103,7 +104,11 @@ class _Float(ReductionOperation):
 
 @register_reduction
 class Sum(_Float):
-    """The sum of the values (type: the sum type of the input)."""
+    __doc__ = registered_doc(
+        "``>> Sum`` (``>| Sum``, ``>- Sum``): the sum of the values.",
+        "type (number type, auto): the result type (default: Int32 or UInt32 for smaller "
+        "integers and Bool, else the input type).",
+        _example("@ cell : age >> Sum", "96", 'Sum(type="Float64")', ">> Sum type Float64"))
 
     NAME = "Sum"
     PARAMETERS = (TYPE,)
@@ -111,17 +116,17 @@ class Sum(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return self.out_type(dtype, sum_of)
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         dtype = self.result_type(values.data.dtype)
         sums = _group_sums(values, groups, count, dtype)
         return None if sums is None else sums.astype(dtype, copy=False)
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         dtype = self.result_type(values.data.dtype)
         sums = scattered_sums(values, groups, count, dtype)
         return None if sums is None else sums.astype(dtype, copy=False)
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         dtype = self.result_type(runs.data.dtype)
         if dtype.kind == "f":
             return self._typed(runs.sums(runs.data), runs)
@@ -138,7 +143,14 @@ class Sum(_Float):
 
 @register_reduction
 class Count(_Float):
-    """The number of values, zeros included (UInt32 unless ``type`` says otherwise)."""
+    __doc__ = registered_doc(
+        "``>> Count``: the number of values, zeros included; String values are counted too.",
+        "type (number type, auto): the result type (default: UInt32).",
+        _example("@ cell : age / is_doublet >> Count",
+                 "array([2, 1], dtype=uint32)",
+                 "Count()",
+                 ">> Count",
+                 setup=EX_MASKS))
 
     NAME = "Count"
     PARAMETERS = (TYPE,)
@@ -147,27 +159,30 @@ class Count(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return self.out_type(dtype, lambda _: np.dtype(np.uint32))
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         rows = np.bincount(groups[groups >= 0], minlength=count)
         dtype = self.result_type(values.data.dtype)
         return np.asfortranarray(np.repeat(rows[:, None], values.shape[1], axis=1), dtype)
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         dtype = self.result_type(values.data.dtype)
         sizes = column_sizes(groups, count)
         return np.repeat(sizes[:, None], values.shape[0], axis=1).astype(dtype)
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(np.asarray(sizes), runs)
 
 
 @register_reduction
 class Mean(_Float):
-    """The mean of the values."""
+    __doc__ = registered_doc(
+        "``>> Mean``: the mean of the values.",
+        "type (float type, auto): the result type (default: the float type of the input).",
+        _example("@ cell : age >> Mean", "32.0", 'Mean(type="Float32")', ">> Mean type Float32"))
 
     NAME = "Mean"
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         sums = _group_sums(values, groups, count, np.dtype(np.float64))
         if sums is None:
             return None
@@ -175,7 +190,7 @@ class Mean(_Float):
         mean = sums / np.maximum(rows.astype(np.float64), 1.0)[:, None]
         return np.asarray(mean.astype(self.result_type(values.data.dtype), copy=False))
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         sums = scattered_sums(values, groups, count, np.dtype(np.float64))
         if sums is None:
             return None
@@ -183,7 +198,7 @@ class Mean(_Float):
         mean = sums / np.maximum(sizes.astype(np.float64), 1.0)[:, None]
         return np.asarray(mean.astype(self.result_type(values.data.dtype), copy=False))
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_moments(runs, sizes)[0], runs)
 
 
@@ -193,18 +208,18 @@ class _Spread(_Float):
     ROOT: ClassVar[bool] = False
     NORMAL: ClassVar[bool] = False
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         found = grouped_moments(values, groups, count)
         if found is None:
             return None
         mean, var, _ = found
         return self._finish(mean, var, values.data.dtype)
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         found = scattered_moments(values, groups, count)
         return None if found is None else self._finish(found[0], found[1], values.data.dtype)
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         mean, var = _moments(runs, sizes)
         return self._finish(mean, var, runs.data.dtype)
 
@@ -219,14 +234,20 @@ class _Spread(_Float):
 
 @register_reduction
 class Var(_Spread):
-    """The population variance of the values."""
+    __doc__ = registered_doc(
+        "``>> Var``: the population (uncorrected) variance of the values.",
+        "type (float type, auto): the result type (default: the float type of the input).",
+        _example("@ cell : age >> Var", "78.0", "Var()", ">> Var"))
 
     NAME = "Var"
 
 
 @register_reduction
 class Std(_Spread):
-    """The population standard deviation of the values."""
+    __doc__ = registered_doc(
+        "``>> Std``: the population (uncorrected) standard deviation of the values.",
+        "type (float type, auto): the result type (default: the float type of the input).",
+        _example("@ cell : age >> Std", "8.831760866327848", "Std()", ">> Std"))
 
     NAME = "Std"
     ROOT = True
@@ -234,7 +255,11 @@ class Std(_Spread):
 
 @register_reduction
 class VarN(_Spread):
-    """The variance divided by (the mean + ``eps``)."""
+    __doc__ = registered_doc(
+        "``>> VarN``: the variance of the values divided by (their mean + ``eps``).",
+        "type (float type, auto): the result type (default: the float type of the input).\n"
+        "eps (float, 0): added to the mean first (not negative).",
+        _example("@ cell : age >> VarN", "2.4375", "VarN(eps=1)", ">> VarN eps 1.0"))
 
     NAME = "VarN"
     PARAMETERS = (FLOAT_TYPE, EPS)
@@ -243,7 +268,11 @@ class VarN(_Spread):
 
 @register_reduction
 class StdN(_Spread):
-    """The standard deviation divided by (the mean + ``eps``)."""
+    __doc__ = registered_doc(
+        "``>> StdN``: the standard deviation of the values divided by (their mean + ``eps``).",
+        "type (float type, auto): the result type (default: the float type of the input).\n"
+        "eps (float, 0): added to the mean first (not negative).",
+        _example("@ cell : age >> StdN eps 1", "0.26762911716144994", "StdN()", ">> StdN eps 0.0"))
 
     NAME = "StdN"
     PARAMETERS = (FLOAT_TYPE, EPS)
@@ -252,12 +281,19 @@ class StdN(_Spread):
 
 @register_reduction
 class GeoMean(_Float):
-    """``exp(mean(log(x + eps))) - eps``."""
+    __doc__ = registered_doc(
+        "``>> GeoMean``: the geometric mean, ``exp(mean(log(x + eps))) - eps``.",
+        "type (float type, auto): the result type (default: the float type of the input).\n"
+        "eps (float, 0): added to each value first, taken away from the result (not negative).",
+        _example("@ cell : age >> GeoMean",
+                 "30.616858866136536",
+                 "GeoMean(eps=1)",
+                 ">> GeoMean eps 1.0"))
 
     NAME = "GeoMean"
     PARAMETERS = (FLOAT_TYPE, EPS)
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         found = grouped_logs(values, groups, count, self.params["eps"])
         if found is None:
             return None
@@ -265,7 +301,7 @@ class GeoMean(_Float):
         out = self._finish(logs, rows[:, None] - seen.astype(np.int64), rows[:, None])
         return np.asarray(out.astype(self.result_type(values.data.dtype), copy=False))
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         found = scattered_logs(values, groups, count, self.params["eps"])
         if found is None:
             return None
@@ -273,7 +309,7 @@ class GeoMean(_Float):
         out = self._finish(logs, sizes[:, None] - seen.astype(np.int64), sizes[:, None])
         return np.asarray(out.astype(self.result_type(values.data.dtype), copy=False))
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         eps = self.params["eps"]
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = runs.sums(np.log(runs.data.astype(np.float64) + eps))
@@ -296,7 +332,7 @@ class _Extreme(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return dtype
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         from ...._groupby import group_extremes
 
         data = values.data
@@ -313,10 +349,10 @@ class _Extreme(_Float):
         out[partial] = self.UFUNC(out[partial], 0)
         return np.asarray(out.T)
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         return scattered_extremes(values, groups, count, self.UFUNC is np.maximum)
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         data = runs.data
         full = runs.counts > 0
         out = np.zeros(runs.count, dtype=data.dtype)
@@ -345,14 +381,20 @@ class _Extreme(_Float):
 
 @register_reduction
 class Min(_Extreme):
-    """The smallest value."""
+    __doc__ = registered_doc(
+        "``>> Min``: the smallest value (of the input type; implicit zeros take part).",
+        "",
+        _example("@ cell : age >> Min", "20", "Min()", ">> Min"))
 
     NAME = "Min"
 
 
 @register_reduction
 class Max(_Extreme):
-    """The largest value."""
+    __doc__ = registered_doc(
+        "``>> Max``: the largest value (of the input type; implicit zeros take part).",
+        "",
+        _example("@ cell : age >> Max", "41", "Max()", ">> Max"))
 
     NAME = "Max"
     UFUNC = np.maximum
@@ -386,19 +428,23 @@ def _quantiles(runs: Runs, sizes: Array, p: float) -> Array:
 
 @register_reduction
 class Median(_Float):
-    """The median (the mean of the middle two of an even count)."""
+    __doc__ = registered_doc(
+        "``>> Median``: the median of the values (the mean of the middle two of an even count; "
+        "NaNs order after every number).",
+        "type (float type, auto): the result type (default: the float type of the input).",
+        _example("@ cell : age >> Median", "35.0", "Median()", ">> Median"))
 
     NAME = "Median"
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         out = grouped_quantiles(values, groups, count, 0.5)
         return None if out is None else out.astype(self.result_type(values.data.dtype))
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         out = scattered_quantiles(values, groups, count, 0.5)
         return None if out is None else out.astype(self.result_type(values.data.dtype))
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_quantiles(runs, sizes, 0.5), runs)
 
 
@@ -408,26 +454,36 @@ def _fraction(x: float, _: dict[str, Any]) -> str | None:
 
 @register_reduction
 class Quantile(_Float):
-    """The ``p`` quantile, interpolating linearly between order statistics."""
+    __doc__ = registered_doc(
+        "``>> Quantile p x``: the ``p`` quantile of the values, interpolating linearly between "
+        "order statistics (NaNs order after every number).",
+        "type (float type, auto): the result type (default: the float type of the input).\n"
+        "p (float, required): the quantile, from 0 to 1.",
+        _example("@ cell : age >> Quantile p 0.25", "27.5", "Quantile(p=0.9)", ">> Quantile p 0.9"))
 
     NAME = "Quantile"
     PARAMETERS = (FLOAT_TYPE, Parameter("p", "float", required=True, check=_fraction))
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         out = grouped_quantiles(values, groups, count, self.params["p"])
         return None if out is None else out.astype(self.result_type(values.data.dtype))
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         out = scattered_quantiles(values, groups, count, self.params["p"])
         return None if out is None else out.astype(self.result_type(values.data.dtype))
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         return self._typed(_quantiles(runs, sizes, self.params["p"]), runs)
 
 
 @register_reduction
 class Mode(_Float):
-    """The most frequent value (the input type; strings accepted)."""
+    __doc__ = registered_doc(
+        "``>> Mode``: the most frequent value (of the input type; String values too); a tie "
+        "goes to the value whose count reached the maximum first.",
+        "",
+        _example("@ cell : type >> Mode", "'T'", "Mode()", ">> Mode",
+                 setup=EX_MASKS))
 
     NAME = "Mode"
     PARAMETERS = ()
@@ -436,10 +492,10 @@ class Mode(_Float):
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         return dtype
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         return grouped_modes(values, groups, count)
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         return scattered_modes(values, groups, count)
 
     def one(self, values: Array) -> Any:
@@ -451,5 +507,5 @@ class Mode(_Float):
         reached = [np.flatnonzero(inverse == t)[best - 1] for t in tied]
         return uniques[tied[int(np.argmin(reached))]]
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
-        return ReductionOperation.reduce(self, runs, sizes)
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
+        return ReductionOperation._reduce(self, runs, sizes)

@@ -20,10 +20,10 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from ....errors import DafQueryParameterError
+from ...aliases import Array
+from .literals import FLOAT_TYPES, TYPES, format_value, parse_as
 from .operations import QueryOperation
-from .values import FLOAT_TYPES, TYPES, format_value, parse_as
-
-Array = np.ndarray[Any, Any]
+from .runs import Compressed, Runs
 
 __all__ = [
     "ELTWISE",
@@ -48,9 +48,37 @@ ParameterError = DafQueryParameterError
 
 @dataclass(frozen=True)
 class Parameter:
-    """A parameter: ``kind`` is ``"number_type"`` (any number type or ``auto``),
-    ``"float_type"`` (Float32, Float64 or ``auto``) or ``"float"``; ``check`` returns what the
-    value must be when it is not valid (it sees the other parameters), else ``None``."""
+    """A parameter of an element-wise or reduction operation (in its ``PARAMETERS``).
+
+    Parameters
+    ----------
+    name : str
+        The name the parameter is given by in a query (``% Log base 2``).
+    kind : str
+        ``"number_type"`` (the name of a number type, or ``auto``), ``"float_type"``
+        (Float32, Float64 or ``auto``) or ``"float"`` (a number).
+    default : Any
+        The value when the parameter is not given.
+    required : bool
+        Whether the parameter must be given.
+    check : callable or None
+        Called with a given value and all the parameters (a dict), returns what the value must
+        be when it is not valid (``"positive"``), else ``None``.
+
+    Raises
+    ------
+    None
+        Making a parameter raises no exception; a value that does not fit it raises
+        :class:`~dafzarr.errors.DafQueryParameterError` when the operation is made.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import Log, Parameter
+    >>> Parameter("by", "float", 2.0)
+    Parameter(name='by', kind='float', default=2.0, required=False, check=None)
+    >>> [p.name for p in Log.PARAMETERS]
+    ['type', 'base', 'eps']
+    """
 
     name: str
     kind: str
@@ -141,19 +169,82 @@ class RegisteredOperation(QueryOperation):
 
     def out_type(self, dtype: np.dtype[Any], default: Callable[[np.dtype[Any]], np.dtype[Any]]
                  ) -> np.dtype[Any]:
-        """The ``type`` parameter if given, else ``default(dtype)``."""
+        """The element type of a result: the ``type`` parameter if given, else
+        ``default(dtype)``.
+
+        Parameters
+        ----------
+        dtype : numpy.dtype
+            The element type of the input values.
+        default : callable
+            The default result type of an input type.
+
+        Returns
+        -------
+        numpy.dtype
+            The type to give the result.
+
+        Raises
+        ------
+        None
+            This method raises no exception of its own; ``default`` may.
+
+        Examples
+        --------
+        >>> from dafzarr.daf.query import Abs
+        >>> Abs().out_type(np.dtype("int8"), lambda dtype: np.dtype("uint8"))
+        dtype('uint8')
+        >>> Abs(type="Int64").out_type(np.dtype("int8"), lambda dtype: np.dtype("uint8"))
+        dtype('int64')
+        """
         given = self.params.get("type")
         return given if given is not None else default(dtype)
 
 
 def _type_text(dtype: np.dtype[Any]) -> str:
-    from .values import type_name
+    from .literals import type_name
 
     return type_name(dtype)
 
 
 class EltwiseOperation(RegisteredOperation):
-    """``% Name params``: applied to each value; see :meth:`apply`."""
+    """``% Name params``: an element-wise operation, applied to each value.
+
+    The base of the element-wise operations. A new one is a subclass with a ``NAME``, its
+    ``PARAMETERS`` (:class:`Parameter`) and an :meth:`apply`, registered by
+    :func:`register_eltwise`; ``NO_SCALAR = True`` refuses a scalar (for operations over a
+    whole vector or column), ``STRINGS = True`` accepts String values. An instance holds the
+    parameter values in ``params`` (``None`` for a ``type`` that is ``auto``) and prints as
+    its canonical text.
+
+    Parameters
+    ----------
+    **params : str or float
+        The parameters by name, as given after the operation's name in a query.
+
+    Raises
+    ------
+    DafQueryParameterError
+        If a parameter does not exist for the operation, a required one is missing or a value
+        is not valid.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import EltwiseOperation, Parameter, register_eltwise
+    >>> @register_eltwise
+    ... class Scale(EltwiseOperation):
+    ...     NAME = "Scale"
+    ...     PARAMETERS = (Parameter("by", "float", 2.0),)
+    ...
+    ...     def apply(self, values):
+    ...         return values * self.params["by"]
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B", "C"])
+    >>> d = d.set_vector("cell", "age", np.array([20, 35, 41]))
+    >>> d.get_np_query("@ cell : age % Scale by 0.5")
+    array([10. , 17.5, 20.5])
+    >>> str(Scale(by=3))
+    '% Scale by 3.0'
+    """
 
     OPERATOR = "%"
     KIND = "eltwise"
@@ -161,85 +252,136 @@ class EltwiseOperation(RegisteredOperation):
     NO_SCALAR: ClassVar[bool] = False
 
     def apply(self, values: Any) -> Any:
-        """The result for ``values``: a numpy scalar, a 1-D array, a 2-D array (the operation
-        sees whole columns where it matters) or a scipy sparse CSC matrix."""
+        """The operation applied to ``values``.
+
+        Parameters
+        ----------
+        values : numpy scalar, numpy.ndarray or scipy.sparse.csc_matrix
+            A scalar, a vector, a matrix (whole columns) or a sparse CSC matrix.
+
+        Returns
+        -------
+        numpy scalar, numpy.ndarray or scipy.sparse.csc_matrix
+            The result, of the same shape (a sparse result may stay sparse).
+
+        Raises
+        ------
+        InvalidArgumentError
+            If a value cannot be represented in the result type.
+        InvalidArgumentTypeError
+            If the values are of a type the operation does not take (strings).
+
+        Examples
+        --------
+        >>> from dafzarr.daf.query import Abs, Log
+        >>> Abs().apply(np.array([-1, 2], "int8"))
+        array([1, 2], dtype=uint8)
+        >>> Log(base=2).apply(np.array([1.0, 8.0]))
+        array([0., 3.])
+        """
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
-class Compressed:
-    """The CSC arrays of a ``shape`` matrix: its stored ``data``, the row ``indices`` and the
-    column pointer ``indptr``, both ``base``-based (0: scipy's, 1: as Daf stores them)."""
-
-    data: Array
-    indices: Array
-    indptr: Array
-    shape: tuple[int, int]
-    base: int = 0
-
-
-class Runs:
-    """Stored values split into runs (one per result value): either consecutive
-    (``data[indptr[i]:indptr[i+1]]``, as the columns of a CSC matrix) or by ``keys`` (the run
-    of each value, in any order, as the rows of a CSC matrix or the groups of a group-by).
-
-    Reductions that are sums of per-value terms use :meth:`sums` and :meth:`per_value`, which
-    need no sorting; the others use :meth:`sorted`.
-    """
-
-    def __init__(self, data: Array, count: int, *, indptr: Array | None = None,
-                 keys: Array | None = None) -> None:
-        self.data = data
-        self.count = count
-        self.indptr = indptr
-        self.keys = keys
-        if keys is not None:
-            self.counts = np.bincount(keys, minlength=count)
-        else:
-            assert indptr is not None
-            self.counts = np.diff(indptr)
-
-    def sums(self, values: Array) -> Array:
-        """The sum of ``values`` (one per stored value) over each run, as float64."""
-        if self.keys is not None:
-            return np.bincount(self.keys, weights=values, minlength=self.count)
-        assert self.indptr is not None
-        out = np.zeros(self.count, dtype=np.float64)
-        full = self.counts > 0
-        if values.size and bool(full.any()):  # summed in float64, with no float64 copy
-            out[full] = np.add.reduceat(values, self.indptr[:-1][full], dtype=np.float64)
-        return out
-
-    def per_value(self, per_run: Array) -> Array:
-        """A value per run, repeated for each stored value of the run."""
-        if self.keys is not None:
-            return per_run[self.keys]
-        return np.repeat(per_run, self.counts)
-
-    def sorted(self) -> tuple[Array, Array]:
-        """The stored values grouped by run, and the run boundaries."""
-        indptr = np.concatenate([[0], np.cumsum(self.counts)])
-        if self.keys is None:
-            return self.data, indptr
-        return self.data[np.argsort(self.keys, kind="stable")], indptr
-
-
 class ReductionOperation(RegisteredOperation):
-    """``>> Name params``: many values to one, computed over :class:`Runs` by :meth:`reduce`;
-    each run also holds ``sizes[i] - counts[i]`` implicit zeros (of a sparse matrix)."""
+    """``>> Name params``: a reduction, many values to one.
+
+    The base of the reductions; ``>>`` reduces a vector or a whole matrix to one value, a
+    group-by (``/ property >> Name``) reduces each group, and :class:`ReduceToColumn` and
+    :class:`ReduceToRow` (``>| Name``, ``>- Name``) reduce each row or column of a matrix. A new
+    reduction is a subclass with a ``NAME``, its ``PARAMETERS`` (:class:`Parameter`), a
+    :meth:`result_type` and a :meth:`one`, registered by :func:`register_reduction`;
+    ``STRINGS = True`` accepts String values. The built-in reductions compute all the values at
+    once over the stored values (the implicit zeros of a sparse matrix are never made).
+
+    Parameters
+    ----------
+    **params : str or float
+        The parameters by name, as given after the operation's name in a query.
+
+    Raises
+    ------
+    DafQueryParameterError
+        If a parameter does not exist for the operation, a required one is missing or a value
+        is not valid.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import ReductionOperation, register_reduction
+    >>> @register_reduction
+    ... class Range(ReductionOperation):
+    ...     NAME = "Range"
+    ...
+    ...     def result_type(self, dtype):
+    ...         return dtype
+    ...
+    ...     def one(self, values):
+    ...         return values.max() - values.min()
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B", "C"])
+    >>> d = d.set_vector("cell", "age", np.array([20, 35, 41]))
+    >>> d = d.set_vector("cell", "type", np.array(["T", "B", "T"]))
+    >>> d.get_np_query("@ cell : age >> Range")
+    21
+    >>> d.get_np_query("@ cell : age / type >> Range")
+    array([ 0, 21])
+    """
 
     OPERATOR = ">>"
     KIND = "reduction"
 
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
-        """The element type of the result for input of ``dtype``."""
+        """The element type of the result for values of ``dtype``.
+
+        Parameters
+        ----------
+        dtype : numpy.dtype
+            The element type of the values reduced.
+
+        Returns
+        -------
+        numpy.dtype
+            The element type of the reduced values.
+
+        Raises
+        ------
+        NotImplementedError
+            If a subclass does not define it.
+
+        Examples
+        --------
+        >>> from dafzarr.daf.query import Count, Mean
+        >>> Mean().result_type(np.dtype("int32")), Count().result_type(np.dtype("int32"))
+        (dtype('float32'), dtype('uint32'))
+        """
         raise NotImplementedError
 
     def one(self, values: Array) -> Any:
-        """The result for one whole run of values (the default of :meth:`reduce`)."""
+        """One reduced value: of ``values``, all the values of a vector, a group, a row or a
+        column (implicit zeros included).
+
+        Parameters
+        ----------
+        values : numpy.ndarray
+            The values to reduce (at least one).
+
+        Returns
+        -------
+        Any
+            The reduced value, of :meth:`result_type`.
+
+        Raises
+        ------
+        NotImplementedError
+            If a subclass defines neither this nor a faster way over all values.
+
+        Examples
+        --------
+        >>> from dafzarr.daf.query import Mode
+        >>> int(Mode().one(np.array([3, 1, 3, 2])))
+        3
+        """
         raise NotImplementedError
 
-    def reduce(self, runs: Runs, sizes: Array) -> Array:
+    def _reduce(self, runs: Runs, sizes: Array) -> Array:
         """One value per run. The default sorts the runs and calls :meth:`one` on each
         non-empty one (the value of an empty run is left undefined)."""
         data, indptr = runs.sorted()
@@ -252,37 +394,58 @@ class ReductionOperation(RegisteredOperation):
             out[i] = self.one(run)
         return out
 
-    def segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
+    def _segments(self, data: Array, indptr: Array, sizes: Array) -> Array:
         """One value per consecutive run ``data[indptr[i]:indptr[i+1]]`` (plus its zeros)."""
-        return self.reduce(Runs(data, len(sizes), indptr=indptr), sizes)
+        return self._reduce(Runs(data, len(sizes), indptr=indptr), sizes)
 
-    def keyed(self, data: Array, keys: Array, sizes: Array) -> Array:
+    def _keyed(self, data: Array, keys: Array, sizes: Array) -> Array:
         """One value per run, ``keys`` giving the run of each value."""
-        return self.reduce(Runs(data, len(sizes), keys=keys), sizes)
+        return self._reduce(Runs(data, len(sizes), keys=keys), sizes)
 
-    def grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_rows(self, values: Compressed, groups: Array, count: int) -> Array | None:
         """The ``count x columns`` result of the groups of rows of the CSC matrix ``values``
         (``groups``: int32, the group of each row, -1 for none), computed in one pass over
         its stored values; ``None`` when this reduction has no such pass, or the arrays hold
         an index out of range (the caller then reduces the runs by key)."""
         return None
 
-    def grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
+    def _grouped_columns(self, values: Compressed, groups: Array, count: int) -> Array | None:
         """The ``count x rows`` result of the groups of columns of the CSC matrix ``values``
         (``groups``: int32, the group of each column, -1 for none), each stored value sent to
         the result of its row and group (no transposed copy); ``None`` when this reduction
         has no such pass, or the arrays hold an index out of range."""
         return None
 
-    def dense(self, values: Array) -> Array:
+    def _dense(self, values: Array) -> Array:
         """Each row of the 2-D ``values`` to one value."""
         rows, columns = values.shape
         flat = np.ascontiguousarray(values).reshape(-1)
-        return self.segments(flat, np.arange(rows + 1) * columns, np.full(rows, columns))
+        return self._segments(flat, np.arange(rows + 1) * columns, np.full(rows, columns))
 
 
 class ReduceToColumn(QueryOperation):
-    """``>| Name params``: each row of a matrix to one value (a vector over the rows)."""
+    """``>| Name params``: each row of a matrix to one value (a vector over the rows).
+
+    Parameters
+    ----------
+    reduction : ReductionOperation
+        The reduction of each row.
+
+    Raises
+    ------
+    None
+        Making the operation raises no exception.
+
+    Examples
+    --------
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B", "C"]).add_axis("gene", ["X", "Y"])
+    >>> d = d.set_matrix("cell", "gene", "UMIs", np.array([[1, 0], [3, 4], [0, 6]], "int32"))
+    >>> d.get_np_query("@ cell @ gene :: UMIs >| Sum")
+    array([1, 7, 6], dtype=int32)
+    >>> from dafzarr.daf.query import ReduceToColumn, Sum
+    >>> str(ReduceToColumn(Sum()))
+    '>| Sum'
+    """
 
     OPERATOR = ">|"
 
@@ -295,7 +458,28 @@ class ReduceToColumn(QueryOperation):
 
 
 class ReduceToRow(ReduceToColumn):
-    """``>- Name params``: each column of a matrix to one value (a vector over the columns)."""
+    """``>- Name params``: each column of a matrix to one value (a vector over the columns).
+
+    Parameters
+    ----------
+    reduction : ReductionOperation
+        The reduction of each column.
+
+    Raises
+    ------
+    None
+        Making the operation raises no exception.
+
+    Examples
+    --------
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B", "C"]).add_axis("gene", ["X", "Y"])
+    >>> d = d.set_matrix("cell", "gene", "UMIs", np.array([[1, 0], [3, 4], [0, 6]], "int32"))
+    >>> d.get_np_query("@ cell @ gene :: UMIs >- Max")
+    array([3, 6], dtype=int32)
+    >>> from dafzarr.daf.query import Max, ReduceToRow
+    >>> str(ReduceToRow(Max()))
+    '>- Max'
+    """
 
     OPERATOR = ">-"
 
@@ -306,13 +490,87 @@ _E = TypeVar("_E", bound=type[EltwiseOperation])
 _R = TypeVar("_R", bound=type[ReductionOperation])
 
 
-def register_eltwise(cls: _E) -> _E:
-    """Register an element-wise operation class under its ``NAME`` (a class decorator)."""
-    ELTWISE[cls.NAME] = cls
-    return cls
+def register_eltwise(operation: _E) -> _E:
+    """Register an element-wise operation class under its ``NAME`` (a class decorator).
+
+    The class is a subclass of :class:`EltwiseOperation` with a ``NAME``, its ``PARAMETERS``
+    and an ``apply(values)`` that takes a scalar, a vector, a matrix or a sparse CSC matrix;
+    once registered, ``% NAME params`` in a query is an instance of it. A class registered
+    under the name of another replaces it.
+
+    Parameters
+    ----------
+    operation : type
+        The operation class.
+
+    Returns
+    -------
+    type
+        ``operation`` itself.
+
+    Raises
+    ------
+    None
+        Registering raises no exception.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import EltwiseOperation, register_eltwise
+    >>> @register_eltwise
+    ... class Negate(EltwiseOperation):
+    ...     NAME = "Negate"
+    ...
+    ...     def apply(self, values):
+    ...         return -values
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B"])
+    >>> d = d.set_vector("cell", "score", np.array([1.5, -2.0]))
+    >>> d.get_np_query("@ cell : score % Negate")
+    array([-1.5,  2. ])
+    """
+    ELTWISE[operation.NAME] = operation
+    return operation
 
 
-def register_reduction(cls: _R) -> _R:
-    """Register a reduction class under its ``NAME`` (a class decorator)."""
-    REDUCTIONS[cls.NAME] = cls
-    return cls
+def register_reduction(operation: _R) -> _R:
+    """Register a reduction class under its ``NAME`` (a class decorator).
+
+    The class is a subclass of :class:`ReductionOperation` with a ``NAME``, its
+    ``PARAMETERS``, a ``result_type(dtype)`` (the element type of the result) and a
+    ``one(values)`` (one value of all the values of a vector, group, row or column, implicit
+    zeros included); once registered, ``>> NAME``, ``>| NAME`` and ``>- NAME`` in a query
+    use it. A class registered under the name of another replaces it.
+
+    Parameters
+    ----------
+    operation : type
+        The reduction class.
+
+    Returns
+    -------
+    type
+        ``operation`` itself.
+
+    Raises
+    ------
+    None
+        Registering raises no exception.
+
+    Examples
+    --------
+    >>> from dafzarr.daf.query import ReductionOperation, register_reduction
+    >>> @register_reduction
+    ... class Last(ReductionOperation):
+    ...     NAME = "Last"
+    ...
+    ...     def result_type(self, dtype):
+    ...         return dtype
+    ...
+    ...     def one(self, values):
+    ...         return values[-1]
+    >>> d = dafzarr.memory_daf("d").add_axis("cell", ["A", "B"]).add_axis("gene", ["X", "Y"])
+    >>> d = d.set_matrix("cell", "gene", "UMIs", np.array([[1, 2], [3, 4]]))
+    >>> d.get_np_query("@ cell @ gene :: UMIs >| Last")
+    array([2, 4])
+    """
+    REDUCTIONS[operation.NAME] = operation
+    return operation

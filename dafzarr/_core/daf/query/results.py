@@ -19,7 +19,7 @@ from .cache import QueryCache, Reader
 from .eval import Evaluator
 from .operations import Axis, LookupVector, QuerySequence
 from .parse import parse_query
-from .state import Mat, Vec
+from .stack import Mat, Vec
 
 __all__ = [
     "evaluate", "get_np_query", "get_pd_frame", "get_pd_query", "has_query",

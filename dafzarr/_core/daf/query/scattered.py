@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from ...aliases import Array
 from .grouped import column_chunks, index_pair, pointer_ok, takes
 from .registry import Compressed
 
 __all__ = ["BLOCK", "column_sizes", "scattered_extremes", "scattered_logs",
            "scattered_modes", "scattered_moments", "scattered_quantiles", "scattered_sums"]
 
-Array = np.ndarray[Any, Any]
 
 #: The stored values of the rows whose order statistics or modes are found at once (or one
 #: row, if it has more).

@@ -178,6 +178,32 @@ class _Shape:
 def query_result_dimensions(query: Any) -> int:
     """What a query gives, without data: -1 names, 0 a scalar, 1 a vector, 2 a matrix.
 
-    Raises :class:`~dafzarr.errors.DafQuerySyntaxError` for a text that does not parse and
-    :class:`~dafzarr.errors.DafQueryError` for one that no data set could answer."""
+    Parameters
+    ----------
+    query : str, QuerySequence or QueryOperation
+        The query.
+
+    Returns
+    -------
+    int
+        -1 for names (a ``set``), 0 for a scalar, 1 for a vector, 2 for a matrix.
+
+    Raises
+    ------
+    DafQuerySyntaxError
+        If the text does not parse.
+    DafQueryError
+        If no data set could answer the query (operations in an order that does not apply).
+    InvalidArgumentTypeError
+        If ``query`` is neither a text nor a query object.
+
+    Examples
+    --------
+    >>> dafzarr.query_result_dimensions("@ cell : age >> Sum")
+    0
+    >>> dafzarr.query_result_dimensions("@ cell @ gene :: UMIs -/ type >- Sum")
+    2
+    >>> dafzarr.query_result_dimensions("@ ?")
+    -1
+    """
     return _Shape(query).dimensions()

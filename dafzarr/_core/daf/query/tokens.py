@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....errors import DafQuerySyntaxError
+from ....errors import DafQuerySyntaxError, InvalidArgumentTypeError
 
 __all__ = ["OPERATORS", "Token", "escape_value", "syntax_error", "tokenize", "unescape_value"]
 
@@ -102,9 +102,37 @@ def tokenize(query: str) -> list[Token]:
 
 
 def escape_value(value: str) -> str:
-    """``value`` as one value token: ``''`` for the empty string, otherwise every character
-    that is not a value character prefixed with a backslash (and a leading ``.``, which would
-    read as the operator)."""
+    """``value`` as one value token of a query text.
+
+    ``''`` for the empty string, otherwise every character that is not a value character
+    prefixed with a backslash (and a leading ``.``, which would read as the operator).
+
+    Parameters
+    ----------
+    value : str
+        A name or value.
+
+    Returns
+    -------
+    str
+        The escaped value, which the parser reads back as ``value``.
+
+    Raises
+    ------
+    InvalidArgumentTypeError
+        If ``value`` is not a ``str``.
+
+    Examples
+    --------
+    >>> print(dafzarr.escape_value("my cell"))
+    my\\ cell
+    >>> dafzarr.escape_value("")
+    "''"
+    >>> str(dafzarr.parse_query("@ " + dafzarr.escape_value("my cell")))
+    '@ my\\\\ cell'
+    """
+    if not isinstance(value, str):
+        raise InvalidArgumentTypeError(f"a query value is a str, not {type(value).__name__}")
     if value == "":
         return "''"
     escaped = "".join(c if _is_value_char(c) else "\\" + c for c in value)
@@ -112,7 +140,32 @@ def escape_value(value: str) -> str:
 
 
 def unescape_value(escaped: str) -> str:
-    """The inverse of :func:`escape_value`: ``''`` is the empty string, ``\\X`` is ``X``."""
+    """The inverse of :func:`escape_value`: ``''`` is the empty string, ``\\X`` is ``X``.
+
+    Parameters
+    ----------
+    escaped : str
+        A value token of a query text.
+
+    Returns
+    -------
+    str
+        The value it stands for.
+
+    Raises
+    ------
+    InvalidArgumentTypeError
+        If ``escaped`` is not a ``str``.
+
+    Examples
+    --------
+    >>> print(dafzarr.unescape_value(dafzarr.escape_value("my cell")))
+    my cell
+    >>> dafzarr.unescape_value("''")
+    ''
+    """
+    if not isinstance(escaped, str):
+        raise InvalidArgumentTypeError(f"a query value is a str, not {type(escaped).__name__}")
     if escaped == "''":
         return ""
     out: list[str] = []

@@ -53,6 +53,24 @@ def mosaic_sources(
     -------
     pyarrow.Table
         Columns ``access`` and ``public`` (strings), one row per file.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``access`` and ``public`` differ in length, or one of them lists a path twice.
+    IncompatibleSourcesError
+        With ``check_sizes``: a local ``public`` copy differs in size from its ``access``
+        copy (the byte offsets would not match).
+
+    Examples
+    --------
+    Scan a local mirror, reference the public copies:
+
+    >>> t = dafzarr.refs.mosaic_sources(["mirror/day0.nc", "mirror/day1.nc"],
+    ...                                 ["https://data.example.org/sst/day0.nc",
+    ...                                  "https://data.example.org/sst/day1.nc"])
+    >>> t.column_names, t.column("public")[1].as_py()
+    (['access', 'public'], 'https://data.example.org/sst/day1.nc')
     """
     acc = [os.fspath(a) for a in access]
     pub = [_as_url(a) for a in acc] if public is None else [str(p) for p in public]
@@ -206,9 +224,9 @@ def scan_many(
 
     ``workers=None`` or ``1`` scans one file at a time; ``workers=N`` keeps N scans going at
     once; a ``dask.distributed.Client`` runs the scans on its cluster, one task per file, and
-    only Arrow tables travel back. Each file's scan runs in a reused helper process with
+    only Arrow tables travel back. Each file's scan runs in a reused scanner process with
     its own deadline of ``timeout`` seconds (see :func:`dafzarr.refs.scan`), so N workers
-    are N helper processes. Sources may be ``http(s)://`` and ``s3://`` URLs, reached with
+    are N scanner processes. Sources may be ``http(s)://`` and ``s3://`` URLs, reached with
     ``storage_options`` or through an obstore ``store`` (as for :func:`~dafzarr.refs.scan`).
 
     A collection of remote files is bound by the network's latency, not by the scans: the
@@ -217,8 +235,52 @@ def scan_many(
     ``in_flight`` + 1 (a file being scanned reads what was not fetched ahead one request at a
     time; a file ahead makes its HEAD, then fetches the blocks the first file's scan read in
     one ranged request). The scans themselves go to up to
-    :data:`REMOTE_SCAN_PROCESSES` helper processes (2 where the machine has 2 cores or
+    :data:`REMOTE_SCAN_PROCESSES` scanner processes (2 where the machine has 2 cores or
     more), files queued ahead in each.
+
+    Parameters
+    ----------
+    sources
+        File paths or URLs, or a :func:`mosaic_sources` table (``access`` scanned, ``public``
+        written into the references).
+    workers
+        ``None`` or 1: one file at a time; N: N files at once (N scanner processes); a
+        ``dask.distributed.Client``: scan on its cluster.
+    progress
+        Show a progress bar on stderr.
+    on_unsupported, timeout, storage_options, store
+        As for :func:`~dafzarr.refs.scan` (``timeout``: seconds per file).
+    in_flight
+        Remote files opened and fetched ahead of the one being scanned (default 16).
+
+    Returns
+    -------
+    list of ScanResult
+        One per source, in the order of ``sources``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        A ``workers`` that is neither ``None``, an int >= 1 nor a dask ``Client``; an
+        ``in_flight`` that is not an int >= 1; a sources table without the columns
+        ``access`` and ``public``; as for :func:`~dafzarr.refs.scan`.
+    UnsupportedHDF5Error, H5Error, ScanTimeoutError, HttpReadError
+        As for :func:`~dafzarr.refs.scan`, naming the file at fault.
+
+    Examples
+    --------
+    Two files of two time steps each, ``time`` a dimension scale (as netCDF4 writes it):
+
+    >>> import h5py
+    >>> for day in range(2):
+    ...     with h5py.File(f"day{day}.nc", "w") as f:
+    ...         f["time"] = [day + 0.0, day + 0.5]
+    ...         f["time"].make_scale("time")
+    ...         sst = f.create_dataset("sst", data=np.full(2, day, "f4"), chunks=(1,))
+    ...         sst.dims[0].attach_scale(f["time"])
+    >>> scans = dafzarr.refs.scan_many(["day0.nc", "day1.nc"], progress=False)
+    >>> [s.path for s in scans], [s.coords["time"].tolist() for s in scans]
+    (['day0.nc', 'day1.nc'], [[0.0, 0.5], [1.0, 1.5]])
     """
     check_timeout(timeout)
     if isinstance(in_flight, bool) or not isinstance(in_flight, int) or in_flight < 1:

@@ -20,17 +20,15 @@ import numpy as np
 from ...errors import InvalidArgumentError, VariableLeftOutWarning
 from ..atomic import atomic_file
 from ..ioerror import storage_io
-from .layout import PLACEMENT_FILE, VALUES_FILE
+from .filenames import PLACEMENT_FILE, VALUES_FILE
 from .model import (
     ScanResult,
     Variable,
-    VirtualArray,
-    VirtualDataset,
     chunk_grid,
     dumps,
-    used_groups,
 )
 from .stream import REFS_SCHEMA, ReferenceWriter, check_record_size
+from .virtual import VirtualArray, VirtualDataset, used_groups
 
 __all__ = [
     "LEFT_OUT_ATTRIBUTE",
@@ -238,6 +236,40 @@ def as_virtual(
     no inlined chunk); ``N > 0`` also copies the bytes of chunks smaller than ``N`` bytes into
     the references. A composed dataset that inlines values (coordinates) is refused with
     ``0`` unless ``values_file`` says the writer references them in a file of its own.
+
+    Parameters
+    ----------
+    dataset
+        A scanned file (:func:`scan`) or a composed dataset (returned as it is, once checked).
+    inline_threshold
+        ``None``, ``0`` or a number of bytes ``N > 0``, as above.
+    values_file
+        Whether the caller writes a composed dataset's inlined values into a file of the
+        store (as :func:`write_parquet` does with ``inline_threshold=0``).
+
+    Returns
+    -------
+    VirtualDataset
+        One file's arrays over its URL, with the groups that hold them.
+
+    Raises
+    ------
+    InvalidArgumentError
+        An ``inline_threshold`` that is neither ``None`` nor an integer >= 0; a composed
+        dataset with ``inline_threshold > 0``, or with ``0`` while it inlines values and
+        ``values_file`` is false; with ``0``, a file whose root attribute
+        ``dafzarr_variables_left_out`` is taken already.
+
+    Examples
+    --------
+    >>> import h5py
+    >>> with h5py.File("day0.nc", "w") as f:
+    ...     sst = f.create_dataset("sst", data=np.arange(32, dtype="f4").reshape(4, 8),
+    ...                            chunks=(2, 4))
+    ...     sst.attrs["units"] = "degC"
+    >>> vds = dafzarr.refs.as_virtual(dafzarr.refs.scan("day0.nc"), inline_threshold=64)
+    >>> sorted(vds.arrays["sst"].raw), vds.arrays["sst"].path_index.tolist()
+    ([0, 1, 2, 3], [-1, -1, -1, -1])
     """
     check_inline_threshold(inline_threshold)
     if isinstance(dataset, VirtualDataset):
@@ -322,6 +354,57 @@ def write_parquet(
     ``group`` writes only the arrays directly in that group (``""``: the root), as the root
     of a flat store (see :func:`one_group`): VirtualiZarr 2.5.1's parquet parser cannot list
     nested groups, so write one store per group for it.
+
+    Parameters
+    ----------
+    dataset
+        A scanned file (:func:`scan`) or a composed dataset (:func:`compose`).
+    out_path
+        The store directory to create.
+    record_size
+        References per Parquet file (an integer >= 1).
+    compression
+        The Parquet compression codec (``"zstd"``, ``"snappy"``, ``"none"``, ...).
+    overwrite
+        Replace an existing reference store at ``out_path``.
+    inline_threshold
+        ``None``, ``0`` or ``N > 0``, as above.
+    group
+        Write only the arrays of this group, as the root of the store (default: all).
+
+    Returns
+    -------
+    pathlib.Path
+        ``out_path``.
+
+    Raises
+    ------
+    OutputExistsError
+        ``out_path`` exists and ``overwrite`` was not given, or it exists and is not a
+        reference store (never replaced).
+    InvalidArgumentError
+        A ``record_size`` that is not an integer >= 1; a ``group`` that holds no array; an
+        array whose references do not match its chunk grid; as for :func:`as_virtual`.
+    StorageIOError
+        The file system failed while writing (a full disk, a quota); the message says what
+        was being written, and the destination stays as it was.
+
+    Examples
+    --------
+    >>> import h5py
+    >>> with h5py.File("day0.nc", "w") as f:
+    ...     sst = f.create_dataset("sst", data=np.arange(32, dtype="f4").reshape(4, 8),
+    ...                            chunks=(2, 4))
+    ...     sst.attrs["units"] = "degC"
+    >>> dafzarr.refs.write_parquet(dafzarr.refs.scan("day0.nc"), "day0.refs").name
+    'day0.refs'
+    >>> import zarr
+    >>> from fsspec.implementations.reference import ReferenceFileSystem
+    >>> fs = ReferenceFileSystem("day0.refs", remote_protocol="file", asynchronous=True)
+    >>> g = zarr.open_group(zarr.storage.FsspecStore(fs, read_only=True), mode="r",
+    ...                     zarr_format=2)
+    >>> g["sst"][1, :4], g["sst"].attrs["units"]
+    (array([ 8.,  9., 10., 11.], dtype=float32), 'degC')
     """
     check_record_size(record_size)
     vds = one_group(as_virtual(dataset, inline_threshold=inline_threshold, values_file=True),
@@ -361,6 +444,42 @@ def to_kerchunk_json(
     Missing chunks have no key (readers return the fill value); inlined chunks are
     ``"base64:..."`` strings. Written to ``out_path`` when given (replaced whole, by a rename,
     once complete). ``inline_threshold`` as in :func:`as_virtual`.
+
+    Parameters
+    ----------
+    dataset
+        A scanned file (:func:`scan`) or a composed dataset (:func:`compose`).
+    out_path
+        The JSON file to write (default: write nothing, return the document).
+    inline_threshold
+        ``None``, ``0`` or ``N > 0``, as for :func:`as_virtual`.
+
+    Returns
+    -------
+    dict
+        The references document: zarr metadata as JSON text, each chunk as ``[url, offset,
+        size]`` or a ``"base64:..."`` string.
+
+    Raises
+    ------
+    InvalidArgumentError
+        As for :func:`as_virtual`; with ``0``, a composed dataset that inlines values (a JSON
+        file has no file of its own to reference them in); an array whose references do not
+        match its chunk grid.
+    StorageIOError
+        The file system failed while writing ``out_path``.
+
+    Examples
+    --------
+    >>> import h5py
+    >>> with h5py.File("day0.nc", "w") as f:
+    ...     sst = f.create_dataset("sst", data=np.arange(32, dtype="f4").reshape(4, 8),
+    ...                            chunks=(2, 4))
+    ...     sst.attrs["units"] = "degC"
+    >>> doc = dafzarr.refs.to_kerchunk_json(dafzarr.refs.scan("day0.nc"), "day0.json")
+    >>> url, offset, size = doc["refs"]["sst/1.0"]
+    >>> url.endswith("/day0.nc"), size
+    (True, 32)
     """
     vds = as_virtual(dataset, inline_threshold=inline_threshold)
     refs: dict[str, Any] = {k: dumps(v) for k, v in vds.metadata().items()}

@@ -171,7 +171,7 @@ CD_CRC_OFFSET: int = _zipdir.CD_CRC_OFFSET
 
 # --- Parsing ---------------------------------------------------------------------------
 
-Reader = Callable[[int, int], bytes]
+ReadAt = Callable[[int, int], bytes]
 """``read(offset, length) -> bytes``; only ever called with in-bounds ranges."""
 
 
@@ -191,7 +191,7 @@ def bad(path: object, what: str) -> CorruptArchiveError:
     return CorruptArchiveError(f"{path}: not a valid ZIP archive: {what}")
 
 
-def read_trailer_at(read: Reader, size: int, eocd: int, path: object) -> Trailer:
+def read_trailer_at(read: ReadAt, size: int, eocd: int, path: object) -> Trailer:
     """Parse the end record at ``eocd`` (and the ZIP64 records it points to)."""
     if eocd < 0 or eocd + EOCD_SIZE > size:
         raise bad(path, "end of central directory record out of range")
@@ -235,7 +235,7 @@ def read_trailer_at(read: Reader, size: int, eocd: int, path: object) -> Trailer
     return Trailer(cd_offset, cd_size, n_total, start, end, comment)
 
 
-def find_trailer(read: Reader, size: int, path: object) -> Trailer:
+def find_trailer(read: ReadAt, size: int, path: object) -> Trailer:
     """Locate the end records of an archive whose end record ends exactly at EOF."""
     if size >= TRAILER_SIZE:
         # Fast path: the 98-byte ZIP64 trailer with no comment, as this store writes it.
@@ -304,7 +304,7 @@ DIRECTORY_PIECE = 1 << 20
 
 
 def parse_central_directory_in_pieces(
-    read: Reader, trailer: Trailer, path: object, piece: int = DIRECTORY_PIECE
+    read: ReadAt, trailer: Trailer, path: object, piece: int = DIRECTORY_PIECE
 ) -> list[Entry]:
     """:func:`parse_central_directory` of the directory ``trailer`` points to, read and
     parsed ``piece`` bytes at a time (the same checks and messages), so that its bytes
@@ -340,7 +340,7 @@ def check_no_overlap(entries: list[Entry], path: object) -> None:
     _check_no_overlap(entries, path)
 
 
-def resolve_data_offset(read: Reader, entry: Entry, limit: int, path: object) -> int:
+def resolve_data_offset(read: ReadAt, entry: Entry, limit: int, path: object) -> int:
     """Where an entry's data starts, from its own local header, checked against ``limit``."""
     lfh = entry.lfh_offset
     if lfh + LFH_SIZE > limit:
@@ -379,7 +379,7 @@ class _LocalHeader:
 
 
 def _read_local_header(
-    read: Reader, pos: int, limit: int, *, dead_ok: bool = False
+    read: ReadAt, pos: int, limit: int, *, dead_ok: bool = False
 ) -> _LocalHeader | None:
     """The local header at ``pos`` if its fixed part, name and extra lie below ``limit``.
 
@@ -412,7 +412,7 @@ def _name_text(raw: bytes, flags: int) -> str:
     return raw.decode("utf-8") if flags & FLAG_UTF8 else raw.decode("cp437")
 
 
-def local_header_matches(read: Reader, entry: Entry, limit: int) -> bool:
+def local_header_matches(read: ReadAt, entry: Entry, limit: int) -> bool:
     """Whether the local header of an entry agrees with its central-directory record."""
     h = _read_local_header(read, entry.lfh_offset, limit)
     if h is None or h.method != entry.method:
@@ -439,7 +439,7 @@ def _local_zip64_sizes(extra: bytes) -> tuple[int, int] | None:
     return None
 
 
-def local_crc(read: Reader, entry: Entry) -> int:
+def local_crc(read: ReadAt, entry: Entry) -> int:
     """The CRC-32 stored in an entry's local header."""
     return int(_U32.unpack(read(entry.lfh_offset + LFH_CRC_OFFSET, 4))[0])
 
@@ -460,7 +460,7 @@ class LocalRecord:
     refused: str | None = None  # why the name cannot be served, if it cannot
 
 
-def read_local_record(read: Reader, pos: int, size: int, path: object) -> LocalRecord | None:
+def read_local_record(read: ReadAt, pos: int, size: int, path: object) -> LocalRecord | None:
     """The local header at ``pos`` if it is complete and self-describing, else None.
 
     Self-describing: no data descriptor, no encryption, sizes in the header (or its ZIP64

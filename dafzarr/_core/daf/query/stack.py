@@ -20,17 +20,17 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
+from ...aliases import Array
 from . import operations as _ops
+from .literals import TYPES, parse_as, type_name
 from .operations import QueryOperation
 from .registry import Compressed
-from .values import TYPES, parse_as, type_name
 
 __all__ = [
     "COMPARISONS", "Mat", "Vec", "compare", "dtype_error", "empties", "factorize", "fail_type",
     "is_strings", "settle", "truth",
 ]
 
-Array = np.ndarray[Any, Any]
 
 #: The comparison operations, each with its numpy comparison (``None``: regular expressions).
 _NUMERIC: dict[type[QueryOperation], Any] = {

@@ -14,10 +14,10 @@ import numpy as np
 from ...errors import CorruptArrayFileError
 from . import segments as seg
 from .allocator import BlockAllocator
-from .backends import Backend
-from .cache import DeltaCache
 from .footer import corrupt
 from .geometry import clipped
+from .lru import DeltaCache
+from .objects import ArrayFileStorage
 from .records import Layer, Meta
 from .types import decode_chunk
 
@@ -29,7 +29,7 @@ _MAX_SEGMENT_TABLE = 256 << 20  # a larger gap before the footer is not a segmen
 class ChunkReader:
     """Reads chunk bytes and values of the layers of one file set (``key``: its base)."""
 
-    def __init__(self, backend: Backend, cache: DeltaCache, key: str) -> None:
+    def __init__(self, backend: ArrayFileStorage, cache: DeltaCache, key: str) -> None:
         self.backend = backend
         self.cache = cache
         self.key = key

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import InvalidArgumentError
-from .cache import DeltaCache
+from .lru import DeltaCache
 from .types import U32_MAX
 
 __all__ = ["FileConfig", "MiB"]
@@ -32,6 +32,19 @@ class FileConfig:
         None.
     cache
         A :class:`DeltaCache` shared with other files, under its own budget.
+
+    Raises
+    ------
+    InvalidArgumentError
+        An unknown ``codec``, or a ``block_target_size`` outside 1 byte to 4 GiB - 1.
+
+    Examples
+    --------
+    >>> from dafzarr.arrayfile import ArrayFile, FileConfig
+    >>> config = FileConfig(codec="zstd", zstd_level=5)
+    >>> with ArrayFile.create("example.af", config=config) as f:
+    ...     f.define_array("a", "float64", ["x"], [3])
+    ...     f.write_array("a", [0], [1.0, 2.0, 3.0])
     """
 
     codec: str | None = "lz4"

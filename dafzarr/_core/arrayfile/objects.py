@@ -36,16 +36,22 @@ from ..atomic import (
     retry_interrupted,
     unmark_live,
 )
-from ..io import FileSource, MemorySource, ObjectSource, file_version, object_version, same_object
-from ..zipstore.format import unsafe_name_reason
+from ..io import (
+    BytesLike,
+    FileSource,
+    MemorySource,
+    ObjectSource,
+    file_version,
+    object_version,
+    same_object,
+)
+from ..zipstore.ziprecords import unsafe_name_reason
 
-__all__ = ["Backend", "FileRange", "LocalBackend", "MemoryBackend", "ObstoreBackend", "Tail"]
-
-Buffer = bytes | bytearray | memoryview
+__all__ = ["ArrayFileStorage", "FileRange", "LocalStorage", "MemoryStorage", "ObstoreStorage", "Tail"]
 
 
 class FileRange:
-    """Bytes of an open temporary file, passed to :meth:`Backend.put` without reading them
+    """Bytes of an open temporary file, passed to :meth:`ArrayFileStorage.put` without reading them
     into memory first (a local put copies them in the kernel)."""
 
     __slots__ = ("fd", "length", "offset")
@@ -93,13 +99,13 @@ class Tail:
 
     __slots__ = ("data", "size", "version")
 
-    def __init__(self, data: Buffer, size: int, version: str) -> None:
+    def __init__(self, data: BytesLike, size: int, version: str) -> None:
         self.data = data
         self.size = size
         self.version = version
 
 
-class Backend:
+class ArrayFileStorage:
     """Abstract object access; keys are '/'-separated names (absolute paths for files)."""
 
     ident: str
@@ -110,12 +116,12 @@ class Backend:
     def tail(self, key: str, n: int) -> Tail:
         raise NotImplementedError
 
-    def read(self, key: str, version: str, start: int, end: int) -> Buffer:
+    def read(self, key: str, version: str, start: int, end: int) -> BytesLike:
         raise NotImplementedError
 
     def read_ranges(
         self, key: str, version: str, ranges: Sequence[tuple[int, int]]
-    ) -> list[Buffer]:
+    ) -> list[BytesLike]:
         """The bytes of each ``(start, end)`` of one version of ``key`` (concurrently where
         the store allows it)."""
         return [self.read(key, version, a, b) for a, b in ranges]
@@ -190,7 +196,7 @@ class _LocalFile(FileSource):
 _IOV_MAX = 1024  # POSIX requires at least 16; Linux allows 1024 buffers per call
 
 
-class LocalBackend(Backend):
+class LocalStorage(ArrayFileStorage):
     """Files on a POSIX file system; writes go to a temporary file then are renamed or linked.
 
     An open :class:`~dafzarr._core.io.FileSource` is kept per object version, so a reader keeps
@@ -231,7 +237,7 @@ class LocalBackend(Backend):
         data, head = self._source(key, None).read_tail(n)
         return Tail(data, head.size, head.version)
 
-    def read(self, key: str, version: str, start: int, end: int) -> Buffer:
+    def read(self, key: str, version: str, start: int, end: int) -> BytesLike:
         return self._source(key, version).read(start, end)
 
     def read_into(self, key: str, version: str, start: int, buffers: Sequence[memoryview]
@@ -406,7 +412,7 @@ def _fsync_dir(directory: str) -> None:
 _counter = itertools.count(1)
 
 
-class MemoryBackend(Backend):
+class MemoryStorage(ArrayFileStorage):
     """Objects held in a dict (``ArrayFile.create_memory``); nothing survives the process."""
 
     def __init__(self) -> None:
@@ -424,7 +430,7 @@ class MemoryBackend(Backend):
         data, head = self._get(key).read_tail(n)
         return Tail(data, head.size, head.version)
 
-    def read(self, key: str, version: str, start: int, end: int) -> Buffer:
+    def read(self, key: str, version: str, start: int, end: int) -> BytesLike:
         return self._get(key).read(start, end, version=version)
 
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
@@ -454,7 +460,7 @@ class MemoryBackend(Backend):
 # --- obstore ---------------------------------------------------------------------------
 
 
-class ObstoreBackend(Backend):
+class ObstoreStorage(ArrayFileStorage):
     """Any obstore store (local, memory, S3, GCS, Azure, HTTP for reading).
 
     Opening costs one suffix-range GET per object; range reads go through
@@ -481,12 +487,12 @@ class ObstoreBackend(Backend):
         data, head = self._source(key).read_tail(n)
         return Tail(data, head.size, head.version)
 
-    def read(self, key: str, version: str, start: int, end: int) -> Buffer:
+    def read(self, key: str, version: str, start: int, end: int) -> BytesLike:
         return self._source(key).read(start, end, version=version)
 
     def read_ranges(
         self, key: str, version: str, ranges: Sequence[tuple[int, int]]
-    ) -> list[Buffer]:
+    ) -> list[BytesLike]:
         return self._source(key).read_ranges(ranges, version=version)
 
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:

@@ -16,11 +16,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import AnnDataConversionError
-from .plan import Plan, daf_dtype
+from .plan import ConversionPlan, Spec, daf_dtype
 
 __all__ = ["decode_matrix", "encode_matrix"]
 
-Spec = dict[str, Any]
 
 _SPARSE = (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array, sp.csc_array, sp.coo_array)
 
@@ -51,7 +50,7 @@ def _stored_index_type(dtype: np.dtype[Any], largest: int) -> np.dtype[Any] | No
     return None
 
 
-def encode_matrix(plan: Plan, rows: str, cols: str, name: str, value: Any, where: str) -> Spec:
+def encode_matrix(plan: ConversionPlan, rows: str, cols: str, name: str, value: Any, where: str) -> Spec:
     """Plan ``value`` (``len(rows) x len(cols)``) as the matrix ``name``; its spec."""
     if sp.issparse(value):
         cls = _sparse_class(value)

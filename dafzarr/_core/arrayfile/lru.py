@@ -75,9 +75,26 @@ class DeltaCache:
         Budget for raw, still-compressed block bytes, so that a block evicted from the first
         level is decompressed again without another read from storage.
 
+    Raises
+    ------
+    InvalidArgumentError
+        A budget is negative.
+
+    Notes
+    -----
     Entries are keyed by (storage, object key, object version, block id): a block read before
     ``compact`` replaced an object is never served for the new object. Both budgets at 0 turn
     caching off.
+
+    Examples
+    --------
+    >>> from dafzarr.arrayfile import ArrayFile, DeltaCache, FileConfig
+    >>> shared = FileConfig(cache=DeltaCache(block_bytes=64 << 20, io_bytes=16 << 20))
+    >>> with ArrayFile.create("one.af", config=shared) as one:
+    ...     one.define_array("a", "int8", ["x"], [2])
+    >>> with ArrayFile.open("one.af", config=shared) as again:
+    ...     again.list_arrays()
+    ['a']
     """
 
     def __init__(self, block_bytes: int = 256 << 20, io_bytes: int = 64 << 20) -> None:
@@ -91,6 +108,20 @@ class DeltaCache:
         )
 
     def clear(self) -> None:
-        """Drop every entry."""
+        """Drop every entry (of both levels); the next reads load their blocks again.
+
+        Raises
+        ------
+        None
+            Clearing cannot fail.
+
+        Examples
+        --------
+        >>> from dafzarr.arrayfile import DeltaCache
+        >>> cache = DeltaCache()
+        >>> cache.clear()
+        >>> cache
+        DeltaCache(block_bytes=268435456, io_bytes=67108864; holding 0 + 0 bytes)
+        """
         self.blocks.clear()
         self.io.clear()
