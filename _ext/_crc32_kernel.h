@@ -14,7 +14,7 @@
  *
  * Folding constants: K(n) = reflect32(x^n mod P) << 1. A fold over a distance of D bits
  * multiplies the low and high 64-bit halves of an accumulator by K(D + 32) and K(D - 32).
- * tests/test_crc32.py recomputes every constant below from the polynomial.
+ * tests/kernels/test_crc32.py recomputes every constant below from the polynomial.
  *
  * Conventions match zlib: dz_crc32(0, p, n) == zlib.crc32(bytes(p[:n])), and the value
  * returned for a prefix may be passed back in to continue.

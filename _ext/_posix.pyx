@@ -69,6 +69,8 @@ cdef extern from "_crc32_parallel.h" nogil:
 # --- Python imports --------------------------------------------------------------------
 import os
 
+from dafzarr.errors import ClosedError, InvalidArgumentError, OutOfBoundsError
+
 # --- Module state ----------------------------------------------------------------------
 dz_crc_init()  # build tables and pick the kernel once, under the GIL
 cdef size_t PAGE = <size_t>sysconf(_SC_PAGESIZE)
@@ -143,7 +145,9 @@ def set_threads(int n):
     """
     cdef int previous = dz_get_threads()
     if n < 1 or n > DZ_MAX_THREADS:
-        raise ValueError(f"thread count must be between 1 and {DZ_MAX_THREADS}, not {n}")
+        raise InvalidArgumentError(
+            f"thread count must be between 1 and {DZ_MAX_THREADS}, not {n}"
+        )
     dz_set_threads(n)
     return previous
 
@@ -159,7 +163,9 @@ def _default_threads():
         try:
             n = int(env)
         except ValueError:
-            raise ValueError(f"DAFZARR_NUM_THREADS must be an integer, not {env!r}") from None
+            raise InvalidArgumentError(
+                f"DAFZARR_NUM_THREADS must be an integer, not {env!r}"
+            ) from None
         return max(1, min(n, DZ_MAX_THREADS))
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                       else (os.cpu_count() or 1), 8))
@@ -282,14 +288,14 @@ cdef class FileMapping:
 
     cdef int _check_open(self) except -1:
         if self._fd == -1:
-            raise ValueError(f"the mapping of {self.path} is closed")
+            raise ClosedError(f"the mapping of {self.path} is closed")
         return 0
 
     cdef int _check_range(self, Py_ssize_t offset, Py_ssize_t length) except -1:
         self._check_open()
         if offset < 0 or length < 0 or <size_t>offset > self._size or \
                 <size_t>length > self._size - <size_t>offset:
-            raise IndexError(
+            raise OutOfBoundsError(
                 f"byte range [{offset}, {offset + length}) is outside the "
                 f"{self._size}-byte file {self.path}"
             )

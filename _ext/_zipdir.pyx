@@ -30,7 +30,7 @@ cimport _zipformat as zf
 from _bytes cimport le_u16, le_u32, le_u64, put_u16, put_u32, put_u64
 from dafzarr._posix cimport crc32_copy
 
-from dafzarr.errors import CorruptArchiveError
+from dafzarr.errors import ClosedError, CorruptArchiveError
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object)
@@ -492,7 +492,7 @@ cdef long long _append_one(
 cdef uint8_t* _mapped_base(object fm, long long* mapped) except NULL:
     """The writable mapping's base address and size (checked open and writable)."""
     if fm.closed or not fm.writable:
-        raise ValueError(f"the mapping of {fm.path} is closed or read-only")
+        raise ClosedError(f"the mapping of {fm.path} is closed or read-only")
     mapped[0] = fm.size
     return <uint8_t*><size_t>fm.address
 
@@ -603,7 +603,9 @@ def gather_records(list keep not None, bytearray cd not None):
     for item in keep:
         e = <Entry?>item
         if e.cd_pos < 0 or e.cd_pos + e.cd_len > size:
-            raise ValueError(f"entry {e.name!r}: record outside the directory in memory")
+            raise CorruptArchiveError(
+                f"entry {e.name!r}: record outside the directory in memory"
+            )
         total += e.cd_len
     out = bytearray(total)
     src = PyByteArray_AS_STRING(cd)

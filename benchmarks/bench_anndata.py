@@ -35,7 +35,7 @@ import dafzarr
 from dafzarr.anndata import anndata_to_daf, daf_to_anndata
 
 from . import common as c
-from .bench_daf import rows_block
+from .daf_data import rows_block
 
 N_PCS = 50
 _SIZES: dict[str, int] = {}

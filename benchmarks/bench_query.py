@@ -38,15 +38,15 @@ import numpy as np
 
 import dafzarr
 
-from . import bench_daf
 from . import common as c
+from . import daf_data
 
 N_TYPES = 40
 CALLS = 50  # calls per sample of the masks suite
 
 
 def make_data(the_seed: int) -> dict[str, Any]:
-    d = bench_daf.make_data(the_seed)
+    d = daf_data.make_data(the_seed)
     cells = len(d["cells"])
     rng = np.random.default_rng(the_seed + 1)
     d["types"] = np.asarray([f"T{i}" for i in range(N_TYPES)], dtype=object)
@@ -85,7 +85,7 @@ GROUP_QUERY = "@ cell @ gene :: UMIs -/ type =@ >- Sum"
 
 
 def _size(s: Any) -> str:
-    cells, genes, _density = bench_daf.sizes()
+    cells, genes, _density = daf_data.sizes()
     return f"{cells:,} x {genes:,}, nnz {s.nnz:,}, {N_TYPES} types"
 
 
@@ -109,7 +109,7 @@ class Group(c.TempDirSuite):
         self._mktemp()
         d = dataset()
         self.nnz = d["X"].nnz
-        self.nbytes = bench_daf.data_bytes(d["X"])
+        self.nbytes = daf_data.data_bytes(d["X"])
         self.path = self.p("q.daf.zarr.zip")
         write_daf(self.path, d)
         self.x = d["X"]
@@ -185,7 +185,7 @@ class Masks(c.TempDirSuite):
         return out
 
     def _cells(self) -> str:
-        cells, _genes, _density = bench_daf.sizes()
+        cells, _genes, _density = daf_data.sizes()
         return f"{cells:,} cells"
 
     @c.bench("@ cell [ type = T3 & age > K ] : score", "ZarrDaf ZIP (open)", c.PER_CALL,
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     with c.RunClock() as clock:
         c.eprint(f"seed {seed()}; generating data ...")
         results = c.run_suites(SUITES, only, rounds)
-    cells, genes, density = bench_daf.sizes()
+    cells, genes, density = daf_data.sizes()
     c.report("Daf query benchmarks", [
         (f"* dafzarr {dafzarr.__version__}, scanpy {version('scanpy')}, anndata "
          f"{version('anndata')}, pandas {version('pandas')}"),

@@ -37,6 +37,7 @@ __all__ = [
     "ClosedError",
     "CorruptArchiveError",
     "CorruptArrayFileError",
+    "CorruptDafError",
     "CorruptDataError",
     "CorruptFooterError",
     "DafContractError",
@@ -80,6 +81,7 @@ __all__ = [
     "UnsafeCastError",
     "UnsafeEntryNameError",
     "UnstableFileSetError",
+    "UnsupportedDafError",
     "UnsupportedElementTypeError",
     "UnsupportedEntryError",
     "UnsupportedError",
@@ -222,8 +224,27 @@ class RecoveryWarning(DafzarrWarning):
     """A writable open repaired an archive left behind by an interrupted writer."""
 
 
-class DafFormatError(CorruptDataError, ValueError):
-    """A path, store or name is not a valid Daf data set (or not for this operation)."""
+class DafFormatError(DafzarrError, ValueError):
+    """A path, store, name or value is not a valid Daf data set (or not for this operation).
+
+    The common base of :class:`CorruptDafError` (a damaged data set) and
+    :class:`UnsupportedDafError` (a format or version this reader does not handle), so
+    ``except DafFormatError`` catches both. Raised itself for a Daf path, a name or a value
+    the caller gave that the format refuses (an invalid axis or property name, repeated axis
+    entries, an invalid sparse value).
+    """
+
+
+class CorruptDafError(DafFormatError, CorruptDataError):
+    """A Daf data set is damaged or inconsistent: it is not a Daf group, its metadata do not
+    parse, an array's shape or chunk does not fit its axes, stored indices lie out of range
+    (the message names the data set and the array)."""
+
+
+class UnsupportedDafError(DafFormatError, UnsupportedError):
+    """A Daf data set uses a format version, an element type, a codec or a layout this reader
+    does not handle, or one that cannot be shown as asked (two properties that map to one
+    xarray name); the message names the data set and the feature."""
 
 
 class AnnDataConversionError(UnsupportedError, ValueError):

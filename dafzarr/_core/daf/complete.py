@@ -21,7 +21,7 @@ import posixpath
 from collections.abc import Sequence
 from typing import Any
 
-from ...errors import DafFormatError, InvalidArgumentError
+from ...errors import CorruptDafError, InvalidArgumentError
 from .chain import chain_reader, chain_writer
 from .view import viewer
 from .zarrdaf import ZarrDaf, open_daf
@@ -171,7 +171,7 @@ def _collect(name: str, path: str, mode: str, *, index: int, seen: tuple[str, ..
     dafs: list[Any] = []
     while True:
         if path in seen:
-            raise DafFormatError(f"the data sets name each other as their base: "
+            raise CorruptDafError(f"the data sets name each other as their base: "
                                  f"{' -> '.join((*seen, path))}")
         seen = (*seen, path)
         daf = open_daf(path, mode)  # type: ignore[arg-type]
@@ -181,7 +181,7 @@ def _collect(name: str, path: str, mode: str, *, index: int, seen: tuple[str, ..
         if base is None:
             return dafs
         if not isinstance(base, str):
-            raise DafFormatError(f"the scalar {REPOSITORY} is not a path: {base}\n"
+            raise CorruptDafError(f"the scalar {REPOSITORY} is not a path: {base}\n"
                                  f"in the daf data: {daf.name}")
         path = _joined(path, base)
         view = daf.get_scalar(VIEW, default=None)
@@ -247,6 +247,6 @@ def parse_view_json(text: Any, where: str) -> tuple[list[Any] | None, list[Any] 
                         key = tuple(json.loads(key.replace("(", "[").replace(")", "]")))
                     out[part].append((key, query))
     except (TypeError, ValueError, AttributeError) as exc:
-        raise DafFormatError(f"the scalar {VIEW} is not the JSON of a view: {text!r} "
+        raise CorruptDafError(f"the scalar {VIEW} is not the JSON of a view: {text!r} "
                              f"({exc})\nin the daf data: {where}") from None
     return out.get("axes"), out.get("data")

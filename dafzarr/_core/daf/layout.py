@@ -19,7 +19,12 @@ import numpy as np
 from numcodecs import VLenUTF8
 
 from ..._vlen import decode_vlen_utf8
-from ...errors import DafFormatError, InvalidArgumentError, InvalidArgumentTypeError
+from ...errors import (
+    CorruptDafError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    UnsupportedDafError,
+)
 
 __all__ = [
     "ELEMENT_TYPES",
@@ -61,7 +66,7 @@ def decode_strings(data: Any, count: int, where: str) -> np.ndarray[Any, Any]:
     raw = memoryview(data).cast("B")
     if len(raw) < 4 or _U32.unpack_from(raw, 0)[0] != count:
         found = _U32.unpack_from(raw, 0)[0] if len(raw) >= 4 else "no"
-        raise DafFormatError(f"{where}: vlen-utf8 chunk holds {found} strings, expected {count}")
+        raise CorruptDafError(f"{where}: vlen-utf8 chunk holds {found} strings, expected {count}")
     if count == 0:
         return np.empty(0, dtype=object)
     try:
@@ -72,7 +77,7 @@ def decode_strings(data: Any, count: int, where: str) -> np.ndarray[Any, Any]:
             return shared
         out = _VLEN.decode(bytes(raw))
     except (ValueError, RuntimeError, UnicodeDecodeError) as exc:
-        raise DafFormatError(f"{where}: corrupt vlen-utf8 chunk: {exc}") from None
+        raise CorruptDafError(f"{where}: corrupt vlen-utf8 chunk: {exc}") from None
     return np.asarray(out, dtype=object).reshape(-1)
 
 
@@ -149,7 +154,7 @@ def _parse_json(path: str, doc: bytes) -> Any:
     try:
         return json.loads(bytes(doc))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DafFormatError(f"invalid Zarr metadata at {path!r}: {exc}") from None
+        raise CorruptDafError(f"invalid Zarr metadata at {path!r}: {exc}") from None
 
 
 class V2Layout(ZarrLayout):
@@ -193,7 +198,7 @@ class V2Layout(ZarrLayout):
             chunks = tuple(int(n) for n in meta["chunks"])
             dt_text = meta["dtype"]
         except (KeyError, TypeError, ValueError) as exc:
-            raise DafFormatError(f"invalid .zarray at {path!r}: {exc!r}") from None
+            raise CorruptDafError(f"invalid .zarray at {path!r}: {exc!r}") from None
         filters = meta.get("filters") or []
         ids = [f.get("id") for f in filters if isinstance(f, dict)]
         dtype: np.dtype[Any] | str
@@ -204,11 +209,11 @@ class V2Layout(ZarrLayout):
             try:
                 raw = np.dtype(dt_text)
             except TypeError:
-                raise DafFormatError(f"unsupported dtype {dt_text!r} in {path!r}") from None
+                raise UnsupportedDafError(f"unsupported dtype {dt_text!r} in {path!r}") from None
             try:
                 dtype = element_type(raw, repr(path)) if raw.kind in "biuf" else raw
             except InvalidArgumentTypeError as exc:  # stored: as v3's unsupported data_type
-                raise DafFormatError(str(exc)) from None
+                raise UnsupportedDafError(str(exc)) from None
             if isinstance(dtype, np.dtype) and dtype.kind in "US":
                 dtype = STRING
             simple_filters = not ids and raw.byteorder != ">"
@@ -282,14 +287,14 @@ class V3Layout(ZarrLayout):
             grid = meta["chunk_grid"]
             codecs = meta.get("codecs") or []
         except (KeyError, TypeError, ValueError) as exc:
-            raise DafFormatError(f"invalid zarr.json at {path!r}: {exc!r}") from None
+            raise CorruptDafError(f"invalid zarr.json at {path!r}: {exc!r}") from None
         dtype: np.dtype[Any] | str
         if data_type == "string":
             dtype = STRING
         elif isinstance(data_type, str) and data_type in _BY_V3:
             dtype = _BY_V3[data_type]
         else:
-            raise DafFormatError(f"unsupported data_type {data_type!r} in {path!r}")
+            raise UnsupportedDafError(f"unsupported data_type {data_type!r} in {path!r}")
         names = [c.get("name") for c in codecs if isinstance(c, dict)]
         endian_ok = all(
             (c.get("configuration") or {}).get("endian", "little") == "little"
@@ -417,7 +422,7 @@ def check_version(version: Any, where: str, *, v3: bool) -> None:
     try:
         major, minor = (int(v) for v in version)
     except (TypeError, ValueError):
-        raise DafFormatError(f"invalid daf format version {version!r} in: {where}") from None
+        raise CorruptDafError(f"invalid daf format version {version!r} in: {where}") from None
     if major != VERSION[0] or minor > VERSION[1]:
         if v3:
             text = (
@@ -429,7 +434,7 @@ def check_version(version: Any, where: str, *, v3: bool) -> None:
                 f"incompatible format version: {major}.{minor}\n"
                 f"for the daf zarr group: {where}\nthe code supports version: 1.0"
             )
-        raise DafFormatError(text)
+        raise UnsupportedDafError(text)
 
 
 def is_packed(meta: dict[str, Any]) -> bool:

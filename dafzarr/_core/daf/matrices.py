@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import DafFormatError, DafMissingError, InvalidArgumentError
+from ...errors import CorruptDafError, DafFormatError, DafMissingError, InvalidArgumentError
 from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
@@ -71,8 +71,7 @@ class Matrices:
         if kind == "array":
             arr = self._storage.read_array(path)
             if arr.shape != (nc, nr):
-                raise DafFormatError(f"{self._storage.path}: matrix {path!r} has Zarr shape "
-                                     f"{arr.shape}, "
+                raise CorruptDafError(f"{self._storage.path}: matrix {path!r} has Zarr shape {arr.shape}, "
                                  f"expected {(nc, nr)} (reversed {rows} x {cols})")
             return arr.T
         nzval, rowval, colptr = self._stored_sparse(path, nc, populate=True)
@@ -97,12 +96,12 @@ class Matrices:
             nzval = np.ones(rowval.size, dtype=np.bool_)
         where = f"{self._storage.path}: {path}"
         if colptr.shape != (nc + 1,) or nzval.shape != rowval.shape:
-            raise DafFormatError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
+            raise CorruptDafError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
                              f"rowval {rowval.size}, nzval {nzval.size}")
         if int(colptr[0]) != 1 or int(colptr[-1]) != rowval.size + 1 or np.any(
             np.diff(colptr.astype(np.int64)) < 0
         ):
-            raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer "
+            raise CorruptDafError(f"{where}: colptr is not a valid 1-based CSC column pointer "
                              f"for {rowval.size} stored values")
         return nzval, rowval, colptr
 

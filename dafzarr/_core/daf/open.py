@@ -20,10 +20,12 @@ from typing import Any, NamedTuple
 from ...errors import (
     AppendOnlyError,
     CorruptArchiveError,
+    CorruptDafError,
     DafFormatError,
     DafNotFoundError,
     DafReadOnlyError,
     RefusedEntryWarning,
+    UnsupportedDafError,
 )
 from ..aliases import OpenMode
 from ..atomic import (
@@ -267,12 +269,12 @@ def _open_http(url: str, options: HttpOptions | None) -> HttpBackend:
     if root is not None:
         meta = metadata_doc(root, f"{url}/zarr.json")
         if meta.get("node_type") != "group":
-            raise DafFormatError(f"not a zarr group: {url}")
+            raise CorruptDafError(f"not a zarr group: {url}")
         cm = meta.pop("consolidated_metadata", None)
         if not isinstance(cm, dict) or cm.get("kind") != "inline" or not isinstance(
             cm.get("metadata"), dict
         ):
-            raise DafFormatError(
+            raise UnsupportedDafError(
                 f"remote zarr group lacks an inline `consolidated_metadata` field: {url}\n"
                 "expose the directory after any `ZarrDaf(...)` open on a writable filesystem "
                 "so the field is built"
@@ -289,7 +291,7 @@ def _open_http(url: str, options: HttpOptions | None) -> HttpBackend:
     doc = metadata_doc(zmeta, f"{url}/.zmetadata")
     entries = doc.get("metadata")
     if not isinstance(entries, dict):
-        raise DafFormatError(f"failed to open remote zarr group: {url}\nthe remote directory "
+        raise UnsupportedDafError(f"failed to open remote zarr group: {url}\nthe remote directory "
                              "must contain a consolidated .zmetadata file")
     for key, blob in _remote_entries(f"{url}/.zmetadata", entries, True):
         b.meta[key] = json.dumps(blob).encode()

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DafFormatError
+from ...errors import CorruptDafError, DafFormatError, UnsupportedDafError
 from .. import codecs as _codecs
 from ..codecs import DEFLATE_MAX_RATIO
 from .layout import decode_strings, is_packed
@@ -45,7 +45,7 @@ def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int
         return data
     name = codec.get("name")
     if name not in _CODECS:
-        raise DafFormatError(f"{where}: unsupported inner codec {name!r} in a packed array")
+        raise UnsupportedDafError(f"{where}: unsupported inner codec {name!r} in a packed array")
     return _codecs.decode(
         name, data, size, what=f"{where}: an inner chunk", error=DafFormatError,
         at_most=_MAX_RATIO * len(data) + _RATIO_SLACK, record="its chunk shape",
@@ -60,19 +60,19 @@ def read_packed(
     shape = tuple(int(n) for n in meta["shape"])
     inner = tuple(int(n) for n in config["chunk_shape"])
     if len(inner) != len(shape) or any(n <= 0 for n in inner):
-        raise DafFormatError(f"{where}: invalid inner chunk shape {inner} for shape {shape}")
+        raise CorruptDafError(f"{where}: invalid inner chunk shape {inner} for shape {shape}")
     codecs = config.get("codecs") or []
     names = [c.get("name") for c in codecs]
     if not names or names[0] not in ("bytes", "vlen-utf8") or len(names) > 2:
-        raise DafFormatError(f"{where}: unsupported inner codecs {names} in a packed array")
+        raise UnsupportedDafError(f"{where}: unsupported inner codecs {names} in a packed array")
     compressor = codecs[1] if len(codecs) == 2 else None
     if config.get("index_location", "end") != "start":
-        raise DafFormatError(f"{where}: only index_location 'start' is supported")
+        raise UnsupportedDafError(f"{where}: only index_location 'start' is supported")
     grid = tuple(math.ceil(n / c) for n, c in zip(shape, inner, strict=True))
     count = math.prod(grid)
     raw = memoryview(shard).cast("B")
     if len(raw) < 16 * count + 4:
-        raise DafFormatError(f"{where}: shard of {len(raw)} bytes is too short for {count} chunks")
+        raise CorruptDafError(f"{where}: shard of {len(raw)} bytes is too short for {count} chunks")
     index = struct.unpack_from(f"<{2 * count}Q", raw, 0)
     is_str = isinstance(dtype, str)
     fill = meta.get("fill_value")
@@ -83,7 +83,7 @@ def read_packed(
         if offset == _MISSING and nbytes == _MISSING:
             continue
         if offset + nbytes > len(raw):
-            raise DafFormatError(f"{where}: inner chunk {pos} lies outside the shard")
+            raise CorruptDafError(f"{where}: inner chunk {pos} lies outside the shard")
         size = None if is_str else inner_count * np.dtype(dtype).itemsize
         data = _decompress(compressor, bytes(raw[offset : offset + nbytes]), where, size)
         if is_str:
@@ -91,7 +91,7 @@ def read_packed(
         else:
             assert isinstance(dtype, np.dtype)
             if len(data) != inner_count * dtype.itemsize:
-                raise DafFormatError(f"{where}: inner chunk {pos} decodes to {len(data)} bytes")
+                raise CorruptDafError(f"{where}: inner chunk {pos} decodes to {len(data)} bytes")
             block = np.frombuffer(data, dtype).reshape(inner)
         region = tuple(
             slice(p * c, min((p + 1) * c, n)) for p, c, n in zip(pos, inner, shape, strict=True)

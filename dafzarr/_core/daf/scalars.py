@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import DafFormatError, DafMissingError
+from ...errors import CorruptDafError, DafMissingError
 from .names import check_name, join_path
 from .storage import UNDEF, DafStorage
 from .values import scalar_array
@@ -33,7 +33,7 @@ class Scalars:
             return default
         arr = self._storage.read_array(join_path("scalars", name))
         if arr.size != 1:
-            raise DafFormatError(f"{self._storage.path}: scalar {name!r} holds {arr.size} values")
+            raise CorruptDafError(f"{self._storage.path}: scalar {name!r} holds {arr.size} values")
         return arr.reshape(-1)[0]
 
     def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> None:

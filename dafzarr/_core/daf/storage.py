@@ -24,8 +24,8 @@ import numpy as np
 
 from ...errors import (
     AppendOnlyError,
+    CorruptDafError,
     DafExistsError,
-    DafFormatError,
     DafMissingError,
     DafReadOnlyError,
 )
@@ -128,12 +128,12 @@ class DafStorage:
             if doc is not None:
                 meta = metadata_doc(doc, f"{where}/zarr.json")
                 if meta.get("node_type") != "group":
-                    raise DafFormatError(f"not a zarr group: {where}")
+                    raise CorruptDafError(f"not a zarr group: {where}")
                 layout = lay.V3
                 v3_attrs = dict(meta.get("attributes") or {})
         if layout is None:
             if self._mode in ("r", "r+"):
-                raise DafFormatError(f"not a zarr group: {where}")
+                raise CorruptDafError(f"not a zarr group: {where}")
             self._layout = lay.layout_for(zarr_format)
             self._create_fresh()
             return
@@ -149,7 +149,7 @@ class DafStorage:
                 marker = self.read_array("daf")
                 lay.check_version(list(marker), where, v3=False)
             elif self._mode in ("r", "r+"):
-                raise DafFormatError(f"not a daf data set: {where}")
+                raise CorruptDafError(f"not a daf data set: {where}")
             else:
                 self._adopt()
         else:
@@ -157,7 +157,7 @@ class DafStorage:
             if "daf" in v3_attrs:
                 lay.check_version(v3_attrs["daf"], where, v3=True)
             elif self._mode in ("r", "r+"):
-                raise DafFormatError(f"not a daf data set: {where}")
+                raise CorruptDafError(f"not a daf data set: {where}")
             else:
                 if b.append_only:
                     raise AppendOnlyError(
@@ -258,7 +258,7 @@ class DafStorage:
                 return arr
             data = self._backend.get(info.chunk_key)
             if data is not None:
-                raise DafFormatError(
+                raise CorruptDafError(
                     f"{where}: chunk {info.chunk_key!r} holds {memoryview(data).nbytes} bytes, "
                     f"expected {math.prod(shape) * dt.itemsize}"
                 )
@@ -287,7 +287,7 @@ class DafStorage:
             )
             out = np.asarray(za[...])
         except Exception as exc:
-            raise DafFormatError(f"{self._path}: can't read array {path!r}: {exc}") from exc
+            raise CorruptDafError(f"{self._path}: can't read array {path!r}: {exc}") from exc
         if isinstance(info.dtype, str):
             out = as_strings(out.astype(object) if out.dtype.kind != "O" else out)
         elif out.dtype != info.dtype:

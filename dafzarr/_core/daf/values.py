@@ -19,6 +19,7 @@ import numpy as np
 from ..._indices import csr_to_csc, shift_checked, zero_based
 from ..._transpose import transpose_columns
 from ...errors import (
+    CorruptDafError,
     DafFormatError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -462,9 +463,9 @@ def zero_based_indices(
     if src.size and (top >= bound or top > np.iinfo(signed).max):
         negative = idx.dtype.kind == "i" and top + 1 > np.iinfo(idx.dtype).max
         if top == 2**64 - 1 or negative:
-            raise DafFormatError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
+            raise CorruptDafError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
                                  "negative index)")
-        raise DafFormatError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
+        raise CorruptDafError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
     return out.view(signed)
 
 
@@ -490,13 +491,13 @@ def plain(value: Any) -> Any:
 def metadata_doc(doc: Any, where: str) -> dict[str, Any]:
     """A stored Zarr metadata document as a dict, or ``DafFormatError`` naming ``where``."""
     if doc is None:
-        raise DafFormatError(f"missing Zarr metadata: {where}")
+        raise CorruptDafError(f"missing Zarr metadata: {where}")
     try:
         out = json.loads(bytes(memoryview(doc).cast("B")))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DafFormatError(f"invalid Zarr metadata JSON in {where}: {exc}") from None
+        raise CorruptDafError(f"invalid Zarr metadata JSON in {where}: {exc}") from None
     if not isinstance(out, dict):
-        raise DafFormatError(f"invalid Zarr metadata in {where}: not a JSON object")
+        raise CorruptDafError(f"invalid Zarr metadata in {where}: not a JSON object")
     return out
 
 

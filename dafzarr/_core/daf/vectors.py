@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import DafFormatError, DafMissingError, InvalidArgumentError
+from ...errors import CorruptDafError, DafMissingError, InvalidArgumentError
 from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
@@ -51,8 +51,7 @@ class Vectors:
         if kind == "array":
             arr = self._storage.read_array(path)
             if arr.shape != (n,):
-                raise DafFormatError(f"{self._storage.path}: vector {path!r} has shape "
-                                     f"{arr.shape}, "
+                raise CorruptDafError(f"{self._storage.path}: vector {path!r} has shape {arr.shape}, "
                                  f"axis {axis!r} has length {n}")
             return arr
         nzind, nzval = self.sparse_vector(path, n)
@@ -70,13 +69,13 @@ class Vectors:
         else:
             nzval = np.ones(nzind.size, dtype=np.bool_)
         if nzind.shape != nzval.shape or nzind.ndim != 1:
-            raise DafFormatError(f"{self._storage.path}: sparse vector {path!r}: nzind has shape "
+            raise CorruptDafError(f"{self._storage.path}: sparse vector {path!r}: nzind has shape "
                              f"{nzind.shape} but nzval has shape {nzval.shape}")
         pos = zero_based_indices(nzind, n, f"{self._storage.path}: {path}/nzind")
         if pos.size > 1 and bool(np.any(pos[1:] <= pos[:-1])):
             # a repeated position would make two stored values claim one entry
             at = int(np.argmax(pos[1:] <= pos[:-1])) + 1
-            raise DafFormatError(f"{self._storage.path}: {path}/nzind is not strictly increasing: "
+            raise CorruptDafError(f"{self._storage.path}: {path}/nzind is not strictly increasing: "
                                  f"stored index {int(pos[at]) + 1} at position {at + 1} "
                                  f"follows {int(pos[at - 1]) + 1}")
         return pos, nzval

@@ -15,7 +15,7 @@ engine="daf")``):
 Each variable's attributes name the Daf property (``daf_axis``/``daf_vector`` or
 ``daf_rows_axis``/``daf_columns_axis``/``daf_matrix``). Two properties whose names map to
 one variable name (a vector ``gene.UMIs`` of ``cell`` beside the matrix ``UMIs`` of
-``cell`` x ``gene``) raise :class:`~dafzarr.errors.DafFormatError` naming both, unless that
+``cell`` x ``gene``) raise :class:`~dafzarr.errors.UnsupportedDafError` naming both, unless that
 name is in ``drop_variables``.
 
 Dense matrices are Daf's column-major bytes: a Fortran-ordered view in ``(rows, columns)``
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...errors import DafFormatError, UnsupportedVariableWarning
+from ...errors import UnsupportedDafError, UnsupportedVariableWarning
 from . import layout as lay
 from .interface import DafReader
 from .names import join_path
@@ -96,7 +96,7 @@ def plan_variables(
     reading any property's values; names in ``drop_variables`` are left out.
 
     Two names that collide (among dimensions, coordinates and variables) raise
-    :class:`DafFormatError` naming both, unless the name is dropped.
+    :class:`UnsupportedDafError` naming both, unless the name is dropped.
     """
     drop = set(drop_variables or ())
     axes = sorted(daf.axes_set())
@@ -107,7 +107,7 @@ def plan_variables(
         if name in drop:
             return False
         if name in owners:
-            raise DafFormatError(
+            raise UnsupportedDafError(
                 f"two Daf properties map to the xarray name {name!r}: the {owners[name]} and "
                 f"the {what}\nin the daf data: {_where(daf)}\npass drop_variables=[{name!r}] to "
                 "leave both out"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ...errors import TruncatedDataError
+from ...errors import InvalidArgumentError, TruncatedDataError
 from .source import BytesLike, Head, check_read
 
 __all__ = ["FileSource", "file_version"]
@@ -66,7 +66,9 @@ class FileSource:
     def read_all(self, limit: int) -> BytesLike:
         size = self.size()
         if size > limit:
-            raise ValueError(f"{self.where}: {size} bytes, more than the {limit} allowed")
+            raise InvalidArgumentError(
+                f"{self.where}: {size} bytes, more than the limit={limit} allowed"
+            )
         return self.read(0, size)
 
     def close(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from ...errors import TruncatedDataError
+from ...errors import InvalidArgumentError, TruncatedDataError
 from .source import BytesLike, Head, check_read
 
 __all__ = ["MemorySource"]
@@ -47,7 +47,7 @@ class MemorySource:
 
     def read_all(self, limit: int) -> BytesLike:
         if self._head.size > limit:
-            raise ValueError(
-                f"{self.where}: {self._head.size} bytes, more than the {limit} allowed"
+            raise InvalidArgumentError(
+                f"{self.where}: {self._head.size} bytes, more than the limit={limit} allowed"
             )
         return self._data

@@ -24,12 +24,12 @@ The modules, from the bottom up (each imports only modules listed before it):
 - ``pack``: packing of a directory store.
 - ``handle``: the lock, the mapping and the synchronous operations that open, write, commit
   and close an archive.
-- ``operations``: the store's own operations: many, reserved, streamed and copied entries,
+- ``store_ops``: the store's own operations: many, reserved, streamed and copied entries,
   entries mapped as arrays, accounting and checks.
 - ``listing``: zarr's Store API: existence, sizes and listings of keys.
 - ``protocol``: zarr's Store API: reading, writing and deleting entries.
 - ``store``: :class:`MmapZipStore`: the constructor and the mapping protocol, with the
-  methods of ``operations``, ``listing`` and ``protocol``.
+  methods of ``store_ops``, ``listing`` and ``protocol``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One archive as a store holds it: the lock, the mapping, the state, and the synchronous
 operations on them that open, write, commit and close it (the part of
 :class:`~dafzarr.zipstore.MmapZipStore` that is not zarr's Store API, the mapping protocol
-or the operations of ``operations``).
+or the operations of ``store_ops``).
 
 Each method takes the lock where it writes, opens the archive on first use, and hands the
 work to the package's steps with the explicit state (the

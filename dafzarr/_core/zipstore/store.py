@@ -1,5 +1,5 @@
 """The :class:`MmapZipStore` facade: zarr's Store API (``protocol``), the mapping protocol
-and the store's own operations (``operations``) over the archive an
+and the store's own operations (``store_ops``) over the archive an
 :class:`~dafzarr._core.zipstore.handle.ArchiveHandle` holds.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 from ...errors import AlreadyOpenError, EntryNotFoundError
 from ..addrspace import fitting_max_file_size
 from ..aliases import OpenMode
-from . import listing, operations, protocol
+from . import listing, protocol, store_ops
 from .handle import DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_FILE_SIZE, ArchiveHandle
 from .space import ArchiveSpace
 
@@ -330,7 +330,7 @@ class MmapZipStore(ArchiveHandle):
         return other
 
     # zarr's Store API (``protocol``, ``listing``) and the store's own operations
-    # (``operations``).
+    # (``store_ops``).
     get = protocol.get
     get_sync = protocol.get_sync
     get_partial_values = protocol.get_partial_values
@@ -347,12 +347,12 @@ class MmapZipStore(ArchiveHandle):
     list = listing.list
     list_prefix = listing.list_prefix
     list_dir = listing.list_dir
-    set_many = operations.set_many
-    reserve_entry = operations.reserve_entry
-    set_streamed = operations.set_streamed
-    patch_entry_crc = operations.patch_entry_crc
-    copy_entry = operations.copy_entry
-    try_mmap_entry_as = operations.try_mmap_entry_as
-    space = operations.space
-    verify = operations.verify
-    info = operations.info
+    set_many = store_ops.set_many
+    reserve_entry = store_ops.reserve_entry
+    set_streamed = store_ops.set_streamed
+    patch_entry_crc = store_ops.patch_entry_crc
+    copy_entry = store_ops.copy_entry
+    try_mmap_entry_as = store_ops.try_mmap_entry_as
+    space = store_ops.space
+    verify = store_ops.verify
+    info = store_ops.info

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from ....errors import DafFormatError
+from ....errors import CorruptDafError
 from .. import layout as lay
 from ..backends_zip import ZipBackend
 from ..names import join_path
@@ -139,11 +139,11 @@ def csc_parts(src: Any, rows: str, cols: str, name: str) -> Csc | None:
         nzval = np.ones(rowval.size, dtype=np.bool_)
     where = f"{src.path}: {path}"
     if colptr.shape != (nc + 1,) or rowval.shape != nzval.shape or rowval.ndim != 1:
-        raise DafFormatError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
+        raise CorruptDafError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
                              f"rowval {rowval.size}, nzval {nzval.size}")
     c64 = colptr.astype(np.int64)
     if c64[0] != 1 or c64[-1] != rowval.size + 1 or bool(np.any(np.diff(c64) < 0)):
-        raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer for "
+        raise CorruptDafError(f"{where}: colptr is not a valid 1-based CSC column pointer for "
                              f"{rowval.size} stored values")
     return Csc(colptr, rowval, nzval)  # the rows are checked as they are read
 
@@ -152,7 +152,7 @@ def check_rows(src: Any, rows: str, cols: str, name: str, rowval: np.ndarray[Any
                nrows: int) -> None:
     """Refuse (:class:`~dafzarr.errors.DafFormatError`) stored 1-based rows out of range."""
     if rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > nrows):
-        raise DafFormatError(f"{src.path}: {join_path('matrices', rows, cols, name)}/rowval holds "
+        raise CorruptDafError(f"{src.path}: {join_path('matrices', rows, cols, name)}/rowval holds "
                              f"rows out of 1..{nrows}")
 
 

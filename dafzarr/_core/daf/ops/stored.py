@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...._vlen import first_repeated_vlen_utf8
-from ....errors import DafFormatError
+from ....errors import CorruptDafError
 from ...aliases import Array
 from .. import layout as lay
 from ..axes import EncodedNames
@@ -33,14 +33,14 @@ __all__ = ["copy_stored_axis", "copy_stored_layouts"]
 def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where: str, *,
                rows: bool = True) -> None:
     if colptr.shape != (n_columns + 1,) or rowval.ndim != 1:
-        raise DafFormatError(f"{where}: colptr has {colptr.size} entries (expected "
+        raise CorruptDafError(f"{where}: colptr has {colptr.size} entries (expected "
                              f"{n_columns + 1})")
     if int(colptr[0]) != 1 or int(colptr[-1]) != rowval.size + 1 or bool(
             np.any(colptr[1:] < colptr[:-1])):
-        raise DafFormatError(f"{where}: colptr is not a valid 1-based CSC column pointer for "
+        raise CorruptDafError(f"{where}: colptr is not a valid 1-based CSC column pointer for "
                              f"{rowval.size} stored values")
     if rows and rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > n_rows):
-        raise DafFormatError(f"{where}: rowval holds rows outside 1..{n_rows}")
+        raise CorruptDafError(f"{where}: rowval holds rows outside 1..{n_rows}")
 
 
 def _chunk_items(source: ZarrDaf, destination: ZarrDaf, path: str, target: str,
@@ -79,14 +79,14 @@ def _layout_items(source: ZarrDaf, destination: ZarrDaf, rows: str, columns: str
     if kind == "array":
         values = source._read_array(path)
         if values.shape != (n_columns, n_rows):
-            raise DafFormatError(f"{where}: Zarr shape {values.shape}, expected "
+            raise CorruptDafError(f"{where}: Zarr shape {values.shape}, expected "
                                  f"{(n_columns, n_rows)}")
         return _chunk_items(source, destination, path, target, values)
     parts = {part: source._read_array(join_path(path, part))
              for part in ("colptr", "rowval", "nzval")
              if source._node_kind(join_path(path, part)) == "array"}
     if "colptr" not in parts or "rowval" not in parts:
-        raise DafFormatError(f"{where}: a sparse matrix without colptr and rowval")
+        raise CorruptDafError(f"{where}: a sparse matrix without colptr and rowval")
     # Row indices copied as the entry they are stay as the source has them: every reader
     # checks them as it reads them (from either archive), and their pass would cost as much
     # as the copy itself.
@@ -94,7 +94,7 @@ def _layout_items(source: ZarrDaf, destination: ZarrDaf, rows: str, columns: str
                rows=not _entry_copied(source, destination, join_path(path, "rowval"),
                                       parts["rowval"]))
     if "nzval" in parts and parts["nzval"].shape != parts["rowval"].shape:
-        raise DafFormatError(f"{where}: nzval has {parts['nzval'].size} values, rowval "
+        raise CorruptDafError(f"{where}: nzval has {parts['nzval'].size} values, rowval "
                              f"{parts['rowval'].size}")
     items: list[tuple[str, Any]] = []
     for part, values in parts.items():
@@ -155,7 +155,7 @@ def copy_stored_axis(source: Any, destination: Any, axis: str) -> bool:
     try:
         repeated = first_repeated_vlen_utf8(np.frombuffer(chunk, np.uint8), count)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise DafFormatError(f"{source._path}: {path}: corrupt vlen-utf8 chunk: {exc}"
+        raise CorruptDafError(f"{source._path}: {path}: corrupt vlen-utf8 chunk: {exc}"
                              ) from None
     destination._check_writable()
     if repeated >= 0:

@@ -5,13 +5,12 @@ runs (one per result value) with their implicit zeros.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-__all__ = ["Compressed", "Runs"]
+from ...aliases import Array
 
-Array = np.ndarray[Any, Any]
+__all__ = ["Compressed", "Runs"]
 
 
 @dataclass(frozen=True)

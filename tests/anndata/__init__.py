@@ -1,0 +1,1 @@
+"""Tests of ``dafzarr.anndata``: the AnnData bridge."""

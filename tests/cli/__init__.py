@@ -1,0 +1,1 @@
+"""Tests of ``dafzarr.cli``: the ``dafzarr`` command line."""

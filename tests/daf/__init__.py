@@ -1,0 +1,1 @@
+"""Tests of ``dafzarr.daf``: ZarrDaf, chains, views, backends."""

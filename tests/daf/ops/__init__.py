@@ -1,0 +1,1 @@
+"""Tests of ``dafzarr.daf.ops``: copies, concatenation, adapters, contracts."""

@@ -1,0 +1,1 @@
+"""Tests of ``dafzarr.daf.query``: Daf queries."""

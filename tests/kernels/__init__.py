@@ -1,0 +1,1 @@
+"""Tests of the compiled kernels (``dafzarr._*``, built from ``_ext/*.pyx``)."""

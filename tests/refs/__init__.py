@@ -1,0 +1,1 @@
+"""Tests of ``dafzarr.refs``: virtual reference stores."""

@@ -1,0 +1,2 @@
+"""Every operation under failure: crash states, injected I/O errors, fuzzed parsers, atomic
+outputs, refused casts."""

@@ -1,0 +1,498 @@
+"""Child process of the power-loss crash-state tests (``test_crash_states.py``).
+
+Usage::
+
+    python tests/robustness/_crash_state_child.py record ROOT OP...  # each OP run in ROOT/OP
+    python tests/robustness/_crash_state_child.py serve             # open crash states, one a line
+
+**Recording.** Most bytes the store writes go through a shared writable mapping (stores
+into it, ``msync``), so a system-call trace does not see them; the data of a ``pwrite`` is
+not the whole story either. The operation is therefore run in this process with the
+functions that change the file system or make changes durable wrapped (``os.fsync``,
+``os.rename`` and friends, and the methods of a :class:`~dafzarr._posix.FileMapping`
+subclass installed where the store creates its mappings): after each call, the whole
+directory tree of the operation is read back (names, inode numbers, contents, as the
+page cache holds them) and recorded with the call. No ptrace is involved, and the file
+contents at every barrier are exact. The operation marks the instant it returned (its
+*acknowledgement*) with :func:`ack`.
+
+**Checking.** ``serve`` imports dafzarr once and, for each request line
+``{"op": NAME, "path": PATH, "out": OUT}``, forks a child that opens the data set at
+``PATH`` with the real openers (read-only, then writable) and writes what it holds (or
+the error) to ``OUT`` as a pickle; the server answers with the child's exit status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from dafzarr import ArrayFile, MmapZipStore, open_daf
+from dafzarr._posix import FileMapping
+
+if __package__:
+    from . import _mutations as m
+else:  # run as a script: its directory comes first in sys.path
+    import _mutations as m  # type: ignore[no-redef]
+
+DIR = -1  # the inode number recorded for a directory in a tree
+
+
+# --- Recording -------------------------------------------------------------------------
+
+
+class Recorder:
+    """The events of one operation: each call that changes the tree or syncs it, and the
+    tree (names -> inode, inode -> contents) right after it."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.blobs: dict[str, bytes] = {}
+        self.events: list[dict[str, Any]] = []
+        self.busy = False
+        self.event("start")
+
+    def tree(self) -> tuple[dict[str, int], dict[int, str]]:
+        names: dict[str, int] = {}
+        data: dict[int, str] = {}
+        for directory, dirs, files in os.walk(self.root):
+            rel = os.path.relpath(directory, self.root)
+            for d in dirs:
+                names[os.path.normpath(os.path.join(rel, d))] = DIR
+            for f in files:
+                full = os.path.join(directory, f)
+                try:
+                    with open(full, "rb") as fh:
+                        ino = os.fstat(fh.fileno()).st_ino
+                        blob = fh.read()
+                except FileNotFoundError:
+                    continue
+                digest = hashlib.sha1(blob).hexdigest()
+                self.blobs.setdefault(digest, blob)
+                names[os.path.normpath(os.path.join(rel, f))] = ino
+                data[ino] = digest
+        return names, data
+
+    def event(self, kind: str, **info: Any) -> None:
+        if self.busy:  # a wrapped call made by another wrapped call
+            return
+        self.busy = True
+        try:
+            names, data = self.tree()
+            if "blob" in info:
+                data.setdefault(info["ino"], info["blob"])
+        finally:
+            self.busy = False
+        self.events.append({"kind": kind, **info, "names": names, "data": data})
+
+    def fd_target(self, fd: int) -> dict[str, Any]:
+        """The inode (file) or the relative path (directory) an fsync'ed descriptor names."""
+        st = os.fstat(fd)
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            where = os.readlink(f"/proc/self/fd/{fd}")
+            return {"dir": os.path.normpath(os.path.relpath(where, self.root))}
+        # (read through /proc: the file may have no name yet, O_TMPFILE)
+        with open(f"/proc/self/fd/{fd}", "rb") as fh:
+            blob = fh.read()
+        digest = hashlib.sha1(blob).hexdigest()
+        self.blobs.setdefault(digest, blob)
+        return {"ino": st.st_ino, "blob": digest}
+
+
+_recorder: Recorder | None = None
+
+
+def ack() -> None:
+    """Mark the instant the operation returned to its caller."""
+    if _recorder is not None:
+        _recorder.event("ack")
+
+
+def _rec() -> Recorder:
+    assert _recorder is not None
+    return _recorder
+
+
+def _wrap_os() -> None:
+    def after(name: str, kind: str) -> None:
+        real = getattr(os, name)
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            out = real(*args, **kwargs)
+            _rec().event(kind, call=name)
+            return out
+
+        setattr(os, name, wrapped)
+
+    for name in ("rename", "replace", "link", "unlink", "remove", "rmdir", "mkdir",
+                 "ftruncate", "truncate", "pwrite", "pwritev", "write", "posix_fallocate"):
+        after(name, "change")
+    real_rmtree = shutil.rmtree
+
+    def rmtree(*args: Any, **kwargs: Any) -> None:
+        real_rmtree(*args, **kwargs)
+        _rec().event("change", call="rmtree")
+
+    shutil.rmtree = rmtree  # type: ignore[assignment]
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+
+        def sync(fd: Any, _real: Callable[[Any], None] = real, _name: str = name) -> None:
+            fd = fd if isinstance(fd, int) else fd.fileno()
+            _real(fd)
+            _rec().event("fsync", call=_name, **_rec().fd_target(fd))
+
+        setattr(os, name, sync)
+
+
+def _recording_mapping() -> type[FileMapping]:
+    class RecordingMapping(FileMapping):
+        def _done(self, kind: str, **info: Any) -> None:
+            _rec().event(kind, **info)
+
+        def write(self, offset: int, data: Any) -> None:
+            super().write(offset, data)
+            self._done("change", call="store")
+
+        def write_crc32(self, offset: int, data: Any, crc: int = 0) -> int:
+            out = super().write_crc32(offset, data, crc)
+            self._done("change", call="store")
+            return out
+
+        def pwrite(self, offset: int, data: Any) -> None:
+            super().pwrite(offset, data)
+            self._done("change", call="pwrite")
+
+        def zero(self, offset: int, length: int) -> None:
+            super().zero(offset, length)
+            self._done("change", call="store")
+
+        def move(self, dst: int, src: int, length: int) -> None:
+            super().move(dst, src, length)
+            self._done("change", call="store")
+
+        def resize(self, new_size: int) -> None:
+            super().resize(new_size)
+            self._done("change", call="resize")
+
+        def msync(self, offset: int, length: int) -> None:
+            super().msync(offset, length)
+            self._done("msync", ino=os.fstat(self.fd).st_ino, off=offset, len=length)
+
+        def fsync(self) -> None:
+            super().fsync()
+            self._done("fsync", call="fsync", ino=os.fstat(self.fd).st_ino)
+
+    return RecordingMapping
+
+
+def record(names: list[str], root: str) -> None:
+    """Run each ``OPS[name]`` on its data set in ``root/name`` (its base already there),
+    recording into ``root/name.pkl``."""
+    global _recorder
+    import dafzarr._core.zipstore.open as open_module
+    import dafzarr._core.zipstore.repack as copy_module
+
+    mapping = _recording_mapping()
+    open_module.FileMapping = mapping  # type: ignore[misc]
+    copy_module.FileMapping = mapping  # type: ignore[misc]
+    _wrap_os()
+    for name in names:
+        op = OPS[name]
+        where = os.path.join(root, name)
+        _recorder = rec = Recorder(where)
+        op.run(os.path.join(where, op.file_name))
+        rec.event("end")
+        _recorder = None
+        with open(os.path.join(root, f"{name}.pkl"), "wb") as f:
+            pickle.dump({"events": rec.events, "blobs": rec.blobs}, f)
+
+
+# --- The operations --------------------------------------------------------------------
+
+
+def zip_base(path: str) -> None:
+    """Two entries, one rewritten (dead bytes for compaction), and a third small one."""
+    with MmapZipStore(path, "w") as s:
+        s["a"] = b'{"plain": "text"}' * 20
+        s["b"] = m.payload(2, 20_000)
+        s["b"] = m.payload(3, 12_000)
+        s["c"] = b"small"
+
+
+def zip_snapshot(path: str) -> Any:
+    """The archive's entries, read-only, then through a writable open (which recovers).
+
+    A read-only open may refuse a file that a writer left unfinished (a tail past the
+    last trailer) with a ``CorruptArchiveError``; then the writable open says it all.
+    """
+    from dafzarr import CorruptArchiveError
+
+    try:
+        ro: Any = m.zip_read(path, False)
+    except CorruptArchiveError:
+        ro = None
+    rw = m.zip_read(path, True)
+    return rw if ro in (None, rw) else {"read-only": ro, "writable": rw}
+
+
+def _zip(body: Callable[[MmapZipStore], None], durable: bool = True) -> Callable[[str], None]:
+    def run(path: str) -> None:
+        with MmapZipStore(path, "r+", durable=durable) as s:
+            body(s)
+            ack()
+
+    return run
+
+
+_batch = m.batch({"n1": m.payload(4, 9000), "n2": m.payload(5, 100), "c": b"rewritten"}, "b")
+
+
+def _reserve(s: MmapZipStore) -> None:
+    view = s.reserve_entry("r", 6000)
+    view[:] = np.frombuffer(m.payload(9, 6000), np.uint8)
+    del view
+    s.patch_entry_crc("r")
+
+
+def _create_zip(path: str) -> None:
+    """A new archive (no file before), and an entry in it."""
+    with MmapZipStore(path, "w", durable=True) as s:
+        ack()
+        s["k"] = m.payload(10, 3000)
+        ack()
+
+
+def _create_daf(path: str, mode: Literal["w", "w+"] = "w") -> None:
+    """A new data set (nothing before), with an axis and a vector."""
+    with open_daf(path, mode, durable=True) as d:
+        ack()
+        d.add_axis("cell", CELLS)
+        ack()
+        d.set_vector("cell", "age", np.arange(6, dtype=np.int32))
+        ack()
+
+
+def _create_daf_rw(path: str) -> None:
+    """A new data set made by mode ``"w+"`` (nothing before), with an axis and a vector."""
+    _create_daf(path, "w+")
+
+
+def _truncate_daf(path: str) -> None:
+    """Mode ``"w"`` on an existing data set: an empty one takes its place, then an axis."""
+    with open_daf(path, "w", durable=True) as d:
+        ack()
+        d.add_axis("gene", ["g0", "g1"])
+        ack()
+
+
+def _nothing(path: str) -> None:
+    """No base: the operation creates the data set."""
+
+
+def _absent(snapshot: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``snapshot``, or ``"absent"`` when there is no data set at the path."""
+
+    def run(path: str) -> Any:
+        return snapshot(path) if os.path.exists(path) else "absent"
+
+    return run
+
+
+def crashed_base(path: str) -> None:
+    """An archive a writer left in the middle of a commit: a new entry's bytes, and a
+    half-written directory, past the trailer."""
+    zip_base(path)
+    with open(path, "ab") as f:
+        f.write(m.payload(11, 7000) + b"PK\x01\x02" + bytes(40))
+
+
+def _recover(path: str) -> None:
+    """A writable open, which recovers the archive, and an append."""
+    with MmapZipStore(path, "r+", durable=True) as s:
+        ack()
+        s["after-recovery"] = b"appended"
+        ack()
+
+
+def _canonical(path: str) -> None:
+    """An append to an archive whose max_file_size leaves no room to place the directory
+    past the end of the file: it goes right after the data."""
+    with MmapZipStore(path, "r+", durable=True, max_file_size=45_000) as s:
+        s["new"] = m.payload(7, 9000)
+        ack()
+
+
+def _pack(path: str) -> None:
+    MmapZipStore.pack(path + ".src", path, force=True)
+    ack()
+
+
+def pack_base(path: str) -> None:
+    """A small Zarr directory to pack, and an archive that the pack replaces."""
+    import zarr
+
+    z = zarr.open_array(path + ".src", mode="w", shape=(40,), chunks=(10,), dtype="i4",
+                        zarr_format=2)
+    z[:] = np.arange(40, dtype=np.int32)
+    with MmapZipStore(path, "w") as s:
+        s["old"] = b"old archive"
+
+
+CELLS = [f"c{i}" for i in range(6)]
+
+
+daf_base = m.daf_base_of(CELLS)
+
+
+def daf_snapshot(path: str) -> Any:
+    """Every axis and vector, read-only, then through a writable open."""
+    from dafzarr import CorruptArchiveError
+
+    out: list[Any] = []
+    for mode in ("r", "r+"):
+        try:
+            d = open_daf(path, mode)  # type: ignore[arg-type]
+        except CorruptArchiveError:  # refused read-only (see zip_snapshot)
+            if mode == "r+":
+                raise
+            out.append(None)
+            continue
+        with d:
+            out.append(m.daf_contents(d))
+    return out[1] if out[0] in (None, out[1]) else {"read-only": out[0], "writable": out[1]}
+
+
+def _daf(body: Callable[[Any], None], durable: bool = True) -> Callable[[str], None]:
+    def run(path: str) -> None:
+        with open_daf(path, "r+", durable=durable) as d:
+            body(d)
+            ack()
+
+    return run
+
+
+def _af(body: Callable[[ArrayFile], None]) -> Callable[[str], None]:
+    def run(path: str) -> None:
+        f = ArrayFile.open(path)
+        body(f)
+        ack()
+        f.close(flush=False)
+
+    return run
+
+
+def _af_create(path: str) -> None:
+    """A new file set (nothing before), one array flushed into it."""
+    f = ArrayFile.create(path)
+    ack()
+    f.define_array("x", "u4", ["i"], [16])
+    f.write_array("x", [0], np.arange(16, dtype=np.uint32))
+    f.flush()
+    ack()
+    f.close(flush=False)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One mutating operation: its base, what it does, how states compare; ``durable``:
+    whether it promises that what it acknowledged survives a power loss."""
+
+    name: str
+    file_name: str
+    base: Callable[[str], None]
+    run: Callable[[str], None]
+    snapshot: Callable[[str], Any]
+    durable: bool = True
+    #: A reservation the operation fills: until its CRC is patched, a read-only open may
+    #: show it (with the bytes that reached the file) where a writable open rolls it back.
+    pending: str | None = None
+
+
+def _ops() -> dict[str, Op]:
+    z = ("s.zip", zip_base)
+    ops = [
+        Op("zip-append", *z, _zip(m.set_entry("new", m.payload(7, 9000))), zip_snapshot),
+        Op("zip-append-not-durable", *z, _zip(m.set_entry("new", m.payload(7, 9000)), durable=False),
+           zip_snapshot, durable=False),
+        Op("zip-rewrite-not-durable", *z, _zip(m.set_entry("b", m.payload(8, 6000)), durable=False),
+           zip_snapshot, durable=False),
+        Op("zip-append-small", *z, _zip(m.set_entry("tiny", b"x" * 10)), zip_snapshot),
+        Op("zip-rewrite", *z, _zip(m.set_entry("b", m.payload(8, 6000))), zip_snapshot),
+        Op("zip-delete", *z, _zip(m.delete_entry("c")), zip_snapshot),
+        Op("zip-batch", *z, _zip(_batch), zip_snapshot),
+        Op("zip-reserve", *z, _zip(_reserve), zip_snapshot, pending="r"),
+        Op("zip-append-canonical", *z, _canonical, zip_snapshot),
+        Op("zip-create", "s.zip", _nothing, _create_zip, _absent(zip_snapshot)),
+        Op("zip-recover", "s.zip", crashed_base, _recover, zip_snapshot),
+        Op("zip-renew", *z, _zip(m.delete_entry("a")), zip_snapshot),
+        Op("zip-compact", *z, _zip(m.compact), zip_snapshot),
+        Op("zip-pack", "p.zip", pack_base, _pack, zip_snapshot),
+        Op("af-flush", "f.af", m.af_base, _af(m.af_flush), m.af_snapshot),
+        Op("af-compact", "f.af", m.af_base, _af(m.af_compact), m.af_snapshot),
+        Op("af-create", "f.af", _nothing, _af_create, _absent(m.af_snapshot)),
+    ]
+    for kind, file_name in (("zip", "d.daf.zarr.zip"), ("dir", "d.daf.zarr")):
+        for what, body in (("set", m.set_vector), ("delete", m.delete_vector),
+                           ("fill", m.fill)):
+            ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf(body),
+                          daf_snapshot))
+        ops.append(Op(f"daf-{kind}-create", file_name, _nothing, _create_daf,
+                      _absent(daf_snapshot)))
+        ops.append(Op(f"daf-{kind}-create-rw", file_name, _nothing, _create_daf_rw,
+                      _absent(daf_snapshot)))
+        # Without durable=True: neither durable nor, after a power loss, always readable.
+        ops.append(Op(f"daf-{kind}-set-not-durable", file_name, daf_base,
+                      _daf(m.set_vector, durable=False), daf_snapshot, durable=False))
+        ops.append(Op(f"daf-{kind}-truncate", file_name, daf_base, _truncate_daf,
+                      daf_snapshot))
+    return {op.name: op for op in ops}
+
+
+OPS = _ops()
+
+# --- Checking --------------------------------------------------------------------------
+
+
+def _check_one(op: Op, path: str, out: str) -> None:
+    try:
+        result: Any = ("ok", op.snapshot(path))
+    except Exception as exc:  # noqa: BLE001 (reported, judged by the parent)
+        result = ("error", f"{type(exc).__module__}.{type(exc).__name__}: {exc}")
+    with open(out, "wb") as f:
+        pickle.dump(result, f)
+
+
+def serve() -> None:
+    """Answer check requests until stdin closes."""
+    import warnings
+
+    warnings.simplefilter("ignore")  # recovery warnings: the state is what is judged
+    for line in sys.stdin:
+        req = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                _check_one(OPS[req["op"]], req["path"], req["out"])
+            except BaseException:  # noqa: BLE001 (the exit status says it)
+                code = 70
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "record":
+        record(sys.argv[3:], sys.argv[2])
+    else:
+        serve()
