@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
@@ -25,40 +25,49 @@ class EncodedNames:
     count: int
 
 
-class Axes(DafStorage):
-    """The axes, their entries and positions; ``_require_axis`` for the properties on them."""
+class Axes:
+    """The axes, their entries and positions (cached as read); ``require_axis`` for the
+    properties on them."""
 
-    def _require_axis(self, axis: str) -> None:
+    def __init__(self, storage: DafStorage) -> None:
+        self._storage = storage
+        self._cache: dict[str, np.ndarray[Any, Any]] = {}
+
+    @property
+    def cache(self) -> dict[str, np.ndarray[Any, Any]]:
+        """The entries of the axes read so far, by axis."""
+        return self._cache
+
+    def require_axis(self, axis: str) -> None:
         if not self.has_axis(axis):
-            raise DafMissingError(f"missing axis: {axis}\nin the daf data: {self._name}")
+            raise DafMissingError(
+                f"missing axis: {axis}\nin the daf data: {self._storage.name}")
 
     def has_axis(self, axis: str) -> bool:
         """Whether the axis exists."""
-        return self._node_kind(join_path("axes", axis)) == "array"
+        return self._storage.node_kind(join_path("axes", axis)) == "array"
 
     def axes_set(self) -> set[str]:
         """The names of all axes."""
-        return {n for n in self._backend.children("axes") if self.has_axis(n)}
+        return {n for n in self._storage.backend.children("axes") if self.has_axis(n)}
 
     def axis_length(self, axis: str) -> int:
         """The number of entries of an axis."""
-        self._require_axis(axis)
-        return self._axis_len(axis)
+        self.require_axis(axis)
+        return self.axis_len(axis)
 
-    def _axis_len(self, axis: str) -> int:
-        shape = self._array_info(join_path("axes", axis)).shape
+    def axis_len(self, axis: str) -> int:
+        shape = self._storage.array_info(join_path("axes", axis)).shape
         return int(shape[0]) if shape else 0
 
     def axis_np_entries(self, axis: str) -> np.ndarray[Any, Any]:
         """The axis' entry names, in order (a read-only object array of ``str``)."""
-        self._require_axis(axis)
-        cached = self._axis_cache.get(axis)
+        self.require_axis(axis)
+        cached = self._cache.get(axis)
         if cached is None:
-            cached = self._read_array(join_path("axes", axis)).reshape(-1)
-            self._axis_cache[axis] = cached
+            cached = self._storage.read_array(join_path("axes", axis)).reshape(-1)
+            self._cache[axis] = cached
         return cached
-
-    axis_np_vector = axis_np_entries
 
     def axis_dict(self, axis: str) -> dict[str, int]:
         """Entry name -> 0-based position."""
@@ -70,43 +79,42 @@ class Axes(DafStorage):
     ) -> np.ndarray[Any, Any]:
         """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
         (``allow_missing``) map to -1, else raise."""
-        return entry_positions(self.axis_dict(axis), names, axis, self._name, allow_empty,
-                               allow_missing)
+        return entry_positions(self.axis_dict(axis), names, axis, self._storage.name,
+                               allow_empty, allow_missing)
 
-    def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> Self:
+    def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> None:
         """Create an axis with unique entry names."""
-        self._check_writable()
+        self._storage.check_writable()
         check_name(axis, "axis")
-        where = f"entries of the axis {axis}\nin the daf data: {self._name}"
+        where = f"entries of the axis {axis}\nin the daf data: {self._storage.name}"
         names = as_strings(unmasked(entries, where), where).reshape(-1)
         if len(set(names.tolist())) != len(names):
-            raise self._repeated_entries(axis)
-        return self._add_checked_axis(axis, names, overwrite)
+            raise self.repeated_entries(axis)
+        self.add_checked_axis(axis, names, overwrite)
 
-    def _repeated_entries(self, axis: str) -> DafFormatError:
+    def repeated_entries(self, axis: str) -> DafFormatError:
         return DafFormatError(
-            f"non-unique entries for new axis: {axis}\nin the daf data: {self._name}"
+            f"non-unique entries for new axis: {axis}\nin the daf data: {self._storage.name}"
         )
 
-    def _add_checked_axis(self, axis: str, names: np.ndarray[Any, Any] | EncodedNames,
-                          overwrite: bool = False) -> Self:
+    def add_checked_axis(self, axis: str, names: np.ndarray[Any, Any] | EncodedNames,
+                          overwrite: bool = False) -> None:
         """:meth:`add_axis` of entries known to be unique strings."""
-        with self._lock:
+        with self._storage.lock:
             exists = self.has_axis(axis)
             if exists:
                 if not overwrite:
                     raise DafExistsError(f"existing axis: {axis}\nin the daf data: "
-                                         f"{self._name}")
-                self._check_deletable(f"axis {axis}")
-            with self._changing(f"setting the axis {axis}"):
+                                         f"{self._storage.name}")
+                self._storage.check_deletable(f"axis {axis}")
+            with self._storage.changing(f"setting the axis {axis}"):
                 if exists:
                     self.delete_axis(axis)
                 self._write_axis(axis, names)
-        return self
 
     def _write_axis(self, axis: str, names: np.ndarray[Any, Any] | EncodedNames) -> None:
         """The axis' entries, and the groups of its vectors and matrices that are missing."""
-        L = self._layout
+        L = self._storage.layout
         others = sorted(self.axes_set())
         items: list[tuple[str, Any]] = []
         for path in itertools.chain(
@@ -114,28 +122,27 @@ class Axes(DafStorage):
             [join_path("matrices", axis, o) for o in [*others, axis]],
             [join_path("matrices", o, axis) for o in others],
         ):
-            if self._node_kind(path) is None:
+            if self._storage.node_kind(path) is None:
                 items += L.group_docs(path).items()
         if isinstance(names, EncodedNames):
             path = join_path("axes", axis)
             items.append((L.chunk_key(path, 1), names.chunk))
             items += L.array_docs(path, lay.STRING, (names.count,)).items()
         else:
-            items += self._array_items(join_path("axes", axis), names, lay.STRING)
-        self._write(items)
-        self._axis_cache.pop(axis, None)
+            items += self._storage.array_items(join_path("axes", axis), names, lay.STRING)
+        self._storage.write(items)
+        self._cache.pop(axis, None)
 
-    def delete_axis(self, axis: str, *, must_exist: bool = True) -> Self:
+    def delete_axis(self, axis: str, *, must_exist: bool = True) -> None:
         """Delete an axis and every vector and matrix along it."""
-        self._check_writable()
-        if self._nothing_to_delete(self.has_axis(axis), must_exist, f"missing axis: {axis}",
-                                   f"axis {axis}"):
-            return self
-        with self._changing(f"deleting the axis {axis}"):
-            self._delete_node(join_path("axes", axis))
-            self._axis_cache.pop(axis, None)
-            self._delete_node(join_path("vectors", axis))
-            self._delete_node(join_path("matrices", axis))
-            for other in self._backend.children("matrices"):
-                self._delete_node(join_path("matrices", other, axis))
-        return self
+        self._storage.check_writable()
+        if self._storage.nothing_to_delete(self.has_axis(axis), must_exist,
+                                           f"missing axis: {axis}", f"axis {axis}"):
+            return
+        with self._storage.changing(f"deleting the axis {axis}"):
+            self._storage.delete_node(join_path("axes", axis))
+            self._cache.pop(axis, None)
+            self._storage.delete_node(join_path("vectors", axis))
+            self._storage.delete_node(join_path("matrices", axis))
+            for other in self._storage.backend.children("matrices"):
+                self._storage.delete_node(join_path("matrices", other, axis))

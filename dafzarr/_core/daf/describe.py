@@ -4,15 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from .axes import Axes
 from .matrices import Matrices
 from .names import join_path
 from .scalars import Scalars
+from .storage import DafStorage
 from .values import plain
 from .vectors import Vectors
 
 
-class Description(Scalars, Vectors, Matrices):
+class Description:
     """``summary`` (plain data) and ``description`` (text)."""
+
+    def __init__(self, storage: DafStorage, scalars: Scalars, axes: Axes, vectors: Vectors,
+                 matrices: Matrices) -> None:
+        self._storage = storage
+        self._scalars = scalars
+        self._axes = axes
+        self._vectors = vectors
+        self._matrices = matrices
 
     def summary(self) -> dict[str, Any]:
         """Everything :meth:`description` shows, as plain data (``dafzarr daf describe --json``).
@@ -23,22 +33,23 @@ class Description(Scalars, Vectors, Matrices):
         with ``dtype``, ``layout`` (``"dense"`` or ``"sparse"``) and, when sparse,
         ``nonzeros``.
         """
-        axes = sorted(self.axes_set())
+        axes = sorted(self._axes.axes_set())
         return {
-            "name": self._name, "type": "ZarrDaf", "path": self._path, "mode": self._mode,
-            "format": self._layout.zarr_format,
-            "scalars": {s: plain(self.get_scalar(s)) for s in sorted(self.scalars_set())},
-            "axes": {a: self.axis_length(a) for a in axes},
+            "name": self._storage.name, "type": "ZarrDaf", "path": self._storage.path,
+            "mode": self._storage.mode, "format": self._storage.layout.zarr_format,
+            "scalars": {s: plain(self._scalars.get_scalar(s))
+                        for s in sorted(self._scalars.scalars_set())},
+            "axes": {a: self._axes.axis_length(a) for a in axes},
             "vectors": {
-                f"{a}/{v}": self._property(join_path("vectors", a, v))
+                f"{a}/{v}": self.property_info(join_path("vectors", a, v))
                 for a in axes
-                for v in sorted(self.vectors_set(a))
+                for v in sorted(self._vectors.vectors_set(a))
             },
             "matrices": {
-                f"{r},{c}/{m}": self._property(join_path("matrices", r, c, m))
+                f"{r},{c}/{m}": self.property_info(join_path("matrices", r, c, m))
                 for r in axes
                 for c in axes
-                for m in sorted(self.matrices_set(r, c, relayout=False))
+                for m in sorted(self._matrices.matrices_set(r, c, relayout=False))
             },
         }
 
@@ -58,14 +69,14 @@ class Description(Scalars, Vectors, Matrices):
                 lines += [f"  {k}: {show(v)}" for k, v in items.items()]
         return "\n".join(lines) + "\n"
 
-    def _property(self, path: str) -> dict[str, Any]:
+    def property_info(self, path: str) -> dict[str, Any]:
         """dtype, layout and (sparse) number of nonzeros of the property at ``path``."""
-        if self._node_kind(path) == "array":
-            return {"dtype": str(self._array_info(path).dtype), "layout": "dense"}
-        part = "nzval" if self._node_kind(join_path(path, "nzval")) else "nzind"
-        if self._node_kind(join_path(path, "rowval")):
-            part = "nzval" if self._node_kind(join_path(path, "nzval")) else "rowval"
-        info = self._array_info(join_path(path, part))
+        if self._storage.node_kind(path) == "array":
+            return {"dtype": str(self._storage.array_info(path).dtype), "layout": "dense"}
+        part = "nzval" if self._storage.node_kind(join_path(path, "nzval")) else "nzind"
+        if self._storage.node_kind(join_path(path, "rowval")):
+            part = "nzval" if self._storage.node_kind(join_path(path, "nzval")) else "rowval"
+        info = self._storage.array_info(join_path(path, part))
         dt = "bool" if part in ("nzind", "rowval") else str(info.dtype)
         return {"dtype": dt, "layout": "sparse", "nonzeros": int(info.shape[0])}
 

@@ -12,15 +12,24 @@ import numpy as np
 
 from ...errors import InvalidArgumentError
 from ..casting import checked_view
+from .axes import Axes
 from .matrices import Matrices
 from .names import check_name, check_not_reserved, join_path
+from .storage import DafStorage
 from .values import default_indtype, index_dtype, numeric
 from .vectors import Vectors
 
 
-class Fills(Vectors, Matrices):
+class Fills:
     """``empty_dense_vector``, ``empty_sparse_vector``, ``empty_dense_matrix``,
     ``empty_sparse_matrix``."""
+
+    def __init__(self, storage: DafStorage, axes: Axes, vectors: Vectors,
+                 matrices: Matrices) -> None:
+        self._storage = storage
+        self._axes = axes
+        self._vectors = vectors
+        self._matrices = matrices
 
     @contextlib.contextmanager
     def _filling(
@@ -30,7 +39,7 @@ class Fills(Vectors, Matrices):
     ) -> Iterator[list[np.ndarray[Any, Any]]]:
         """Reserve the chunks of ``parts`` (name, dtype, Zarr shape) of the property at
         ``path``, yield them for filling, then publish their documents. The properties
-        ``replaces`` names (as :meth:`_changing`) stay, readable and unchanged, until the
+        ``replaces`` names (as :meth:`DafStorage.changing`) stay, readable and unchanged, until the
         fill succeeds; a fill that raises leaves no trace.
 
         On a ZIP the whole fill is one batch: the old properties are deleted first (a
@@ -38,15 +47,15 @@ class Fills(Vectors, Matrices):
         Other backends reserve the chunks aside and delete the old properties once the fill
         passed.
         """
-        self._check_writable()
-        L = self._layout
-        b = self._backend
+        self._storage.check_writable()
+        L = self._storage.layout
+        b = self._storage.backend
         sparse = parts[0][0] != ""
-        doomed = self._doomed(replaces)
+        doomed = self._storage.doomed(replaces)
         before, after = (doomed, []) if b.rolls_back else ([], doomed)
-        with self._io(f"filling {replaces[0][1]}"), self._undoable(bool(doomed)):
+        with self._storage.io(f"filling {replaces[0][1]}"), self._storage.undoable(bool(doomed)):
             for old in before:
-                self._delete_node(old)
+                self._storage.delete_node(old)
             keys: list[str] = []
             views: list[np.ndarray[Any, Any]] = []
             try:
@@ -60,7 +69,7 @@ class Fills(Vectors, Matrices):
                         view = buf.view(dt).reshape(shape)
                     else:
                         view = np.zeros(shape, dt)
-                    views.append(checked_view(view, f"{self._path}: {apath}"))
+                    views.append(checked_view(view, f"{self._storage.path}: {apath}"))
                 yield views
                 if check is not None:
                     check(*views)
@@ -69,7 +78,7 @@ class Fills(Vectors, Matrices):
                     b.abandon(key)
                 raise
             for old in after:
-                self._delete_node(old)
+                self._storage.delete_node(old)
             for key in keys:
                 b.seal(key)
             items: list[tuple[str, Any]] = []
@@ -77,7 +86,7 @@ class Fills(Vectors, Matrices):
                 items += L.array_docs(join_path(path, part), dt, shape).items()
             if sparse:
                 items += L.group_docs(path).items()
-            self._write(items)
+            self._storage.write(items)
 
     @contextlib.contextmanager
     def empty_dense_vector(
@@ -88,13 +97,13 @@ class Fills(Vectors, Matrices):
         The yielded array is the storage itself (ZIP: a reserved entry of the archive), so no
         second copy is made; the vector is published when the block exits without error.
         """
-        self._require_axis(axis)
+        self._axes.require_axis(axis)
         check_name(name, "vector")
-        check_not_reserved(axis, name, self._name)
+        check_not_reserved(axis, name, self._storage.name)
         dt = numeric(eltype, f"vector {name!r}")
-        n = self.axis_length(axis)
+        n = self._axes.axis_length(axis)
         path = join_path("vectors", axis, name)
-        with self._filling(path, self._vector_replace(path, axis, name, overwrite),
+        with self._filling(path, self._vectors.vector_replace(path, axis, name, overwrite),
                            [("", dt, (n,))]) as (v,):
             yield v
 
@@ -105,11 +114,11 @@ class Fills(Vectors, Matrices):
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Fill a new sparse vector in place: yields ``(nzind, nzval)``; ``nzind`` is
         1-based and increasing (checked when the block exits)."""
-        self._require_axis(axis)
+        self._axes.require_axis(axis)
         check_name(name, "vector")
-        check_not_reserved(axis, name, self._name)
+        check_not_reserved(axis, name, self._storage.name)
         dt = numeric(eltype, f"vector {name!r}")
-        n = self.axis_length(axis)
+        n = self._axes.axis_length(axis)
         idt = default_indtype(n) if indtype is None else index_dtype(indtype, n, name)
         path = join_path("vectors", axis, name)
 
@@ -117,11 +126,11 @@ class Fills(Vectors, Matrices):
             if nzind.size and (int(nzind.min()) < 1 or int(nzind.max()) > n
                                or np.any(np.diff(nzind.astype(np.int64)) <= 0)):
                 raise InvalidArgumentError(
-                    f"{self._path}: {path}/nzind must be increasing 1-based "
+                    f"{self._storage.path}: {path}/nzind must be increasing 1-based "
                     f"indices in 1..{n}"
                 )
 
-        with self._filling(path, self._vector_replace(path, axis, name, overwrite),
+        with self._filling(path, self._vectors.vector_replace(path, axis, name, overwrite),
                            [("nzind", idt, (int(nnz),)), ("nzval", dt, (int(nnz),))],
                            check) as (nzind, nzval):
             yield nzind, nzval
@@ -132,14 +141,15 @@ class Fills(Vectors, Matrices):
         overwrite: bool = False,
     ) -> Iterator[np.ndarray[Any, Any]]:
         """Fill a new dense matrix in place: yields a column-major ``rows x columns`` array."""
-        self._require_axis(rows_axis)
-        self._require_axis(columns_axis)
+        self._axes.require_axis(rows_axis)
+        self._axes.require_axis(columns_axis)
         check_name(name, "matrix")
         dt = numeric(eltype, f"matrix {name!r}")
-        nr, nc = self.axis_length(rows_axis), self.axis_length(columns_axis)
+        nr, nc = self._axes.axis_length(rows_axis), self._axes.axis_length(columns_axis)
         with self._filling(
             join_path("matrices", rows_axis, columns_axis, name),
-            self._matrix_replaces(rows_axis, columns_axis, name, overwrite, relayout=False),
+            self._matrices.matrix_replaces(rows_axis, columns_axis, name, overwrite,
+                                           relayout=False),
             [("", dt, (nc, nr))],
         ) as (m,):
             yield m.T
@@ -151,11 +161,11 @@ class Fills(Vectors, Matrices):
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Fill a new CSC sparse matrix in place: yields 1-based ``(colptr, rowval, nzval)``
         (``colptr`` starts as ``[1, nnz+1, nnz+1, ...]``; checked when the block exits)."""
-        self._require_axis(rows_axis)
-        self._require_axis(columns_axis)
+        self._axes.require_axis(rows_axis)
+        self._axes.require_axis(columns_axis)
         check_name(name, "matrix")
         dt = numeric(eltype, f"matrix {name!r}")
-        nr, nc = self.axis_length(rows_axis), self.axis_length(columns_axis)
+        nr, nc = self._axes.axis_length(rows_axis), self._axes.axis_length(columns_axis)
         nnz = int(nnz)
         size = max(nr, nnz + 1)
         idt = default_indtype(size) if indtype is None else index_dtype(indtype, size, name)
@@ -166,17 +176,17 @@ class Fills(Vectors, Matrices):
             c64 = colptr.astype(np.int64)
             if c64[0] != 1 or c64[-1] != nnz + 1 or np.any(np.diff(c64) < 0):
                 raise InvalidArgumentError(
-                    f"{self._path}: {path}/colptr must be a 1-based CSC column "
+                    f"{self._storage.path}: {path}/colptr must be a 1-based CSC column "
                     f"pointer from 1 to {nnz + 1}"
                 )
             if rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > nr):
                 raise InvalidArgumentError(
-                    f"{self._path}: {path}/rowval must hold 1-based rows in "
+                    f"{self._storage.path}: {path}/rowval must hold 1-based rows in "
                     f"1..{nr}"
                 )
 
         with self._filling(
-            path, self._matrix_replaces(rows_axis, columns_axis, name, overwrite,
+            path, self._matrices.matrix_replaces(rows_axis, columns_axis, name, overwrite,
                                         relayout=False),
             [("colptr", idt, (nc + 1,)), ("rowval", idt, (nnz,)), ("nzval", dt, (nnz,))],
             check,

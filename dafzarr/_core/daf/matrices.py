@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,7 +13,7 @@ from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
 from .names import check_name, join_path
-from .storage import UNDEF
+from .storage import UNDEF, DafStorage
 from .values import (
     NotCanonicalError,
     OneBased,
@@ -29,48 +29,53 @@ from .values import (
 )
 
 
-class Matrices(Axes):
+class Matrices:
     """Read, write, relayout and delete the matrices of pairs of axes."""
 
-    def _matrix_kind(self, rows: str, cols: str, name: str) -> str | None:
-        return self._node_kind(join_path("matrices", rows, cols, name))
+    def __init__(self, storage: DafStorage, axes: Axes) -> None:
+        self._storage = storage
+        self._axes = axes
+
+    def matrix_kind(self, rows: str, cols: str, name: str) -> str | None:
+        return self._storage.node_kind(join_path("matrices", rows, cols, name))
 
     def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
                    relayout: bool = True) -> bool:
         """Whether the matrix exists (with ``relayout``, in either layout)."""
-        self._require_axis(rows_axis)
-        self._require_axis(columns_axis)
-        if self._matrix_kind(rows_axis, columns_axis, name) is not None:
+        self._axes.require_axis(rows_axis)
+        self._axes.require_axis(columns_axis)
+        if self.matrix_kind(rows_axis, columns_axis, name) is not None:
             return True
-        return relayout and self._matrix_kind(columns_axis, rows_axis, name) is not None
+        return relayout and self.matrix_kind(columns_axis, rows_axis, name) is not None
 
     def matrices_set(self, rows_axis: str, columns_axis: str, *,
                      relayout: bool = True) -> set[str]:
         """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
-        self._require_axis(rows_axis)
-        self._require_axis(columns_axis)
+        self._axes.require_axis(rows_axis)
+        self._axes.require_axis(columns_axis)
         pairs = [(rows_axis, columns_axis)]
         if relayout:
             pairs.append((columns_axis, rows_axis))
         out: set[str] = set()
         for r, c in pairs:
             base = join_path("matrices", r, c)
-            out |= {n for n in self._backend.children(base) if self._node_kind(join_path(base, n))}
+            out |= {n for n in self._storage.backend.children(base)
+                    if self._storage.node_kind(join_path(base, n))}
         return out
 
     def _stored_matrix(self, rows: str, cols: str, name: str, kind: str, *,
                        sparse_class: str) -> Any:
         """The stored ``rows x cols`` matrix: F-ordered numpy (a view) or scipy CSC."""
         path = join_path("matrices", rows, cols, name)
-        nr, nc = self.axis_length(rows), self.axis_length(cols)
+        nr, nc = self._axes.axis_length(rows), self._axes.axis_length(cols)
         if kind == "array":
-            arr = self._read_array(path)
+            arr = self._storage.read_array(path)
             if arr.shape != (nc, nr):
-                raise CorruptDafError(f"{self._path}: matrix {path!r} has Zarr shape {arr.shape}, "
+                raise CorruptDafError(f"{self._storage.path}: matrix {path!r} has Zarr shape {arr.shape}, "
                                  f"expected {(nc, nr)} (reversed {rows} x {cols})")
             return arr.T
         nzval, rowval, colptr = self._stored_sparse(path, nc, populate=True)
-        where = f"{self._path}: {path}"
+        where = f"{self._storage.path}: {path}"
         # The index type scipy would choose, written directly: it neither scans nor copies.
         width = index_width(nr, nc, rowval.size)
         indptr = zero_based_indices(colptr, rowval.size + 1, f"{where}/colptr", width)
@@ -83,13 +88,13 @@ class Matrices(Axes):
         """The stored ``nzval`` (all true when absent), 1-based ``rowval`` and ``colptr`` of
         the sparse matrix at ``path`` with ``nc`` columns, as stored (views of the data); the
         column pointer is checked, the row indices are not."""
-        colptr = self._read_array(join_path(path, "colptr"), populate=populate)
-        rowval = self._read_array(join_path(path, "rowval"), populate=populate)
-        if self._node_kind(join_path(path, "nzval")) == "array":
-            nzval = self._read_array(join_path(path, "nzval"))
+        colptr = self._storage.read_array(join_path(path, "colptr"), populate=populate)
+        rowval = self._storage.read_array(join_path(path, "rowval"), populate=populate)
+        if self._storage.node_kind(join_path(path, "nzval")) == "array":
+            nzval = self._storage.read_array(join_path(path, "nzval"))
         else:
             nzval = np.ones(rowval.size, dtype=np.bool_)
-        where = f"{self._path}: {path}"
+        where = f"{self._storage.path}: {path}"
         if colptr.shape != (nc + 1,) or nzval.shape != rowval.shape:
             raise CorruptDafError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
                              f"rowval {rowval.size}, nzval {nzval.size}")
@@ -100,21 +105,21 @@ class Matrices(Axes):
                              f"for {rowval.size} stored values")
         return nzval, rowval, colptr
 
-    def _stored_csc_arrays(
+    def stored_csc_arrays(
         self, rows_axis: str, columns_axis: str, name: str,
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
         """The stored arrays of the sparse ``rows_axis x columns_axis`` matrix in this layout:
         ``nzval``, the 1-based ``rowval`` and ``colptr`` (checked; the row indices are not),
         as stored, for kernels that read them in place (query group-by); ``None`` when the
         matrix is dense, absent in this layout or has no stored values array (Bool)."""
-        self._require_axis(rows_axis)
-        self._require_axis(columns_axis)
-        if self._matrix_kind(rows_axis, columns_axis, name) != "group":
+        self._axes.require_axis(rows_axis)
+        self._axes.require_axis(columns_axis)
+        if self.matrix_kind(rows_axis, columns_axis, name) != "group":
             return None
         path = join_path("matrices", rows_axis, columns_axis, name)
-        if self._node_kind(join_path(path, "nzval")) != "array":
+        if self._storage.node_kind(join_path(path, "nzval")) != "array":
             return None
-        return self._stored_sparse(path, self.axis_length(columns_axis))
+        return self._stored_sparse(path, self._axes.axis_length(columns_axis))
 
     def get_np_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, default: Any = UNDEF,
@@ -127,14 +132,14 @@ class Matrices(Axes):
         with 0-based indices. With ``relayout``, a matrix stored only as
         ``columns_axis x rows_axis`` is transposed (a copy).
         """
-        self._require_axis(rows_axis)
-        self._require_axis(columns_axis)
-        kind = self._matrix_kind(rows_axis, columns_axis, name)
+        self._axes.require_axis(rows_axis)
+        self._axes.require_axis(columns_axis)
+        kind = self.matrix_kind(rows_axis, columns_axis, name)
         if kind is not None:
             return self._stored_matrix(rows_axis, columns_axis, name, kind,
                                        sparse_class=sparse_class)
         if relayout:
-            kind = self._matrix_kind(columns_axis, rows_axis, name)
+            kind = self.matrix_kind(columns_axis, rows_axis, name)
             if kind is not None:
                 other = self._stored_matrix(columns_axis, rows_axis, name, kind,
                                             sparse_class=sparse_class)
@@ -144,11 +149,11 @@ class Matrices(Axes):
         if default is UNDEF:
             raise DafMissingError(
                 f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns "
-                f"axis: {columns_axis}\nin the daf data: {self._name}"
+                f"axis: {columns_axis}\nin the daf data: {self._storage.name}"
             )
         if default is None:
             return None
-        shape = (self.axis_length(rows_axis), self.axis_length(columns_axis))
+        shape = (self._axes.axis_length(rows_axis), self._axes.axis_length(columns_axis))
         if np.ndim(default) == 0:  # 0: all-zero sparse, as DataAxesFormats.jl's spzeros
             zeros = zero_matrix(shape, default,
                                 sp.csc_array if sparse_class == "csc_array" else None)
@@ -169,8 +174,8 @@ class Matrices(Axes):
         m = self.get_np_matrix(rows_axis, columns_axis, name, default=default, relayout=relayout)
         if m is None:
             return None
-        index = pd.Index(self.axis_np_entries(rows_axis), name=rows_axis)
-        columns = pd.Index(self.axis_np_entries(columns_axis), name=columns_axis)
+        index = pd.Index(self._axes.axis_np_entries(rows_axis), name=rows_axis)
+        columns = pd.Index(self._axes.axis_np_entries(columns_axis), name=columns_axis)
         if sp.issparse(m):
             return pd.DataFrame.sparse.from_spmatrix(m, index=index, columns=columns)
         return pd.DataFrame(m, index=index, columns=columns, copy=False)
@@ -183,7 +188,7 @@ class Matrices(Axes):
         a sparse value whose canonical format is not known are checked as they are written
         (:class:`NotCanonicalError` if they are not canonical or not in range), not
         scanned first."""
-        nr, nc = self.axis_length(rows), self.axis_length(cols)
+        nr, nc = self._axes.axis_length(rows), self._axes.axis_length(cols)
         path = join_path("matrices", rows, cols, name)
         where = f"matrix {name!r}"
         if sp.issparse(value):
@@ -191,7 +196,7 @@ class Matrices(Axes):
                 raise InvalidArgumentError(
                     f"value shape: {value.shape}\nis different from the axes: "
                     f"{rows} x {cols} shape: {(nr, nc)}\n"
-                    f"in the daf data: {self._name}"
+                    f"in the daf data: {self._storage.name}"
                 )
             # A CSC value is used as it is, keeping the canonical-format flag scipy cached
             # on it in _check_sparse (no second scan).
@@ -202,13 +207,15 @@ class Matrices(Axes):
                 csc.sum_duplicates()
             dt = lay.element_type(csc.data.dtype, where)
             idt = index_dtype(indtype, max(nr, csc.nnz), where)
-            items = self._array_items(join_path(path, "colptr"), OneBased(csc.indptr, idt), idt)
-            items += self._array_items(join_path(path, "rowval"),
+            items = self._storage.array_items(join_path(path, "colptr"),
+                                              OneBased(csc.indptr, idt), idt)
+            items += self._storage.array_items(join_path(path, "rowval"),
                                        OneBased(csc.indices, idt, check), idt)
             if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(csc.data))):
-                items += self._array_items(join_path(path, "nzval"), dense(csc.data, dt, where),
+                items += self._storage.array_items(join_path(path, "nzval"),
+                                                   dense(csc.data, dt, where),
                                            dt)
-            items += self._layout.group_docs(path).items()
+            items += self._storage.layout.group_docs(path).items()
             return items
         if np.ndim(value) == 0:
             scalar = value[()] if isinstance(value, np.ndarray) else value  # keeps its dtype
@@ -218,18 +225,18 @@ class Matrices(Axes):
         if arr.shape != (nr, nc):
             raise InvalidArgumentError(
                 f"value shape: {arr.shape}\nis different from the axes: {rows} x "
-                f"{cols} shape: {(nr, nc)}\nin the daf data: {self._name}"
+                f"{cols} shape: {(nr, nc)}\nin the daf data: {self._storage.name}"
             )
         dt = lay.element_type(arr.dtype, where)
         data = dense(arr, dt, where)
         # Column-major bytes: the Zarr array is the transpose, C-ordered (a view of a
         # Fortran-ordered value; else computed tile by tile where it is stored).
-        return self._array_items(path, column_major(data), dt)
+        return self._storage.array_items(path, column_major(data), dt)
 
     def set_matrix(
         self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
         overwrite: bool = False, relayout: bool = True, indtype: Any = None,
-    ) -> Self:
+    ) -> None:
         """Store a matrix: numpy (any order), a scalar to broadcast, or any scipy sparse.
 
         With ``relayout`` (default) the transposed layout ``columns_axis x rows_axis`` is
@@ -237,15 +244,15 @@ class Matrices(Axes):
         A sparse value's 1-based indices are stored as ``indtype``; by default the smallest
         of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses.
         """
-        self._check_writable()
-        self._require_axis(rows_axis)
-        self._require_axis(columns_axis)
+        self._storage.check_writable()
+        self._axes.require_axis(rows_axis)
+        self._axes.require_axis(columns_axis)
         check_name(name, "matrix")
         pairs = [(rows_axis, columns_axis)]
         if relayout and rows_axis != columns_axis:
             pairs.append((columns_axis, rows_axis))
         where = f"matrix {name!r} of the axes {rows_axis} x {columns_axis}" \
-                f"\nin the daf data: {self._name}"
+                f"\nin the daf data: {self._storage.name}"
         # A CSC value stored in one layout (the flipped layout converts the value, which
         # needs its indices checked first) has its indices checked as they are written,
         # unless the store is append-only (what a fault leaves written cannot be deleted).
@@ -253,7 +260,7 @@ class Matrices(Axes):
         value = unmasked(value, where)
         if sp.issparse(value):
             deferred = check_sparse(value, where, defer_indices=len(pairs) == 1
-                                     and not self._backend.append_only)
+                                     and not self._storage.backend.append_only)
         else:
             value = np.asarray(value)
 
@@ -269,34 +276,33 @@ class Matrices(Axes):
             return items
 
         items = items_of(deferred)
-        with self._changing(f"setting the matrix {name} of the axes {rows_axis} x "
+        with self._storage.changing(f"setting the matrix {name} of the axes {rows_axis} x "
                             f"{columns_axis}",
-                            self._matrix_replaces(rows_axis, columns_axis, name, overwrite,
+                            self.matrix_replaces(rows_axis, columns_axis, name, overwrite,
                                                   relayout=len(pairs) == 2)):
             try:
-                self._write(items)
+                self._storage.write(items)
                 if deferred:  # every index was checked as written: cache it as scipy would
                     value.has_canonical_format = True
             except NotCanonicalError:
                 # Unsorted or duplicate indices (or out of range): drop what was written of
                 # the matrix (in the open change), check it in full, write it canonical.
                 for r, c in pairs:
-                    self._delete_node(join_path("matrices", r, c, name))
+                    self._storage.delete_node(join_path("matrices", r, c, name))
                 check_sparse(value, where)
-                self._write(items_of(False))
-        return self
+                self._storage.write(items_of(False))
 
     @staticmethod
     def _matrix_replace(rows: str, cols: str, name: str,
                         overwrite: bool) -> tuple[str, str, bool, str]:
         """What a write of the ``rows x cols`` layout of a matrix replaces there (see
-        :meth:`_changing`)."""
+        :meth:`DafStorage.changing`)."""
         what = f"matrix {name} of the axes {rows} x {cols}"
         exists_text = (f"existing matrix: {name}\nfor the rows axis: {rows}\n"
                        f"and the columns axis: {cols}")
         return join_path("matrices", rows, cols, name), what, overwrite, exists_text
 
-    def _matrix_replaces(self, rows: str, cols: str, name: str, overwrite: bool, *,
+    def matrix_replaces(self, rows: str, cols: str, name: str, overwrite: bool, *,
                          relayout: bool) -> list[tuple[str, str, bool, str]]:
         """What a write of a matrix replaces: its ``rows x cols`` layout and, with
         ``relayout``, the flipped one (each refused when it exists, unless ``overwrite``).
@@ -312,44 +318,42 @@ class Matrices(Axes):
         return [self._matrix_replace(r, c, name, overwrite) for r, c in layouts]
 
     def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                        overwrite: bool = False) -> Self:
+                        overwrite: bool = False) -> None:
         """Store the ``columns_axis x rows_axis`` layout of a stored matrix."""
-        self._check_writable()
+        self._storage.check_writable()
         if rows_axis == columns_axis:
             raise DafFormatError(f"can't relayout square matrix: {name}\nof the axis: "
-                                 f"{rows_axis}\nin the daf data: {self._name}")
-        kind = self._matrix_kind(rows_axis, columns_axis, name)
+                                 f"{rows_axis}\nin the daf data: {self._storage.name}")
+        kind = self.matrix_kind(rows_axis, columns_axis, name)
         if kind is None:
             raise DafMissingError(
                 f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns "
-                f"axis: {columns_axis}\nin the daf data: {self._name}"
+                f"axis: {columns_axis}\nin the daf data: {self._storage.name}"
             )
         m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
         items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
-        with self._changing(f"relayout of the matrix {name} of the axes {rows_axis} x "
+        with self._storage.changing(f"relayout of the matrix {name} of the axes {rows_axis} x "
                             f"{columns_axis}",
                             [self._matrix_replace(columns_axis, rows_axis, name, overwrite)]):
-            self._write(items)
-        return self
+            self._storage.write(items)
 
     def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      must_exist: bool = True, relayout: bool = True) -> Self:
+                      must_exist: bool = True, relayout: bool = True) -> None:
         """Delete a matrix (with ``relayout``, both layouts)."""
-        self._check_writable()
-        self._require_axis(rows_axis)
-        self._require_axis(columns_axis)
+        self._storage.check_writable()
+        self._axes.require_axis(rows_axis)
+        self._axes.require_axis(columns_axis)
         pairs = [(rows_axis, columns_axis)]
         if relayout and rows_axis != columns_axis:
             pairs.append((columns_axis, rows_axis))
-        found = [(r, c) for r, c in pairs if self._matrix_kind(r, c, name) is not None]
-        if self._nothing_to_delete(
+        found = [(r, c) for r, c in pairs if self.matrix_kind(r, c, name) is not None]
+        if self._storage.nothing_to_delete(
             bool(found), must_exist,
             f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns axis: "
             f"{columns_axis}", f"matrix {name} of the axes {rows_axis} x {columns_axis}",
         ):
-            return self
-        with self._changing(f"deleting the matrix {name} of the axes {rows_axis} x "
+            return
+        with self._storage.changing(f"deleting the matrix {name} of the axes {rows_axis} x "
                             f"{columns_axis}"):
             for r, c in found:
-                self._delete_node(join_path("matrices", r, c, name))
-        return self
+                self._storage.delete_node(join_path("matrices", r, c, name))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any
 
 from ...errors import CorruptDafError, DafMissingError
 from .names import check_name, join_path
@@ -10,46 +10,48 @@ from .storage import UNDEF, DafStorage
 from .values import scalar_array
 
 
-class Scalars(DafStorage):
+class Scalars:
     """``has_scalar``, ``scalars_set``, ``get_scalar``, ``set_scalar``, ``delete_scalar``."""
+
+    def __init__(self, storage: DafStorage) -> None:
+        self._storage = storage
 
     def has_scalar(self, name: str) -> bool:
         """Whether the scalar exists."""
-        return self._node_kind(join_path("scalars", name)) == "array"
+        return self._storage.node_kind(join_path("scalars", name)) == "array"
 
     def scalars_set(self) -> set[str]:
         """The names of all scalars."""
-        return {n for n in self._backend.children("scalars") if self.has_scalar(n)}
+        return {n for n in self._storage.backend.children("scalars") if self.has_scalar(n)}
 
     def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
         """The scalar's value (a numpy scalar, or ``str``); ``default`` if it is missing."""
         if not self.has_scalar(name):
             if default is UNDEF:
                 raise DafMissingError(f"missing scalar: {name}\nin the daf data: "
-                                      f"{self._name_or_path}")
+                                      f"{self._storage.name}")
             return default
-        arr = self._read_array(join_path("scalars", name))
+        arr = self._storage.read_array(join_path("scalars", name))
         if arr.size != 1:
-            raise CorruptDafError(f"{self._path}: scalar {name!r} holds {arr.size} values")
+            raise CorruptDafError(f"{self._storage.path}: scalar {name!r} holds {arr.size} values")
         return arr.reshape(-1)[0]
 
-    def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> Self:
+    def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> None:
         """Store a scalar (bool, int, float, str or numpy scalar)."""
-        self._check_writable()
+        self._storage.check_writable()
         check_name(name, "scalar")
         data, dt = scalar_array(value, f"scalar {name!r}")
         path = join_path("scalars", name)
-        with self._changing(f"setting the scalar {name}",
+        with self._storage.changing(f"setting the scalar {name}",
                             [(path, f"scalar {name}", overwrite, f"existing scalar: {name}")]):
-            self._write(self._array_items(path, data, dt))
-        return self
+            self._storage.write(self._storage.array_items(path, data, dt))
 
-    def delete_scalar(self, name: str, *, must_exist: bool = True) -> Self:
+    def delete_scalar(self, name: str, *, must_exist: bool = True) -> None:
         """Delete a scalar (``must_exist=False``: no error if it is missing)."""
-        self._check_writable()
-        if self._nothing_to_delete(self.has_scalar(name), must_exist, f"missing scalar: {name}",
+        self._storage.check_writable()
+        if self._storage.nothing_to_delete(self.has_scalar(name), must_exist,
+                                           f"missing scalar: {name}",
                                    f"scalar {name}"):
-            return self
-        with self._changing(f"deleting the scalar {name}"):
-            self._delete_node(join_path("scalars", name))
-        return self
+            return
+        with self._storage.changing(f"deleting the scalar {name}"):
+            self._storage.delete_node(join_path("scalars", name))

@@ -1,15 +1,18 @@
 """The storage under a ZarrDaf: its group, its nodes, its writes and its consolidated metadata.
 
-:class:`DafStorage` declares the state every part of :class:`~dafzarr.daf.ZarrDaf` relies on
-and does the node-level work: make a new or adopted group a Daf data set, tell arrays from
-groups, read an array (zero-copy when its single chunk is stored uncompressed), write and
-delete nodes as one change (one ZIP commit), and keep a directory's consolidated metadata
-(``.zmetadata``, or ``consolidated_metadata`` in the v3 root ``zarr.json``) in step.
+:class:`DafStorage`, the part of :class:`~dafzarr.daf.ZarrDaf` the other parts are handed,
+owns the state every write shares (the backend, the layout, the lock, the change counter and
+the consolidated metadata) and does the node-level work: make a new or adopted group a Daf
+data set, tell arrays from groups, read an array (zero-copy when its single chunk is stored
+uncompressed), write and delete nodes as one change (one ZIP commit), and keep a directory's
+consolidated metadata (``.zmetadata``, or ``consolidated_metadata`` in the v3 root
+``zarr.json``) in step.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import math
@@ -49,29 +52,72 @@ UNDEF: Any = _Undef()
 
 
 class DafStorage:
-    """The state and node-level storage work shared by every part of a ZarrDaf."""
+    """The node storage of a ZarrDaf over its :class:`DafBackend` and :class:`~.layout.ZarrLayout`:
+    the state every write shares (lock, change counter, consolidated metadata) and the
+    node-level work the other parts call."""
 
-    _backend: DafBackend
-    _layout: lay.ZarrLayout
-    _kind: str
-    _path: str
-    _name: str
-    _mode: OpenMode
-    _read_only: bool
-    _lock: threading.RLock
-    _axis_cache: dict[str, np.ndarray[Any, Any]]
-    _finalizer: Any
-    _stale_consolidated: bool
-    _cmeta: dict[str, Any] | None
-    _ctext: lay.ZmetadataText  # the .zmetadata document, encoded incrementally
-    _cstamp: Any
-    #: The change counter (:meth:`_changed`), shared with read-only views; query caches
-    #: key on it.
-    _changes: list[int]
+    def __init__(self, backend: DafBackend, path: str, mode: OpenMode) -> None:
+        self._backend = backend
+        self._path = path
+        #: The data set's name in error messages (its path until the name is known).
+        self.name = path
+        self._mode: OpenMode = mode
+        self._read_only = mode == "r"
+        self._layout: lay.ZarrLayout = lay.V2
+        self._lock = threading.RLock()
+        self._stale_consolidated = False
+        self._cmeta: dict[str, Any] | None = None
+        self._ctext = lay.ZmetadataText()  # the .zmetadata document, encoded incrementally
+        self._cstamp: Any = None
+        #: The change counter (:meth:`changed`), shared with read-only copies; query caches
+        #: key on it.
+        self._changes = [0]
+
+    def read_only_copy(self, name: str) -> DafStorage:
+        """Another storage over the same backend and state whose writers raise."""
+        other = copy.copy(self)
+        other._read_only = True
+        other._mode = "r"
+        other.name = name
+        return other
+
+    @property
+    def backend(self) -> DafBackend:
+        """The backend the nodes are stored in."""
+        return self._backend
+
+    @backend.setter
+    def backend(self, backend: DafBackend) -> None:
+        self._backend = backend
+
+    @property
+    def layout(self) -> lay.ZarrLayout:
+        """The Zarr layout (v2 or v3) of the data set."""
+        return self._layout
+
+    @property
+    def path(self) -> str:
+        """The full path of the data set."""
+        return self._path
+
+    @property
+    def mode(self) -> OpenMode:
+        """The mode the data set was opened with."""
+        return self._mode
+
+    @property
+    def read_only(self) -> bool:
+        """Whether writers raise."""
+        return self._read_only
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock every change of the data set holds."""
+        return self._lock
 
     # --- Making the group a Daf data set -----------------------------------------------------
 
-    def _init_group(self, zarr_format: int, where: str) -> None:
+    def init_group(self, zarr_format: int, where: str) -> None:
         b = self._backend
         layout: lay.ZarrLayout | None = None
         v3_attrs: dict[str, Any] | None = None
@@ -100,7 +146,7 @@ class DafStorage:
             )
         if layout is lay.V2:
             if b.exists("daf/.zarray"):
-                marker = self._read_array("daf")
+                marker = self.read_array("daf")
                 lay.check_version(list(marker), where, v3=False)
             elif self._mode in ("r", "r+"):
                 raise CorruptDafError(f"not a daf data set: {where}")
@@ -136,10 +182,10 @@ class DafStorage:
         L = self._layout
         items: list[tuple[str, Any]] = []
         if L is lay.V2:
-            items += self._array_items("daf", np.frombuffer(lay.marker_bytes(), np.uint8),
+            items += self.array_items("daf", np.frombuffer(lay.marker_bytes(), np.uint8),
                                        np.dtype(np.uint8))
         for g in _GROUPS:
-            if fresh or self._node_kind(g) is None:
+            if fresh or self.node_kind(g) is None:
                 items += L.group_docs(g).items()
         return items
 
@@ -150,7 +196,7 @@ class DafStorage:
             items += L.group_docs("").items()
         else:
             items.append(("zarr.json", lay.root_v3_doc(None)))
-        self._write(items)
+        self.write(items)
 
     def _adopt(self) -> None:
         """Make an existing plain Zarr group a Daf data set (``w+``/``w`` modes)."""
@@ -162,11 +208,11 @@ class DafStorage:
             meta["attributes"] = attrs
             meta.pop("consolidated_metadata", None)
             items.append(("zarr.json", json.dumps(meta, separators=(",", ":")).encode()))
-        self._write(items)
+        self.write(items)
 
     # --- Low-level node access -------------------------------------------------------------
 
-    def _node_kind(self, path: str) -> str | None:
+    def node_kind(self, path: str) -> str | None:
         b = self._backend
         if self._layout is lay.V2:
             if b.exists(path + "/.zarray"):
@@ -180,19 +226,15 @@ class DafStorage:
         kind = metadata_doc(doc, path).get("node_type")
         return kind if kind in ("array", "group") else None
 
-    def _array_info(self, path: str) -> lay.ZarrArrayInfo:
+    def array_info(self, path: str) -> lay.ZarrArrayInfo:
         doc = self._backend.get(self._layout.array_marker(path))
         if doc is None:
-            raise DafMissingError(f"missing array: {path}\nin the daf data: {self._name_or_path}")
+            raise DafMissingError(f"missing array: {path}\nin the daf data: {self.name}")
         return _parse_array(self._layout.zarr_format, path, bytes(doc))
 
-    @property
-    def _name_or_path(self) -> str:
-        return getattr(self, "_name", self._path)
-
-    def _read_array(self, path: str, *, populate: bool = False) -> np.ndarray[Any, Any]:
+    def read_array(self, path: str, *, populate: bool = False) -> np.ndarray[Any, Any]:
         """The array at ``path`` in Zarr shape and C order; zero-copy when canonical."""
-        info = self._array_info(path)
+        info = self.array_info(path)
         shape = info.shape
         where = f"{self._path}: {path}"
         if info.canonical:
@@ -255,7 +297,7 @@ class DafStorage:
         out.flags.writeable = False
         return out
 
-    def _array_items(
+    def array_items(
         self, path: str, data: np.ndarray[Any, Any] | StreamedChunk, dt: np.dtype[Any] | str
     ) -> list[tuple[str, Any]]:
         """Chunk then documents of one flat array (``data`` in Zarr shape; a
@@ -278,7 +320,7 @@ class DafStorage:
         return items
 
     @contextlib.contextmanager
-    def _changing(
+    def changing(
         self, what: str, replaces: Sequence[tuple[str, str, bool, str]] = ()
     ) -> Iterator[None]:
         """One change of the data set (a set, an overwrite, a delete): on a ZIP one commit,
@@ -293,15 +335,15 @@ class DafStorage:
         batch opens, so that a refused change rolls back no write another thread has
         waiting in the batch, or deleted inside the batch.
         """
-        with self._lock, self._io(what):
-            doomed = self._doomed(replaces)
-            with self._undoable(bool(doomed)):
+        with self._lock, self.io(what):
+            doomed = self.doomed(replaces)
+            with self.undoable(bool(doomed)):
                 for path in doomed:
-                    self._delete_node(path)
+                    self.delete_node(path)
                 yield
 
     @contextlib.contextmanager
-    def _undoable(self, deletes: bool) -> Iterator[None]:
+    def undoable(self, deletes: bool) -> Iterator[None]:
         """The backend's transaction. A directory's transaction that raises puts back the
         nodes it deleted: the consolidated metadata is then made again from the files."""
         try:
@@ -309,12 +351,12 @@ class DafStorage:
                 yield
         except BaseException:
             if deletes and self._backend.consolidates:
-                self._changed()
+                self.changed()
                 with contextlib.suppress(OSError), self._backend.consolidation_lock():
                     self._rebuild_consolidated()
             raise
 
-    def _io(self, what: str) -> contextlib.AbstractContextManager[Operation]:
+    def io(self, what: str) -> contextlib.AbstractContextManager[Operation]:
         """:func:`~dafzarr._core.ioerror.storage_io` of the change ``what`` to this data set."""
         b = self._backend
         kept = "the data set keeps its last committed state" if b.rolls_back else ""
@@ -335,20 +377,20 @@ class DafStorage:
             root.pop("consolidated_metadata", None)
             b.put([("zarr.json", json.dumps(root, separators=(",", ":")).encode())])
 
-    def _data_version(self) -> Any:
+    def data_version(self) -> Any:
         """What changes whenever the data set changes: this handle's change counter, and its
         backend's version (another handle of the same ZIP or directory may write)."""
         return self._changes[0], self._backend.version()
 
-    def _changed(self) -> None:
-        """Every change of the data passes here: :meth:`_write` (every set, fill and axis) and
-        :meth:`_delete_node` (every delete and overwrite) call it under the lock."""
+    def changed(self) -> None:
+        """Every change of the data passes here: :meth:`write` (every set, fill and axis) and
+        :meth:`delete_node` (every delete and overwrite) call it under the lock."""
         self._changes[0] += 1
 
-    def _write(self, items: list[tuple[str, Any]]) -> None:
+    def write(self, items: list[tuple[str, Any]]) -> None:
         b = self._backend
         with self._lock:
-            self._changed()
+            self.changed()
             with b.transaction():
                 self._drop_stale_metadata()
                 b.put(self._place_one_based(items))
@@ -371,9 +413,9 @@ class DafStorage:
                 out.append((key, np.asarray(data)))
         return out
 
-    def _delete_node(self, path: str) -> None:
+    def delete_node(self, path: str) -> None:
         with self._lock:
-            self._changed()
+            self.changed()
             with self._backend.transaction():
                 self._drop_stale_metadata()
                 self._backend.delete_tree(path)
@@ -459,40 +501,40 @@ class DafStorage:
 
     # --- Checks ----------------------------------------------------------------------------------
 
-    def _check_writable(self) -> None:
+    def check_writable(self) -> None:
         if self._read_only:
-            raise DafReadOnlyError(f"can't modify the read-only daf data: {self._name}")
+            raise DafReadOnlyError(f"can't modify the read-only daf data: {self.name}")
 
-    def _check_deletable(self, what: str) -> None:
+    def check_deletable(self, what: str) -> None:
         if self._backend.append_only:
             raise AppendOnlyError(
                 "can't delete or overwrite properties in a zip-backed ZarrDaf; the ZIP backend "
-                f"is append-only: {what} in the daf data: {self._name}"
+                f"is append-only: {what} in the daf data: {self.name}"
             )
 
-    def _nothing_to_delete(self, exists: bool, must_exist: bool, missing: str, what: str) -> bool:
+    def nothing_to_delete(self, exists: bool, must_exist: bool, missing: str, what: str) -> bool:
         """Before a delete: True when the property is missing and ``must_exist`` is not set,
         ``DafMissingError`` (``missing``) when it is; an existing one is checked deletable."""
         if not exists:
             if must_exist:
-                raise DafMissingError(f"{missing}\nin the daf data: {self._name}")
+                raise DafMissingError(f"{missing}\nin the daf data: {self.name}")
             return True
-        self._check_deletable(what)
+        self.check_deletable(what)
         return False
 
-    def _doomed(self, replaces: Sequence[tuple[str, str, bool, str]]) -> list[str]:
-        """The paths of ``replaces`` (see :meth:`_changing`) that hold a property to delete;
+    def doomed(self, replaces: Sequence[tuple[str, str, bool, str]]) -> list[str]:
+        """The paths of ``replaces`` (see :meth:`changing`) that hold a property to delete;
         an existing one that may not be replaced is refused (:meth:`_replaceable`)."""
         return [r[0] for r in replaces if self._replaceable(*r)]
 
     def _replaceable(self, path: str, what: str, overwrite: bool, exists_text: str) -> bool:
         """Before writing ``path``: whether a property is there to delete (``overwrite``);
         without ``overwrite`` (or on an append-only ZIP) an existing one is refused."""
-        if self._node_kind(path) is None:
+        if self.node_kind(path) is None:
             return False
         if not overwrite:
-            raise DafExistsError(f"{exists_text}\nin the daf data: {self._name}")
-        self._check_deletable(what)
+            raise DafExistsError(f"{exists_text}\nin the daf data: {self.name}")
+        self.check_deletable(what)
         return True
 
 

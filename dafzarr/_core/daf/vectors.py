@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,64 +13,69 @@ from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
 from .names import RESERVED_VECTORS, check_name, check_not_reserved, join_path
-from .storage import UNDEF
+from .storage import UNDEF, DafStorage
 from .values import check_sparse, dense, index_dtype, scalar_array, zero_based_indices
 
 
-class Vectors(Axes):
+class Vectors:
     """Read, write and delete the vectors of the axes."""
+
+    def __init__(self, storage: DafStorage, axes: Axes) -> None:
+        self._storage = storage
+        self._axes = axes
 
     def has_vector(self, axis: str, name: str) -> bool:
         """Whether the vector exists (``name`` and ``index`` always do)."""
-        self._require_axis(axis)
+        self._axes.require_axis(axis)
         if name in RESERVED_VECTORS:
             return True
-        return self._node_kind(join_path("vectors", axis, name)) is not None
+        return self._storage.node_kind(join_path("vectors", axis, name)) is not None
 
     def vectors_set(self, axis: str) -> set[str]:
         """The names of the vectors stored on an axis."""
-        self._require_axis(axis)
+        self._axes.require_axis(axis)
         base = join_path("vectors", axis)
-        return {n for n in self._backend.children(base) if self._node_kind(join_path(base, n))}
+        return {n for n in self._storage.backend.children(base)
+                if self._storage.node_kind(join_path(base, n))}
 
-    def _vector(self, axis: str, name: str) -> np.ndarray[Any, Any] | None:
+    def vector(self, axis: str, name: str) -> np.ndarray[Any, Any] | None:
         if name == "name":
-            return self.axis_np_entries(axis)
+            return self._axes.axis_np_entries(axis)
         if name == "index":
-            return np.arange(self.axis_length(axis))
+            return np.arange(self._axes.axis_length(axis))
         path = join_path("vectors", axis, name)
-        kind = self._node_kind(path)
+        kind = self._storage.node_kind(path)
         if kind is None:
             return None
-        n = self._axis_len(axis)
+        n = self._axes.axis_len(axis)
         if kind == "array":
-            arr = self._read_array(path)
+            arr = self._storage.read_array(path)
             if arr.shape != (n,):
-                raise CorruptDafError(f"{self._path}: vector {path!r} has shape {arr.shape}, "
+                raise CorruptDafError(f"{self._storage.path}: vector {path!r} has shape {arr.shape}, "
                                  f"axis {axis!r} has length {n}")
             return arr
-        nzind, nzval = self._sparse_vector(path, n)
+        nzind, nzval = self.sparse_vector(path, n)
         out = np.zeros(n, dtype=nzval.dtype) if nzval.dtype != object else np.full(n, "", object)
         out[nzind] = nzval
         out.flags.writeable = False
         return out
 
-    def _sparse_vector(
+    def sparse_vector(
         self, path: str, n: int
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        nzind = self._read_array(join_path(path, "nzind"))
-        if self._node_kind(join_path(path, "nzval")) == "array":
-            nzval = self._read_array(join_path(path, "nzval"))
+        nzind = self._storage.read_array(join_path(path, "nzind"))
+        if self._storage.node_kind(join_path(path, "nzval")) == "array":
+            nzval = self._storage.read_array(join_path(path, "nzval"))
         else:
             nzval = np.ones(nzind.size, dtype=np.bool_)
         if nzind.shape != nzval.shape or nzind.ndim != 1:
-            raise CorruptDafError(f"{self._path}: sparse vector {path!r}: nzind has shape "
+            raise CorruptDafError(f"{self._storage.path}: sparse vector {path!r}: nzind has shape "
                              f"{nzind.shape} but nzval has shape {nzval.shape}")
-        pos = zero_based_indices(nzind, n, f"{self._path}: {path}/nzind")
+        pos = zero_based_indices(nzind, n, f"{self._storage.path}: {path}/nzind")
         if pos.size > 1 and bool(np.any(pos[1:] <= pos[:-1])):
             # a repeated position would make two stored values claim one entry
             at = int(np.argmax(pos[1:] <= pos[:-1])) + 1
-            raise CorruptDafError(f"{self._path}: {path}/nzind is not strictly increasing: "
+            raise CorruptDafError(f"{self._storage.path}: {path}/nzind is not strictly increasing: "
                                  f"stored index {int(pos[at]) + 1} at position {at + 1} "
                                  f"follows {int(pos[at - 1]) + 1}")
         return pos, nzval
@@ -81,23 +86,23 @@ class Vectors(Axes):
         Sparse vectors are returned dense. ``name`` gives the entry names and ``index`` the
         0-based positions. A missing vector gives ``default`` (a scalar is broadcast).
         """
-        self._require_axis(axis)
-        out = self._vector(axis, name)
+        self._axes.require_axis(axis)
+        out = self.vector(axis, name)
         if out is not None:
             return out
         if default is UNDEF:
             raise DafMissingError(f"missing vector: {name}\nfor the axis: {axis}\n"
-                                  f"in the daf data: {self._name}")
+                                  f"in the daf data: {self._storage.name}")
         if default is None:
             return None  # type: ignore[return-value]
-        n = self.axis_length(axis)
+        n = self._axes.axis_length(axis)
         if np.ndim(default) == 0:
             return np.full(n, default)
         arr = np.asarray(default)
         if arr.shape != (n,):
             raise InvalidArgumentError(
                 f"default vector length {arr.shape} is different from axis: "
-                f"{axis} length: {n}\nin the daf data: {self._name}"
+                f"{axis} length: {n}\nin the daf data: {self._storage.name}"
             )
         return arr
 
@@ -108,13 +113,13 @@ class Vectors(Axes):
         values: Any = self.get_np_vector(axis, name, default=default)
         if values is None:
             return None
-        return pd.Series(values, index=pd.Index(self.axis_np_entries(axis), name=axis),
+        return pd.Series(values, index=pd.Index(self._axes.axis_np_entries(axis), name=axis),
                          name=name, copy=False)
 
     def set_vector(
         self, axis: str, name: str, value: Any, *, overwrite: bool = False,
         indtype: Any = None,
-    ) -> Self:
+    ) -> None:
         """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
 
         Sparse input (any scipy format: a 1-D sparse array of length ``n``, or ``1 x n`` or
@@ -122,20 +127,20 @@ class Vectors(Axes):
         smallest of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses);
         duplicate positions are added up.
         """
-        self._check_writable()
-        self._require_axis(axis)
+        self._storage.check_writable()
+        self._axes.require_axis(axis)
         check_name(name, "vector")
-        check_not_reserved(axis, name, self._name)
-        n = self.axis_length(axis)
+        check_not_reserved(axis, name, self._storage.name)
+        n = self._axes.axis_length(axis)
         path = join_path("vectors", axis, name)
         value = unmasked(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
-                                f"{self._name}")
+                                f"{self._storage.name}")
         if hasattr(value, "index") and hasattr(value, "to_numpy"):  # a pandas Series
             index = np.asarray(value.index, dtype=object)
-            if len(index) == n and not np.array_equal(index, self.axis_np_entries(axis)):
+            if len(index) == n and not np.array_equal(index, self._axes.axis_np_entries(axis)):
                 raise InvalidArgumentError(
                     f"the vector's index does not match the entries of axis: "
-                    f"{axis}\nin the daf data: {self._name}"
+                    f"{axis}\nin the daf data: {self._storage.name}"
                 )
             value = value.to_numpy()
         items: list[tuple[str, Any]]
@@ -143,9 +148,9 @@ class Vectors(Axes):
             if value.shape not in ((n,), (1, n), (n, 1)):
                 raise InvalidArgumentError(
                     f"sparse value shape: {value.shape}\nis not ({n},), (1, {n}) or ({n}, 1) "
-                    f"for the axis: {axis} of length: {n}\nin the daf data: {self._name}")
+                    f"for the axis: {axis} of length: {n}\nin the daf data: {self._storage.name}")
             check_sparse(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
-                                 f"{self._name}")
+                                 f"{self._storage.name}")
             coo = sp.coo_array(value)
             coo.sum_duplicates()  # sorted by position, duplicates added up
             pos = coo.coords[0] if value.shape[0] == n else coo.coords[1]
@@ -164,20 +169,19 @@ class Vectors(Axes):
                     raise InvalidArgumentError(
                         f"value length: {raw.shape[0] if raw.ndim == 1 else raw.shape}\n"
                         f"is different from axis: {axis} length: {n}\n"
-                        f"in the daf data: {self._name}"
+                        f"in the daf data: {self._storage.name}"
                     )
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
                 data = dense(raw, dt, f"vector {name!r} of the axis {axis}")
-            items = self._array_items(path, data, dt)
-        with self._changing(f"setting the vector {name} of the axis {axis}",
-                            self._vector_replace(path, axis, name, overwrite)):
-            self._write(items)
-        return self
+            items = self._storage.array_items(path, data, dt)
+        with self._storage.changing(f"setting the vector {name} of the axis {axis}",
+                            self.vector_replace(path, axis, name, overwrite)):
+            self._storage.write(items)
 
-    def _vector_replace(
+    def vector_replace(
         self, path: str, axis: str, name: str, overwrite: bool
     ) -> list[tuple[str, str, bool, str]]:
-        """What a write of the vector at ``path`` replaces (see :meth:`_changing`)."""
+        """What a write of the vector at ``path`` replaces (see :meth:`DafStorage.changing`)."""
         return [(path, f"vector {name} of the axis {axis}", overwrite,
                  f"existing vector: {name}\nfor the axis: {axis}")]
 
@@ -186,21 +190,20 @@ class Vectors(Axes):
         dt: np.dtype[Any] | str, n: int, indtype: Any,
     ) -> list[tuple[str, Any]]:
         idt = index_dtype(indtype, n, path)
-        items = self._array_items(join_path(path, "nzind"), (pos0 + 1).astype(idt), idt)
+        items = self._storage.array_items(join_path(path, "nzind"), (pos0 + 1).astype(idt), idt)
         if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(vals))):
-            items += self._array_items(join_path(path, "nzval"), dense(vals, dt, path), dt)
-        items += self._layout.group_docs(path).items()
+            items += self._storage.array_items(join_path(path, "nzval"), dense(vals, dt, path), dt)
+        items += self._storage.layout.group_docs(path).items()
         return items
 
-    def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> Self:
+    def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> None:
         """Delete a vector (``must_exist=False``: no error if it is missing)."""
-        self._check_writable()
-        self._require_axis(axis)
+        self._storage.check_writable()
+        self._axes.require_axis(axis)
         path = join_path("vectors", axis, name)
-        if self._nothing_to_delete(self._node_kind(path) is not None, must_exist,
+        if self._storage.nothing_to_delete(self._storage.node_kind(path) is not None, must_exist,
                                    f"missing vector: {name}\nfor the axis: {axis}",
                                    f"vector {name} of the axis {axis}"):
-            return self
-        with self._changing(f"deleting the vector {name} of the axis {axis}"):
-            self._delete_node(path)
-        return self
+            return
+        with self._storage.changing(f"deleting the vector {name} of the axis {axis}"):
+            self._storage.delete_node(path)

@@ -44,9 +44,9 @@ import xarray as xr
 
 from ...errors import UnsupportedDafError, UnsupportedVariableWarning
 from . import layout as lay
-from .describe import Description as StoredReader  # the readers of ZarrDaf
 from .interface import DafReader
 from .names import join_path
+from .storage import DafStorage
 
 __all__ = ["DafVariable", "build_dataset", "daf_to_xarray", "plan_variables", "variable_values"]
 
@@ -146,11 +146,18 @@ def _where(daf: DafReader) -> str:
     return str(getattr(daf, "_path", daf.name))
 
 
+def _storage(daf: DafReader) -> DafStorage | None:
+    """The node storage of a stored data set (``None`` for a view or a chain)."""
+    storage = getattr(daf, "_storage", None)
+    return storage if isinstance(storage, DafStorage) else None
+
+
 def _is_sparse(daf: DafReader, path: str, axes: tuple[str, ...], prop: str) -> bool:
     """Whether a property is stored sparse (any other reader: whether it returns a matrix
     sparse; its vectors are dense)."""
-    if isinstance(daf, StoredReader):
-        return daf._node_kind(path) == "group"
+    storage = _storage(daf)
+    if storage is not None:
+        return storage.node_kind(path) == "group"
     if len(axes) == 1:
         return False
     import scipy.sparse as sp
@@ -195,15 +202,18 @@ def warn_left_out(daf: DafReader, left_out: list[DafVariable]) -> None:
         )
 
 
-def variable_shape_dtype(daf: StoredReader, var: DafVariable) -> tuple[tuple[int, ...], np.dtype[Any]]:
-    """The variable's shape and element type, from the stored documents only."""
+def variable_shape_dtype(daf: DafReader, var: DafVariable) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """The variable's shape and element type, from the stored documents only (``daf`` is a
+    stored data set)."""
+    storage = _storage(daf)
+    assert storage is not None
     shape = tuple(daf.axis_length(a) for a in var.axes)
     part = var.path
     if var.sparse:
         part = join_path(var.path, "nzval")
-        if daf._node_kind(part) != "array":  # all-true Bool values: nzval is not stored
+        if storage.node_kind(part) != "array":  # all-true Bool values: nzval is not stored
             return shape, np.dtype(np.bool_)
-    dtype = daf._array_info(part).dtype
+    dtype = storage.array_info(part).dtype
     return shape, np.dtype(object) if dtype == lay.STRING else np.dtype(dtype)
 
 

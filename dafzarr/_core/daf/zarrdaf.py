@@ -5,43 +5,52 @@ numpy views of the file (directory), of the archive mapping (ZIP) or of the stor
 (memory). Writes publish every property atomically: its chunks first, then the documents that
 make it visible (children before parents), then the consolidated metadata (directories).
 
-The class is assembled from one part per concern: :mod:`._storage` (nodes, writes,
-consolidated metadata), :mod:`._scalars`, :mod:`._axes`, :mod:`._vectors`, :mod:`._matrices`,
-:mod:`._fills` (``empty_*``), :mod:`._describe` and :mod:`._queries` (Daf queries, evaluated
-by :mod:`.query`); :mod:`._open` finds the backend of a path.
+The class is a façade over parts it composes, one per concern, each owning its state and
+handed the parts it works with: :mod:`.storage` (nodes, writes, consolidated metadata, over
+a backend and a layout), :mod:`.scalars`, :mod:`.axes` (with the cache of their entries),
+:mod:`.vectors`, :mod:`.matrices`, :mod:`.fills` (``empty_*``) and :mod:`.describe`; the
+query methods come from :mod:`.queries` (Daf queries, evaluated by :mod:`.query` over the
+public reader API, results kept in this handle's query cache); :mod:`.open` finds the
+backend of a path.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import threading
 import weakref
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from ...errors import InvalidArgumentError
 from ..aliases import OpenMode
 from ..io import HttpOptions
 from ..ioerror import storage_io
 from . import layout as lay
-from .backends import DafBackend
+from .axes import Axes
 from .backends_zip import ZipBackend
 from .describe import Description
 from .fills import Fills
+from .matrices import Matrices
 from .names import unique_name
 from .open import create_aside, create_zip_aside, open_backend
 from .queries import Queries
 from .query.cache import QueryCache
-from .storage import MODES
+from .scalars import Scalars
+from .storage import MODES, UNDEF, DafStorage
+from .vectors import Vectors
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
+    import numpy as np
     import xarray
+
+    from .backends import DafBackend
 
 __all__ = ["ZarrDaf", "memory_daf", "open_daf"]
 
 
-class ZarrDaf(Description, Fills, Queries):
+class ZarrDaf(Queries):
     """A Daf data set stored as a Zarr group (see :func:`open_daf` for the path forms).
 
     Parameters
@@ -104,68 +113,95 @@ class ZarrDaf(Description, Fills, Queries):
         if mode not in MODES:
             raise InvalidArgumentError(f"invalid mode: {mode}")
         lay.layout_for(zarr_format)
-        self._stale_consolidated = False
-        self._mode = mode
-        self._read_only = mode == "r"
-        self._cmeta = None
-        self._ctext = lay.ZmetadataText()
-        self._cstamp = None
-        self._lock = threading.RLock()
-        self._axis_cache = {}
-        self._changes = [0]
         self._query_cache = QueryCache()
-        self._finalizer = None
+        self._finalizer: Any = None
         where = "memory" if path is None else os.fspath(path)
         with storage_io(f"opening the data set (mode {mode!r})", where):
-            self._open(path, mode, zarr_format, max_file_size, append_only, http, lock,
-                       durable)
+            storage = self._open(path, mode, zarr_format, max_file_size, append_only, http,
+                                 lock, durable)
+        self._compose(storage)
         stored = self.get_scalar("name", default=None) if name is None else None
-        base = name if name is not None else (str(stored) if stored is not None else self._path)
-        if self._read_only:
+        base = name if name is not None else (str(stored) if stored is not None else
+                                              storage.path)
+        if storage.read_only:
             base = f"{base}.read_only" if name is None else base
         self._name = unique_name(base)
+        storage.name = self._name
 
     def _open(
         self, path: str | os.PathLike[str] | None, mode: OpenMode, zarr_format: int,
         max_file_size: int | None, append_only: bool, http: HttpOptions | None, lock: bool,
         durable: bool = False,
-    ) -> None:
-        """Open the backend and make (or adopt) the data set's root group."""
+    ) -> DafStorage:
+        """Open the backend and make (or adopt) the data set's root group: its storage."""
         opened = open_backend(path, mode, max_file_size, append_only, http, lock, durable)
-        self._backend, self._kind, self._path = opened.backend, opened.kind, opened.path
+        storage = DafStorage(opened.backend, opened.path, mode)
         if isinstance(opened.backend, ZipBackend) and not opened.aside:
             self._finalizer = weakref.finalize(self, opened.backend.close)
         try:
             if opened.aside and isinstance(opened.backend, ZipBackend):
-                self._backend = create_zip_aside(
-                    self._path.split("#/")[0], opened.backend, durable,
-                    self._init_aside(zarr_format))
-                self._finalizer = weakref.finalize(self, self._backend.close)
+                storage.backend = create_zip_aside(
+                    opened.path.split("#/")[0], opened.backend, durable,
+                    _init_aside(storage, zarr_format))
+                self._finalizer = weakref.finalize(self, storage.backend.close)
             elif opened.aside:
-                self._backend = create_aside(self._path, durable, self._init_aside(zarr_format))
+                storage.backend = create_aside(opened.path, durable,
+                                               _init_aside(storage, zarr_format))
             elif opened.truncate_group:
                 # Mode "w" on an existing ZIP data set: its keys go and a fresh data set
                 # takes their place in one commit (the rest of an archive of several
                 # data sets stays).
-                assert isinstance(self._backend, ZipBackend)
-                with self._backend.transaction():
-                    self._backend.truncate()
-                    self._init_group(zarr_format, self._path)
+                backend = storage.backend
+                assert isinstance(backend, ZipBackend)
+                with backend.transaction():
+                    backend.truncate()
+                    storage.init_group(zarr_format, opened.path)
             else:
-                self._init_group(zarr_format, self._path)
+                storage.init_group(zarr_format, opened.path)
         except BaseException:
             if path is not None:
-                self._backend.close()
+                storage.backend.close()
             raise
+        return storage
 
-    def _init_aside(self, zarr_format: int) -> Callable[[DafBackend], None]:
-        """Make the new data set's group in ``backend`` (see :func:`create_aside`)."""
+    def _compose(self, storage: DafStorage) -> None:
+        """Make the parts over ``storage``, each handed the parts it works with."""
+        self._storage = storage
+        self._scalars = Scalars(storage)
+        self._axes = Axes(storage)
+        self._vectors = Vectors(storage, self._axes)
+        self._matrices = Matrices(storage, self._axes)
+        self._fills = Fills(storage, self._axes, self._vectors, self._matrices)
+        self._description = Description(storage, self._scalars, self._axes, self._vectors,
+                                        self._matrices)
+        # The node-level entry points the package's operations (copies, concatenation,
+        # xarray, queries) and its tests use on a stored data set.
+        self._backend: DafBackend = storage.backend
+        self._layout: lay.ZarrLayout = storage.layout
+        self._path: str = storage.path
+        self._lock = storage.lock
+        self._io = storage.io
+        self._changing = storage.changing
+        self._write = storage.write
+        self._array_items = storage.array_items
+        self._node_kind = storage.node_kind
+        self._array_info = storage.array_info
+        self._read_array = storage.read_array
+        self._check_writable = storage.check_writable
+        self._data_version = storage.data_version
+        self._axis_cache = self._axes.cache
+        self._require_axis = self._axes.require_axis
+        self._repeated_entries = self._axes.repeated_entries
+        self._sparse_vector = self._vectors.sparse_vector
+        self._matrix_kind = self._matrices.matrix_kind
+        self._matrix_replaces = self._matrices.matrix_replaces
+        self._stored_csc_arrays = self._matrices.stored_csc_arrays
+        self._property = self._description.property_info
 
-        def init(backend: DafBackend) -> None:
-            self._backend = backend
-            self._init_group(zarr_format, self._path)
-
-        return init
+    def _add_checked_axis(self, axis: str, names: Any, overwrite: bool = False) -> Self:
+        """:meth:`add_axis` of entries known to be unique strings."""
+        self._axes.add_checked_axis(axis, names, overwrite)
+        return self
 
     # --- Identity ----------------------------------------------------------------------------
 
@@ -177,25 +213,25 @@ class ZarrDaf(Description, Fills, Queries):
     @property
     def path(self) -> str:
         """The full path: absolute container path (plus ``#/group``), URL, or ``memory``."""
-        return self._path
+        return self._storage.path
 
     @property
     def mode(self) -> str:
         """The mode the data set was opened with."""
-        return self._mode
+        return self._storage.mode
 
     @property
     def read_only(self) -> bool:
         """Whether writers raise (mode ``r``, HTTP, read-only views)."""
-        return self._read_only
+        return self._storage.read_only
 
     @property
     def zarr_format(self) -> int:
         """The Zarr layout generation of the store: 2 or 3."""
-        return self._layout.zarr_format
+        return self._storage.layout.zarr_format
 
     def __repr__(self) -> str:
-        return f"{'ReadOnly ' if self._read_only else ''}ZarrDaf {self._name}"
+        return f"{'ReadOnly ' if self.read_only else ''}ZarrDaf {self._name}"
 
     def close(self) -> None:
         """Release the store (ZIP: drop this handle's share of the archive) and the results
@@ -230,14 +266,254 @@ class ZarrDaf(Description, Fills, Queries):
     def read_only_view(self) -> ZarrDaf:
         """Another handle on the same data whose writers raise (named ``<name>.read_only``)."""
         view = object.__new__(ZarrDaf)
-        view.__dict__.update(self.__dict__)
-        view._read_only = True
-        view._mode = "r"
         view._finalizer = None
-        view._axis_cache = {}
         view._query_cache = QueryCache()
         view._name = unique_name(f"{self._name}.read_only")
+        view._compose(self._storage.read_only_copy(view._name))
         return view
+
+    # --- Scalars -------------------------------------------------------------------------------
+
+    def has_scalar(self, name: str) -> bool:
+        """Whether the scalar exists."""
+        return self._scalars.has_scalar(name)
+
+    def scalars_set(self) -> set[str]:
+        """The names of all scalars."""
+        return self._scalars.scalars_set()
+
+    def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
+        """The scalar's value (a numpy scalar, or ``str``); ``default`` if it is missing."""
+        return self._scalars.get_scalar(name, default=default)
+
+    def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> Self:
+        """Store a scalar (bool, int, float, str or numpy scalar)."""
+        self._scalars.set_scalar(name, value, overwrite=overwrite)
+        return self
+
+    def delete_scalar(self, name: str, *, must_exist: bool = True) -> Self:
+        """Delete a scalar (``must_exist=False``: no error if it is missing)."""
+        self._scalars.delete_scalar(name, must_exist=must_exist)
+        return self
+
+    # --- Axes ----------------------------------------------------------------------------------
+
+    def has_axis(self, axis: str) -> bool:
+        """Whether the axis exists."""
+        return self._axes.has_axis(axis)
+
+    def axes_set(self) -> set[str]:
+        """The names of all axes."""
+        return self._axes.axes_set()
+
+    def axis_length(self, axis: str) -> int:
+        """The number of entries of an axis."""
+        return self._axes.axis_length(axis)
+
+    def axis_np_entries(self, axis: str) -> np.ndarray[Any, Any]:
+        """The axis' entry names, in order (a read-only object array of ``str``)."""
+        return self._axes.axis_np_entries(axis)
+
+    axis_np_vector = axis_np_entries
+
+    def axis_dict(self, axis: str) -> dict[str, int]:
+        """Entry name -> 0-based position."""
+        return self._axes.axis_dict(axis)
+
+    def axis_np_indices(
+        self, axis: str, names: Sequence[str], *, allow_empty: bool = False,
+        allow_missing: bool = False,
+    ) -> np.ndarray[Any, Any]:
+        """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
+        (``allow_missing``) map to -1, else raise."""
+        return self._axes.axis_np_indices(axis, names, allow_empty=allow_empty,
+                                          allow_missing=allow_missing)
+
+    def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> Self:
+        """Create an axis with unique entry names."""
+        self._axes.add_axis(axis, entries, overwrite=overwrite)
+        return self
+
+    def delete_axis(self, axis: str, *, must_exist: bool = True) -> Self:
+        """Delete an axis and every vector and matrix along it."""
+        self._axes.delete_axis(axis, must_exist=must_exist)
+        return self
+
+    # --- Vectors -------------------------------------------------------------------------------
+
+    def has_vector(self, axis: str, name: str) -> bool:
+        """Whether the vector exists (``name`` and ``index`` always do)."""
+        return self._vectors.has_vector(axis, name)
+
+    def vectors_set(self, axis: str) -> set[str]:
+        """The names of the vectors stored on an axis."""
+        return self._vectors.vectors_set(axis)
+
+    def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> np.ndarray[Any, Any]:
+        """The vector as a numpy array (dense vectors: a zero-copy read-only view).
+
+        Sparse vectors are returned dense. ``name`` gives the entry names and ``index`` the
+        0-based positions. A missing vector gives ``default`` (a scalar is broadcast).
+        """
+        return self._vectors.get_np_vector(axis, name, default=default)
+
+    def get_pd_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
+        """The vector as a ``pandas.Series`` indexed by the axis' entry names."""
+        return self._vectors.get_pd_vector(axis, name, default=default)
+
+    def set_vector(
+        self, axis: str, name: str, value: Any, *, overwrite: bool = False,
+        indtype: Any = None,
+    ) -> Self:
+        """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
+
+        Sparse input (any scipy format: a 1-D sparse array of length ``n``, or ``1 x n`` or
+        ``n x 1``) is stored sparse with 1-based ``nzind`` of type ``indtype`` (default: the
+        smallest of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses);
+        duplicate positions are added up.
+        """
+        self._vectors.set_vector(axis, name, value, overwrite=overwrite, indtype=indtype)
+        return self
+
+    def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> Self:
+        """Delete a vector (``must_exist=False``: no error if it is missing)."""
+        self._vectors.delete_vector(axis, name, must_exist=must_exist)
+        return self
+
+    # --- Matrices ------------------------------------------------------------------------------
+
+    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
+                   relayout: bool = True) -> bool:
+        """Whether the matrix exists (with ``relayout``, in either layout)."""
+        return self._matrices.has_matrix(rows_axis, columns_axis, name, relayout=relayout)
+
+    def matrices_set(self, rows_axis: str, columns_axis: str, *,
+                     relayout: bool = True) -> set[str]:
+        """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
+        return self._matrices.matrices_set(rows_axis, columns_axis, relayout=relayout)
+
+    def get_np_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, default: Any = UNDEF,
+        relayout: bool = True, sparse_class: Literal["csc_matrix", "csc_array"] = "csc_matrix",
+    ) -> Any:
+        """The ``rows_axis x columns_axis`` matrix.
+
+        Dense: a column-major (Fortran-ordered) numpy array, a zero-copy read-only view when
+        this layout is stored. Sparse: a ``scipy.sparse.csc_matrix`` (or ``csc_array``)
+        with 0-based indices. With ``relayout``, a matrix stored only as
+        ``columns_axis x rows_axis`` is transposed (a copy).
+        """
+        return self._matrices.get_np_matrix(rows_axis, columns_axis, name, default=default,
+                                            relayout=relayout, sparse_class=sparse_class)
+
+    def get_pd_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
+                      default: Any = UNDEF, relayout: bool = True) -> Any:
+        """The matrix as a ``pandas.DataFrame`` (rows and columns named by the axes' entries);
+        sparse matrices become sparse frames."""
+        return self._matrices.get_pd_matrix(rows_axis, columns_axis, name, default=default,
+                                            relayout=relayout)
+
+    def set_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
+        overwrite: bool = False, relayout: bool = True, indtype: Any = None,
+    ) -> Self:
+        """Store a matrix: numpy (any order), a scalar to broadcast, or any scipy sparse.
+
+        With ``relayout`` (default) the transposed layout ``columns_axis x rows_axis`` is
+        stored too, so both orientations read without a copy (never for a square pair).
+        A sparse value's 1-based indices are stored as ``indtype``; by default the smallest
+        of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses.
+        """
+        self._matrices.set_matrix(rows_axis, columns_axis, name, value, overwrite=overwrite,
+                                  relayout=relayout, indtype=indtype)
+        return self
+
+    def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
+                        overwrite: bool = False) -> Self:
+        """Store the ``columns_axis x rows_axis`` layout of a stored matrix."""
+        self._matrices.relayout_matrix(rows_axis, columns_axis, name, overwrite=overwrite)
+        return self
+
+    def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
+                      must_exist: bool = True, relayout: bool = True) -> Self:
+        """Delete a matrix (with ``relayout``, both layouts)."""
+        self._matrices.delete_matrix(rows_axis, columns_axis, name, must_exist=must_exist,
+                                     relayout=relayout)
+        return self
+
+    # --- Fills ---------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def empty_dense_vector(
+        self, axis: str, name: str, eltype: Any, *, overwrite: bool = False
+    ) -> Iterator[np.ndarray[Any, Any]]:
+        """Fill a new dense vector in place: ``with d.empty_dense_vector(...) as v: v[:] = ...``.
+
+        The yielded array is the storage itself (ZIP: a reserved entry of the archive), so no
+        second copy is made; the vector is published when the block exits without error.
+        """
+        with self._fills.empty_dense_vector(axis, name, eltype, overwrite=overwrite) as out:
+            yield out
+
+    @contextlib.contextmanager
+    def empty_sparse_vector(
+        self, axis: str, name: str, eltype: Any, nnz: int, indtype: Any = None, *,
+        overwrite: bool = False,
+    ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+        """Fill a new sparse vector in place: yields ``(nzind, nzval)``; ``nzind`` is
+        1-based and increasing (checked when the block exits)."""
+        with self._fills.empty_sparse_vector(axis, name, eltype, nnz, indtype,
+                                             overwrite=overwrite) as out:
+            yield out
+
+    @contextlib.contextmanager
+    def empty_dense_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, *,
+        overwrite: bool = False,
+    ) -> Iterator[np.ndarray[Any, Any]]:
+        """Fill a new dense matrix in place: yields a column-major ``rows x columns`` array."""
+        with self._fills.empty_dense_matrix(rows_axis, columns_axis, name, eltype,
+                                            overwrite=overwrite) as out:
+            yield out
+
+    @contextlib.contextmanager
+    def empty_sparse_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, nnz: int,
+        indtype: Any = None, *, overwrite: bool = False,
+    ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
+        """Fill a new CSC sparse matrix in place: yields 1-based ``(colptr, rowval, nzval)``
+        (``colptr`` starts as ``[1, nnz+1, nnz+1, ...]``; checked when the block exits)."""
+        with self._fills.empty_sparse_matrix(rows_axis, columns_axis, name, eltype, nnz,
+                                             indtype, overwrite=overwrite) as out:
+            yield out
+
+    # --- Description ---------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """Everything :meth:`description` shows, as plain data (``dafzarr daf describe --json``).
+
+        Keys: ``name``, ``type``, ``path``, ``mode``, ``format`` (the Zarr format), ``scalars``
+        (name -> value), ``axes`` (name -> length), ``vectors`` (``"axis/name"`` -> property)
+        and ``matrices`` (``"rows,columns/name"`` -> property), where a property is a dict
+        with ``dtype``, ``layout`` (``"dense"`` or ``"sparse"``) and, when sparse,
+        ``nonzeros``.
+        """
+        return self._description.summary()
+
+    def description(self) -> str:
+        """A human-readable summary: name, type, path, mode, and every property."""
+        return self._description.description()
+
+
+
+def _init_aside(storage: DafStorage, zarr_format: int) -> Callable[[DafBackend], None]:
+    """Make the new data set's group in ``backend`` (see :func:`create_aside`)."""
+
+    def init(backend: DafBackend) -> None:
+        storage.backend = backend
+        storage.init_group(zarr_format, storage.path)
+
+    return init
 
 
 def open_daf(

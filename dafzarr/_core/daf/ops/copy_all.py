@@ -20,7 +20,8 @@ import scipy.sparse as sp
 
 from ....errors import DafExistsError, DafMissingError, DafReadOnlyError, InvalidArgumentError
 from ...progress import Progress
-from ..storage import UNDEF, DafStorage
+from ..storage import UNDEF
+from ..zarrdaf import ZarrDaf
 from .align import SOURCE_IS_SUBSET, Relation, missing_entries, new_axis_relation, relate_axis
 from .convert import STRING, Target, convert_array, convert_value, element_type_of, target_type
 from .copies import transfer_vector, vector_where
@@ -220,7 +221,7 @@ def _plan_tensors(plan: _CopyAllPlan, destination: Any, source: Any, relations: 
 @contextlib.contextmanager
 def _one_batch(destination: Any) -> Iterator[None]:
     """The writes into a ZarrDaf as one change (a ZIP: one commit, rolled back on failure)."""
-    if isinstance(destination, DafStorage):
+    if isinstance(destination, ZarrDaf):
         with destination._lock, destination._io(f"copying into {destination._name}"), \
                 destination._backend.transaction():
             yield

@@ -17,8 +17,8 @@ from ...aliases import Array
 from ..chain import ReadChain
 from ..names import join_path
 from ..storage import UNDEF
-from ..vectors import Vectors
 from ..view import DafView
+from ..zarrdaf import ZarrDaf
 
 __all__ = ["SparseVector", "read_vector", "stored_sparse_vector"]
 
@@ -46,7 +46,7 @@ class SparseVector:
 
 def stored_sparse_vector(reader: Any, axis: str, name: str) -> SparseVector | None:
     """The vector as it is stored, if it is stored sparse (else ``None``)."""
-    if isinstance(reader, Vectors):
+    if isinstance(reader, ZarrDaf):
         path = join_path("vectors", axis, name)
         if name in ("name", "index") or reader._node_kind(path) != "group":
             return None

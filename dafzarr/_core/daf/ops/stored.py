@@ -22,10 +22,10 @@ from ...._vlen import first_repeated_vlen_utf8
 from ....errors import CorruptDafError
 from ...aliases import Array
 from .. import layout as lay
-from ..axes import Axes, EncodedNames
+from ..axes import EncodedNames
 from ..backends_zip import ZipBackend
-from ..matrices import Matrices
 from ..names import check_name, join_path
+from ..zarrdaf import ZarrDaf
 
 __all__ = ["copy_stored_axis", "copy_stored_layouts"]
 
@@ -43,7 +43,7 @@ def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where:
         raise CorruptDafError(f"{where}: rowval holds rows outside 1..{n_rows}")
 
 
-def _chunk_items(source: Matrices, destination: Matrices, path: str, target: str,
+def _chunk_items(source: ZarrDaf, destination: ZarrDaf, path: str, target: str,
                  values: Array) -> list[tuple[str, Any]]:
     """The destination's keys and chunk of the source's array at ``path`` (mapped as
     ``values``): between two ZIP data sets, a large chunk is copied as the entry it is (file
@@ -58,7 +58,7 @@ def _chunk_items(source: Matrices, destination: Matrices, path: str, target: str
             for key, data in items]
 
 
-def _entry_copied(source: Matrices, destination: Matrices, path: str, values: Array) -> bool:
+def _entry_copied(source: ZarrDaf, destination: ZarrDaf, path: str, values: Array) -> bool:
     """Whether the source's array at ``path`` goes to the destination as its entry."""
     return (isinstance(source._backend, ZipBackend)
             and isinstance(destination._backend, ZipBackend)
@@ -69,7 +69,7 @@ def _entry_copied(source: Matrices, destination: Matrices, path: str, values: Ar
 _COPY_MIN = 1 << 20
 
 
-def _layout_items(source: Matrices, destination: Matrices, rows: str, columns: str,
+def _layout_items(source: ZarrDaf, destination: ZarrDaf, rows: str, columns: str,
                   name: str, target: str, kind: str) -> list[tuple[str, Any]]:
     """The destination's keys and chunks of one stored layout of the source (``target``:
     the destination's path of the layout)."""
@@ -114,7 +114,7 @@ def copy_stored_layouts(source: Any, destination: Any, axes: tuple[str, str, str
     lacks a layout."""
     rows, columns, name = axes
     rows_target, columns_target, target = targets
-    if not (isinstance(source, Matrices) and isinstance(destination, Matrices)):
+    if not (isinstance(source, ZarrDaf) and isinstance(destination, ZarrDaf)):
         return False
     pairs = [((rows, columns), (rows_target, columns_target))]
     if both and rows != columns:
@@ -140,7 +140,7 @@ def copy_stored_axis(source: Any, destination: Any, axis: str) -> bool:
     chunk that stores its entries, checked as :meth:`~dafzarr.daf.ZarrDaf.add_axis` checks
     entries; ``False`` (nothing done) when either data set is not a ZarrDaf or the source
     does not store the entries as one uncompressed vlen-utf8 chunk."""
-    if not (isinstance(source, Axes) and isinstance(destination, Axes)):
+    if not (isinstance(source, ZarrDaf) and isinstance(destination, ZarrDaf)):
         return False
     check_name(axis, "axis")
     path = join_path("axes", axis)
