@@ -11,7 +11,9 @@ The modules, from the bottom up (each imports only modules listed before it):
 - ``literals``: element-type names, typed values (``||`` defaults, parameters), their text.
 - ``tokens``: the lexer; ``escape_value`` and ``unescape_value``.
 - ``opdocs``: the numpydoc text shared by the operation classes, and their example data.
-- ``operations``: the operations of a query and its canonical text (:class:`QuerySequence`).
+- ``sequence``: the base of the operations and a whole query, with its canonical text
+  (:class:`QueryOperation`, :class:`QuerySequence`).
+- ``operations``: the operation classes of a query.
 - ``runs``: the stored values a reduction reduces (CSC arrays, runs with implicit zeros).
 - ``registry``: element-wise and reduction operations by name, with typed parameters;
   ``eltwise`` and ``reductions`` hold the built-ins (registering more:
