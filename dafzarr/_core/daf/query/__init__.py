@@ -69,57 +69,9 @@ from typing import Any
 
 from . import eltwise, reductions  # noqa: F401  (register the built-in operations)
 from .eltwise import Abs, Clamp, Convert, Fraction, Log, Round, Significant
-from .operations import (
-    AndMask,
-    AndNegatedMask,
-    AsAxis,
-    Axis,
-    BeginMask,
-    BeginNegatedMask,
-    CountBy,
-    EndMask,
-    GroupBy,
-    GroupColumnsBy,
-    GroupRowsBy,
-    IfMissing,
-    IfNot,
-    IsEqual,
-    IsGreater,
-    IsGreaterEqual,
-    IsLess,
-    IsLessEqual,
-    IsMatch,
-    IsNotEqual,
-    IsNotMatch,
-    LookupMatrix,
-    LookupScalar,
-    LookupVector,
-    Names,
-    OrMask,
-    OrNegatedMask,
-    QueryOperation,
-    QuerySequence,
-    SquareColumnIs,
-    SquareRowIs,
-    XorMask,
-    XorNegatedMask,
-)
+from .operations import *  # its ``__all__``; ``__all__`` below lists the public names
 from .parse import is_axis_query, parse_query, query_axis_name
-from .reductions import (
-    Count,
-    GeoMean,
-    Max,
-    Mean,
-    Median,
-    Min,
-    Mode,
-    Quantile,
-    Std,
-    StdN,
-    Sum,
-    Var,
-    VarN,
-)
+from .reductions import *  # its ``__all__``, every one public
 from .registry import (
     EltwiseOperation,
     Parameter,
