@@ -22,7 +22,7 @@ from typing import Any, Self
 
 from ...errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
 from ..ioerror import Operation, storage_io
-from . import arrays, region
+from . import arrays, region, stats
 from . import format as fmt
 from .allocator import BlockAllocator
 from .chunk_reader import ChunkReader
@@ -32,9 +32,9 @@ from .flush import flush
 from .footer import layer_from_footer
 from .lru import DeltaCache
 from .objects import ArrayFileStorage, LocalStorage, MemoryStorage
-from .records import ArrayStats, Records
+from .records import Records
 from .sidecars import discover, load_layers, load_stats, resolve_target, write_stats
-from .stats import array_stats, updated_stats
+from .stats import updated_stats
 from .threaded import in_thread
 
 __all__ = ["ArrayFile"]
@@ -393,42 +393,7 @@ class ArrayFile:
         write_stats(self._backend, self._stem + ".stats", entries, self._stats_gen)
         self._stats = entries
 
-    def array_stats(self, name: str) -> ArrayStats | None:
-        """Statistics of ``name`` as of the last flush.
-
-        Parameters
-        ----------
-        name : str
-            The array.
-
-        Returns
-        -------
-        ArrayStats or None
-            The statistics, or None if there are none (not flushed since written).
-
-        Raises
-        ------
-        ArrayNotFoundError
-            No visible array is named ``name``.
-        ClosedError
-            The handle is closed.
-
-        Examples
-        --------
-        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
-        ...     f.define_array("a", "int8", ["x"], [3])
-        ...     f.write_array("a", [0], [3, 1, 2])
-        ...     f.flush()
-        ...     f.array_stats("a").max
-        3
-        """
-        with self._lock:
-            self._check_open()
-            meta = self._records.meta(name)
-            by_name = self._stats_by_name
-            if by_name is None or by_name[0] is not self._stats:  # the entries changed
-                by_name = self._stats_by_name = (self._stats, {e["name"]: e for e in self._stats})
-            return array_stats(meta, by_name[1])
+    array_stats = stats.array_stats
 
     def compact(self) -> None:
         """Merge every layer into a new base, then delete the sidecars.
