@@ -30,6 +30,8 @@ from .uns import decode_uns, encode_uns
 if TYPE_CHECKING:
     from anndata import AnnData
 
+    from ..aliases import OpenMode
+
 __all__ = ["MANIFEST", "anndata_to_daf", "daf_to_anndata"]
 
 #: The name of the string scalar holding the JSON manifest of the mapping.
@@ -169,8 +171,9 @@ def anndata_to_daf(
     [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
     """
     if isinstance(destination, ZarrDaf) or mode != "w":
+        open_mode = cast("OpenMode", mode)  # open_daf refuses an unknown mode
         daf = destination if isinstance(destination, ZarrDaf) else open_daf(
-            destination, mode, zarr_format=zarr_format  # type: ignore[arg-type]
+            destination, open_mode, zarr_format=zarr_format
         )
         _write(adata, daf, ConversionPlan(daf, relayout), obs_axis, var_axis, X)
         return daf

@@ -18,12 +18,11 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import Sequence
 from typing import Any, Self
 
 from ...errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
 from ..ioerror import Operation, storage_io
-from . import arrays, region
+from . import arrays, region, stats
 from . import format as fmt
 from .allocator import BlockAllocator
 from .chunk_reader import ChunkReader
@@ -33,10 +32,9 @@ from .flush import flush
 from .footer import layer_from_footer
 from .lru import DeltaCache
 from .objects import ArrayFileStorage, LocalStorage, MemoryStorage
-from .records import ArrayStats, Records
-from .region import encode_region
+from .records import Records
 from .sidecars import discover, load_layers, load_stats, resolve_target, write_stats
-from .stats import array_stats, updated_stats
+from .stats import updated_stats
 from .threaded import in_thread
 
 __all__ = ["ArrayFile"]
@@ -327,64 +325,10 @@ class ArrayFile:
     read_array = region.read_array
     read_array_async = region.read_array_async
 
-    # --- Writing -----------------------------------------------------------------------
+    # --- Writing (``region``), flushing --------------------------------------------------
 
-    def write_array(self, name: str, start: Sequence[int], data: Any) -> None:
-        """Write ``data`` at ``start``; chunks only partly covered are read, patched, rewritten.
-
-        Nothing is written unless every chunk of ``data`` can be; the change is stored at the
-        next :meth:`flush`.
-
-        Parameters
-        ----------
-        name : str
-            The array.
-        start : sequence of int
-            Where the first element of ``data`` goes.
-        data : array-like
-            The values, of the array's number of axes.
-
-        Raises
-        ------
-        ArrayNotFoundError
-            No visible array is named ``name``.
-        OutOfBoundsError
-            ``data`` does not fit in the array at ``start``.
-        InvalidArgumentTypeError
-            ``data`` cannot be cast to the array's type without loss.
-        ClosedError
-            The handle is closed.
-
-        Examples
-        --------
-        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
-        ...     f.define_array("m", "float32", ["row", "col"], [2, 2])
-        ...     f.write_array("m", [1, 0], [[1.5, 2.5]])
-        ...     f.read_array("m")
-        array([[0. , 0. ],
-               [1.5, 2.5]], dtype=float32)
-        """
-        with self._lock:
-            self._check_open()
-            records = self._records
-            encoded = encode_region(records, self._reader, self._alloc, self._key, name, start,
-                                    data)
-            p = records.for_write(name)
-            if self._alloc is None:
-                spill = self._spill_dir()
-                self._alloc = BlockAllocator(self._config, spill, stage=spill is not None)
-            for key, coord, payload, stats in encoded:
-                bid, off, size = self._alloc.append(payload)
-                p.chunks[key] = (coord, bid, off, size, stats)
-
-    write_array_async = in_thread(write_array, """
-    >>> import asyncio
-    >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
-    ...     f.define_array("a", "int8", ["x"], [2])
-    ...     asyncio.run(f.write_array_async("a", [0], [4, 5]))
-    ...     f.read_array("a")
-    array([4, 5], dtype=int8)
-    """)
+    write_array = region.write_array
+    write_array_async = region.write_array_async
 
     def flush(self) -> None:
         """Write the pending changes as a new sidecar and update the statistics.
@@ -449,42 +393,7 @@ class ArrayFile:
         write_stats(self._backend, self._stem + ".stats", entries, self._stats_gen)
         self._stats = entries
 
-    def array_stats(self, name: str) -> ArrayStats | None:
-        """Statistics of ``name`` as of the last flush.
-
-        Parameters
-        ----------
-        name : str
-            The array.
-
-        Returns
-        -------
-        ArrayStats or None
-            The statistics, or None if there are none (not flushed since written).
-
-        Raises
-        ------
-        ArrayNotFoundError
-            No visible array is named ``name``.
-        ClosedError
-            The handle is closed.
-
-        Examples
-        --------
-        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
-        ...     f.define_array("a", "int8", ["x"], [3])
-        ...     f.write_array("a", [0], [3, 1, 2])
-        ...     f.flush()
-        ...     f.array_stats("a").max
-        3
-        """
-        with self._lock:
-            self._check_open()
-            meta = self._records.meta(name)
-            by_name = self._stats_by_name
-            if by_name is None or by_name[0] is not self._stats:  # the entries changed
-                by_name = self._stats_by_name = (self._stats, {e["name"]: e for e in self._stats})
-            return array_stats(meta, by_name[1])
+    array_stats = stats.array_stats
 
     def compact(self) -> None:
         """Merge every layer into a new base, then delete the sidecars.

@@ -1,6 +1,6 @@
 """Reading and writing a region of one array: the chunks it covers, read straight into the
 result where they are stored whole and uncompressed, or encoded for the allocator; and
-``ArrayFile.read_array`` (bound there) over them.
+``ArrayFile.read_array`` and ``ArrayFile.write_array`` (bound there) over them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from .allocator import BlockAllocator
 from .arrays import Held
 from .chunk_reader import ChunkReader
 from .direct import whole_array_runs
+from .fileconfig import FileConfig
 from .geometry import chunks_in, clipped, region
 from .records import Layer, Meta, Records
 from .threaded import in_thread
@@ -179,4 +180,77 @@ read_array_async = in_thread(read_array, """
 ...     f.define_array("a", "int8", ["x"], [2])
 ...     asyncio.run(f.read_array_async("a"))
 array([0, 0], dtype=int8)
+""")
+
+
+class Writes(Held, Protocol):
+    """What :func:`write_array` uses of an ArrayFile besides :class:`Held`."""
+
+    _alloc: BlockAllocator | None
+
+    @property
+    def _reader(self) -> ChunkReader: ...
+
+    @property
+    def _config(self) -> FileConfig: ...
+
+    def _spill_dir(self) -> str | None: ...
+
+
+def write_array(self: Writes, name: str, start: Sequence[int], data: Any) -> None:
+    """Write ``data`` at ``start``; chunks only partly covered are read, patched, rewritten.
+
+    Nothing is written unless every chunk of ``data`` can be; the change is stored at the
+    next :meth:`flush`.
+
+    Parameters
+    ----------
+    name : str
+        The array.
+    start : sequence of int
+        Where the first element of ``data`` goes.
+    data : array-like
+        The values, of the array's number of axes.
+
+    Raises
+    ------
+    ArrayNotFoundError
+        No visible array is named ``name``.
+    OutOfBoundsError
+        ``data`` does not fit in the array at ``start``.
+    InvalidArgumentTypeError
+        ``data`` cannot be cast to the array's type without loss.
+    ClosedError
+        The handle is closed.
+
+    Examples
+    --------
+    >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+    ...     f.define_array("m", "float32", ["row", "col"], [2, 2])
+    ...     f.write_array("m", [1, 0], [[1.5, 2.5]])
+    ...     f.read_array("m")
+    array([[0. , 0. ],
+           [1.5, 2.5]], dtype=float32)
+    """
+    with self._lock:
+        self._check_open()
+        records = self._records
+        encoded = encode_region(records, self._reader, self._alloc, self._key, name, start,
+                                data)
+        p = records.for_write(name)
+        if self._alloc is None:
+            spill = self._spill_dir()
+            self._alloc = BlockAllocator(self._config, spill, stage=spill is not None)
+        for key, coord, payload, stats in encoded:
+            bid, off, size = self._alloc.append(payload)
+            p.chunks[key] = (coord, bid, off, size, stats)
+
+
+write_array_async = in_thread(write_array, """
+>>> import asyncio
+>>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+...     f.define_array("a", "int8", ["x"], [2])
+...     asyncio.run(f.write_array_async("a", [0], [4, 5]))
+...     f.read_array("a")
+array([4, 5], dtype=int8)
 """)

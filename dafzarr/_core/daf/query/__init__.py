@@ -11,7 +11,9 @@ The modules, from the bottom up (each imports only modules listed before it):
 - ``literals``: element-type names, typed values (``||`` defaults, parameters), their text.
 - ``tokens``: the lexer; ``escape_value`` and ``unescape_value``.
 - ``opdocs``: the numpydoc text shared by the operation classes, and their example data.
-- ``operations``: the operations of a query and its canonical text (:class:`QuerySequence`).
+- ``sequence``: the base of the operations and a whole query, with its canonical text
+  (:class:`QueryOperation`, :class:`QuerySequence`).
+- ``operations``: the operation classes of a query.
 - ``runs``: the stored values a reduction reduces (CSC arrays, runs with implicit zeros).
 - ``registry``: element-wise and reduction operations by name, with typed parameters;
   ``eltwise`` and ``reductions`` hold the built-ins (registering more:
@@ -67,57 +69,9 @@ from typing import Any
 
 from . import eltwise, reductions  # noqa: F401  (register the built-in operations)
 from .eltwise import Abs, Clamp, Convert, Fraction, Log, Round, Significant
-from .operations import (
-    AndMask,
-    AndNegatedMask,
-    AsAxis,
-    Axis,
-    BeginMask,
-    BeginNegatedMask,
-    CountBy,
-    EndMask,
-    GroupBy,
-    GroupColumnsBy,
-    GroupRowsBy,
-    IfMissing,
-    IfNot,
-    IsEqual,
-    IsGreater,
-    IsGreaterEqual,
-    IsLess,
-    IsLessEqual,
-    IsMatch,
-    IsNotEqual,
-    IsNotMatch,
-    LookupMatrix,
-    LookupScalar,
-    LookupVector,
-    Names,
-    OrMask,
-    OrNegatedMask,
-    QueryOperation,
-    QuerySequence,
-    SquareColumnIs,
-    SquareRowIs,
-    XorMask,
-    XorNegatedMask,
-)
+from .operations import *  # its ``__all__``; ``__all__`` below lists the public names
 from .parse import is_axis_query, parse_query, query_axis_name
-from .reductions import (
-    Count,
-    GeoMean,
-    Max,
-    Mean,
-    Median,
-    Min,
-    Mode,
-    Quantile,
-    Std,
-    StdN,
-    Sum,
-    Var,
-    VarN,
-)
+from .reductions import *  # its ``__all__``, every one public
 from .registry import (
     EltwiseOperation,
     Parameter,

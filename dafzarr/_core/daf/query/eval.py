@@ -24,8 +24,9 @@ from ...aliases import Array
 from . import operations as _ops
 from .cache import Reader
 from .group import Grouping
-from .operations import IfMissing, QueryOperation, QuerySequence
+from .operations import IfMissing
 from .registry import EltwiseOperation, ReduceToColumn, ReductionOperation
+from .sequence import QueryOperation, QuerySequence
 from .stack import COMPARISONS, Mat, Vec, compare, dtype_error, empties, is_strings, settle, truth
 
 __all__ = ["Evaluator", "MissingEntryError"]

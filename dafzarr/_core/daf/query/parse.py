@@ -14,8 +14,9 @@ from typing import Any
 
 from ....errors import DafQueryParameterError, InvalidArgumentTypeError
 from . import operations as _ops
-from .operations import NEGATED, IfMissing, QueryOperation, QuerySequence
+from .operations import NEGATED, IfMissing
 from .registry import ELTWISE, REDUCTIONS, ReduceToColumn, ReduceToRow, RegisteredOperation
+from .sequence import QueryOperation, QuerySequence
 from .tokens import Token, syntax_error, tokenize
 
 __all__ = ["is_axis_query", "parse_query", "query_axis_name"]

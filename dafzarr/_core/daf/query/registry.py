@@ -22,8 +22,8 @@ import numpy as np
 from ....errors import DafQueryParameterError
 from ...aliases import Array
 from .literals import FLOAT_TYPES, TYPES, format_value, parse_as
-from .operations import QueryOperation
 from .runs import Compressed, Runs
+from .sequence import QueryOperation
 
 __all__ = [
     "ELTWISE",

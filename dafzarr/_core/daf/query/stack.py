@@ -23,8 +23,8 @@ import scipy.sparse as sp
 from ...aliases import Array
 from . import operations as _ops
 from .literals import TYPES, parse_as, type_name
-from .operations import QueryOperation
 from .registry import Compressed
+from .sequence import QueryOperation
 
 __all__ = [
     "COMPARISONS", "Mat", "Vec", "compare", "dtype_error", "empties", "factorize", "fail_type",
