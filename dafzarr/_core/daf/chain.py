@@ -42,14 +42,76 @@ __all__ = ["ReadChain", "WriteChain", "chain_reader", "chain_writer"]
 
 
 def chain_reader(dafs: Sequence[Any], *, name: str | None = None) -> ReadChain:
-    """A read-only data set that is the union of ``dafs``, the later overriding the earlier."""
+    """A read-only data set that is the union of ``dafs``, the later overriding the earlier.
+
+    Parameters
+    ----------
+    dafs : sequence of data sets
+        The members, first to last (any readers: ``ZarrDaf``, views, chains).
+    name : str, optional
+        The chain's name (by default the members' names joined by ``;``, made unique).
+
+    Returns
+    -------
+    ReadChain
+        The chain; a lookup is answered by the last member that has the property.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``dafs`` is empty, or an axis held by several members has different entries (the
+        message names the axis, both data sets and the chain).
+
+    Examples
+    --------
+    >>> base = dafzarr.memory_daf(name="base").add_axis("cell", ["A", "B"])
+    >>> base = base.set_vector("cell", "age", [3, 5]).set_vector("cell", "batch", [1, 1])
+    >>> fix = dafzarr.memory_daf(name="fix").add_axis("cell", ["A", "B"])
+    >>> chain = dafzarr.chain_reader([base, fix.set_vector("cell", "age", [4, 6])])
+    >>> chain.get_np_vector("cell", "age").tolist(), sorted(chain.vectors_set("cell"))
+    ([4, 6], ['age', 'batch'])
+    """
     members = _members(dafs, name)
     return ReadChain(members, _chain_name(members, name))
 
 
 def chain_writer(dafs: Sequence[Any], *, name: str | None = None) -> Any:
     """Like :func:`chain_reader`, but writes go to the last data set, which must be
-    writable (a single unnamed data set is returned as it is)."""
+    writable (a single unnamed data set is returned as it is).
+
+    Parameters
+    ----------
+    dafs : sequence of data sets
+        The members, first to last; the last one is written.
+    name : str, optional
+        The chain's name (by default the members' names joined by ``;``, made unique).
+
+    Returns
+    -------
+    WriteChain or data set
+        The chain (or the only member, when ``dafs`` has one and no ``name`` is given).
+        A vector or matrix written on an axis the last member lacks first copies that axis
+        into it.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``dafs`` is empty, or an axis held by several members has different entries.
+    DafReadOnlyError
+        The last member is read-only (``read-only final data: ...``); later, deleting
+        what an earlier member holds.
+    DafExistsError
+        Later, writing over an existing property without ``overwrite=True``.
+
+    Examples
+    --------
+    >>> base = dafzarr.memory_daf(name="base").add_axis("cell", ["A", "B"])
+    >>> scratch = dafzarr.memory_daf(name="scratch")
+    >>> chain = dafzarr.chain_writer([base, scratch])
+    >>> chain = chain.set_vector("cell", "score", [0.5, 1.5])
+    >>> sorted(scratch.axes_set()), chain.get_np_vector("cell", "score").tolist()
+    (['cell'], [0.5, 1.5])
+    """
     members = _members(dafs, name)
     if getattr(members[-1], "read_only", True):
         suffix = "" if name is None else f": {name}"

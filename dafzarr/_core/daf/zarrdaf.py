@@ -95,6 +95,22 @@ class ZarrDaf(Queries):
         Without it, a process crash still leaves each write whole or absent, but after a
         power loss a directory data set may hold a property half-written or empty, and a
         ZIP one may need a writable open to recover and may lose its recent writes.
+
+    Raises
+    ------
+    DafNotFoundError
+        Mode ``"r"`` or ``"r+"`` and nothing at ``path``.
+    DafFormatError, InvalidArgumentError
+        ``path`` has none of the forms above; an unknown ``mode`` or ``zarr_format``.
+    StorageLockError, StorageIOError
+        The store cannot be locked, read or written.
+
+    Examples
+    --------
+    >>> dafzarr.ZarrDaf("cells.daf.zarr", "w").add_axis("cell", ["A", "B"]).close()
+    >>> with dafzarr.ZarrDaf("cells.daf.zarr") as daf:
+    ...     daf.read_only, daf.axis_np_entries("cell").tolist()
+    (True, ['A', 'B'])
     """
 
     def __init__(
@@ -505,7 +521,6 @@ class ZarrDaf(Queries):
         return self._description.description()
 
 
-
 def _init_aside(storage: DafStorage, zarr_format: int) -> Callable[[DafBackend], None]:
     """Make the new data set's group in ``backend`` (see :func:`create_aside`)."""
 
@@ -526,13 +541,30 @@ def open_daf(
     Path forms: ``X.daf.zarr`` (directory), ``X.daf.zarr.zip`` (one ZIP archive),
     ``X.dafs.zarr.zip#/group`` (one of several data sets in one ZIP), ``http(s)://...``
     (read-only). Modes: ``"r"`` read-only (writers raise), ``"r+"`` read-write, ``"w+"``
-    created if missing, ``"w"`` created or truncated. ``zarr_format`` (2 or 3) is the
-    layout of a new data set; existing ones keep theirs. ZIP only: ``max_file_size`` (the
-    largest size the archive may reach while open for writing) and ``append_only`` (refuse
-    deletes and overwrites) and ``lock`` (``False``: no writer lock, for file systems
-    without ``flock``; you guarantee a single writer); see :class:`ZarrDaf`. ``http`` sets the deadline, retries and
-    limits of reads over HTTP(S) (:class:`dafzarr.HttpOptions`). ``durable``: every write
-    is durable, also across a power loss, when it returns (see :class:`ZarrDaf`).
+    created if missing, ``"w"`` created or truncated. The other options (the layout of a
+    new data set, ZIP limits and locking, HTTP(S) reads, durability) are :class:`ZarrDaf`'s.
+
+    Parameters
+    ----------
+    path, mode, name, zarr_format, max_file_size, append_only, http, lock, durable
+        As for :class:`ZarrDaf`.
+
+    Returns
+    -------
+    ZarrDaf
+        The open data set; close it (or use it in a ``with`` block) when done.
+
+    Raises
+    ------
+    DafzarrError
+        As :class:`ZarrDaf` does (``DafNotFoundError``, ``DafFormatError``, ...).
+
+    Examples
+    --------
+    >>> daf = dafzarr.open_daf("cells.daf.zarr.zip", "w+", name="cells")
+    >>> daf.add_axis("cell", ["A", "B"]).axis_length("cell"), daf.zarr_format
+    (2, 2)
+    >>> daf.close()
     """
     return ZarrDaf(path, mode, name=name, zarr_format=zarr_format,
                    max_file_size=max_file_size, append_only=append_only, http=http, lock=lock,
@@ -540,5 +572,29 @@ def open_daf(
 
 
 def memory_daf(name: str = "memory", *, zarr_format: int = 2) -> ZarrDaf:
-    """A new, empty in-memory Daf data set."""
+    """A new, empty in-memory Daf data set.
+
+    Parameters
+    ----------
+    name : str, optional
+        The data set's name (made unique in the process: ``name#2``, ...).
+    zarr_format : int, optional
+        The Zarr layout of its store: 2 or 3.
+
+    Returns
+    -------
+    ZarrDaf
+        The writable data set (mode ``"w+"``, path ``memory``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``zarr_format`` is neither 2 nor 3.
+
+    Examples
+    --------
+    >>> daf = dafzarr.memory_daf(name="cells").set_scalar("version", 3)
+    >>> daf.name, daf.path, sorted(daf.scalars_set())
+    ('cells...', 'memory', ['version'])
+    """
     return ZarrDaf(None, "w+", name=name, zarr_format=zarr_format)
