@@ -48,15 +48,32 @@ class Footer:
         addrs[:, 1] = np.arange(self.n) % 1024 * 8
         addrs[:, 2] = 8
         footer = fmt.empty_footer()
-        footer["blocks"] = [{"id": 0, "file_offset": 0, "compressed_size": 8192,
-                             "uncompressed_size": 8192, "codec": ("None",)}]
-        footer["arrays"] = [{
-            "name": "grid", "dtype": ("Float64",),
-            "layout": {"shape": list(grid), "dimension_names": ["y", "x"],
-                       "storage": {"chunk_shape": [1, 1], "chunks": fmt.ChunkTable(
-                           coords.astype(np.uint32), addrs)}},
-            "fill_value": None, "deleted": False, "attributes": ("U16", []),
-        }]
+        footer["blocks"] = [
+            {
+                "id": 0,
+                "file_offset": 0,
+                "compressed_size": 8192,
+                "uncompressed_size": 8192,
+                "codec": ("None",),
+            }
+        ]
+        footer["arrays"] = [
+            {
+                "name": "grid",
+                "dtype": ("Float64",),
+                "layout": {
+                    "shape": list(grid),
+                    "dimension_names": ["y", "x"],
+                    "storage": {
+                        "chunk_shape": [1, 1],
+                        "chunks": fmt.ChunkTable(coords.astype(np.uint32), addrs),
+                    },
+                },
+                "fill_value": None,
+                "deleted": False,
+                "attributes": ("U16", []),
+            }
+        ]
         self.data = fmt.encode_footer(footer)
         self.path = os.path.join(self._tmp.name, "grid.af")
         with open(self.path, "wb") as f:
@@ -80,21 +97,37 @@ class Footer:
     def _size(self) -> str:
         return f"{self.n:,} chunks, {c.human_bytes(len(self.data))}"
 
-    @c.bench("footer of {n:,} chunks: decode", "ArrayFile", c.ENTRIES, lambda s: s.n, size=lambda s: s._size())
+    @c.bench(
+        "footer of {n:,} chunks: decode",
+        "ArrayFile",
+        c.ENTRIES,
+        lambda s: s.n,
+        size=lambda s: s._size(),
+    )
     def time_decode(self) -> None:
         from dafzarr._core.arrayfile import format as fmt
 
         fmt.decode_footer(self.data[:-12])
 
-    @c.bench("footer of {n:,} chunks: open + first chunk read", "ArrayFile", c.ENTRIES, lambda s: s.n,
-             size=lambda s: s._size(), target=lambda s, peers: (
-                 f"open < 1 s (is {s.median:.3f} s)", s.median < 1.0))
+    @c.bench(
+        "footer of {n:,} chunks: open + first chunk read",
+        "ArrayFile",
+        c.ENTRIES,
+        lambda s: s.n,
+        size=lambda s: s._size(),
+        target=lambda s, peers: (f"open < 1 s (is {s.median:.3f} s)", s.median < 1.0),
+    )
     def time_open(self) -> None:
         with ArrayFile.open(self.path) as f:
             f.read_array("grid", [self.grid[0] // 2, 500], [1, 1])
 
-    @c.bench("footer of {n:,} chunks: random single-chunk reads (lookup)", "ArrayFile", c.PER_CALL,
-             lambda s: s.n_lookups, size=lambda s: s._size())
+    @c.bench(
+        "footer of {n:,} chunks: random single-chunk reads (lookup)",
+        "ArrayFile",
+        c.PER_CALL,
+        lambda s: s.n_lookups,
+        size=lambda s: s._size(),
+    )
     def time_lookup(self) -> None:
         read = self._af.read_array
         for y, x in self.picks:
@@ -163,40 +196,68 @@ class Growth:
     def _size(self) -> str:
         return f"{self.count:,} x 800 B"
 
-    @c.bench("growth, {count:,} arrays: write all", "ArrayFile", c.PER_CALL, lambda s: s.count,
-             size=lambda s: s._size())
+    @c.bench(
+        "growth, {count:,} arrays: write all",
+        "ArrayFile",
+        c.PER_CALL,
+        lambda s: s.count,
+        size=lambda s: s._size(),
+    )
     def time_write_arrayfile(self) -> None:
         self._write_af("w.af")
 
-    @c.bench("growth, {count:,} arrays: write all", PLAIN, c.PER_CALL, lambda s: s.count,
-             size=lambda s: s._size())
+    @c.bench(
+        "growth, {count:,} arrays: write all",
+        PLAIN,
+        c.PER_CALL,
+        lambda s: s.count,
+        size=lambda s: s._size(),
+    )
     def time_write_plain(self) -> None:
         _write_plain(os.path.join(self.dir, "w.plain"), self.names, self.arrays, fsync=False)
 
-    @c.bench("growth, {count:,} arrays: open", "ArrayFile", c.PER_CALL, lambda s: s.count,
-             size=lambda s: s._size())
+    @c.bench(
+        "growth, {count:,} arrays: open",
+        "ArrayFile",
+        c.PER_CALL,
+        lambda s: s.count,
+        size=lambda s: s._size(),
+    )
     def time_open(self) -> None:
         ArrayFile.open(os.path.join(self.dir, "read.af"), config=FileConfig(codec=None)).close()
 
-    @c.bench("growth, {count:,} arrays: open + read all", "ArrayFile", c.PER_CALL, lambda s: s.count,
-             size=lambda s: s._size())
+    @c.bench(
+        "growth, {count:,} arrays: open + read all",
+        "ArrayFile",
+        c.PER_CALL,
+        lambda s: s.count,
+        size=lambda s: s._size(),
+    )
     def time_read_arrayfile(self) -> None:
-        with ArrayFile.open(os.path.join(self.dir, "read.af"),
-                            config=FileConfig(codec=None)) as f:
+        with ArrayFile.open(os.path.join(self.dir, "read.af"), config=FileConfig(codec=None)) as f:
             for n in self.names:
                 f.read_array(n)
 
-    @c.bench("growth, {count:,} arrays: open + read all", PLAIN, c.PER_CALL, lambda s: s.count,
-             size=lambda s: s._size())
+    @c.bench(
+        "growth, {count:,} arrays: open + read all",
+        PLAIN,
+        c.PER_CALL,
+        lambda s: s.count,
+        size=lambda s: s._size(),
+    )
     def time_read_plain(self) -> None:
         _read_plain(os.path.join(self.dir, "read.plain"), self.names, np.float64)
 
 
 def memory_table() -> str:
     """The memory figures suite d measured, as Markdown."""
-    rows = ["| arrays | file size | held by an open handle | per array | peak of open + read all |",
-            "|---|---|---|---|---|"]
+    rows = [
+        "| arrays | file size | held by an open handle | per array | peak of open + read all |",
+        "|---|---|---|---|---|",
+    ]
     for count, size, held, peak in Growth.memory:
-        rows.append(f"| {count:,} | {c.human_bytes(size)} | {c.human_bytes(held)} | "
-                    f"{held / count:,.0f} B | {c.human_bytes(peak)} |")
+        rows.append(
+            f"| {count:,} | {c.human_bytes(size)} | {c.human_bytes(held)} | "
+            f"{held / count:,.0f} B | {c.human_bytes(peak)} |"
+        )
     return "\n".join(rows)

@@ -23,7 +23,6 @@ except ImportError:  # pragma: no cover - icechunk is a declared benchmark depen
 warnings.filterwarnings("ignore", message=".*not part of the Zarr.*")  # numcodecs.zarr3 codecs
 
 
-
 def _zarr_codecs(codec: str | None) -> Any:
     if codec is None:
         return None
@@ -104,8 +103,9 @@ def _both(*targets: Any) -> Any:
     return target
 
 
-def _write_plain(directory: str, names: list[str], arrays: list[np.ndarray], *, fsync: bool
-                 ) -> None:
+def _write_plain(
+    directory: str, names: list[str], arrays: list[np.ndarray], *, fsync: bool
+) -> None:
     """One file per array (``ndarray.tofile``); ``fsync``: each file, then the directory."""
     os.mkdir(directory)
     for name, x in zip(names, arrays, strict=True):
@@ -160,8 +160,14 @@ class ManyArrays(_Suite):
     def _write_group(self, store: Any) -> None:
         g = zarr.open_group(store=store, mode="w", zarr_format=3)
         for name, x in zip(self.names, self.arrays, strict=True):
-            a = g.create_array(name, shape=x.shape, dtype=x.dtype, chunks=(self.chunk,),
-                               shards=x.shape, compressors=_zarr_codecs(self.codec))
+            a = g.create_array(
+                name,
+                shape=x.shape,
+                dtype=x.dtype,
+                chunks=(self.chunk,),
+                shards=x.shape,
+                compressors=_zarr_codecs(self.codec),
+            )
             a[...] = x
 
     def _write_zarr(self, name: str) -> None:
@@ -174,61 +180,108 @@ class ManyArrays(_Suite):
         session = repo.writable_session("main")
         g = zarr.open_group(store=session.store, mode="w", zarr_format=3)
         for n, x in zip(self.names, self.arrays, strict=True):
-            a = g.create_array(n, shape=x.shape, dtype=x.dtype, chunks=(self.chunk,),
-                               compressors=_zarr_codecs(self.codec))
+            a = g.create_array(
+                n,
+                shape=x.shape,
+                dtype=x.dtype,
+                chunks=(self.chunk,),
+                compressors=_zarr_codecs(self.codec),
+            )
             a[...] = x
         session.commit("write")
 
     def _size(self) -> str:
         return f"{len(self.arrays)} x 1 MiB, {self.codec or 'none'}"
 
-    @c.bench("many arrays, {codec_name}: write", "ArrayFile", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size(),
-             target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN_FSYNC, 0.5)))
+    @c.bench(
+        "many arrays, {codec_name}: write",
+        "ArrayFile",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+        target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN_FSYNC, 0.5)),
+    )
     def time_write_arrayfile(self) -> None:
         self._write_af("w")
 
-    @c.bench("many arrays, {codec_name}: write", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "many arrays, {codec_name}: write",
+        PLAIN,
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_write_plain(self) -> None:
         _write_plain(self.p("w.plain"), self.names, self.arrays, fsync=False)
 
-    @c.bench("many arrays, {codec_name}: write", PLAIN_FSYNC, c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "many arrays, {codec_name}: write",
+        PLAIN_FSYNC,
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_write_plain_fsync(self) -> None:
         _write_plain(self.p("w.plain"), self.names, self.arrays, fsync=True)
 
-    @c.bench("many arrays, {codec_name}: write", "zarr sharded", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "many arrays, {codec_name}: write",
+        "zarr sharded",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_write_zarr(self) -> None:
         self._write_zarr("w.zarr")
 
-    @c.bench("many arrays, {codec_name}: write", "icechunk", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "many arrays, {codec_name}: write",
+        "icechunk",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_write_icechunk(self) -> None:
         self._write_icechunk("w.ic")
 
-    @c.bench("many arrays, {codec_name}: read", "ArrayFile", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size(),
-             target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN, 0.8)))
+    @c.bench(
+        "many arrays, {codec_name}: read",
+        "ArrayFile",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+        target=_both(_ratio_target("icechunk", 1.5), _plain_target(PLAIN, 0.8)),
+    )
     def time_read_arrayfile(self) -> None:
         with ArrayFile.open(self.p("read.af"), config=self._af_config()) as f:
             for name in self.names:
                 f.read_array(name)
 
-    @c.bench("many arrays, {codec_name}: read", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "many arrays, {codec_name}: read", PLAIN, c.MB, lambda s: s.nbytes, size=lambda s: s._size()
+    )
     def time_read_plain(self) -> None:
         _read_plain(self.p("read.plain"), self.names, np.float64)
 
-    @c.bench("many arrays, {codec_name}: read", "zarr sharded", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "many arrays, {codec_name}: read",
+        "zarr sharded",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_read_zarr(self) -> None:
-        g: Any = zarr.open_group(store=LocalStore(self.p("read.zarr"), read_only=True),
-                                 mode="r")
+        g: Any = zarr.open_group(store=LocalStore(self.p("read.zarr"), read_only=True), mode="r")
         for name in self.names:
             g[name][...]
 
-    @c.bench("many arrays, {codec_name}: read", "icechunk", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "many arrays, {codec_name}: read",
+        "icechunk",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_read_icechunk(self) -> None:
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self.p("read.ic")))
         g: Any = zarr.open_group(store=repo.readonly_session("main").store, mode="r")
@@ -263,18 +316,20 @@ class BigArray(_Suite):
         self._write_icechunk("read.ic")
         # the same data in 1 MiB blocks: a random chunk read decompresses 1 MiB, not 8 MiB
         self._af_remove("small")
-        with ArrayFile.create(self.p("small.af"), config=FileConfig(
-                codec=self.codec, block_target_size=1 << 20)) as f:
+        with ArrayFile.create(
+            self.p("small.af"), config=FileConfig(codec=self.codec, block_target_size=1 << 20)
+        ) as f:
             f.define_array("x", self.x.dtype, ["y", "x"], self.x.shape, chunk_shape=self.chunks)
             f.write_array("x", [0, 0], self.x)
         # caches of their own, emptied before each random-read sample (see prepare)
         self._caches = [DeltaCache(), DeltaCache()]
-        self._af_small = ArrayFile.open(self.p("small.af"), config=FileConfig(
-            codec=self.codec, cache=self._caches[0]))
-        self._af = ArrayFile.open(self.p("read.af"), config=FileConfig(
-            codec=self.codec, cache=self._caches[1]))
-        self._za: Any = zarr.open_array(LocalStore(self.p("read.zarr"), read_only=True),
-                                        mode="r")
+        self._af_small = ArrayFile.open(
+            self.p("small.af"), config=FileConfig(codec=self.codec, cache=self._caches[0])
+        )
+        self._af = ArrayFile.open(
+            self.p("read.af"), config=FileConfig(codec=self.codec, cache=self._caches[1])
+        )
+        self._za: Any = zarr.open_array(LocalStore(self.p("read.zarr"), read_only=True), mode="r")
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self.p("read.ic")))
         self._ia: Any = zarr.open_array(repo.readonly_session("main").store, mode="r")
 
@@ -288,7 +343,9 @@ class BigArray(_Suite):
         if name.startswith("time_random_"):
             # fresh chunks for every sample: a block cache warmed by an earlier sample of the
             # same picks would measure memory, not the read path
-            self.picks = [(int(i), int(j)) for i, j in self._rng.integers(0, 64, (self.n_random, 2))]
+            self.picks = [
+                (int(i), int(j)) for i, j in self._rng.integers(0, 64, (self.n_random, 2))
+            ]
             for cache in self._caches:
                 cache.clear()
 
@@ -300,17 +357,27 @@ class BigArray(_Suite):
 
     def _write_zarr(self, name: str) -> None:
         c.remove(self.p(name))
-        a = zarr.create_array(LocalStore(self.p(name)), shape=self.x.shape,
-                              dtype=self.x.dtype, chunks=self.chunks, shards=self.shards,
-                              compressors=_zarr_codecs(self.codec))
+        a = zarr.create_array(
+            LocalStore(self.p(name)),
+            shape=self.x.shape,
+            dtype=self.x.dtype,
+            chunks=self.chunks,
+            shards=self.shards,
+            compressors=_zarr_codecs(self.codec),
+        )
         a[...] = self.x
 
     def _write_icechunk(self, name: str) -> None:
         c.remove(self.p(name))
         repo = icechunk.Repository.create(icechunk.local_filesystem_storage(self.p(name)))
         session = repo.writable_session("main")
-        a = zarr.create_array(session.store, shape=self.x.shape, dtype=self.x.dtype,
-                              chunks=self.chunks, compressors=_zarr_codecs(self.codec))
+        a = zarr.create_array(
+            session.store,
+            shape=self.x.shape,
+            dtype=self.x.dtype,
+            chunks=self.chunks,
+            compressors=_zarr_codecs(self.codec),
+        )
         a[...] = self.x
         session.commit("write")
 
@@ -324,59 +391,112 @@ class BigArray(_Suite):
         a, b = self.chunks
         return slice(i * a, (i + 1) * a), slice(j * b, (j + 1) * b)
 
-    @c.bench("1 array, {codec_name}: write", "ArrayFile", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "1 array, {codec_name}: write",
+        "ArrayFile",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_write_arrayfile(self) -> None:
         self._write_af("w")
 
-    @c.bench("1 array, {codec_name}: write", "zarr sharded", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "1 array, {codec_name}: write",
+        "zarr sharded",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_write_zarr(self) -> None:
         self._write_zarr("w.zarr")
 
-    @c.bench("1 array, {codec_name}: write", "icechunk", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "1 array, {codec_name}: write",
+        "icechunk",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_write_icechunk(self) -> None:
         self._write_icechunk("w.ic")
 
-    @c.bench("1 array, {codec_name}: read all", "ArrayFile", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "1 array, {codec_name}: read all",
+        "ArrayFile",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_read_arrayfile(self) -> None:
         with ArrayFile.open(self.p("read.af"), config=self._af_config()) as f:
             f.read_array("x")
 
-    @c.bench("1 array, {codec_name}: read all", "zarr sharded", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "1 array, {codec_name}: read all",
+        "zarr sharded",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_read_zarr(self) -> None:
         zarr.open_array(LocalStore(self.p("read.zarr"), read_only=True), mode="r")[...]
 
-    @c.bench("1 array, {codec_name}: read all", "icechunk", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "1 array, {codec_name}: read all",
+        "icechunk",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_read_icechunk(self) -> None:
         repo = icechunk.Repository.open(icechunk.local_filesystem_storage(self.p("read.ic")))
         zarr.open_array(repo.readonly_session("main").store, mode="r")[...]
 
-    @c.bench("1 array, {codec_name}: random chunk reads", "ArrayFile", c.PER_CALL, lambda s: s.n_random,
-             size=lambda s: s._rsize(), target=_ratio_target("zarr sharded", 2.0))
+    @c.bench(
+        "1 array, {codec_name}: random chunk reads",
+        "ArrayFile",
+        c.PER_CALL,
+        lambda s: s.n_random,
+        size=lambda s: s._rsize(),
+        target=_ratio_target("zarr sharded", 2.0),
+    )
     def time_random_arrayfile(self) -> None:
         a, b = self.chunks
         for i, j in self.picks:
             self._af.read_array("x", [i * a, j * b], [a, b])
 
-    @c.bench("1 array, {codec_name}: random chunk reads", "ArrayFile, 1 MiB blocks", c.PER_CALL,
-             lambda s: s.n_random, size=lambda s: s._rsize(),
-             target=_ratio_target("zarr sharded", 2.0))
+    @c.bench(
+        "1 array, {codec_name}: random chunk reads",
+        "ArrayFile, 1 MiB blocks",
+        c.PER_CALL,
+        lambda s: s.n_random,
+        size=lambda s: s._rsize(),
+        target=_ratio_target("zarr sharded", 2.0),
+    )
     def time_random_arrayfile_1mib_blocks(self) -> None:
         a, b = self.chunks
         for i, j in self.picks:
             self._af_small.read_array("x", [i * a, j * b], [a, b])
 
-    @c.bench("1 array, {codec_name}: random chunk reads", "zarr sharded", c.PER_CALL, lambda s: s.n_random,
-             size=lambda s: s._rsize())
+    @c.bench(
+        "1 array, {codec_name}: random chunk reads",
+        "zarr sharded",
+        c.PER_CALL,
+        lambda s: s.n_random,
+        size=lambda s: s._rsize(),
+    )
     def time_random_zarr(self) -> None:
         for i, j in self.picks:
             self._za[self._region(i, j)]
 
-    @c.bench("1 array, {codec_name}: random chunk reads", "icechunk", c.PER_CALL, lambda s: s.n_random,
-             size=lambda s: s._rsize())
+    @c.bench(
+        "1 array, {codec_name}: random chunk reads",
+        "icechunk",
+        c.PER_CALL,
+        lambda s: s.n_random,
+        size=lambda s: s._rsize(),
+    )
     def time_random_icechunk(self) -> None:
         for i, j in self.picks:
             self._ia[self._region(i, j)]

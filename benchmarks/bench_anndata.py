@@ -43,8 +43,7 @@ _SIZES: dict[str, int] = {}
 
 def sizes() -> tuple[int, int, int]:
     """Cells, genes and stored values (``--cells``/``--genes``/``--nnz`` override)."""
-    cells, genes, nnz = (10_000, 30_000, 6_000_000) if c.quick() else (
-        100_000, 30_000, 60_000_000)
+    cells, genes, nnz = (10_000, 30_000, 6_000_000) if c.quick() else (100_000, 30_000, 60_000_000)
     return (_SIZES.get("cells", cells), _SIZES.get("genes", genes), _SIZES.get("nnz", nnz))
 
 
@@ -68,9 +67,11 @@ def make_adata(the_seed: int) -> Any:
             "sample": pd.Categorical(rng.choice([f"s{i}" for i in range(12)], cells)),
             "cell_type": pd.Categorical(
                 rng.choice(["T", "B", "NK", "Mono", "DC", "Platelet"], cells),
-                categories=["T", "B", "NK", "Mono", "DC", "Platelet", "unassigned"]),
-            "phase": pd.Categorical(rng.choice(["G1", "S", "G2M"], cells), ordered=True,
-                                    categories=["G1", "S", "G2M"]),
+                categories=["T", "B", "NK", "Mono", "DC", "Platelet", "unassigned"],
+            ),
+            "phase": pd.Categorical(
+                rng.choice(["G1", "S", "G2M"], cells), ordered=True, categories=["G1", "S", "G2M"]
+            ),
             "n_genes_by_counts": n_genes,
             "total_counts": np.asarray(x.sum(axis=1)).ravel(),
             "pct_counts_mt": rng.random(cells).astype(np.float32) * 10,
@@ -79,9 +80,12 @@ def make_adata(the_seed: int) -> Any:
         index=[f"cell{i}" for i in range(cells)],
     )
     var = pd.DataFrame(
-        {"gene_ids": np.array([f"ENSG{i:011d}" for i in range(genes)], dtype=object),
-         "feature_types": pd.Categorical(["Gene Expression"] * genes),
-         "highly_variable": rng.random(genes) < 0.1, "means": rng.random(genes)},
+        {
+            "gene_ids": np.array([f"ENSG{i:011d}" for i in range(genes)], dtype=object),
+            "feature_types": pd.Categorical(["Gene Expression"] * genes),
+            "highly_variable": rng.random(genes) < 0.1,
+            "means": rng.random(genes),
+        },
         index=[f"gene{i}" for i in range(genes)],
     )
     ad = anndata.AnnData(X=x, obs=obs, var=var)
@@ -167,8 +171,10 @@ class Write(_Suite):
     baseline = ("anndata .h5ad",)
     bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 3}
     _outputs: ClassVar[dict[str, str]] = {
-        "time_daf_zip": "w.daf.zarr.zip", "time_daf_zip_relayout": "wr.daf.zarr.zip",
-        "time_h5ad": "w.h5ad", "time_zarr": "w.zarr",
+        "time_daf_zip": "w.daf.zarr.zip",
+        "time_daf_zip_relayout": "wr.daf.zarr.zip",
+        "time_h5ad": "w.h5ad",
+        "time_zarr": "w.zarr",
     }
 
     @c.bench("write AnnData", "Daf ZIP", c.MB, lambda s: s.nbytes, size=_size)
@@ -199,8 +205,11 @@ class Read(_Suite):
         write_daf(self.p("r.daf.zarr.zip"), self.ad, relayout=False)
         write_h5ad(self.p("r.h5ad"), self.ad)
         write_zarr(self.p("r.zarr"), self.ad)
-        for reader, name in ((read_daf, "r.daf.zarr.zip"), (read_h5ad, "r.h5ad"),
-                             (read_zarr, "r.zarr")):
+        for reader, name in (
+            (read_daf, "r.daf.zarr.zip"),
+            (read_h5ad, "r.h5ad"),
+            (read_zarr, "r.zarr"),
+        ):
             _check(reader(self.p(name)), self.ad, name)
 
     @c.bench("read AnnData", "Daf ZIP", c.MB, lambda s: s.nbytes, size=_size)
@@ -241,18 +250,27 @@ def main(argv: list[str] | None = None) -> int:
         c.eprint(f"seed {seed()}; generating data ...")
         results = c.run_suites(SUITES, only, rounds)
     cells, genes, nnz = sizes()
-    c.report("AnnData bridge benchmarks", [
-        (f"* dafzarr {dafzarr.__version__}, anndata {version('anndata')}, "
-         f"zarr {zarr.__version__}"),
-        (f"* {cells:,} cells x {genes:,} genes, about {nnz:,} stored float32 values (CSR), "
-         f"obs with 3 categoricals, a nullable Int32, strings; a {N_PCS}-column PCA; "
-         f"seed {seed()}"),
-        *clock.lines(rounds),
-    ], results, (
-        "MB/s count X's bytes (data + indices + indptr). Daf ZIP writes go through "
-        "anndata_to_daf into a new archive; reads through daf_to_anndata of the opened archive "
-        "(matrices served from the mapping; the 1-based stored indices converted once)."
-    ))
+    c.report(
+        "AnnData bridge benchmarks",
+        [
+            (
+                f"* dafzarr {dafzarr.__version__}, anndata {version('anndata')}, "
+                f"zarr {zarr.__version__}"
+            ),
+            (
+                f"* {cells:,} cells x {genes:,} genes, about {nnz:,} stored float32 values (CSR), "
+                f"obs with 3 categoricals, a nullable Int32, strings; a {N_PCS}-column PCA; "
+                f"seed {seed()}"
+            ),
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "MB/s count X's bytes (data + indices + indptr). Daf ZIP writes go through "
+            "anndata_to_daf into a new archive; reads through daf_to_anndata of the opened archive "
+            "(matrices served from the mapping; the 1-based stored indices converted once)."
+        ),
+    )
     return 0
 
 

@@ -41,7 +41,10 @@ from .arrayfile_scaling import Footer, Growth, memory_table
 from .arrayfile_suites import BigArray, ManyArrays, icechunk
 
 SUITES: dict[str, list[type]] = {
-    "a": [ManyArrays], "b": [BigArray], "c": [Footer], "d": [Growth],
+    "a": [ManyArrays],
+    "b": [BigArray],
+    "c": [Footer],
+    "d": [Growth],
 }
 
 
@@ -62,21 +65,29 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or 3
     with c.RunClock() as clock:
         results = c.run_suites(SUITES, only, rounds)
-    c.report("ArrayFile benchmarks", [
-        (f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, icechunk "
-         f"{icechunk.__version__ if icechunk is not None else 'not installed'}"),
-        *clock.lines(rounds),
-    ], results, (
-        "Rates use MB = 10^6 bytes; random reads are in µs per chunk read (lower is "
-        "better). ratio = how many times faster than the named peer (medians). Targets are "
-        "informational."
-    ))
+    c.report(
+        "ArrayFile benchmarks",
+        [
+            (
+                f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, icechunk "
+                f"{icechunk.__version__ if icechunk is not None else 'not installed'}"
+            ),
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "Rates use MB = 10^6 bytes; random reads are in µs per chunk read (lower is "
+            "better). ratio = how many times faster than the named peer (medians). Targets are "
+            "informational."
+        ),
+    )
     if Growth.memory:
         print("\nMemory (suite d, tracemalloc: Python objects and numpy buffers):\n")
         table = memory_table()
         print(table)
         c.record_table("Memory (suite d, tracemalloc: Python objects and numpy buffers)", table)
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -56,8 +56,10 @@ def _data(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
 def _codec(name: str) -> tuple[Callable[[Any], bytes], Callable[[bytes, int], Any]]:
     """The library's (compress, decompress to a known size) for a block codec."""
     if name == "lz4":
-        return (lambda b: lz4.block.compress(b, store_size=False),
-                lambda b, n: lz4.block.decompress(b, uncompressed_size=n))
+        return (
+            lambda b: lz4.block.compress(b, store_size=False),
+            lambda b, n: lz4.block.decompress(b, uncompressed_size=n),
+        )
     zstd = Zstd(level=3)
     return (lambda b: bytes(zstd.encode(b)), lambda b, n: zstd.decode(b))
 
@@ -106,14 +108,24 @@ class ArrayRead(_ArraySuite):
     label = "b"
     baseline = ("library, unbounded",)
 
-    @c.bench("read 1 array, 8 MiB {codec} blocks ({kind})", "ArrayFile.read_array", c.MB,
-             lambda s: s.nbytes, size=lambda s: c.human_bytes(s.nbytes))
+    @c.bench(
+        "read 1 array, 8 MiB {codec} blocks ({kind})",
+        "ArrayFile.read_array",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: c.human_bytes(s.nbytes),
+    )
     def time_read_arrayfile(self) -> None:
         with ArrayFile.open(self.path) as f:
             f.read_array("x")
 
-    @c.bench("read 1 array, 8 MiB {codec} blocks ({kind})", "library, unbounded", c.MB,
-             lambda s: s.nbytes, size=lambda s: c.human_bytes(s.nbytes))
+    @c.bench(
+        "read 1 array, 8 MiB {codec} blocks ({kind})",
+        "library, unbounded",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: c.human_bytes(s.nbytes),
+    )
     def time_decode_library(self) -> None:
         for block, n in zip(self.blocks, self.block_sizes, strict=True):
             self.decompress(block, n)
@@ -140,14 +152,22 @@ class RandomChunks(_ArraySuite):
         self.picks = [int(i) for i in self.rng.integers(0, self.rows, self.n_random)]
         self.cache.clear()
 
-    @c.bench("200 random 256 KiB chunk reads, {codec} ({kind})", "ArrayFile.read_array",
-             c.PER_CALL, lambda s: s.n_random)
+    @c.bench(
+        "200 random 256 KiB chunk reads, {codec} ({kind})",
+        "ArrayFile.read_array",
+        c.PER_CALL,
+        lambda s: s.n_random,
+    )
     def time_random_arrayfile(self) -> None:
         for i in self.picks:
             self.f.read_array("x", [i * 8, 0], list(self.chunk))
 
-    @c.bench("200 random 256 KiB chunk reads, {codec} ({kind})", "library, one chunk",
-             c.PER_CALL, lambda s: s.n_random)
+    @c.bench(
+        "200 random 256 KiB chunk reads, {codec} ({kind})",
+        "library, one chunk",
+        c.PER_CALL,
+        lambda s: s.n_random,
+    )
     def time_random_library(self) -> None:
         for _ in self.picks:
             self.decompress(self.one_chunk, self.chunk_nbytes)
@@ -163,13 +183,18 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (3 if c.quick() else 5)
     with c.RunClock() as clock:
         results = c.run_suites(SUITES, only, rounds)
-    c.report("Bounded decoding benchmarks", [
-        f"* dafzarr {dafzarr.__version__} from {dafzarr.__file__}",
-        *clock.lines(rounds),
-    ], results, (
-        "Rates use MB = 10^6 bytes; random reads are in µs per chunk read (lower is better). "
-        "ratio = how many times faster than the named peer (medians)."
-    ))
+    c.report(
+        "Bounded decoding benchmarks",
+        [
+            f"* dafzarr {dafzarr.__version__} from {dafzarr.__file__}",
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "Rates use MB = 10^6 bytes; random reads are in µs per chunk read (lower is better). "
+            "ratio = how many times faster than the named peer (medians)."
+        ),
+    )
     return 0
 
 

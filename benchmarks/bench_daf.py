@@ -81,31 +81,42 @@ def main(argv: list[str] | None = None) -> int:
         mem = memory_report(seed()) if "memory" in only else ""
         growth = growth_report(seed(), rounds) if "write-growth" in only else ""
     cells, genes, density = sizes()
-    c.report("ZarrDaf benchmarks", [
-        f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, h5py {h5py.__version__}",
-        (f"* {cells:,} cells x {genes:,} genes at {density:.0%} (float32 UMIs), {N_VECTORS} "
-         f"per-cell vectors, a {N_PCS}-column dense PCA; seed {seed()}"),
-        *clock.lines(rounds),
-    ], results, (
-        "MB/s count the sparse matrix's bytes (data + indices + indptr), or the dense "
-        "matrix's bytes. Vector and matrix reads are per call on an open data set."
-    ))
+    c.report(
+        "ZarrDaf benchmarks",
+        [
+            f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, h5py {h5py.__version__}",
+            (
+                f"* {cells:,} cells x {genes:,} genes at {density:.0%} (float32 UMIs), {N_VECTORS} "
+                f"per-cell vectors, a {N_PCS}-column dense PCA; seed {seed()}"
+            ),
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "MB/s count the sparse matrix's bytes (data + indices + indptr), or the dense "
+            "matrix's bytes. Vector and matrix reads are per call on an open data set."
+        ),
+    )
     if mem:
         print("\n### Peak resident memory (child processes)\n")
         print(mem)
         c.record_table("Peak resident memory (child processes)", mem)
-        print("\nThe fill writes the matrix into reserved ZIP entries through the mapping; "
-              "its pages count as resident until the kernel writes them back.")
+        print(
+            "\nThe fill writes the matrix into reserved ZIP entries through the mapping; "
+            "its pages count as resident until the kernel writes them back."
+        )
     if growth:
         print("\n### Cost growth: write of the UMIs and the two axes vs stored values\n")
         print(growth)
-        c.record_table("Cost growth: write of the UMIs and the two axes vs stored values",
-                       growth)
-        print("\nEach size in its own child process: peers alternate, 1 warm-up round + "
-              f"{rounds} counted rounds; peak = peak resident memory above the memory "
-              "before the write (which holds the input); ns/value = median time / stored "
-              "values.")
+        c.record_table("Cost growth: write of the UMIs and the two axes vs stored values", growth)
+        print(
+            "\nEach size in its own child process: peers alternate, 1 warm-up round + "
+            f"{rounds} counted rounds; peak = peak resident memory above the memory "
+            "before the write (which holds the input); ns/value = median time / stored "
+            "values."
+        )
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

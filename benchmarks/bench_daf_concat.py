@@ -54,8 +54,7 @@ def sizes() -> tuple[int, int, int, int]:
     """(data sets, cells per data set, genes, stored values per cell)."""
     env = os.environ.get("DAFZARR_BENCH_CONCAT_CELLS")
     cells = _SIZES.get("cells") or (int(env) if env else (2_500 if c.quick() else 25_000))
-    return (_SIZES.get("sets", 8), cells, _SIZES.get("genes", 30_000),
-            _SIZES.get("per_cell", 600))
+    return (_SIZES.get("sets", 8), cells, _SIZES.get("genes", 30_000), _SIZES.get("per_cell", 600))
 
 
 def umis(cells: int, genes: int, per: int, seed: int) -> sp.csr_matrix:
@@ -86,8 +85,9 @@ def make_inputs(tmp: str, seed: int) -> list[str]:
         for vname, v in vectors.items():
             daf.set_vector("cell", vname, v)
         daf.close()
-        adata = ad.AnnData(X=x, obs=pd.DataFrame(vectors, index=cell_names),
-                           var=pd.DataFrame(index=gene_names))
+        adata = ad.AnnData(
+            X=x, obs=pd.DataFrame(vectors, index=cell_names), var=pd.DataFrame(index=gene_names)
+        )
         adata.write_h5ad(os.path.join(tmp, f"{name}.h5ad"))
         names.append(name)
         c.eprint(f"data set {k + 1}/{n_sets} written")
@@ -98,8 +98,7 @@ def run_daf(tmp: str, names: list[str], out: str) -> None:
     """The Daf side: concatenate the ZIP data sets into a new ZIP data set."""
     from dafzarr.daf.ops import concatenate
 
-    sources = [dafzarr.open_daf(os.path.join(tmp, f"{n}.daf.zarr.zip"), "r", name=n)
-               for n in names]
+    sources = [dafzarr.open_daf(os.path.join(tmp, f"{n}.daf.zarr.zip"), "r", name=n) for n in names]
     dest = dafzarr.open_daf(out, "w", name="all")
     concatenate(dest, "cell", sources)
     dest.close()
@@ -126,8 +125,11 @@ def child(side: str, tmp: str, names: list[str]) -> None:
     t0 = time.perf_counter()
     (run_daf if side == "daf" else run_anndata)(tmp, names, out)
     elapsed = time.perf_counter() - t0
-    print(json.dumps({"side": side, "time": elapsed, "peak": c.peak_rss(),
-                      "output": os.path.getsize(out)}))
+    print(
+        json.dumps(
+            {"side": side, "time": elapsed, "peak": c.peak_rss(), "output": os.path.getsize(out)}
+        )
+    )
     c.remove(out)
 
 
@@ -144,8 +146,7 @@ def compare(tmp: str, names: list[str], rounds: int) -> dict[str, list[dict[str,
             fig = _run_child(side, tmp, names)
             if r:
                 runs[side].append(fig)
-            c.eprint(f"round {r}: {side} {fig['time']:.2f} s, peak "
-                     f"{c.human_bytes(fig['peak'])}")
+            c.eprint(f"round {r}: {side} {fig['time']:.2f} s, peak {c.human_bytes(fig['peak'])}")
     return runs
 
 
@@ -174,34 +175,70 @@ class Concat(c.TempDirSuite):
         c.remove(self.p("out.h5ad"))
 
 
-def record_concat(runs: dict[str, list[dict[str, Any]]], labels: dict[str, str],
-                  med: dict[str, float], peak: dict[str, int], speed: float, memory: float,
-                  run: dict[str, Any]) -> None:
+def record_concat(
+    runs: dict[str, list[dict[str, Any]]],
+    labels: dict[str, str],
+    med: dict[str, float],
+    peak: dict[str, int],
+    speed: float,
+    memory: float,
+    run: dict[str, Any],
+) -> None:
     """The recorded JSON of a run (when ``--record`` is given): times and peak memory."""
     if not record.recording():
         return
-    record.update(title="Daf concatenate vs anndata.concat", load=c.loadavg(),
-                  environment=[(f"* {run['sets']} data sets of {run['cells']:,} cells x "
-                               f"{run['genes']:,} genes; seed {run['seed']}"),
-                               (f"* {run['rounds']} counted rounds after a warm-up, sides "
-                               f"alternating, each in a child process; {run['wall']:.0f} s")],
-                  notes="Each side in its own child process; peak = its VmHWM.")
+    record.update(
+        title="Daf concatenate vs anndata.concat",
+        load=c.loadavg(),
+        environment=[
+            (
+                f"* {run['sets']} data sets of {run['cells']:,} cells x "
+                f"{run['genes']:,} genes; seed {run['seed']}"
+            ),
+            (
+                f"* {run['rounds']} counted rounds after a warm-up, sides "
+                f"alternating, each in a child process; {run['wall']:.0f} s"
+            ),
+        ],
+        notes="Each side in its own child process; peak = its VmHWM.",
+    )
     size = f"{run['sets']} x {run['cells']:,} cells"
     rows = []
     for side, figs in runs.items():
         times = [f["time"] for f in figs]
         other = "anndata" if side == "daf" else "daf"
-        rows.append({"suite": "concat", "op": "concatenate", "peer": labels[side], "size": size,
-                     "unit": "s", "n": len(times), "median_s": med[side], "best_s": min(times),
-                     "median": med[side], "best": min(times),
-                     "ratios": {labels[other]: med[other] / med[side]},
-                     "target": "≥ 2x faster than anndata" if side == "daf" else None,
-                     "target_met": speed >= 2 if side == "daf" else None})
-        rows.append({"suite": "concat", "op": "peak resident memory", "peer": labels[side],
-                     "size": size, "unit": "MiB", "n": len(figs), "median": peak[side] / c.MiB,
-                     "best": peak[side] / c.MiB, "ratios": {},
-                     "target": "≤ 0.5x anndata's" if side == "daf" else None,
-                     "target_met": memory <= 0.5 if side == "daf" else None})
+        rows.append(
+            {
+                "suite": "concat",
+                "op": "concatenate",
+                "peer": labels[side],
+                "size": size,
+                "unit": "s",
+                "n": len(times),
+                "median_s": med[side],
+                "best_s": min(times),
+                "median": med[side],
+                "best": min(times),
+                "ratios": {labels[other]: med[other] / med[side]},
+                "target": "≥ 2x faster than anndata" if side == "daf" else None,
+                "target_met": speed >= 2 if side == "daf" else None,
+            }
+        )
+        rows.append(
+            {
+                "suite": "concat",
+                "op": "peak resident memory",
+                "peer": labels[side],
+                "size": size,
+                "unit": "MiB",
+                "n": len(figs),
+                "median": peak[side] / c.MiB,
+                "best": peak[side] / c.MiB,
+                "ratios": {},
+                "target": "≤ 0.5x anndata's" if side == "daf" else None,
+                "target_met": memory <= 0.5 if side == "daf" else None,
+            }
+        )
     record.add_rows(rows)
 
 
@@ -209,8 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3], sys.argv[4].split(","))
         return 0
-    ap: argparse.ArgumentParser = c.argument_parser("python -m benchmarks.bench_daf_concat",
-                                                    __doc__, ["concat"])
+    ap: argparse.ArgumentParser = c.argument_parser(
+        "python -m benchmarks.bench_daf_concat", __doc__, ["concat"]
+    )
     ap.add_argument("--seed", type=int, default=None, help="reuse a printed seed")
     for name in ("sets", "cells", "genes", "per-cell"):
         ap.add_argument(f"--{name}", type=int, default=None, help=f"override the {name}")
@@ -233,26 +271,50 @@ def main(argv: list[str] | None = None) -> int:
     speed = med["anndata"] / med["daf"]
     memory = peak["daf"] / peak["anndata"]
     print(f"## Daf concatenate vs anndata.concat ({'quick' if c.quick() else 'full'} mode)\n")
-    print(f"* {n_sets} data sets of {cells:,} cells x {genes:,} genes, {cells * per:,} stored "
-          f"float32 UMIs and {N_VECTORS} float32 vectors each; seed {seed}")
-    print(f"* {rounds} counted rounds after a warm-up, sides alternating, each in a child "
-          f"process; {wall:.0f} s; load average {c.loadavg()}\n")
+    print(
+        f"* {n_sets} data sets of {cells:,} cells x {genes:,} genes, {cells * per:,} stored "
+        f"float32 UMIs and {N_VECTORS} float32 vectors each; seed {seed}"
+    )
+    print(
+        f"* {rounds} counted rounds after a warm-up, sides alternating, each in a child "
+        f"process; {wall:.0f} s; load average {c.loadavg()}\n"
+    )
     print("| side | median time | best time | peak resident memory |")
     print("|---|---|---|---|")
-    labels = {"daf": f"Daf: concatenate {n_sets} ZIP data sets into a ZIP",
-              "anndata": f"anndata: read_h5ad x {n_sets} (in memory), concat, write_h5ad"}
+    labels = {
+        "daf": f"Daf: concatenate {n_sets} ZIP data sets into a ZIP",
+        "anndata": f"anndata: read_h5ad x {n_sets} (in memory), concat, write_h5ad",
+    }
     for side, figs in runs.items():
         times = [f["time"] for f in figs]
-        print(f"| {labels[side]} | {med[side]:.2f} s | {min(times):.2f} s | "
-              f"{c.human_bytes(peak[side])} |")
+        print(
+            f"| {labels[side]} | {med[side]:.2f} s | {min(times):.2f} s | "
+            f"{c.human_bytes(peak[side])} |"
+        )
     print()
-    record_concat(runs, labels, med, peak, speed, memory,
-                  {"sets": n_sets, "cells": cells, "genes": genes, "seed": seed,
-                   "rounds": rounds, "wall": wall})
-    print(f"* speed: Daf is {speed:.2f}x faster (target ≥ 2x: "
-          f"{'met' if speed >= 2 else 'NOT met'})")
-    print(f"* peak memory: Daf uses {memory:.2f}x anndata's (target ≤ 0.5x: "
-          f"{'met' if memory <= 0.5 else 'NOT met'})")
+    record_concat(
+        runs,
+        labels,
+        med,
+        peak,
+        speed,
+        memory,
+        {
+            "sets": n_sets,
+            "cells": cells,
+            "genes": genes,
+            "seed": seed,
+            "rounds": rounds,
+            "wall": wall,
+        },
+    )
+    print(
+        f"* speed: Daf is {speed:.2f}x faster (target ≥ 2x: {'met' if speed >= 2 else 'NOT met'})"
+    )
+    print(
+        f"* peak memory: Daf uses {memory:.2f}x anndata's (target ≤ 0.5x: "
+        f"{'met' if memory <= 0.5 else 'NOT met'})"
+    )
     return 0
 
 

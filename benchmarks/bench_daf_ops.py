@@ -44,8 +44,15 @@ def make_source(path: str, the_seed: int) -> int:
     """Write the source data set; returns its number of stored values."""
     cells, genes, density = sizes()
     rng = np.random.default_rng(the_seed)
-    umis = sp.random(genes, cells, density=density, format="csc", dtype=np.float32,
-                     random_state=rng, data_rvs=lambda n: rng.integers(1, 20, n))
+    umis = sp.random(
+        genes,
+        cells,
+        density=density,
+        format="csc",
+        dtype=np.float32,
+        random_state=rng,
+        data_rvs=lambda n: rng.integers(1, 20, n),
+    )
     with dafzarr.open_daf(path, "w") as d:
         d.add_axis("cell", [f"c{i}" for i in range(cells)])
         d.add_axis("gene", [f"g{i}" for i in range(genes)])
@@ -60,6 +67,7 @@ def make_source(path: str, the_seed: int) -> int:
 def copy_daf_zip(source: str, destination: str) -> None:
     """``copy_all`` as a user calls it: open both, copy, close."""
     from dafzarr.daf.ops import copy_all  # imported here: asv discovers suites on any commit
+
     with dafzarr.open_daf(source, "r") as src, dafzarr.open_daf(destination, "w") as dst:
         copy_all(source=src, destination=dst)
 
@@ -80,8 +88,10 @@ class CopyAll(c.WriterSuite):
     temp_prefix = "dafzarr-bench-daf-ops-"
     baseline = ("shutil.copyfile",)
     bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
-    _outputs: ClassVar[dict[str, str]] = {"time_copy_all": "copy.daf.zarr.zip",
-                                          "time_copyfile": "bytes.daf.zarr.zip"}
+    _outputs: ClassVar[dict[str, str]] = {
+        "time_copy_all": "copy.daf.zarr.zip",
+        "time_copyfile": "bytes.daf.zarr.zip",
+    }
 
     def setup(self) -> None:
         self._mktemp()
@@ -91,13 +101,20 @@ class CopyAll(c.WriterSuite):
         self.nnz = make_source(self.source, _Data.seed)
         self.nbytes = os.path.getsize(self.source)
 
-    @c.bench("copy whole data set (ZIP -> ZIP)", "copy_all", c.MB, lambda s: s.nbytes,
-             size=_size, target=c.ratio_target("shutil.copyfile", 1.5, within=True))
+    @c.bench(
+        "copy whole data set (ZIP -> ZIP)",
+        "copy_all",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=c.ratio_target("shutil.copyfile", 1.5, within=True),
+    )
     def time_copy_all(self) -> None:
         copy_daf_zip(self.source, self.p("copy.daf.zarr.zip"))
 
-    @c.bench("copy whole data set (ZIP -> ZIP)", "shutil.copyfile", c.MB, lambda s: s.nbytes,
-             size=_size)
+    @c.bench(
+        "copy whole data set (ZIP -> ZIP)", "shutil.copyfile", c.MB, lambda s: s.nbytes, size=_size
+    )
     def time_copyfile(self) -> None:
         shutil.copyfile(self.source, self.p("bytes.daf.zarr.zip"))
 
@@ -116,12 +133,19 @@ def main(argv: list[str] | None = None) -> int:
     with c.RunClock() as clock:
         results = c.run_suites(SUITES, only, rounds)
     cells, genes, density = sizes()
-    c.report("Daf operations benchmarks", [
-        f"* dafzarr {dafzarr.__version__}",
-        (f"* {cells:,} cells x {genes:,} genes at {density:.0%} (float32 UMIs, both layouts), "
-         f"5 per-cell and 2 per-gene vectors; seed {_Data.seed}"),
-        *clock.lines(rounds),
-    ], results, "MB/s count the source archive's bytes.")
+    c.report(
+        "Daf operations benchmarks",
+        [
+            f"* dafzarr {dafzarr.__version__}",
+            (
+                f"* {cells:,} cells x {genes:,} genes at {density:.0%} (float32 UMIs, both layouts), "
+                f"5 per-cell and 2 per-gene vectors; seed {_Data.seed}"
+            ),
+            *clock.lines(rounds),
+        ],
+        results,
+        "MB/s count the source archive's bytes.",
+    )
     return 0
 
 

@@ -125,7 +125,8 @@ class Read(c.TempDirSuite):
         d.close()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.bench_http", "--serve", self.dir],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert self.proc.stdout is not None
         port = int(self.proc.stdout.readline())
@@ -160,25 +161,45 @@ class Read(c.TempDirSuite):
             list(pool.map(one, range(0, nbytes, STRIPE)))
         return out.view(np.float64)
 
-    @c.bench("read 1 vector (4 MiB ranges)", "ZarrDaf", c.MB, lambda s: s.big.nbytes,
-             size=lambda s: c.human_bytes(s.big.nbytes))
+    @c.bench(
+        "read 1 vector (4 MiB ranges)",
+        "ZarrDaf",
+        c.MB,
+        lambda s: s.big.nbytes,
+        size=lambda s: c.human_bytes(s.big.nbytes),
+    )
     def time_big_daf(self) -> None:
         self.read_big_daf()
 
-    @c.bench("read 1 vector (4 MiB ranges)", "urllib3", c.MB, lambda s: s.big.nbytes,
-             size=lambda s: c.human_bytes(s.big.nbytes))
+    @c.bench(
+        "read 1 vector (4 MiB ranges)",
+        "urllib3",
+        c.MB,
+        lambda s: s.big.nbytes,
+        size=lambda s: c.human_bytes(s.big.nbytes),
+    )
     def time_big_urllib3(self) -> None:
         self.read_big_urllib3()
 
-    @c.bench("read 100 small vectors (1 GET each)", "ZarrDaf", c.ENTRIES, lambda s: SMALL,
-             size=lambda s: f"{SMALL} x {c.human_bytes(SMALL_N * 8)}")
+    @c.bench(
+        "read 100 small vectors (1 GET each)",
+        "ZarrDaf",
+        c.ENTRIES,
+        lambda s: SMALL,
+        size=lambda s: f"{SMALL} x {c.human_bytes(SMALL_N * 8)}",
+    )
     def time_small_daf(self) -> None:
         d = dafzarr.open_daf(self.url)
         for i in range(SMALL):
             d.get_np_vector("gene", f"s{i}")
 
-    @c.bench("read 100 small vectors (1 GET each)", "urllib3", c.ENTRIES, lambda s: SMALL,
-             size=lambda s: f"{SMALL} x {c.human_bytes(SMALL_N * 8)}")
+    @c.bench(
+        "read 100 small vectors (1 GET each)",
+        "urllib3",
+        c.ENTRIES,
+        lambda s: SMALL,
+        size=lambda s: f"{SMALL} x {c.human_bytes(SMALL_N * 8)}",
+    )
     def time_small_urllib3(self) -> None:
         self.pool.request("GET", f"{self.url}/zarr.json")
         for i in range(SMALL):
@@ -202,13 +223,18 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or 5
     with c.RunClock() as clock:
         results = c.run_suites(SUITES, only, rounds)
-    c.report("ZarrDaf over HTTP", [
-        f"* dafzarr {dafzarr.__version__} from {os.path.dirname(dafzarr.__file__)}",
-        *clock.lines(rounds),
-    ], results, (
-        "Rates use MB = 10^6 bytes; small reads in entries (vectors) per second, with the "
-        "open (one metadata GET) included. ratio = how many times faster than urllib3."
-    ))
+    c.report(
+        "ZarrDaf over HTTP",
+        [
+            f"* dafzarr {dafzarr.__version__} from {os.path.dirname(dafzarr.__file__)}",
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "Rates use MB = 10^6 bytes; small reads in entries (vectors) per second, with the "
+            "open (one metadata GET) included. ratio = how many times faster than urllib3."
+        ),
+    )
     return 0
 
 

@@ -74,8 +74,10 @@ def write_daf(path: str, d: dict[str, Any], *, matrix: bool = True) -> None:
 def _frame(d: dict[str, Any]) -> Any:
     import pandas as pd
 
-    return pd.DataFrame({"type": pd.Categorical(d["type"]), "age": d["age"],
-                         "score": d["score"]}, index=pd.Index(d["cells"]))
+    return pd.DataFrame(
+        {"type": pd.Categorical(d["type"]), "age": d["age"], "score": d["score"]},
+        index=pd.Index(d["cells"]),
+    )
 
 
 dataset = c.SeededData(make_data)
@@ -124,8 +126,14 @@ class Group(c.TempDirSuite):
         del self.adata, self.x
         super().teardown()
 
-    @c.bench("group-by sum of rows (types x genes)", "ZarrDaf ZIP: open + query", c.MB,
-             lambda s: s.nbytes, size=_size, target=_group_target)
+    @c.bench(
+        "group-by sum of rows (types x genes)",
+        "ZarrDaf ZIP: open + query",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_group_target,
+    )
     def time_daf_zip(self) -> Any:
         daf = dafzarr.open_daf(self.path)
         try:
@@ -133,8 +141,13 @@ class Group(c.TempDirSuite):
         finally:
             daf.close()
 
-    @c.bench("group-by sum of rows (types x genes)", "scanpy.get.aggregate", c.MB,
-             lambda s: s.nbytes, size=_size)
+    @c.bench(
+        "group-by sum of rows (types x genes)",
+        "scanpy.get.aggregate",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+    )
     def time_scanpy(self) -> Any:
         import scanpy as sc
 
@@ -142,8 +155,13 @@ class Group(c.TempDirSuite):
             warnings.simplefilter("ignore")
             return sc.get.aggregate(self.adata, by="type", func="sum")
 
-    @c.bench("group-by sum of rows (types x genes)", "floor: numpy pass", c.MB,
-             lambda s: s.nbytes, size=_size)
+    @c.bench(
+        "group-by sum of rows (types x genes)",
+        "floor: numpy pass",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+    )
     def time_floor(self) -> Any:
         return self.x.data.sum() + self.x.indices.sum()
 
@@ -188,29 +206,49 @@ class Masks(c.TempDirSuite):
         cells, _genes, _density = daf_data.sizes()
         return f"{cells:,} cells"
 
-    @c.bench("@ cell [ type = T3 & age > K ] : score", "ZarrDaf ZIP (open)", c.PER_CALL,
-             lambda s: CALLS, size=lambda s: s._cells(),
-             target=c.ratio_target("pandas", 2, within=True))
+    @c.bench(
+        "@ cell [ type = T3 & age > K ] : score",
+        "ZarrDaf ZIP (open)",
+        c.PER_CALL,
+        lambda s: CALLS,
+        size=lambda s: s._cells(),
+        target=c.ratio_target("pandas", 2, within=True),
+    )
     def time_daf_and(self) -> None:
         for k in self._thresholds():
             self.daf.get_np_query(f"@ cell [ type = T3 & age > {k} ] : score")
 
-    @c.bench("@ cell [ type = T3 & age > K ] : score", "pandas", c.PER_CALL,
-             lambda s: CALLS, size=lambda s: s._cells())
+    @c.bench(
+        "@ cell [ type = T3 & age > K ] : score",
+        "pandas",
+        c.PER_CALL,
+        lambda s: CALLS,
+        size=lambda s: s._cells(),
+    )
     def time_pandas_and(self) -> None:
         obs = self.obs
         for k in self._thresholds():
             obs.loc[(obs.type == "T3") & (obs.age > k), "score"]
 
-    @c.bench("@ cell [ age > K ] : type : color", "ZarrDaf ZIP (open)", c.PER_CALL,
-             lambda s: CALLS, size=lambda s: s._cells(),
-             target=c.ratio_target("pandas", 2, within=True))
+    @c.bench(
+        "@ cell [ age > K ] : type : color",
+        "ZarrDaf ZIP (open)",
+        c.PER_CALL,
+        lambda s: CALLS,
+        size=lambda s: s._cells(),
+        target=c.ratio_target("pandas", 2, within=True),
+    )
     def time_daf_chain(self) -> None:
         for k in self._thresholds():
             self.daf.get_np_query(f"@ cell [ age > {k} ] : type : color")
 
-    @c.bench("@ cell [ age > K ] : type : color", "pandas", c.PER_CALL,
-             lambda s: CALLS, size=lambda s: s._cells())
+    @c.bench(
+        "@ cell [ age > K ] : type : color",
+        "pandas",
+        c.PER_CALL,
+        lambda s: CALLS,
+        size=lambda s: s._cells(),
+    )
     def time_pandas_chain(self) -> None:
         obs, colors = self.obs, self.colors
         for k in self._thresholds():
@@ -234,18 +272,27 @@ def main(argv: list[str] | None = None) -> int:
         c.eprint(f"seed {seed()}; generating data ...")
         results = c.run_suites(SUITES, only, rounds)
     cells, genes, density = daf_data.sizes()
-    c.report("Daf query benchmarks", [
-        (f"* dafzarr {dafzarr.__version__}, scanpy {version('scanpy')}, anndata "
-         f"{version('anndata')}, pandas {version('pandas')}"),
-        (f"* {cells:,} cells x {genes:,} genes at {density:.0%} (float32 UMIs), {N_TYPES} "
-         f"types; seed {seed()}"),
-        *clock.lines(rounds),
-    ], results, (
-        "MB/s count the sparse matrix's bytes (data + indices + indptr). The floor is one "
-        "numpy pass over the stored values and indices in memory (`data.sum() + "
-        "indices.sum()`): the least any group-by must read. Mask rows are per call on an open "
-        f"data set ({CALLS} calls per sample, each with another threshold)."
-    ))
+    c.report(
+        "Daf query benchmarks",
+        [
+            (
+                f"* dafzarr {dafzarr.__version__}, scanpy {version('scanpy')}, anndata "
+                f"{version('anndata')}, pandas {version('pandas')}"
+            ),
+            (
+                f"* {cells:,} cells x {genes:,} genes at {density:.0%} (float32 UMIs), {N_TYPES} "
+                f"types; seed {seed()}"
+            ),
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "MB/s count the sparse matrix's bytes (data + indices + indptr). The floor is one "
+            "numpy pass over the stored values and indices in memory (`data.sum() + "
+            "indices.sum()`): the least any group-by must read. Mask rows are per call on an open "
+            f"data set ({CALLS} calls per sample, each with another threshold)."
+        ),
+    )
     return 0
 
 

@@ -56,9 +56,13 @@ def make_cells(the_seed: int) -> dict[str, Any]:
     vectors: dict[str, Any] = {"type": types}
     for i in range(N_PER_TYPE):
         kind = i % 3
-        per_type = (rng.random(N_TYPES + 1).astype(np.float32) if kind == 0 else
-                    rng.integers(0, 1000, N_TYPES + 1) if kind == 1 else
-                    np.array([f"color{j}" for j in rng.permutation(N_TYPES + 1)], dtype=object))
+        per_type = (
+            rng.random(N_TYPES + 1).astype(np.float32)
+            if kind == 0
+            else rng.integers(0, 1000, N_TYPES + 1)
+            if kind == 1
+            else np.array([f"color{j}" for j in rng.permutation(N_TYPES + 1)], dtype=object)
+        )
         vectors[f"per_type_{i}"] = per_type[codes]
     for i in range(N_PER_CELL):
         vectors[f"per_cell_{i}"] = rng.random(n) if i % 2 else rng.integers(0, 50, n)
@@ -81,8 +85,12 @@ def by_pandas(daf: Any, existing_axis: str, implicit_axis: str) -> None:
     value per type (the untyped cells included), moved with their first value per type."""
     import pandas as pd
 
-    frame = pd.DataFrame({name: daf.get_np_vector(existing_axis, name)
-                          for name in sorted(daf.vectors_set(existing_axis))})
+    frame = pd.DataFrame(
+        {
+            name: daf.get_np_vector(existing_axis, name)
+            for name in sorted(daf.vectors_set(existing_axis))
+        }
+    )
     key = frame.pop(implicit_axis).to_numpy()
     groups = frame.groupby(key, sort=True)
     consistent = groups.nunique(dropna=False).le(1).all()
@@ -144,18 +152,33 @@ class Reconstruct(c.TempDirSuite):
             self.daf.close()
         super().teardown(*params)
 
-    @c.bench("reconstruct the type axis", "reconstruct_axis, memory", c.ENTRIES,
-             lambda s: n_cells(), size=_size)
+    @c.bench(
+        "reconstruct the type axis",
+        "reconstruct_axis, memory",
+        c.ENTRIES,
+        lambda s: n_cells(),
+        size=_size,
+    )
     def time_memory(self) -> None:
         dafzarr.reconstruct_axis(self.daf, existing_axis="cell", implicit_axis="type")
 
-    @c.bench("reconstruct the type axis", "reconstruct_axis, ZIP", c.ENTRIES,
-             lambda s: n_cells(), size=_size)
+    @c.bench(
+        "reconstruct the type axis",
+        "reconstruct_axis, ZIP",
+        c.ENTRIES,
+        lambda s: n_cells(),
+        size=_size,
+    )
     def time_zip(self) -> None:
         dafzarr.reconstruct_axis(self.daf, existing_axis="cell", implicit_axis="type")
 
-    @c.bench("reconstruct the type axis", "pandas group-by, memory", c.ENTRIES,
-             lambda s: n_cells(), size=_size)
+    @c.bench(
+        "reconstruct the type axis",
+        "pandas group-by, memory",
+        c.ENTRIES,
+        lambda s: n_cells(),
+        size=_size,
+    )
     def time_pandas_memory(self) -> None:
         by_pandas(self.daf, "cell", "type")
 
@@ -166,9 +189,11 @@ def computations() -> tuple[Any, Any]:
 
     counts = Contract(
         axes={"cell": (RequiredInput, "The cells."), "gene": (RequiredInput, "The genes.")},
-        data={("cell", "gene", "UMIs"): (RequiredInput, "float", "Molecules."),
-              ("cell", "total"): (CreatedOutput, "float", "Molecules per cell."),
-              "version": (RequiredInput, str, "The version.")},
+        data={
+            ("cell", "gene", "UMIs"): (RequiredInput, "float", "Molecules."),
+            ("cell", "total"): (CreatedOutput, "float", "Molecules per cell."),
+            "version": (RequiredInput, str, "The version."),
+        },
     )
 
     @computation(counts)
@@ -176,8 +201,7 @@ def computations() -> tuple[Any, Any]:
         """Sum the molecules of each cell."""
         umis = daf.get_np_matrix("gene", "cell", "UMIs")
         daf.get_scalar("version")
-        daf.set_vector("cell", "total", np.asarray(umis.sum(axis=0)).ravel(),
-                       overwrite=overwrite)
+        daf.set_vector("cell", "total", np.asarray(umis.sum(axis=0)).ravel(), overwrite=overwrite)
 
     @computation(Contract(data={"version": (RequiredInput, str, "The version.")}))
     def read_version(daf: Any) -> Any:
@@ -226,23 +250,35 @@ class Contracts(c.TempDirSuite):
             else:
                 os.environ["DAFZARR_ENFORCE_CONTRACTS"] = before
 
-    @c.bench("sum the UMIs of each cell", "contract enforced", c.PER_CALL, lambda s: 1,
-             size=lambda s: f"{_shape()[0]:,} x {_shape()[1]:,}, nnz {s.nnz:,}")
+    @c.bench(
+        "sum the UMIs of each cell",
+        "contract enforced",
+        c.PER_CALL,
+        lambda s: 1,
+        size=lambda s: f"{_shape()[0]:,} x {_shape()[1]:,}, nnz {s.nnz:,}",
+    )
     def time_sum_enforced(self) -> None:
         self._run(self.count_cells, True, overwrite=True)
 
-    @c.bench("sum the UMIs of each cell", "enforcement off", c.PER_CALL, lambda s: 1,
-             size=lambda s: f"{_shape()[0]:,} x {_shape()[1]:,}, nnz {s.nnz:,}")
+    @c.bench(
+        "sum the UMIs of each cell",
+        "enforcement off",
+        c.PER_CALL,
+        lambda s: 1,
+        size=lambda s: f"{_shape()[0]:,} x {_shape()[1]:,}, nnz {s.nnz:,}",
+    )
     def time_sum_off(self) -> None:
         self._run(self.count_cells, False, overwrite=True)
 
-    @c.bench("read one scalar", "contract enforced", c.PER_CALL, lambda s: 1,
-             size=lambda s: "1 scalar")
+    @c.bench(
+        "read one scalar", "contract enforced", c.PER_CALL, lambda s: 1, size=lambda s: "1 scalar"
+    )
     def time_scalar_enforced(self) -> None:
         self._run(self.read_version, True)
 
-    @c.bench("read one scalar", "enforcement off", c.PER_CALL, lambda s: 1,
-             size=lambda s: "1 scalar")
+    @c.bench(
+        "read one scalar", "enforcement off", c.PER_CALL, lambda s: 1, size=lambda s: "1 scalar"
+    )
     def time_scalar_off(self) -> None:
         self._run(self.read_version, False)
 
@@ -261,14 +297,21 @@ def main(argv: list[str] | None = None) -> int:
     with c.RunClock() as clock:
         c.eprint(f"seed {seed()}; generating data ...")
         results = c.run_suites(SUITES, only, rounds)
-    c.report("Axis reconstruction and contracts", [
-        (f"* dafzarr {dafzarr.__version__}; {n_cells():,} cells for the reconstruction; "
-         f"seed {seed()}"),
-        *clock.lines(rounds),
-    ], results, (
-        "entries/s count the cells of the reconstructed vector; us/call is the whole call "
-        "(checks, reads, computation, write)."
-    ))
+    c.report(
+        "Axis reconstruction and contracts",
+        [
+            (
+                f"* dafzarr {dafzarr.__version__}; {n_cells():,} cells for the reconstruction; "
+                f"seed {seed()}"
+            ),
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "entries/s count the cells of the reconstructed vector; us/call is the whole call "
+            "(checks, reads, computation, write)."
+        ),
+    )
     return 0
 
 

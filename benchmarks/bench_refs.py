@@ -51,7 +51,10 @@ from .refs_local import ManyFiles, ScanVariable, WriteParquet
 from .refs_remote import RemoteFiles, RemoteSmallFiles, peak_memory, writer_growth
 
 SUITES: dict[str, list[type]] = {
-    "a": [ScanVariable], "b": [WriteParquet], "c": [ManyFiles], "d": [RemoteFiles],
+    "a": [ScanVariable],
+    "b": [WriteParquet],
+    "c": [ManyFiles],
+    "d": [RemoteFiles],
     "e": [RemoteSmallFiles],
 }
 
@@ -85,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         "informational."
     ))  # fmt: skip
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

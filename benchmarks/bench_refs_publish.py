@@ -54,10 +54,16 @@ def _new_session(repo_path: str, prefix: str) -> Any:
     import icechunk
 
     config = icechunk.RepositoryConfig.default()
-    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(
-        prefix, icechunk.local_filesystem_store(prefix.removeprefix("file://"))))
-    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(repo_path), config,
-                                      authorize_virtual_chunk_access={prefix: None})
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(
+            prefix, icechunk.local_filesystem_store(prefix.removeprefix("file://"))
+        )
+    )
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(repo_path),
+        config,
+        authorize_virtual_chunk_access={prefix: None},
+    )
     return repo.writable_session("main")
 
 
@@ -68,8 +74,7 @@ def _vz_publish(store: str, session: Any) -> None:
     from virtualizarr.registry import ObjectStoreRegistry
 
     registry = ObjectStoreRegistry({"file:///": LocalStore("/")})
-    vds = open_virtual_dataset(f"file://{store}", parser=KerchunkParquetParser(),
-                               registry=registry)
+    vds = open_virtual_dataset(f"file://{store}", parser=KerchunkParquetParser(), registry=registry)
     vds.vz.to_icechunk(session.store)
 
 
@@ -92,8 +97,14 @@ class Publish(c.TempDirSuite):
         os.mkdir(data)
         path = os.path.join(data, "many.h5")
         with h5py.File(path, "w") as f:
-            d = f.create_dataset("a", shape=(rows, 1000), chunks=(1, 10), dtype="f4",
-                                 compression="gzip", shuffle=True)
+            d = f.create_dataset(
+                "a",
+                shape=(rows, 1000),
+                chunks=(1, 10),
+                dtype="f4",
+                compression="gzip",
+                shuffle=True,
+            )
             d[:] = np.random.default_rng(0).random((rows, 1000), dtype="f4")
         self.store = self.p("many.parq")
         refs.write_parquet(refs.scan(path), self.store, inline_threshold=0)
@@ -187,9 +198,17 @@ def _synthetic_store(out: str, data: str, n: int) -> None:
         with open(p, "wb") as fh:
             fh.truncate(64 << 20)
         paths.append(f"file://{p}")
-    zarray = {"zarr_format": 2, "shape": [n // 1000, 1024_000], "chunks": [1, 1024],
-              "dtype": "<f4", "compressor": None, "filters": None, "fill_value": "NaN",
-              "order": "C", "dimension_separator": "."}
+    zarray = {
+        "zarr_format": 2,
+        "shape": [n // 1000, 1024_000],
+        "chunks": [1, 1024],
+        "dtype": "<f4",
+        "compressor": None,
+        "filters": None,
+        "fill_value": "NaN",
+        "order": "C",
+        "dimension_separator": ".",
+    }
     with refs.ReferenceWriter(out, paths) as w:
         w.add_group("")
         w.add_array("v", zarray, {"_ARRAY_DIMENSIONS": ["y", "x"]})
@@ -203,8 +222,11 @@ def _refs(n: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(0)
     for start in range(0, n, 1_000_000):
         k = min(1_000_000, n - start)
-        yield (rng.integers(0, 10, k, dtype=np.int32),
-               rng.integers(0, (64 << 20) // 4096, k) * 4096, np.full(k, 4096))
+        yield (
+            rng.integers(0, 10, k, dtype=np.int32),
+            rng.integers(0, (64 << 20) // 4096, k) * 4096,
+            np.full(k, 4096),
+        )
 
 
 def _icechunk_alone(session: Any, prefix: str, n: int) -> None:
@@ -213,25 +235,42 @@ def _icechunk_alone(session: Any, prefix: str, n: int) -> None:
     import icechunk
     import zarr
 
-    zarr.create_array(session.store, name="v", shape=(n // 1000, 1024_000), chunks=(1, 1024),
-                      dtype="<f4", zarr_format=3, fill_value=np.nan)
+    zarr.create_array(
+        session.store,
+        name="v",
+        shape=(n // 1000, 1024_000),
+        chunks=(1, 1024),
+        dtype="<f4",
+        zarr_format=3,
+        fill_value=np.nan,
+    )
     urls = [f"{prefix}f{i}.bin" for i in range(10)]
     start = 0
     for path_index, offset, size in _refs(n):
         for s in range(0, len(offset), 100_000):
             rows = range(start + s, start + min(s + 100_000, len(offset)))
-            specs = [icechunk.VirtualChunkSpec([r // 1000, r % 1000], urls[p], o, z)
-                     for r, p, o, z in zip(rows, path_index[s:s + 100_000].tolist(),
-                                           offset[s:s + 100_000].tolist(),
-                                           size[s:s + 100_000].tolist(), strict=True)]
+            specs = [
+                icechunk.VirtualChunkSpec([r // 1000, r % 1000], urls[p], o, z)
+                for r, p, o, z in zip(
+                    rows,
+                    path_index[s : s + 100_000].tolist(),
+                    offset[s : s + 100_000].tolist(),
+                    size[s : s + 100_000].tolist(),
+                    strict=True,
+                )
+            ]
             session.store.set_virtual_refs("v", specs, validate_containers=True)
         start += len(offset)
 
 
 def growth(counts: list[int], peer_max: int = 10**6) -> list[str]:
     """Seconds, rate and peak RSS per count and publisher (see the module doc)."""
-    lines = [("* publishing growth (fresh child process per count and publisher; seconds, "
-              "references per second, peak RSS):")]
+    lines = [
+        (
+            "* publishing growth (fresh child process per count and publisher; seconds, "
+            "references per second, peak RSS):"
+        )
+    ]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with tempfile.TemporaryDirectory(prefix="dafzarr-bench-publish-") as d:
         data = os.path.join(d, "data")
@@ -240,23 +279,38 @@ def growth(counts: list[int], peer_max: int = 10**6) -> list[str]:
             store = os.path.join(d, f"s{n}")
             _synthetic_store(store, data, n)
             cells = []
-            for mode, label in (("dafzarr", "dafzarr publish+commit"),
-                                ("read", "dafzarr reading pass alone"),
-                                ("icechunk", "Icechunk alone (set_virtual_refs loop+commit)"),
-                                ("vz", "VirtualiZarr")):
+            for mode, label in (
+                ("dafzarr", "dafzarr publish+commit"),
+                ("read", "dafzarr reading pass alone"),
+                ("icechunk", "Icechunk alone (set_virtual_refs loop+commit)"),
+                ("vz", "VirtualiZarr"),
+            ):
                 if mode == "vz" and n > peer_max:
                     cells.append(f"{label}: not run above {peer_max:.0e}")
                     continue
                 repo = os.path.join(d, "repo")
                 res = subprocess.run(
-                    [sys.executable, "-c", _GROWTH_CHILD, mode, store, repo, f"file://{data}/",
-                     str(n)],
-                    capture_output=True, text=True, check=True, cwd=root,
+                    [
+                        sys.executable,
+                        "-c",
+                        _GROWTH_CHILD,
+                        mode,
+                        store,
+                        repo,
+                        f"file://{data}/",
+                        str(n),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=root,
                 )
                 seconds, rss = (float(x) for x in res.stdout.split()[-2:])
                 c.remove(repo)
-                cells.append(f"{label} {seconds:.1f} s, {n / seconds / 1e3:.0f} k refs/s, "
-                             f"peak RSS {c.human_bytes(rss)}")
+                cells.append(
+                    f"{label} {seconds:.1f} s, {n / seconds / 1e3:.0f} k refs/s, "
+                    f"peak RSS {c.human_bytes(rss)}"
+                )
             c.remove(store)
             lines.append(f"  * {n:.0e} references: " + "; ".join(cells))
     return lines

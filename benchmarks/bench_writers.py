@@ -123,8 +123,9 @@ class ToZarr(_WriterSuite):
     def _size(self) -> str:
         return f"{c.human_bytes(self.nbytes)} / {self.count} chunks"
 
-    @c.bench("to_zarr", "MmapZipStore", c.MB, lambda s: s.nbytes, size=_size,
-             target=_within_fastest(1.2))
+    @c.bench(
+        "to_zarr", "MmapZipStore", c.MB, lambda s: s.nbytes, size=_size, target=_within_fastest(1.2)
+    )
     def time_to_zarr_mmapzip(self) -> None:
         self._write("MmapZipStore")
 
@@ -195,17 +196,25 @@ def main(argv: list[str] | None = None) -> int:
     with c.RunClock() as clock:
         results = c.run_suites(SUITES, only, rounds)
     dead = AppendAlongTime.dead.get("MmapZipStore")
-    c.report("zarr writers on MmapZipStore", [
-        f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, xarray {xr.__version__}",
-        *clock.lines(rounds),
-    ], results, (
-        "Rates use MB = 10^6 bytes; per-append rows are the time of all appends divided by "
-        "their number (the initial write included). ratio = how many times faster than the "
-        "named peer (medians). Targets are informational."
-        + (f"\n\nMmapZipStore dead bytes after the appends: {c.human_bytes(dead)} "
-           "(superseded metadata copies; `compact` gives them back)." if dead is not None
-           else "")
-    ))
+    c.report(
+        "zarr writers on MmapZipStore",
+        [
+            f"* dafzarr {dafzarr.__version__}, zarr {zarr.__version__}, xarray {xr.__version__}",
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "Rates use MB = 10^6 bytes; per-append rows are the time of all appends divided by "
+            "their number (the initial write included). ratio = how many times faster than the "
+            "named peer (medians). Targets are informational."
+            + (
+                f"\n\nMmapZipStore dead bytes after the appends: {c.human_bytes(dead)} "
+                "(superseded metadata copies; `compact` gives them back)."
+                if dead is not None
+                else ""
+            )
+        ),
+    )
     return 0
 
 

@@ -71,11 +71,15 @@ SUITES: dict[str, list[type]] = {
 
 def main(argv: list[str] | None = None) -> int:
     ap = c.argument_parser("python -m benchmarks.bench_zipstore", __doc__, SUITES)
-    ap.add_argument("--open-sizes", default="",
-                    help="with suite i: also time open + list at these entry counts")
-    ap.add_argument("--growth-sizes", default="",
-                    help="with suite c: also time appends vs archive size at these entry "
-                         "counts (default 1000,10000,100000,1000000; quick: up to 100000)")
+    ap.add_argument(
+        "--open-sizes", default="", help="with suite i: also time open + list at these entry counts"
+    )
+    ap.add_argument(
+        "--growth-sizes",
+        default="",
+        help="with suite c: also time appends vs archive size at these entry "
+        "counts (default 1000,10000,100000,1000000; quick: up to 100000)",
+    )
     args = ap.parse_args(argv)
     only = c.selected_suites(ap, args, list(SUITES))
     rounds = args.rounds or (3 if c.quick() else 5)
@@ -83,32 +87,53 @@ def main(argv: list[str] | None = None) -> int:
         results = c.run_suites(SUITES, only, rounds)
         extra: list[tuple[str, str]] = []
         if "i" in only:
-            extra.append(("Open + list keys (child processes, suite i)",
-                          open_memory_report(100_000 if c.quick() else 1_000_000)))
+            extra.append(
+                (
+                    "Open + list keys (child processes, suite i)",
+                    open_memory_report(100_000 if c.quick() else 1_000_000),
+                )
+            )
             if args.open_sizes:
-                extra.append(("Open + list keys vs size (suite i)",
-                              open_growth_report([int(n) for n in args.open_sizes.split(",")])))
+                extra.append(
+                    (
+                        "Open + list keys vs size (suite i)",
+                        open_growth_report([int(n) for n in args.open_sizes.split(",")]),
+                    )
+                )
         if "c" in only:
             sizes = args.growth_sizes or (
-                "1000,10000,100000" if c.quick() else "1000,10000,100000,1000000")
-            extra.append(("Appends vs archive size (child processes, suite c)",
-                          append_growth_report([int(n) for n in sizes.split(",")])))
-    c.report("MmapZipStore benchmarks", [
-        (f"* dafzarr {dafzarr.__version__} (CRC-32 kernel: {_posix.CRC32_KERNEL}, "
-         f"{_posix.get_threads()} copy threads), zarr {zarr.__version__}, isal "
-         f"{importlib.metadata.version('isal')}"),
-        *clock.lines(rounds),
-    ], results, (
-        "Rates use MB = 10^6 bytes. **median** is the rate at the median time; ratio = how "
-        "many times faster than the named peer (medians). zipfile 'a' writes its central "
-        "directory only on close (not crash-safe); MmapZipStore commits each single append. "
-        "Targets are informational."
-    ))
+                "1000,10000,100000" if c.quick() else "1000,10000,100000,1000000"
+            )
+            extra.append(
+                (
+                    "Appends vs archive size (child processes, suite c)",
+                    append_growth_report([int(n) for n in sizes.split(",")]),
+                )
+            )
+    c.report(
+        "MmapZipStore benchmarks",
+        [
+            (
+                f"* dafzarr {dafzarr.__version__} (CRC-32 kernel: {_posix.CRC32_KERNEL}, "
+                f"{_posix.get_threads()} copy threads), zarr {zarr.__version__}, isal "
+                f"{importlib.metadata.version('isal')}"
+            ),
+            *clock.lines(rounds),
+        ],
+        results,
+        (
+            "Rates use MB = 10^6 bytes. **median** is the rate at the median time; ratio = how "
+            "many times faster than the named peer (medians). zipfile 'a' writes its central "
+            "directory only on close (not crash-safe); MmapZipStore commits each single append. "
+            "Targets are informational."
+        ),
+    )
     for title, part in extra:
         print(f"\n### {title}\n")
         print(part)
         c.record_table(title, part)
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

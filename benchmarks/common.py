@@ -128,8 +128,14 @@ def child_json(module: str, *args: str) -> dict[str, Any]:
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "DAFZARR_BENCH_QUICK": "1" if quick() else "0"}
-    res = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                         check=False, env=env, cwd=root)
+    res = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=root,
+    )
     if res.returncode:
         raise RuntimeError(f"{module} {' '.join(args)} failed:\n{res.stderr}")
     lines = res.stdout.strip().splitlines()
@@ -139,8 +145,7 @@ def child_json(module: str, *args: str) -> dict[str, Any]:
     return fig
 
 
-def banded_csr(cells: int, genes: int, per: int, seed: int, *,
-               indptr_dtype: Any = "int32") -> Any:
+def banded_csr(cells: int, genes: int, per: int, seed: int, *, indptr_dtype: Any = "int32") -> Any:
     """A cells x genes float32 CSR of UMI-like counts (1-19) with ``per`` stored values per
     cell: sorted, unique gene indices, one random gene in each of ``per`` consecutive bands
     of ``genes // per`` genes, built in a few vector passes (int32 indices, as scipy makes
@@ -158,7 +163,6 @@ def banded_csr(cells: int, genes: int, per: int, seed: int, *,
 
 
 # --- Tagging benchmarks ----------------------------------------------------------------
-
 
 
 @dataclass(frozen=True)
@@ -336,8 +340,10 @@ def run_suite(
         t_setup = time.perf_counter()
         suite.setup(*params)
         if log:
-            log(f"{cls.__name__}{list(params) or ''}: set up in "
-                f"{time.perf_counter() - t_setup:.1f} s")
+            log(
+                f"{cls.__name__}{list(params) or ''}: set up in "
+                f"{time.perf_counter() - t_setup:.1f} s"
+            )
         try:
             names = timed_methods(cls)
             fns = {n: getattr(suite, n) for n in names}
@@ -395,8 +401,10 @@ def environment(extra: Iterable[str] = ()) -> str:
     import numpy as np
 
     lines = [
-        (f"* {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {platform.platform()}, "
-         f"{os.cpu_count()} CPUs"),
+        (
+            f"* {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {platform.platform()}, "
+            f"{os.cpu_count()} CPUs"
+        ),
         f"* Python {platform.python_version()}, numpy {np.__version__}",
     ]
     lines.extend(extra)
@@ -412,15 +420,24 @@ def eprint(msg: str) -> None:
 
 def argument_parser(prog: str, doc: str | None, suites: Iterable[str]) -> argparse.ArgumentParser:
     """``--quick``, ``--only`` (suite keys) and ``--rounds``; modules add their own options."""
-    ap = argparse.ArgumentParser(prog=prog, description=doc,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     ap.add_argument("--only", default="", help=f"comma-separated suites ({','.join(suites)})")
     ap.add_argument("--rounds", type=int, default=None, help="counted rounds per suite")
-    ap.add_argument("--record", nargs="?", const=record.RESULTS_DIR, default=None,
-                    metavar="DIR", help=("also write the results as JSON into "
-                                         "DIR/<benchmark>.json (default DIR: "
-                                         "benchmarks/results)"))
+    ap.add_argument(
+        "--record",
+        nargs="?",
+        const=record.RESULTS_DIR,
+        default=None,
+        metavar="DIR",
+        help=(
+            "also write the results as JSON into "
+            "DIR/<benchmark>.json (default DIR: "
+            "benchmarks/results)"
+        ),
+    )
     return ap
 
 
@@ -455,10 +472,14 @@ class RunClock:
 
     def lines(self, rounds: int) -> list[str]:
         return [
-            (f"* data under {tempfile.gettempdir()}; peers alternate within each round; "
-             f"1 warm-up round + {rounds} counted rounds (n column: samples per row)"),
-            (f"* load average at start {self.load0}, at end {loadavg()}; total "
-             f"{self.elapsed:.0f} s"),
+            (
+                f"* data under {tempfile.gettempdir()}; peers alternate within each round; "
+                f"1 warm-up round + {rounds} counted rounds (n column: samples per row)"
+            ),
+            (
+                f"* load average at start {self.load0}, at end {loadavg()}; total "
+                f"{self.elapsed:.0f} s"
+            ),
         ]
 
 
@@ -487,8 +508,12 @@ def report(title: str, env: Iterable[str], results: Sequence[Stats], notes: str)
     if targets:
         print(f"\nTargets met: {sum(ok for _, ok in targets)} / {len(targets)}")
     if record.recording():
-        record.update(title=title, environment=list(environment(env).splitlines()),
-                      notes=notes, load=loadavg())
+        record.update(
+            title=title,
+            environment=list(environment(env).splitlines()),
+            notes=notes,
+            load=loadavg(),
+        )
         by_op: dict[tuple[str, str], dict[str, Stats]] = {}
         for s in results:
             by_op.setdefault((s.suite, s.op), {})[s.peer] = s

@@ -60,8 +60,13 @@ def make_data(the_seed: int) -> dict[str, Any]:
     x = sp.csr_matrix((values, indices, indptr), shape=(cells, genes))
     vectors = {f"v{i:02d}": rng.random(cells, dtype=np.float32) for i in range(N_VECTORS)}
     pca = rng.random((cells, N_PCS), dtype=np.float32)
-    return {"X": x, "vectors": vectors, "pca": pca, "cells": [f"c{i}" for i in range(cells)],
-            "genes": [f"g{i}" for i in range(genes)]}
+    return {
+        "X": x,
+        "vectors": vectors,
+        "pca": pca,
+        "cells": [f"c{i}" for i in range(cells)],
+        "genes": [f"g{i}" for i in range(genes)],
+    }
 
 
 def data_bytes(x: sp.csr_matrix) -> int:
@@ -97,8 +102,13 @@ def write_npy(path: str, d: dict[str, Any]) -> None:
     index pointer and of the axes' names, one ``.npy`` file each in directory ``path``."""
     os.makedirs(path)
     x = d["X"]
-    for name, arr in (("data", x.data), ("indices", x.indices), ("indptr", x.indptr),
-                      ("cells", np.asarray(d["cells"])), ("genes", np.asarray(d["genes"]))):
+    for name, arr in (
+        ("data", x.data),
+        ("indices", x.indices),
+        ("indptr", x.indptr),
+        ("cells", np.asarray(d["cells"])),
+        ("genes", np.asarray(d["genes"])),
+    ):
         np.save(os.path.join(path, f"{name}.npy"), arr)
 
 

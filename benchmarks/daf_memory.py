@@ -80,8 +80,12 @@ def child(task: str, path: str, the_seed: int) -> None:
         print(json.dumps({"task": task, "before": before, "peak": peak, "data": final}))
         return
     d = make_data(the_seed)
-    writers = {"daf-dir": write_daf, "daf-zip": write_daf, "h5ad": write_h5ad,
-               "anndata-zarr": write_anndata_zarr}
+    writers = {
+        "daf-dir": write_daf,
+        "daf-zip": write_daf,
+        "h5ad": write_h5ad,
+        "anndata-zarr": write_anndata_zarr,
+    }
     readers = {"read-daf-zip": read_daf_sparse, "read-h5ad": read_h5ad_sparse}
     if task in readers:
         (write_daf if task == "read-daf-zip" else write_h5ad)(path, d)
@@ -102,31 +106,50 @@ def child(task: str, path: str, the_seed: int) -> None:
     c.reset_peak_rss()
     before = _rss()
     writers[task](path, d)
-    print(json.dumps({"task": task, "before": before, "peak": c.peak_rss(),
-                      "data": data_bytes(d["X"])}))
+    print(
+        json.dumps(
+            {"task": task, "before": before, "peak": c.peak_rss(), "data": data_bytes(d["X"])}
+        )
+    )
 
 
 def memory_report(the_seed: int) -> str:
-    rows = ["| task | RSS before | peak above that | data size | ratio |",
-            "|---|---|---|---|---|"]
+    rows = ["| task | RSS before | peak above that | data size | ratio |", "|---|---|---|---|---|"]
     labels = {
         "fill": "ZarrDaf ZIP, empty_sparse_matrix fill (no input matrix held)",
-        "daf-dir": "ZarrDaf directory write", "daf-zip": "ZarrDaf ZIP write",
-        "h5ad": "anndata write_h5ad", "anndata-zarr": "anndata write_zarr",
-        "read-daf-zip": "ZarrDaf ZIP read of the UMIs", "read-h5ad": "anndata .h5ad read of X",
+        "daf-dir": "ZarrDaf directory write",
+        "daf-zip": "ZarrDaf ZIP write",
+        "h5ad": "anndata write_h5ad",
+        "anndata-zarr": "anndata write_zarr",
+        "read-daf-zip": "ZarrDaf ZIP read of the UMIs",
+        "read-h5ad": "anndata .h5ad read of X",
     }
-    suffix = {"fill": ".daf.zarr.zip", "daf-dir": ".daf.zarr", "daf-zip": ".daf.zarr.zip",
-              "h5ad": ".h5ad", "anndata-zarr": ".zarr", "read-daf-zip": ".daf.zarr.zip",
-              "read-h5ad": ".h5ad"}
+    suffix = {
+        "fill": ".daf.zarr.zip",
+        "daf-dir": ".daf.zarr",
+        "daf-zip": ".daf.zarr.zip",
+        "h5ad": ".h5ad",
+        "anndata-zarr": ".zarr",
+        "read-daf-zip": ".daf.zarr.zip",
+        "read-h5ad": ".h5ad",
+    }
     with tempfile.TemporaryDirectory(prefix="dafzarr-bench-mem-") as tmp:
         for task, label in labels.items():
             path = os.path.join(tmp, f"m{suffix[task]}")
-            fig = c.child_json("benchmarks.bench_daf", "--child", task, path, str(the_seed),
-                               *(["--quick"] if c.quick() else []))
+            fig = c.child_json(
+                "benchmarks.bench_daf",
+                "--child",
+                task,
+                path,
+                str(the_seed),
+                *(["--quick"] if c.quick() else []),
+            )
             extra = fig["peak"] - fig["before"]
-            rows.append(f"| {label} | {c.human_bytes(fig['before'])} | "
-                        f"{c.human_bytes(max(extra, 0))} | {c.human_bytes(fig['data'])} | "
-                        f"{max(extra, 0) / fig['data']:.2f}x |")
+            rows.append(
+                f"| {label} | {c.human_bytes(fig['before'])} | "
+                f"{c.human_bytes(max(extra, 0))} | {c.human_bytes(fig['data'])} | "
+                f"{max(extra, 0) / fig['data']:.2f}x |"
+            )
             c.remove(path)
             c.eprint(f"memory: {task} done")
     return "\n".join(rows)
@@ -150,8 +173,11 @@ def growth_data(nnz: int, the_seed: int) -> dict[str, Any]:
     genes, per = 30_000, GROWTH_PER_CELL
     cells = max(1, nnz // per)
     x = c.banded_csr(cells, genes, per, the_seed, indptr_dtype=np.int64)
-    return {"X": x, "cells": [f"c{i}" for i in range(cells)],
-            "genes": [f"g{i}" for i in range(genes)]}
+    return {
+        "X": x,
+        "cells": [f"c{i}" for i in range(cells)],
+        "genes": [f"g{i}" for i in range(genes)],
+    }
 
 
 def _growth_child(nnz: int, tmp: str, the_seed: int, rounds: int) -> None:
@@ -162,8 +188,11 @@ def _growth_child(nnz: int, tmp: str, the_seed: int, rounds: int) -> None:
     import time
 
     d = growth_data(nnz, the_seed)
-    writers = {"dir": (write_daf_umis, "g.daf.zarr"), "zip": (write_daf_umis, "g.daf.zarr.zip"),
-               "npy": (write_npy, "g.npy")}
+    writers = {
+        "dir": (write_daf_umis, "g.daf.zarr"),
+        "zip": (write_daf_umis, "g.daf.zarr.zip"),
+        "npy": (write_npy, "g.npy"),
+    }
     names = list(writers)
     times: dict[str, list[float]] = {k: [] for k in names}
     peaks: dict[str, int] = dict.fromkeys(names, 0)
@@ -185,32 +214,59 @@ def _growth_child(nnz: int, tmp: str, the_seed: int, rounds: int) -> None:
                 times[name].append(dt)
     for _fn, out in writers.values():
         c.remove(os.path.join(tmp, out))
-    print(json.dumps({"nnz": int(d["X"].nnz), "data": data_bytes(d["X"]), "times": times,
-                      "peaks": peaks, "load": c.loadavg()}))
+    print(
+        json.dumps(
+            {
+                "nnz": int(d["X"].nnz),
+                "data": data_bytes(d["X"]),
+                "times": times,
+                "peaks": peaks,
+                "load": c.loadavg(),
+            }
+        )
+    )
 
 
 def growth_report(the_seed: int, rounds: int) -> str:
     """The growth table: one child process per size (its memory starts fresh)."""
     import statistics
 
-    rows = [("| stored values | data | ZarrDaf directory: median s (ns/value), peak | "
-             "ZarrDaf ZIP: median s (ns/value), peak | np.save: median s (ns/value), peak | "
-             "load average |"), "|---|---|---|---|---|---|"]
+    rows = [
+        (
+            "| stored values | data | ZarrDaf directory: median s (ns/value), peak | "
+            "ZarrDaf ZIP: median s (ns/value), peak | np.save: median s (ns/value), peak | "
+            "load average |"
+        ),
+        "|---|---|---|---|---|---|",
+    ]
     for nnz in growth_sizes():
         with tempfile.TemporaryDirectory(prefix="dafzarr-bench-growth-") as tmp:
-            fig = c.child_json("benchmarks.bench_daf", "--child", "growth", tmp,
-                               str(the_seed), "--growth-nnz", str(nnz), "--rounds",
-                               str(rounds), *(["--quick"] if c.quick() else []))
+            fig = c.child_json(
+                "benchmarks.bench_daf",
+                "--child",
+                "growth",
+                tmp,
+                str(the_seed),
+                "--growth-nnz",
+                str(nnz),
+                "--rounds",
+                str(rounds),
+                *(["--quick"] if c.quick() else []),
+            )
         cells = []
         for name in ("dir", "zip", "npy"):
             med = statistics.median(fig["times"][name])
-            cells.append(f"{med:.3f} s ({med / fig['nnz'] * 1e9:.1f}), "
-                         f"{c.human_bytes(max(fig['peaks'][name], 0))}")
-        rows.append(f"| {fig['nnz']:,} | {c.human_bytes(fig['data'])} | " + " | ".join(cells)
-                    + f" | {fig['load']} |")
+            cells.append(
+                f"{med:.3f} s ({med / fig['nnz'] * 1e9:.1f}), "
+                f"{c.human_bytes(max(fig['peaks'][name], 0))}"
+            )
+        rows.append(
+            f"| {fig['nnz']:,} | {c.human_bytes(fig['data'])} | "
+            + " | ".join(cells)
+            + f" | {fig['load']} |"
+        )
         c.eprint(f"growth: {nnz:,} done")
     return "\n".join(rows)
 
 
-SUITES: dict[str, list[type]] = {"write": [Write], "write-dense": [WriteDense],
-                                 "read": [Read]}
+SUITES: dict[str, list[type]] = {"write": [Write], "write-dense": [WriteDense], "read": [Read]}

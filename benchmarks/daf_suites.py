@@ -73,19 +73,36 @@ class Write(_Suite):
     baseline = ("anndata .h5ad",)
     bench_rounds: ClassVar[dict[bool, int]] = {False: 5, True: 3}
     _outputs: ClassVar[dict[str, str]] = {
-        "time_daf_dir": "w.daf.zarr", "time_daf_zip": "w.daf.zarr.zip",
-        "time_h5ad": "w.h5ad", "time_anndata_zarr": "w.zarr", "time_npy": "w.npy",
-        "time_umis_daf_dir": "u.daf.zarr", "time_umis_daf_zip": "u.daf.zarr.zip",
-        "time_umis_npy": "u.npy", "time_umis_npy_fsync": "uf.npy",
+        "time_daf_dir": "w.daf.zarr",
+        "time_daf_zip": "w.daf.zarr.zip",
+        "time_h5ad": "w.h5ad",
+        "time_anndata_zarr": "w.zarr",
+        "time_npy": "w.npy",
+        "time_umis_daf_dir": "u.daf.zarr",
+        "time_umis_daf_zip": "u.daf.zarr.zip",
+        "time_umis_npy": "u.npy",
+        "time_umis_npy_fsync": "uf.npy",
     }
 
-    @c.bench("write data set", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
-             target=_ratio_target("np.save (data set)", 1.5, within=True))
+    @c.bench(
+        "write data set",
+        "ZarrDaf directory",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_ratio_target("np.save (data set)", 1.5, within=True),
+    )
     def time_daf_dir(self) -> None:
         write_daf(self.p("w.daf.zarr"), self.d)
 
-    @c.bench("write data set", "ZarrDaf ZIP", c.MB, lambda s: s.nbytes, size=_size,
-             target=_ratio_target("np.save (data set)", 1.5, within=True))
+    @c.bench(
+        "write data set",
+        "ZarrDaf ZIP",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_ratio_target("np.save (data set)", 1.5, within=True),
+    )
     def time_daf_zip(self) -> None:
         write_daf(self.p("w.daf.zarr.zip"), self.d)
 
@@ -101,13 +118,25 @@ class Write(_Suite):
     def time_npy(self) -> None:
         write_npy_all(self.p("w.npy"), self.d)
 
-    @c.bench("write UMIs + axes", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
-             target=_ratio_target("np.save", 1.5, within=True))
+    @c.bench(
+        "write UMIs + axes",
+        "ZarrDaf directory",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_ratio_target("np.save", 1.5, within=True),
+    )
     def time_umis_daf_dir(self) -> None:
         write_daf_umis(self.p("u.daf.zarr"), self.d)
 
-    @c.bench("write UMIs + axes", "ZarrDaf ZIP", c.MB, lambda s: s.nbytes, size=_size,
-             target=_ratio_target("np.save", 1.5, within=True))
+    @c.bench(
+        "write UMIs + axes",
+        "ZarrDaf ZIP",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_ratio_target("np.save", 1.5, within=True),
+    )
     def time_umis_daf_zip(self) -> None:
         write_daf_umis(self.p("u.daf.zarr.zip"), self.d)
 
@@ -131,8 +160,11 @@ class WriteDense(_Suite):
     baseline = ("np.save",)
     bench_rounds: ClassVar[dict[bool, int]] = {False: 3, True: 3}
     _outputs: ClassVar[dict[str, str]] = {
-        "time_dir_c": "c.daf.zarr", "time_zip_c": "c.daf.zarr.zip",
-        "time_dir_f": "f.daf.zarr", "time_zip_f": "f.daf.zarr.zip", "time_npy": "d.npy",
+        "time_dir_c": "c.daf.zarr",
+        "time_zip_c": "c.daf.zarr.zip",
+        "time_dir_f": "f.daf.zarr",
+        "time_zip_f": "f.daf.zarr.zip",
+        "time_npy": "d.npy",
         "time_npy_fsync": "df.npy",
     }
 
@@ -167,38 +199,58 @@ class WriteDense(_Suite):
         n = dense_side()
         return f"{n:,} x {n:,} float32"
 
-    @c.bench("write dense matrix", "ZarrDaf directory, row-major input", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size(),
-             target=_ratio_target("np.save", 1.3, within=True))
+    @c.bench(
+        "write dense matrix",
+        "ZarrDaf directory, row-major input",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+        target=_ratio_target("np.save", 1.3, within=True),
+    )
     def time_dir_c(self) -> None:
         self._write(self.p("c.daf.zarr"), self.c_order)
 
-    @c.bench("write dense matrix", "ZarrDaf ZIP, row-major input", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size(),
-             target=_ratio_target("np.save", 1.3, within=True))
+    @c.bench(
+        "write dense matrix",
+        "ZarrDaf ZIP, row-major input",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+        target=_ratio_target("np.save", 1.3, within=True),
+    )
     def time_zip_c(self) -> None:
         self._write(self.p("c.daf.zarr.zip"), self.c_order)
 
-    @c.bench("write dense matrix", "ZarrDaf directory, Fortran-ordered input", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size(),
-             target=_ratio_target("np.save", 1.3, within=True))
+    @c.bench(
+        "write dense matrix",
+        "ZarrDaf directory, Fortran-ordered input",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+        target=_ratio_target("np.save", 1.3, within=True),
+    )
     def time_dir_f(self) -> None:
         self._write(self.p("f.daf.zarr"), self.f_order)
 
-    @c.bench("write dense matrix", "ZarrDaf ZIP, Fortran-ordered input", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size(),
-             target=_ratio_target("np.save", 1.3, within=True))
+    @c.bench(
+        "write dense matrix",
+        "ZarrDaf ZIP, Fortran-ordered input",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+        target=_ratio_target("np.save", 1.3, within=True),
+    )
     def time_zip_f(self) -> None:
         self._write(self.p("f.daf.zarr.zip"), self.f_order)
 
-    @c.bench("write dense matrix", "np.save", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench("write dense matrix", "np.save", c.MB, lambda s: s.nbytes, size=lambda s: s._size())
     def time_npy(self) -> None:
         os.makedirs(self.p("d.npy"))
         np.save(os.path.join(self.p("d.npy"), "m.npy"), self.c_order)
 
-    @c.bench("write dense matrix", "np.save + fsync", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "write dense matrix", "np.save + fsync", c.MB, lambda s: s.nbytes, size=lambda s: s._size()
+    )
     def time_npy_fsync(self) -> None:
         os.makedirs(self.p("df.npy"))
         np.save(os.path.join(self.p("df.npy"), "m.npy"), self.c_order)
@@ -207,19 +259,34 @@ class WriteDense(_Suite):
     # The limits of the machine, in memory (no file): a plain copy of the matrix and the
     # transpose a row-major input needs, by the kernel ZarrDaf runs (one thread).
 
-    @c.bench("write dense matrix", "limit: memcpy (np.copyto, in memory)", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "write dense matrix",
+        "limit: memcpy (np.copyto, in memory)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_memcpy(self) -> None:
         np.copyto(self.scratch, self.c_order)
 
-    @c.bench("write dense matrix", "limit: transpose kernel (one thread, in memory)", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "write dense matrix",
+        "limit: transpose kernel (one thread, in memory)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_transpose(self) -> None:
         n = self.c_order.shape[1]
         transpose_columns(self.c_order, self.scratch, 0, n)
 
-    @c.bench("write dense matrix", "limit: transpose kernel (two threads, in memory)", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "write dense matrix",
+        "limit: transpose kernel (two threads, in memory)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_transpose_2(self) -> None:
         n = self.c_order.shape[1]
         transpose_columns(self.c_order, self.scratch, 0, n, 2)
@@ -240,11 +307,14 @@ class Read(_Suite):
         write_h5ad(self.p("r.h5ad"), self.d)
         write_anndata_zarr(self.p("r.zarr"), self.d)
         x = self.d["X"]
-        for reader, name in ((read_daf_sparse, "r.daf.zarr"), (read_daf_sparse, "r.daf.zarr.zip"),
-                             (read_daf_sparse, "r64.daf.zarr.zip"),
-                             (read_daf_sparse, "ru64.daf.zarr.zip"),
-                             (read_h5ad_sparse, "r.h5ad"),
-                             (read_anndata_zarr_sparse, "r.zarr")):
+        for reader, name in (
+            (read_daf_sparse, "r.daf.zarr"),
+            (read_daf_sparse, "r.daf.zarr.zip"),
+            (read_daf_sparse, "r64.daf.zarr.zip"),
+            (read_daf_sparse, "ru64.daf.zarr.zip"),
+            (read_h5ad_sparse, "r.h5ad"),
+            (read_anndata_zarr_sparse, "r.zarr"),
+        ):
             got = reader(self.p(name))
             if got.shape != x.shape or (got != x).nnz:
                 raise RuntimeError(f"{name}: the sparse matrix does not round-trip")
@@ -257,23 +327,47 @@ class Read(_Suite):
         self.daf_zip.close()
         super().teardown()
 
-    @c.bench("read sparse matrix", "ZarrDaf directory", c.MB, lambda s: s.nbytes, size=_size,
-             target=_sparse_read_target)
+    @c.bench(
+        "read sparse matrix",
+        "ZarrDaf directory",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_sparse_read_target,
+    )
     def time_sparse_daf_dir(self) -> None:
         read_daf_sparse(self.p("r.daf.zarr"))
 
-    @c.bench("read sparse matrix", "ZarrDaf ZIP", c.MB, lambda s: s.nbytes, size=_size,
-             target=_sparse_read_target)
+    @c.bench(
+        "read sparse matrix",
+        "ZarrDaf ZIP",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_sparse_read_target,
+    )
     def time_sparse_daf_zip(self) -> None:
         read_daf_sparse(self.p("r.daf.zarr.zip"))
 
-    @c.bench("read sparse matrix", "ZarrDaf ZIP, Int64 indices", c.MB, lambda s: s.nbytes,
-             size=_size, target=_sparse_read_target)
+    @c.bench(
+        "read sparse matrix",
+        "ZarrDaf ZIP, Int64 indices",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_sparse_read_target,
+    )
     def time_sparse_daf_zip_int64(self) -> None:
         read_daf_sparse(self.p("r64.daf.zarr.zip"))
 
-    @c.bench("read sparse matrix", "ZarrDaf ZIP, UInt64 indices", c.MB, lambda s: s.nbytes,
-             size=_size, target=_sparse_read_target)
+    @c.bench(
+        "read sparse matrix",
+        "ZarrDaf ZIP, UInt64 indices",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size,
+        target=_sparse_read_target,
+    )
     def time_sparse_daf_zip_uint64(self) -> None:
         read_daf_sparse(self.p("ru64.daf.zarr.zip"))
 
@@ -289,14 +383,14 @@ class Read(_Suite):
     def time_sparse_anndata_zarr(self) -> None:
         read_anndata_zarr_sparse(self.p("r.zarr"))
 
-    @c.bench("read dense vector", "ZarrDaf directory", c.PER_CALL, lambda s: s.calls,
-             target=_view_target)
+    @c.bench(
+        "read dense vector", "ZarrDaf directory", c.PER_CALL, lambda s: s.calls, target=_view_target
+    )
     def time_vector_daf_dir(self) -> None:
         for _ in range(self.calls):
             self.daf_dir.get_np_vector("cell", "v07")
 
-    @c.bench("read dense vector", "ZarrDaf ZIP", c.PER_CALL, lambda s: s.calls,
-             target=_view_target)
+    @c.bench("read dense vector", "ZarrDaf ZIP", c.PER_CALL, lambda s: s.calls, target=_view_target)
     def time_vector_daf_zip(self) -> None:
         for _ in range(self.calls):
             self.daf_zip.get_np_vector("cell", "v07")
@@ -309,14 +403,14 @@ class Read(_Suite):
             for _ in range(20):
                 read_elem(f["obs/v07"])
 
-    @c.bench("read flat matrix", "ZarrDaf directory", c.PER_CALL, lambda s: s.calls,
-             target=_view_target)
+    @c.bench(
+        "read flat matrix", "ZarrDaf directory", c.PER_CALL, lambda s: s.calls, target=_view_target
+    )
     def time_flat_daf_dir(self) -> None:
         for _ in range(self.calls):
             self.daf_dir.get_np_matrix("cell", "pc", "pca")
 
-    @c.bench("read flat matrix", "ZarrDaf ZIP", c.PER_CALL, lambda s: s.calls,
-             target=_view_target)
+    @c.bench("read flat matrix", "ZarrDaf ZIP", c.PER_CALL, lambda s: s.calls, target=_view_target)
     def time_flat_daf_zip(self) -> None:
         for _ in range(self.calls):
             self.daf_zip.get_np_matrix("cell", "pc", "pca")

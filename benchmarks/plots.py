@@ -68,20 +68,32 @@ def plot(doc: dict[str, Any], path: str) -> str:
     if doc.get("load"):
         sub += f"; load average {doc['load']}"
     header = [head, *textwrap.wrap(sub, 110)]
-    heights = [0.9 + 0.42 * sum(len(_label(r, 2).splitlines()) for r in rows)
-               for _t, _u, rows in groups]
+    heights = [
+        0.9 + 0.42 * sum(len(_label(r, 2).splitlines()) for r in rows) for _t, _u, rows in groups
+    ]
     top = 0.05 + 0.15 * len(header)  # inches taken by the header
     total = sum(heights) + top
-    fig, axes = plt.subplots(len(groups), 1, figsize=(9, total), squeeze=False,
-                             gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(
+        len(groups), 1, figsize=(9, total), squeeze=False, gridspec_kw={"height_ratios": heights}
+    )
     for ax, (title, unit, rows) in zip(axes[:, 0], groups, strict=True):
         sizes = len({r.get("size") for r in rows})
         labels = [_label(r, sizes) for r in rows]
         medians = [float(r["median"]) for r in rows]
         ys = list(range(len(rows)))
-        ax.barh(ys, medians, color=["#1f77b4" if "dafzarr" in lb.lower() or "daf" in lb.lower()
-                                    or "mmapzipstore" in lb.lower() or "arrayfile" in lb.lower()
-                                    else "#a0a0a0" for lb in labels])
+        ax.barh(
+            ys,
+            medians,
+            color=[
+                "#1f77b4"
+                if "dafzarr" in lb.lower()
+                or "daf" in lb.lower()
+                or "mmapzipstore" in lb.lower()
+                or "arrayfile" in lb.lower()
+                else "#a0a0a0"
+                for lb in labels
+            ],
+        )
         for y, r in zip(ys, rows, strict=True):
             best = r.get("best")
             if isinstance(best, (int, float)) and best != r["median"]:
@@ -91,8 +103,11 @@ def plot(doc: dict[str, Any], path: str) -> str:
         positive = [m for m in medians if m > 0]
         if positive and max(positive) / min(positive) > 30:
             ax.set_xscale("log")
-        ax.set_title("\n".join(textwrap.wrap(f"{title} — {unit}, {_better(unit)}", 90)),
-                     fontsize=8, loc="left")
+        ax.set_title(
+            "\n".join(textwrap.wrap(f"{title} — {unit}, {_better(unit)}", 90)),
+            fontsize=8,
+            loc="left",
+        )
         ax.tick_params(axis="x", labelsize=7)
     fig.suptitle("\n".join(header), fontsize=9, y=1 - 0.1 / total, va="top")
     fig.tight_layout()  # leaves room for the header
@@ -103,11 +118,17 @@ def plot(doc: dict[str, Any], path: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.plots", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.plots",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--results", default=record.RESULTS_DIR, help="the recorded JSON files")
-    ap.add_argument("--out", default=os.path.join(record.ROOT, "docs", "_static", "bench"),
-                    help="where the PNG files go")
+    ap.add_argument(
+        "--out",
+        default=os.path.join(record.ROOT, "docs", "_static", "bench"),
+        help="where the PNG files go",
+    )
     args = ap.parse_args(argv)
     files = sorted(glob.glob(os.path.join(args.results, "*.json")))
     if not files:

@@ -31,8 +31,21 @@ from typing import Any
 SCHEMA = 1
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(ROOT, "benchmarks", "results")
-ROW_KEYS = ("suite", "op", "peer", "size", "unit", "n", "median_s", "best_s", "median",
-            "best", "ratios", "target", "target_met")
+ROW_KEYS = (
+    "suite",
+    "op",
+    "peer",
+    "size",
+    "unit",
+    "n",
+    "median_s",
+    "best_s",
+    "median",
+    "best",
+    "ratios",
+    "target",
+    "target_met",
+)
 
 _current: dict[str, Any] | None = None
 _path: str | None = None
@@ -44,11 +57,19 @@ def start(directory: str, benchmark: str, mode: str) -> str:
     os.makedirs(directory, exist_ok=True)
     _path = os.path.join(directory, f"{benchmark}.json")
     _current = {
-        "schema": SCHEMA, "benchmark": benchmark, "title": benchmark, "mode": mode,
-        "source": "run", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "schema": SCHEMA,
+        "benchmark": benchmark,
+        "title": benchmark,
+        "mode": mode,
+        "source": "run",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python "
-                   f"{platform.python_version()}",
-        "load": "", "environment": [], "notes": "", "rows": [], "tables": [],
+        f"{platform.python_version()}",
+        "load": "",
+        "environment": [],
+        "notes": "",
+        "rows": [],
+        "tables": [],
     }
     return _path
 

@@ -17,7 +17,6 @@ from . import common as c
 warnings.filterwarnings("ignore")
 
 
-
 _ratio_target = c.ratio_target
 
 

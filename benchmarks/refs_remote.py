@@ -47,8 +47,9 @@ class RemoteFiles(_TempDirSuite):
         self.nfiles = 20 if c.quick() else 100
         names = [f"oisst{d:04d}.nc" for d in range(self.nfiles)]
         for d, name in enumerate(names):
-            write_daily_netcdf(self.p(name), d, shape=(720, 1440),
-                               variables=("sst", "anom", "err", "ice"))
+            write_daily_netcdf(
+                self.p(name), d, shape=(720, 1440), variables=("sst", "anom", "err", "ice")
+            )
         self.size = sum(os.path.getsize(self.p(n)) for n in names)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.bench_http", "--serve", self.dir,
@@ -81,12 +82,14 @@ class RemoteFiles(_TempDirSuite):
                 _kerchunk_translate_file(f, u)
                 k_requests += f.cache.miss_count + 1  # + the HEAD
                 k_bytes += f.cache.total_requested_bytes
-        RemoteFiles.fetch_lines = [(
-            f"* suite d, per file ({c.human_bytes(self.size / n)} on average): dafzarr "
-            f"{readers.requests / n + 1:.1f} requests (with the HEAD), "
-            f"{c.human_bytes(readers.fetched / n)}; kerchunk over fsspec "
-            f"{k_requests / n:.1f} requests, {c.human_bytes(k_bytes / n)}"
-        )]
+        RemoteFiles.fetch_lines = [
+            (
+                f"* suite d, per file ({c.human_bytes(self.size / n)} on average): dafzarr "
+                f"{readers.requests / n + 1:.1f} requests (with the HEAD), "
+                f"{c.human_bytes(readers.fetched / n)}; kerchunk over fsspec "
+                f"{k_requests / n:.1f} requests, {c.human_bytes(k_bytes / n)}"
+            )
+        ]
 
     def teardown(self) -> None:
         self.proc.kill()
@@ -123,8 +126,10 @@ class RemoteFiles(_TempDirSuite):
 def _small_files_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
     """≥ 10x kerchunk, ≥ 2x VirtualiZarr, within 2x of the latency floor."""
     texts, ok = [], True
-    for other, factor in (("kerchunk SingleHdf5ToZarr over fsspec HTTP", 10),
-                          ("VirtualiZarr open_virtual_mfdataset, threads", 2)):
+    for other, factor in (
+        ("kerchunk SingleHdf5ToZarr over fsspec HTTP", 10),
+        ("VirtualiZarr open_virtual_mfdataset, threads", 2),
+    ):
         text, met = c.ratio_target(other, factor)(s, peers)
         texts.append(text)
         ok = ok and met
@@ -141,8 +146,10 @@ class RemoteSmallFiles(RemoteFiles):
 
     label = "e"
     op = "small remote files -> refs"
-    baseline = ("kerchunk SingleHdf5ToZarr over fsspec HTTP",
-                "VirtualiZarr open_virtual_mfdataset, threads")
+    baseline = (
+        "kerchunk SingleHdf5ToZarr over fsspec HTTP",
+        "VirtualiZarr open_virtual_mfdataset, threads",
+    )
     fetch_lines: ClassVar[list[str]] = []
     #: Seconds the requests of one scan take at least: requests x latency / requests in flight.
     floor = 0.0
@@ -175,12 +182,14 @@ class RemoteSmallFiles(RemoteFiles):
             scan_reader(reader, timeout=None)
         requests = readers.requests + self.nfiles  # and one HEAD per file
         RemoteSmallFiles.floor = requests * REMOTE_DELAY / WINDOW
-        RemoteSmallFiles.fetch_lines = [(
-            f"* suite e: {requests / self.nfiles:.1f} requests per file (with the HEAD), "
-            f"{c.human_bytes(os.path.getsize(self.p(names[0])))} per file; at most {WINDOW} "
-            f"files in flight, so a latency floor of {requests} x {REMOTE_DELAY * 1000:g} ms / "
-            f"{WINDOW} = {RemoteSmallFiles.floor:.3f} s"
-        )]
+        RemoteSmallFiles.fetch_lines = [
+            (
+                f"* suite e: {requests / self.nfiles:.1f} requests per file (with the HEAD), "
+                f"{c.human_bytes(os.path.getsize(self.p(names[0])))} per file; at most {WINDOW} "
+                f"files in flight, so a latency floor of {requests} x {REMOTE_DELAY * 1000:g} ms / "
+                f"{WINDOW} = {RemoteSmallFiles.floor:.3f} s"
+            )
+        ]
 
     @c.bench(
         "small remote files -> refs",
@@ -255,7 +264,10 @@ def writer_growth(counts: list[int]) -> list[str]:
                 out = os.path.join(d, f"{mode}{n}")
                 res = subprocess.run(
                     [sys.executable, "-c", _GROWTH_CHILD, mode, str(n), out],
-                    capture_output=True, text=True, check=True, cwd=root,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=root,
                 )
                 seconds, rss = (float(x) for x in res.stdout.split())
                 c.remove(out)

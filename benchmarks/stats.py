@@ -82,8 +82,19 @@ def markdown_table(results: Sequence[Stats]) -> tuple[str, list[tuple[str, bool]
     by_op: dict[tuple[str, str], dict[str, Stats]] = {}
     for s in results:
         by_op.setdefault((s.suite, s.op), {})[s.peer] = s
-    head = ("suite", "operation", "peer", "size / N", "n", "median s", "best s",
-            "**median**", "best", "ratio", "target")
+    head = (
+        "suite",
+        "operation",
+        "peer",
+        "size / N",
+        "n",
+        "median s",
+        "best s",
+        "**median**",
+        "best",
+        "ratio",
+        "target",
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     targets: list[tuple[str, bool]] = []
     for s in results:
@@ -99,9 +110,19 @@ def markdown_table(results: Sequence[Stats]) -> tuple[str, list[tuple[str, bool]
             text, ok = s.meta.target(s, peers)
             target = f"**{'PASS' if ok else 'MISS'}** {text}"
             targets.append((f"{s.op} / {s.peer}: {text}", ok))
-        row = (s.suite, s.op, s.peer, s.size, str(len(s.samples)), _fmt_time(s.median),
-               _fmt_time(s.best), f"**{_fmt_rate(s.median_rate, s.unit)}**",
-               _fmt_rate(s.best_rate, s.unit), "; ".join(ratios) or "—", target)
+        row = (
+            s.suite,
+            s.op,
+            s.peer,
+            s.size,
+            str(len(s.samples)),
+            _fmt_time(s.median),
+            _fmt_time(s.best),
+            f"**{_fmt_rate(s.median_rate, s.unit)}**",
+            _fmt_rate(s.best_rate, s.unit),
+            "; ".join(ratios) or "—",
+            target,
+        )
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), targets
 
@@ -109,12 +130,24 @@ def markdown_table(results: Sequence[Stats]) -> tuple[str, list[tuple[str, bool]
 def stats_row(s: Stats, peers: dict[str, Stats]) -> dict[str, Any]:
     """One result row of the recorded JSON (see :mod:`benchmarks.record`); ``peers``: the
     rows of the same operation by peer."""
-    ratios = {b: round(s.speedup_over(peers[b]), 4) for b in s.baseline
-              if b in peers and b != s.peer}
+    ratios = {
+        b: round(s.speedup_over(peers[b]), 4) for b in s.baseline if b in peers and b != s.peer
+    }
     target, met = None, None
     if s.meta is not None and s.meta.target is not None:
         target, met = s.meta.target(s, peers)
-    return {"suite": s.suite, "op": s.op, "peer": s.peer, "size": s.size, "unit": s.unit,
-            "n": len(s.samples), "median_s": s.median, "best_s": s.best,
-            "median": s.median_rate, "best": s.best_rate, "ratios": ratios,
-            "target": target, "target_met": met}
+    return {
+        "suite": s.suite,
+        "op": s.op,
+        "peer": s.peer,
+        "size": s.size,
+        "unit": s.unit,
+        "n": len(s.samples),
+        "median_s": s.median,
+        "best_s": s.best,
+        "median": s.median_rate,
+        "best": s.best_rate,
+        "ratios": ratios,
+        "target": target,
+        "target_met": met,
+    }

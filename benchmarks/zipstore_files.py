@@ -45,8 +45,11 @@ class Crc32(_TempDirSuite):
         self.reps = max(1, (64 * c.MiB) // size)
         self.buf = np.random.default_rng().integers(0, 256, size, dtype=np.uint8).data
         want = zlib.crc32(self.buf)
-        got = {"dafzarr": _crc.crc32(self.buf), "own kernel": _posix.crc32(self.buf),
-               "isal": isal_zlib.crc32(self.buf)}
+        got = {
+            "dafzarr": _crc.crc32(self.buf),
+            "own kernel": _posix.crc32(self.buf),
+            "isal": isal_zlib.crc32(self.buf),
+        }
         for k, v in got.items():
             if v != want:
                 raise AssertionError(f"{k} CRC-32 {v:#x} != zlib's {want:#x}")
@@ -55,29 +58,49 @@ class Crc32(_TempDirSuite):
     def size_h(self) -> str:
         return c.human_bytes(self.size)
 
-    @c.bench("CRC-32 {size_h}", "dafzarr._core.crc.crc32", c.MB, lambda s: s.size * s.reps,
-             size=lambda s: f"{s.size_h} x {s.reps}")
+    @c.bench(
+        "CRC-32 {size_h}",
+        "dafzarr._core.crc.crc32",
+        c.MB,
+        lambda s: s.size * s.reps,
+        size=lambda s: f"{s.size_h} x {s.reps}",
+    )
     def time_crc_dafzarr(self) -> None:
         f, b = _crc.crc32, self.buf
         for _ in range(self.reps):
             f(b)
 
-    @c.bench("CRC-32 {size_h}", f"own kernel ({_posix.CRC32_KERNEL})", c.MB,
-             lambda s: s.size * s.reps, size=lambda s: f"{s.size_h} x {s.reps}")
+    @c.bench(
+        "CRC-32 {size_h}",
+        f"own kernel ({_posix.CRC32_KERNEL})",
+        c.MB,
+        lambda s: s.size * s.reps,
+        size=lambda s: f"{s.size_h} x {s.reps}",
+    )
     def time_crc_own(self) -> None:
         f, b = _posix.crc32, self.buf
         for _ in range(self.reps):
             f(b)
 
-    @c.bench("CRC-32 {size_h}", "zlib.crc32", c.MB, lambda s: s.size * s.reps,
-             size=lambda s: f"{s.size_h} x {s.reps}")
+    @c.bench(
+        "CRC-32 {size_h}",
+        "zlib.crc32",
+        c.MB,
+        lambda s: s.size * s.reps,
+        size=lambda s: f"{s.size_h} x {s.reps}",
+    )
     def time_crc_zlib(self) -> None:
         f, b = zlib.crc32, self.buf
         for _ in range(self.reps):
             f(b)
 
-    @c.bench("CRC-32 {size_h}", "isal.isal_zlib.crc32", c.MB, lambda s: s.size * s.reps,
-             size=lambda s: f"{s.size_h} x {s.reps}")
+    @c.bench(
+        "CRC-32 {size_h}",
+        "isal.isal_zlib.crc32",
+        c.MB,
+        lambda s: s.size * s.reps,
+        size=lambda s: f"{s.size_h} x {s.reps}",
+    )
     def time_crc_isal(self) -> None:
         f, b = isal_zlib.crc32, self.buf
         for _ in range(self.reps):
@@ -116,15 +139,25 @@ class CopyCrc32(_TempDirSuite):
     def size_h(self) -> str:
         return c.human_bytes(self.size)
 
-    @c.bench("copy + CRC-32 {size_h}", "FileMapping.write_crc32 (fused)", c.MB,
-             lambda s: s.size * s.reps, size=lambda s: f"{s.size_h} x {s.reps}")
+    @c.bench(
+        "copy + CRC-32 {size_h}",
+        "FileMapping.write_crc32 (fused)",
+        c.MB,
+        lambda s: s.size * s.reps,
+        size=lambda s: f"{s.size_h} x {s.reps}",
+    )
     def time_fused(self) -> None:
         fm, b = self.fm, self.src
         for _ in range(self.reps):
             fm.write_crc32(0, b)
 
-    @c.bench("copy + CRC-32 {size_h}", "write + isal.crc32", c.MB,
-             lambda s: s.size * s.reps, size=lambda s: f"{s.size_h} x {s.reps}")
+    @c.bench(
+        "copy + CRC-32 {size_h}",
+        "write + isal.crc32",
+        c.MB,
+        lambda s: s.size * s.reps,
+        size=lambda s: f"{s.size_h} x {s.reps}",
+    )
     def time_write_then_isal(self) -> None:
         fm, b, crc = self.fm, self.src, isal_zlib.crc32
         for _ in range(self.reps):
@@ -138,8 +171,14 @@ class CopyCrc32(_TempDirSuite):
 def _write_directory_store(path: str, nbytes: int, files: int) -> None:
     """A zarr v2 directory store: one float64 array of ``files`` chunks, ``nbytes`` in all."""
     row = max(1, nbytes // files // 8)
-    a = zarr.create_array(store=LocalStore(path), shape=(files, row), chunks=(1, row),
-                          dtype="float64", compressors=None, zarr_format=2)
+    a = zarr.create_array(
+        store=LocalStore(path),
+        shape=(files, row),
+        chunks=(1, row),
+        dtype="float64",
+        compressors=None,
+        zarr_format=2,
+    )
     rng = np.random.default_rng()
     step = max(1, (64 * c.MiB) // (row * 8))
     for i in range(0, files, step):
@@ -175,16 +214,24 @@ class Pack(_TempDirSuite):
     def _size(self) -> str:
         return f"{self.files:,} files, {c.human_bytes(self.total)}"
 
-    @c.bench("pack a directory store", "MmapZipStore.pack", c.MB, lambda s: s.total,
-             size=lambda s: s._size(), target=_ratio_target("zip -0 -r", 2.0))
+    @c.bench(
+        "pack a directory store",
+        "MmapZipStore.pack",
+        c.MB,
+        lambda s: s.total,
+        size=lambda s: s._size(),
+        target=_ratio_target("zip -0 -r", 2.0),
+    )
     def time_pack_mmapzip(self) -> None:
         MmapZipStore.pack(self.src, self.p("time_pack_mmapzip.zip"))
 
-    @c.bench("pack a directory store", "zip -0 -r", c.MB, lambda s: s.total,
-             size=lambda s: s._size())
+    @c.bench(
+        "pack a directory store", "zip -0 -r", c.MB, lambda s: s.total, size=lambda s: s._size()
+    )
     def time_pack_zip(self) -> None:
-        subprocess.run(["zip", "-0", "-r", "-q", self.p("time_pack_zip.zip"), "."],
-                       cwd=self.src, check=True)
+        subprocess.run(
+            ["zip", "-0", "-r", "-q", self.p("time_pack_zip.zip"), "."], cwd=self.src, check=True
+        )
 
 
 class Compact(_TempDirSuite):
@@ -219,16 +266,28 @@ class Compact(_TempDirSuite):
 
     def _size(self) -> str:
         s = self.space
-        return (f"{s.entries:,} entries, {c.human_bytes(s.live_bytes)} live + "
-                f"{c.human_bytes(s.dead_bytes)} dead")
+        return (
+            f"{s.entries:,} entries, {c.human_bytes(s.live_bytes)} live + "
+            f"{c.human_bytes(s.dead_bytes)} dead"
+        )
 
-    @c.bench("compact an archive", "MmapZipStore.compact(path, out)", c.MB,
-             lambda s: s.space.live_bytes, size=lambda s: s._size())
+    @c.bench(
+        "compact an archive",
+        "MmapZipStore.compact(path, out)",
+        c.MB,
+        lambda s: s.space.live_bytes,
+        size=lambda s: s._size(),
+    )
     def time_compact_mmapzip(self) -> None:
         MmapZipStore.compact(self.source, self.p("time_compact_mmapzip.zip"))
 
-    @c.bench("compact an archive", "copy + fsync of the result", c.MB,
-             lambda s: s.space.live_bytes, size=lambda s: s._size())
+    @c.bench(
+        "compact an archive",
+        "copy + fsync of the result",
+        c.MB,
+        lambda s: s.space.live_bytes,
+        size=lambda s: s._size(),
+    )
     def time_copy(self) -> None:
         out = self.p("time_copy.zip")
         shutil.copyfile(self.live, out)
@@ -276,16 +335,23 @@ class CompressedRead(_TempDirSuite):
                 if bytes(store[k]) != z.read(k):
                     raise AssertionError(f"MmapZipStore and zipfile disagree on {k}")
 
-    @c.bench("read {count} x 1 MiB {method_name} entries ({kind})", "MmapZipStore[key]", c.MB,
-             lambda s: s.size * s.count)
+    @c.bench(
+        "read {count} x 1 MiB {method_name} entries ({kind})",
+        "MmapZipStore[key]",
+        c.MB,
+        lambda s: s.size * s.count,
+    )
     def time_read_mmapzip(self) -> None:
         with MmapZipStore(self.path) as store:
             for k in self.keys:
                 store[k].release()
 
-    @c.bench("read {count} x 1 MiB {method_name} entries ({kind})", "zipfile.ZipFile.read",
-             c.MB,
-             lambda s: s.size * s.count)
+    @c.bench(
+        "read {count} x 1 MiB {method_name} entries ({kind})",
+        "zipfile.ZipFile.read",
+        c.MB,
+        lambda s: s.size * s.count,
+    )
     def time_read_zipfile(self) -> None:
         with zipfile.ZipFile(self.path) as z:
             for k in self.keys:

@@ -64,8 +64,9 @@ print(before, hwm(), n)
 def open_peak_rss(how: str, path: str) -> tuple[int, int]:
     """Peak RSS after the imports, and at the end, of a child process that opens ``path``
     as ``how`` says (``"r"``, ``"r+"`` or ``"zipfile"``) and lists its keys (Linux)."""
-    res = subprocess.run([sys.executable, "-c", _OPEN_CHILD, how, path], capture_output=True,
-                         text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", _OPEN_CHILD, how, path], capture_output=True, text=True, check=True
+    )
     before, peak, _ = res.stdout.split()
     return int(before), int(peak)
 
@@ -94,41 +95,67 @@ class OpenLarge(_TempDirSuite):
     def _size(self) -> str:
         return f"{self.count:,} entries, {c.human_bytes(os.path.getsize(self.path))}"
 
-    @c.bench("open + list keys", 'MmapZipStore(path, "r")', c.ENTRIES, lambda s: s.count,
-             size=lambda s: s._size(), target=_open_target)
+    @c.bench(
+        "open + list keys",
+        'MmapZipStore(path, "r")',
+        c.ENTRIES,
+        lambda s: s.count,
+        size=lambda s: s._size(),
+        target=_open_target,
+    )
     def time_open_read(self) -> None:
         _open_and_list("r", self.path)
 
-    @c.bench("open + list keys", 'MmapZipStore(path, "r+")', c.ENTRIES, lambda s: s.count,
-             size=lambda s: s._size(), target=_open_target)
+    @c.bench(
+        "open + list keys",
+        'MmapZipStore(path, "r+")',
+        c.ENTRIES,
+        lambda s: s.count,
+        size=lambda s: s._size(),
+        target=_open_target,
+    )
     def time_open_writable(self) -> None:
         _open_and_list("r+", self.path)
 
-    @c.bench("open + list keys", "zipfile.ZipFile.namelist", c.ENTRIES, lambda s: s.count,
-             size=lambda s: s._size())
+    @c.bench(
+        "open + list keys",
+        "zipfile.ZipFile.namelist",
+        c.ENTRIES,
+        lambda s: s.count,
+        size=lambda s: s._size(),
+    )
     def time_open_zipfile(self) -> None:
         _open_and_list("zipfile", self.path)
 
 
 def open_memory_report(count: int) -> str:
     """Peak RSS of open + list for each opener, one child process each."""
-    rows = ["| open + list keys | RSS after imports | peak RSS | peak above imports |",
-            "|---|---|---|---|"]
+    rows = [
+        "| open + list keys | RSS after imports | peak RSS | peak above imports |",
+        "|---|---|---|---|",
+    ]
     with tempfile.TemporaryDirectory(prefix="dafzarr-bench-open-") as tmp:
         path = os.path.join(tmp, "many.zip")
         _write_many_entries(path, count)
-        for how, label in (("r", 'MmapZipStore(path, "r")'), ("r+", 'MmapZipStore(path, "r+")'),
-                           ("zipfile", "zipfile.ZipFile.namelist")):
+        for how, label in (
+            ("r", 'MmapZipStore(path, "r")'),
+            ("r+", 'MmapZipStore(path, "r+")'),
+            ("zipfile", "zipfile.ZipFile.namelist"),
+        ):
             before, peak = open_peak_rss(how, path)
-            rows.append(f"| {label} | {c.human_bytes(before)} | {c.human_bytes(peak)} | "
-                        f"{c.human_bytes(peak - before)} |")
+            rows.append(
+                f"| {label} | {c.human_bytes(before)} | {c.human_bytes(peak)} | "
+                f"{c.human_bytes(peak - before)} |"
+            )
     return f"{count:,} entries:\n\n" + "\n".join(rows)
 
 
 def open_growth_report(sizes: list[int]) -> str:
     """Median time of open + list (3 runs, alternating) at each size: the growth of cost."""
-    rows = ["| entries | MmapZipStore r | MmapZipStore r+ | zipfile namelist | r per entry |",
-            "|---|---|---|---|---|"]
+    rows = [
+        "| entries | MmapZipStore r | MmapZipStore r+ | zipfile namelist | r per entry |",
+        "|---|---|---|---|---|",
+    ]
 
     with tempfile.TemporaryDirectory(prefix="dafzarr-bench-open-") as tmp:
         for count in sizes:
@@ -141,7 +168,9 @@ def open_growth_report(sizes: list[int]) -> str:
                     _open_and_list(how, path)
                     samples.append(time.perf_counter() - t0)
             med = {how: sorted(v)[1] for how, v in times.items()}
-            rows.append(f"| {count:,} | {med['r']:.3f} s | {med['r+']:.3f} s | "
-                        f"{med['zipfile']:.3f} s | {med['r'] / count * 1e9:.0f} ns |")
+            rows.append(
+                f"| {count:,} | {med['r']:.3f} s | {med['r+']:.3f} s | "
+                f"{med['zipfile']:.3f} s | {med['r'] / count * 1e9:.0f} ns |"
+            )
             c.remove(path)
     return "\n".join(rows)

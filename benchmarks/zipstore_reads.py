@@ -49,8 +49,9 @@ def write_superseded_group(path: str, arrays: list[np.ndarray]) -> None:
     write_group(store, [x + 1.0 for x in arrays])
     g = zarr.open_group(store=store, mode="a", zarr_format=2)
     for i, x in enumerate(arrays[: max(1, len(arrays) // 4)]):
-        g.create_array(f"gone{i}", shape=x.shape, chunks=x.shape, dtype=x.dtype,
-                       compressors=None)[...] = x
+        g.create_array(f"gone{i}", shape=x.shape, chunks=x.shape, dtype=x.dtype, compressors=None)[
+            ...
+        ] = x
     for name, x in zip(_names(len(arrays)), arrays, strict=True):
         g[name][...] = x
     for i in range(max(1, len(arrays) // 4)):
@@ -99,9 +100,11 @@ def _warm_read_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]
     if "MemoryStore" in peers and mapped is not None and memory is not None:
         cost = max(0.0, mapped.median - memory.median)
         limit = peers["MemoryStore"].median + cost
-        text += (f"; the mapping's page tables cost {cost * 1e3:.1f} ms a round, "
-                 f"MemoryStore + that = {peers['MemoryStore'].median / limit:.2f}x, "
-                 f"this row is {limit / s.median:.2f}x that limit")
+        text += (
+            f"; the mapping's page tables cost {cost * 1e3:.1f} ms a round, "
+            f"MemoryStore + that = {peers['MemoryStore'].median / limit:.2f}x, "
+            f"this row is {limit / s.median:.2f}x that limit"
+        )
     return text, met
 
 
@@ -202,9 +205,14 @@ class ZarrRead(_TempDirSuite):
         self.memory = memory.with_read_only(True)
         # Every store must give back the data, or the timings mean nothing.
         for i in (0, self.count - 1):
-            for store in (MmapZipStore(self.p_mmap, "r"), MmapZipStore(self.p_zip, "r"),
-                          MmapZipStore(self.p_rewritten, "r"), self.memory,
-                          ZipStore(self.p_zip, mode="r"), LocalStore(self.p_local, read_only=True)):
+            for store in (
+                MmapZipStore(self.p_mmap, "r"),
+                MmapZipStore(self.p_zip, "r"),
+                MmapZipStore(self.p_rewritten, "r"),
+                self.memory,
+                ZipStore(self.p_zip, mode="r"),
+                LocalStore(self.p_local, read_only=True),
+            ):
                 g: Any = zarr.open_group(store=store, mode="r", use_consolidated=False)
                 got = g[self.names[i]][...]
                 if not np.array_equal(got, self.arrays[i]):
@@ -226,13 +234,19 @@ class ZarrRead(_TempDirSuite):
     # The limit a mapping sets, on the same archive file (so the same page cache): copy each
     # chunk from a mapping made for the round into a new array, as zarr does, against the
     # same copies from memory. The difference is building and tearing down page tables.
-    @c.bench("zarr read warm", _FROM_MAPPING["MmapZipStore"], c.MB, lambda s: s.nbytes,
-             size=_size_a)
+    @c.bench(
+        "zarr read warm", _FROM_MAPPING["MmapZipStore"], c.MB, lambda s: s.nbytes, size=_size_a
+    )
     def time_copy_from_mapping(self) -> None:
         self._copy_from_mapping(self.p_mmap, self.spans)
 
-    @c.bench("zarr read warm", _FROM_MAPPING["MmapZipStore (arrays rewritten, others deleted)"],
-             c.MB, lambda s: s.nbytes, size=_size_a)
+    @c.bench(
+        "zarr read warm",
+        _FROM_MAPPING["MmapZipStore (arrays rewritten, others deleted)"],
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size_a,
+    )
     def time_copy_from_mapping_rewritten(self) -> None:
         self._copy_from_mapping(self.p_rewritten, self.spans_rewritten)
 
@@ -249,15 +263,27 @@ class ZarrRead(_TempDirSuite):
             np.copyto(np.empty_like(x), x)
 
     # Plain reads: zarr allocates each output array.
-    @c.bench("zarr read warm", "MmapZipStore", c.MB, lambda s: s.nbytes, size=_size_a,
-             target=_warm_read_target)
+    @c.bench(
+        "zarr read warm",
+        "MmapZipStore",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size_a,
+        target=_warm_read_target,
+    )
     def time_read_mmapzip(self) -> None:
         store = MmapZipStore(self.p_mmap, "r")
         read_group(store, self.names)
         store.close()
 
-    @c.bench("zarr read warm", "MmapZipStore (arrays rewritten, others deleted)", c.MB,
-             lambda s: s.nbytes, size=_size_a, target=_warm_read_target)
+    @c.bench(
+        "zarr read warm",
+        "MmapZipStore (arrays rewritten, others deleted)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=_size_a,
+        target=_warm_read_target,
+    )
     def time_read_mmapzip_rewritten(self) -> None:
         store = MmapZipStore(self.p_rewritten, "r")
         read_group(store, self.names)
@@ -267,8 +293,9 @@ class ZarrRead(_TempDirSuite):
     def time_read_memorystore(self) -> None:
         read_group(self.memory, self.names)
 
-    @c.bench("zarr read warm", "MmapZipStore (ZipStore's file)", c.MB, lambda s: s.nbytes,
-             size=_size_a)
+    @c.bench(
+        "zarr read warm", "MmapZipStore (ZipStore's file)", c.MB, lambda s: s.nbytes, size=_size_a
+    )
     def time_read_mmapzip_foreign(self) -> None:
         store = MmapZipStore(self.p_zip, "r")
         read_group(store, self.names)
@@ -317,8 +344,10 @@ def _o1_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
         return "O(1): 1 KiB entry not measured", False
     # Best of the samples: for a few microseconds per call, noise only ever adds time.
     r = s.best_rate / small.best_rate
-    text = (f"O(1): best {s.best_rate:.2f} µs ({s.peer}) vs {small.best_rate:.2f} µs "
-            f"(1 KiB), x{r:.2f}; ≤ 2 counts as O(1)")
+    text = (
+        f"O(1): best {s.best_rate:.2f} µs ({s.peer}) vs {small.best_rate:.2f} µs "
+        f"(1 KiB), x{r:.2f}; ≤ 2 counts as O(1)"
+    )
     return text, r <= 2.0
 
 
@@ -358,13 +387,23 @@ class RawMmapRead(_TempDirSuite):
         self.store.close()
         super().teardown()
 
-    @c.bench("sum float64 ({nbytes_h})", "try_mmap_entry_as + .sum() (open store)", c.MB,
-             lambda s: s.nbytes, size=lambda s: c.human_bytes(s.nbytes))
+    @c.bench(
+        "sum float64 ({nbytes_h})",
+        "try_mmap_entry_as + .sum() (open store)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: c.human_bytes(s.nbytes),
+    )
     def time_sum_mmap(self) -> None:
         _mapped(self.store, "big", self.n).sum()
 
-    @c.bench("sum float64 ({nbytes_h})", "open + try_mmap_entry_as + .sum() + close", c.MB,
-             lambda s: s.nbytes, size=lambda s: c.human_bytes(s.nbytes))
+    @c.bench(
+        "sum float64 ({nbytes_h})",
+        "open + try_mmap_entry_as + .sum() + close",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: c.human_bytes(s.nbytes),
+    )
     def time_sum_mmap_fresh_open(self) -> None:
         store = MmapZipStore(self.path, "r")
         x = _mapped(store, "big", self.n)
@@ -372,13 +411,23 @@ class RawMmapRead(_TempDirSuite):
         del x
         store.close()
 
-    @c.bench("sum float64 ({nbytes_h})", "numpy sum (in memory)", c.MB, lambda s: s.nbytes,
-             size=lambda s: c.human_bytes(s.nbytes))
+    @c.bench(
+        "sum float64 ({nbytes_h})",
+        "numpy sum (in memory)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: c.human_bytes(s.nbytes),
+    )
     def time_sum_inmemory(self) -> None:
         self.arr.sum()
 
-    @c.bench("sum float64 ({nbytes_h})", "np.copyto (memcpy)", c.MB, lambda s: s.nbytes,
-             size=lambda s: c.human_bytes(s.nbytes))
+    @c.bench(
+        "sum float64 ({nbytes_h})",
+        "np.copyto (memcpy)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: c.human_bytes(s.nbytes),
+    )
     def time_memcpy(self) -> None:
         np.copyto(self.dst, self.arr)
 
@@ -386,15 +435,26 @@ class RawMmapRead(_TempDirSuite):
     def nbytes_h(self) -> str:
         return c.human_bytes(self.nbytes)
 
-    @c.bench("try_mmap_entry_as cost", "1 KiB entry", c.PER_CALL, lambda s: s.calls,
-             size=lambda s: f"{s.calls} calls")
+    @c.bench(
+        "try_mmap_entry_as cost",
+        "1 KiB entry",
+        c.PER_CALL,
+        lambda s: s.calls,
+        size=lambda s: f"{s.calls} calls",
+    )
     def time_map_small(self) -> None:
         f, n = self.store.try_mmap_entry_as, 128
         for _ in range(self.calls):
             f("small", np.float64, n)
 
-    @c.bench("try_mmap_entry_as cost", "{nbytes_h} entry", c.PER_CALL, lambda s: s.calls,
-             size=lambda s: f"{s.calls} calls", target=_o1_target)
+    @c.bench(
+        "try_mmap_entry_as cost",
+        "{nbytes_h} entry",
+        c.PER_CALL,
+        lambda s: s.calls,
+        size=lambda s: f"{s.calls} calls",
+        target=_o1_target,
+    )
     def time_map_large(self) -> None:
         f, n = self.store.try_mmap_entry_as, self.n
         for _ in range(self.calls):

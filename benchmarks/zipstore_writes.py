@@ -69,8 +69,14 @@ class SmallAppends(_TempDirSuite):
         c.remove(p)
         return p
 
-    @c.bench("100-byte appends, one batch", "MmapZipStore batch()", c.ENTRIES,
-             lambda s: s.n_batch, size=lambda s: f"N = {s.n_batch:,}", target=_batched_target)
+    @c.bench(
+        "100-byte appends, one batch",
+        "MmapZipStore batch()",
+        c.ENTRIES,
+        lambda s: s.n_batch,
+        size=lambda s: f"N = {s.n_batch:,}",
+        target=_batched_target,
+    )
     def time_batched_mmapzip(self) -> None:
         store = MmapZipStore(self._fresh("time_batched_mmapzip"), "w")
         with store.batch():
@@ -78,45 +84,76 @@ class SmallAppends(_TempDirSuite):
                 store[k] = v
         store.close()
 
-    @c.bench("100-byte appends, one batch", "MmapZipStore set_many()", c.ENTRIES,
-             lambda s: s.n_batch, size=lambda s: f"N = {s.n_batch:,}", target=_batched_target)
+    @c.bench(
+        "100-byte appends, one batch",
+        "MmapZipStore set_many()",
+        c.ENTRIES,
+        lambda s: s.n_batch,
+        size=lambda s: f"N = {s.n_batch:,}",
+        target=_batched_target,
+    )
     def time_set_many_mmapzip(self) -> None:
         store = MmapZipStore(self._fresh("time_set_many_mmapzip"), "w")
         store.set_many(self.items[: self.n_batch])
         store.close()
 
-    @c.bench("100-byte appends, one batch", "zipfile 'a'", c.ENTRIES, lambda s: s.n_batch,
-             size=lambda s: f"N = {s.n_batch:,}")
+    @c.bench(
+        "100-byte appends, one batch",
+        "zipfile 'a'",
+        c.ENTRIES,
+        lambda s: s.n_batch,
+        size=lambda s: f"N = {s.n_batch:,}",
+    )
     def time_batched_zipfile(self) -> None:
         with zipfile.ZipFile(self._fresh("time_batched_zipfile"), "a", zipfile.ZIP_STORED) as z:
             for k, v in self.items[: self.n_batch]:
                 z.writestr(k, v)
 
-    @c.bench("100-byte appends, singly", "MmapZipStore (commit each)", c.ENTRIES,
-             lambda s: s.n_single, size=lambda s: f"N = {s.n_single:,}")
+    @c.bench(
+        "100-byte appends, singly",
+        "MmapZipStore (commit each)",
+        c.ENTRIES,
+        lambda s: s.n_single,
+        size=lambda s: f"N = {s.n_single:,}",
+    )
     def time_single_mmapzip(self) -> None:
         store = MmapZipStore(self._fresh("time_single_mmapzip"), "w")
         for k, v in self.items[: self.n_single]:
             store[k] = v
         store.close()
 
-    @c.bench("100-byte appends, singly", "zipfile 'a'", c.ENTRIES, lambda s: s.n_single,
-             size=lambda s: f"N = {s.n_single:,}")
+    @c.bench(
+        "100-byte appends, singly",
+        "zipfile 'a'",
+        c.ENTRIES,
+        lambda s: s.n_single,
+        size=lambda s: f"N = {s.n_single:,}",
+    )
     def time_single_zipfile(self) -> None:
         with zipfile.ZipFile(self._fresh("time_single_zipfile"), "a", zipfile.ZIP_STORED) as z:
             for k, v in self.items[: self.n_single]:
                 z.writestr(k, v)
 
-    @c.bench("100-byte appends, commit each", "MmapZipStore (commit each)", c.ENTRIES,
-             lambda s: s.n_commit, size=lambda s: f"N = {s.n_commit:,}")
+    @c.bench(
+        "100-byte appends, commit each",
+        "MmapZipStore (commit each)",
+        c.ENTRIES,
+        lambda s: s.n_commit,
+        size=lambda s: f"N = {s.n_commit:,}",
+    )
     def time_commit_mmapzip(self) -> None:
         store = MmapZipStore(self._fresh("time_commit_mmapzip"), "w")
         for k, v in self.items[: self.n_commit]:
             store[k] = v
         store.close()
 
-    @c.bench("100-byte appends, commit each", "zipfile 'a' reopen+close each", c.ENTRIES,
-             lambda s: s.n_commit, size=lambda s: f"N = {s.n_commit:,}")
+    @c.bench(
+        "100-byte appends, commit each",
+        "zipfile 'a' reopen+close each",
+        c.ENTRIES,
+        lambda s: s.n_commit,
+        size=lambda s: f"N = {s.n_commit:,}",
+    )
     def time_commit_zipfile(self) -> None:
         p = self._fresh("time_commit_zipfile")
         for k, v in self.items[: self.n_commit]:
@@ -134,12 +171,16 @@ def _limit_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
     lim = peers.get("limit: pwrite one directory")
     if lim is None:
         return "≥ 1,000 commits/s: limit not measured", False
-    text = (f"≥ 1,000 commits/s (is {s.median_rate:,.0f}; the pwrite of one directory "
-            f"alone allows {lim.median_rate:,.0f}/s")
+    text = (
+        f"≥ 1,000 commits/s (is {s.median_rate:,.0f}; the pwrite of one directory "
+        f"alone allows {lim.median_rate:,.0f}/s"
+    )
     slots = peers.get("limit: directory past the end, then down")
     if slots is not None:
-        text += (f", written past the end and back down {slots.median_rate:,.0f}/s: "
-                 f"{s.median_rate / slots.median_rate:.2f}x that")
+        text += (
+            f", written past the end and back down {slots.median_rate:,.0f}/s: "
+            f"{s.median_rate / slots.median_rate:.2f}x that"
+        )
     return text + ")", s.median_rate >= 1_000
 
 
@@ -205,8 +246,14 @@ class CommitScaling(_TempDirSuite):
     def entries_h(self) -> str:
         return f"{self.entries:,}"
 
-    @c.bench("commit each, into {entries_h} entries", "MmapZipStore store[k] = v", c.ENTRIES,
-             lambda s: s.commits, size=lambda s: s._size(), target=_limit_target)
+    @c.bench(
+        "commit each, into {entries_h} entries",
+        "MmapZipStore store[k] = v",
+        c.ENTRIES,
+        lambda s: s.commits,
+        size=lambda s: s._size(),
+        target=_limit_target,
+    )
     def time_commit_mmapzip(self) -> None:
         if self.store is None:  # asv calls no prepare()
             self.prepare("time_commit_mmapzip")
@@ -215,15 +262,25 @@ class CommitScaling(_TempDirSuite):
         for i in range(self.commits):
             store[f"new/{r}/{i:05d}"] = b"x" * _ENTRY
 
-    @c.bench("commit each, into {entries_h} entries", "limit: pwrite one directory", c.ENTRIES,
-             lambda s: s.commits, size=lambda s: s._size())
+    @c.bench(
+        "commit each, into {entries_h} entries",
+        "limit: pwrite one directory",
+        c.ENTRIES,
+        lambda s: s.commits,
+        size=lambda s: s._size(),
+    )
     def time_pwrite_directory(self) -> None:
         fd, cd = self.fd, self.cd
         for _ in range(self.commits):
             os.pwrite(fd, cd, 0)
 
-    @c.bench("commit each, into {entries_h} entries", "limit: directory past the end, then down",
-             c.ENTRIES, lambda s: s.commits, size=lambda s: s._size())
+    @c.bench(
+        "commit each, into {entries_h} entries",
+        "limit: directory past the end, then down",
+        c.ENTRIES,
+        lambda s: s.commits,
+        size=lambda s: s._size(),
+    )
     def time_two_slot_directory(self) -> None:
         """The directory writes a commit may do without ever storing into the live copy:
         every other one past the end of the file, into fresh page-cache pages, then the next
@@ -236,8 +293,13 @@ class CommitScaling(_TempDirSuite):
                 os.pwrite(fd, cd, 0)
                 os.ftruncate(fd, size)
 
-    @c.bench("commit each, into {entries_h} entries", "limit: memcpy one directory", c.ENTRIES,
-             lambda s: s.commits, size=lambda s: s._size())
+    @c.bench(
+        "commit each, into {entries_h} entries",
+        "limit: memcpy one directory",
+        c.ENTRIES,
+        lambda s: s.commits,
+        size=lambda s: s._size(),
+    )
     def time_memcpy_directory(self) -> None:
         dst, cd = self.dst, self.cd
         for _ in range(self.commits):
@@ -275,8 +337,15 @@ def append_growth_report(sizes: list[int]) -> str:
     """Per-append cost and memory vs archive size, one child process per size (median of
     three children): batched ``store[k] = v`` into a new archive of N entries, then
     single-commit appends into it; the peak RSS of the child above its imports and data."""
-    head = ("entries N", "batched, per append", "single commit, per append",
-            "per directory MB", "directory", "peak RSS above inputs", "RSS per entry")
+    head = (
+        "entries N",
+        "batched, per append",
+        "single commit, per append",
+        "per directory MB",
+        "directory",
+        "peak RSS above inputs",
+        "RSS per entry",
+    )
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     with tempfile.TemporaryDirectory(prefix="dafzarr-bench-growth-") as tmp:
         path = os.path.join(tmp, "growth.zip")
@@ -284,8 +353,12 @@ def append_growth_report(sizes: list[int]) -> str:
             commits = max(5, min(100, 2_000_000 // n))
             runs = []
             for _ in range(3):
-                res = subprocess.run([sys.executable, "-c", _GROWTH_CHILD, path, str(n),
-                                      str(commits)], capture_output=True, text=True, check=False)
+                res = subprocess.run(
+                    [sys.executable, "-c", _GROWTH_CHILD, path, str(n), str(commits)],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
                 c.remove(path)
                 if res.returncode != 0:  # said in the table, not lost with the whole report
                     last = (res.stderr.strip().splitlines() or ["no message"])[-1]
@@ -314,8 +387,9 @@ def _memcpy_target(s: c.Stats, peers: dict[str, c.Stats]) -> tuple[str, bool]:
     if m is None or f is None:
         return "≥ 50% of memcpy or ≥ f.write: not measured", False
     r, rf = s.speedup_over(m), s.speedup_over(f)
-    return (f"≥ 50% of memcpy (is {100 * r:.1f}%), at least f.write to a new file (is "
-            f"{rf:.2f}x)"), r >= 0.5 or rf >= 1.0
+    return (
+        f"≥ 50% of memcpy (is {100 * r:.1f}%), at least f.write to a new file (is {rf:.2f}x)"
+    ), r >= 0.5 or rf >= 1.0
 
 
 class LargeAppend(_TempDirSuite):
@@ -345,16 +419,27 @@ class LargeAppend(_TempDirSuite):
     def size_h(self) -> str:
         return c.human_bytes(self.nbytes)
 
-    @c.bench("append one {size_h} array", "MmapZipStore store[key] = arr", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size(), target=_memcpy_target)
+    @c.bench(
+        "append one {size_h} array",
+        "MmapZipStore store[key] = arr",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+        target=_memcpy_target,
+    )
     def time_append_mmapzip(self) -> None:
         c.remove(self.path)
         store = MmapZipStore(self.path, "w")
         store["x"] = self.arr
         store.close()
 
-    @c.bench("append one {size_h} array", "MmapZipStore, one copy thread", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "append one {size_h} array",
+        "MmapZipStore, one copy thread",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_append_mmapzip_one_thread(self) -> None:
         previous = _posix.set_threads(1)
         try:
@@ -362,18 +447,33 @@ class LargeAppend(_TempDirSuite):
         finally:
             _posix.set_threads(previous)
 
-    @c.bench("append one {size_h} array", "np.copyto (memcpy, pre-faulted)", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "append one {size_h} array",
+        "np.copyto (memcpy, pre-faulted)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_memcpy(self) -> None:
         np.copyto(self.dst, self.arr)
 
-    @c.bench("append one {size_h} array", "arr.copy() (fresh pages)", c.MB, lambda s: s.nbytes,
-             size=lambda s: s._size())
+    @c.bench(
+        "append one {size_h} array",
+        "arr.copy() (fresh pages)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_copy_fresh(self) -> None:
         self.arr.copy()
 
-    @c.bench("append one {size_h} array", "open + f.write + close (new file)", c.MB,
-             lambda s: s.nbytes, size=lambda s: s._size())
+    @c.bench(
+        "append one {size_h} array",
+        "open + f.write + close (new file)",
+        c.MB,
+        lambda s: s.nbytes,
+        size=lambda s: s._size(),
+    )
     def time_file_write(self) -> None:
         c.remove(self.fpath)
         with open(self.fpath, "wb") as f:

@@ -11,6 +11,10 @@ FILL_KINDS: tuple[str, ...]
 STAT_KINDS: tuple[str, ...]
 
 def read_arrays(
-    dec: Any, start: int, n: int, dtype_type: Any, table_type: Any,
+    dec: Any,
+    start: int,
+    n: int,
+    dtype_type: Any,
+    table_type: Any,
 ) -> list[dict[str, Any]]: ...
 def read_stats(dec: Any, start: int, n: int) -> list[dict[str, Any]]: ...

@@ -52,21 +52,41 @@ class Entry:
     end_limit: int
     refused: str | None
     def __init__(
-        self, name: str, method: int, flags: int, crc: int, csize: int, usize: int,
-        lfh_offset: int, cd_pos: int, cd_len: int, data_offset: int = -1,
-        end_limit: int = -1, refused: str | None = None,
+        self,
+        name: str,
+        method: int,
+        flags: int,
+        crc: int,
+        csize: int,
+        usize: int,
+        lfh_offset: int,
+        cd_pos: int,
+        cd_len: int,
+        data_offset: int = -1,
+        end_limit: int = -1,
+        refused: str | None = None,
     ) -> None: ...
     @property
     def is_dir(self) -> bool: ...
     def __eq__(self, other: object, /) -> bool: ...
 
 def parse_entries(
-    cd: bytes | bytearray | memoryview, n_entries: int, limit: int, path: object,
-    unsafe_name_reason: Callable[[str], str | None], base: int = 0, first: int = 0,
+    cd: bytes | bytearray | memoryview,
+    n_entries: int,
+    limit: int,
+    path: object,
+    unsafe_name_reason: Callable[[str], str | None],
+    base: int = 0,
+    first: int = 0,
 ) -> list[Entry]: ...
 def parse_some(
-    cd: bytes | bytearray | memoryview, most: int, limit: int, path: object,
-    unsafe_name_reason: Callable[[str], str | None], base: int, first: int,
+    cd: bytes | bytearray | memoryview,
+    most: int,
+    limit: int,
+    path: object,
+    unsafe_name_reason: Callable[[str], str | None],
+    base: int,
+    first: int,
 ) -> tuple[list[Entry], int]: ...
 def check_no_overlap(entries: list[Entry], path: object) -> None: ...
 def index_entries(
@@ -78,7 +98,9 @@ SMALL_VALUE_MAX: int
 def stage_small(a: object, fm: object, key: object, value: object) -> bool: ...
 def stage_small_run(a: object, fm: object, items: list[object], start: int) -> int: ...
 def live_entries(
-    entries: list[Entry], index: dict[str, Entry], dropped: set[str],
+    entries: list[Entry],
+    index: dict[str, Entry],
+    dropped: set[str],
 ) -> list[Entry]: ...
 def gather_records(keep: list[Entry], cd: bytearray) -> bytearray: ...
 def renumber(keep: list[Entry]) -> int: ...

@@ -30,9 +30,13 @@ def _public_bases(app: object, name: str, obj: type, options: object, bases: lis
     ``MmapZipStore`` in ``dafzarr._core.zipstore.handle``) gives way to its own bases."""
     while any("._" in b.__module__ and b.__module__.startswith("dafzarr.") for b in bases):
         bases[:] = [
-            p for b in bases
-            for p in (b.__bases__ if "._" in b.__module__ and b.__module__.startswith("dafzarr.")
-                      else (b,))
+            p
+            for b in bases
+            for p in (
+                b.__bases__
+                if "._" in b.__module__ and b.__module__.startswith("dafzarr.")
+                else (b,)
+            )
         ]
 
 

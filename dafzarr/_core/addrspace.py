@@ -23,8 +23,14 @@ from collections.abc import Callable, Iterator
 
 from ..errors import AddressSpaceError
 
-__all__ = ["address_space_limit", "fitting_max_file_size", "mapping_error",
-           "named_map_refusal", "probe_reservation", "reservation_error"]
+__all__ = [
+    "address_space_limit",
+    "fitting_max_file_size",
+    "mapping_error",
+    "named_map_refusal",
+    "probe_reservation",
+    "reservation_error",
+]
 
 _MIB = 1 << 20
 # Of the address space still free under the limit, a default reservation (twice the file
@@ -86,9 +92,11 @@ def _mapping_limit_cause() -> str | None:
     counts = _mapping_counts()
     if counts is None or counts[0] + _MAPS_SLACK < counts[1]:
         return None
-    return (f"the process holds {counts[0]} memory mappings, at the system's limit "
-            f"vm.max_map_count = {counts[1]}; close the data sets and archives no longer "
-            "needed, or raise the limit (sysctl vm.max_map_count)")
+    return (
+        f"the process holds {counts[0]} memory mappings, at the system's limit "
+        f"vm.max_map_count = {counts[1]}; close the data sets and archives no longer "
+        "needed, or raise the limit (sysctl vm.max_map_count)"
+    )
 
 
 def _address_limit_cause() -> str | None:
@@ -96,12 +104,15 @@ def _address_limit_cause() -> str | None:
     limit = address_space_limit()
     if limit is None:
         return None
-    return (f"the process' address-space limit (RLIMIT_AS, ulimit -v) is {limit} bytes, "
-            f"{_address_space_used()} of them in use")
+    return (
+        f"the process' address-space limit (RLIMIT_AS, ulimit -v) is {limit} bytes, "
+        f"{_address_space_used()} of them in use"
+    )
 
 
-def reservation_error(path: str, max_file_size: int, reserve: int,
-                      doing: str = "open {path} for writing") -> AddressSpaceError:
+def reservation_error(
+    path: str, max_file_size: int, reserve: int, doing: str = "open {path} for writing"
+) -> AddressSpaceError:
     """The error for a reservation of ``reserve`` bytes (for ``max_file_size``) that failed;
     ``doing`` says what needed it (``{path}`` stands for the path)."""
     doing = doing.format(path=path)
@@ -119,8 +130,7 @@ def reservation_error(path: str, max_file_size: int, reserve: int,
 
 def mapping_error(path: str, nbytes: int) -> AddressSpaceError:
     """The error for a read-only map of ``nbytes`` of ``path`` that the kernel refused."""
-    why = (_mapping_limit_cause() or _address_limit_cause()
-           or "the system refused the address space")
+    why = _mapping_limit_cause() or _address_limit_cause() or "the system refused the address space"
     return AddressSpaceError(errno.ENOMEM, f"can't map {path} ({nbytes} bytes) to read it: {why}")
 
 

@@ -90,8 +90,9 @@ def walk(root: str, *, topdown: bool = True) -> list[tuple[str, list[str], list[
     """``os.walk(root)`` as a list, walked again from the start when a listing is interrupted
     (``os.walk`` would skip that directory silently); other errors are ignored as
     ``os.walk`` ignores them (a directory removed meanwhile)."""
-    return retry_interrupted(lambda: list(os.walk(root, topdown=topdown,
-                                                  onerror=_raise_interrupted)))
+    return retry_interrupted(
+        lambda: list(os.walk(root, topdown=topdown, onerror=_raise_interrupted))
+    )
 
 
 def fsync_directory(directory: str) -> None:
@@ -239,8 +240,9 @@ def remove_stale_temporaries(destination: str) -> list[str]:
     directory, base = os.path.split(destination)
     removed: list[str] = []
     try:
-        names = [n for n in retry_interrupted(os.listdir, directory or ".")
-                 if _is_temporary_of(n, base)]
+        names = [
+            n for n in retry_interrupted(os.listdir, directory or ".") if _is_temporary_of(n, base)
+        ]
     except OSError:
         return removed
     for name in sorted(names):
@@ -275,19 +277,22 @@ def check_destination(destination: str, force: bool, *, directory: bool = False)
     """
     if not directory and os.path.isdir(destination):
         raise OutputExistsError(
-            errno.EISDIR, f"{destination} is a directory; give the path of the file to write",
+            errno.EISDIR,
+            f"{destination} is a directory; give the path of the file to write",
             destination,
         )
     if os.path.lexists(destination) and not force:
         raise OutputExistsError(
-            errno.EEXIST, f"{destination} exists; pass force=True (--force) to replace it",
+            errno.EEXIST,
+            f"{destination} exists; pass force=True (--force) to replace it",
             destination,
         )
 
 
 def _exists_error(destination: str) -> OutputExistsError:
     return OutputExistsError(
-        errno.EEXIST, f"{destination} exists; pass force=True (--force) to replace it",
+        errno.EEXIST,
+        f"{destination} exists; pass force=True (--force) to replace it",
         destination,
     )
 
@@ -515,8 +520,7 @@ def atomic_file(
 
 
 @contextlib.contextmanager
-def atomic_directory(destination: PathLike, *, force: bool, sync: bool = True
-                     ) -> Iterator[str]:
+def atomic_directory(destination: PathLike, *, force: bool, sync: bool = True) -> Iterator[str]:
     """The path of an empty temporary directory; on a clean exit it becomes ``destination``.
 
     As :func:`atomic_file`, for directory stores: every file under the directory is fsynced

@@ -81,8 +81,9 @@ def _check_integers(data: np.ndarray[Any, Any], dst: np.dtype[Any], where: str) 
     lo, hi = int(data.min()), int(data.max())
     if lo < info.min or hi > info.max:
         bad = (data < info.min) if lo < info.min else (data > info.max)
-        raise _refuse(where, data.dtype, dst,
-                      f"{_first(bad, data)} is outside {info.min}..{info.max}")
+        raise _refuse(
+            where, data.dtype, dst, f"{_first(bad, data)} is outside {info.min}..{info.max}"
+        )
 
 
 def _check_floats(data: np.ndarray[Any, Any], dst: np.dtype[Any], where: str) -> None:
@@ -127,8 +128,11 @@ def check_fits(arr: np.ndarray[Any, Any], dst: np.dtype[Any], where: str) -> Non
         _datetimes(arr, dst, where)
     elif dst.kind in "iu":
         if src.kind not in "biu":
-            what = "floating-point values never become integers silently" if src.kind == "f" \
+            what = (
+                "floating-point values never become integers silently"
+                if src.kind == "f"
                 else "not integer data"
+            )
             raise _refuse(where, src, dst, f"{what}; convert explicitly (e.g. astype)")
         _check_integers(arr, dst, where)
     elif dst.kind == "f" and src.kind in "biuf":
@@ -244,8 +248,9 @@ class CheckedArray(np.ndarray):
                 src = dst._source(params.get("src"))
                 check_fits(src, dst.dtype, dst._where)
                 with np.errstate(over="ignore"):
-                    np.copyto(dst.view(np.ndarray), src, casting="unsafe",
-                              where=params.get("where", True))
+                    np.copyto(
+                        dst.view(np.ndarray), src, casting="unsafe", where=params.get("where", True)
+                    )
                 return None
         return super().__array_function__(func, types, args, kwargs)
 

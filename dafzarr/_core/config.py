@@ -21,9 +21,14 @@ def _version(dist: str) -> str | None:
 
 BUILD_INFO: dict[str, Any] = {
     "compiled_modules": [
-        "dafzarr._posix", "dafzarr._h5chunks", "dafzarr._lz4seg", "dafzarr._zipdir",
+        "dafzarr._posix",
+        "dafzarr._h5chunks",
+        "dafzarr._lz4seg",
+        "dafzarr._zipdir",
         "dafzarr._transpose",
-        "dafzarr._affooter", "dafzarr._indices", "dafzarr._groupby",
+        "dafzarr._affooter",
+        "dafzarr._indices",
+        "dafzarr._groupby",
         "dafzarr._vlen",
     ],
     # CRC-32 of buffers: ISA-L; the own kernel copies entries into archives with their CRC

@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from ..errors import DafzarrError, StorageIOError, StorageLockError
 
 __all__ = [
-    "LOCK_UNSUPPORTED", "Operation", "lock_unsupported_error", "storage_error", "storage_io",
+    "LOCK_UNSUPPORTED",
+    "Operation",
+    "lock_unsupported_error",
+    "storage_error",
+    "storage_io",
 ]
 
 #: What ``flock`` returns where the file system has no locks.
@@ -36,9 +40,14 @@ def _error_class(kind: type[OSError]) -> type[StorageIOError]:
         kind = OSError
     cls = _classes.get(kind)
     if cls is None:
-        cls = type(f"StorageIOError_{kind.__name__}", (StorageIOError, kind), {
-            "__doc__": StorageIOError.__doc__, "__module__": StorageIOError.__module__,
-        })
+        cls = type(
+            f"StorageIOError_{kind.__name__}",
+            (StorageIOError, kind),
+            {
+                "__doc__": StorageIOError.__doc__,
+                "__module__": StorageIOError.__module__,
+            },
+        )
         _classes[kind] = cls
     return cls
 
@@ -53,9 +62,7 @@ def _describe(exc: OSError) -> str:
     return f"{os.strerror(code)} [{errno.errorcode.get(code, code)}]"
 
 
-def storage_error(
-    exc: OSError, operation: str, path: str, outcome: str = _KEPT
-) -> StorageIOError:
+def storage_error(exc: OSError, operation: str, path: str, outcome: str = _KEPT) -> StorageIOError:
     """A :class:`StorageIOError` for ``exc``, raised while ``operation`` (which names the
     key or property) changed ``path``; ``outcome`` says what the file holds now."""
     message = f"{operation} in {path} failed: {_describe(exc)}"

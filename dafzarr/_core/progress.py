@@ -32,8 +32,13 @@ class Progress:
         self._bar: tqdm[Never] | None = None
         if enabled and total > 1:
             self._bar = tqdm(
-                total=total, desc=label, unit=f" {unit}", file=stream or sys.stderr,
-                mininterval=0.2, dynamic_ncols=True, leave=True,
+                total=total,
+                desc=label,
+                unit=f" {unit}",
+                file=stream or sys.stderr,
+                mininterval=0.2,
+                dynamic_ncols=True,
+                leave=True,
             )
 
     def step(self, n: int = 1, what: str | None = None) -> None:

@@ -30,8 +30,9 @@ N_OBS, N_VAR = 30, 12
 
 def _obs(rng: np.random.Generator, n: int) -> Any:
     batch = pd.Categorical(rng.choice(["b2", "b1", "b3"], n), categories=["b3", "b1", "b2", "b0"])
-    grade = pd.Categorical(rng.choice(["low", "high"], n), categories=["low", "mid", "high"],
-                           ordered=True)
+    grade = pd.Categorical(
+        rng.choice(["low", "high"], n), categories=["low", "mid", "high"], ordered=True
+    )
     with_nan = pd.Categorical(np.where(rng.random(n) < 0.3, None, "x"), categories=["x", ""])
     ints = pd.array(rng.integers(-5, 5, n), dtype="Int32")
     ints[::4] = pd.NA
@@ -73,42 +74,66 @@ def _obs(rng: np.random.Generator, n: int) -> Any:
 
 def _var(rng: np.random.Generator, n: int) -> Any:
     return pd.DataFrame(
-        {"gene_type": pd.Categorical(rng.choice(["a", "b"], n)),
-         "mean": rng.random(n), "highly_variable": rng.random(n) < 0.3},
+        {
+            "gene_type": pd.Categorical(rng.choice(["a", "b"], n)),
+            "mean": rng.random(n),
+            "highly_variable": rng.random(n) < 0.3,
+        },
         index=[f"g{i}" for i in range(n)],
     )
 
 
 def _uns(rng: np.random.Generator) -> dict[str, Any]:
     return {
-        "title": "example", "version": 3, "ratio": 0.25, "flag": True,
-        "np_f32": np.float32(1.5), "np_i16": np.int16(-7), "none": None,
-        "colors": ["#ff0000", "#00ff00"], "sizes": [1, 2, 3], "empty_list": [],
-        "vec": rng.random(4), "names": np.array(["a", "bb"]), "objs": np.array(["x", "y"], object),
-        "bytes": np.array([b"ab", b"\xe9", b""]), "np_bytes": np.bytes_(b"x\xff"),
-        "mat": rng.random((3, 2)), "smat": sp.random(4, 5, density=0.5, format="csr", rng=rng),
+        "title": "example",
+        "version": 3,
+        "ratio": 0.25,
+        "flag": True,
+        "np_f32": np.float32(1.5),
+        "np_i16": np.int16(-7),
+        "none": None,
+        "colors": ["#ff0000", "#00ff00"],
+        "sizes": [1, 2, 3],
+        "empty_list": [],
+        "vec": rng.random(4),
+        "names": np.array(["a", "bb"]),
+        "objs": np.array(["x", "y"], object),
+        "bytes": np.array([b"ab", b"\xe9", b""]),
+        "np_bytes": np.bytes_(b"x\xff"),
+        "mat": rng.random((3, 2)),
+        "smat": sp.random(4, 5, density=0.5, format="csr", rng=rng),
         "rank_genes_groups": {
-            "names": np.rec.fromarrays([np.array(["g1", "g2"], object), np.array(["g3", "g4"],
-                                                                             object)],
-                                       names=["B cells", "T"]),
-            "scores": np.rec.fromarrays([np.array([1.5, 2.0], "float32"), np.array([3, 4])],
-                                        names=["B cells", "T"]),
+            "names": np.rec.fromarrays(
+                [np.array(["g1", "g2"], object), np.array(["g3", "g4"], object)],
+                names=["B cells", "T"],
+            ),
+            "scores": np.rec.fromarrays(
+                [np.array([1.5, 2.0], "float32"), np.array([3, 4])], names=["B cells", "T"]
+            ),
             "plain_records": np.array([(1, "a")], dtype=[("n", "<i4"), ("s", "<U2")]),
-            "bytes_records": np.array([(1, b"ab"), (2, b"\xff"), (3, b"\x00z")],
-                                      dtype=[("n", "<i4"), ("s", "S2")]),
+            "bytes_records": np.array(
+                [(1, b"ab"), (2, b"\xff"), (3, b"\x00z")], dtype=[("n", "<i4"), ("s", "S2")]
+            ),
         },
-        "table": pd.DataFrame({"n": [3, 1], "kind": pd.Categorical(["u", "v"])},
-                              index=pd.Index([10, 20], name="id")),
-        "neighbors": {"params": {"n_neighbors": 15, "method": "umap", "metric": "euclidean"},
-                      "connectivities_key": "connectivities", "empty": {}},
+        "table": pd.DataFrame(
+            {"n": [3, 1], "kind": pd.Categorical(["u", "v"])}, index=pd.Index([10, 20], name="id")
+        ),
+        "neighbors": {
+            "params": {"n_neighbors": 15, "method": "umap", "metric": "euclidean"},
+            "connectivities_key": "connectivities",
+            "empty": {},
+        },
     }
 
 
 def _obsm_frame(rng: np.random.Generator, index: Any) -> Any:
     return pd.DataFrame(
-        {"a": rng.random(len(index)), "c": pd.Categorical(rng.choice(["p", "q"], len(index))),
-         "s": [f"s{i}" for i in range(len(index))], "i": pd.array([1, None] * (len(index) // 2),
-                                                                   dtype="Int64")},
+        {
+            "a": rng.random(len(index)),
+            "c": pd.Categorical(rng.choice(["p", "q"], len(index))),
+            "s": [f"s{i}" for i in range(len(index))],
+            "i": pd.array([1, None] * (len(index) // 2), dtype="Int64"),
+        },
         index=index,
     )
 
@@ -118,16 +143,20 @@ def full(x_kind: str = "csr") -> Any:
     rng = np.random.default_rng(7)
     obs, var = _obs(rng, N_OBS), _var(rng, N_VAR)
     dense = rng.random((N_OBS, N_VAR)).astype("float32")
-    x: Any = {"csr": sp.csr_matrix(sp.random(N_OBS, N_VAR, density=0.3, rng=rng,
-                                             dtype="float32")),
-              "csc": sp.csc_matrix(sp.random(N_OBS, N_VAR, density=0.3, rng=rng)),
-              "csr_array": sp.csr_array(sp.random(N_OBS, N_VAR, density=0.3, rng=rng)),
-              "dense": dense, "dense_f": np.asfortranarray(dense), "none": None}[x_kind]
+    x: Any = {
+        "csr": sp.csr_matrix(sp.random(N_OBS, N_VAR, density=0.3, rng=rng, dtype="float32")),
+        "csc": sp.csc_matrix(sp.random(N_OBS, N_VAR, density=0.3, rng=rng)),
+        "csr_array": sp.csr_array(sp.random(N_OBS, N_VAR, density=0.3, rng=rng)),
+        "dense": dense,
+        "dense_f": np.asfortranarray(dense),
+        "none": None,
+    }[x_kind]
     ad = anndata.AnnData(X=x, obs=obs, var=var, uns=_uns(rng))
     if x is None:
         ad = anndata.AnnData(obs=obs, var=var, uns=_uns(rng))
-    ad.layers["counts"] = sp.csr_matrix(sp.random(N_OBS, N_VAR, density=0.2, rng=rng,
-                                                  dtype="float64")).astype("int32")
+    ad.layers["counts"] = sp.csr_matrix(
+        sp.random(N_OBS, N_VAR, density=0.2, rng=rng, dtype="float64")
+    ).astype("int32")
     ad.layers["dense"] = rng.random((N_OBS, N_VAR))
     ad.layers["csc"] = sp.csc_matrix(sp.random(N_OBS, N_VAR, density=0.2, rng=rng))
     ad.obsm["X_pca"] = rng.random((N_OBS, 5)).astype("float32")
@@ -139,12 +168,19 @@ def full(x_kind: str = "csr") -> Any:
     ad.obsp["connectivities"] = sp.csc_matrix(sp.random(N_OBS, N_OBS, density=0.1, rng=rng))
     ad.obsp["dense"] = rng.random((N_OBS, N_OBS))
     ad.varp["corr"] = np.asfortranarray(rng.random((N_VAR, N_VAR)))
-    raw_var = pd.DataFrame({"mean": rng.random(N_VAR + 3),
-                            "kind": pd.Categorical(["u", "v", "w"] * ((N_VAR + 3) // 3))},
-                           index=[f"rg{i}" for i in range(N_VAR + 3)])
+    raw_var = pd.DataFrame(
+        {
+            "mean": rng.random(N_VAR + 3),
+            "kind": pd.Categorical(["u", "v", "w"] * ((N_VAR + 3) // 3)),
+        },
+        index=[f"rg{i}" for i in range(N_VAR + 3)],
+    )
     ad.raw = anndata.AnnData(
         X=sp.csr_matrix(sp.random(N_OBS, N_VAR + 3, density=0.3, rng=rng, dtype="float32")),
-        obs=obs[[]], var=raw_var, varm={"loadings": rng.random((N_VAR + 3, 2))})
+        obs=obs[[]],
+        var=raw_var,
+        varm={"loadings": rng.random((N_VAR + 3, 2))},
+    )
     return ad
 
 
@@ -176,8 +212,12 @@ def _same_frame(got: Any, want: Any, what: str) -> None:
             assert g.cat.ordered == w.cat.ordered, (what, col)
         assert list(g.isna()) == list(w.isna()), (what, col)
         for a, b in zip(g.tolist(), w.tolist(), strict=True):
-            assert (a is b) or a == b or (pd.isna(a) and pd.isna(b) and type(a) is type(b)), \
-                (what, col, a, b)
+            assert (a is b) or a == b or (pd.isna(a) and pd.isna(b) and type(a) is type(b)), (
+                what,
+                col,
+                a,
+                b,
+            )
     pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
@@ -193,7 +233,8 @@ def _same_uns(got: Any, want: Any, path: str = "uns") -> None:
         assert got.tolist() == want.tolist(), path
     elif sp.issparse(want) or isinstance(want, np.ndarray):
         _same_matrix(got, want, path) if getattr(want, "ndim", 1) == 2 else (
-            assert_array(got, want, path))
+            assert_array(got, want, path)
+        )
     else:
         assert type(got) is type(want) and got == want, (path, got, want)
 
@@ -251,9 +292,13 @@ BACKENDS = ["directory", "zip", "group", "memory"]
 
 # A directory is published with an fsync of every file (hundreds for this corpus): its
 # combinations run in the slow suite, one of them in the default one (below).
-@pytest.fixture(params=[pytest.param((b, z), id=f"{b}-v{z}",
-                                     marks=[pytest.mark.slow] if b == "directory" else [])
-                        for b in BACKENDS for z in (2, 3)])
+@pytest.fixture(
+    params=[
+        pytest.param((b, z), id=f"{b}-v{z}", marks=[pytest.mark.slow] if b == "directory" else [])
+        for b in BACKENDS
+        for z in (2, 3)
+    ]
+)
 def through(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """Write an AnnData object to the backend, reopen it read-only, read it back."""
     backend, zarr_format = request.param
@@ -263,8 +308,11 @@ def through(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable
         if backend == "memory":
             d = anndata_to_daf(ad, dafzarr.memory_daf(zarr_format=zarr_format), **kwargs)
             return daf_to_anndata(d)
-        path = {"directory": "a.daf.zarr", "zip": "a.daf.zarr.zip",
-                "group": "m.dafs.zarr.zip#/second"}[backend]
+        path = {
+            "directory": "a.daf.zarr",
+            "zip": "a.daf.zarr.zip",
+            "group": "m.dafs.zarr.zip#/second",
+        }[backend]
         if backend == "group":
             other = dafzarr.open_daf(tmp_path / "m.dafs.zarr.zip#/first", "w")
             other.set_scalar("x", 1)
@@ -303,8 +351,9 @@ def test_round_trip_keeps_sparse_arrays_and_fortran_order(tmp_path: Path, x_kind
 
 def test_without_relayout_and_with_explicit_axes(tmp_path: Path) -> None:
     ad = full("csr")
-    d = anndata_to_daf(ad, tmp_path / "a.daf.zarr", relayout=False, obs_axis="obs",
-                       var_axis="var", X="X")
+    d = anndata_to_daf(
+        ad, tmp_path / "a.daf.zarr", relayout=False, obs_axis="obs", var_axis="var", X="X"
+    )
     assert not d.has_matrix("obs", "var", "X", relayout=False)  # CSR: stored var x obs only
     assert d.has_matrix("var", "obs", "X", relayout=False)
     assert_same(daf_to_anndata(d, "obs", "var"), ad)
@@ -318,8 +367,9 @@ def test_zip_serves_views_without_copies(tmp_path: Path) -> None:
         back = daf_to_anndata(r)
         assert np.shares_memory(back.X, x_view)
         assert back.X.flags.c_contiguous and not back.X.flags.writeable
-        assert np.shares_memory(back.obsm["X_pca"],
-                                r.get_np_matrix("X_pca", "cell", "X_pca", relayout=False))
+        assert np.shares_memory(
+            back.obsm["X_pca"], r.get_np_matrix("X_pca", "cell", "X_pca", relayout=False)
+        )
         assert not back.X.flags.owndata and not back.obsm["X_pca"].flags.owndata
     ad = full("csr")
     anndata_to_daf(ad, tmp_path / "b.daf.zarr.zip", relayout=False).close()
@@ -424,39 +474,65 @@ def test_gen_adata_round_trips(tmp_path: Path) -> None:
 
 
 def _small() -> Any:
-    return anndata.AnnData(X=np.ones((2, 3), "float32"),
-                           obs=pd.DataFrame({"f": [1.0, 2.0]}, index=["a", "b"]),
-                           var=pd.DataFrame(index=["x", "y", "z"]))
+    return anndata.AnnData(
+        X=np.ones((2, 3), "float32"),
+        obs=pd.DataFrame({"f": [1.0, 2.0]}, index=["a", "b"]),
+        var=pd.DataFrame(index=["x", "y", "z"]),
+    )
 
 
-@pytest.mark.parametrize(("change", "match"), [
-    (lambda ad: ad.obs.__setitem__("z", np.array([1j, 2j])),
-     r"obs column 'z': dtype complex128 has no Daf element type"),
-    (lambda ad: ad.obs.__setitem__("h", np.array([1, 2], "float16")),
-     r"obs column 'h': dtype float16"),
-    (lambda ad: ad.obs.__setitem__("m", np.array(["a", 3], object)),
-     r"obs column 'm': an object column must hold only str"),
-    (lambda ad: ad.obs.__setitem__("mm", np.array([None, np.nan], object)),
-     r"obs column 'mm': missing values marked by \['nan', 'none'\]"),
-    (lambda ad: ad.obs.__setitem__("p", pd.period_range("2020", periods=2, freq="D")),
-     r"obs column 'p': dtype period\[D\] has no Daf mapping"),
-    (lambda ad: ad.obsm.__setitem__("X_df", pd.DataFrame({"c": [1j, 2j]}, index=["a", "b"])),
-     r"obsm\['X_df'\] column 'c': dtype complex128"),
-    (lambda ad: ad.obsm.__setitem__("X_c", np.ones((2, 2), "complex64")),
-     r"obsm\['X_c'\]: dtype complex64"),
-    (lambda ad: ad.uns.__setitem__("mixed", [1, "a"]), r"uns\['mixed'\]: only a list of one"),
-    (lambda ad: ad.uns.__setitem__("d", {"deep": {"obj": object()}}),
-     r"uns\['d'\]\['deep'\]\['obj'\]: object has no Daf mapping"),
-    (lambda ad: ad.uns.__setitem__("cube", np.ones((2, 2, 2))),
-     r"uns\['cube'\]: a 3-D array"),
-    (lambda ad: ad.uns.__setitem__("frame", pd.DataFrame({"a": [1j]})),
-     r"uns\['frame'\] column 'a': dtype complex128"),
-    (lambda ad: ad.uns.__setitem__("rec", np.array([(1j,)], dtype=[("z", "c8")])),
-     r"uns\['rec'\] field 'z': dtype complex64"),
-    (lambda ad: ad.uns.__setitem__("big", 1 << 70), r"uns\['big'\]: integer"),
-    (lambda ad: ad.layers.__setitem__("UMIs", np.ones((2, 3), "float32")),
-     r"layers\['UMIs'\]: its Daf matrix 'UMIs' is already taken by X"),
-])
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (
+            lambda ad: ad.obs.__setitem__("z", np.array([1j, 2j])),
+            r"obs column 'z': dtype complex128 has no Daf element type",
+        ),
+        (
+            lambda ad: ad.obs.__setitem__("h", np.array([1, 2], "float16")),
+            r"obs column 'h': dtype float16",
+        ),
+        (
+            lambda ad: ad.obs.__setitem__("m", np.array(["a", 3], object)),
+            r"obs column 'm': an object column must hold only str",
+        ),
+        (
+            lambda ad: ad.obs.__setitem__("mm", np.array([None, np.nan], object)),
+            r"obs column 'mm': missing values marked by \['nan', 'none'\]",
+        ),
+        (
+            lambda ad: ad.obs.__setitem__("p", pd.period_range("2020", periods=2, freq="D")),
+            r"obs column 'p': dtype period\[D\] has no Daf mapping",
+        ),
+        (
+            lambda ad: ad.obsm.__setitem__("X_df", pd.DataFrame({"c": [1j, 2j]}, index=["a", "b"])),
+            r"obsm\['X_df'\] column 'c': dtype complex128",
+        ),
+        (
+            lambda ad: ad.obsm.__setitem__("X_c", np.ones((2, 2), "complex64")),
+            r"obsm\['X_c'\]: dtype complex64",
+        ),
+        (lambda ad: ad.uns.__setitem__("mixed", [1, "a"]), r"uns\['mixed'\]: only a list of one"),
+        (
+            lambda ad: ad.uns.__setitem__("d", {"deep": {"obj": object()}}),
+            r"uns\['d'\]\['deep'\]\['obj'\]: object has no Daf mapping",
+        ),
+        (lambda ad: ad.uns.__setitem__("cube", np.ones((2, 2, 2))), r"uns\['cube'\]: a 3-D array"),
+        (
+            lambda ad: ad.uns.__setitem__("frame", pd.DataFrame({"a": [1j]})),
+            r"uns\['frame'\] column 'a': dtype complex128",
+        ),
+        (
+            lambda ad: ad.uns.__setitem__("rec", np.array([(1j,)], dtype=[("z", "c8")])),
+            r"uns\['rec'\] field 'z': dtype complex64",
+        ),
+        (lambda ad: ad.uns.__setitem__("big", 1 << 70), r"uns\['big'\]: integer"),
+        (
+            lambda ad: ad.layers.__setitem__("UMIs", np.ones((2, 3), "float32")),
+            r"layers\['UMIs'\]: its Daf matrix 'UMIs' is already taken by X",
+        ),
+    ],
+)
 def test_what_cannot_be_kept_is_refused_by_name(tmp_path: Path, change: Any, match: str) -> None:
     ad = _small()
     with warnings.catch_warnings():
@@ -494,8 +570,17 @@ def test_names_that_are_no_daf_names_round_trip_under_an_escape(
         d = dafzarr.open_daf(dest)
     assert d is not None
     stored = d.vectors_set("cell")
-    assert {"%6Eame", "%69ndex", "a%2Fb", "50%25", "%252F", "%2E", "%2Ezarray", "a%00b",
-            "%"} <= stored
+    assert {
+        "%6Eame",
+        "%69ndex",
+        "a%2Fb",
+        "50%25",
+        "%252F",
+        "%2E",
+        "%2Ezarray",
+        "a%00b",
+        "%",
+    } <= stored
     back = daf_to_anndata(d)
     _anndata_assert_equal(back, ad)
     assert list(back.obs.columns) == list(ad.obs.columns)
@@ -569,8 +654,9 @@ sys.exit(0)
 """
 
 
-@pytest.mark.parametrize("rel", ["a.daf.zarr.zip",
-                                 pytest.param("a.daf.zarr", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "rel", ["a.daf.zarr.zip", pytest.param("a.daf.zarr", marks=pytest.mark.slow)]
+)
 def test_a_failed_write_leaves_the_old_destination(tmp_path: Path, rel: str) -> None:
     """A write that fails half-way (a real EFBIG: the file size limit) leaves the data set
     that was there before, whole, and no temporary behind."""
@@ -581,8 +667,13 @@ def test_a_failed_write_leaves_the_old_destination(tmp_path: Path, rel: str) -> 
     old = full("csr")
     anndata_to_daf(old, path).close()
     before = sorted(p.name for p in tmp_path.iterdir())
-    proc = subprocess.run([sys.executable, "-c", _FILLED_DISK_CHILD, str(path)],
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FILLED_DISK_CHILD, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     with dafzarr.open_daf(path) as r:

@@ -67,11 +67,13 @@ def test_round_trip(tmp_path: Path, rel: str) -> None:
 
 
 def test_unsupported_columns_are_refused_by_name(tmp_path: Path) -> None:
-    ad = anndata.AnnData(X=np.ones((2, 1), "float32"),
-                         obs=pd.DataFrame({"z": np.array([1j, 2j]), "f": [1.0, 2.0]},
-                                          index=["a", "b"]))
+    ad = anndata.AnnData(
+        X=np.ones((2, 1), "float32"),
+        obs=pd.DataFrame({"z": np.array([1j, 2j]), "f": [1.0, 2.0]}, index=["a", "b"]),
+    )
     d = dafzarr.memory_daf()
-    with pytest.raises(AnnDataConversionError,
-                       match="obs column 'z': dtype complex128 has no Daf element type"):
+    with pytest.raises(
+        AnnDataConversionError, match="obs column 'z': dtype complex128 has no Daf element type"
+    ):
         anndata_to_daf(ad, d)
     assert d.axes_set() == set()  # nothing written

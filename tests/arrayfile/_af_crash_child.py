@@ -25,8 +25,16 @@ from typing import Any
 import numpy as np
 
 N_ROUNDS = 4
-STEPS = ["created", "flushed 0", "flushed 1", "compacted 1", "flushed 2", "flushed 3",
-         "redefined a0", "compacted 2"]
+STEPS = [
+    "created",
+    "flushed 0",
+    "flushed 1",
+    "compacted 1",
+    "flushed 2",
+    "flushed 3",
+    "redefined a0",
+    "compacted 2",
+]
 
 
 def values(i: int, version: int) -> np.ndarray:

@@ -26,8 +26,11 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
     store: Any = None
     if kind.startswith("obstore"):
         obstore_store = pytest.importorskip("obstore.store")
-        store = (obstore_store.MemoryStore() if kind == "obstore-memory"
-                 else obstore_store.LocalStore(str(tmp_path)))
+        store = (
+            obstore_store.MemoryStore()
+            if kind == "obstore-memory"
+            else obstore_store.LocalStore(str(tmp_path))
+        )
 
     def factory(*, reopen: bool = False, **config: Any) -> ArrayFile:
         cfg = FileConfig(**config)
@@ -37,11 +40,17 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
             f = ArrayFile.create_memory(cfg)
         elif kind == "local":
             target = tmp_path / "data.af"
-            f = ArrayFile.open(target, config=cfg) if reopen else ArrayFile.create(target,
-                                                                                   config=cfg)
+            f = (
+                ArrayFile.open(target, config=cfg)
+                if reopen
+                else ArrayFile.create(target, config=cfg)
+            )
         else:
-            f = (ArrayFile.open((store, "dir/data.af"), config=cfg) if reopen
-                 else ArrayFile.create((store, "dir/data.af"), config=cfg))
+            f = (
+                ArrayFile.open((store, "dir/data.af"), config=cfg)
+                if reopen
+                else ArrayFile.create((store, "dir/data.af"), config=cfg)
+            )
         made.append(f)
         return f
 
@@ -176,15 +185,18 @@ def test_fill_values_are_stored_exactly(make: Factory) -> None:
         f.define_array("bad", str, ["x"], [1], fill_value="x")
 
 
-@pytest.mark.parametrize(("dtype", "fill", "why"), [
-    ("u1", -1, "outside 0..255"),
-    ("i2", 1e9, "floating-point"),
-    ("i4", float("nan"), "floating-point"),
-    ("i4", 2**40, "outside"),
-    ("u8", 2**64, "64 bits"),
-    ("f4", 1e300, "infinity"),
-    ("datetime64[ns]", np.datetime64("2500-01-01", "s"), "does not fit"),
-])
+@pytest.mark.parametrize(
+    ("dtype", "fill", "why"),
+    [
+        ("u1", -1, "outside 0..255"),
+        ("i2", 1e9, "floating-point"),
+        ("i4", float("nan"), "floating-point"),
+        ("i4", 2**40, "outside"),
+        ("u8", 2**64, "64 bits"),
+        ("f4", 1e300, "infinity"),
+        ("datetime64[ns]", np.datetime64("2500-01-01", "s"), "does not fit"),
+    ],
+)
 def test_fill_values_that_do_not_fit_are_refused(
     make: Factory, dtype: str, fill: Any, why: str
 ) -> None:
@@ -345,8 +357,7 @@ def test_pending_blocks_spill_to_a_temporary_file(
     target: Any = tmp_path / "s.af"
     if where != "local":
         target = (pytest.importorskip("obstore.store").MemoryStore(), "s.af")
-    with ArrayFile.create(target, config=FileConfig(codec=codec,
-                                                    block_target_size=1000)) as f:
+    with ArrayFile.create(target, config=FileConfig(codec=codec, block_target_size=1000)) as f:
         f.define_array("x", "i8", ["r", "c"], x.shape, chunk_shape=[7, 9])
         f.write_array("x", [0, 0], x)
         f.write_array("x", [3, 4], np.full((2, 2), -1))  # read-modify-write of spilled chunks

@@ -30,9 +30,13 @@ def _start_compacting(path: Path, log: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [sys.executable, str(CHILD), str(path), str(log)],
         # The child imports the dafzarr under test, not another installed copy.
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (
-            str(ROOT), os.environ.get("PYTHONPATH"))))},
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+        },
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 60
     while not (log.exists() and log.read_bytes().startswith(b"ready")):

@@ -31,7 +31,10 @@ CHILD = str(Path(__file__).with_name("_af_crash_child.py"))
 def _run(path: Path, kill_at: int) -> tuple[int, list[str]]:
     proc = subprocess.run(
         [sys.executable, CHILD, str(path), str(kill_at)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     lines = proc.stdout.splitlines()
     if proc.returncode not in (0, -signal.SIGKILL):
@@ -146,8 +149,11 @@ def test_sigkill_between_writing_and_publishing_leaves_no_temporary_for_good(
     (the statistics of every flush, the new base of a compaction): the next open removes
     each of them once stale."""
     _, lines = _run(tmp_path / "ref.af", -1)
-    before = [int(line.split()[1]) for line in lines
-              if line.startswith("point ") and line.split()[2] == "replace"]
+    before = [
+        int(line.split()[1])
+        for line in lines
+        if line.startswith("point ") and line.split()[2] == "replace"
+    ]
     swept = []
     for kill_at in before:
         d = tmp_path / f"k{kill_at}"
@@ -171,8 +177,12 @@ sys.stdin.read()
 def test_a_temporary_that_a_live_process_holds_is_kept(tmp_path: Path) -> None:
     ArrayFile.create(tmp_path / "f.af").close()
     name = f".f.af.{os.getpid()}-0123abcd.dafzarr-tmp.stats"
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(tmp_path / name)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(tmp_path / name)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         old = time.time() - 2 * STALE_SECONDS

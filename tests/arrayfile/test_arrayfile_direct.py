@@ -37,14 +37,14 @@ def _layouts() -> dict[str, tuple[np.ndarray, list[int]]]:
 
 
 @pytest.mark.parametrize("name", list(_layouts()))
-def test_uncompressed_reads_match_the_data_and_bypass_the_cache(tmp_path: Path, name: str
-                                                                ) -> None:
+def test_uncompressed_reads_match_the_data_and_bypass_the_cache(tmp_path: Path, name: str) -> None:
     x, chunks = _layouts()[name]
     cache = DeltaCache()
     cfg = FileConfig(codec=None, block_target_size=4096, cache=cache)
     with ArrayFile.create(tmp_path / "f.af", config=cfg) as f:
-        f.define_array("x", x.dtype, [f"d{i}" for i in range(x.ndim)], x.shape,
-                       chunk_shape=chunks or None)
+        f.define_array(
+            "x", x.dtype, [f"d{i}" for i in range(x.ndim)], x.shape, chunk_shape=chunks or None
+        )
         f.write_array("x", [0] * x.ndim, x)
     with ArrayFile.open(tmp_path / "f.af", config=cfg) as f:
         np.testing.assert_array_equal(f.read_array("x"), x)
@@ -57,8 +57,7 @@ def test_uncompressed_reads_match_the_data_and_bypass_the_cache(tmp_path: Path, 
         assert len(cache.blocks) == 0
 
 
-def test_whole_reads_on_one_handle_follow_writes_flushes_and_compaction(tmp_path: Path
-                                                                      ) -> None:
+def test_whole_reads_on_one_handle_follow_writes_flushes_and_compaction(tmp_path: Path) -> None:
     """How a whole array is read from the file is worked out once per array and layer; each
     read still sees pending chunks, a newer layer, a compacted base and cached blocks."""
     x = np.arange(1000.0)
@@ -130,8 +129,9 @@ def test_many_arrays_of_mixed_ranks_reopen_intact(tmp_path: Path) -> None:
             shape = [[7], [3, 4], [2, 3, 2], []][i % 4]
             x = rng.integers(0, 1000, shape).astype("i8")
             chunk = [max(1, s // 2) for s in shape] or None
-            f.define_array(f"a{i}", "i8", [f"d{k}" for k in range(len(shape))], shape,
-                           chunk_shape=chunk)
+            f.define_array(
+                f"a{i}", "i8", [f"d{k}" for k in range(len(shape))], shape, chunk_shape=chunk
+            )
             if i % 5:
                 f.write_array(f"a{i}", [0] * len(shape), x)
             else:
@@ -150,15 +150,30 @@ def _two_table_footer() -> tuple[bytes, int]:
         coords = np.array([[0], [1]], np.uint32)
         addrs = np.array([[0, 0, 8], [0, 8, 8]], np.uint32)
         tables.append(fmt.ChunkTable(coords, addrs))
-        arrays.append({
-            "name": f"a{i}", "dtype": ("Float64",),
-            "layout": {"shape": [2], "dimension_names": ["t"],
-                       "storage": {"chunk_shape": [1], "chunks": tables[-1]}},
-            "fill_value": None, "deleted": False, "attributes": ("U16", []),
-        })
+        arrays.append(
+            {
+                "name": f"a{i}",
+                "dtype": ("Float64",),
+                "layout": {
+                    "shape": [2],
+                    "dimension_names": ["t"],
+                    "storage": {"chunk_shape": [1], "chunks": tables[-1]},
+                },
+                "fill_value": None,
+                "deleted": False,
+                "attributes": ("U16", []),
+            }
+        )
     footer = fmt.empty_footer()
-    footer["blocks"] = [{"id": 0, "file_offset": 0, "compressed_size": 16,
-                         "uncompressed_size": 16, "codec": ("None",)}]
+    footer["blocks"] = [
+        {
+            "id": 0,
+            "file_offset": 0,
+            "compressed_size": 16,
+            "uncompressed_size": 16,
+            "codec": ("None",),
+        }
+    ]
     footer["arrays"] = arrays
     payload = fmt.encode_footer(footer)[:-12]
     dec = r.Decoder(payload)
@@ -170,7 +185,9 @@ def test_damaged_chunk_tables_are_refused_in_any_table() -> None:
     payload, second = _two_table_footer()
     back = fmt.decode_footer(payload)
     assert [a["layout"]["storage"]["chunks"].coords.tolist() for a in back["arrays"]] == [
-        [[0], [1]], [[0], [1]]]
+        [[0], [1]],
+        [[0], [1]],
+    ]
     lengths = bytearray(payload)
     lengths[second + 32 + 8] = 2  # the second entry claims 2 coordinates
     with pytest.raises(CorruptFooterError, match="coordinates of different lengths"):
@@ -188,8 +205,9 @@ def test_float_statistics_follow_the_total_order(dtype: str) -> None:
     specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan], dtype)
     for _ in range(300):
         n = int(rng.integers(1, 6))
-        values = np.concatenate([rng.choice(specials, n), rng.standard_normal(
-            int(rng.integers(0, 4))).astype(dtype)])
+        values = np.concatenate(
+            [rng.choice(specials, n), rng.standard_normal(int(rng.integers(0, 4))).astype(dtype)]
+        )
         rng.shuffle(values)
         keys = _total_order(values)
         lo, hi, count = chunk_stats(info, None, values)
@@ -218,8 +236,7 @@ def test_uncompressed_writes_go_to_the_file_not_to_memory(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("codec", [None, "lz4"])
-def test_a_sidecar_number_taken_meanwhile_is_skipped(tmp_path: Path, codec: str | None
-                                                     ) -> None:
+def test_a_sidecar_number_taken_meanwhile_is_skipped(tmp_path: Path, codec: str | None) -> None:
     cfg = FileConfig(codec=codec, block_target_size=4096)
     with ArrayFile.create(tmp_path / "f.af", config=cfg):
         pass

@@ -34,40 +34,96 @@ def _table(coords: list[list[int]], ndim: int) -> fmt.ChunkTable:
     return fmt.ChunkTable(c, a)
 
 
-def _array(name: str, dtype: tuple[Any, ...], shape: list[int], dims: list[str],
-           table: fmt.ChunkTable, fill: Any, attrs: tuple[str, list[dict[str, int]]],
-           *, deleted: bool = False) -> dict[str, Any]:
-    return {"name": name, "dtype": dtype,
-            "layout": {"shape": shape, "dimension_names": dims,
-                       "storage": {"chunk_shape": shape, "chunks": table}},
-            "fill_value": fill, "deleted": deleted, "attributes": attrs}
+def _array(
+    name: str,
+    dtype: tuple[Any, ...],
+    shape: list[int],
+    dims: list[str],
+    table: fmt.ChunkTable,
+    fill: Any,
+    attrs: tuple[str, list[dict[str, int]]],
+    *,
+    deleted: bool = False,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "dtype": dtype,
+        "layout": {
+            "shape": shape,
+            "dimension_names": dims,
+            "storage": {"chunk_shape": shape, "chunks": table},
+        },
+        "fill_value": fill,
+        "deleted": deleted,
+        "attributes": attrs,
+    }
 
 
 def _rich_footer(version: int = 4) -> dict[str, Any]:
     """Every kind of value an array record holds: short and long strings, each fill variant,
     each attribute width, a boxed element type, tables of 0 to 3 axes, an empty table."""
     footer = fmt.empty_footer(version=version)
-    footer["blocks"] = [{"id": 0, "file_offset": 0, "compressed_size": 64,
-                         "uncompressed_size": 64, "codec": ("None",)}]
+    footer["blocks"] = [
+        {
+            "id": 0,
+            "file_offset": 0,
+            "compressed_size": 64,
+            "uncompressed_size": 64,
+            "codec": ("None",),
+        }
+    ]
     footer["attr_keys"] = ["units", "a long attribute key of many bytes"]
     footer["attr_values"] = [("String", "m/s"), ("Int64", -3)]
     footer["arrays"] = [
-        _array("v", ("Int32",), [10, 6], ["x", "y"], _table([[0, 0], [1, 1]], 2),
-               ("Int", -7), ("U16", [{"k": 0, "v": 1}, {"k": 1, "v": 0}])),
-        _array("an array name longer than sixteen bytes", ("Float64",), [5],
-               ["a dimension name longer than sixteen bytes"], _table([[0]], 1),
-               ("Float", 2.5), ("U32", [{"k": 1, "v": 1}])),
-        _array("s", ("String",), [3, 2, 2], ["i", "j", "k"],
-               _table([[0, 0, 0], [2, 1, 1], [1, 0, 1]], 3),
-               ("String", "a fill string longer than sixteen bytes"),
-               ("U64", [{"k": 2**40, "v": 2**63}])),
-        _array("b", ("Bool",), [4], ["é" * 8], _table([], 1), ("Bool", True), ("U16", []),
-               deleted=True),
+        _array(
+            "v",
+            ("Int32",),
+            [10, 6],
+            ["x", "y"],
+            _table([[0, 0], [1, 1]], 2),
+            ("Int", -7),
+            ("U16", [{"k": 0, "v": 1}, {"k": 1, "v": 0}]),
+        ),
+        _array(
+            "an array name longer than sixteen bytes",
+            ("Float64",),
+            [5],
+            ["a dimension name longer than sixteen bytes"],
+            _table([[0]], 1),
+            ("Float", 2.5),
+            ("U32", [{"k": 1, "v": 1}]),
+        ),
+        _array(
+            "s",
+            ("String",),
+            [3, 2, 2],
+            ["i", "j", "k"],
+            _table([[0, 0, 0], [2, 1, 1], [1, 0, 1]], 3),
+            ("String", "a fill string longer than sixteen bytes"),
+            ("U64", [{"k": 2**40, "v": 2**63}]),
+        ),
+        _array(
+            "b", ("Bool",), [4], ["é" * 8], _table([], 1), ("Bool", True), ("U16", []), deleted=True
+        ),
         _array("u", ("UInt64",), [], [], _table([[]], 0), ("UInt", 2**64 - 1), ("U16", [])),
-        _array("t", ("TimestampNs",), [7], ["time"], _table([[0]], 1),
-               ("TimestampNs", -(2**63)), ("U32", [])),
-        _array("l", ("List", ("FixedSizeList", ("Int8",), 3)), [2], ["n"], _table([[1]], 1),
-               None, ("U16", [])),
+        _array(
+            "t",
+            ("TimestampNs",),
+            [7],
+            ["time"],
+            _table([[0]], 1),
+            ("TimestampNs", -(2**63)),
+            ("U32", []),
+        ),
+        _array(
+            "l",
+            ("List", ("FixedSizeList", ("Int8",), 3)),
+            [2],
+            ["n"],
+            _table([[1]], 1),
+            None,
+            ("U16", []),
+        ),
     ]
     return footer
 
@@ -97,8 +153,7 @@ def test_compiled_records_decode_to_the_schema_values() -> None:
         want = _norm(footer)
         for a in want["arrays"]:  # an empty chunk table decodes without an axis count
             if not a["layout"]["storage"]["chunks"][2]:
-                a["layout"]["storage"]["chunks"] = value["arrays"][3]["layout"]["storage"][
-                    "chunks"]
+                a["layout"]["storage"]["chunks"] = value["arrays"][3]["layout"]["storage"]["chunks"]
         assert value == want
 
 
@@ -155,17 +210,28 @@ def test_damaged_footers_are_refused_alike() -> None:
 
 def test_stats_records_decode_and_refuse_alike() -> None:
     entries = [
-        {"name": "x" * 20, "min": ("Bytes", b"abc" * 10), "max": ("TimestampNs", -5),
-         "null_count": 3, "row_count": 9},
+        {
+            "name": "x" * 20,
+            "min": ("Bytes", b"abc" * 10),
+            "max": ("TimestampNs", -5),
+            "null_count": 3,
+            "row_count": 9,
+        },
         {"name": "y", "min": None, "max": ("Float", -0.0), "null_count": 0, "row_count": 0},
-        {"name": "z", "min": ("Int", -(2**63)), "max": ("UInt", 2**64 - 1), "null_count": 1,
-         "row_count": 2},
+        {
+            "name": "z",
+            "min": ("Int", -(2**63)),
+            "max": ("UInt", 2**64 - 1),
+            "null_count": 1,
+            "row_count": 2,
+        },
     ]
     rng = np.random.default_rng(7)
     for gen in (0, 1):
         payload = fmt.encode_stats(entries, generation=gen)[:-12]
-        assert fmt.decode_stats(payload) == fmt.decode_stats(payload, compiled=False) == (
-            gen, entries)
+        assert (
+            fmt.decode_stats(payload) == fmt.decode_stats(payload, compiled=False) == (gen, entries)
+        )
         for _ in range(1000):
             data = bytearray(payload)
             pos = int(rng.integers(0, len(data)))
@@ -185,8 +251,9 @@ def _aliased_dimension_names(copies: int, length: int) -> bytes:
     decoded naively."""
     footer = fmt.empty_footer()
     dims = ["d" * length] + [f"{i:017d}" for i in range(copies)]
-    footer["arrays"] = [_array("a", ("Float64",), [1] * len(dims), dims,
-                               _table([], len(dims)), None, ("U16", []))]
+    footer["arrays"] = [
+        _array("a", ("Float64",), [1] * len(dims), dims, _table([], len(dims)), None, ("U16", []))
+    ]
     data = bytearray(fmt.encode_footer(footer))
     root = len(data) - 12 - 96
     (rel, _) = struct.unpack_from("<qQ", data, root + 24)

@@ -52,8 +52,15 @@ def test_golden_decode_values(golden: Path) -> None:
     side = fmt.decode_footer(_payload((golden / "signal.1.af").read_bytes(), fmt.FOOTER_MAGIC))
     assert side["version"] == 4 and side["overlay_index"] == 1
     assert side["base_file_hint"] == "signal.af"
-    assert side["blocks"] == [{"id": 0, "file_offset": 0, "compressed_size": 16,
-                               "uncompressed_size": 16, "codec": ("None",)}]
+    assert side["blocks"] == [
+        {
+            "id": 0,
+            "file_offset": 0,
+            "compressed_size": 16,
+            "uncompressed_size": 16,
+            "codec": ("None",),
+        }
+    ]
     (a,) = side["arrays"]
     assert a["name"] == "signal" and a["dtype"] == ("Float32",) and a["deleted"] is False
     assert a["layout"]["shape"] == [4] and a["layout"]["dimension_names"] == ["t"]
@@ -61,11 +68,17 @@ def test_golden_decode_values(golden: Path) -> None:
     table = a["layout"]["storage"]["chunks"]
     assert table.coords.tolist() == [[0]] and table.addrs.tolist() == [[0, 0, 16]]
     assert a["fill_value"] is None and a["attributes"] == ("U16", [])
-    gen, stats = fmt.decode_stats(_payload((golden / "signal.stats").read_bytes(),
-                                           fmt.STATS_MAGIC))
+    gen, stats = fmt.decode_stats(_payload((golden / "signal.stats").read_bytes(), fmt.STATS_MAGIC))
     assert gen == 0
-    assert stats == [{"name": "signal", "min": ("Float", 1.0), "max": ("Float", 4.0),
-                      "null_count": 0, "row_count": 4}]
+    assert stats == [
+        {
+            "name": "signal",
+            "min": ("Float", 1.0),
+            "max": ("Float", 4.0),
+            "null_count": 0,
+            "row_count": 4,
+        }
+    ]
 
 
 def test_golden_reencode_byte_identical(golden: Path) -> None:
@@ -144,8 +157,9 @@ _fill = st.one_of(
 )
 _dtype: Any = st.deferred(
     lambda: st.one_of(
-        st.sampled_from(["Int8", "UInt64", "Float32", "String", "Binary", "TimestampNs",
-                         "Bool"]).map(lambda t: (t,)),
+        st.sampled_from(
+            ["Int8", "UInt64", "Float32", "String", "Binary", "TimestampNs", "Bool"]
+        ).map(lambda t: (t,)),
         st.tuples(st.just("FixedSizeList"), _dtype, st.integers(0, 2**32 - 1)),
         st.tuples(st.just("List"), _dtype),
     )
@@ -165,38 +179,67 @@ def _array(draw: Any) -> dict[str, Any]:
     ndim = draw(st.integers(0, 3))
     shape = draw(st.lists(st.integers(1, 2**32 - 1), min_size=ndim, max_size=ndim))
     n = draw(st.integers(0, 5))
-    coords = np.array(draw(st.lists(st.lists(st.integers(0, 2**32 - 1), min_size=ndim,
-                                              max_size=ndim), min_size=n, max_size=n)),
-                      np.uint32).reshape(n, ndim)
-    addrs = np.array(draw(st.lists(st.lists(st.integers(0, 2**32 - 1), min_size=3, max_size=3),
-                                   min_size=n, max_size=n)), np.uint32).reshape(n, 3)
+    coords = np.array(
+        draw(
+            st.lists(
+                st.lists(st.integers(0, 2**32 - 1), min_size=ndim, max_size=ndim),
+                min_size=n,
+                max_size=n,
+            )
+        ),
+        np.uint32,
+    ).reshape(n, ndim)
+    addrs = np.array(
+        draw(
+            st.lists(
+                st.lists(st.integers(0, 2**32 - 1), min_size=3, max_size=3), min_size=n, max_size=n
+            )
+        ),
+        np.uint32,
+    ).reshape(n, 3)
     width = draw(st.sampled_from(["U16", "U32", "U64"]))
     hi = {"U16": 2**16 - 1, "U32": 2**32 - 1, "U64": 2**64 - 1}[width]
-    pairs = draw(st.lists(st.fixed_dictionaries({"k": st.integers(0, hi),
-                                                 "v": st.integers(0, hi)}), max_size=3))
+    pairs = draw(
+        st.lists(
+            st.fixed_dictionaries({"k": st.integers(0, hi), "v": st.integers(0, hi)}), max_size=3
+        )
+    )
     return {
-        "name": draw(_names), "dtype": draw(_dtype),
-        "layout": {"shape": shape, "dimension_names": draw(st.lists(_names, max_size=3)),
-                   "storage": {"chunk_shape": shape, "chunks": fmt.ChunkTable(coords, addrs)}},
-        "fill_value": draw(_fill), "deleted": draw(st.booleans()),
+        "name": draw(_names),
+        "dtype": draw(_dtype),
+        "layout": {
+            "shape": shape,
+            "dimension_names": draw(st.lists(_names, max_size=3)),
+            "storage": {"chunk_shape": shape, "chunks": fmt.ChunkTable(coords, addrs)},
+        },
+        "fill_value": draw(_fill),
+        "deleted": draw(st.booleans()),
         "attributes": (width, pairs),
     }
 
 
-_footer = st.fixed_dictionaries({
-    "version": st.just(4),
-    "blocks": st.lists(st.fixed_dictionaries({
-        "id": st.integers(0, 2**32 - 1), "file_offset": st.integers(0, 2**64 - 1),
-        "compressed_size": st.integers(0, 2**64 - 1),
-        "uncompressed_size": st.integers(0, 2**64 - 1),
-        "codec": st.one_of(st.just(("None",)), st.tuples(st.just("Named"), _names))}),
-        max_size=3),
-    "arrays": st.lists(_array(), max_size=3),
-    "attr_keys": st.lists(_names, max_size=3),
-    "attr_values": st.lists(_attr_value, max_size=3),
-    "overlay_index": st.integers(0, 2**32 - 1),
-    "base_file_hint": _names,
-})
+_footer = st.fixed_dictionaries(
+    {
+        "version": st.just(4),
+        "blocks": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "id": st.integers(0, 2**32 - 1),
+                    "file_offset": st.integers(0, 2**64 - 1),
+                    "compressed_size": st.integers(0, 2**64 - 1),
+                    "uncompressed_size": st.integers(0, 2**64 - 1),
+                    "codec": st.one_of(st.just(("None",)), st.tuples(st.just("Named"), _names)),
+                }
+            ),
+            max_size=3,
+        ),
+        "arrays": st.lists(_array(), max_size=3),
+        "attr_keys": st.lists(_names, max_size=3),
+        "attr_values": st.lists(_attr_value, max_size=3),
+        "overlay_index": st.integers(0, 2**32 - 1),
+        "base_file_hint": _names,
+    }
+)
 
 
 def _norm(footer: dict[str, Any]) -> Any:
@@ -233,8 +276,12 @@ def test_footer_roundtrip(footer: dict[str, Any]) -> None:
 def test_v5_attribute_variants_roundtrip() -> None:
     footer = fmt.empty_footer(version=5)
     footer["attr_keys"] = ["b", "l", "s"]
-    footer["attr_values"] = [("Binary", b"\x00\x01"), ("Float64List", [1.5, -2.0]),
-                             ("StringList", ["a", "b" * 30]), ("BinaryList", [b"x", b""])]
+    footer["attr_values"] = [
+        ("Binary", b"\x00\x01"),
+        ("Float64List", [1.5, -2.0]),
+        ("StringList", ["a", "b" * 30]),
+        ("BinaryList", [b"x", b""]),
+    ]
     back = fmt.decode_footer(fmt.encode_footer(footer)[:-12])
     assert back["attr_values"] == footer["attr_values"]
     with pytest.raises(KeyError):  # v4 has no such variants
@@ -242,8 +289,13 @@ def test_v5_attribute_variants_roundtrip() -> None:
 
 
 def test_stats_generations() -> None:
-    entry = {"name": "x" * 20, "min": ("Bytes", b"abc"), "max": ("TimestampNs", -5),
-             "null_count": 3, "row_count": 9}
+    entry = {
+        "name": "x" * 20,
+        "min": ("Bytes", b"abc"),
+        "max": ("TimestampNs", -5),
+        "null_count": 3,
+        "row_count": 9,
+    }
     for gen in (0, 1):
         for entries in ([], [entry], [entry, {**entry, "name": "y", "min": None}]):
             data = fmt.encode_stats(entries, generation=gen)
@@ -257,12 +309,20 @@ def test_million_chunk_table_decodes() -> None:
     addrs[:, 1] = np.arange(n) * 8
     addrs[:, 2] = 8
     footer = fmt.empty_footer()
-    footer["arrays"] = [{
-        "name": "big", "dtype": ("Float64",),
-        "layout": {"shape": [1000, 1000], "dimension_names": ["y", "x"],
-                   "storage": {"chunk_shape": [1, 1], "chunks": fmt.ChunkTable(coords, addrs)}},
-        "fill_value": None, "deleted": False, "attributes": ("U16", []),
-    }]
+    footer["arrays"] = [
+        {
+            "name": "big",
+            "dtype": ("Float64",),
+            "layout": {
+                "shape": [1000, 1000],
+                "dimension_names": ["y", "x"],
+                "storage": {"chunk_shape": [1, 1], "chunks": fmt.ChunkTable(coords, addrs)},
+            },
+            "fill_value": None,
+            "deleted": False,
+            "attributes": ("U16", []),
+        }
+    ]
     data = fmt.encode_footer(footer)
     back = fmt.decode_footer(data[:-12])["arrays"][0]["layout"]["storage"]["chunks"]
     np.testing.assert_array_equal(back.coords, coords)
@@ -323,8 +383,10 @@ def test_corrupt_block_raises(tmp_path: Path) -> None:
     data[10] ^= 0xFF  # inside the LZ4 block
     data[4] ^= 0xFF
     side.write_bytes(bytes(data))
-    with ArrayFile.open(tmp_path / "h.af") as f, pytest.raises(CorruptArrayFileError,
-                                                               match="block 0"):
+    with (
+        ArrayFile.open(tmp_path / "h.af") as f,
+        pytest.raises(CorruptArrayFileError, match="block 0"),
+    ):
         f.read_array("v")
 
 
@@ -342,7 +404,9 @@ def test_unknown_version_and_32bit_layout(tmp_path: Path) -> None:
     with pytest.raises(CorruptArrayFileError, match="version 6"):
         ArrayFile.open(tmp_path / "v.af")
     # an old (32-bit pointer) footer has a 48-byte root: decoding as 64-bit goes out of range
-    old = struct.pack("<I", 4) + b"\0" * 4 + struct.pack("<iI", -8, 0) * 4 + b"\0" * 8 + b"\xff" * 16
+    old = (
+        struct.pack("<I", 4) + b"\0" * 4 + struct.pack("<iI", -8, 0) * 4 + b"\0" * 8 + b"\xff" * 16
+    )
     (tmp_path / "o.af").write_bytes(bytes(old) + b"\0" * 48 + struct.pack("<Q", 96) + b"ARRF")
     with pytest.raises(CorruptArrayFileError, match=r"o\.af"):
         ArrayFile.open(tmp_path / "o.af")
@@ -380,22 +444,51 @@ def test_open_v5_file_set_and_keep_writing_v5(tmp_path: Path) -> None:
     footer = fmt.empty_footer(version=5)
     (tmp_path / "n.af").write_bytes(fmt.encode_footer(footer))
     side = fmt.empty_footer(version=5, overlay_index=1, hint="n.af")
-    side["blocks"] = [{"id": 0, "file_offset": 0, "compressed_size": 4,
-                       "uncompressed_size": 4, "codec": ("None",)}]
+    side["blocks"] = [
+        {
+            "id": 0,
+            "file_offset": 0,
+            "compressed_size": 4,
+            "uncompressed_size": 4,
+            "codec": ("None",),
+        }
+    ]
     side["attr_keys"] = ["blob", "tags"]
     side["attr_values"] = [("Binary", b"\x00\x01"), ("StringList", ["a", "b"])]
-    side["arrays"] = [{
-        "name": "x", "dtype": ("UInt8",),
-        "layout": {"shape": [4], "dimension_names": ["i"],
-                   "storage": {"chunk_shape": [4], "chunks": fmt.ChunkTable(
-                       np.array([[0]], np.uint32), np.array([[0, 0, 4]], np.uint32))}},
-        "fill_value": None, "deleted": False,
-        "attributes": ("U16", [{"k": 0, "v": 0}, {"k": 1, "v": 1}]),
-    }]
+    side["arrays"] = [
+        {
+            "name": "x",
+            "dtype": ("UInt8",),
+            "layout": {
+                "shape": [4],
+                "dimension_names": ["i"],
+                "storage": {
+                    "chunk_shape": [4],
+                    "chunks": fmt.ChunkTable(
+                        np.array([[0]], np.uint32), np.array([[0, 0, 4]], np.uint32)
+                    ),
+                },
+            },
+            "fill_value": None,
+            "deleted": False,
+            "attributes": ("U16", [{"k": 0, "v": 0}, {"k": 1, "v": 1}]),
+        }
+    ]
     (tmp_path / "n.1.af").write_bytes(b"\x01\x02\x03\x04" + fmt.encode_footer(side))
-    (tmp_path / "n.stats").write_bytes(fmt.encode_stats(
-        [{"name": "x", "min": ("UInt", 1), "max": ("UInt", 4), "null_count": 0,
-          "row_count": 4}], generation=1))
+    (tmp_path / "n.stats").write_bytes(
+        fmt.encode_stats(
+            [
+                {
+                    "name": "x",
+                    "min": ("UInt", 1),
+                    "max": ("UInt", 4),
+                    "null_count": 0,
+                    "row_count": 4,
+                }
+            ],
+            generation=1,
+        )
+    )
     with ArrayFile.open(tmp_path / "n.af") as f:
         assert f.read_array("x").tolist() == [1, 2, 3, 4]
         assert f.attributes("x") == {"blob": b"\x00\x01", "tags": ["a", "b"]}
@@ -414,9 +507,12 @@ def test_open_v5_file_set_and_keep_writing_v5(tmp_path: Path) -> None:
 
 
 def _stats_with_version(version: int) -> bytes:
-    data = bytearray(fmt.encode_stats(
-        [{"name": "v", "min": ("Int", 1), "max": ("Int", 2), "null_count": 0,
-          "row_count": 60}], generation=1))
+    data = bytearray(
+        fmt.encode_stats(
+            [{"name": "v", "min": ("Int", 1), "max": ("Int", 2), "null_count": 0, "row_count": 60}],
+            generation=1,
+        )
+    )
     n = struct.unpack("<Q", data[-12:-4])[0]
     struct.pack_into("<I", data, len(data) - 12 - n + n - 24, version)  # the root's version
     return bytes(data)
@@ -432,15 +528,22 @@ def _stats_damages(good: bytes) -> dict[str, tuple[bytes, str]]:
         "last byte cut": (good[:-1], "trailer magic"),
         "garbage": (bytes(range(256)) * 3, "trailer magic"),
         "a trailer announcing more bytes than the file": (
-            good[:-12] + struct.pack("<Q", len(good) * 4) + b"ARST", "announces"),
+            good[:-12] + struct.pack("<Q", len(good) * 4) + b"ARST",
+            "announces",
+        ),
         "an odd payload size": (good[:-12] + struct.pack("<Q", n - 3) + b"ARST", "multiple of 8"),
         "garbage with a valid trailer": (
-            bytes(range(8, 8 + n)) + struct.pack("<Q", n) + b"ARST", "stats"),
+            bytes(range(8, 8 + n)) + struct.pack("<Q", n) + b"ARST",
+            "stats",
+        ),
         "a footer magic": (good[:-4] + b"ARRF", "trailer magic"),
         "an unknown stats version": (_stats_with_version(7), "stats version 7"),
-        "an array listed twice": (fmt.encode_stats(
-            [{"name": "v", "min": None, "max": None, "null_count": 0, "row_count": 60}] * 2),
-            "twice"),
+        "an array listed twice": (
+            fmt.encode_stats(
+                [{"name": "v", "min": None, "max": None, "null_count": 0, "row_count": 60}] * 2
+            ),
+            "twice",
+        ),
     }
 
 
@@ -482,8 +585,10 @@ def test_damaged_stats_generation_1_opens_with_a_warning(tmp_path: Path) -> None
     with ArrayFile.open(tmp_path / "h.af") as f:
         assert f.array_stats("v") is not None
     (tmp_path / "h.stats").write_bytes(_stats_with_version(2))
-    with pytest.warns(StatisticsWarning, match=r"h\.stats.*stats version 2"), \
-            ArrayFile.open(tmp_path / "h.af") as f:
+    with (
+        pytest.warns(StatisticsWarning, match=r"h\.stats.*stats version 2"),
+        ArrayFile.open(tmp_path / "h.af") as f,
+    ):
         assert f.array_stats("v") is None
 
 
@@ -491,8 +596,7 @@ def test_stats_sidecar_that_cannot_be_read_opens_with_a_warning(tmp_path: Path) 
     _sample_file(tmp_path)
     (tmp_path / "h.stats").unlink()
     (tmp_path / "h.stats").mkdir()  # the operating system refuses to read it
-    with pytest.warns(StatisticsWarning, match=r"h\.stats"), \
-            ArrayFile.open(tmp_path / "h.af") as f:
+    with pytest.warns(StatisticsWarning, match=r"h\.stats"), ArrayFile.open(tmp_path / "h.af") as f:
         assert f.array_stats("v") is None
         assert f.read_array("v").shape == (10, 6)
 

@@ -52,9 +52,12 @@ def test_every_arrayfile_error_is_a_dafzarr_error_and_a_builtin() -> None:
     from dafzarr._core.arrayfile import rkyv as rk
 
     for cls, builtin in [
-        (af.CorruptArrayFileError, ValueError), (af.UnsupportedElementTypeError, TypeError),
-        (af.ArrayNotFoundError, KeyError), (af.ArrayExistsError, ValueError),
-        (fmt.CorruptFooterError, ValueError), (rk.RkyvError, ValueError),
+        (af.CorruptArrayFileError, ValueError),
+        (af.UnsupportedElementTypeError, TypeError),
+        (af.ArrayNotFoundError, KeyError),
+        (af.ArrayExistsError, ValueError),
+        (fmt.CorruptFooterError, ValueError),
+        (rk.RkyvError, ValueError),
     ]:
         assert issubclass(cls, errors.DafzarrError) and issubclass(cls, builtin), cls
         assert getattr(errors, cls.__name__) is cls and cls.__name__ in errors.__all__

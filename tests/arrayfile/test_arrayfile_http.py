@@ -101,10 +101,14 @@ def served(tmp_path: Path) -> Iterator[Any]:
     servers: list[http.server.ThreadingHTTPServer] = []
 
     def start(behaviour: Behaviour | None = None, extra: list[str] | None = None) -> Any:
-        handler = type("Handler", (_Handler,), {
-            "behaviour": staticmethod(behaviour) if behaviour else None,
-            "extra_hrefs": tuple(extra or ()),
-        })
+        handler = type(
+            "Handler",
+            (_Handler,),
+            {
+                "behaviour": staticmethod(behaviour) if behaviour else None,
+                "extra_hrefs": tuple(extra or ()),
+            },
+        )
         server = http.server.ThreadingHTTPServer(
             ("127.0.0.1", 0), functools.partial(handler, directory=str(tmp_path))
         )
@@ -143,9 +147,13 @@ def test_oversize_range_answer_is_an_error(served: Any) -> None:
         h.reply(data[start : end + 1] + b"\0" * 8, f"bytes {start}-{end}/{len(data)}")
         return True
 
-    with ArrayFile.open((served(longer), "d/x.af")) as f, pytest.raises(
-        HttpReadError, match=r"HTTPStore\(\"http://127\.0\.0\.1:\d+/\"\) d/x\.af: "
-        r"the answer to Range bytes=\d+-\d+ has more than \d+ bytes"
+    with (
+        ArrayFile.open((served(longer), "d/x.af")) as f,
+        pytest.raises(
+            HttpReadError,
+            match=r"HTTPStore\(\"http://127\.0\.0\.1:\d+/\"\) d/x\.af: "
+            r"the answer to Range bytes=\d+-\d+ has more than \d+ bytes",
+        ),
     ):
         f.read_array("a")
 
@@ -157,8 +165,12 @@ def test_wrong_content_range_is_an_error(served: Any) -> None:
         h.reply(data[start : end + 1], f"bytes {start}-{end}/{len(data)}")
         return True
 
-    with ArrayFile.open((served(shifted), "d/x.af")) as f, pytest.raises(
-        HttpReadError, match=r"d/x\.af: the answer to Range bytes=\d+-\d+ is for bytes \d+-\d+ "
-        r"\(Content-Range\)"
+    with (
+        ArrayFile.open((served(shifted), "d/x.af")) as f,
+        pytest.raises(
+            HttpReadError,
+            match=r"d/x\.af: the answer to Range bytes=\d+-\d+ is for bytes \d+-\d+ "
+            r"\(Content-Range\)",
+        ),
     ):
         f.read_array("a")

@@ -87,11 +87,16 @@ def _crate_get_attribute(footers: list[dict[str, Any]], array: str, key: str) ->
             break
     assert meta is not None
     for p in meta["attributes"][1]:
-        name = next((ft["attr_keys"][p["k"]] for ft in reversed(footers)
-                     if p["k"] < len(ft["attr_keys"])), None)
+        name = next(
+            (ft["attr_keys"][p["k"]] for ft in reversed(footers) if p["k"] < len(ft["attr_keys"])),
+            None,
+        )
         if name == key:
-            return next(ft["attr_values"][p["v"]] for ft in reversed(footers)
-                        if p["v"] < len(ft["attr_values"]))
+            return next(
+                ft["attr_values"][p["v"]]
+                for ft in reversed(footers)
+                if p["v"] < len(ft["attr_values"])
+            )
     return None
 
 

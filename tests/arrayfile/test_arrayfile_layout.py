@@ -38,7 +38,8 @@ importlib.import_module(name)
 def test_arrayfile_has_no_import_cycle() -> None:
     graph = {m: imported_siblings(PACKAGE, m) - {m} for m in MODULES}
     assert {"records", "sidecars", "flush", "compact"} <= graph["file"], (
-        "the import graph was not read")
+        "the import graph was not read"
+    )
     cycle = find_cycle(graph)
     assert cycle is None, f"import cycle in dafzarr._core.arrayfile: {' -> '.join(cycle or [])}"
 
@@ -47,8 +48,13 @@ def test_every_arrayfile_module_imports_first() -> None:
     """Imported first, in a fresh interpreter, each module loads (no order-dependent cycle)."""
     for m in MODULES:
         name = "dafzarr._core.arrayfile" + ("" if m == "__init__" else f".{m}")
-        run = subprocess.run([sys.executable, "-c", _IMPORT_FIRST, str(ROOT), name], cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-c", _IMPORT_FIRST, str(ROOT), name],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert run.returncode == 0, f"{name} does not import first:\n{run.stderr}"
 
 
@@ -57,7 +63,10 @@ def test_arrayfile_module_is_small_and_documented(module: str) -> None:
     path = PACKAGE / f"{module}.py"
     assert not module_problems(path)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    defined = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
-               and any(isinstance(b, ast.Name) and b.id.endswith(("Error", "Exception"))
-                       for b in n.bases)]
+    defined = [
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ClassDef)
+        and any(isinstance(b, ast.Name) and b.id.endswith(("Error", "Exception")) for b in n.bases)
+    ]
     assert not defined, f"{module}.py defines exceptions outside dafzarr.errors: {defined}"

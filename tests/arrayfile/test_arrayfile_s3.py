@@ -59,12 +59,13 @@ def test_open_costs_one_suffix_get_per_layer(s3: S3Server) -> None:
     s3.log.take()
     g = ArrayFile.open((store, "p/f.af"))
     lines = s3.log.take()
-    layer_gets = [ln for ln in lines if re.search(r'GET /[^ ?]+\.af HTTP', ln)]
+    layer_gets = [ln for ln in lines if re.search(r"GET /[^ ?]+\.af HTTP", ln)]
     assert len(layer_gets) == 4, lines
     # and one HEAD: the base is still the one read (a compaction meanwhile: read again)
-    assert [ln for ln in lines if 'HEAD ' in ln] == [
-        ln for ln in lines if re.search(r'HEAD /[^ ?]+/p/f\.af HTTP', ln)], lines
-    assert len([ln for ln in lines if 'HEAD ' in ln]) == 1, lines
+    assert [ln for ln in lines if "HEAD " in ln] == [
+        ln for ln in lines if re.search(r"HEAD /[^ ?]+/p/f\.af HTTP", ln)
+    ], lines
+    assert len([ln for ln in lines if "HEAD " in ln]) == 1, lines
     # sidecars are found by listing one level (with a delimiter), never the whole bucket
     lists = [ln for ln in lines if re.search(r"GET /[^ /?]+\?", ln)]
     assert len(lists) == 1 and "delimiter=/" in lists[0] and "prefix=p/" in lists[0], lists

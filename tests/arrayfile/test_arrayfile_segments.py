@@ -33,10 +33,18 @@ from dafzarr._lz4seg import lz4_runs
 _PIECE = st.one_of(
     st.binary(max_size=300),
     st.builds(lambda n: bytes(n), st.integers(0, 100_000)),
-    st.builds(lambda n, s: (s * (n // max(len(s), 1) + 1))[:n], st.integers(0, 70_000),
-              st.binary(min_size=1, max_size=40)),
-    st.builds(lambda n, seed: np.cumsum(np.random.default_rng(seed).standard_normal(n))
-              .round(3).tobytes(), st.integers(0, 20_000), st.integers(0, 2**32 - 1)),
+    st.builds(
+        lambda n, s: (s * (n // max(len(s), 1) + 1))[:n],
+        st.integers(0, 70_000),
+        st.binary(min_size=1, max_size=40),
+    ),
+    st.builds(
+        lambda n, seed: (
+            np.cumsum(np.random.default_rng(seed).standard_normal(n)).round(3).tobytes()
+        ),
+        st.integers(0, 20_000),
+        st.integers(0, 2**32 - 1),
+    ),
     st.builds(os.urandom, st.integers(0, 80_000)),
 )
 
@@ -65,8 +73,9 @@ def _check_spliced(pieces: list[bytes]) -> None:
     _check_table(pieces, bounds, raw, zstored, ztable, "zstd")
 
 
-def _check_table(pieces: list[bytes], bounds: list[int], raw: bytes, stored: bytes,
-                 table: Any, codec: str) -> None:
+def _check_table(
+    pieces: list[bytes], bounds: list[int], raw: bytes, stored: bytes, table: Any, codec: str
+) -> None:
     if table is None:
         assert sum(map(bool, pieces)) <= 1
         return
@@ -88,13 +97,16 @@ def test_spliced_block_is_valid_lz4_and_segments_decode_alone(pieces: list[bytes
     _check_spliced(pieces)
 
 
-@pytest.mark.parametrize("pieces", [
-    [b"a", b"b"],  # literal-only segments merge into one run
-    [bytes(100_000), os.urandom(5), bytes(100_000)],
-    [os.urandom(70_000), os.urandom(70_000), b"x" * 70_000],
-    [b"hello world " * 9000, b"", b"hello world " * 9000],
-    [os.urandom(13), b"y" * 100_000],  # a segment under LZ4's 13-byte minimum match input
-])
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        [b"a", b"b"],  # literal-only segments merge into one run
+        [bytes(100_000), os.urandom(5), bytes(100_000)],
+        [os.urandom(70_000), os.urandom(70_000), b"x" * 70_000],
+        [b"hello world " * 9000, b"", b"hello world " * 9000],
+        [os.urandom(13), b"y" * 100_000],  # a segment under LZ4's 13-byte minimum match input
+    ],
+)
 def test_spliced_block_edge_cases(pieces: list[bytes]) -> None:
     _check_spliced(pieces)
 
@@ -112,25 +124,28 @@ def _walk(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     return np.cumsum(rng.standard_normal(shape), axis=-1).round(3)
 
 
-def _write(path: Path, arrays: dict[str, tuple[np.ndarray, tuple[int, ...]]],
-           codec: str, **config: Any) -> None:
+def _write(
+    path: Path, arrays: dict[str, tuple[np.ndarray, tuple[int, ...]]], codec: str, **config: Any
+) -> None:
     with ArrayFile.create(path, config=FileConfig(codec=codec, **config)) as f:
         for name, (x, chunks) in arrays.items():
-            f.define_array(name, x.dtype, [f"d{i}" for i in range(x.ndim)], x.shape,
-                           chunk_shape=chunks)
+            f.define_array(
+                name, x.dtype, [f"d{i}" for i in range(x.ndim)], x.shape, chunk_shape=chunks
+            )
             f.write_array(name, [0] * x.ndim, x)
 
 
 def _data_object(path: Path) -> Path:
     """The object of a file set that holds the blocks (the first sidecar, after one flush)."""
-    return max((p for p in path.parent.iterdir() if p.name.endswith(".af")),
-               key=lambda p: p.stat().st_size)
+    return max(
+        (p for p in path.parent.iterdir() if p.name.endswith(".af")), key=lambda p: p.stat().st_size
+    )
 
 
 def _crate_view(obj: Path) -> dict[int, bytes]:
     """Every block of one object decoded the way the crate does: whole, by footer offset."""
     data = obj.read_bytes()
-    n = fmt.split_trailer(data[-64 << 10:], fmt.FOOTER_MAGIC, len(data))
+    n = fmt.split_trailer(data[-64 << 10 :], fmt.FOOTER_MAGIC, len(data))
     footer = fmt.decode_footer(data[len(data) - 12 - n : len(data) - 12])
     out = {}
     for b in footer["blocks"]:
@@ -176,7 +191,8 @@ def test_chunk_reads_use_segments_and_match(seg_file: tuple[Path, str]) -> None:
                 size = [min(k, s - a) for k, s, a in zip(chunks, x.shape, start, strict=True)]
                 got = f.read_array(name, start, size)
                 np.testing.assert_array_equal(
-                    got, x[tuple(slice(a, a + k) for a, k in zip(start, size, strict=True))])
+                    got, x[tuple(slice(a, a + k) for a, k in zip(start, size, strict=True))]
+                )
         # no whole block was decoded: only segments are in the cache
         assert all(len(k) == 6 for k in f._cache.blocks._data)
         for name, (x, _) in ARRAYS.items():
@@ -200,7 +216,7 @@ def test_other_readers_see_plain_blocks(seg_file: tuple[Path, str]) -> None:
 def _without_table(obj: Path) -> None:
     """Cut the segment table out of an object, as a writer without one would have made it."""
     data = obj.read_bytes()
-    n = fmt.split_trailer(data[-64 << 10:], fmt.FOOTER_MAGIC, len(data))
+    n = fmt.split_trailer(data[-64 << 10 :], fmt.FOOTER_MAGIC, len(data))
     footer = fmt.decode_footer(data[len(data) - 12 - n : len(data) - 12])
     end = max(b["file_offset"] + b["compressed_size"] for b in footer["blocks"])
     gap = data[end : len(data) - 12 - n]
@@ -209,9 +225,7 @@ def _without_table(obj: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", ["removed", "flipped", "mismatched"])
-def test_unusable_table_falls_back_to_whole_blocks(
-    seg_file: tuple[Path, str], damage: str
-) -> None:
+def test_unusable_table_falls_back_to_whole_blocks(seg_file: tuple[Path, str], damage: str) -> None:
     path, codec = seg_file
     obj = _data_object(path)
     if damage == "removed":
@@ -230,8 +244,11 @@ def test_unusable_table_falls_back_to_whole_blocks(
             heads[8] ^= 1
             body = table[8:16] + bytes(heads) + table[16 + 24 * nblocks : len(table) - 12]
             new = seg.MAGIC + body
-            new += (zlib.crc32(new).to_bytes(4, "little") + len(table).to_bytes(4, "little")
-                    + seg.TRAILER_MAGIC)
+            new += (
+                zlib.crc32(new).to_bytes(4, "little")
+                + len(table).to_bytes(4, "little")
+                + seg.TRAILER_MAGIC
+            )
             data[pos:end] = new
         obj.write_bytes(bytes(data))
     with ArrayFile.open(path, config=FileConfig(codec=codec)) as f:
@@ -277,8 +294,9 @@ def test_table_outside_the_suffix_read_costs_one_range_read(tmp_path: Path) -> N
     with ArrayFile.open(path, config=FileConfig(codec="lz4")) as f:
         layer = f._records.layers[-1]
         assert layer.segments is None  # not in the suffix read
-        np.testing.assert_array_equal(f.read_array("x", [16, 1024], [16, 1024]),
-                                      x[16:32, 1024:2048])
+        np.testing.assert_array_equal(
+            f.read_array("x", [16, 1024], [16, 1024]), x[16:32, 1024:2048]
+        )
         assert layer.segments
         np.testing.assert_array_equal(f.read_array("a399"), np.arange(16.0) + 399)
 
@@ -291,13 +309,14 @@ def test_zstd_tool_reads_segmented_blocks(tmp_path: Path) -> None:
     obj = _data_object(path)
     blocks = _crate_view(obj)
     data = obj.read_bytes()
-    n = fmt.split_trailer(data[-64 << 10:], fmt.FOOTER_MAGIC, len(data))
+    n = fmt.split_trailer(data[-64 << 10 :], fmt.FOOTER_MAGIC, len(data))
     footer = fmt.decode_footer(data[len(data) - 12 - n : len(data) - 12])
     multi = 0
     for b in footer["blocks"]:
         stored = data[b["file_offset"] : b["file_offset"] + b["compressed_size"]]
         multi += stored.count(b"\x28\xb5\x2f\xfd") > 1  # zstd frame magic
-        out = subprocess.run(["zstd", "-d", "-c", "-q"], input=stored, capture_output=True,
-                             check=True).stdout
+        out = subprocess.run(
+            ["zstd", "-d", "-c", "-q"], input=stored, capture_output=True, check=True
+        ).stdout
         assert out == blocks[b["id"]]
     assert multi  # at least one block really is several frames

@@ -40,8 +40,10 @@ class _Model:
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         # ndarray.copy, not deepcopy: a deep copy of a 0-d object array is its element
-        return {n: {**m, "data": m["data"].copy(), "attrs": dict(m["attrs"])}
-                for n, m in self.arrays.items()}
+        return {
+            n: {**m, "data": m["data"].copy(), "attrs": dict(m["attrs"])}
+            for n, m in self.arrays.items()
+        }
 
 
 def _region(draw: Any, shape: tuple[int, ...], min_size: int) -> tuple[list[int], list[int]]:
@@ -87,10 +89,18 @@ def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
                 fill_arg = data.draw(st.sampled_from([None, 3]))
                 fill = 0 if fill_arg is None else fill_arg
                 npd = dtype
-            self.f.define_array(name, str if dtype == "str" else dtype,
-                                [f"d{i}" for i in range(ndim)], shape, chunk_shape=chunks, fill_value=fill_arg)
+            self.f.define_array(
+                name,
+                str if dtype == "str" else dtype,
+                [f"d{i}" for i in range(ndim)],
+                shape,
+                chunk_shape=chunks,
+                fill_value=fill_arg,
+            )
             self.model.arrays[name] = {
-                "data": np.full(shape, fill, dtype=npd), "attrs": {}, "dtype": dtype,
+                "data": np.full(shape, fill, dtype=npd),
+                "attrs": {},
+                "dtype": dtype,
             }
 
         @precondition(lambda self: self.model.arrays)
@@ -129,8 +139,11 @@ def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
             del self.model.arrays[name]
 
         @precondition(lambda self: self.model.arrays)
-        @rule(data=st.data(), key=st.sampled_from(["k1", "k2"]),
-              value=st.one_of(st.integers(-5, 5), st.text(max_size=20)))
+        @rule(
+            data=st.data(),
+            key=st.sampled_from(["k1", "k2"]),
+            value=st.one_of(st.integers(-5, 5), st.text(max_size=20)),
+        )
         def set_attribute(self, data: Any, key: str, value: Any) -> None:
             name = data.draw(st.sampled_from(sorted(self.model.arrays)))
             self.f.set_attribute(name, key, value)
@@ -169,17 +182,19 @@ def machine(new_target: Callable[[], Any]) -> type[RuleBasedStateMachine]:
     return ArrayFileMachine
 
 
-SETTINGS = settings(max_examples=30, stateful_step_count=25, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=30,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def test_state_machine_local() -> None:
     tmp = tempfile.mkdtemp(prefix="af-state-")
     counter = itertools.count()
     try:
-        run_state_machine_as_test(
-            machine(lambda: f"{tmp}/f{next(counter)}.af"), settings=SETTINGS
-        )
+        run_state_machine_as_test(machine(lambda: f"{tmp}/f{next(counter)}.af"), settings=SETTINGS)
     finally:
         shutil.rmtree(tmp)
 

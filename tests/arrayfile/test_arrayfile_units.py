@@ -56,7 +56,10 @@ def test_allocator_closes_a_block_once_it_reaches_the_target() -> None:
     assert places == [(0, 0, 4), (0, 4, 6), (1, 0, 4), (1, 4, 8), (2, 0, 1)]
     blocks = alloc.finish()
     assert [(len(stored), usize, table) for stored, usize, table in blocks] == [
-        (10, 10, None), (12, 12, None), (1, 1, None)]
+        (10, 10, None),
+        (12, 12, None),
+        (1, 1, None),
+    ]
     cache = DeltaCache(1 << 20, 1 << 20)
     assert [alloc.chunk(cache, *p) for p in places] == chunks
 
@@ -67,7 +70,7 @@ def test_allocator_compresses_sealed_blocks_in_segments(codec: str) -> None:
     chunks = [np.arange(i, i + 20_000, dtype="<i8").tobytes() for i in range(4)]
     places = [alloc.append(c) for c in chunks]
     assert [p[0] for p in places] == [0, 0, 0, 0]
-    (stored, usize, table), = alloc.finish()
+    ((stored, usize, table),) = alloc.finish()
     assert usize == sum(map(len, chunks)) and len(stored) < usize
     assert table is not None and len(table) >= 2  # chunks split into independent segments
     cache = DeltaCache(1 << 20, 1 << 20)
@@ -90,8 +93,7 @@ def test_allocator_spills_sealed_blocks_past_its_memory_budget() -> None:
 # --- Footers ---------------------------------------------------------------------------
 
 
-def _meta(name: str = "x", shape: tuple[int, ...] = (6, 4), chunk: tuple[int, ...] = (3, 4)
-          ) -> Any:
+def _meta(name: str = "x", shape: tuple[int, ...] = (6, 4), chunk: tuple[int, ...] = (3, 4)) -> Any:
     return new_meta(KEY, name, "i4", ["r", "c"], shape, chunk, None)
 
 
@@ -107,7 +109,8 @@ def test_footer_round_trip_gives_back_the_layer() -> None:
     table = _table([((0, 0), (0, 0, 48)), ((1, 0), (0, 48, 48))])
     blocks = [(b"\0" * 96, 96, None)]
     footer, segment_table, segments = build_footer(
-        [(meta, False, table)], blocks, None, fmt.empty_footer(), "memory.af")
+        [(meta, False, table)], blocks, None, fmt.empty_footer(), "memory.af"
+    )
     assert segment_table == b"" and segments == {}
     data = b"\0" * 96 + fmt.encode_footer(footer)
     n = fmt.split_trailer(data, fmt.FOOTER_MAGIC, len(data))
@@ -129,17 +132,25 @@ def test_attribute_dictionaries_keep_the_previous_layers_indices() -> None:
     assert attrs.keys == ["a", "b", "c"] and len(attrs.values) == 3
 
 
-@pytest.mark.parametrize(("damage", "message"), [
-    ("block_outside", "block 0 lies outside the data region"),
-    ("chunk_past_block", "a chunk runs past its block"),
-    ("chunk_outside_array", "a chunk lies outside the array"),
-    ("missing_block", "a chunk names a missing block"),
-])
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("block_outside", "block 0 lies outside the data region"),
+        ("chunk_past_block", "a chunk runs past its block"),
+        ("chunk_outside_array", "a chunk lies outside the array"),
+        ("missing_block", "a chunk names a missing block"),
+    ],
+)
 def test_footer_checks_name_the_object_and_the_fault(damage: str, message: str) -> None:
     addr = {"chunk_past_block": (0, 90, 48), "missing_block": (7, 0, 48)}.get(damage, (0, 0, 48))
     coord = (2, 0) if damage == "chunk_outside_array" else (0, 0)
-    footer, _, _ = build_footer([(_meta(), False, _table([(coord, addr)]))],
-                                [(b"\0" * 96, 96, None)], None, fmt.empty_footer(), "")
+    footer, _, _ = build_footer(
+        [(_meta(), False, _table([(coord, addr)]))],
+        [(b"\0" * 96, 96, None)],
+        None,
+        fmt.empty_footer(),
+        "",
+    )
     data_end = 50 if damage == "block_outside" else 96
     with pytest.raises(CorruptArrayFileError, match=f"^m.af: .*{message}"):
         layer_from_footer("m.af", 0, "v", footer, data_end=data_end)
@@ -158,11 +169,21 @@ def test_statistics_entries_must_name_each_array_once() -> None:
 # --- Sidecars --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "number"), [
-    ("s.1.af", 1), ("s.42.af", 42), ("s.4294967295.af", 4294967295), ("s.0.af", None),
-    ("s.4294967296.af", None), ("s.af", None), ("s.1a.af", None), ("t.1.af", None),
-    ("s.\u0661.af", None), ("s.1.stats", None),
-])
+@pytest.mark.parametrize(
+    ("name", "number"),
+    [
+        ("s.1.af", 1),
+        ("s.42.af", 42),
+        ("s.4294967295.af", 4294967295),
+        ("s.0.af", None),
+        ("s.4294967296.af", None),
+        ("s.af", None),
+        ("s.1a.af", None),
+        ("t.1.af", None),
+        ("s.\u0661.af", None),
+        ("s.1.stats", None),
+    ],
+)
 def test_sidecar_names_follow_the_crates_rule(name: str, number: int | None) -> None:
     assert sidecar_number("s", name) == number
 
@@ -172,11 +193,13 @@ def test_a_new_sidecar_never_replaces_another_writers() -> None:
     backend.put(KEY, [fmt.encode_footer(fmt.empty_footer())], create_only=True)
     backend.put("memory.1.af", [b"another writer's"], create_only=True)
     layers = [load_layer(backend, KEY, 0)]
-    layer = write_layer(backend, KEY, KEY, layers, [(_meta(), False, fmt.ChunkTable.empty(2))],
-                        [], None, base=False)
+    layer = write_layer(
+        backend, KEY, KEY, layers, [(_meta(), False, fmt.ChunkTable.empty(2))], [], None, base=False
+    )
     assert (layer.key, layer.number) == ("memory.2.af", 2)
     assert bytes(backend.read("memory.1.af", backend._get("memory.1.af").version, 0, 16)) == (
-        b"another writer's")
+        b"another writer's"
+    )
     assert discover(backend, KEY) == [(1, "memory.1.af"), (2, "memory.2.af")]
     reread = load_layer(backend, "memory.2.af", 2)
     assert reread.footer["overlay_index"] == 2 and reread.footer["base_file_hint"] == KEY
@@ -189,8 +212,13 @@ def test_a_tombstone_stops_the_fall_through_to_older_layers() -> None:
     records = Records(KEY)
     base = _empty_layer()
     meta = _meta()
-    footer, _, _ = build_footer([(meta, False, _table([((0, 0), (0, 0, 48))]))],
-                                [(b"\0" * 48, 48, None)], None, base.footer, "")
+    footer, _, _ = build_footer(
+        [(meta, False, _table([((0, 0), (0, 0, 48))]))],
+        [(b"\0" * 48, 48, None)],
+        None,
+        base.footer,
+        "",
+    )
     records.layers = [base, layer_from_footer(KEY, 1, "v1", footer)]
     assert records.names() == ["x"]
     assert records.locate(meta, 0)[2] == 0 and records.locate(meta, 1) is None
@@ -213,12 +241,19 @@ def test_a_tombstone_stops_the_fall_through_to_older_layers() -> None:
 def test_a_layer_with_another_layout_hides_the_older_chunks() -> None:
     records = Records(KEY)
     old = _meta()
-    footer, _, _ = build_footer([(old, False, _table([((0, 0), (0, 0, 48))]))],
-                                [(b"\0" * 48, 48, None)], None, fmt.empty_footer(), "")
+    footer, _, _ = build_footer(
+        [(old, False, _table([((0, 0), (0, 0, 48))]))],
+        [(b"\0" * 48, 48, None)],
+        None,
+        fmt.empty_footer(),
+        "",
+    )
     new = _meta(chunk=(6, 4))
     footer2, _, _ = build_footer([(new, False, fmt.ChunkTable.empty(2))], [], None, footer, KEY)
-    records.layers = [layer_from_footer(KEY, 0, "v", footer),
-                      layer_from_footer(KEY, 1, "v1", footer2)]
+    records.layers = [
+        layer_from_footer(KEY, 0, "v", footer),
+        layer_from_footer(KEY, 1, "v1", footer2),
+    ]
     assert records.meta("x").chunk_shape == (6, 4)
     assert records.locate(new, 0) is None
     assert [la.meta for _, la in records.reachable(old)] == []
@@ -240,9 +275,18 @@ def _memory_set(codec: str | None) -> tuple[MemoryStorage, Records, ChunkReader]
         values = np.arange(12, dtype="<i4") + 12 * row
         bid, off, size = alloc.append(values.tobytes())
         table = _table([((row, 0), (bid, off, size))])
-        records.layers.append(write_layer(backend, KEY, KEY, records.layers,
-                                          [(meta, False, table)], alloc.finish(), codec,
-                                          base=False))
+        records.layers.append(
+            write_layer(
+                backend,
+                KEY,
+                KEY,
+                records.layers,
+                [(meta, False, table)],
+                alloc.finish(),
+                codec,
+                base=False,
+            )
+        )
     return backend, records, ChunkReader(backend, DeltaCache(1 << 20, 1 << 20), KEY)
 
 
@@ -256,8 +300,7 @@ def test_statistics_change_only_for_the_arrays_a_flush_touched() -> None:
     new = updated_stats(entries, flushed, records, reader)
     assert new is not None and [e["name"] for e in new] == ["y", "x"]
     x = new[1]
-    assert (x["min"], x["max"], x["null_count"], x["row_count"]) == (
-        ("Int", 0), ("Int", 23), 0, 24)
+    assert (x["min"], x["max"], x["null_count"], x["row_count"]) == (("Int", 0), ("Int", 23), 0, 24)
 
 
 @pytest.mark.parametrize("codec", [None, "lz4"])
@@ -267,17 +310,20 @@ def test_compaction_leaves_one_base_that_reads_the_same(codec: str | None) -> No
     assert [layer.key for layer in records.layers] == [KEY]
     assert discover(backend, KEY) == []
     meta = records.meta("x")
-    got = [np.frombuffer(bytes(reader.raw_chunk(records.locate(meta, k), None)), "<i4")
-           for k in (0, 1)]
+    got = [
+        np.frombuffer(bytes(reader.raw_chunk(records.locate(meta, k), None)), "<i4") for k in (0, 1)
+    ]
     np.testing.assert_array_equal(np.concatenate(got), np.arange(24))
-    assert stats == [{"name": "x", "min": ("Int", 0), "max": ("Int", 23), "null_count": 0,
-                      "row_count": 24}]
+    assert stats == [
+        {"name": "x", "min": ("Int", 0), "max": ("Int", 23), "null_count": 0, "row_count": 24}
+    ]
     table = records.layers[0].arrays["x"].table  # chunks in key order, one block
     assert table.coords.tolist() == [[0, 0], [1, 0]]
     assert table.addrs.tolist() == [[0, 0, 48], [0, 48, 48]]
     reread = load_layer(backend, KEY, 0)
-    np.testing.assert_array_equal(reread.arrays["x"].table.addrs,
-                                  records.layers[0].arrays["x"].table.addrs)
+    np.testing.assert_array_equal(
+        reread.arrays["x"].table.addrs, records.layers[0].arrays["x"].table.addrs
+    )
 
 
 def test_a_flush_writes_the_tombstone_of_a_redefined_array_first() -> None:
@@ -286,8 +332,7 @@ def test_a_flush_writes_the_tombstone_of_a_redefined_array_first() -> None:
     records.define(_meta(chunk=(6, 4)))
     alloc = BlockAllocator(FileConfig(codec="lz4"))
     stats = (("Int", 5), ("Int", 5), 24)
-    records.pending["x"].chunks[0] = ((0, 0), *alloc.append(np.full(24, 5, "<i4").tobytes()),
-                                      stats)
+    records.pending["x"].chunks[0] = ((0, 0), *alloc.append(np.full(24, 5, "<i4").tobytes()), stats)
     flushed = flush(records, alloc, backend, KEY, "lz4")
     assert list(flushed) == ["x"] and records.pending == {}
     tomb, new = records.layers[-2:]
@@ -298,6 +343,6 @@ def test_a_flush_writes_the_tombstone_of_a_redefined_array_first() -> None:
     loc = records.locate(records.meta("x"), 0)
     assert loc[0] is new
     np.testing.assert_array_equal(
-        reader.chunk_values(records.meta("x"), (0, 0), loc, None), np.full((6, 4), 5))
-    assert discover(backend, KEY)[-2:] == [
-        (3, "memory.3.af"), (4, "memory.4.af")]
+        reader.chunk_values(records.meta("x"), (0, 0), loc, None), np.full((6, 4), 5)
+    )
+    assert discover(backend, KEY)[-2:] == [(3, "memory.3.af"), (4, "memory.4.af")]

@@ -40,7 +40,9 @@ def archive(tmp_path: Path) -> Path:
     return p
 
 
-def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:
+def _leaves(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> dict[str, argparse.ArgumentParser]:
     """Every runnable (sub)command's parser, by its words."""
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subs:
@@ -58,8 +60,15 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 
 def test_every_command_takes_quiet_and_the_inspecting_ones_json() -> None:
     leaves = _leaves(build_parser())
-    inspecting = ("zip ls", "zip info", "zip verify", "daf describe", "daf ls", "refs info",
-                  "refs check")
+    inspecting = (
+        "zip ls",
+        "zip info",
+        "zip verify",
+        "daf describe",
+        "daf ls",
+        "refs info",
+        "refs check",
+    )
     assert {*inspecting, "demo", "refs build", "zip pack"} <= set(leaves)
     for words, parser in leaves.items():
         assert {"-q", "--quiet"} <= _options(parser), words
@@ -120,8 +129,11 @@ def test_no_carriage_return_progress_in_a_log(tmp_path: Path) -> None:
 
 
 def test_closed_pipe_ends_quietly(archive: Path) -> None:
-    with subprocess.Popen([sys.executable, "-m", "dafzarr", "zip", "ls", str(archive)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as ls:
+    with subprocess.Popen(
+        [sys.executable, "-m", "dafzarr", "zip", "ls", str(archive)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as ls:
         assert ls.stdout is not None and ls.stderr is not None
         ls.stdout.readline()
         ls.stdout.close()  # as `| head -1` does
@@ -148,8 +160,11 @@ def _sigint_not_ignored() -> Iterator[None]:
 def test_ctrl_c_exits_130_without_a_traceback(archive: Path) -> None:
     # `zip cat` of a 64 MiB entry into a pipe nobody reads blocks in its write.
     with _sigint_not_ignored():
-        cat = subprocess.Popen([sys.executable, "-m", "dafzarr", "zip", "cat", str(archive), "big"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        cat = subprocess.Popen(
+            [sys.executable, "-m", "dafzarr", "zip", "cat", str(archive), "big"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
     with cat:
         assert cat.stdout is not None and cat.stderr is not None
         assert cat.stdout.read(1 << 16) == bytes(1 << 16)  # it is writing
@@ -172,9 +187,11 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
         g.create_array(f"a{i}", data=np.arange(10.0))
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    with subprocess.Popen([sys.executable, "-m", "dafzarr", "zip", "pack", str(src),
-                           str(tmp_path / "g.zip")], stdout=subprocess.PIPE,
-                          stderr=follower) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-m", "dafzarr", "zip", "pack", str(src), str(tmp_path / "g.zip")],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    ) as proc:
         os.close(follower)
         out, _ = proc.communicate(timeout=120)
     chunks = []

@@ -19,8 +19,9 @@ from tests.daf.test_daf_format import check_example, fill_example
 def _source(tmp_path: Path) -> Path:
     root = tmp_path / "src.daf.zarr"
     d = fill_example(dafzarr.open_daf(root, "w"))
-    d.set_vector("cell", "sparse", sp.csr_matrix(np.array([[0, 3, 0]], np.uint16)),
-                 indtype="uint32")
+    d.set_vector(
+        "cell", "sparse", sp.csr_matrix(np.array([[0, 3, 0]], np.uint16)), indtype="uint32"
+    )
     d.set_matrix("cell", "cell", "square", np.eye(3, dtype=bool))
     d.close()
     return root
@@ -62,8 +63,11 @@ def test_convert_round_trip_through_every_layout(tmp_path: Path) -> None:
     assert final.get_np_matrix("cell", "cell", "square").dtype == np.bool_
     # The v2 directory we end with has the same files as the one we started from.
     names = {p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()}
-    assert names == {p.relative_to(tmp_path / "d.daf.zarr").as_posix()
-                     for p in (tmp_path / "d.daf.zarr").rglob("*") if p.is_file()}
+    assert names == {
+        p.relative_to(tmp_path / "d.daf.zarr").as_posix()
+        for p in (tmp_path / "d.daf.zarr").rglob("*")
+        if p.is_file()
+    }
 
 
 def test_copy_reports_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,13 +80,18 @@ def test_copy_reports_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_module_entry_point(tmp_path: Path) -> None:
     root = _source(tmp_path)
-    res = subprocess.run([sys.executable, "-m", "dafzarr", "daf", "ls", str(root)],
-                         capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "dafzarr", "daf", "ls", str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "axis    gene (2 entries)" in res.stdout
 
 
-def test_copy_into_new_and_existing_data_sets(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_copy_into_new_and_existing_data_sets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = tmp_path / "src.daf.zarr"
     with dafzarr.open_daf(src, "w") as d:
         d.set_scalar("version", "1.0")
@@ -106,11 +115,28 @@ def test_copy_into_new_and_existing_data_sets(tmp_path: Path,
         g.add_axis("cell", ["A", "B", "C"])
     assert main(["daf", "copy", str(src), str(grown), "--quiet"]) == 1
     assert "missing entries in the axis: cell" in capsys.readouterr().err
-    assert main(["daf", "copy", str(src), str(grown), "--quiet", "--empty", "cell,age=-1",
-                 "--empty", "cell,cell,near=0"]) == 0
+    assert (
+        main(
+            [
+                "daf",
+                "copy",
+                str(src),
+                str(grown),
+                "--quiet",
+                "--empty",
+                "cell,age=-1",
+                "--empty",
+                "cell,cell,near=0",
+            ]
+        )
+        == 0
+    )
     with dafzarr.open_daf(grown) as g:
         assert g.get_np_vector("cell", "age").tolist() == [1, 2, -1]
         assert g.get_np_matrix("cell", "cell", "near").toarray().tolist() == [
-            [1, 0, 0], [0, 1, 0], [0, 0, 0]]
+            [1, 0, 0],
+            [0, 1, 0],
+            [0, 0, 0],
+        ]
     assert main(["daf", "copy", str(src), str(grown), "--empty", "age=1"]) == 1
     assert "invalid --empty" in capsys.readouterr().err

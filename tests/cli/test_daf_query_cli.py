@@ -41,11 +41,18 @@ def test_query_results_as_json(path: Path, capsys: pytest.CaptureFixture[str]) -
     assert json.loads(capsys.readouterr().out) == 6
     assert main(["daf", "query", str(path), "@ cell : age", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
-        "axis": "cell", "entries": ["A", "B", "C"], "values": [3, 1, 2]}
+        "axis": "cell",
+        "entries": ["A", "B", "C"],
+        "values": [3, 1, 2],
+    }
     assert main(["daf", "query", str(path), "@ cell [ age > 1 ] @ gene :: UMIs", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
-        "rows_axis": "cell", "columns_axis": "gene", "rows": ["A", "C"],
-        "columns": ["X", "Y"], "values": [[1, 0], [0, 7]]}
+        "rows_axis": "cell",
+        "columns_axis": "gene",
+        "rows": ["A", "C"],
+        "columns": ["X", "Y"],
+        "values": [[1, 0], [0, 7]],
+    }
 
 
 def test_query_results_as_csv(path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -28,8 +28,17 @@ def threads(request: pytest.FixtureRequest) -> Iterator[int]:
 
 @pytest.mark.parametrize(
     "n",
-    [0, 1, 7, 4096, 65_537, crc.SPLIT_MIN - 1, crc.SPLIT_MIN, crc.SPLIT_MIN + 1,
-     crc.SPLIT_MIN * 2 + 12_345],
+    [
+        0,
+        1,
+        7,
+        4096,
+        65_537,
+        crc.SPLIT_MIN - 1,
+        crc.SPLIT_MIN,
+        crc.SPLIT_MIN + 1,
+        crc.SPLIT_MIN * 2 + 12_345,
+    ],
 )
 def test_equals_zlib_at_every_length(n: int, threads: int) -> None:
     data = _BIG[:n]

@@ -344,10 +344,18 @@ def test_zip_deflate64_bomb_stops_at_the_stated_size(tmp_path: Path) -> None:
 def _packed(chunks: list[bytes], codec: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     """Metadata and shard of a 1-D packed u1 array of ``len(chunks)`` inner chunks of 4."""
     meta = {
-        "shape": [4 * len(chunks)], "fill_value": 0,
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [4], "index_location": "start",
-            "codecs": [{"name": "bytes"}, codec]}}],
+        "shape": [4 * len(chunks)],
+        "fill_value": 0,
+        "codecs": [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [4],
+                    "index_location": "start",
+                    "codecs": [{"name": "bytes"}, codec],
+                },
+            }
+        ],
     }
     start = 16 * len(chunks) + 4
     index, body = [], b""

@@ -66,8 +66,9 @@ class _Handler(HttpReplies, http.server.SimpleHTTPRequestHandler):
 
     lock = threading.Lock()
 
-    def reply(self, status: int, body: bytes, content_range: str | None = None,
-              length: int | None = None) -> None:
+    def reply(
+        self, status: int, body: bytes, content_range: str | None = None, length: int | None = None
+    ) -> None:
         super().reply(status, body, content_range, length)
         self.sent.append(len(body))
 
@@ -90,10 +91,17 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     stop = threading.Event()
 
     def start(behaviour: Behaviour | None = None) -> tuple[str, type[_Handler]]:
-        handler = type("Handler", (_Handler,), {
-            "behaviour": staticmethod(behaviour) if behaviour else None, "requests": [],
-            "sent": [], "stop": stop, "lock": threading.Lock(),
-        })
+        handler = type(
+            "Handler",
+            (_Handler,),
+            {
+                "behaviour": staticmethod(behaviour) if behaviour else None,
+                "requests": [],
+                "sent": [],
+                "stop": stop,
+                "lock": threading.Lock(),
+            },
+        )
         server = http.server.ThreadingHTTPServer(
             ("127.0.0.1", 0), functools.partial(handler, directory=str(tmp_path))
         )
@@ -121,8 +129,11 @@ def test_wrong_content_range_is_an_error(served: Any) -> None:
         return True
 
     url, _ = served(shifted)
-    with pytest.raises(HttpReadError, match=r"/cell/v/c/0: the answer to Range bytes=16384-32767 "
-                       r"is for bytes 16392-32775 \(Content-Range\), not the range asked for"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/cell/v/c/0: the answer to Range bytes=16384-32767 "
+        r"is for bytes 16392-32775 \(Content-Range\), not the range asked for",
+    ):
         _read_v(url)
 
 
@@ -135,8 +146,11 @@ def test_short_body_is_an_error(served: Any) -> None:
         return True
 
     url, _ = served(short)
-    with pytest.raises(HttpReadError, match=r"/cell/v/c/0: the answer to Range bytes=0-16383 "
-                       r"has only 16383 bytes, not 16384"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/cell/v/c/0: the answer to Range bytes=0-16383 "
+        r"has only 16383 bytes, not 16384",
+    ):
         _read_v(url)
 
 
@@ -169,12 +183,18 @@ def test_oversize_body_is_an_error(served: Any) -> None:
         return True
 
     url, _ = served(longer)
-    with pytest.raises(HttpReadError, match=r"/cell/v/c/0: the answer to Range "
-                       r"bytes=0-16383 has more than 16384 bytes, not 16384"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/cell/v/c/0: the answer to Range "
+        r"bytes=0-16383 has more than 16384 bytes, not 16384",
+    ):
         _read_v(url)
     url, handler = served(endless)
-    with pytest.raises(HttpReadError, match=r"/cell/v/c/0: the answer to Range "
-                       r"bytes=0-16383 has no Content-Length, so its length cannot be checked"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/cell/v/c/0: the answer to Range "
+        r"bytes=0-16383 has no Content-Length, so its length cannot be checked",
+    ):
         _read_v(url)
     assert sum(handler.sent) < 64 << 20  # never the 256 MiB the server offered
 
@@ -212,8 +232,11 @@ def test_whole_object_for_a_range_of_a_huge_object(served: Any) -> None:
         return True
 
     url, handler = served(huge)
-    with pytest.raises(HttpReadError, match=r"/cell/v/c/0: the body announces 536870912 bytes, "
-                       r"more than the 160000 allowed"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/cell/v/c/0: the body announces 536870912 bytes, "
+        r"more than the 160000 allowed",
+    ):
         _read_v(url)
     assert sum(handler.sent) < 64 << 20  # the server offered 512 MiB
 
@@ -227,9 +250,12 @@ def test_whole_object_for_later_ranges_is_cut_within_max_skip(served: Any) -> No
 
     url, _ = served(first_range_only)
     assert np.array_equal(_read_v(url), VALUES)
-    with pytest.raises(HttpReadError, match=r"/cell/v/c/0: the server ignored Range "
-                       r"bytes=49152-65535 and sent the whole object; serving the range would "
-                       r"read 65536 bytes, more than the 50000 allowed"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/cell/v/c/0: the server ignored Range "
+        r"bytes=49152-65535 and sent the whole object; serving the range would "
+        r"read 65536 bytes, more than the 50000 allowed",
+    ):
         _read_v(url, HttpOptions(max_skip=50_000))
 
 
@@ -286,8 +312,11 @@ def test_503_forever_is_a_bounded_error(served: Any) -> None:
 
     url, handler = served(busy)
     began = time.monotonic()
-    with pytest.raises(HttpReadError, match=r"can't read http://127\.0\.0\.1:\d+/x\.daf\.zarr/"
-                       r"zarr\.json: HTTP 503 \(4 attempts\)"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"can't read http://127\.0\.0\.1:\d+/x\.daf\.zarr/"
+        r"zarr\.json: HTTP 503 \(4 attempts\)",
+    ):
         dafzarr.open_daf(url, http=HttpOptions(attempts=4, max_wait=0.1))
     assert time.monotonic() - began < 10
     assert len(handler.requests) == 4
@@ -333,8 +362,11 @@ def test_stalled_body_hits_the_total_deadline(served: Any) -> None:
 
     url, _ = served(stall)
     began = time.monotonic()
-    with pytest.raises(HttpDeadlineError, match=r"can't read http://127\.0\.0\.1:\d+/"
-                       r"x\.daf\.zarr/vectors/cell/v/c/0 within 1 s"):
+    with pytest.raises(
+        HttpDeadlineError,
+        match=r"can't read http://127\.0\.0\.1:\d+/"
+        r"x\.daf\.zarr/vectors/cell/v/c/0 within 1 s",
+    ):
         _read_v(url, HttpOptions(deadline=1.0, backoff=0.01))
     assert time.monotonic() - began < 5
 

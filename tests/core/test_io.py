@@ -103,12 +103,21 @@ def http_server() -> Iterator[Callable[..., tuple[str, type[_Handler]]]]:
     """Start servers of ``objects``; yields ``start(objects, behaviour, delay)``."""
     servers: list[http.server.ThreadingHTTPServer] = []
 
-    def start(objects: dict[str, bytes], behaviour: Behaviour | None = None,
-              delay: float = 0.0) -> tuple[str, type[_Handler]]:
-        handler = type("Handler", (_Handler,), {
-            "objects": objects, "behaviour": staticmethod(behaviour) if behaviour else None,
-            "requests": [], "active": [0, 0], "lock": threading.Lock(), "delay": delay,
-        })
+    def start(
+        objects: dict[str, bytes], behaviour: Behaviour | None = None, delay: float = 0.0
+    ) -> tuple[str, type[_Handler]]:
+        handler = type(
+            "Handler",
+            (_Handler,),
+            {
+                "objects": objects,
+                "behaviour": staticmethod(behaviour) if behaviour else None,
+                "requests": [],
+                "active": [0, 0],
+                "lock": threading.Lock(),
+                "delay": delay,
+            },
+        )
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -131,8 +140,9 @@ KINDS = ["file", "memory", "obstore-memory", "obstore-local", "obstore-s3", "htt
 
 
 @pytest.fixture(params=KINDS)
-def make(request: pytest.FixtureRequest, tmp_path: Path,
-         http_server: Any) -> Iterator[Callable[[bytes], ByteSource]]:
+def make(
+    request: pytest.FixtureRequest, tmp_path: Path, http_server: Any
+) -> Iterator[Callable[[bytes], ByteSource]]:
     """A function giving a source of the given bytes, of each kind."""
     kind = request.param
     opened: list[FileSource] = []
@@ -206,8 +216,9 @@ def test_an_invalid_range_is_an_error(make: Callable[[bytes], ByteSource]) -> No
 
 def test_a_whole_read_over_its_limit_is_an_error(make: Callable[[bytes], ByteSource]) -> None:
     src = make(DATA)
-    with pytest.raises((ValueError, HttpReadError), match=f"{len(DATA)} bytes, more than the "
-                       "(limit=)?1000 allowed"):
+    with pytest.raises(
+        (ValueError, HttpReadError), match=f"{len(DATA)} bytes, more than the (limit=)?1000 allowed"
+    ):
         src.read_all(1000)
 
 
@@ -220,9 +231,7 @@ def test_another_version_is_refused(make: Callable[[bytes], ByteSource]) -> None
 
 
 @pytest.mark.parametrize("kind", ["obstore-memory", "obstore-s3"])
-def test_a_replaced_object_is_refused(
-    request: pytest.FixtureRequest, kind: str
-) -> None:
+def test_a_replaced_object_is_refused(request: pytest.FixtureRequest, kind: str) -> None:
     store = MemoryStore() if kind == "obstore-memory" else request.getfixturevalue("s3").new_store()
     obstore.put(store, "o", DATA)
     src = ObjectSource(store, "o", options=FAST)
@@ -241,11 +250,16 @@ def test_a_missing_object_is_file_not_found(
         url, _ = http_server({})
         src = ObjectSource(http_store(url, FAST), "none", options=FAST)
     else:
-        store = (MemoryStore() if kind == "obstore-memory"
-                 else request.getfixturevalue("s3").new_store())
+        store = (
+            MemoryStore() if kind == "obstore-memory" else request.getfixturevalue("s3").new_store()
+        )
         src = ObjectSource(store, "none", options=FAST)
-    for read in (lambda: src.read(0, 10), lambda: src.read_all(10), src.head,
-                 lambda: src.read_tail(10)):
+    for read in (
+        lambda: src.read(0, 10),
+        lambda: src.read_all(10),
+        src.head,
+        lambda: src.read_tail(10),
+    ):
         with pytest.raises(FileNotFoundError) as caught:
             read()
         assert caught.value.errno == errno.ENOENT and caught.value.filename == src.where
@@ -273,8 +287,9 @@ def test_byte_range_bounds() -> None:
 # --- HTTP: what the server gets wrong -------------------------------------------------------
 
 
-def _source(start: Any, behaviour: Behaviour | None = None, options: HttpOptions = FAST,
-            delay: float = 0.0) -> tuple[ObjectSource, type[_Handler]]:
+def _source(
+    start: Any, behaviour: Behaviour | None = None, options: HttpOptions = FAST, delay: float = 0.0
+) -> tuple[ObjectSource, type[_Handler]]:
     url, handler = start({"o": DATA}, behaviour, delay)
     return ObjectSource(http_store(url, options), "o", options=options), handler
 
@@ -303,14 +318,20 @@ def test_short_and_long_bodies_are_errors(http_server: Any) -> None:
         return True
 
     src, _ = _source(http_server, short)
-    with pytest.raises(HttpReadError, match=r"127\.0\.0\.1:\d+/o: the answer to Range "
-                       r"bytes=100-109 has only 5 bytes, not 10"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"127\.0\.0\.1:\d+/o: the answer to Range "
+        r"bytes=100-109 has only 5 bytes, not 10",
+    ):
         src.read(100, 110)
     with pytest.raises(HttpReadError, match=r"bytes=1000-1009 has only 5 bytes, not 10"):
         src.read_ranges([(1000, 1010), (2000, 2010)])
     src, _ = _source(http_server, long)
-    with pytest.raises(HttpReadError, match=r"/o: the answer to Range bytes=100-109 has "
-                       r"more than 10 bytes, not 10"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/o: the answer to Range bytes=100-109 has "
+        r"more than 10 bytes, not 10",
+    ):
         src.read(100, 110)
 
 
@@ -342,12 +363,18 @@ def test_wrong_or_missing_content_range_is_an_error(http_server: Any) -> None:
         return True
 
     src, _ = _source(http_server, shifted)
-    with pytest.raises(HttpReadError, match=r"/o: the answer to Range bytes=100-109 is for "
-                       r"bytes 101-110 \(Content-Range\)"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/o: the answer to Range bytes=100-109 is for "
+        r"bytes 101-110 \(Content-Range\)",
+    ):
         src.read(100, 110)
     src, _ = _source(http_server, without)
-    with pytest.raises(HttpReadError, match=r"/o: a 206 answer to Range bytes=100-109 without "
-                       r"Content-Range"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/o: a 206 answer to Range bytes=100-109 without "
+        r"Content-Range",
+    ):
         src.read(100, 110)
 
 
@@ -364,9 +391,12 @@ def test_a_server_ignoring_range_is_read_up_to_the_range_end(http_server: Any) -
     tail, head = src.read_tail(4)
     assert bytes(tail) == DATA[-4:] and head.size == len(DATA)
     src, _ = _source(http_server, whole, HttpOptions(max_skip=1000, backoff=0.01))
-    with pytest.raises(HttpReadError, match=r"/o: the server ignored Range bytes=995-1004 "
-                       r"and sent the whole object; serving the range would read 1005 bytes, "
-                       r"more than the 1000 allowed \(HttpOptions.max_skip\)"):
+    with pytest.raises(
+        HttpReadError,
+        match=r"/o: the server ignored Range bytes=995-1004 "
+        r"and sent the whole object; serving the range would read 1005 bytes, "
+        r"more than the 1000 allowed \(HttpOptions.max_skip\)",
+    ):
         src.read(995, 1005)
 
 
@@ -394,8 +424,11 @@ def test_a_body_cut_short_is_asked_again(http_server: Any) -> None:
 def test_a_deadline_ends_each_range(http_server: Any) -> None:
     src, _ = _source(http_server, delay=3.0, options=HttpOptions(deadline=0.5))
     began = time.monotonic()
-    with pytest.raises(HttpDeadlineError, match=r"can't read http://127\.0\.0\.1:\d+/o within "
-                       r"0\.5 s: no complete answer to Range bytes=0-9"):
+    with pytest.raises(
+        HttpDeadlineError,
+        match=r"can't read http://127\.0\.0\.1:\d+/o within "
+        r"0\.5 s: no complete answer to Range bytes=0-9",
+    ):
         src.read_ranges([(0, 10), (10, 20)])
     assert time.monotonic() - began < 2.5
 
@@ -412,16 +445,20 @@ def test_no_server_is_a_dafzarr_error() -> None:
 
 
 def test_options_map_onto_obstore() -> None:
-    opts = HttpOptions(deadline=20, connect_timeout=2, read_timeout=3, attempts=4,
-                       backoff=0.5, max_wait=4)
+    opts = HttpOptions(
+        deadline=20, connect_timeout=2, read_timeout=3, attempts=4, backoff=0.5, max_wait=4
+    )
     client = opts.client_options()
     assert client["connect_timeout"] == timedelta(seconds=2)
     assert client["read_timeout"] == timedelta(seconds=3)
     assert client["timeout"] >= timedelta(seconds=20)
     retry = opts.retry_config()
     assert retry["max_retries"] == 3 and retry["retry_timeout"] == timedelta(seconds=20)
-    assert retry["backoff"] == {"init_backoff": timedelta(seconds=0.5),
-                                "max_backoff": timedelta(seconds=4), "base": 2}
+    assert retry["backoff"] == {
+        "init_backoff": timedelta(seconds=0.5),
+        "max_backoff": timedelta(seconds=4),
+        "base": 2,
+    }
     store = http_store("http://127.0.0.1:1", opts)
     assert store.retry_config == retry
     assert http_store("http://127.0.0.1:1", opts) is store  # one pool per URL and options
@@ -469,8 +506,14 @@ def test_an_abandoned_request_does_not_delay_the_exit(tmp_path: Path) -> None:
     import sys
 
     began = time.monotonic()
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
     assert proc.returncode == 3, proc.stderr
     assert "within 0.5 s: no complete answer to Range bytes=0-9" in proc.stdout
     assert time.monotonic() - began < 30  # the request itself would wait 60 s

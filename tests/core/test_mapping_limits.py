@@ -34,12 +34,15 @@ except dafzarr.AddressSpaceError as exc:
 """
 
 # Address space: what the child uses after its imports plus 1 MiB.
-ADDRESS_SPACE = """
+ADDRESS_SPACE = (
+    """
 import errno, resource, sys, dafzarr, dafzarr.daf  # what the read imports, before the limit
 path = sys.argv[1]
 used = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 resource.setrlimit(resource.RLIMIT_AS, (used + (1 << 20), resource.RLIM_INFINITY))
-""" + READ
+"""
+    + READ
+)
 
 # Mappings: small anonymous maps of alternating protection (so that none merge) until the
 # kernel refuses one.
@@ -51,11 +54,14 @@ while True:
     except OSError:
         break
 """
-FILL_MAPPINGS = """
+FILL_MAPPINGS = (
+    """
 import errno, mmap, sys, dafzarr, dafzarr.daf
 path = sys.argv[1]
 held = []
-""" + FILL
+"""
+    + FILL
+)
 MAPPINGS = FILL_MAPPINGS + READ
 
 
@@ -74,8 +80,9 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def _child(code: str, path: str) -> str:
-    res = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
-                         timeout=120, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120, check=False
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return res.stdout
 
@@ -107,13 +114,17 @@ def test_reads_within_the_limits(datasets: dict[str, str]) -> None:
 
 def test_writable_open_at_the_mapping_limit_names_it(tmp_path: Path) -> None:
     path = tmp_path / "new.zip"
-    out = _child(FILL_MAPPINGS + """
+    out = _child(
+        FILL_MAPPINGS
+        + """
 try:
     dafzarr.MmapZipStore(path, "w")
     print("opened")
 except dafzarr.AddressSpaceError as exc:
     print("refused:", exc)
-""", str(path))
+""",
+        str(path),
+    )
     assert out.startswith("refused: "), out
     assert f"can't open {path} for writing" in out and "vm.max_map_count = " in out
     assert "max_file_size" not in out
@@ -132,12 +143,18 @@ def test_small_files_of_a_directory_take_no_mapping(tmp_path: Path) -> None:
         for i in range(count):
             d.set_vector("g", f"v{i}", np.full(COLS, i, np.float64))  # 8,000 bytes each
         d.set_matrix("r", "g", "big", np.ones((ROWS, COLS)), relayout=False)
-    out = _child(FILL_MAPPINGS + f"""
+    out = _child(
+        FILL_MAPPINGS
+        + f"""
 del held[-32:]  # room for the interpreter's own maps, far fewer than the vectors
 d = dafzarr.open_daf(path, "r")
 vectors = [d.get_np_vector("g", f"v{{i}}") for i in range({count})]
 assert all((v == i).all() for i, v in enumerate(vectors))
 print("read", len(vectors))
-""" + FILL + READ, path)
+"""
+        + FILL
+        + READ,
+        path,
+    )
     assert out.startswith(f"read {count}\nrefused: "), out
     assert "vm.max_map_count = " in out

@@ -12,8 +12,17 @@ import scipy.sparse as sp
 import dafzarr
 
 ELEMENT_TYPES = [
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float32", "float64",
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
 ]
 INDEX_TYPES = ["int32", "int64", "uint32", "uint64"]
 
@@ -60,8 +69,9 @@ def sample(dtype: str, shape: int | tuple[int, ...], seed: int = 0) -> np.ndarra
     if dt.kind == "f":
         return rng.normal(size=shape).astype(dt)
     info = np.iinfo(dt)
-    return rng.integers(max(info.min, -100), min(info.max, 100), size=shape, endpoint=True,
-                        dtype=dt)
+    return rng.integers(
+        max(info.min, -100), min(info.max, 100), size=shape, endpoint=True, dtype=dt
+    )
 
 
 def sparse_sample(dtype: str, shape: tuple[int, int], seed: int = 0) -> sp.csc_matrix:
@@ -108,6 +118,7 @@ def assert_same_query_result(got: Any, expected: Any, query: str) -> None:
 def recorder(original: Callable[..., Any], returned: list[Any]) -> Callable[..., Any]:
     """``original``, noting in ``returned`` every value it returns (to see that a wrapper
     passes a reader's own arrays through)."""
+
     def record(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
         returned.append(out)

@@ -94,20 +94,26 @@ def test_incompatible_versions(tmp_path: Path) -> None:
     root = tmp_path / "x.daf.zarr"
     dafzarr.open_daf(root, "w").close()
     (root / "daf" / "0").write_bytes(b"\x02\x00")
-    with pytest.raises(ValueError, match=(
-        f"incompatible format version: 2.0\nfor the daf zarr group: {root}\n"
-        "the code supports version: 1.0"
-    )):
+    with pytest.raises(
+        ValueError,
+        match=(
+            f"incompatible format version: 2.0\nfor the daf zarr group: {root}\n"
+            "the code supports version: 1.0"
+        ),
+    ):
         dafzarr.open_daf(root)
     root3 = tmp_path / "y.daf.zarr"
     dafzarr.open_daf(root3, "w", zarr_format=3).close()
     doc = json.loads((root3 / "zarr.json").read_bytes())
     doc["attributes"]["daf"] = [1, 1]
     (root3 / "zarr.json").write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match=(
-        "incompatible format version: 1.1\nthe code supports version: 1.0\n"
-        f"in daf zarr group: {root3}"
-    )):
+    with pytest.raises(
+        ValueError,
+        match=(
+            "incompatible format version: 1.1\nthe code supports version: 1.0\n"
+            f"in daf zarr group: {root3}"
+        ),
+    ):
         dafzarr.open_daf(root3)
 
 
@@ -269,8 +275,10 @@ def test_pandas_views() -> None:
     d.set_matrix("cell", "gene", "s", sp.csc_matrix(np.eye(2, 3)))
     assert d.get_pd_matrix("cell", "gene", "s").loc["b", "y"] == 1.0
     assert d.axis_np_indices("gene", ["z", "x"]).tolist() == [2, 0]
-    assert d.axis_np_indices("gene", ["", "q"], allow_empty=True, allow_missing=True).tolist() \
-        == [-1, -1]
+    assert d.axis_np_indices("gene", ["", "q"], allow_empty=True, allow_missing=True).tolist() == [
+        -1,
+        -1,
+    ]
     with pytest.raises(DafMissingError, match="missing entry: 'q'"):
         d.axis_np_indices("gene", ["q"])
 
@@ -287,8 +295,9 @@ def test_description(tmp_path: Path) -> None:
 
 # --- ZIP: append-only, sub-dafs, shared stores ---------------------------------------------------
 
-APPEND_ONLY = "can't delete or overwrite properties in a zip-backed ZarrDaf; the ZIP backend is " \
-    "append-only"
+APPEND_ONLY = (
+    "can't delete or overwrite properties in a zip-backed ZarrDaf; the ZIP backend is append-only"
+)
 
 
 def test_zip_append_only_option(tmp_path: Path) -> None:
@@ -397,8 +406,13 @@ else:
 
 
 def _other_process_opens_for_writing(path: Path) -> str:
-    proc = subprocess.run([sys.executable, "-c", _TRY_WRITER, str(path)], capture_output=True,
-                          text=True, timeout=120, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _TRY_WRITER, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return proc.stdout.strip()
 
 
@@ -451,8 +465,11 @@ def test_append_only_mode_w_never_empties_a_zip_data_set(tmp_path: Path) -> None
     with dafzarr.open_daf(path, "w", append_only=True) as d:  # a new file: created
         d.set_scalar("a", 1)
     before = path.read_bytes()
-    with pytest.raises(AppendOnlyError, match=r"can't truncate the data set in .*x\.daf\."
-                       r"zarr\.zip: mode 'w' empties it.*'w\+'"):
+    with pytest.raises(
+        AppendOnlyError,
+        match=r"can't truncate the data set in .*x\.daf\."
+        r"zarr\.zip: mode 'w' empties it.*'w\+'",
+    ):
         dafzarr.open_daf(path, "w", append_only=True)
     assert path.read_bytes() == before
     with dafzarr.open_daf(path, "w+", append_only=True) as d:
@@ -489,8 +506,11 @@ def test_handles_are_released_when_collected(tmp_path: Path) -> None:
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_empty_fills(tmp_path: Path, rel: str | None, zarr_format: int) -> None:
     path = None if rel is None else f"{tmp_path}/{rel}"
-    d = dafzarr.memory_daf(zarr_format=zarr_format) if path is None else dafzarr.open_daf(
-        path, "w+", zarr_format=zarr_format)
+    d = (
+        dafzarr.memory_daf(zarr_format=zarr_format)
+        if path is None
+        else dafzarr.open_daf(path, "w+", zarr_format=zarr_format)
+    )
     d.add_axis("cell", [f"c{i}" for i in range(6)]).add_axis("gene", ["a", "b", "c"])
     with d.empty_dense_vector("cell", "dv", "float32") as v:
         assert v.shape == (6,) and v.dtype == np.float32 and v.flags.writeable
@@ -530,11 +550,15 @@ def test_failed_fill_leaves_nothing(tmp_path: Path, rel: str | None) -> None:
     d.add_axis("cell", ["a", "b", "c"])
     with pytest.raises(RuntimeError, match="boom"), d.empty_dense_vector("cell", "v", "int64"):
         raise RuntimeError("boom")
-    with pytest.raises(ValueError, match="nzind must be increasing 1-based"), \
-            d.empty_sparse_vector("cell", "s", "float32", 2) as (nzind, _nzval):
+    with (
+        pytest.raises(ValueError, match="nzind must be increasing 1-based"),
+        d.empty_sparse_vector("cell", "s", "float32", 2) as (nzind, _nzval),
+    ):
         nzind[:] = [3, 1]
-    with pytest.raises(ValueError, match="colptr must be a 1-based CSC"), \
-            d.empty_sparse_matrix("cell", "cell", "m", "float32", 1) as (colptr, _r, _v):
+    with (
+        pytest.raises(ValueError, match="colptr must be a 1-based CSC"),
+        d.empty_sparse_matrix("cell", "cell", "m", "float32", 1) as (colptr, _r, _v),
+    ):
         colptr[:] = [1, 1, 1, 1]
     assert d.vectors_set("cell") == set() and d.matrices_set("cell", "cell") == set()
     with d.empty_dense_vector("cell", "v", "int64") as v:  # the name is free again
@@ -565,11 +589,17 @@ def _snapshot(d: dafzarr.ZarrDaf) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip", "m.dafs.zarr.zip#/g"])
-@pytest.mark.parametrize(("kind", "fails_by"), [
-    ("dense vector", "raising"), ("sparse vector", "raising"),
-    ("sparse vector", "bad indices"), ("dense matrix", "raising"),
-    ("sparse matrix", "raising"), ("sparse matrix", "bad indices"),
-])
+@pytest.mark.parametrize(
+    ("kind", "fails_by"),
+    [
+        ("dense vector", "raising"),
+        ("sparse vector", "raising"),
+        ("sparse vector", "bad indices"),
+        ("dense matrix", "raising"),
+        ("sparse matrix", "raising"),
+        ("sparse matrix", "bad indices"),
+    ],
+)
 def test_failed_overwriting_fill_keeps_the_old_property(
     tmp_path: Path, rel: str | None, kind: str, fails_by: str
 ) -> None:
@@ -581,8 +611,10 @@ def test_failed_overwriting_fill_keeps_the_old_property(
     d.set_vector("cell", "v", np.array([1.5, 2.5, 3.5]))
     d.set_matrix("cell", "gene", "m", sp.csc_matrix(np.array([[1.0, 0], [0, 2], [3, 0]])))
     before = _snapshot(d)
-    with pytest.raises(RuntimeError if fails_by == "raising" else ValueError), \
-            _open_failing_fill(d, kind) as parts:
+    with (
+        pytest.raises(RuntimeError if fails_by == "raising" else ValueError),
+        _open_failing_fill(d, kind) as parts,
+    ):
         for part in parts if isinstance(parts, tuple) else (parts,):
             part[...] = 0  # written into the reservation; 0 is no valid 1-based index
         if fails_by == "raising":
@@ -598,8 +630,10 @@ def test_failed_overwriting_fill_keeps_the_old_property(
 def test_fill_rejects_strings() -> None:
     d = dafzarr.memory_daf()
     d.add_axis("cell", ["a"])
-    with pytest.raises(TypeError, match="numeric or bool"), \
-            d.empty_dense_vector("cell", "v", "str"):
+    with (
+        pytest.raises(TypeError, match="numeric or bool"),
+        d.empty_dense_vector("cell", "v", "str"),
+    ):
         pass
 
 
@@ -612,8 +646,10 @@ def test_sparse_vector_fill_needs_strictly_increasing_indices(
     # stored values claim one position)
     d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(str(tmp_path / rel), "w")
     d.add_axis("cell", ["a", "b", "c"])
-    with pytest.raises(ValueError, match=r"vectors/cell/s/nzind must be increasing"), \
-            d.empty_sparse_vector("cell", "s", "float32", len(nzind)) as (ind, val):
+    with (
+        pytest.raises(ValueError, match=r"vectors/cell/s/nzind must be increasing"),
+        d.empty_sparse_vector("cell", "s", "float32", len(nzind)) as (ind, val),
+    ):
         ind[:] = nzind
         val[:] = np.arange(len(nzind))
     assert d.vectors_set("cell") == set()
@@ -664,8 +700,9 @@ def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
     d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
     d.set_matrix("cell", "gene", "m", sp.csc_matrix(np.eye(3, 2)), relayout=False)
     d.set_vector("cell", "v", sp.csr_matrix(np.array([[0, 1.0, 0]])))
-    items = d._array_items("matrices/cell/gene/m/rowval", np.array([1, 4], np.int64),
-                           np.dtype(np.int64))
+    items = d._array_items(
+        "matrices/cell/gene/m/rowval", np.array([1, 4], np.int64), np.dtype(np.int64)
+    )
     d._backend.delete_tree("matrices/cell/gene/m/rowval")
     d._write(items)
     with pytest.raises(ValueError, match=r"rowval: stored 1-based index 4 is out of range 1..3"):
@@ -675,16 +712,25 @@ def test_corrupt_sparse_indices_raise(tmp_path: Path, rel: str | None) -> None:
     d._write(items)
     with pytest.raises(ValueError, match=r"nzind: stored index out of range 1..3 \(found 0"):
         d.get_np_vector("cell", "v")
-    for stored, message in (([2, 2], "index 2 at position 2 follows 2"),
-                            ([1, 3, 2], "index 2 at position 3 follows 3")):
+    for stored, message in (
+        ([2, 2], "index 2 at position 2 follows 2"),
+        ([1, 3, 2], "index 2 at position 3 follows 3"),
+    ):
         d._backend.delete_tree("vectors/cell/v/nzind")
-        d._write(d._array_items("vectors/cell/v/nzind", np.array(stored, np.int64),
-                                np.dtype(np.int64)))
+        d._write(
+            d._array_items("vectors/cell/v/nzind", np.array(stored, np.int64), np.dtype(np.int64))
+        )
         d._backend.delete_tree("vectors/cell/v/nzval")
-        d._write(d._array_items("vectors/cell/v/nzval", np.arange(len(stored), dtype=float),
-                                np.dtype(np.float64)))
-        with pytest.raises(DafFormatError, match=rf"v/nzind is not strictly increasing: stored "
-                                                 rf"{message}"):
+        d._write(
+            d._array_items(
+                "vectors/cell/v/nzval", np.arange(len(stored), dtype=float), np.dtype(np.float64)
+            )
+        )
+        with pytest.raises(
+            DafFormatError,
+            match=rf"v/nzind is not strictly increasing: stored "
+            rf"{message}",
+        ):
             d.get_np_vector("cell", "v")
 
 
@@ -734,16 +780,33 @@ def _fill_new_dense(d: dafzarr.ZarrDaf) -> None:
 
 # (old layouts stored, how the old value is stored, the overwrite)
 _OVERWRITES: dict[str, tuple[str, Any, Any]] = {
-    "set one layout over both": ("both", _OLD, lambda d: d.set_matrix(
-        "cell", "gene", "m", _NEW, overwrite=True, relayout=False)),
-    "set the flipped layout over both": ("both", sp.csr_matrix(_OLD), lambda d: d.set_matrix(
-        "gene", "cell", "m", _NEW.T, overwrite=True, relayout=False)),
-    "set one layout over the flipped one": ("flipped", _OLD, lambda d: d.set_matrix(
-        "cell", "gene", "m", sp.csc_matrix(_NEW), overwrite=True, relayout=False)),
-    "set both over the flipped one": ("flipped", _OLD, lambda d: d.set_matrix(
-        "cell", "gene", "m", _NEW, overwrite=True)),
-    "set both over one": ("one", _OLD, lambda d: d.set_matrix(
-        "cell", "gene", "m", _NEW, overwrite=True)),
+    "set one layout over both": (
+        "both",
+        _OLD,
+        lambda d: d.set_matrix("cell", "gene", "m", _NEW, overwrite=True, relayout=False),
+    ),
+    "set the flipped layout over both": (
+        "both",
+        sp.csr_matrix(_OLD),
+        lambda d: d.set_matrix("gene", "cell", "m", _NEW.T, overwrite=True, relayout=False),
+    ),
+    "set one layout over the flipped one": (
+        "flipped",
+        _OLD,
+        lambda d: d.set_matrix(
+            "cell", "gene", "m", sp.csc_matrix(_NEW), overwrite=True, relayout=False
+        ),
+    ),
+    "set both over the flipped one": (
+        "flipped",
+        _OLD,
+        lambda d: d.set_matrix("cell", "gene", "m", _NEW, overwrite=True),
+    ),
+    "set both over one": (
+        "one",
+        _OLD,
+        lambda d: d.set_matrix("cell", "gene", "m", _NEW, overwrite=True),
+    ),
     "dense fill over both": ("both", sp.csc_matrix(_OLD), _fill_new_dense),
     "dense fill over the flipped one": ("flipped", _OLD, _fill_new_dense),
     "sparse fill over both": ("both", _OLD, _fill_new_sparse),
@@ -841,19 +904,27 @@ print("closed", view.tolist())
 
 def test_closing_while_an_unclosed_zip_daf_is_collected_does_not_hang(tmp_path: Path) -> None:
     # the collected handle releases its own store while b's release is under way
-    proc = subprocess.run([sys.executable, "-c", _UNCLOSED_CHILD, str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _UNCLOSED_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "closed [0.0, 1.0]"
 
 
-@pytest.mark.parametrize("kind", ["list", "object array", "pandas index", "unicode array",
-                                  "pandas strings"])
+@pytest.mark.parametrize(
+    "kind", ["list", "object array", "pandas index", "unicode array", "pandas strings"]
+)
 def test_strings_from_any_container_are_stored_as_given(kind: str) -> None:
     names = ["a", "bé", "", "c d"]
     value: Any = {
-        "list": names, "object array": np.array(names, dtype=object),
-        "pandas index": pd.Index(names), "unicode array": np.array(names),
+        "list": names,
+        "object array": np.array(names, dtype=object),
+        "pandas index": pd.Index(names),
+        "unicode array": np.array(names),
         "pandas strings": pd.array(names, dtype="string"),
     }[kind]
     d = dafzarr.memory_daf()
@@ -866,17 +937,28 @@ def test_strings_from_any_container_are_stored_as_given(kind: str) -> None:
         assert d.get_np_vector("cell", "label")[0] == "a"
 
 
-@pytest.mark.parametrize("bad", [[1, "a"], np.array(["a", 2.5], dtype=object),
-                                 np.array(["a", None], dtype=object), np.array([b"a", b"b"])])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [1, "a"],
+        np.array(["a", 2.5], dtype=object),
+        np.array(["a", None], dtype=object),
+        np.array([b"a", b"b"]),
+    ],
+)
 def test_non_strings_among_strings_are_refused_by_type(bad: Any) -> None:
     d = dafzarr.memory_daf()
     d.add_axis("cell", ["x", "y"])
-    with pytest.raises(InvalidArgumentTypeError, match=r"entries of the axis gene\n.*expected "
-                                                       r"strings, got"):
+    with pytest.raises(
+        InvalidArgumentTypeError,
+        match=r"entries of the axis gene\n.*expected "
+        r"strings, got",
+    ):
         d.add_axis("gene", bad)
     if not isinstance(bad, list):  # a list of numbers and strings is a unicode array
-        with pytest.raises(InvalidArgumentTypeError, match="vector 'v' of the axis cell: "
-                                                           "expected strings, got"):
+        with pytest.raises(
+            InvalidArgumentTypeError, match="vector 'v' of the axis cell: expected strings, got"
+        ):
             d.set_vector("cell", "v", bad)
         with pytest.raises(InvalidArgumentTypeError, match="matrix 'm': expected strings"):
             d.set_matrix("cell", "cell", "m", np.stack([bad, bad]))
@@ -886,8 +968,10 @@ def test_non_strings_among_strings_are_refused_by_type(bad: Any) -> None:
 def test_bytes_scalars_are_refused_by_name() -> None:
     d = dafzarr.memory_daf()
     d.add_axis("cell", ["x", "y"])
-    with pytest.raises(InvalidArgumentTypeError, match="scalar 's': unsupported scalar value "
-                                                       "of type bytes_; Daf stores no bytes"):
+    with pytest.raises(
+        InvalidArgumentTypeError,
+        match="scalar 's': unsupported scalar value of type bytes_; Daf stores no bytes",
+    ):
         d.set_scalar("s", np.bytes_(b"x"))
     for broadcast in (np.bytes_(b"x"), np.array(b"x")):
         with pytest.raises(InvalidArgumentTypeError, match="vector 'v': unsupported scalar"):

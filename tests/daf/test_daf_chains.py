@@ -67,28 +67,56 @@ def test_chains_of_one(make: Maker) -> None:
 def test_writer_chain_needs_a_writable_last(make: Maker) -> None:
     first, second = make("first!"), make("second!")
     frozen = second.read_only_view()
-    with _raises(DafReadOnlyError, f"read-only final data: {frozen.name}",
-                 "in write chain: chain!"):
+    with _raises(
+        DafReadOnlyError, f"read-only final data: {frozen.name}", "in write chain: chain!"
+    ):
         dafzarr.chain_writer([first, frozen], name="chain!")
     reader = dafzarr.chain_reader([first, frozen])
     assert reader.name.startswith(f"first!;{frozen.name}")
     assert not dafzarr.chain_writer([frozen, first]).read_only
 
 
-@pytest.mark.parametrize(("second_entries", "lines"), [
-    (["north", "east", "west"], ["different entry#3: west", "for the axis: site",
-                                 "in the daf data: second!", "from the entry#3: south",
-                                 "for the axis: site", "in the daf data: first!",
-                                 "in the chain: chain!"]),
-    (["east", "north", "south"], ["different entry#1: east", "for the axis: site",
-                                  "in the daf data: second!", "from the entry#1: north"]),
-    (["north", "east"], ["different number of entries: 2", "for the axis: site",
-                         "in the daf data: second!", "from the number of entries: 3",
-                         "for the axis: site", "in the daf data: first!",
-                         "in the chain: chain!"]),
-])
-def test_chains_refuse_different_axes(make: Maker, second_entries: list[str],
-                                      lines: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("second_entries", "lines"),
+    [
+        (
+            ["north", "east", "west"],
+            [
+                "different entry#3: west",
+                "for the axis: site",
+                "in the daf data: second!",
+                "from the entry#3: south",
+                "for the axis: site",
+                "in the daf data: first!",
+                "in the chain: chain!",
+            ],
+        ),
+        (
+            ["east", "north", "south"],
+            [
+                "different entry#1: east",
+                "for the axis: site",
+                "in the daf data: second!",
+                "from the entry#1: north",
+            ],
+        ),
+        (
+            ["north", "east"],
+            [
+                "different number of entries: 2",
+                "for the axis: site",
+                "in the daf data: second!",
+                "from the number of entries: 3",
+                "for the axis: site",
+                "in the daf data: first!",
+                "in the chain: chain!",
+            ],
+        ),
+    ],
+)
+def test_chains_refuse_different_axes(
+    make: Maker, second_entries: list[str], lines: list[str]
+) -> None:
     first, second = make("first!"), make("second!")
     first.add_axis("site", SITES)
     second.add_axis("site", second_entries)
@@ -120,8 +148,10 @@ def test_chain_scalars(pair: tuple[Any, Any, Any]) -> None:
         chain.get_scalar("observer")
     assert chain.get_scalar("observer", default=None) is None
     kind = "ReadOnly" if chain.read_only else "Write"
-    assert chain.description() == (f"name: chain!\ntype: {kind} Chain\nchain:\n- first!\n"
-                                   "- second!\nscalars:\n  plot: 7\n  season: 'autumn'\n")
+    assert chain.description() == (
+        f"name: chain!\ntype: {kind} Chain\nchain:\n- first!\n"
+        "- second!\nscalars:\n  plot: 7\n  season: 'autumn'\n"
+    )
     assert chain.describe() == chain.description()
 
 
@@ -153,8 +183,9 @@ def test_chain_vectors(pair: tuple[Any, Any, Any]) -> None:
     assert chain.has_vector("site", "area") and not chain.has_vector("site", "slope")
     series = chain.get_pd_vector("site", "area")
     assert list(series.index) == list(SITES) and list(series) == [10, 20, 30]
-    with _raises(DafMissingError, "missing vector: slope", "for the axis: site",
-                 "in the daf data: chain!"):
+    with _raises(
+        DafMissingError, "missing vector: slope", "for the axis: site", "in the daf data: chain!"
+    ):
         chain.get_np_vector("site", "slope")
 
 
@@ -171,8 +202,7 @@ def test_chain_matrices(pair: tuple[Any, Any, Any]) -> None:
     # A later member's other layout: the requested layout is read where it is stored.
     second.set_matrix("species", "site", "count", (counts * 10).T, relayout=False)
     np.testing.assert_array_equal(chain.get_np_matrix("site", "species", "count"), counts)
-    np.testing.assert_array_equal(chain.get_np_matrix("species", "site", "count"),
-                                  (counts * 10).T)
+    np.testing.assert_array_equal(chain.get_np_matrix("species", "site", "count"), (counts * 10).T)
     second.set_matrix("site", "species", "count", counts * 2, relayout=False)
     np.testing.assert_array_equal(chain.get_np_matrix("site", "species", "count"), counts * 2)
     second.set_matrix("site", "species", "cover", sp.csc_matrix(counts > 5))
@@ -184,8 +214,9 @@ def test_chain_matrices(pair: tuple[Any, Any, Any]) -> None:
         chain.get_np_matrix("site", "species", "shade")
 
 
-def test_chain_reads_are_zero_copy(pair: tuple[Any, Any, Any],
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_chain_reads_are_zero_copy(
+    pair: tuple[Any, Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     first, second, chain = pair
     first.add_axis("site", SITES)
     first.set_vector("site", "rain", np.array([1.0, 2.0, 3.0]))
@@ -196,15 +227,18 @@ def test_chain_reads_are_zero_copy(pair: tuple[Any, Any, Any],
     for daf in (first, second):
         for method in ("axis_np_entries", "get_np_vector", "get_np_matrix"):
             monkeypatch.setattr(daf, method, recorder(getattr(daf, method), returned))
-    for read in (lambda: chain.get_np_vector("site", "rain"),
-                 lambda: chain.get_np_matrix("site", "site", "distance"),
-                 lambda: chain.get_np_matrix("site", "site", "border"),
-                 lambda: chain.axis_np_entries("site")):
+    for read in (
+        lambda: chain.get_np_vector("site", "rain"),
+        lambda: chain.get_np_matrix("site", "site", "distance"),
+        lambda: chain.get_np_matrix("site", "site", "border"),
+        lambda: chain.axis_np_entries("site"),
+    ):
         got = read()
         assert any(got is out for out in returned)  # the member's own array, passed through
     if first.path == "memory":  # one buffer per property: every read shares it
-        assert np.shares_memory(chain.get_np_vector("site", "rain"),
-                                first.get_np_vector("site", "rain"))
+        assert np.shares_memory(
+            chain.get_np_vector("site", "rain"), first.get_np_vector("site", "rain")
+        )
 
 
 def test_chain_queries_match_a_plain_data_set(pair: tuple[Any, Any, Any]) -> None:
@@ -226,11 +260,22 @@ def test_chain_queries_match_a_plain_data_set(pair: tuple[Any, Any, Any]) -> Non
     plain.set_vector("site", "zone", np.array(["a", "b", "a"], dtype=object))
     plain.set_vector("species", "native", np.array([True, True, False, True]))
     plain.set_matrix("site", "species", "count", counts)
-    for query in (". season", ". ?", "@ ?", "@ site : ?", "@ species : ?",
-                  "@ site : rain", "@ site [ zone = a ] : rain", "@ species [ native ]",
-                  "@ site @ species [ native ] :: count", "@ site @ species :: count >| Sum",
-                  "@ species @ site :: count", "@ site @ species :: count -/ zone >- Max",
-                  "@ site : rain / zone >> Sum", "@ site @ species :: ?"):
+    for query in (
+        ". season",
+        ". ?",
+        "@ ?",
+        "@ site : ?",
+        "@ species : ?",
+        "@ site : rain",
+        "@ site [ zone = a ] : rain",
+        "@ species [ native ]",
+        "@ site @ species [ native ] :: count",
+        "@ site @ species :: count >| Sum",
+        "@ species @ site :: count",
+        "@ site @ species :: count -/ zone >- Max",
+        "@ site : rain / zone >> Sum",
+        "@ site @ species :: ?",
+    ):
         assert_same_query_result(chain.get_pd_query(query), plain.get_pd_query(query), query)
         assert chain.has_query(query)
     assert not chain.has_query("@ site : slope")
@@ -252,9 +297,14 @@ def writer(make: Maker) -> tuple[Any, Any, Any]:
 
 
 def _refused(what: str, *more: str) -> Any:
-    return _raises(DafReadOnlyError, f"failed to delete the {what}", *more,
-                   "from the daf data: second!", "of the chain: chain!",
-                   "because it exists in the earlier: first!")
+    return _raises(
+        DafReadOnlyError,
+        f"failed to delete the {what}",
+        *more,
+        "from the daf data: second!",
+        "of the chain: chain!",
+        "because it exists in the earlier: first!",
+    )
 
 
 def test_write_scalars(writer: tuple[Any, Any, Any]) -> None:
@@ -339,7 +389,10 @@ def test_write_matrices(writer: tuple[Any, Any, Any]) -> None:
         dense[:] = 0.5
     assert float(chain.get_np_matrix("species", "site", "cover").sum()) == 6.0
     with chain.empty_sparse_matrix("site", "species", "seen", np.int8, 1) as (
-            colptr, rowval, nzval):
+        colptr,
+        rowval,
+        nzval,
+    ):
         colptr[:] = [1, 2, 2, 2, 2]
         rowval[:] = [3]
         nzval[:] = [1]
@@ -355,8 +408,11 @@ def test_write_matrices(writer: tuple[Any, Any, Any]) -> None:
 
 
 def _snapshot(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.mark.parametrize("suffix", [".daf.zarr", ".daf.zarr.zip"])
@@ -367,8 +423,11 @@ def test_writes_touch_the_last_member_only(tmp_path: Path, suffix: str) -> None:
     base.add_axis("site", SITES)
     base.set_vector("site", "rain", np.array([1.0, 2.0, 3.0]))
     base.close()
-    before = _snapshot(tmp_path) if suffix == ".daf.zarr" else {
-        "base": hashlib.sha256(base_path.read_bytes()).hexdigest()}
+    before = (
+        _snapshot(tmp_path)
+        if suffix == ".daf.zarr"
+        else {"base": hashlib.sha256(base_path.read_bytes()).hexdigest()}
+    )
     base = dafzarr.open_daf(base_path, "r", name="base!")
     scratch = dafzarr.open_daf(tmp_path / f"scratch{suffix}", "w", name="scratch!")
     chain = dafzarr.chain_writer([base, scratch])
@@ -396,8 +455,9 @@ def test_view_of_a_chain(writer: tuple[Any, Any, Any]) -> None:
     first.add_axis("site", SITES)
     first.set_vector("site", "rain", np.array([1.0, 2.0, 3.0]))
     chain.set_vector("site", "wet", np.array([False, True, True]))
-    view = dafzarr.viewer(chain, axes={"wet_site": "@ site [ wet ]"},
-                          data=[(("wet_site", "rain"), "=")])
+    view = dafzarr.viewer(
+        chain, axes={"wet_site": "@ site [ wet ]"}, data=[(("wet_site", "rain"), "=")]
+    )
     np.testing.assert_array_equal(view.get_np_vector("wet_site", "rain"), [2, 3])
     assert view.description().startswith(f"name: {view.name}\ntype: View\nbase: chain!\n")
 
@@ -411,8 +471,7 @@ def test_daf_to_anndata_of_a_chain(writer: tuple[Any, Any, Any]) -> None:
     first.add_axis("species", SPECIES)
     first.set_matrix("site", "species", "count", np.ones((3, 4), dtype=np.int32))
     chain.set_vector("site", "rain", np.array([1.0, 2.0, 3.0]))
-    chain.set_matrix("site", "species", "count", np.full((3, 4), 2, dtype=np.int32),
-                     overwrite=True)
+    chain.set_matrix("site", "species", "count", np.full((3, 4), 2, dtype=np.int32), overwrite=True)
     adata = daf_to_anndata(chain, "site", "species", X="count")
     assert list(adata.obs_names) == list(SITES)
     np.testing.assert_array_equal(np.asarray(adata.X), np.full((3, 4), 2))

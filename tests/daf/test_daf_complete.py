@@ -73,8 +73,9 @@ def test_a_chain_on_a_view_of_its_base_records_the_view(tmp_path: Path) -> None:
     complete = dafzarr.complete_daf(tmp_path / "good.daf.zarr")
     np.testing.assert_array_equal(complete.axis_np_entries("obs"), ["c1", "c3", "c4"])
     np.testing.assert_array_equal(complete.get_np_vector("obs", "age"), [3, 7, 9])
-    np.testing.assert_array_equal(complete.get_np_matrix("obs", "gene", "UMIs"),
-                                  [[0, 1], [4, 5], [6, 7]])
+    np.testing.assert_array_equal(
+        complete.get_np_matrix("obs", "gene", "UMIs"), [[0, 1], [4, 5], [6, 7]]
+    )
     assert not complete.has_scalar("organism")
     assert not complete.has_vector("obs", "is_good")
 
@@ -96,7 +97,10 @@ def test_a_chain_of_three_inside_one_zip(tmp_path: Path) -> None:
         assert complete.get_scalar("organism") == "mouse"
         assert list(complete.get_np_vector("cell", "batch")) == ["a", "a", "b", "b"]
         assert [d.path for d in complete.dafs] == [
-            f"{archive}#/cells", f"{archive}#/middle", f"{archive}#/leaf"]
+            f"{archive}#/cells",
+            f"{archive}#/middle",
+            f"{archive}#/leaf",
+        ]
 
 
 def test_absolute_base_paths_and_refusals(tmp_path: Path) -> None:

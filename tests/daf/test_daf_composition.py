@@ -30,8 +30,11 @@ READER_PRIMITIVES = frozenset({"_data_version"})
 
 
 def _classes(path: Path) -> list[ast.ClassDef]:
-    return [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(n, ast.ClassDef)]
+    return [
+        n
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(n, ast.ClassDef)
+    ]
 
 
 def subclassed_folder_classes(folder: Path) -> list[str]:
@@ -52,9 +55,14 @@ def subclassed_folder_classes(folder: Path) -> list[str]:
 def _reaches_privately(node: ast.Attribute) -> bool:
     """Whether ``node`` is ``self.part._name`` (``_name`` not a reader primitive)."""
     held = node.value
-    return (node.attr.startswith("_") and not node.attr.startswith("__")
-            and node.attr not in READER_PRIMITIVES and isinstance(held, ast.Attribute)
-            and isinstance(held.value, ast.Name) and held.value.id == "self")
+    return (
+        node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and node.attr not in READER_PRIMITIVES
+        and isinstance(held, ast.Attribute)
+        and isinstance(held.value, ast.Name)
+        and held.value.id == "self"
+    )
 
 
 def private_reaches(folder: Path) -> list[str]:
@@ -63,9 +71,11 @@ def private_reaches(folder: Path) -> list[str]:
     found = []
     for path in sorted(folder.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        found += [f"{path.relative_to(folder)}:{node.lineno}: {ast.unparse(node)}"
-                  for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and _reaches_privately(node)]
+        found += [
+            f"{path.relative_to(folder)}:{node.lineno}: {ast.unparse(node)}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and _reaches_privately(node)
+        ]
     return found
 
 
@@ -76,9 +86,11 @@ def test_no_mixins_in_the_daf_folder() -> None:
 
 def test_the_check_sees_a_mixin(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("class Part:\n    pass\n\n\nclass DafBackend:\n    pass\n")
-    (tmp_path / "b.py").write_text("from a import DafBackend, Part\n\n\n"
-                                   "class Whole(Part):\n    pass\n\n\n"
-                                   "class Disk(DafBackend):\n    pass\n")
+    (tmp_path / "b.py").write_text(
+        "from a import DafBackend, Part\n\n\n"
+        "class Whole(Part):\n    pass\n\n\n"
+        "class Disk(DafBackend):\n    pass\n"
+    )
     assert subclassed_folder_classes(tmp_path) == ["b.py:Whole(Part)"]
 
 
@@ -95,17 +107,21 @@ def test_the_check_sees_a_private_reach(tmp_path: Path) -> None:
 
 
 def test_zarr_daf_is_a_facade_over_its_parts() -> None:
-    own_bases = [c.__name__ for c in dafzarr.ZarrDaf.__mro__[1:]
-                 if c.__module__.startswith("dafzarr")]
+    own_bases = [
+        c.__name__ for c in dafzarr.ZarrDaf.__mro__[1:] if c.__module__.startswith("dafzarr")
+    ]
     assert own_bases == ["Queries"]
     with dafzarr.memory_daf() as daf:
         daf.add_axis("cell", ["a", "b"])
         view = daf.read_only_view()
         for handle in (daf, view):
-            parts = [v for v in vars(handle).values()
-                     if type(v).__module__.startswith("dafzarr._core.daf.")
-                     and type(v).__name__ in ("DafStorage", "Scalars", "Axes", "Vectors",
-                                              "Matrices", "Fills", "Description")]
+            parts = [
+                v
+                for v in vars(handle).values()
+                if type(v).__module__.startswith("dafzarr._core.daf.")
+                and type(v).__name__
+                in ("DafStorage", "Scalars", "Axes", "Vectors", "Matrices", "Fills", "Description")
+            ]
             assert len(parts) == 7
             for part in parts:  # each part is handed its collaborators, never the data set
                 assert all(v is not handle for v in vars(part).values())

@@ -34,8 +34,12 @@ def test_concurrent_writers_keep_every_array_in_the_consolidated_metadata(
     del d
     writers, n = 4, 60
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, path, f"w{k}", str(n), str(zarr_format)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, path, f"w{k}", str(n), str(zarr_format)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for k in range(writers)
     ]
     for p in procs:
@@ -68,8 +72,7 @@ d.close()
 
 
 def _add_group_in_another_process(target: str, seed: int) -> None:
-    subprocess.run([sys.executable, "-c", ADD_GROUP, target, str(seed)], check=True,
-                   timeout=120)
+    subprocess.run([sys.executable, "-c", ADD_GROUP, target, str(seed)], check=True, timeout=120)
 
 
 @pytest.mark.parametrize("keep", ["view", "handle"])

@@ -38,8 +38,9 @@ while True:
 
 
 def _run_and_kill(path: str, zarr_format: int, delay: float) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, path, str(zarr_format)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, path, str(zarr_format)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(delay)

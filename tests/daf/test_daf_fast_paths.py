@@ -51,8 +51,7 @@ def test_closing_with_live_views_runs_no_full_collection(tmp_path: Path) -> None
     path = tmp_path / "x.daf.zarr.zip"
     d = dafzarr.open_daf(path, "w")
     d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
-    d.set_matrix("gene", "cell", "m", sp.csc_matrix(np.arange(6.0).reshape(2, 3)),
-                 relayout=False)
+    d.set_matrix("gene", "cell", "m", sp.csc_matrix(np.arange(6.0).reshape(2, 3)), relayout=False)
     d.close()
     r = dafzarr.open_daf(path)
     m = r.get_np_matrix("gene", "cell", "m")  # its data is a view of the archive
@@ -83,17 +82,22 @@ def test_writable_store_closes_at_once_without_views(tmp_path: Path) -> None:
 
 def _csc(indices: list[int], indptr: list[int], shape: tuple[int, int]) -> sp.csc_matrix:
     data = np.arange(1.0, len(indices) + 1.0)
-    return sp.csc_matrix((data, np.array(indices, np.int32), np.array(indptr, np.int32)),
-                         shape=shape)
+    return sp.csc_matrix(
+        (data, np.array(indices, np.int32), np.array(indptr, np.int32)), shape=shape
+    )
 
 
-@pytest.mark.parametrize(("indices", "indptr", "why"), [
-    ([0, 1, 5, 2], [0, 4, 4], "indices must be < 3"),  # out of range mid-column, unsorted
-    ([0, 1, 2, 7], [0, 4, 4], "indices must be < 3"),  # sorted: the column's last one
-    ([-1, 0, 1, 2], [0, 4, 4], "indices must be >= 0"),  # sorted: the column's first one
-    ([0, 2, -3, 1], [0, 2, 4], "indices must be >= 0"),  # unsorted second column
-    ([0, 1, 0, 1], [0, 3, 2], "non-decreasing"),  # index pointer goes back
-], ids=["mid-unsorted", "last-sorted", "first-sorted", "negative-unsorted", "indptr"])
+@pytest.mark.parametrize(
+    ("indices", "indptr", "why"),
+    [
+        ([0, 1, 5, 2], [0, 4, 4], "indices must be < 3"),  # out of range mid-column, unsorted
+        ([0, 1, 2, 7], [0, 4, 4], "indices must be < 3"),  # sorted: the column's last one
+        ([-1, 0, 1, 2], [0, 4, 4], "indices must be >= 0"),  # sorted: the column's first one
+        ([0, 2, -3, 1], [0, 2, 4], "indices must be >= 0"),  # unsorted second column
+        ([0, 1, 0, 1], [0, 3, 2], "non-decreasing"),  # index pointer goes back
+    ],
+    ids=["mid-unsorted", "last-sorted", "first-sorted", "negative-unsorted", "indptr"],
+)
 @pytest.mark.parametrize("rel", [None, "x.daf.zarr.zip"])
 def test_sparse_values_out_of_range_are_still_refused(
     tmp_path: Path, rel: str | None, indices: list[int], indptr: list[int], why: str
@@ -123,8 +127,9 @@ def test_one_based_indices_are_stored_exactly(
     d.add_axis("g3", ["a", "b", "c"]).add_axis("c2", ["x", "y"])
     d.set_matrix("gene", "cell", "m", m, relayout=True, indtype=indtype)
     d.set_matrix("g3", "c2", "dup", dup, relayout=False, indtype=indtype)
-    m64 = sp.csc_matrix((m.data, m.indices.astype(np.int64), m.indptr.astype(np.int64)),
-                        shape=m.shape)
+    m64 = sp.csc_matrix(
+        (m.data, m.indices.astype(np.int64), m.indptr.astype(np.int64)), shape=m.shape
+    )
     d.set_matrix("gene", "cell", "m64", m64, relayout=False, indtype=indtype)
     assert dup.indices.tolist() == [2, 0, 2, 1]  # the caller's arrays are left alone
     if rel is not None:
@@ -144,15 +149,17 @@ def test_sparse_indices_default_to_the_smallest_unsigned_type_that_holds_them(
 ) -> None:
     """A scipy matrix as scipy makes it (int32 indices) is stored with uint32 1-based
     indices, as DataAxesFormats.jl chooses, not int64; so is a sparse vector."""
-    m = sp.random(300, 200, density=0.05, format="csr", dtype=np.float32,
-                  rng=np.random.default_rng(2))
+    m = sp.random(
+        300, 200, density=0.05, format="csr", dtype=np.float32, rng=np.random.default_rng(2)
+    )
     assert m.indices.dtype == np.int32
     d = dafzarr.memory_daf() if rel is None else dafzarr.open_daf(tmp_path / rel, "w")
     d.add_axis("gene", [f"g{i}" for i in range(300)])
     d.add_axis("cell", [f"c{i}" for i in range(200)])
     d.set_matrix("gene", "cell", "m", m)
-    d.set_vector("cell", "v", sp.random(1, 200, density=0.2, format="csr",
-                                        rng=np.random.default_rng(3)))
+    d.set_vector(
+        "cell", "v", sp.random(1, 200, density=0.2, format="csr", rng=np.random.default_rng(3))
+    )
     for layout in ("gene/cell", "cell/gene"):
         for part in ("colptr", "rowval"):
             stored = d._read_array(f"matrices/{layout}/m/{part}")  # type: ignore[attr-defined]
@@ -168,8 +175,9 @@ def test_stored_indices_of_any_type_read_into_scipy_int32_indices(
     """Julia's default SparseMatrixCSC stores Int64 indices: read back, they arrive as the
     int32 indices scipy keeps for a matrix of this size, written in one pass (scipy neither
     scans them for their type nor copies them)."""
-    m = sp.random(400, 300, density=0.05, format="csc", dtype=np.float64,
-                  rng=np.random.default_rng(4))
+    m = sp.random(
+        400, 300, density=0.05, format="csc", dtype=np.float64, rng=np.random.default_rng(4)
+    )
     path = tmp_path / "x.daf.zarr.zip"
     with dafzarr.open_daf(path, "w") as d:
         d.add_axis("gene", [f"g{i}" for i in range(400)])
@@ -180,8 +188,7 @@ def test_stored_indices_of_any_type_read_into_scipy_int32_indices(
         assert got.indices.dtype == got.indptr.dtype == np.int32
         assert np.array_equal(got.indices, m.indices) and np.array_equal(got.indptr, m.indptr)
         assert np.array_equal(got.data, m.data)
-        rebuilt = sp.csc_matrix((got.data, got.indices, got.indptr), shape=got.shape,
-                                copy=False)
+        rebuilt = sp.csc_matrix((got.data, got.indices, got.indptr), shape=got.shape, copy=False)
         assert np.shares_memory(rebuilt.indices, got.indices)  # scipy keeps them as given
         del got, rebuilt
 
@@ -253,8 +260,7 @@ def test_all_zero_transposed_matrix_is_elided_in_v3(
     d = _backend_daf(tmp_path, rel, zarr_format=3)
     d.add_axis("r", ["a", "b", "c"]).add_axis("c", ["x", "y"])
     d.set_matrix("r", "c", "z", np.zeros((3, 2), np.float32), relayout=False)
-    d.set_matrix("r", "c", "nz", np.array([[0, 0], [0, 1], [0, 0]], np.float32),
-                 relayout=False)
+    d.set_matrix("r", "c", "nz", np.array([[0, 0], [0, 1], [0, 0]], np.float32), relayout=False)
     keys = d._backend.keys_under("matrices/r/c")
     assert not any(k.startswith("matrices/r/c/z/c") for k in keys)
     assert any(k.startswith("matrices/r/c/nz/c") for k in keys)
@@ -272,24 +278,35 @@ def _store_raw_sparse(d: Any, colptr: list[int], rowval: list[int]) -> None:
         d._write(d._array_items(f"{base}/{name}", a, a.dtype))
 
 
-@pytest.mark.parametrize(("colptr", "rowval", "why"), [
-    ([1, 3, 4], [1, 0, 2], r"rowval: stored index out of range 1..3 \(found 0"),
-    ([1, 3, 4], [1, 4, 2], r"rowval: stored 1-based index 4 is out of range 1..3"),
-    ([1, 3, 4], [1, 0xFFFF_FFFF, 2], r"rowval: stored (1-based )?index .*out of range"),
-    ([1, 4, 3, 4], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
-    ([1, 3, 3], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
-    ([0, 3, 4], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
-], ids=["zero", "past-axis", "huge", "colptr-back", "colptr-short", "colptr-zero"])
+@pytest.mark.parametrize(
+    ("colptr", "rowval", "why"),
+    [
+        ([1, 3, 4], [1, 0, 2], r"rowval: stored index out of range 1..3 \(found 0"),
+        ([1, 3, 4], [1, 4, 2], r"rowval: stored 1-based index 4 is out of range 1..3"),
+        ([1, 3, 4], [1, 0xFFFF_FFFF, 2], r"rowval: stored (1-based )?index .*out of range"),
+        ([1, 4, 3, 4], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
+        ([1, 3, 3], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
+        ([0, 3, 4], [1, 2, 3], r"colptr is not a valid 1-based CSC"),
+    ],
+    ids=["zero", "past-axis", "huge", "colptr-back", "colptr-short", "colptr-zero"],
+)
 @pytest.mark.parametrize("rel", [None, "x.daf.zarr", "x.daf.zarr.zip"])
 def test_hostile_stored_indices_are_refused(
     tmp_path: Path, rel: str | None, colptr: list[int], rowval: list[int], why: str
 ) -> None:
     d = _backend_daf(tmp_path, rel)
-    d.add_axis("gene", ["a", "b", "c"]).add_axis("cell", ["x", "y"] + (
-        ["z"] if len(colptr) == 4 else []))
+    d.add_axis("gene", ["a", "b", "c"]).add_axis(
+        "cell", ["x", "y"] + (["z"] if len(colptr) == 4 else [])
+    )
     ncells = len(colptr) - 1
-    d.set_matrix("gene", "cell", "m", sp.csc_matrix(np.ones((3, ncells), np.float32)),
-                 relayout=False, indtype="uint32")
+    d.set_matrix(
+        "gene",
+        "cell",
+        "m",
+        sp.csc_matrix(np.ones((3, ncells), np.float32)),
+        relayout=False,
+        indtype="uint32",
+    )
     if rel == "x.daf.zarr.zip":  # rewrite the file: a ZIP store is append-only here
         d.close()
         d = dafzarr.open_daf(tmp_path / rel, "r+")

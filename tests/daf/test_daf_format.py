@@ -19,8 +19,16 @@ import dafzarr
 from dafzarr._core.daf.layout import ZmetadataText, decode_strings, encode_strings, zmetadata_doc
 from tests.helpers.common import check_zip_tools_accept
 
-V2_ZARRAY_KEYS = {"zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value",
-                  "order", "filters"}
+V2_ZARRAY_KEYS = {
+    "zarr_format",
+    "shape",
+    "chunks",
+    "dtype",
+    "compressor",
+    "fill_value",
+    "order",
+    "filters",
+}
 
 
 def fill_example(d: dafzarr.ZarrDaf) -> dafzarr.ZarrDaf:
@@ -31,8 +39,9 @@ def fill_example(d: dafzarr.ZarrDaf) -> dafzarr.ZarrDaf:
     d.set_matrix("cell", "gene", "expr", np.array([[1, 2], [3, 4], [5, 6]], np.float32))
     # Julia's sparse matrices hold Int64 indices (the default here is the smallest unsigned
     # type that holds them).
-    d.set_matrix("cell", "gene", "sp", sp.csc_matrix(np.array([[0, 2], [0, 0], [5, 0.0]])),
-                 indtype="int64")
+    d.set_matrix(
+        "cell", "gene", "sp", sp.csc_matrix(np.array([[0, 2], [0, 0], [5, 0.0]])), indtype="int64"
+    )
     return d
 
 
@@ -50,8 +59,7 @@ def check_example(d: dafzarr.ZarrDaf) -> None:
     spm = d.get_np_matrix("cell", "gene", "sp")
     assert isinstance(spm, sp.csc_matrix)
     assert np.array_equal(spm.toarray(), [[0, 2], [0, 0], [5, 0]])
-    assert np.array_equal(d.get_np_matrix("gene", "cell", "sp").toarray(),
-                          [[0, 0, 5], [2, 0, 0]])
+    assert np.array_equal(d.get_np_matrix("gene", "cell", "sp").toarray(), [[0, 0, 5], [2, 0, 0]])
 
 
 def _read(path: Path) -> bytes:
@@ -67,11 +75,28 @@ def test_v2_directory_layout_is_the_seed_layout(tmp_path: Path) -> None:
     assert _read(root / ".zgroup") == b'{"zarr_format":2}'
     assert json.loads(_read(root / ".zattrs")) == {}
     marker = json.loads(_read(root / "daf" / ".zarray"))
-    assert marker == {"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "|u1",
-                      "compressor": None, "fill_value": None, "order": "C", "filters": None}
+    assert marker == {
+        "zarr_format": 2,
+        "shape": [2],
+        "chunks": [2],
+        "dtype": "|u1",
+        "compressor": None,
+        "fill_value": None,
+        "order": "C",
+        "filters": None,
+    }
     assert _read(root / "daf" / "0") == b"\x01\x00"
-    for g in ("scalars", "axes", "vectors", "matrices", "vectors/cell", "matrices/cell/cell",
-              "matrices/cell/gene", "matrices/gene/cell", "matrices/gene/gene"):
+    for g in (
+        "scalars",
+        "axes",
+        "vectors",
+        "matrices",
+        "vectors/cell",
+        "matrices/cell/cell",
+        "matrices/cell/gene",
+        "matrices/gene/cell",
+        "matrices/gene/gene",
+    ):
         assert _read(root / g / ".zgroup") == b'{"zarr_format":2}', g
         assert _read(root / g / ".zattrs") == b"{}", g
     cell = json.loads(_read(root / "axes/cell/.zarray"))
@@ -86,7 +111,13 @@ def test_v2_directory_layout_is_the_seed_layout(tmp_path: Path) -> None:
     assert expr["dtype"] == "<f4" and expr["fill_value"] is None and expr["order"] == "C"
     assert expr["compressor"] is None and expr["filters"] is None
     assert np.frombuffer(_read(root / "matrices/cell/gene/expr/0.0"), "<f4").tolist() == [
-        1, 3, 5, 2, 4, 6]
+        1,
+        3,
+        5,
+        2,
+        4,
+        6,
+    ]
     sp_dir = root / "matrices/cell/gene/sp"
     assert _read(sp_dir / ".zgroup") == b'{"zarr_format":2}'
     assert np.frombuffer(_read(sp_dir / "colptr/0"), "<i8").tolist() == [1, 2, 3]
@@ -101,10 +132,12 @@ def test_v2_directory_layout_is_the_seed_layout(tmp_path: Path) -> None:
 
 def test_vlen_utf8_bytes() -> None:
     assert encode_strings(["c1", "c2", "c3"]).hex() == (
-        "03000000020000006331020000006332020000006333")
+        "03000000020000006331020000006332020000006333"
+    )
     assert encode_strings(["a", "bé", ""]).hex() == "0300000001000000610300000062c3a900000000"
-    assert list(decode_strings(bytes.fromhex("0300000001000000610300000062c3a900000000"), 3,
-                               "x")) == ["a", "bé", ""]
+    assert list(
+        decode_strings(bytes.fromhex("0300000001000000610300000062c3a900000000"), 3, "x")
+    ) == ["a", "bé", ""]
     with pytest.raises(ValueError, match="holds 3 strings, expected 2"):
         decode_strings(encode_strings(["a", "b", "c"]), 2, "axes/cell")
 
@@ -139,11 +172,17 @@ def test_the_incremental_zmetadata_is_the_indented_document_byte_for_byte() -> N
     rng = np.random.default_rng(5)
     values: list[Any] = [
         {"zarr_format": 2, "shape": [3], "fill_value": float("nan"), "filters": None},
-        {}, {"a": []}, {"x": {"y": [1, {"z": "é\n\"q\""}], "w": {}}}, {"big": 1e300},
+        {},
+        {"a": []},
+        {"x": {"y": [1, {"z": 'é\n"q"'}], "w": {}}},
+        {"big": 1e300},
         {"chunks": [1, 2, 3], "dtype": "<f4", "order": "C", "compressor": None},
     ]
-    keys = [f"{p}/.z{k}" for p in ("a", "a/b", "b", "matrices/c/d/é", "vectors/x y", "z")
-            for k in ("array", "attrs", "group")] + [".zattrs", ".zgroup"]
+    keys = [
+        f"{p}/.z{k}"
+        for p in ("a", "a/b", "b", "matrices/c/d/é", "vectors/x y", "z")
+        for k in ("array", "attrs", "group")
+    ] + [".zattrs", ".zgroup"]
     text, entries = ZmetadataText(), {}
     assert text.document(entries) == zmetadata_doc(entries)
     for step in range(300):
@@ -160,9 +199,18 @@ def test_the_incremental_zmetadata_is_the_indented_document_byte_for_byte() -> N
             entries[key] = dict(values[int(rng.integers(len(values)))])
             changed = [key] if action == 2 else None
         assert text.document(entries, changed) == zmetadata_doc(entries), step
-        assert zmetadata_doc(entries) == json.dumps(
-            {"metadata": dict(sorted(entries.items(), key=lambda kv: (kv[0].count("/"), kv[0]))),
-             "zarr_consolidated_format": 1}, indent=4).encode()
+        assert (
+            zmetadata_doc(entries)
+            == json.dumps(
+                {
+                    "metadata": dict(
+                        sorted(entries.items(), key=lambda kv: (kv[0].count("/"), kv[0]))
+                    ),
+                    "zarr_consolidated_format": 1,
+                },
+                indent=4,
+            ).encode()
+        )
 
 
 def test_writing_vectors_one_by_one_reencodes_only_what_changed(tmp_path: Path) -> None:
@@ -237,24 +285,43 @@ def _hand_written(g: Any, zarr_format: int) -> None:
         blosc = zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")
     for name in ("scalars", "axes", "vectors", "matrices"):
         g.create_group(name)
-    g.create_array("axes/cell", data=np.array([f"c{i}" for i in range(5)], dtype=np.dtypes.StringDType()),
-                   chunks=(2,))
+    g.create_array(
+        "axes/cell",
+        data=np.array([f"c{i}" for i in range(5)], dtype=np.dtypes.StringDType()),
+        chunks=(2,),
+    )
     g.create_array("axes/gene", data=np.array(["g1", "g2", "g3"], dtype=np.dtypes.StringDType()))
     g.create_array("scalars/version", data=np.array([3], np.int16), compressors=zstd)
-    for path in ("vectors/cell", "vectors/gene", "matrices/cell/cell", "matrices/cell/gene",
-                 "matrices/gene/cell", "matrices/gene/gene"):
+    for path in (
+        "vectors/cell",
+        "vectors/gene",
+        "matrices/cell/cell",
+        "matrices/cell/gene",
+        "matrices/gene/cell",
+        "matrices/gene/gene",
+    ):
         g.create_group(path)
-    g.create_array("vectors/cell/chunked", data=np.arange(5, dtype="float32"), chunks=(2,),
-                   compressors=None)
-    g.create_array("vectors/cell/blosc", data=np.arange(5, dtype="int64") * 3, chunks=(5,),
-                   compressors=blosc)
-    g.create_array("vectors/cell/both", data=np.arange(5, dtype="uint16") + 9, chunks=(3,),
-                   compressors=zstd)
-    g.create_array("vectors/cell/label", data=np.array(["a", "bé", "", "d", "e"], dtype=np.dtypes.StringDType()),
-                   chunks=(2,))
+    g.create_array(
+        "vectors/cell/chunked", data=np.arange(5, dtype="float32"), chunks=(2,), compressors=None
+    )
+    g.create_array(
+        "vectors/cell/blosc", data=np.arange(5, dtype="int64") * 3, chunks=(5,), compressors=blosc
+    )
+    g.create_array(
+        "vectors/cell/both", data=np.arange(5, dtype="uint16") + 9, chunks=(3,), compressors=zstd
+    )
+    g.create_array(
+        "vectors/cell/label",
+        data=np.array(["a", "bé", "", "d", "e"], dtype=np.dtypes.StringDType()),
+        chunks=(2,),
+    )
     dense = np.arange(15, dtype="float64").reshape(5, 3)
-    g.create_array("matrices/cell/gene/dense", data=np.ascontiguousarray(dense.T), chunks=(2, 2),
-                   compressors=zstd)
+    g.create_array(
+        "matrices/cell/gene/dense",
+        data=np.ascontiguousarray(dense.T),
+        chunks=(2, 2),
+        compressors=zstd,
+    )
     sv = g.create_group("vectors/gene/sparse")
     sv.create_array("nzind", data=np.array([1, 3], np.int64), compressors=zstd)
     sv.create_array("nzval", data=np.array([0.5, 7.0]), compressors=blosc)

@@ -103,10 +103,13 @@ def test_served_daf_reads(tmp_path: Path, serve: Any, zarr_format: int) -> None:
 def test_http_errors(tmp_path: Path, serve: Any) -> None:
     base = serve()
     url = f"{base}/none.daf.zarr"
-    with pytest.raises(DafReadOnlyError, match=(
-        f"can't open an http\\(s\\)://... ZarrDaf in mode: r\\+; the HTTP backend is "
-        f"read-only: {url}"
-    )):
+    with pytest.raises(
+        DafReadOnlyError,
+        match=(
+            f"can't open an http\\(s\\)://... ZarrDaf in mode: r\\+; the HTTP backend is "
+            f"read-only: {url}"
+        ),
+    ):
         dafzarr.open_daf(url, "r+")
     with pytest.raises(FileNotFoundError, match=f"failed to fetch remote zarr group: {url}"):
         dafzarr.open_daf(url)
@@ -117,8 +120,9 @@ def test_http_errors(tmp_path: Path, serve: Any) -> None:
         dafzarr.open_daf(f"{base}/array.daf.zarr")
     bare = tmp_path / "bare.daf.zarr"
     bare.mkdir()
-    (bare / "zarr.json").write_text(json.dumps({"zarr_format": 3, "node_type": "group",
-                                                "attributes": {"daf": [1, 0]}}))
+    (bare / "zarr.json").write_text(
+        json.dumps({"zarr_format": 3, "node_type": "group", "attributes": {"daf": [1, 0]}})
+    )
     with pytest.raises(DafFormatError, match="lacks an inline `consolidated_metadata` field"):
         dafzarr.open_daf(f"{base}/bare.daf.zarr")
 
@@ -203,8 +207,11 @@ def test_a_chunk_replaced_while_its_stripes_are_read_is_refused(
     # The stripes of one chunk must all come from the object that answered the first one:
     # a chunk replaced in between (same size) fails the read instead of mixing two versions.
     values = _big_vector(tmp_path, monkeypatch, 1)
-    chunks = [p for p in (tmp_path / "big.daf.zarr").rglob("*")
-              if p.is_file() and p.stat().st_size == values.nbytes]
+    chunks = [
+        p
+        for p in (tmp_path / "big.daf.zarr").rglob("*")
+        if p.is_file() and p.stat().st_size == values.nbytes
+    ]
     assert len(chunks) == 1
     base = serve(_Replacing)
     monkeypatch.setattr(_Replacing, "validator", validator)

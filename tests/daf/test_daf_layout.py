@@ -58,8 +58,13 @@ def test_raises_only_dafzarr_errors(module: str) -> None:
     subclass provides (an abstract stub) raises ``NotImplementedError``."""
     # NotCanonicalError is a private signal from the writer of checked indices to
     # set_matrix, which catches it and writes the value canonical (or refuses it).
-    check_raises_only_dafzarr_errors(PACKAGE, module, skip_abstract_stubs=True, level=3,
-                                     exempt=frozenset({("_shift", "NotCanonicalError")}))
+    check_raises_only_dafzarr_errors(
+        PACKAGE,
+        module,
+        skip_abstract_stubs=True,
+        level=3,
+        exempt=frozenset({("_shift", "NotCanonicalError")}),
+    )
 
 
 def test_raise_finder_skips_only_abstract_stubs() -> None:
@@ -120,7 +125,8 @@ def test_stored_element_type_daf_does_not_know_is_a_format_error(tmp_path: Path)
         d.set_vector("cell", "v", [1.0, 2.0])
     zarray = path / "vectors" / "cell" / "v" / ".zarray"
     zarray.write_text(zarray.read_text(encoding="utf-8").replace("<f8", "<f2"), encoding="utf-8")
-    with dafzarr.open_daf(path, "r") as d, pytest.raises(
-        errors.DafFormatError, match="unsupported element type float16"
+    with (
+        dafzarr.open_daf(path, "r") as d,
+        pytest.raises(errors.DafFormatError, match="unsupported element type float16"),
     ):
         d.get_np_vector("cell", "v")

@@ -70,12 +70,11 @@ print("done", flush=True)
 
 
 @pytest.mark.parametrize("kind", ["dense", "sparse"])
-def test_a_writer_killed_inside_an_entry_leaves_no_half_property(
-    tmp_path: Path, kind: str
-) -> None:
+def test_a_writer_killed_inside_an_entry_leaves_no_half_property(tmp_path: Path, kind: str) -> None:
     path = tmp_path / "k.daf.zarr.zip"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(path), kind],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path), kind], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     try:
         said = proc.stdout.readline().strip()
@@ -106,8 +105,10 @@ def test_blocks_that_do_not_fill_the_entry_are_refused(tmp_path: Path) -> None:
     with MmapZipStore(tmp_path / "s.zip", "w") as store:
         backend = _backends_zip.ZipBackend(store, "", read_only=False)
         for blocks, why in (([b"ab", b"c"], "do not fill"), ([b"abcd", b"ef"], "overflow")):
-            with pytest.raises(DafzarrError, match=f"given for 'x' {why} its 4 bytes"), \
-                    backend.transaction():
+            with (
+                pytest.raises(DafzarrError, match=f"given for 'x' {why} its 4 bytes"),
+                backend.transaction(),
+            ):
                 backend.put_streamed("x", 4, blocks)
             assert "x" not in store
         with backend.transaction():
@@ -122,8 +123,9 @@ def test_blocks_that_do_not_fill_the_entry_are_refused(tmp_path: Path) -> None:
 
 def _csc(indices: list[int], indptr: list[int], shape: tuple[int, int]) -> Any:
     data = np.arange(1, len(indices) + 1, dtype=np.float32)
-    return sp.csc_matrix((data, np.array(indices, np.int32), np.array(indptr, np.int32)),
-                         shape=shape)
+    return sp.csc_matrix(
+        (data, np.array(indices, np.int32), np.array(indptr, np.int32)), shape=shape
+    )
 
 
 def _with_fault(indices: list[int], where: int, fault: str) -> list[int]:
@@ -150,9 +152,7 @@ _PTR = [0, 2, 4, 6, 8, 10, 12]
 
 @pytest.mark.parametrize("where", [0, 4, 10])
 @pytest.mark.parametrize("fault", ["unsorted", "duplicate"])
-def test_the_split_scan_finds_a_fault_in_any_part(
-    split_scan: None, where: int, fault: str
-) -> None:
+def test_the_split_scan_finds_a_fault_in_any_part(split_scan: None, where: int, fault: str) -> None:
     indices = _with_fault(_SORTED, where, fault)
     value = _csc(indices, _PTR, (4, 6))
     expected = value.toarray()  # duplicates summed
@@ -201,10 +201,27 @@ def test_a_directory_writes_large_arrays_in_pieces(tmp_path: Path) -> None:
     # folios, which a VM whose host takes free memory back makes several times slower to
     # fill: a directory writes its files in pieces of at most 1 MiB, as the ZIP store does.
     trace, path = tmp_path / "trace.txt", tmp_path / "p.daf.zarr"
-    subprocess.run(["strace", "-f", "-qq", "-e", "trace=write", "-o", str(trace),
-                    sys.executable, "-c", _PIECES_CHILD, str(path)], check=True, timeout=300)
-    sizes = [int(m.group(1)) for m in re.finditer(r"\bwrite\(\d+, .*\) = (\d+)$",
-                                                   trace.read_text(), re.MULTILINE)]
+    subprocess.run(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=write",
+            "-o",
+            str(trace),
+            sys.executable,
+            "-c",
+            _PIECES_CHILD,
+            str(path),
+        ],
+        check=True,
+        timeout=300,
+    )
+    sizes = [
+        int(m.group(1))
+        for m in re.finditer(r"\bwrite\(\d+, .*\) = (\d+)$", trace.read_text(), re.MULTILINE)
+    ]
     assert sum(sizes) >= 2 * 1500 * 1400 * 8  # both 16.8 MB matrices went through write(2)
     assert max(sizes) <= 1 << 20, max(sizes)
     d = dafzarr.open_daf(path)
@@ -227,10 +244,17 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _daf3(tmp_path: Path, backend: str) -> Any:
-    path = {"memory": None, "directory": tmp_path / "x.daf.zarr",
-            "zip": tmp_path / "x.daf.zarr.zip", "append-only": tmp_path / "x.daf.zarr.zip"}[backend]
-    d = dafzarr.memory_daf() if path is None else \
-        dafzarr.open_daf(path, "w", append_only=backend == "append-only")
+    path = {
+        "memory": None,
+        "directory": tmp_path / "x.daf.zarr",
+        "zip": tmp_path / "x.daf.zarr.zip",
+        "append-only": tmp_path / "x.daf.zarr.zip",
+    }[backend]
+    d = (
+        dafzarr.memory_daf()
+        if path is None
+        else dafzarr.open_daf(path, "w", append_only=backend == "append-only")
+    )
     d.add_axis("g", list("abcde")).add_axis("c", list("wxyz"))
     d.set_vector("c", "kept", np.arange(4.0))
     return d
@@ -291,8 +315,9 @@ def test_a_fault_found_while_writing_is_written_canonical(
     if backend != "memory":
         keys = _matrix_keys(d, tmp_path, backend)
         assert len(keys) == len(set(keys))  # the dropped first attempt left no key
-        again = dafzarr.open_daf(tmp_path / ("x.daf.zarr" if backend == "directory"
-                                             else "x.daf.zarr.zip"), "r")
+        again = dafzarr.open_daf(
+            tmp_path / ("x.daf.zarr" if backend == "directory" else "x.daf.zarr.zip"), "r"
+        )
         assert np.array_equal(again.get_np_matrix("g", "c", "m").toarray(), expected)
         assert np.array_equal(again.get_np_vector("c", "kept"), np.arange(4.0))
         again.close()
@@ -308,8 +333,13 @@ def test_indices_out_of_range_found_while_writing_are_refused(
     indices[where] = bad
     big = bad >= 1 << 31
     value = sp.csc_matrix(
-        (np.ones(12, np.float32), np.array(indices, np.int64 if big else np.int32),
-         np.array(_PTR3, np.int64 if big else np.int32)), shape=(5, 4))
+        (
+            np.ones(12, np.float32),
+            np.array(indices, np.int64 if big else np.int32),
+            np.array(_PTR3, np.int64 if big else np.int32),
+        ),
+        shape=(5, 4),
+    )
     d = _daf3(tmp_path, backend)
     with pytest.raises(DafFormatError, match=r"(?s)indices must be .*matrix 'm'"):
         d.set_matrix("g", "c", "m", value, relayout=False)
@@ -326,7 +356,10 @@ def test_indices_out_of_range_found_while_writing_are_refused(
 @pytest.mark.parametrize("relayout", [False, True])
 @pytest.mark.parametrize("fault", [None, "unsorted", "duplicate"])
 def test_a_csr_value_is_converted_on_threads_and_stored_canonical(
-    tmp_path: Path, backend: str, relayout: bool, fault: str | None,
+    tmp_path: Path,
+    backend: str,
+    relayout: bool,
+    fault: str | None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_values, "_PARALLEL_MIN", 1)
@@ -337,8 +370,14 @@ def test_a_csr_value_is_converted_on_threads_and_stored_canonical(
     monkeypatch.setattr(_values, "csr_to_csc", lambda *a: calls.append(1) or kernel(*a))
     # The transpose of the 5 x 4 CSC matrix of _SORTED3: a 4 x 5 CSR of rows c, columns g.
     indices = _SORTED3 if fault is None else _with_fault(_SORTED3, 4, fault)
-    value = sp.csr_matrix((np.arange(1, 13, dtype=np.float32), np.array(indices, np.int32),
-                           np.array(_PTR3, np.int32)), shape=(4, 5))
+    value = sp.csr_matrix(
+        (
+            np.arange(1, 13, dtype=np.float32),
+            np.array(indices, np.int32),
+            np.array(_PTR3, np.int32),
+        ),
+        shape=(4, 5),
+    )
     expected = value.toarray()  # duplicates summed
     d = _daf3(tmp_path, backend)
     d.set_matrix("c", "g", "m", value, relayout=relayout)
@@ -357,8 +396,14 @@ def test_a_very_wide_csr_value_is_converted_by_scipy(monkeypatch: pytest.MonkeyP
     calls = []
     kernel = _values.csr_to_csc
     monkeypatch.setattr(_values, "csr_to_csc", lambda *a: calls.append(1) or kernel(*a))
-    value = sp.csr_matrix((np.ones(3, np.float32), np.array([1, 4, 2], np.int32),
-                           np.array([0, 2, 2, 3, 3], np.int32)), shape=(4, 5))
+    value = sp.csr_matrix(
+        (
+            np.ones(3, np.float32),
+            np.array([1, 4, 2], np.int32),
+            np.array([0, 2, 2, 3, 3], np.int32),
+        ),
+        shape=(4, 5),
+    )
     d = dafzarr.memory_daf()
     d.add_axis("g", list("abcde")).add_axis("c", list("wxyz"))
     d.set_matrix("c", "g", "m", value, relayout=False)

@@ -50,8 +50,12 @@ def test_view_vector_of_a_complete_reduction_query() -> None:
 
 
 def test_view_renaming_axes_for_a_computation() -> None:
-    view = dafzarr.viewer(_base(), name="view!", axes={"obs": "@ cell", "var": "@ gene"},
-                          data=[("*", None), (("*", "*"), "="), (("obs", "var", "X"), ":: UMIs")])
+    view = dafzarr.viewer(
+        _base(),
+        name="view!",
+        axes={"obs": "@ cell", "var": "@ gene"},
+        data=[("*", None), (("*", "*"), "="), (("obs", "var", "X"), ":: UMIs")],
+    )
     assert view.axes_set() == {"obs", "var"}
     assert view.scalars_set() == set()
     assert view.vectors_set("obs") == {"donor", "score"}
@@ -70,8 +74,11 @@ def test_view_renaming_axes_for_a_computation() -> None:
 @pytest.mark.parametrize("make", [dafzarr.chain_reader, dafzarr.chain_writer])
 def test_chain_over_a_read_only_member(make: Any) -> None:
     first, second = dafzarr.memory_daf("first!"), dafzarr.memory_daf("second!")
-    members = [first, second.read_only_view()] if make is dafzarr.chain_reader else [
-        first.read_only_view(), second]
+    members = (
+        [first, second.read_only_view()]
+        if make is dafzarr.chain_reader
+        else [first.read_only_view(), second]
+    )
     chain = make(members, name="chain!")
     first.set_scalar("release", 1.0)
     assert chain.get_scalar("release") == 1.0

@@ -59,10 +59,12 @@ def daf_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     site = tmp_path_factory.mktemp("site")
     info = site / "dafzarr_xarray_engine-0.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dafzarr-xarray-engine\n"
-                                   "Version: 0.0\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: dafzarr-xarray-engine\nVersion: 0.0\n"
+    )
     (info / "entry_points.txt").write_text(
-        "[xarray.backends]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()))
+        "[xarray.backends]\n" + "".join(f"{k} = {v}\n" for k, v in points.items())
+    )
     sys.path.insert(0, str(site))
     engines.cache_clear()
     try:
@@ -101,14 +103,24 @@ def fill(w: dafzarr.ZarrDaf) -> dafzarr.ZarrDaf:
     w.set_vector("gene", "marker", sp.csr_matrix(np.array([[True, False, True]])))
     w.set_matrix("cell", "gene", "expr", rng.normal(size=(5, 3)).astype(np.float32))
     w.set_matrix("cell", "gene", "counts", rng.integers(0, 9, (5, 3)), relayout=False)
-    w.set_matrix("cell", "gene", "UMIs", sp.random(5, 3, density=0.4, format="csc",
-                                                    random_state=1, dtype=np.float64))
-    w.set_matrix("gene", "batch", "mask", sp.csc_matrix(np.array([[1, 0], [0, 1], [1, 1]],
-                                                                 dtype=bool)))
+    w.set_matrix(
+        "cell",
+        "gene",
+        "UMIs",
+        sp.random(5, 3, density=0.4, format="csc", random_state=1, dtype=np.float64),
+    )
+    w.set_matrix(
+        "gene", "batch", "mask", sp.csc_matrix(np.array([[1, 0], [0, 1], [1, 1]], dtype=bool))
+    )
     w.set_matrix("cell", "cell", "knn", rng.random((5, 5)) < 0.5)
     w.set_matrix("batch", "batch", "dist", sp.csc_matrix(np.array([[0, 2], [2, 0]], np.int32)))
-    w.set_matrix("gene", "batch", "names", np.array([["a", "b"], ["c", ""], ["é", "f"]],
-                                                    dtype=object), relayout=False)
+    w.set_matrix(
+        "gene",
+        "batch",
+        "names",
+        np.array([["a", "b"], ["c", ""], ["é", "f"]], dtype=object),
+        relayout=False,
+    )
     return w
 
 
@@ -125,8 +137,7 @@ def expected_names(r: dafzarr.ZarrDaf) -> dict[str, tuple[tuple[str, ...], tuple
     return out
 
 
-def check_against_reader(ds: xr.Dataset, r: dafzarr.ZarrDaf, *, skip_sparse: bool = False
-                         ) -> None:
+def check_against_reader(ds: xr.Dataset, r: dafzarr.ZarrDaf, *, skip_sparse: bool = False) -> None:
     """``ds`` holds exactly the properties of ``r``, equal in values, types and dims."""
     names = expected_names(r)
     for axis in r.axes_set():
@@ -166,22 +177,25 @@ def test_to_xarray_matches_the_readers(backend: Backend) -> None:
     r = backend.reader(fill(backend.writer()))
     ds = r.to_xarray()
     check_against_reader(ds, r)
-    assert ds.sizes == {"cell": 5, "gene": 3, "batch": 2, "cell_columns": 5,
-                        "batch_columns": 2}
+    assert ds.sizes == {"cell": 5, "gene": 3, "batch": 2, "cell_columns": 5, "batch_columns": 2}
     assert ds["cell.cell.knn"].dims == ("cell", "cell_columns")
     assert ds["cell_columns"].values.tolist() == ds["cell"].values.tolist()
     assert ds["cell.score"].attrs == {"daf_axis": "cell", "daf_vector": "score"}
-    assert ds["gene.cell.expr"].attrs == {"daf_rows_axis": "gene", "daf_columns_axis": "cell",
-                                          "daf_matrix": "expr"}
+    assert ds["gene.cell.expr"].attrs == {
+        "daf_rows_axis": "gene",
+        "daf_columns_axis": "cell",
+        "daf_matrix": "expr",
+    }
     assert "gene.cell.counts" not in ds  # stored in one layout only
     # the relayout is the same matrix, labelled the other way round
-    xr.testing.assert_equal(ds["cell.gene.expr"].drop_attrs(),
-                            ds["gene.cell.expr"].transpose("cell", "gene").drop_attrs())
+    xr.testing.assert_equal(
+        ds["cell.gene.expr"].drop_attrs(),
+        ds["gene.cell.expr"].transpose("cell", "gene").drop_attrs(),
+    )
 
 
 @pytest.mark.parametrize("lazy", [False, True], ids=["to_xarray", "engine"])
-def test_orientation_of_the_julia_fixture(fixtures_dir: Path, daf_engine: str, lazy: bool
-                                          ) -> None:
+def test_orientation_of_the_julia_fixture(fixtures_dir: Path, daf_engine: str, lazy: bool) -> None:
     """The Julia-written 3 x 2 matrix reads as 3 cells x 2 genes, not as its Zarr shape."""
     path = fixtures_dir / "julia-daf" / "daf030-flat.daf.zarr"
     r = dafzarr.open_daf(path)
@@ -263,8 +277,13 @@ def check_left_out(ds: xr.Dataset, r: dafzarr.ZarrDaf, caught: list[Any]) -> Non
     assert len(caught) == 1 and caught[0].category is UnsupportedVariableWarning
     text = str(caught[0].message)
     assert r.path in text and "'sparse' package is not installed" in text
-    for name in ("cell.gene.UMIs", "gene.cell.UMIs", "gene.batch.mask", "batch.gene.mask",
-                 "batch.batch.dist"):
+    for name in (
+        "cell.gene.UMIs",
+        "gene.cell.UMIs",
+        "gene.batch.mask",
+        "batch.gene.mask",
+        "batch.batch.dist",
+    ):
         assert name in text and name not in ds.data_vars, name
     assert "matrix UMIs of the axes cell x gene" in text
     check_against_reader(ds, r, skip_sparse=True)
@@ -296,8 +315,7 @@ def test_engine_without_sparse_warns_and_leaves_them_out(
 # --- engine="daf" -------------------------------------------------------------------------------
 
 
-def test_engine_matches_the_readers_and_to_xarray(file_backend: Backend, daf_engine: str
-                                                  ) -> None:
+def test_engine_matches_the_readers_and_to_xarray(file_backend: Backend, daf_engine: str) -> None:
     assert file_backend.path is not None
     r = file_backend.reader(fill(file_backend.writer()))
     with xr.open_dataset(file_backend.path, engine=daf_engine) as ds:
@@ -310,8 +328,9 @@ def test_engine_matches_the_readers_and_to_xarray(file_backend: Backend, daf_eng
         full = r.to_xarray()
         want = full.isel(cell=[4, 0, 2], gene=[2, 0])
         assert sub["cell.gene.expr"].values.tolist() == want["cell.gene.expr"].values.tolist()
-        assert np.array_equal(sub["cell.gene.UMIs"].data.todense(),
-                              want["cell.gene.UMIs"].data.todense())
+        assert np.array_equal(
+            sub["cell.gene.UMIs"].data.todense(), want["cell.gene.UMIs"].data.todense()
+        )
         assert sub["cell.label"].values.tolist() == want["cell.label"].values.tolist()
     with xr.open_dataset(file_backend.path, engine=daf_engine, chunks={}) as chunked:
         gcxs = [n for n, v in full.data_vars.items() if isinstance(v.data, sparse.GCXS)]
@@ -329,8 +348,11 @@ def test_engine_variables_pickle_and_reopen_by_path(tmp_path: Path, daf_engine: 
         copy.close()  # closes nothing of the original
         check_against_reader(ds, r)
     memory = fill(dafzarr.memory_daf())
-    with pytest.raises(InvalidArgumentTypeError, match=r"can't pickle the lazy variable "
-                       r"\S+ of an in-memory daf data set: " + memory.name):
+    with pytest.raises(
+        InvalidArgumentTypeError,
+        match=r"can't pickle the lazy variable "
+        r"\S+ of an in-memory daf data set: " + memory.name,
+    ):
         pickle.dumps(xr.open_dataset(memory, engine=daf_engine))
 
 
@@ -372,8 +394,7 @@ def test_engine_drop_variables(tmp_path: Path, daf_engine: str) -> None:
         assert "gene.score" not in ds and "cell.score" in ds
 
 
-def test_engine_reads_nothing_before_values_are_asked_for(tmp_path: Path, daf_engine: str
-                                                          ) -> None:
+def test_engine_reads_nothing_before_values_are_asked_for(tmp_path: Path, daf_engine: str) -> None:
     """Values changed (or broken) after the open are the ones read: nothing was read at open."""
     path = tmp_path / "x.daf.zarr"
     fill(dafzarr.open_daf(path, "w")).close()
@@ -396,7 +417,8 @@ def test_engine_reads_nothing_before_values_are_asked_for(tmp_path: Path, daf_en
 def test_engine_over_http(tmp_path: Path, daf_engine: str, zarr_format: int) -> None:
     fill(dafzarr.open_daf(tmp_path / "x.daf.zarr", "w", zarr_format=zarr_format)).close()
     server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(tmp_path)))
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(tmp_path))
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/x.daf.zarr"
@@ -413,11 +435,24 @@ def test_guess_can_open_claims_only_daf_paths(tmp_path: Path, daf_engine: str) -
     with xr.open_dataset(path) as ds:  # no engine: the daf engine claims it
         assert ds["cell.gene.expr"].dims == ("cell", "gene")
     engine = xr.backends.list_engines()[daf_engine]
-    for yes in ["a.daf.zarr", "a.daf.zarr/", "/d/a.daf.zarr.zip", "a.dafs.zarr.zip#/g/h",
-                tmp_path / "a.daf.zarr"]:
+    for yes in [
+        "a.daf.zarr",
+        "a.daf.zarr/",
+        "/d/a.daf.zarr.zip",
+        "a.dafs.zarr.zip#/g/h",
+        tmp_path / "a.daf.zarr",
+    ]:
         assert engine.guess_can_open(yes), yes
-    for no in ["a.zarr", "a.zip", "a.nc", "a.dafs.zarr.zip", "a.dafs.zarr.zip#/",
-               "http://h/a.nc", b"a.daf.zarr", 3]:
+    for no in [
+        "a.zarr",
+        "a.zip",
+        "a.nc",
+        "a.dafs.zarr.zip",
+        "a.dafs.zarr.zip#/",
+        "http://h/a.nc",
+        b"a.daf.zarr",
+        3,
+    ]:
         assert not engine.guess_can_open(no), no
 
 
@@ -444,8 +479,10 @@ def test_colliding_names_are_refused_unless_dropped(tmp_path: Path, daf_engine: 
     w.set_matrix("cell", "gene", "UMIs", np.array([[1.0], [2.0]]), relayout=False)
     w.close()
     r = dafzarr.open_daf(path)
-    both = (r"two Daf properties map to the xarray name 'cell.gene.UMIs': the vector gene.UMIs "
-            r"of the axis cell and the matrix UMIs of the axes cell x gene\nin the daf data: ")
+    both = (
+        r"two Daf properties map to the xarray name 'cell.gene.UMIs': the vector gene.UMIs "
+        r"of the axis cell and the matrix UMIs of the axes cell x gene\nin the daf data: "
+    )
     with pytest.raises(DafFormatError, match=both + str(path)):
         r.to_xarray()
     with pytest.raises(DafFormatError, match=both + str(path)):
@@ -457,6 +494,8 @@ def test_colliding_names_are_refused_unless_dropped(tmp_path: Path, daf_engine: 
 
 
 def test_importing_dafzarr_does_not_import_xarray() -> None:
-    code = ("import sys, dafzarr, dafzarr.daf; dafzarr.memory_daf().add_axis('a', ['x']); "
-            "assert 'xarray' not in sys.modules and 'sparse' not in sys.modules")
+    code = (
+        "import sys, dafzarr, dafzarr.daf; dafzarr.memory_daf().add_axis('a', ['x']); "
+        "assert 'xarray' not in sys.modules and 'sparse' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -84,8 +84,9 @@ def _check(d: dafzarr.ZarrDaf) -> int:
     f = d.get_np_matrix("cell", "gene", "f")
     assert f.shape == (N, 3)
     if d.has_matrix("gene", "cell", "f", relayout=False):  # never a stale other layout
-        assert _value(f, "f") == _value(d.get_np_matrix("gene", "cell", "f", relayout=False),
-                                        "f (other layout)")
+        assert _value(f, "f") == _value(
+            d.get_np_matrix("gene", "cell", "f", relayout=False), "f (other layout)"
+        )
     e = d.get_np_vector("cell", "e")
     assert e.shape == (N,)
     assert _value(e, "e") >= rounds - 1
@@ -98,8 +99,9 @@ def _check(d: dafzarr.ZarrDaf) -> int:
 
 
 def _run_and_kill(path: str, zarr_format: int, delay: float) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, path, str(zarr_format)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, path, str(zarr_format)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(delay)

@@ -107,8 +107,9 @@ SEQUENCES: dict[str, list[Op]] = {
         lambda d: d.add_axis("cell", [f"c{i}" for i in range(5)]),
         lambda d: d.set_vector("cell", "v", _dense(5, 0)),
         lambda d: d.set_vector("cell", "v", _dense(5, 1)),  # exists
-        lambda d: d.set_vector("cell", "v", sp.csr_matrix(np.array([[0, 2, 0, 0, 7.0]])),
-                               overwrite=True),
+        lambda d: d.set_vector(
+            "cell", "v", sp.csr_matrix(np.array([[0, 2, 0, 0, 7.0]])), overwrite=True
+        ),
         lambda d: d.set_vector("cell", "v", ["a", "b", "", "d", "é"], overwrite=True),
         lambda d: d.set_vector("cell", "v", 7, overwrite=True),
         lambda d: d.set_vector("cell", "b", sp.csr_matrix(np.array([[0, 1, 0, 1, 0]], bool))),
@@ -128,10 +129,16 @@ SEQUENCES: dict[str, list[Op]] = {
         lambda d: d.set_matrix("cell", "gene", "m", np.arange(8.0).reshape(4, 2)),
         lambda d: d.set_matrix("cell", "gene", "m", np.zeros((4, 2))),  # exists
         lambda d: d.set_matrix("gene", "cell", "m", np.zeros((2, 4))),  # exists (relayout)
-        lambda d: d.set_matrix("cell", "gene", "m", sp.random(4, 2, density=0.5, format="csr",
-                                                             random_state=1), overwrite=True),
-        lambda d: d.set_matrix("cell", "gene", "m", np.ones((4, 2), "int64"), overwrite=True,
-                               relayout=False),
+        lambda d: d.set_matrix(
+            "cell",
+            "gene",
+            "m",
+            sp.random(4, 2, density=0.5, format="csr", random_state=1),
+            overwrite=True,
+        ),
+        lambda d: d.set_matrix(
+            "cell", "gene", "m", np.ones((4, 2), "int64"), overwrite=True, relayout=False
+        ),
         lambda d: d.relayout_matrix("cell", "gene", "m"),  # the overwrite dropped gene x cell
         lambda d: d.relayout_matrix("cell", "gene", "m"),  # exists
         lambda d: d.relayout_matrix("cell", "gene", "m", overwrite=True),
@@ -143,8 +150,9 @@ SEQUENCES: dict[str, list[Op]] = {
         _fill_dense_matrix("cell", "gene", "m", overwrite=False),  # exists
         _fill_sparse_matrix("cell", "gene", "m"),
         lambda d: d.set_matrix("cell", "cell", "sq", np.eye(4, dtype=bool)),
-        lambda d: d.set_matrix("cell", "cell", "sq", sp.eye(4, format="csc", dtype=bool),
-                               overwrite=True),
+        lambda d: d.set_matrix(
+            "cell", "cell", "sq", sp.eye(4, format="csc", dtype=bool), overwrite=True
+        ),
         lambda d: d.relayout_matrix("cell", "cell", "sq"),  # square
         lambda d: d.set_matrix("gene", "gene", "sq", np.eye(2), overwrite=True),
     ],
@@ -179,20 +187,25 @@ def dump(d: dafzarr.ZarrDaf) -> dict[str, Any]:
         out[f"axis {a}"] = list(d.axis_np_entries(a))
         for v in sorted(d.vectors_set(a)):
             arr = d.get_np_vector(a, v)
-            out[f"vector {a}/{v}"] = (stored["vectors"][f"{a}/{v}"], str(arr.dtype),
-                                      [str(x) for x in arr])
+            out[f"vector {a}/{v}"] = (
+                stored["vectors"][f"{a}/{v}"],
+                str(arr.dtype),
+                [str(x) for x in arr],
+            )
         for c in axes:
             for m in sorted(d.matrices_set(a, c, relayout=False)):
                 got = d.get_np_matrix(a, c, m, relayout=False)
                 dense = got.toarray() if sp.issparse(got) else np.asarray(got)
-                out[f"matrix {a},{c}/{m}"] = (stored["matrices"][f"{a},{c}/{m}"],
-                                              str(dense.dtype), dense.tolist())
+                out[f"matrix {a},{c}/{m}"] = (
+                    stored["matrices"][f"{a},{c}/{m}"],
+                    str(dense.dtype),
+                    dense.tolist(),
+                )
     return out
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
-            if p.is_file()}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 def _check_consolidated(root: Path, zarr_format: int) -> None:
@@ -200,12 +213,18 @@ def _check_consolidated(root: Path, zarr_format: int) -> None:
     files = _files(root)
     if zarr_format == 2:
         meta = json.loads(files.pop(".zmetadata"))["metadata"]
-        assert meta == {k: json.loads(v) for k, v in files.items()
-                        if k.rsplit("/", 1)[-1] in (".zgroup", ".zattrs", ".zarray")}
+        assert meta == {
+            k: json.loads(v)
+            for k, v in files.items()
+            if k.rsplit("/", 1)[-1] in (".zgroup", ".zattrs", ".zarray")
+        }
     else:
         meta = json.loads(files["zarr.json"])["consolidated_metadata"]["metadata"]
-        assert meta == {k[: -len("/zarr.json")]: json.loads(v) for k, v in files.items()
-                        if k.endswith("/zarr.json")}
+        assert meta == {
+            k[: -len("/zarr.json")]: json.loads(v)
+            for k, v in files.items()
+            if k.endswith("/zarr.json")
+        }
     g: Any = zarr.open_group(str(root), mode="r")  # zarr-python's default consolidated path
     assert g.metadata.consolidated_metadata is not None
 
@@ -214,7 +233,7 @@ def _zip_entries(container: Path, group: str) -> dict[str, bytes]:
     """The entries of the sub-daf ``group`` (all, for ""), relative to it."""
     head = f"{group}/" if group else ""
     with MmapZipStore(container) as store:
-        return {k[len(head):]: bytes(store[k]) for k in store if k.startswith(head)}
+        return {k[len(head) :]: bytes(store[k]) for k in store if k.startswith(head)}
 
 
 def _zarr_python_reads(container: Path, group: str, d: dafzarr.ZarrDaf) -> None:
@@ -278,8 +297,11 @@ def test_zip_sequence_equals_directory(
         assert dir_root is not None and zip_root is not None
         stripped = json.loads(dir_root)
         del stripped["consolidated_metadata"]
-        assert json.loads(zip_root) == stripped == {
-            "zarr_format": 3, "node_type": "group", "attributes": {"daf": [1, 0]}}
+        assert (
+            json.loads(zip_root)
+            == stripped
+            == {"zarr_format": 3, "node_type": "group", "attributes": {"daf": [1, 0]}}
+        )
     _zarr_python_reads(container, group, rz)
     if group:
         check_example(dafzarr.open_daf(f"{container}#/other"))
@@ -305,8 +327,10 @@ def test_failed_overwriting_fill_keeps_the_old_value(tmp_path: Path, rel: str) -
     path = f"{tmp_path}/{rel}"
     d = dafzarr.open_daf(path, "w")
     d.add_axis("cell", ["a", "b", "c"]).set_vector("cell", "v", [1, 2, 3])
-    with (pytest.raises(ValueError, match="nzind must be increasing"),
-          d.empty_sparse_vector("cell", "v", "int64", 2, overwrite=True) as (ind, val)):
+    with (
+        pytest.raises(ValueError, match="nzind must be increasing"),
+        d.empty_sparse_vector("cell", "v", "int64", 2, overwrite=True) as (ind, val),
+    ):
         ind[:] = [3, 1]
         val[:] = 5
     assert d.get_np_vector("cell", "v").tolist() == [1, 2, 3]
@@ -332,8 +356,14 @@ def test_v3_zip_overwritten_into_the_julia_fixture(tmp_path: Path, fixtures_dir:
     d.set_vector("cell", "score", np.array([1.5, 2.5, 3.5]))
     d.set_matrix("cell", "gene", "expr", np.array([[1, 2], [3, 4], [5, 6]], np.float32))
     d.set_matrix("cell", "gene", "sp", np.ones((3, 2)))
-    d.set_matrix("cell", "gene", "sp", sp.csc_matrix(np.array([[0, 2], [0, 0], [5, 0.0]])),
-                 overwrite=True, indtype="int64")  # Julia's Int64 indices
+    d.set_matrix(
+        "cell",
+        "gene",
+        "sp",
+        sp.csc_matrix(np.array([[0, 2], [0, 0], [5, 0.0]])),
+        overwrite=True,
+        indtype="int64",
+    )  # Julia's Int64 indices
     d.close()
     check_archive(path)
     src = fixtures_dir / "julia-daf" / "daf030-flat.daf.zarr"
@@ -352,9 +382,7 @@ def test_v3_zip_overwritten_into_the_julia_fixture(tmp_path: Path, fixtures_dir:
 
 @pytest.mark.skipif(not shutil.which("zip"), reason="needs Info-ZIP zip")
 @pytest.mark.parametrize("zarr_format", [2, 3])
-def test_zipped_directory_drops_its_consolidated_metadata(
-    tmp_path: Path, zarr_format: int
-) -> None:
+def test_zipped_directory_drops_its_consolidated_metadata(tmp_path: Path, zarr_format: int) -> None:
     root = tmp_path / "x.daf.zarr"
     fill_example(dafzarr.open_daf(root, "w", zarr_format=zarr_format)).close()
     path = tmp_path / "x.daf.zarr.zip"
@@ -398,8 +426,9 @@ def test_adopting_a_consolidated_zarr_group_in_a_zip(tmp_path: Path, zarr_format
     """A plain zarr group (consolidated, zipped) becomes a daf in ``w+`` mode: on v3 the root
     document is rewritten, and the stale consolidated metadata goes."""
     src = tmp_path / "plain.zarr"
-    g: Any = zarr.open_group(str(src), mode="w", zarr_format=zarr_format,
-                             attributes={"title": "plain"})
+    g: Any = zarr.open_group(
+        str(src), mode="w", zarr_format=zarr_format, attributes={"title": "plain"}
+    )
     g.create_array("extra", data=np.arange(3, dtype="int32"), compressors=None)
     zarr.consolidate_metadata(str(src))
     path = tmp_path / "x.daf.zarr.zip"

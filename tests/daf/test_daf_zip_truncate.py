@@ -30,8 +30,11 @@ def _old(path: Path) -> None:
 
 def _is_old(path: Path) -> bool:
     with dafzarr.open_daf(path) as d:
-        return (d.axes_set() == {"cell"} and d.get_scalar("version") == 1
-                and d.get_np_vector("cell", "age").tolist() == [0, 1, 2])
+        return (
+            d.axes_set() == {"cell"}
+            and d.get_scalar("version") == 1
+            and d.get_np_vector("cell", "age").tolist() == [0, 1, 2]
+        )
 
 
 # Killed with SIGKILL at the first write of the new data set's group, after the open.
@@ -51,8 +54,12 @@ dafzarr.open_daf(sys.argv[1], "w")
 def test_a_writer_killed_before_the_new_group_leaves_the_old_data_set(tmp_path: Path) -> None:
     path = tmp_path / "x.daf.zarr.zip"
     _old(path)
-    proc = subprocess.run([sys.executable, "-c", _KILLED_AT_THE_NEW_GROUP, str(path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_AT_THE_NEW_GROUP, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert _is_old(path)
     with warnings.catch_warnings():
@@ -64,8 +71,12 @@ def test_a_writer_killed_before_the_new_group_leaves_the_old_data_set(tmp_path: 
 
 def test_a_writer_killed_before_the_new_group_leaves_no_archive(tmp_path: Path) -> None:
     path = tmp_path / "x.daf.zarr.zip"
-    proc = subprocess.run([sys.executable, "-c", _KILLED_AT_THE_NEW_GROUP, str(path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_AT_THE_NEW_GROUP, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert not path.exists()
     with dafzarr.open_daf(path, "w") as d:  # the killed writer's temporary is not in the way
@@ -97,8 +108,13 @@ else:
 
 
 def _other_process_opens_for_writing(path: Path) -> str:
-    return subprocess.run([sys.executable, "-c", _TRY_WRITER, str(path)], capture_output=True,
-                          text=True, timeout=120, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", _TRY_WRITER, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.strip()
 
 
 def test_a_new_archive_is_held_and_served_at_its_name(tmp_path: Path) -> None:
@@ -152,8 +168,12 @@ s.close()
 def test_mode_w_is_refused_while_another_process_writes(tmp_path: Path) -> None:
     path = tmp_path / "x.daf.zarr.zip"
     _old(path)
-    proc = subprocess.Popen([sys.executable, "-c", _HOLD_WRITER, str(path)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_WRITER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdin is not None
     try:
         assert proc.stdout.readline().strip() == "holding"

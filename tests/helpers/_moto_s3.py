@@ -51,9 +51,13 @@ class S3Server:
 
         bucket = self.new_bucket()
         return S3Store(
-            bucket, endpoint=self.endpoint, access_key_id="testing",
-            secret_access_key="testing", region="us-east-1",
-            client_options={"allow_http": True}, virtual_hosted_style_request=False,
+            bucket,
+            endpoint=self.endpoint,
+            access_key_id="testing",
+            secret_access_key="testing",
+            region="us-east-1",
+            client_options={"allow_http": True},
+            virtual_hosted_style_request=False,
         )
 
 

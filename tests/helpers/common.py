@@ -93,8 +93,13 @@ class HttpReplies:
     """A ``reply`` for test HTTP handlers: a status, a body, its ``Content-Length`` (or a
     stated ``length``, for servers that lie) and an optional ``Content-Range``."""
 
-    def reply(self: Any, status: int, body: bytes, content_range: str | None = None,
-              length: int | None = None) -> None:
+    def reply(
+        self: Any,
+        status: int,
+        body: bytes,
+        content_range: str | None = None,
+        length: int | None = None,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Length", str(len(body) if length is None else length))
         if content_range is not None:

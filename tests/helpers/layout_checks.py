@@ -130,8 +130,12 @@ def code_lines(text: str, parsed: ast.Module) -> int:
     for node in ast.walk(parsed):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
-            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 docs.update(range(body[0].lineno, (body[0].end_lineno or body[0].lineno) + 1))
     return len(text.splitlines()) - len(docs)
 
@@ -203,8 +207,12 @@ def errors_imported(parsed: ast.Module, level: int = 2) -> set[str]:
 
 
 def check_raises_only_dafzarr_errors(
-    package: Path, module: str, *, exempt: frozenset[tuple[str, str]] = frozenset(),
-    skip_abstract_stubs: bool = False, level: int = 2,
+    package: Path,
+    module: str,
+    *,
+    exempt: frozenset[tuple[str, str]] = frozenset(),
+    skip_abstract_stubs: bool = False,
+    level: int = 2,
 ) -> None:
     """Every exception class ``module`` raises comes from ``dafzarr.errors``, but the
     ``(function, class)`` pairs of ``exempt`` (and abstract stubs, with ``skip_abstract_stubs``).

@@ -138,7 +138,9 @@ def test_combine_over_long_distances() -> None:
     # against an independent polynomial implementation; the reference itself is checked
     # against zlib on a length that can be materialised.
     a = zlib.crc32(b"dafzarr")
-    assert _combine_reference(a, zlib.crc32(bytes(4099)), 4099) == zlib.crc32(b"dafzarr" + bytes(4099))
+    assert _combine_reference(a, zlib.crc32(bytes(4099)), 4099) == zlib.crc32(
+        b"dafzarr" + bytes(4099)
+    )
     for n in (1 << 20, (1 << 32) + 5, (1 << 40) + 12_345, (1 << 63) + 1):
         assert _posix.crc32_combine(a, 0x12345678, n) == _combine_reference(a, 0x12345678, n)
 
@@ -152,7 +154,9 @@ def test_thread_count_bounds(threads: Callable[[int], None]) -> None:
 
 
 @pytest.mark.parametrize("nthreads", [1, 2, 3, 4])
-def test_large_ranges_over_threads(tmp_path: Path, threads: Callable[[int], None], nthreads: int) -> None:
+def test_large_ranges_over_threads(
+    tmp_path: Path, threads: Callable[[int], None], nthreads: int
+) -> None:
     # 16 MiB slices: 50 MiB + odd bytes makes 3 slices of unequal length, and a misaligned
     # destination exercises the head before the streaming stores.
     threads(nthreads)

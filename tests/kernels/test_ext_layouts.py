@@ -39,8 +39,12 @@ def test_every_extension_has_the_same_directive_line() -> None:
     firsts = {name: text.splitlines()[0] for name, text in _pyx().items()}
     assert len(set(firsts.values())) == 1, firsts
     line = next(iter(firsts.values()))
-    for directive in ("language_level=3", "boundscheck=False", "wraparound=False",
-                      "cdivision=True"):
+    for directive in (
+        "language_level=3",
+        "boundscheck=False",
+        "wraparound=False",
+        "cdivision=True",
+    ):
         assert directive in line
 
 
@@ -50,16 +54,23 @@ def test_byte_helpers_are_defined_only_in_bytes_pxd() -> None:
     local = re.compile(r"cdef inline \w+ _(u16|u32|u64|i64|f64|put16|put32|put64)\(")
     for name, text in _pyx().items():
         code = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
-        assert not [ln for ln in code if shift.search(ln) and "<<" in ln.split("=")[-1]
-                    and "1 <<" not in ln and "0o" not in ln], name
+        assert not [
+            ln
+            for ln in code
+            if shift.search(ln)
+            and "<<" in ln.split("=")[-1]
+            and "1 <<" not in ln
+            and "0o" not in ln
+        ], name
         assert not local.search(text), name
     assert "cdef inline uint32_t le_u32(" in (EXT / "_bytes.pxd").read_text(encoding="utf-8")
 
 
 @needs_tree
 def test_the_crc_kernel_is_compiled_once() -> None:
-    including = sorted(name for name, text in _pyx().items()
-                       if re.search(r'"_crc32_(kernel|parallel)\.h"', text))
+    including = sorted(
+        name for name, text in _pyx().items() if re.search(r'"_crc32_(kernel|parallel)\.h"', text)
+    )
     assert including == ["_posix.pyx"]
     assert "from dafzarr._posix cimport crc32_copy" in _pyx()["_zipdir.pyx"]
 
@@ -82,10 +93,27 @@ def test_crc_kernel_is_exported_by_posix() -> None:
 
 
 def test_zip_format_takes_the_compiled_values() -> None:
-    names = ("LFH_SIG", "DEAD_LFH_SIG", "CD_SIG", "EOCD_SIG", "ZIP64_EOCD_SIG",
-             "ZIP64_LOCATOR_SIG", "LFH_SIZE", "CD_SIZE", "EOCD_SIZE", "ZIP64_EOCD_SIZE",
-             "ZIP64_LOCATOR_SIZE", "TRAILER_SIZE", "FLAG_UTF8", "FLAG_ENCRYPTED",
-             "EXTERNAL_ATTR", "PAD_EXTRA_ID", "U32_MAX", "MAX_NAME", "LFH_CRC_OFFSET")
+    names = (
+        "LFH_SIG",
+        "DEAD_LFH_SIG",
+        "CD_SIG",
+        "EOCD_SIG",
+        "ZIP64_EOCD_SIG",
+        "ZIP64_LOCATOR_SIG",
+        "LFH_SIZE",
+        "CD_SIZE",
+        "EOCD_SIZE",
+        "ZIP64_EOCD_SIZE",
+        "ZIP64_LOCATOR_SIZE",
+        "TRAILER_SIZE",
+        "FLAG_UTF8",
+        "FLAG_ENCRYPTED",
+        "EXTERNAL_ATTR",
+        "PAD_EXTRA_ID",
+        "U32_MAX",
+        "MAX_NAME",
+        "LFH_CRC_OFFSET",
+    )
     for name in names:
         assert getattr(zf, name) == getattr(_zipdir, name), name
     # the values the ZIP specification and this store's layout fix
@@ -103,9 +131,35 @@ def test_padding_rule_is_python_arithmetic(offset: int, name_length: int) -> Non
     assert (offset + zf.LFH_SIZE + name_length + zf.LFH_ZIP64_EXTRA + pad) % 8 == 0
 
 
-KEYS = ["a", "a/b", "a/b/c.json", ".zattrs", "a/.zarray", "a..", "...", "a/...", "é/ü",
-        "", "/", "/a", "a/", "a//b", ".", "..", "./a", "a/.", "a/./b", "a/../b", "..a/b",
-        "a\\b", "a\x00b", "\udcff", "a" * 0xFFFF, "a" * 0x10000, "é" * 0x8000]
+KEYS = [
+    "a",
+    "a/b",
+    "a/b/c.json",
+    ".zattrs",
+    "a/.zarray",
+    "a..",
+    "...",
+    "a/...",
+    "é/ü",
+    "",
+    "/",
+    "/a",
+    "a/",
+    "a//b",
+    ".",
+    "..",
+    "./a",
+    "a/.",
+    "a/./b",
+    "a/../b",
+    "..a/b",
+    "a\\b",
+    "a\x00b",
+    "\udcff",
+    "a" * 0xFFFF,
+    "a" * 0x10000,
+    "é" * 0x8000,
+]
 
 
 def _python_refuses(key: str) -> bool:
@@ -114,8 +168,13 @@ def _python_refuses(key: str) -> bool:
         raw = key.encode("utf-8")
     except UnicodeEncodeError:
         return True
-    return (not key or key.endswith("/") or "//" in key
-            or zf.unsafe_name_reason(key) is not None or len(raw) > zf.MAX_NAME)
+    return (
+        not key
+        or key.endswith("/")
+        or "//" in key
+        or zf.unsafe_name_reason(key) is not None
+        or len(raw) > zf.MAX_NAME
+    )
 
 
 @pytest.mark.parametrize("key", KEYS, ids=range(len(KEYS)))

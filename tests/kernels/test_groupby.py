@@ -16,11 +16,24 @@ from dafzarr._groupby import (
     group_sums,
 )
 
-DTYPES = ["float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
-          "uint32", "uint64", "bool"]
+DTYPES = [
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+]
 
 
-def _matrix(rng: np.random.Generator, rows: int, cols: int, dtype: str, itype: str) -> sp.csc_matrix:
+def _matrix(
+    rng: np.random.Generator, rows: int, cols: int, dtype: str, itype: str
+) -> sp.csc_matrix:
     dense = rng.integers(-3, 120, size=(rows, cols))
     dense[rng.random((rows, cols)) < 0.6] = 0
     m = sp.csc_matrix(dense.astype(dtype))
@@ -63,17 +76,35 @@ def test_one_based_stored_indices(itype: str, threads: int) -> None:
     m = _matrix(rng, 50, 30, "float32", "int64")
     groups = rng.integers(-1, 4, size=50).astype(np.int32)
     out = np.zeros((30, 4))
-    assert group_sums(m.data, (m.indices + 1).astype(itype), (m.indptr + 1).astype(itype),
-                      groups, out, threads, 1) == -1
+    assert (
+        group_sums(
+            m.data,
+            (m.indices + 1).astype(itype),
+            (m.indptr + 1).astype(itype),
+            groups,
+            out,
+            threads,
+            1,
+        )
+        == -1
+    )
     np.testing.assert_array_equal(out.T, _reference(m, groups, 4, False))
     stored = (m.indices + 1).astype(itype)
     stored[-1] = 0  # a stored 0 is no 1-based index
-    assert group_sums(m.data, stored, (m.indptr + 1).astype(itype), groups, np.zeros((30, 4)),
-                      threads, 1) == 29
+    assert (
+        group_sums(
+            m.data, stored, (m.indptr + 1).astype(itype), groups, np.zeros((30, 4)), threads, 1
+        )
+        == 29
+    )
     if itype == "uint64":  # past the int64 range
         stored[-1] = np.uint64(2**64 - 1)
-        assert group_sums(m.data, stored, (m.indptr + 1).astype(itype), groups,
-                          np.zeros((30, 4)), threads, 1) == 29
+        assert (
+            group_sums(
+                m.data, stored, (m.indptr + 1).astype(itype), groups, np.zeros((30, 4)), threads, 1
+            )
+            == 29
+        )
 
 
 def test_threads_split_large_matrices_by_stored_values() -> None:
@@ -93,8 +124,10 @@ def test_integer_sums_wrap_as_the_narrow_type() -> None:
     m = sp.csc_matrix(np.array([[2**31 - 1], [5], [-(2**31)], [-7]], dtype=np.int64))
     out = np.zeros((1, 2), dtype=np.uint64)
     groups = np.array([0, 0, 1, 1], dtype=np.int32)
-    assert group_sums(m.data, m.indices.astype(np.int32), m.indptr.astype(np.int32), groups,
-                      out, 1) == -1
+    assert (
+        group_sums(m.data, m.indices.astype(np.int32), m.indptr.astype(np.int32), groups, out, 1)
+        == -1
+    )
     # 2**31 - 1 + 5 and -2**31 - 7 wrap in Int32 as numpy's Int32 sums do
     assert out.view(np.int64).astype(np.int32).tolist() == [[-(2**31) + 4, 2**31 - 7]]
 
@@ -116,22 +149,31 @@ def test_out_of_range_pointer_or_index_is_reported_not_used() -> None:
     assert group_sums(m.data, m.indices, indptr, groups, np.zeros((3, 1)), 1) == 1
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"indices": np.zeros(3, dtype=np.int64)}, "int32, int64, uint32 or uint64"),
-    ({"indices": np.zeros(3, dtype=np.int16), "indptr": np.zeros(4, dtype=np.int16)},
-     "int32, int64"),
-    ({"groups": np.zeros(4, dtype=np.int64)}, "groups must be contiguous int32"),
-    ({"groups": np.array([0, 1, 0, 0], dtype=np.int32)}, "groups must be below 1"),
-    ({"out": np.zeros((2, 1))}, "one row per column"),
-    ({"out": np.zeros((3, 1), dtype=np.float32)}, "float64 or uint64"),
-    ({"out": np.zeros((3, 1), dtype=np.uint64), "data": np.zeros(3)}, "no integer sums"),
-    ({"data": np.zeros(3, dtype=np.complex128)}, "no float sums"),
-    ({"data": np.zeros(4)}, "indices for"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"indices": np.zeros(3, dtype=np.int64)}, "int32, int64, uint32 or uint64"),
+        (
+            {"indices": np.zeros(3, dtype=np.int16), "indptr": np.zeros(4, dtype=np.int16)},
+            "int32, int64",
+        ),
+        ({"groups": np.zeros(4, dtype=np.int64)}, "groups must be contiguous int32"),
+        ({"groups": np.array([0, 1, 0, 0], dtype=np.int32)}, "groups must be below 1"),
+        ({"out": np.zeros((2, 1))}, "one row per column"),
+        ({"out": np.zeros((3, 1), dtype=np.float32)}, "float64 or uint64"),
+        ({"out": np.zeros((3, 1), dtype=np.uint64), "data": np.zeros(3)}, "no integer sums"),
+        ({"data": np.zeros(3, dtype=np.complex128)}, "no float sums"),
+        ({"data": np.zeros(4)}, "indices for"),
+    ],
+)
 def test_arguments_are_checked(change: dict[str, np.ndarray], message: str) -> None:
-    args = {"data": np.ones(3), "indices": np.array([0, 1, 2], dtype=np.int32),
-            "indptr": np.array([0, 1, 2, 3], dtype=np.int32),
-            "groups": np.zeros(4, dtype=np.int32), "out": np.zeros((3, 1))}
+    args = {
+        "data": np.ones(3),
+        "indices": np.array([0, 1, 2], dtype=np.int32),
+        "indptr": np.array([0, 1, 2, 3], dtype=np.int32),
+        "groups": np.zeros(4, dtype=np.int32),
+        "out": np.zeros((3, 1)),
+    }
     args.update(change)
     with pytest.raises(ValueError, match=message):
         group_sums(args["data"], args["indices"], args["indptr"], args["groups"], args["out"])
@@ -163,15 +205,27 @@ def test_extremes_refuse_a_mismatched_output() -> None:
     m = sp.csc_matrix(np.eye(3))
     groups = np.zeros(3, dtype=np.int32)
     with pytest.raises(ValueError, match="no extremes of float64 into float32"):
-        group_extremes(m.data, m.indices, m.indptr, groups, np.zeros((3, 1), np.float32),
-                       np.zeros((3, 1), np.uint32), True)
+        group_extremes(
+            m.data,
+            m.indices,
+            m.indptr,
+            groups,
+            np.zeros((3, 1), np.float32),
+            np.zeros((3, 1), np.uint32),
+            True,
+        )
     with pytest.raises(ValueError, match="seen must be uint32"):
-        group_extremes(m.data, m.indices, m.indptr, groups, np.zeros((3, 1)),
-                       np.zeros((3, 1), np.int64), True)
+        group_extremes(
+            m.data, m.indices, m.indptr, groups, np.zeros((3, 1)), np.zeros((3, 1), np.int64), True
+        )
     indices = m.indices.copy()
     indices[1] = 7
-    assert group_extremes(m.data, indices, m.indptr, groups, np.zeros((3, 1)),
-                          np.zeros((3, 1), np.uint32), False) == 1
+    assert (
+        group_extremes(
+            m.data, indices, m.indptr, groups, np.zeros((3, 1)), np.zeros((3, 1), np.uint32), False
+        )
+        == 1
+    )
 
 
 def _columns_of_groups(m: sp.csc_matrix, groups: np.ndarray, count: int) -> list[list[np.ndarray]]:
@@ -194,11 +248,11 @@ def test_moments_quantiles_and_modes_of_groups(dtype: str, threads: int) -> None
     n = np.maximum(rows, 1).astype(np.float64)
     sums, devs = np.zeros((23, 4)), np.zeros((23, 4))
     seen = np.zeros((23, 4), dtype=np.uint32)
-    assert group_moments(m.data, m.indices, m.indptr, groups, n, sums, devs, seen, True,
-                         threads) == -1
+    assert (
+        group_moments(m.data, m.indices, m.indptr, groups, n, sums, devs, seen, True, threads) == -1
+    )
     medians = np.zeros((23, 4))
-    assert group_quantiles(m.data, m.indices, m.indptr, groups, rows, 0.5, medians,
-                           threads) == -1
+    assert group_quantiles(m.data, m.indices, m.indptr, groups, rows, 0.5, medians, threads) == -1
     modes = np.zeros((23, 4), dtype=m.dtype)
     assert group_modes(m.data, m.indices, m.indptr, groups, rows, modes, threads) == -1
     for j, column in enumerate(_columns_of_groups(m, groups, 4)):
@@ -214,8 +268,9 @@ def test_moments_quantiles_and_modes_of_groups(dtype: str, threads: int) -> None
             median = ordered[low] + (h - low) * (ordered[high] - ordered[low])
             np.testing.assert_array_equal(medians[j, g], median)
             sparse_order = np.concatenate([values[values != 0], values[values == 0]])
-            uniques, inverse, counts = np.unique(sparse_order, return_inverse=True,
-                                                 return_counts=True)
+            uniques, inverse, counts = np.unique(
+                sparse_order, return_inverse=True, return_counts=True
+            )
             tied = np.flatnonzero(counts == counts.max())
             reached = [np.flatnonzero(inverse == t)[counts.max() - 1] for t in tied]
             np.testing.assert_array_equal(modes[j, g], uniques[tied[int(np.argmin(reached))]])
@@ -230,12 +285,26 @@ def test_ordered_kernels_report_bad_indices_and_overfull_groups() -> None:
     indices[-1] = 4  # past the rows, in the last column
     for bad in (indices, m.indices):  # bad index; then more values than the group's rows
         sizes = rows if bad is indices else np.array([2], dtype=np.int64)
-        assert group_quantiles(m.data, bad, m.indptr, groups, sizes, 0.5,
-                               np.zeros((3, 1))) == (2 if bad is indices else 0)
+        assert group_quantiles(m.data, bad, m.indptr, groups, sizes, 0.5, np.zeros((3, 1))) == (
+            2 if bad is indices else 0
+        )
         assert group_modes(m.data, bad, m.indptr, groups, sizes, np.zeros((3, 1))) == (
-            2 if bad is indices else 0)
-    assert group_moments(m.data, indices, m.indptr, groups, np.ones(1), np.zeros((3, 1)),
-                         np.zeros((3, 1)), np.zeros((3, 1), np.uint32), True) == 2
+            2 if bad is indices else 0
+        )
+    assert (
+        group_moments(
+            m.data,
+            indices,
+            m.indptr,
+            groups,
+            np.ones(1),
+            np.zeros((3, 1)),
+            np.zeros((3, 1)),
+            np.zeros((3, 1), np.uint32),
+            True,
+        )
+        == 2
+    )
     indptr = m.indptr.copy()
     indptr[2] = 10_000  # past the stored values
     assert group_quantiles(m.data, m.indices, indptr, groups, rows, 0.5, np.zeros((3, 1))) == 1

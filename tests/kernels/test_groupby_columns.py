@@ -25,12 +25,24 @@ from dafzarr._groupby import (
     scatter_sums,
 )
 
-DTYPES = ["float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
-          "uint32", "uint64", "bool"]
+DTYPES = [
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+]
 
 
-def _matrix(rng: np.random.Generator, rows: int, cols: int, dtype: str, itype: str
-            ) -> sp.csc_matrix:
+def _matrix(
+    rng: np.random.Generator, rows: int, cols: int, dtype: str, itype: str
+) -> sp.csc_matrix:
     dense = rng.integers(-3, 9, size=(rows, cols))
     dense[rng.random((rows, cols)) < 0.5] = 0
     m = sp.csc_matrix(dense.astype(dtype))
@@ -42,8 +54,9 @@ def _matrix(rng: np.random.Generator, rows: int, cols: int, dtype: str, itype: s
 
 
 def _plain(m: sp.csc_matrix) -> sp.csc_matrix:
-    return sp.csc_matrix((m.data, m.indices.astype(np.int64), m.indptr.astype(np.int64)),
-                         shape=m.shape)
+    return sp.csc_matrix(
+        (m.data, m.indices.astype(np.int64), m.indptr.astype(np.int64)), shape=m.shape
+    )
 
 
 def _transposed(m: sp.csc_matrix) -> Any:
@@ -53,10 +66,12 @@ def _transposed(m: sp.csc_matrix) -> Any:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(("itype", "base"), [("int32", 0), ("int64", 0), ("uint32", 1),
-                                             ("uint64", 1)])
-def test_scatter_kernels_equal_the_row_kernels_on_the_transpose(dtype: str, itype: str,
-                                                                base: int) -> None:
+@pytest.mark.parametrize(
+    ("itype", "base"), [("int32", 0), ("int64", 0), ("uint32", 1), ("uint64", 1)]
+)
+def test_scatter_kernels_equal_the_row_kernels_on_the_transpose(
+    dtype: str, itype: str, base: int
+) -> None:
     rng = np.random.default_rng(4)
     m = _matrix(rng, 37, 61, dtype, itype)
     indices, indptr = m.indices + base, m.indptr + base
@@ -89,20 +104,19 @@ def test_scatter_kernels_equal_the_row_kernels_on_the_transpose(dtype: str, ityp
 
     sums, devs = np.zeros((5, 37)), np.zeros((5, 37))
     seen = np.zeros((5, 37), dtype=np.uint32)
-    assert scatter_moments(m.data, indices, indptr, groups, n, sums, devs, seen, True,
-                           base) == -1
+    assert scatter_moments(m.data, indices, indptr, groups, n, sums, devs, seen, True, base) == -1
     w_sums, w_devs = np.zeros((37, 5)), np.zeros((37, 5))
     w_seen = np.zeros((37, 5), dtype=np.uint32)
-    assert group_moments(t_data, t_indices, t_indptr, groups, n, w_sums, w_devs, w_seen,
-                         True) == -1
+    assert group_moments(t_data, t_indices, t_indptr, groups, n, w_sums, w_devs, w_seen, True) == -1
     for got, want in ((sums, w_sums), (devs, w_devs), (seen, w_seen)):
         np.testing.assert_array_equal(got, want.T)
 
     for block in (1, 7, 65536):  # rows gathered a few (or one) at a time, or all at once
         for p in (0.0, 0.3, 0.5, 1.0):
             out = np.zeros((5, 37))
-            assert scatter_quantiles(m.data, indices, indptr, groups, sizes, p, out, base,
-                                     block) == -1
+            assert (
+                scatter_quantiles(m.data, indices, indptr, groups, sizes, p, out, base, block) == -1
+            )
             want = np.zeros((37, 5))
             assert group_quantiles(t_data, t_indices, t_indptr, groups, sizes, p, want) == -1
             np.testing.assert_array_equal(out, want.T)
@@ -114,17 +128,36 @@ def test_scatter_kernels_equal_the_row_kernels_on_the_transpose(dtype: str, ityp
     assert np.isnan(out[4]).all() and (modes[4] == 0).all()
 
 
-def _all(data: Any, indices: Any, indptr: Any, groups: Any, rows: int, count: int,
-         base: int = 0) -> list[int]:
+def _all(
+    data: Any, indices: Any, indptr: Any, groups: Any, rows: int, count: int, base: int = 0
+) -> list[int]:
     """What each kernel returns for the arrays (sizes: every column in a group)."""
     sizes = np.full(count, len(groups), dtype=np.int64)
     shape = (count, rows)
     return [
         scatter_sums(data, indices, indptr, groups, np.zeros(shape), base),
-        scatter_extremes(data, indices, indptr, groups, np.zeros(shape, data.dtype),
-                         np.zeros(shape, np.uint32), True, base),
-        scatter_moments(data, indices, indptr, groups, np.ones(count), np.zeros(shape),
-                        np.zeros(shape), np.zeros(shape, np.uint32), True, base),
+        scatter_extremes(
+            data,
+            indices,
+            indptr,
+            groups,
+            np.zeros(shape, data.dtype),
+            np.zeros(shape, np.uint32),
+            True,
+            base,
+        ),
+        scatter_moments(
+            data,
+            indices,
+            indptr,
+            groups,
+            np.ones(count),
+            np.zeros(shape),
+            np.zeros(shape),
+            np.zeros(shape, np.uint32),
+            True,
+            base,
+        ),
         scatter_quantiles(data, indices, indptr, groups, sizes, 0.5, np.zeros(shape), base),
         scatter_modes(data, indices, indptr, groups, sizes, np.zeros(shape, data.dtype), base),
     ]
@@ -154,7 +187,7 @@ def test_scatter_kernels_report_bad_pointers_and_indices() -> None:
         stored[-1] = np.uint64(bad)
         assert _all(m.data, stored, pointer, groups, 4, 1, 1) == [2] * 5
     skipped = np.array([0, -1, 0], dtype=np.int32)  # a column in no group: its pointer is
-    indices = m.indices.copy()                         # checked, its values are not read
+    indices = m.indices.copy()  # checked, its values are not read
     indices[5] = 7  # in column 1
     assert _all(m.data, indices, m.indptr, skipped, 4, 1) == [-1] * 5
     indptr = m.indptr.copy()
@@ -173,27 +206,35 @@ def test_a_repeated_row_index_overfills_a_group() -> None:
     assert scatter_modes(data, indices, indptr, groups, sizes, np.zeros((1, 1))) == -2
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"indices": np.zeros(3, dtype=np.int64)}, "int32, int64, uint32 or uint64"),
-    ({"groups": np.zeros(4, dtype=np.int32)}, "one entry per column"),
-    ({"groups": np.zeros(3, dtype=np.int64)}, "groups must be contiguous int32"),
-    ({"groups": np.array([0, 1, 0], dtype=np.int32)}, "groups must be below 1"),
-    ({"out": np.zeros(4)}, "must be 2-D"),
-    ({"out": np.zeros((1, 4), dtype=np.float32)}, "float64 or uint64"),
-    ({"out": np.zeros((1, 4), dtype=np.uint64)}, "no integer sums"),
-    ({"data": np.zeros(3, dtype=np.complex128)}, "no reductions of complex128"),
-    ({"data": np.zeros(4)}, "indices for"),
-    ({"base": 2}, "base must be 0 or 1"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"indices": np.zeros(3, dtype=np.int64)}, "int32, int64, uint32 or uint64"),
+        ({"groups": np.zeros(4, dtype=np.int32)}, "one entry per column"),
+        ({"groups": np.zeros(3, dtype=np.int64)}, "groups must be contiguous int32"),
+        ({"groups": np.array([0, 1, 0], dtype=np.int32)}, "groups must be below 1"),
+        ({"out": np.zeros(4)}, "must be 2-D"),
+        ({"out": np.zeros((1, 4), dtype=np.float32)}, "float64 or uint64"),
+        ({"out": np.zeros((1, 4), dtype=np.uint64)}, "no integer sums"),
+        ({"data": np.zeros(3, dtype=np.complex128)}, "no reductions of complex128"),
+        ({"data": np.zeros(4)}, "indices for"),
+        ({"base": 2}, "base must be 0 or 1"),
+    ],
+)
 def test_scatter_arguments_are_checked(change: dict[str, Any], message: str) -> None:
     args: dict[str, Any] = {
-        "data": np.ones(3), "indices": np.array([0, 1, 2], dtype=np.int32),
+        "data": np.ones(3),
+        "indices": np.array([0, 1, 2], dtype=np.int32),
         "indptr": np.array([0, 1, 2, 3], dtype=np.int32),
-        "groups": np.zeros(3, dtype=np.int32), "out": np.zeros((1, 4)), "base": 0}
+        "groups": np.zeros(3, dtype=np.int32),
+        "out": np.zeros((1, 4)),
+        "base": 0,
+    }
     args.update(change)
     with pytest.raises(ValueError, match=message):
-        scatter_sums(args["data"], args["indices"], args["indptr"], args["groups"],
-                     args["out"], args["base"])
+        scatter_sums(
+            args["data"], args["indices"], args["indptr"], args["groups"], args["out"], args["base"]
+        )
 
 
 def test_ordered_scatter_arguments_are_checked() -> None:
@@ -209,11 +250,19 @@ def test_ordered_scatter_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="no modes of float64 into float32"):
         scatter_modes(data, indices, indptr, groups, sizes, np.zeros((1, 4), np.float32))
     with pytest.raises(ValueError, match="sizes must be float64"):
-        scatter_moments(data, indices, indptr, groups, sizes, np.zeros((1, 4)),
-                        np.zeros((1, 4)), np.zeros((1, 4), np.uint32), True)
+        scatter_moments(
+            data,
+            indices,
+            indptr,
+            groups,
+            sizes,
+            np.zeros((1, 4)),
+            np.zeros((1, 4)),
+            np.zeros((1, 4), np.uint32),
+            True,
+        )
     with pytest.raises(ValueError, match="seen must be uint32"):
-        scatter_extremes(data, indices, indptr, groups, np.zeros((1, 4)), np.zeros((1, 4)),
-                         True)
+        scatter_extremes(data, indices, indptr, groups, np.zeros((1, 4)), np.zeros((1, 4)), True)
 
 
 @pytest.mark.parametrize("block", [1, 5, 65536])
@@ -230,12 +279,15 @@ def test_rows_out_of_order_within_a_column_give_the_same_order_statistics(block:
         order = start + rng.permutation(stop - start)
         shuffled_indices[start:stop] = m.indices[order]
         shuffled_data[start:stop] = m.data[order]
-    assert not all(np.all(np.diff(shuffled_indices[m.indptr[j]:m.indptr[j + 1]]) >= 0)
-                   for j in range(25))
+    assert not all(
+        np.all(np.diff(shuffled_indices[m.indptr[j] : m.indptr[j + 1]]) >= 0) for j in range(25)
+    )
     for data, indices in ((m.data, m.indices), (shuffled_data, shuffled_indices)):
         quantiles, modes = np.zeros((3, 40)), np.zeros((3, 40), dtype=np.float32)
-        assert scatter_quantiles(data, indices, m.indptr, groups, sizes, 0.7, quantiles, 0,
-                                 block) == -1
+        assert (
+            scatter_quantiles(data, indices, m.indptr, groups, sizes, 0.7, quantiles, 0, block)
+            == -1
+        )
         assert scatter_modes(data, indices, m.indptr, groups, sizes, modes, 0, block) == -1
         if data is m.data:
             first = (quantiles, modes)

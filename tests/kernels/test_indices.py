@@ -11,8 +11,9 @@ from scipy.sparse._sparsetools import csr_has_canonical_format
 from dafzarr._indices import csr_to_csc, shift_checked, zero_based
 
 
-def _random_canonical(rng: np.random.Generator, slices: int, bound: int,
-                      itype: str) -> tuple[np.ndarray, np.ndarray]:
+def _random_canonical(
+    rng: np.random.Generator, slices: int, bound: int, itype: str
+) -> tuple[np.ndarray, np.ndarray]:
     counts = rng.integers(0, min(bound, 9) + 1, size=slices)
     indptr = np.zeros(slices + 1, itype)
     np.cumsum(counts, out=indptr[1:])
@@ -24,9 +25,11 @@ def _random_canonical(rng: np.random.Generator, slices: int, bound: int,
 def _canonical_and_in_range(indices: np.ndarray, indptr: np.ndarray, bound: int) -> bool:
     """What the kernel answers for the whole array, from scipy's scan and numpy."""
     n = len(indptr) - 1
-    return bool(csr_has_canonical_format(n, indptr, indices)) and (
-        indices.size == 0 or (int(indices.min()) >= 0 and int(indices.max()) < bound)
-    ) and int(indptr[-1]) == indices.size
+    return (
+        bool(csr_has_canonical_format(n, indptr, indices))
+        and (indices.size == 0 or (int(indices.min()) >= 0 and int(indices.max()) < bound))
+        and int(indptr[-1]) == indices.size
+    )
 
 
 @pytest.mark.parametrize("itype", ["int32", "int64"])
@@ -104,8 +107,9 @@ def test_a_hostile_index_pointer_reads_nothing_before_or_after_the_indices(
         buf[8:72] = np.arange(64)  # canonical for any pointer that splits them
         indices = buf[8:72]
         for lo, hi in ((0, 64), (1, 64), (30, 50), (63, 64)):
-            answers.add((guard, lo, hi, shift_checked(indices, np.empty(64, "u8"), ptr, lo, hi,
-                                                      100)))
+            answers.add(
+                (guard, lo, hi, shift_checked(indices, np.empty(64, "u8"), ptr, lo, hi, 100))
+            )
     low = {(lo, hi, r) for g, lo, hi, r in answers if g < 0}
     high = {(lo, hi, r) for g, lo, hi, r in answers if g > 0}
     assert low == high
@@ -134,8 +138,9 @@ def test_bad_arguments_are_refused(args: tuple, match: str) -> None:
 # --- CSR to CSC on threads -------------------------------------------------------------------
 
 
-def _random_csr(rng: np.random.Generator, shape: tuple[int, int], nnz: int,
-                dtype: str, canonical: bool) -> sp.csr_matrix:
+def _random_csr(
+    rng: np.random.Generator, shape: tuple[int, int], nnz: int, dtype: str, canonical: bool
+) -> sp.csr_matrix:
     rows = rng.integers(0, shape[0], size=nnz)
     cols = rng.integers(0, shape[1], size=nnz)
     data = (rng.random(nnz) * 100).astype(dtype)
@@ -159,8 +164,9 @@ def test_csr_to_csc_matches_scipy(threads: int, itype: str, dtype: str, canonica
     for shape, nnz in (((40, 30), 300), ((5, 200), 50), ((1, 1), 1), ((3, 4), 0), ((0, 5), 0)):
         x = _random_csr(rng, shape, nnz, dtype, canonical)
         want = x.tocsc()  # scipy keeps duplicates and sorts each column's rows
-        indptr, indices, data = csr_to_csc(x.indptr.astype(itype), x.indices.astype(itype),
-                                           x.data, shape[1], threads)
+        indptr, indices, data = csr_to_csc(
+            x.indptr.astype(itype), x.indices.astype(itype), x.data, shape[1], threads
+        )
         assert indptr.dtype == indices.dtype == np.dtype(itype)
         assert data.dtype == x.data.dtype
         assert np.array_equal(indptr, want.indptr)
@@ -190,8 +196,13 @@ def test_csr_to_csc_refuses_arrays_that_are_no_csr_matrix(
 ) -> None:
     for threads in (1, 2):
         with pytest.raises(ValueError, match=match):
-            csr_to_csc(np.array(indptr, np.int32), np.array(indices, np.int32),
-                       np.ones(len(indices), np.float32), ncols, threads)
+            csr_to_csc(
+                np.array(indptr, np.int32),
+                np.array(indices, np.int32),
+                np.ones(len(indices), np.float32),
+                ncols,
+                threads,
+            )
 
 
 def test_csr_to_csc_refuses_what_it_has_no_kernel_for() -> None:
@@ -212,8 +223,7 @@ def test_csr_to_csc_refuses_what_it_has_no_kernel_for() -> None:
 @pytest.mark.parametrize("stored", ["u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8"])
 @pytest.mark.parametrize("out", ["u4", "u8"])
 @pytest.mark.parametrize("threads", [1, 3])
-def test_zero_based_shifts_any_stored_type_in_one_pass(stored: str, out: str,
-                                                       threads: int) -> None:
+def test_zero_based_shifts_any_stored_type_in_one_pass(stored: str, out: str, threads: int) -> None:
     rng = np.random.default_rng(5)
     n = 3 << 20 if threads > 1 else 1000  # large enough to be split between threads
     top = min(np.iinfo(stored).max, 2**31 - 1)

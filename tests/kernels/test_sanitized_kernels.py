@@ -57,8 +57,9 @@ ctypes.memmove(out, a.ctypes.data + 16, 8)  # the 8 bytes right after the array
 
 
 def _runtime() -> str:
-    path = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    path = subprocess.run(
+        ["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert os.path.isabs(path) and os.path.exists(path), (
         f"gcc has no AddressSanitizer runtime ({path!r}): install the libasan package of gcc"
     )
@@ -75,19 +76,34 @@ def sanitized_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(ROOT / name, tree / name, ignore=skip)
     flags = "-fsanitize=address -fno-omit-frame-pointer -O1"
     env = dict(os.environ, CFLAGS=flags, LDFLAGS="-fsanitize=address")
-    res = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tree,
-                         env=env, capture_output=True, text=True, timeout=1200, check=False)
+    res = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr[-4000:]
     assert list((tree / "dafzarr").glob("_indices*.so")), "the build made no extension"
     return tree
 
 
 def _sanitized(tree: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, LD_PRELOAD=_runtime(), ASAN_OPTIONS="detect_leaks=0",
-               PYTHONPATH=str(tree))
+    env = dict(
+        os.environ, LD_PRELOAD=_runtime(), ASAN_OPTIONS="detect_leaks=0", PYTHONPATH=str(tree)
+    )
     env.pop("PYTHONSTARTUP", None)
-    return subprocess.run([sys.executable, *args], cwd=tree, env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_a_read_past_an_array_is_reported(sanitized_tree: Path) -> None:
@@ -97,12 +113,24 @@ def test_a_read_past_an_array_is_reported(sanitized_tree: Path) -> None:
 
 
 def test_kernels_and_hostile_input_stay_inside_their_arrays(sanitized_tree: Path) -> None:
-    probe = _sanitized(sanitized_tree, "-c", "import dafzarr._indices as m; print(m.__file__)",
-                       timeout=120)
+    probe = _sanitized(
+        sanitized_tree, "-c", "import dafzarr._indices as m; print(m.__file__)", timeout=120
+    )
     assert probe.stdout.strip().startswith(str(sanitized_tree)), probe.stdout + probe.stderr
     # -s: the sanitizer's report goes to this process' stderr even if it ends pytest.
-    res = _sanitized(sanitized_tree, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
-                     "-m", "not slow", *(f"tests/{s}" for s in SUITES), timeout=1500)
+    res = _sanitized(
+        sanitized_tree,
+        "-m",
+        "pytest",
+        "-q",
+        "-s",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "not slow",
+        *(f"tests/{s}" for s in SUITES),
+        timeout=1500,
+    )
     report = res.stderr[-6000:] + res.stdout[-3000:]
     assert "AddressSanitizer" not in res.stderr, report
     assert res.returncode == 0, report

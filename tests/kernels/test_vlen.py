@@ -14,12 +14,15 @@ def _chunk(values: list[str]) -> np.ndarray:
     return np.frombuffer(bytes(VLenUTF8().encode(np.asarray(values, dtype=object))), np.uint8)
 
 
-@pytest.mark.parametrize("values", [
-    ["T1", "T2", "T1", "", "T1", ""],
-    ["é", "日本", "é", "𝄞", "", "日本"] * 50,
-    [f"type{i % 7}" for i in range(10_000)],
-    ["x"],
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["T1", "T2", "T1", "", "T1", ""],
+        ["é", "日本", "é", "𝄞", "", "日本"] * 50,
+        [f"type{i % 7}" for i in range(10_000)],
+        ["x"],
+    ],
+)
 def test_the_strings_numcodecs_decodes_each_distinct_once(values: list[str]) -> None:
     got = decode_vlen_utf8(_chunk(values), len(values))
     assert got is not None and got.dtype == object
@@ -68,13 +71,16 @@ def test_invalid_utf8_raises_as_the_strict_decoder() -> None:
         decode_vlen_utf8(raw, 2)
 
 
-@pytest.mark.parametrize(("values", "first"), [
-    ([f"c{i}" for i in range(5000)], -1),
-    ([f"c{i}" for i in range(5000)] + ["c17"], 5000),
-    (["é", "e", "", "日本", "é"], 4),
-    (["", "x", ""], 2),
-    ([], -1),
-])
+@pytest.mark.parametrize(
+    ("values", "first"),
+    [
+        ([f"c{i}" for i in range(5000)], -1),
+        ([f"c{i}" for i in range(5000)] + ["c17"], 5000),
+        (["é", "e", "", "日本", "é"], 4),
+        (["", "x", ""], 2),
+        ([], -1),
+    ],
+)
 def test_the_first_repeated_string_is_found_on_the_bytes(values: list[str], first: int) -> None:
     assert first_repeated_vlen_utf8(_chunk(values), len(values)) == first
 

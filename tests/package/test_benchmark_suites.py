@@ -14,6 +14,12 @@ from tests.helpers import ROOT
 
 @pytest.mark.skipif(not (ROOT / "asv.conf.json").exists(), reason="not a source tree")
 def test_asv_finds_no_problem_in_the_suites() -> None:
-    res = subprocess.run([sys.executable, "-m", "asv", "check", "--python=same"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, check=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "asv", "check", "--python=same"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert res.returncode == 0 and "No problems found" in res.stdout, res.stdout + res.stderr

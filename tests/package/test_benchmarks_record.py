@@ -14,25 +14,54 @@ import pytest
 
 from tests.helpers import ROOT
 
-pytestmark = pytest.mark.skipif(not (ROOT / "benchmarks" / "record.py").is_file(),
-                                reason="needs the project's source tree")
+pytestmark = pytest.mark.skipif(
+    not (ROOT / "benchmarks" / "record.py").is_file(), reason="needs the project's source tree"
+)
 
-ROW_KEYS = {"suite", "op", "peer", "size", "unit", "n", "median_s", "best_s", "median", "best",
-            "ratios", "target", "target_met"}
+ROW_KEYS = {
+    "suite",
+    "op",
+    "peer",
+    "size",
+    "unit",
+    "n",
+    "median_s",
+    "best_s",
+    "median",
+    "best",
+    "ratios",
+    "target",
+    "target_met",
+}
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MPLBACKEND": "Agg"}
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_a_small_run_records_its_results_and_plots_them(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     results, out = tmp_path / "results", tmp_path / "plots"
-    res = _run("benchmarks.bench_reconstruct", "--quick", "--only", "contracts", "--rounds",
-               "1", "--record", str(results))
+    res = _run(
+        "benchmarks.bench_reconstruct",
+        "--quick",
+        "--only",
+        "contracts",
+        "--rounds",
+        "1",
+        "--record",
+        str(results),
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     doc = json.loads((results / "bench_reconstruct.json").read_text(encoding="utf-8"))
     assert doc["schema"] == 1
@@ -76,8 +105,9 @@ def test_plots_refuses_a_document_of_another_schema(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     results = tmp_path / "results"
     results.mkdir()
-    (results / "bench_x.json").write_text(json.dumps({"schema": 99, "benchmark": "bench_x",
-                                                      "rows": []}))
+    (results / "bench_x.json").write_text(
+        json.dumps({"schema": 99, "benchmark": "bench_x", "rows": []})
+    )
     res = _run("benchmarks.plots", "--results", str(results), "--out", str(tmp_path / "o"))
     assert res.returncode != 0
     assert "bench_x.json: schema 99, expected 1" in res.stderr

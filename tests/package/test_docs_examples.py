@@ -28,8 +28,9 @@ DOCS = ROOT / "docs"
 PAGES = [*sorted(DOCS.glob("guide/*.rst")), DOCS / "tutorial.rst"]
 SKIP_MARK = "# not run:"
 
-pytestmark = pytest.mark.skipif(not (DOCS / "conf.py").is_file(),
-                                reason="needs the project's source tree")
+pytestmark = pytest.mark.skipif(
+    not (DOCS / "conf.py").is_file(), reason="needs the project's source tree"
+)
 
 _DIRECTIVE = re.compile(r"^(\s*)\.\. code-block::\s*python\s*$")
 
@@ -64,8 +65,9 @@ def examples(page: Path) -> list[tuple[int, int, str]]:
             i += 1
         body: list[str] = []
         start = i
-        while i < len(lines) and (not lines[i].strip()
-                                  or len(lines[i]) - len(lines[i].lstrip()) > outer):
+        while i < len(lines) and (
+            not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > outer
+        ):
             body.append(lines[i])
             i += 1
         while body and not body[-1].strip():
@@ -99,8 +101,7 @@ def private_names(source: str) -> list[str]:
                 if alias.name.split(".")[0] == "dafzarr":
                     if alias.name not in PUBLIC:
                         bad.append(alias.name)
-                    modules[alias.asname or "dafzarr"] = (alias.name if alias.asname
-                                                         else "dafzarr")
+                    modules[alias.asname or "dafzarr"] = alias.name if alias.asname else "dafzarr"
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "dafzarr":
             module = node.module or ""
             if module not in PUBLIC:
@@ -123,21 +124,32 @@ def private_names(source: str) -> list[str]:
 
 
 def test_examples_use_only_public_names() -> None:
-    found = {f"{p.relative_to(DOCS).as_posix()}, example {n} (line {line})": private_names(src)
-             for p in PAGES if p.is_file() for n, line, src in examples(p)
-             if not src.startswith(SKIP_MARK)}
+    found = {
+        f"{p.relative_to(DOCS).as_posix()}, example {n} (line {line})": private_names(src)
+        for p in PAGES
+        if p.is_file()
+        for n, line, src in examples(p)
+        if not src.startswith(SKIP_MARK)
+    }
     assert not {k: v for k, v in found.items() if v}
-    assert private_names("import dafzarr\nfrom dafzarr.refs import scan\n"
-                         "from dafzarr import refs\nrefs.write_parquet\n"
-                         "dafzarr.MmapZipStore.pack\n") == []
-    assert private_names("from dafzarr._core.crc import crc32\nimport dafzarr\n"
-                         "dafzarr._core.refs.scan\nfrom dafzarr import refs\nrefs.hidden\n") == [
-        "dafzarr._core", "dafzarr._core.crc", "dafzarr.refs.hidden"]
+    assert (
+        private_names(
+            "import dafzarr\nfrom dafzarr.refs import scan\n"
+            "from dafzarr import refs\nrefs.write_parquet\n"
+            "dafzarr.MmapZipStore.pack\n"
+        )
+        == []
+    )
+    assert private_names(
+        "from dafzarr._core.crc import crc32\nimport dafzarr\n"
+        "dafzarr._core.refs.scan\nfrom dafzarr import refs\nrefs.hidden\n"
+    ) == ["dafzarr._core", "dafzarr._core.crc", "dafzarr.refs.hidden"]
 
 
 def test_the_guide_and_tutorial_hold_enough_examples() -> None:
-    runnable = [e for p in PAGES if p.is_file() for e in examples(p)
-                if not e[2].startswith(SKIP_MARK)]
+    runnable = [
+        e for p in PAGES if p.is_file() for e in examples(p) if not e[2].startswith(SKIP_MARK)
+    ]
     assert len(runnable) >= 20, f"only {len(runnable)} runnable examples"
     assert all(p.is_file() for p in PAGES), [str(p) for p in PAGES if not p.is_file()]
 
@@ -152,23 +164,37 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     work.mkdir()
     spec = tmp_path / "blocks.json"
     spec.write_text(json.dumps([name, blocks]), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-c", _RUNNER, str(spec)], cwd=work,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(spec)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, f"{name}:\n{proc.stdout}\n{proc.stderr}"
 
 
 def test_a_failing_example_is_named_by_page_and_number(tmp_path: Path) -> None:
     page = tmp_path / "page.rst"
-    page.write_text("Title\n=====\n\n.. code-block:: python\n\n   x = 1\n\n"
-                    "Text.\n\n.. code-block:: python\n\n   # not run: needs a server\n"
-                    "   connect()\n\n.. code-block:: python\n\n   assert x == 2\n",
-                    encoding="utf-8")
+    page.write_text(
+        "Title\n=====\n\n.. code-block:: python\n\n   x = 1\n\n"
+        "Text.\n\n.. code-block:: python\n\n   # not run: needs a server\n"
+        "   connect()\n\n.. code-block:: python\n\n   assert x == 2\n",
+        encoding="utf-8",
+    )
     found = examples(page)
     assert [(n, line) for n, line, _ in found] == [(1, 6), (2, 12), (3, 17)]
     blocks = [e for e in found if not e[2].startswith(SKIP_MARK)]
     spec = tmp_path / "blocks.json"
     spec.write_text(json.dumps(["page.rst", blocks]), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-c", _RUNNER, str(spec)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(spec)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 1
     assert "page.rst: example 3 (line 17) failed" in proc.stderr

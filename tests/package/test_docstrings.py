@@ -22,14 +22,21 @@ from numpydoc.docscrape import ClassDoc, FunctionDoc
 
 import dafzarr
 
-PUBLIC_MODULES = ("dafzarr", "dafzarr.zipstore", "dafzarr.arrayfile", "dafzarr.daf",
-                  "dafzarr.daf.ops", "dafzarr.daf.query", "dafzarr.refs", "dafzarr.anndata",
-                  "dafzarr.cli")
+PUBLIC_MODULES = (
+    "dafzarr",
+    "dafzarr.zipstore",
+    "dafzarr.arrayfile",
+    "dafzarr.daf",
+    "dafzarr.daf.ops",
+    "dafzarr.daf.query",
+    "dafzarr.refs",
+    "dafzarr.anndata",
+    "dafzarr.cli",
+)
 
 # Entry points defined under these modules of the private layer are listed but not checked
 # yet: their docstrings are still being written.
-PENDING: tuple[str, ...] = (
-)
+PENDING: tuple[str, ...] = ()
 
 
 def _own(obj: Any) -> bool:
@@ -37,9 +44,13 @@ def _own(obj: Any) -> bool:
 
 
 def _public_classes() -> set[type]:
-    return {obj for module in PUBLIC_MODULES
-            for obj in vars(importlib.import_module(module)).values() if inspect.isclass(obj)
-            and obj.__name__ in getattr(importlib.import_module(module), "__all__", ())}
+    return {
+        obj
+        for module in PUBLIC_MODULES
+        for obj in vars(importlib.import_module(module)).values()
+        if inspect.isclass(obj)
+        and obj.__name__ in getattr(importlib.import_module(module), "__all__", ())
+    }
 
 
 def _methods(cls: type) -> Iterator[tuple[str, Any]]:
@@ -69,13 +80,15 @@ def entry_points(modules: tuple[str, ...]) -> dict[str, Any]:
         module = importlib.import_module(module_name)
         for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)
-            if not _own(obj) or (inspect.isclass(obj)
-                                 and issubclass(obj, (BaseException, Warning))):
+            if not _own(obj) or (
+                inspect.isclass(obj) and issubclass(obj, (BaseException, Warning))
+            ):
                 continue
             if inspect.isclass(obj):
                 qual = f"{obj.__module__}.{obj.__qualname__}"
-                for key, member in [(qual, obj)] + [(f"{qual}.{method}", member)
-                                                     for method, member in _methods(obj)]:
+                for key, member in [(qual, obj)] + [
+                    (f"{qual}.{method}", member) for method, member in _methods(obj)
+                ]:
                     if id(member) not in seen:
                         seen.add(id(member))
                         found[key] = member
@@ -137,8 +150,11 @@ def problems(qual: str, obj: Any) -> list[str]:
 
 
 def _checked() -> dict[str, Any]:
-    return {qual: obj for qual, obj in entry_points(PUBLIC_MODULES).items()
-            if not qual.startswith(PENDING)}
+    return {
+        qual: obj
+        for qual, obj in entry_points(PUBLIC_MODULES).items()
+        if not qual.startswith(PENDING)
+    }
 
 
 def test_entry_points_are_found() -> None:
@@ -165,8 +181,9 @@ def _example_cases() -> list[Any]:
 
 
 @pytest.mark.parametrize("test", _example_cases())
-def test_examples_run(test: doctest.DocTest, tmp_path: Path,
-                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_examples_run(
+    test: doctest.DocTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     out: list[str] = []
@@ -188,6 +205,8 @@ def test_a_missing_section_is_reported() -> None:
         """
         return 0
 
-    assert problems("sample", sample) == ["sample: no Returns section",
-                                          "sample: no Raises section",
-                                          "sample: no Examples section"]
+    assert problems("sample", sample) == [
+        "sample: no Returns section",
+        "sample: no Raises section",
+        "sample: no Examples section",
+    ]

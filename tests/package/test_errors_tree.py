@@ -67,8 +67,14 @@ def classes() -> dict[str, type[BaseException]]:
 
 def parent(cls: type[BaseException]) -> type[BaseException] | None:
     """The class above ``cls`` in the tree: its first base from ``dafzarr.errors``."""
-    return next((b for b in cls.__bases__ if b.__module__ == errors.__name__
-                 and not b.__name__.startswith("_")), None)
+    return next(
+        (
+            b
+            for b in cls.__bases__
+            if b.__module__ == errors.__name__ and not b.__name__.startswith("_")
+        ),
+        None,
+    )
 
 
 def builtin_bases(cls: type[BaseException]) -> list[str]:
@@ -129,15 +135,21 @@ def test_bases_keep_the_builtin_classes() -> None:
     """The bases add a class to every error; none lost a builtin base it had."""
     for cls in BASES:
         assert parent(cls) is errors.DafzarrError
-    for name, builtin in [("EntryNotFoundError", KeyError), ("ArrayNotFoundError", KeyError),
-                          ("DafMissingError", KeyError), ("DafNotFoundError", FileNotFoundError),
-                          ("DafQueryParameterError", ValueError),
-                          ("DafMissingEntryError", ValueError),
-                          ("InvalidArgumentTypeError", TypeError),
-                          ("UnsafeCastError", TypeError), ("UnsafeCastError", ValueError),
-                          ("AppendOnlyError", NotImplementedError),
-                          ("ArchiveLockedError", BlockingIOError),
-                          ("ScanTimeoutError", TimeoutError), ("RecoveryWarning", UserWarning)]:
+    for name, builtin in [
+        ("EntryNotFoundError", KeyError),
+        ("ArrayNotFoundError", KeyError),
+        ("DafMissingError", KeyError),
+        ("DafNotFoundError", FileNotFoundError),
+        ("DafQueryParameterError", ValueError),
+        ("DafMissingEntryError", ValueError),
+        ("InvalidArgumentTypeError", TypeError),
+        ("UnsafeCastError", TypeError),
+        ("UnsafeCastError", ValueError),
+        ("AppendOnlyError", NotImplementedError),
+        ("ArchiveLockedError", BlockingIOError),
+        ("ScanTimeoutError", TimeoutError),
+        ("RecoveryWarning", UserWarning),
+    ]:
         assert issubclass(getattr(errors, name), builtin), (name, builtin)
     assert not issubclass(errors.InvalidArgumentTypeError, ValueError)
 
@@ -190,8 +202,9 @@ def test_the_doc_draws_the_tree_and_lists_each_class_under_its_base() -> None:
 
 
 #: OSError and its builtin subclasses (FileNotFoundError, ...).
-_OS_ERRORS = frozenset(n for n, v in vars(builtins).items()
-                       if isinstance(v, type) and issubclass(v, OSError))
+_OS_ERRORS = frozenset(
+    n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, OSError)
+)
 
 #: What the Python protocols require: ``__getattr__`` raises ``AttributeError``, an import
 #: that cannot work raises ``ImportError``.
@@ -217,8 +230,10 @@ def foreign_raises(path: Path) -> set[str]:
     raw = {  # OSError(errno, strerror, filename): a system call's (or object store's) failure
         node.lineno
         for node in ast.walk(parsed)
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
-        and isinstance(node.exc.func, ast.Name) and node.exc.func.id in _OS_ERRORS
+        if isinstance(node, ast.Raise)
+        and isinstance(node.exc, ast.Call)
+        and isinstance(node.exc.func, ast.Name)
+        and node.exc.func.id in _OS_ERRORS
         and len(node.exc.args) >= 2
     }
     raises = Raises(skip_abstract_stubs=True)
@@ -306,7 +321,7 @@ def test_the_package_root_takes_its_errors_from_the_one_list() -> None:
     (and seen by type checkers) from one list."""
     text = (ROOT / "dafzarr" / "__init__.py").read_text(encoding="utf-8")
     assert [n for n in errors.__all__ if re.search(rf"\b{n}\b", text)] == []
-    assert dafzarr.__all__[-len(errors.__all__):] == errors.__all__
+    assert dafzarr.__all__[-len(errors.__all__) :] == errors.__all__
 
 
 def test_daf_format_errors_say_damaged_or_unsupported(tmp_path: Path) -> None:
@@ -359,9 +374,20 @@ def test_a_hostile_thread_count_from_the_environment_is_an_argument_error() -> N
         "    print(' '.join(c.__name__ for c in type(exc).__mro__), '|', exc)\n"
     )
     env = {**os.environ, "DAFZARR_NUM_THREADS": "many"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     names, _, message = out.partition(" | ")
-    assert names.split()[:4] == ["InvalidArgumentError", "ArgumentError", "DafzarrError",
-                                 "ValueError"], out
+    assert names.split()[:4] == [
+        "InvalidArgumentError",
+        "ArgumentError",
+        "DafzarrError",
+        "ValueError",
+    ], out
     assert "DAFZARR_NUM_THREADS must be an integer, not 'many'" in message

@@ -447,7 +447,14 @@ def test_stubtest(tmp_path: Path) -> None:
 
 # --- The sdist ---------------------------------------------------------------------------------
 _SDIST_IGNORE = (
-    ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", ".asv",
+    ".git",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    ".hypothesis",
+    ".asv",
     ".venv*",
 )
 _NOT_SOURCE = shutil.ignore_patterns(*_SDIST_IGNORE)
@@ -528,22 +535,45 @@ def test_sdist_builds_and_installs(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     build = subprocess.run(
         [sys.executable, "-m", "build", "--sdist", "--outdir", str(dist), str(src)],
-        capture_output=True, text=True, timeout=900, check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert build.returncode == 0, build.stdout + build.stderr
     (sdist,) = dist.glob("*.tar.gz")
     site = tmp_path / "site"
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q",
-         "--target", str(site), str(sdist)],
-        capture_output=True, text=True, timeout=900, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "--target",
+            str(site),
+            str(sdist),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert install.returncode == 0, install.stdout + install.stderr
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import dafzarr, dafzarr._posix as p; print(p.__file__); print(p.crc32(b'abc'))"],
-        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
-        timeout=120, check=False,
+        [
+            sys.executable,
+            "-c",
+            "import dafzarr, dafzarr._posix as p; print(p.__file__); print(p.crc32(b'abc'))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        timeout=120,
+        check=False,
     )
     assert probe.returncode == 0, probe.stderr
     module_file, crc = probe.stdout.split()
@@ -579,5 +609,6 @@ def test_xarray_backend_entry_point() -> None:
     backend = getattr(importlib.import_module(module), name)
     assert issubclass(backend, xarray.backends.BackendEntrypoint)
     test = _pyproject()["dependency-groups"]["test"]
-    assert any(isinstance(r, str) and canonicalize_name(Requirement(r).name) == "sparse"
-               for r in test)
+    assert any(
+        isinstance(r, str) and canonicalize_name(Requirement(r).name) == "sparse" for r in test
+    )

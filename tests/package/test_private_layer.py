@@ -84,8 +84,10 @@ def facade_problems(path: Path) -> list[str]:
         f"{path.name}:{node.lineno}: {node.name}"
         for node in ast.walk(parsed)
         if isinstance(node, ast.ClassDef)
-        or (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.name not in FACADE_FUNCTIONS)
+        or (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.name not in FACADE_FUNCTIONS
+        )
     ]
 
 
@@ -130,8 +132,7 @@ def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:
     folder.mkdir(parents=True)
     (folder / "a.py").write_text("_x = 1\n")
     (folder / "b.py").write_text(
-        "from .a import _x\nfrom . import a\nfrom .. import _posix\n"
-        "y = a._x + _posix._z\n"
+        "from .a import _x\nfrom . import a\nfrom .. import _posix\ny = a._x + _posix._z\n"
     )
     (tmp_path / "dafzarr" / "f.py").write_text(
         "class C:\n    pass\n\ndef __getattr__(name):\n    return name\n"

@@ -408,6 +408,7 @@ except AttributeError as exc:
 else:
     raise AssertionError("no AttributeError")
 """
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert res.returncode == 0, res.stderr

@@ -39,8 +39,9 @@ def test_readme_is_at_most_150_lines() -> None:
 
 def test_readme_keeps_the_two_commands() -> None:
     text = README.read_text(encoding="utf-8")
-    assert ('python3 -m venv .venv && .venv/bin/pip install ".[demo]" && .venv/bin/dafzarr demo'
-            in text)
+    assert (
+        'python3 -m venv .venv && .venv/bin/pip install ".[demo]" && .venv/bin/dafzarr demo' in text
+    )
     assert "\nbash .ci/run\n" in text
 
 
@@ -56,16 +57,23 @@ def test_readme_links_point_to_files() -> None:
             assert (ROOT / target).exists(), target
 
 
-@pytest.mark.parametrize(("line", "code", "network"), _blocks(),
-                         ids=[f"line{b[0]}" for b in _blocks()])
+@pytest.mark.parametrize(
+    ("line", "code", "network"), _blocks(), ids=[f"line{b[0]}" for b in _blocks()]
+)
 def test_readme_example_runs(tmp_path: Path, line: int, code: str, network: bool) -> None:
     if network:
         pytest.skip("the example needs the network")
     # the package of this tree, whichever one the interpreter has installed
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300, check=False,
-                         env={**os.environ, "PYTHONPATH": path})
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONPATH": path},
+    )
     assert res.returncode == 0, f"README.md line {line}:\n{res.stdout}{res.stderr}"
 
 

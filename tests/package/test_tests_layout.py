@@ -33,7 +33,19 @@ def test_every_test_folder_is_a_package() -> None:
 
 def test_the_folders_hold_tests() -> None:
     """Each folder of the layout exists and holds test modules (the suite was not left flat)."""
-    expected = ["zipstore", "arrayfile", "daf", "daf/ops", "daf/query", "refs", "anndata", "cli",
-                "core", "kernels", "robustness", "package"]
+    expected = [
+        "zipstore",
+        "arrayfile",
+        "daf",
+        "daf/ops",
+        "daf/query",
+        "refs",
+        "anndata",
+        "cli",
+        "core",
+        "kernels",
+        "robustness",
+        "package",
+    ]
     empty = [f for f in expected if not any((TESTS / f).glob("test_*.py"))]
     assert empty == [], f"test folders without tests: {empty}"

@@ -25,8 +25,9 @@ def main(repo_path: str, store: str, prefix: str) -> None:
 
     warnings.simplefilter("ignore")
     icechunk.set_logs_filter("error")
-    repo = icechunk.Repository.open(icechunk.local_filesystem_storage(repo_path),
-                                    authorize_virtual_chunk_access={prefix: None})
+    repo = icechunk.Repository.open(
+        icechunk.local_filesystem_storage(repo_path), authorize_virtual_chunk_access={prefix: None}
+    )
     session = repo.writable_session("main")
     print("publishing", flush=True)
     t0 = time.perf_counter()

@@ -30,7 +30,10 @@ def _read_back(store: Path) -> xr.Dataset:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # peers' deprecation warnings
         return xr.open_dataset(
-            f"reference::{store}", engine="zarr", consolidated=False, zarr_format=2,
+            f"reference::{store}",
+            engine="zarr",
+            consolidated=False,
+            zarr_format=2,
             mask_and_scale=False,  # raw values, as h5py reads them (fills unmasked)
             backend_kwargs={"storage_options": {"remote_protocol": "file"}},
         ).load()
@@ -57,8 +60,14 @@ def test_h5py_array_types_in_every_layout(tmp_path: Path) -> None:
     path = tmp_path / "arrays.h5"
     rng = np.random.default_rng(1)
     with h5py.File(path, "w") as f:
-        chunked = f.create_dataset("chunked", shape=(7,), dtype=np.dtype(("<i8", (3, 5))),
-                                   chunks=(2,), compression="gzip", shuffle=True)
+        chunked = f.create_dataset(
+            "chunked",
+            shape=(7,),
+            dtype=np.dtype(("<i8", (3, 5))),
+            chunks=(2,),
+            compression="gzip",
+            shuffle=True,
+        )
         chunked[:] = rng.integers(-(2**40), 2**40, (7, 3, 5))
         contiguous = f.create_dataset("contiguous", shape=(4,), dtype=np.dtype(("<f4", (2,))))
         contiguous[:] = rng.random((4, 2)).astype("<f4")
@@ -71,17 +80,35 @@ def test_h5py_array_types_in_every_layout(tmp_path: Path) -> None:
 def test_pytables_multidimensional_atoms(tmp_path: Path) -> None:
     path = tmp_path / "pytables.h5"
     with tables.open_file(str(path), "w") as f:
-        pos = f.create_carray("/", "pos", atom=tables.Float64Atom(shape=(3,)), shape=(10,),
-                              chunkshape=(4,), filters=tables.Filters(complevel=1, shuffle=True))
+        pos = f.create_carray(
+            "/",
+            "pos",
+            atom=tables.Float64Atom(shape=(3,)),
+            shape=(10,),
+            chunkshape=(4,),
+            filters=tables.Filters(complevel=1, shuffle=True),
+        )
         pos[:] = np.arange(30.0).reshape(10, 3)
-        grow = f.create_earray("/", "grow", atom=tables.Int32Atom(shape=(2, 2)), shape=(0,),
-                               chunkshape=(3,))
+        grow = f.create_earray(
+            "/", "grow", atom=tables.Int32Atom(shape=(2, 2)), shape=(0,), chunkshape=(3,)
+        )
         grow.append(np.arange(20, dtype="i4").reshape(5, 2, 2))
-        grid = f.create_carray("/", "grid", atom=tables.Float64Atom(shape=(2,), dflt=-1.0),
-                               shape=(3, 4), chunkshape=(2, 2))
+        grid = f.create_carray(
+            "/",
+            "grid",
+            atom=tables.Float64Atom(shape=(2,), dflt=-1.0),
+            shape=(3, 4),
+            chunkshape=(2, 2),
+        )
         grid[:2] = np.random.default_rng(2).random((2, 4, 2))  # the last row: the fill
-        big = f.create_carray("/", "big", atom=tables.Int16Atom(shape=(3,)), shape=(5,),
-                              chunkshape=(2,), byteorder="big")
+        big = f.create_carray(
+            "/",
+            "big",
+            atom=tables.Int16Atom(shape=(3,)),
+            shape=(5,),
+            chunkshape=(2,),
+            byteorder="big",
+        )
         big[:] = np.arange(15, dtype="i2").reshape(5, 3)
     result = _check(path, tmp_path)
     assert result["pos"].shape == (10, 3) and result["pos"].chunks == (4, 3)
@@ -98,8 +125,11 @@ def test_an_element_fill_that_differs_between_members_is_refused() -> None:
     cannot convert an array fill value; the check is called directly)."""
     assert _one_fill(np.array([-1.0, -1.0]), np.dtype(">f8"), "f.h5: variable 'v'") == -1.0
     assert np.isnan(_one_fill(np.array([np.nan, np.nan]), np.dtype("<f4"), "x"))
-    with pytest.raises(UnsupportedHDF5Error, match=r"'v'.*fill value differs between the "
-                       r"members of an element"):
+    with pytest.raises(
+        UnsupportedHDF5Error,
+        match=r"'v'.*fill value differs between the "
+        r"members of an element",
+    ):
         _one_fill(np.array([1, 2], "<i4"), np.dtype("<i4"), "f.h5: variable 'v'")
 
 
@@ -118,11 +148,18 @@ def test_the_chunk_walk_refuses_a_grid_of_another_rank(tmp_path: Path) -> None:
 
     path = tmp_path / "rank.h5"
     with h5py.File(path, "w") as f:
-        f.create_dataset("a", shape=(4,), dtype=np.dtype(("<i4", (3,))), chunks=(2,))[:] = (
-            np.ones((4, 3), "<i4"))
+        f.create_dataset("a", shape=(4,), dtype=np.dtype(("<i4", (3,))), chunks=(2,))[:] = np.ones(
+            (4, 3), "<i4"
+        )
         with pytest.raises(ValueError, match=r"rank 2; the dataset has rank 1"):
-            _h5chunks.chunk_index(f["a"].id, (2, 3), (2, 1), np.full(2, -1, np.int64),
-                                  np.zeros(2, np.int64), np.zeros(2, np.uint32))
+            _h5chunks.chunk_index(
+                f["a"].id,
+                (2, 3),
+                (2, 1),
+                np.full(2, -1, np.int64),
+                np.zeros(2, np.int64),
+                np.zeros(2, np.uint32),
+            )
 
 
 def test_array_types_publish_through_virtualizarr_into_icechunk(tmp_path: Path) -> None:
@@ -133,8 +170,14 @@ def test_array_types_publish_through_virtualizarr_into_icechunk(tmp_path: Path) 
     files.mkdir()
     path = files / "pytables.h5"
     with tables.open_file(str(path), "w") as f:
-        pos = f.create_carray("/", "pos", atom=tables.Float32Atom(shape=(3,)), shape=(10,),
-                              chunkshape=(4,), filters=tables.Filters(complevel=1, shuffle=True))
+        pos = f.create_carray(
+            "/",
+            "pos",
+            atom=tables.Float32Atom(shape=(3,)),
+            shape=(10,),
+            chunkshape=(4,),
+            filters=tables.Filters(complevel=1, shuffle=True),
+        )
         pos[:] = np.arange(30.0).reshape(10, 3)
     store = tmp_path / "store.parq"
     refs.write_parquet(refs.scan(str(path)), str(store), inline_threshold=0)

@@ -155,8 +155,10 @@ def test_misaligned_one_step_files_hint_at_a_stacked_file_dimension(tmp_path: Pa
         refs.virtualize([a, b], tmp_path / "store", progress=False, inline_coords=True)
     msg = str(e.value)
     assert f"variable 'sst': {a} has 1 elements along 'time', not a multiple" in msg
-    assert ("'time' looks like a stacked file dimension (a dimension per file to concatenate "
-            "along: each file adds 1 element in a chunk of 4") in msg
+    assert (
+        "'time' looks like a stacked file dimension (a dimension per file to concatenate "
+        "along: each file adds 1 element in a chunk of 4"
+    ) in msg
     assert "written with chunks of 1 (or a divisor) along 'time'" in msg
     assert not (tmp_path / "store").exists()
 

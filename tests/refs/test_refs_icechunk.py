@@ -40,11 +40,13 @@ def _oisst_like(path: Path, day: int) -> Path:
         t[:] = [day]
         ds.createVariable("lat", "f4", ("lat",))[:] = np.linspace(-80, 80, 8)
         ds.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 350, 16)
-        sst = ds.createVariable("sst", "f4", ("time", "lat", "lon"), fill_value=-999.0,
-                                chunksizes=(1, 8, 16), zlib=True)
+        sst = ds.createVariable(
+            "sst", "f4", ("time", "lat", "lon"), fill_value=-999.0, chunksizes=(1, 8, 16), zlib=True
+        )
         sst[:] = np.ma.masked_array(rng.random((1, 8, 16)).astype("f4") * 30, mask=land)
-        anom = ds.createVariable("anom", "i2", ("time", "lat", "lon"), fill_value=-32768,
-                                 chunksizes=(1, 4, 16))
+        anom = ds.createVariable(
+            "anom", "i2", ("time", "lat", "lon"), fill_value=-32768, chunksizes=(1, 4, 16)
+        )
         anom.scale_factor = 0.01
         anom.set_auto_maskandscale(False)
         packed = rng.integers(-500, 500, (1, 8, 16)).astype("i2")
@@ -72,15 +74,19 @@ def _published(store_path: Path, repo_path: Path, files_root: Path) -> Any:
     from virtualizarr.registry import ObjectStoreRegistry
 
     registry = ObjectStoreRegistry({"file:///": LocalStore("/")})
-    vds = open_virtual_dataset(f"file://{store_path}", parser=KerchunkParquetParser(),
-                               registry=registry)
+    vds = open_virtual_dataset(
+        f"file://{store_path}", parser=KerchunkParquetParser(), registry=registry
+    )
     prefix = f"file://{files_root}/"
     config = icechunk.RepositoryConfig.default()
     config.set_virtual_chunk_container(
         icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(files_root)))
     )
-    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(repo_path)), config,
-                                      authorize_virtual_chunk_access={prefix: None})
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(repo_path)),
+        config,
+        authorize_virtual_chunk_access={prefix: None},
+    )
     session = repo.writable_session("main")
     vds.vz.to_icechunk(session.store)
     session.commit("references of one day")
@@ -97,9 +103,13 @@ def test_land_mask_reads_missing_through_fsspec_and_through_icechunk(tmp_path: P
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # peers' deprecation and zarr-v3 codec warnings
         want = xr.open_dataset(src).load()
-        v2 = xr.open_dataset(f"reference::{store}", engine="zarr", consolidated=False,
-                             backend_kwargs={"storage_options": {"remote_protocol": "file"}},
-                             zarr_format=2).load()
+        v2 = xr.open_dataset(
+            f"reference::{store}",
+            engine="zarr",
+            consolidated=False,
+            backend_kwargs={"storage_options": {"remote_protocol": "file"}},
+            zarr_format=2,
+        ).load()
         _same(v2, want)
         session = _published(store, tmp_path / "repo", files)
         v3 = xr.open_zarr(session.store, consolidated=False, zarr_format=3).load()
@@ -122,9 +132,13 @@ def test_a_daily_series_composes_every_variable_for_virtualizarr(tmp_path: Path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = xr.open_mfdataset(days, combine="by_coords").load()
-        v2 = xr.open_dataset(f"reference::{store}", engine="zarr", consolidated=False,
-                             backend_kwargs={"storage_options": {"remote_protocol": "file"}},
-                             zarr_format=2).load()
+        v2 = xr.open_dataset(
+            f"reference::{store}",
+            engine="zarr",
+            consolidated=False,
+            backend_kwargs={"storage_options": {"remote_protocol": "file"}},
+            zarr_format=2,
+        ).load()
         session = _published(store, tmp_path / "repo", tmp_path)
         v3 = xr.open_zarr(session.store, consolidated=False, zarr_format=3).load()
     for got in (v2, v3):
@@ -132,6 +146,11 @@ def test_a_daily_series_composes_every_variable_for_virtualizarr(tmp_path: Path)
         for name in ("sst", "anom", "err"):
             np.testing.assert_array_equal(got[name].values, want[name].values, err_msg=name)
     # the command-line check compares every referenced chunk but those of values.bin
-    check = subprocess.run([sys.executable, "-m", "dafzarr", "refs", "check", str(store)],
-                           capture_output=True, text=True, timeout=300, check=False)
+    check = subprocess.run(
+        [sys.executable, "-m", "dafzarr", "refs", "check", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert check.returncode == 0, check.stdout + check.stderr

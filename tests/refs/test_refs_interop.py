@@ -513,8 +513,9 @@ def test_inline_threshold_0_with_composed_coordinates(tmp_path: Path) -> None:
     """``inline_coords=True`` with references only: the coordinates' composed values go
     into ``values.bin``, referenced, and VirtualiZarr reads them as the files hold them."""
     files = days(tmp_path, 2)
-    vds = refs.virtualize(files, tmp_path / "store", inline_threshold=0, inline_coords=True,
-                          progress=False)
+    vds = refs.virtualize(
+        files, tmp_path / "store", inline_threshold=0, inline_coords=True, progress=False
+    )
     assert vds.arrays["time"].raw
     got = _open_virtual(tmp_path / "store", decode_times=False, loadable_variables=["time"])
     want = np.concatenate([_h5py_read(str(f), "time") for f in files])

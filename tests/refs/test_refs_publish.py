@@ -44,8 +44,15 @@ def _day(path: Path, day: int) -> str:
         lat.units = "degrees_north"
         lat[:] = np.linspace(-75, 75, 6)
         ds.createVariable("lon", "f4", ("lon",))[:] = np.linspace(0, 324, 10)
-        sst = ds.createVariable("sst", "f4", ("time", "lat", "lon"), fill_value=-999.0,
-                                chunksizes=(1, 3, 10), zlib=True, shuffle=True)
+        sst = ds.createVariable(
+            "sst",
+            "f4",
+            ("time", "lat", "lon"),
+            fill_value=-999.0,
+            chunksizes=(1, 3, 10),
+            zlib=True,
+            shuffle=True,
+        )
         sst.units = "degC"
         sst[:] = np.ma.masked_array(rng.random((1, 6, 10)).astype("f4") * 30, mask=land)
         anom = ds.createVariable("anom", "i2", ("time", "lat", "lon"), fill_value=-32768)
@@ -66,23 +73,30 @@ def _repo(path: Path, prefixes: list[str]) -> Any:
     """A new local repository with a local-file container for each prefix."""
     config = icechunk.RepositoryConfig.default()
     for p in prefixes:
-        config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(
-            p, icechunk.local_filesystem_store(p.removeprefix("file://"))))
-    return icechunk.Repository.create(icechunk.local_filesystem_storage(str(path)), config,
-                                      authorize_virtual_chunk_access=dict.fromkeys(prefixes))
+        config.set_virtual_chunk_container(
+            icechunk.VirtualChunkContainer(
+                p, icechunk.local_filesystem_store(p.removeprefix("file://"))
+            )
+        )
+    return icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(path)),
+        config,
+        authorize_virtual_chunk_access=dict.fromkeys(prefixes),
+    )
 
 
 def _reader(path: Path, prefixes: list[str]) -> Any:
-    repo = icechunk.Repository.open(icechunk.local_filesystem_storage(str(path)),
-                                    authorize_virtual_chunk_access=dict.fromkeys(prefixes))
+    repo = icechunk.Repository.open(
+        icechunk.local_filesystem_storage(str(path)),
+        authorize_virtual_chunk_access=dict.fromkeys(prefixes),
+    )
     return repo.readonly_session("main")
 
 
 def _open(session: Any, group: str | None = None) -> xr.Dataset:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numcodecs codecs are not in the Zarr v3 spec
-        return xr.open_zarr(session.store, consolidated=False, zarr_format=3,
-                            group=group).load()
+        return xr.open_zarr(session.store, consolidated=False, zarr_format=3, group=group).load()
 
 
 def _same(got: xr.Dataset, files: list[str]) -> None:
@@ -111,8 +125,9 @@ def test_a_daily_series_publishes_and_reads_back(tmp_path: Path, how: str) -> No
     if how == "composed object":
         source: Any = refs.virtualize(files, None, progress=False)
     else:
-        refs.virtualize(files, store, progress=False,
-                        inline_threshold=0 if how.endswith("only") else None)
+        refs.virtualize(
+            files, store, progress=False, inline_threshold=0 if how.endswith("only") else None
+        )
         source = store
     prefix = (tmp_path / "files").as_uri() + "/"
     repo = _repo(tmp_path / "repo", [prefix])
@@ -136,7 +151,8 @@ def test_a_daily_series_publishes_and_reads_back(tmp_path: Path, how: str) -> No
     with h5py.File(files[2]) as f:
         np.testing.assert_array_equal(raw[2], f["sst"][0])  # -999 over land, as stored
     assert reader.all_virtual_chunk_locations() and all(
-        loc.startswith(prefix) for loc in reader.all_virtual_chunk_locations())
+        loc.startswith(prefix) for loc in reader.all_virtual_chunk_locations()
+    )
 
 
 @pytest.mark.slow  # command-line runs: a process start each
@@ -154,29 +170,50 @@ def test_into_a_group_and_with_the_command_line(tmp_path: Path) -> None:
     session.commit("into a group")
     _same(_open(_reader(tmp_path / "repo", [prefix]), "ocean/oisst"), files)
     # the command line: a new repository, its container given, the snapshot printed
-    res = _cli("publish", str(store), str(tmp_path / "cli"), "-m", "daily series",
-               "--container", prefix)
+    res = _cli(
+        "publish", str(store), str(tmp_path / "cli"), "-m", "daily series", "--container", prefix
+    )
     assert res.returncode == 0, res.stderr
     reader = _reader(tmp_path / "cli", [prefix])
     assert res.stdout.splitlines()[-1] == reader.snapshot_id
     assert "11 virtual chunk references" in res.stdout  # and time, native
     _same(_open(reader), files)
-    log = list(icechunk.Repository.open(
-        icechunk.local_filesystem_storage(str(tmp_path / "cli"))).ancestry(branch="main"))
+    log = list(
+        icechunk.Repository.open(icechunk.local_filesystem_storage(str(tmp_path / "cli"))).ancestry(
+            branch="main"
+        )
+    )
     assert log[0].message == "daily series"
     # again, on another branch, into a group of the existing repository
-    res = _cli("publish", "-q", str(store), str(tmp_path / "cli"), "--branch", "dev",
-               "-m", "again", "--group", "g")
+    res = _cli(
+        "publish",
+        "-q",
+        str(store),
+        str(tmp_path / "cli"),
+        "--branch",
+        "dev",
+        "-m",
+        "again",
+        "--group",
+        "g",
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() != reader.snapshot_id
-    dev = icechunk.Repository.open(icechunk.local_filesystem_storage(str(tmp_path / "cli")),
-                                   authorize_virtual_chunk_access={prefix: None})
+    dev = icechunk.Repository.open(
+        icechunk.local_filesystem_storage(str(tmp_path / "cli")),
+        authorize_virtual_chunk_access={prefix: None},
+    )
     _same(_open(dev.readonly_session("dev"), "g"), files)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dafzarr", "refs", *args],
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "dafzarr", "refs", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.mark.slow  # command-line runs: a process start each
@@ -200,8 +237,12 @@ def test_refuses_a_location_outside_every_container(tmp_path: Path) -> None:
     res = _cli("publish", str(store), str(tmp_path / "repo"), "-m", "x")
     assert res.returncode == 1 and f"--container {prefix}" in res.stderr
     assert res.stdout == ""
-    assert icechunk.Repository.open(icechunk.local_filesystem_storage(
-        str(tmp_path / "repo"))).lookup_branch("main") == before
+    assert (
+        icechunk.Repository.open(
+            icechunk.local_filesystem_storage(str(tmp_path / "repo"))
+        ).lookup_branch("main")
+        == before
+    )
     # into a new repository: none is left behind
     res = _cli("publish", str(store), str(tmp_path / "new"), "-m", "x")
     assert res.returncode == 1 and "no virtual chunk container" in res.stderr
@@ -221,15 +262,18 @@ def test_refuses_a_reference_past_the_end_of_its_file(tmp_path: Path) -> None:
     prefix = (tmp_path / "files").as_uri() + "/"
     repo = _repo(tmp_path / "repo", [prefix])
     session = repo.writable_session("main")
-    with pytest.raises(InvalidArgumentError,
-                       match=r"array 'sst' has a reference ending at byte \d+, past the end "
-                             r"of .*day1.nc \(\d+ bytes\)"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"array 'sst' has a reference ending at byte \d+, past the end "
+        r"of .*day1.nc \(\d+ bytes\)",
+    ):
         refs.to_icechunk(store, session.store)
     assert not session.has_uncommitted_changes
     res = _cli("publish", str(store), str(tmp_path / "repo"), "-m", "x", "--container", prefix)
     assert res.returncode == 1 and "past the end of" in res.stderr
-    assert icechunk.Repository.open(icechunk.local_filesystem_storage(
-        str(tmp_path / "repo"))).lookup_branch("main") == repo.lookup_branch("main")
+    assert icechunk.Repository.open(
+        icechunk.local_filesystem_storage(str(tmp_path / "repo"))
+    ).lookup_branch("main") == repo.lookup_branch("main")
 
 
 def test_refuses_a_damaged_store(tmp_path: Path) -> None:
@@ -241,8 +285,11 @@ def test_refuses_a_damaged_store(tmp_path: Path) -> None:
     part = store / "sst" / "refs.0.parq"
     whole = pq.read_table(part)
     pq.write_table(whole.slice(0, 3), part)  # a reference lost
-    with pytest.raises(InvalidArgumentError, match=r"refs.0.parq: 3 references where array "
-                                                   r"'sst' needs 4"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"refs.0.parq: 3 references where array "
+        r"'sst' needs 4",
+    ):
         refs.to_icechunk(store, session.store)
     part.write_bytes(b"PAR1 not parquet")
     with pytest.raises(InvalidArgumentError, match="references of array 'sst' are unreadable"):
@@ -268,8 +315,13 @@ def test_hdf5_array_typed_datasets_read_back_exact(tmp_path: Path) -> None:
     with h5py.File(path, "w") as f:
         for name, v in values.items():
             element = np.dtype((v.dtype, v.shape[1:]))
-            d = f.create_dataset(name, shape=(v.shape[0],), dtype=element, chunks=(7,),
-                                 compression="gzip" if name != "u2be" else None)
+            d = f.create_dataset(
+                name,
+                shape=(v.shape[0],),
+                dtype=element,
+                chunks=(7,),
+                compression="gzip" if name != "u2be" else None,
+            )
             d[:] = v
     store = tmp_path / "arrays.parq"
     refs.write_parquet(refs.scan(path), store)
@@ -304,14 +356,33 @@ def test_pytables_array_atoms_read_back_exact(tmp_path: Path) -> None:
     zlib = tables.Filters(complevel=5, complib="zlib", shuffle=True)
     with warnings.catch_warnings(), tables.open_file(str(path), "w") as f:
         warnings.simplefilter("ignore")
-        f.create_array("/", "arr", atom=tables.Float64Atom(shape=(3, 5)), shape=(6,))[:] = (
-            values["arr"])
-        f.create_earray("/", "ear", atom=tables.Int32Atom(shape=(3, 5)), shape=(0,),
-                        chunkshape=(4,), filters=zlib).append(values["ear"])
-        f.create_earray("/", "ebe", atom=tables.UInt16Atom(shape=(3, 5)), shape=(0,),
-                        chunkshape=(3,), byteorder="big").append(values["ebe"])
-        f.create_carray("/", "car", atom=tables.Float32Atom(shape=(2,)), shape=(9, 4),
-                        chunkshape=(4, 3), filters=zlib)[:] = values["car"]
+        f.create_array("/", "arr", atom=tables.Float64Atom(shape=(3, 5)), shape=(6,))[:] = values[
+            "arr"
+        ]
+        f.create_earray(
+            "/",
+            "ear",
+            atom=tables.Int32Atom(shape=(3, 5)),
+            shape=(0,),
+            chunkshape=(4,),
+            filters=zlib,
+        ).append(values["ear"])
+        f.create_earray(
+            "/",
+            "ebe",
+            atom=tables.UInt16Atom(shape=(3, 5)),
+            shape=(0,),
+            chunkshape=(3,),
+            byteorder="big",
+        ).append(values["ebe"])
+        f.create_carray(
+            "/",
+            "car",
+            atom=tables.Float32Atom(shape=(2,)),
+            shape=(9, 4),
+            chunkshape=(4, 3),
+            filters=zlib,
+        )[:] = values["car"]
     with h5py.File(path) as f:  # the element types are HDF5 array types
         assert f["ear"].dtype.subdtype is not None and f["car"].dtype.subdtype is not None
     store = tmp_path / "pytables.parq"
@@ -338,19 +409,22 @@ def test_inlined_values_strings_scalars_and_byte_orders_read_back_exact(tmp_path
     path.parent.mkdir()
     rng = np.random.default_rng(5)
     with h5py.File(path, "w") as f:
-        f.create_dataset("names", data=np.array(["\u00e9t\u00e9", "beta", ""], dtype=object),
-                         dtype=h5py.string_dtype())
+        f.create_dataset(
+            "names",
+            data=np.array(["\u00e9t\u00e9", "beta", ""], dtype=object),
+            dtype=h5py.string_dtype(),
+        )
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         dcpl.set_layout(h5py.h5d.COMPACT)
         sid = h5py.h5s.create_simple((6,))
         h5py.h5d.create(f.id, b"compact", h5py.h5t.STD_I32LE, sid, dcpl).write(
-            h5py.h5s.ALL, h5py.h5s.ALL, np.arange(6, dtype="<i4"))
+            h5py.h5s.ALL, h5py.h5s.ALL, np.arange(6, dtype="<i4")
+        )
         f.create_dataset("scalar", data=np.float64(2.5))
         f.attrs["history"] = "made for a test"
         f.create_group("inner/deep").attrs["source"] = "nested"
         f.create_dataset("inner/deep/big", data=rng.random((9, 4)).astype(">f8"), chunks=(4, 4))
-        f.create_dataset("codes", data=np.array([b"ab", b"cdefg", b"h"], dtype="S5"),
-                         chunks=(2,))
+        f.create_dataset("codes", data=np.array([b"ab", b"cdefg", b"h"], dtype="S5"), chunks=(2,))
         f.create_dataset("flags", data=rng.random(10) > 0.5, chunks=(4,), compression="gzip")
     store = tmp_path / "kinds.parq"
     refs.write_parquet(refs.scan(path), store)
@@ -379,30 +453,41 @@ def test_remote_locations_need_their_container(tmp_path: Path) -> None:
     files = _series(tmp_path / "files", 2)
     base = "https://data.example.org/"
     store = tmp_path / "series.parq"
-    refs.virtualize(refs.mosaic_sources(files, [base + "sst/" + Path(f).name for f in files]),
-                    store, progress=False)
+    refs.virtualize(
+        refs.mosaic_sources(files, [base + "sst/" + Path(f).name for f in files]),
+        store,
+        progress=False,
+    )
     local = (tmp_path / "files").as_uri() + "/"
     session = _repo(tmp_path / "repo", [local]).writable_session("main")
-    with pytest.raises(InvalidArgumentError,
-                       match=rf"covers {base}sst/day0.nc and 1 other locations .*"
-                             rf"VirtualChunkContainer\('{base}', icechunk.http_store\(\)\)"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=rf"covers {base}sst/day0.nc and 1 other locations .*"
+        rf"VirtualChunkContainer\('{base}', icechunk.http_store\(\)\)",
+    ):
         refs.to_icechunk(store, session.store)
     config = icechunk.RepositoryConfig.default()
-    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(
-        base, icechunk.http_store()))
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(base, icechunk.http_store()))
     repo = icechunk.Repository.create(icechunk.in_memory_storage(), config)
     session = repo.writable_session("main")
     assert refs.to_icechunk(store, session.store) == 6
-    assert sorted(set(session.all_virtual_chunk_locations())) == [base + "sst/day0.nc",
-                                                                  base + "sst/day1.nc"]
+    assert sorted(set(session.all_virtual_chunk_locations())) == [
+        base + "sst/day0.nc",
+        base + "sst/day1.nc",
+    ]
     if int(icechunk.__version__.split(".")[0]) >= 2:
         return
     ported = tmp_path / "ported.parq"
-    refs.virtualize(refs.mosaic_sources(files, [f"http://127.0.0.1:8123/{Path(f).name}"
-                                                for f in files]), ported, progress=False)
+    refs.virtualize(
+        refs.mosaic_sources(files, [f"http://127.0.0.1:8123/{Path(f).name}" for f in files]),
+        ported,
+        progress=False,
+    )
     session = repo.writable_session("main")
-    with pytest.raises(InvalidArgumentError, match=re.escape(
-            "would drop the port 8123 of http://127.0.0.1:8123/day0.nc")):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=re.escape("would drop the port 8123 of http://127.0.0.1:8123/day0.nc"),
+    ):
         refs.to_icechunk(ported, session.store)
     assert not session.has_uncommitted_changes
 

@@ -35,9 +35,17 @@ def _big_store(data: Path, out: Path) -> np.ndarray:
     values = np.random.default_rng(0).random((SLOTS, CHUNK), dtype="f4")
     (data / "big.bin").write_bytes(values.tobytes())
     n = ROWS * PER_ROW
-    zarray = {"zarr_format": 2, "shape": [ROWS, PER_ROW * CHUNK], "chunks": [1, CHUNK],
-              "dtype": "<f4", "compressor": None, "filters": None, "fill_value": "NaN",
-              "order": "C", "dimension_separator": "."}
+    zarray = {
+        "zarr_format": 2,
+        "shape": [ROWS, PER_ROW * CHUNK],
+        "chunks": [1, CHUNK],
+        "dtype": "<f4",
+        "compressor": None,
+        "filters": None,
+        "fill_value": "NaN",
+        "order": "C",
+        "dimension_separator": ".",
+    }
     with refs.ReferenceWriter(out, [(data / "big.bin").as_uri()]) as w:
         w.add_group("", {"what": "many references"})
         w.add_array("v", zarray, {"_ARRAY_DIMENSIONS": ["y", "x"]})
@@ -62,8 +70,11 @@ def _check_big(session: Any, values: np.ndarray) -> None:
 
 def _killed(repo: Path, store: Path, prefix: str, marker: str, delay: float) -> list[str]:
     """Runs the child, kills it ``delay`` seconds after it prints ``marker``; its output."""
-    proc = subprocess.Popen([sys.executable, str(Path(child.__file__)), str(repo), str(store),
-                             prefix], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(child.__file__)), str(repo), str(store), prefix],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     lines: list[str] = []
     try:
@@ -98,11 +109,19 @@ def test_killed_while_publishing_or_committing(tmp_path: Path) -> None:
     want = _open(repo.readonly_session(snapshot_id=base), "series")
     tips = [base]
     outcomes = []
-    for marker, delay in (("publishing", 0.3), ("publishing", 1.5), ("committing", 0.0),
-                          ("committing", 0.05), ("committing", 0.2), ("committing", 0.5)):
+    for marker, delay in (
+        ("publishing", 0.3),
+        ("publishing", 1.5),
+        ("committing", 0.0),
+        ("committing", 0.05),
+        ("committing", 0.2),
+        ("committing", 0.5),
+    ):
         lines = _killed(tmp_path / "repo", store, prefix, marker, delay)
-        again = icechunk.Repository.open(icechunk.local_filesystem_storage(
-            str(tmp_path / "repo")), authorize_virtual_chunk_access={prefix: None})
+        again = icechunk.Repository.open(
+            icechunk.local_filesystem_storage(str(tmp_path / "repo")),
+            authorize_virtual_chunk_access={prefix: None},
+        )
         tip, before = again.lookup_branch("main"), tips[-1]
         reader = again.readonly_session("main")
         xr.testing.assert_identical(_open(reader, "series"), want)
@@ -123,8 +142,9 @@ def test_killed_while_publishing_or_committing(tmp_path: Path) -> None:
     # killed as the commit starts, it has not reached its commit point
     assert outcomes[2] == ("committing", 0.0, False), outcomes
     # a new session publishes again, over whatever the kills left
-    session = icechunk.Repository.open(icechunk.local_filesystem_storage(
-        str(tmp_path / "repo")), authorize_virtual_chunk_access={prefix: None}
+    session = icechunk.Repository.open(
+        icechunk.local_filesystem_storage(str(tmp_path / "repo")),
+        authorize_virtual_chunk_access={prefix: None},
     ).writable_session("main")
     assert refs.to_icechunk(store, session.store, group="big", overwrite=True) == ROWS * PER_ROW
     session.commit("published again")
@@ -135,6 +155,6 @@ def test_killed_while_publishing_or_committing(tmp_path: Path) -> None:
 
 
 def _repo_reader(path: Path, prefix: str) -> Any:
-    return icechunk.Repository.open(icechunk.local_filesystem_storage(str(path)),
-                                    authorize_virtual_chunk_access={prefix: None}
-                                    ).readonly_session("main")
+    return icechunk.Repository.open(
+        icechunk.local_filesystem_storage(str(path)), authorize_virtual_chunk_access={prefix: None}
+    ).readonly_session("main")

@@ -30,15 +30,28 @@ def s3() -> Iterator[S3Server]:
 
 def _storage(s3: S3Server, bucket: str) -> Any:
     """The repository's storage: a prefix of ``bucket`` on the test server."""
-    return icechunk.s3_storage(bucket=bucket, prefix="repo", region="us-east-1",
-                               endpoint_url=s3.endpoint, allow_http=True,
-                               force_path_style=True, **_KEYS)
+    return icechunk.s3_storage(
+        bucket=bucket,
+        prefix="repo",
+        region="us-east-1",
+        endpoint_url=s3.endpoint,
+        allow_http=True,
+        force_path_style=True,
+        **_KEYS,
+    )
 
 
 def _s3_container(s3: S3Server, prefix: str) -> Any:
-    return icechunk.VirtualChunkContainer(prefix, icechunk.s3_store(
-        region="us-east-1", endpoint_url=s3.endpoint, allow_http=True, s3_compatible=True,
-        force_path_style=True))
+    return icechunk.VirtualChunkContainer(
+        prefix,
+        icechunk.s3_store(
+            region="us-east-1",
+            endpoint_url=s3.endpoint,
+            allow_http=True,
+            s3_compatible=True,
+            force_path_style=True,
+        ),
+    )
 
 
 def test_a_repository_stored_on_s3(s3: S3Server, tmp_path: Path) -> None:
@@ -49,15 +62,19 @@ def test_a_repository_stored_on_s3(s3: S3Server, tmp_path: Path) -> None:
     refs.virtualize(files, store, progress=False)
     prefix = (tmp_path / "files").as_uri() + "/"
     config = icechunk.RepositoryConfig.default()
-    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(
-        prefix, icechunk.local_filesystem_store(str(tmp_path / "files"))))
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(
+            prefix, icechunk.local_filesystem_store(str(tmp_path / "files"))
+        )
+    )
     bucket = s3.new_bucket()
     repo = icechunk.Repository.create(_storage(s3, bucket), config)
     session = repo.writable_session("main")
     assert refs.to_icechunk(store, session.store) == 3 * 2 + 3
     snapshot = session.commit("on s3")
-    again = icechunk.Repository.open(_storage(s3, bucket),
-                                     authorize_virtual_chunk_access={prefix: None})
+    again = icechunk.Repository.open(
+        _storage(s3, bucket), authorize_virtual_chunk_access={prefix: None}
+    )
     reader = again.readonly_session("main")
     assert reader.snapshot_id == snapshot
     _same(_open(reader), files)
@@ -72,9 +89,14 @@ def test_references_to_objects_on_s3(s3: S3Server, tmp_path: Path) -> None:
 
     files = _series(tmp_path / "files", 3)
     bucket = s3.new_bucket()
-    objects = S3Store(bucket, endpoint=s3.endpoint, region="us-east-1",
-                      client_options={"allow_http": True}, virtual_hosted_style_request=False,
-                      **_KEYS)
+    objects = S3Store(
+        bucket,
+        endpoint=s3.endpoint,
+        region="us-east-1",
+        client_options={"allow_http": True},
+        virtual_hosted_style_request=False,
+        **_KEYS,
+    )
     for f in files:
         objects.put(f"data/{Path(f).name}", Path(f).read_bytes())
     urls = [f"s3://{bucket}/data/{Path(f).name}" for f in files]
@@ -84,8 +106,11 @@ def test_references_to_objects_on_s3(s3: S3Server, tmp_path: Path) -> None:
     config = icechunk.RepositoryConfig.default()
     repo = icechunk.Repository.create(_storage(s3, bucket), config)
     session = repo.writable_session("main")
-    with pytest.raises(InvalidArgumentError, match=rf"covers {prefix}data/day0.nc and 2 other "
-                                                   rf"locations .*icechunk.s3_store"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=rf"covers {prefix}data/day0.nc and 2 other "
+        rf"locations .*icechunk.s3_store",
+    ):
         refs.to_icechunk(store, session.store)
     assert not session.has_uncommitted_changes
     config.set_virtual_chunk_container(_s3_container(s3, prefix))
@@ -97,8 +122,7 @@ def test_references_to_objects_on_s3(s3: S3Server, tmp_path: Path) -> None:
     session.commit("objects on s3")
     assert sorted(set(session.all_virtual_chunk_locations())) == urls
     creds = icechunk.containers_credentials({prefix: icechunk.s3_credentials(**_KEYS)})
-    reader = icechunk.Repository.open(_storage(s3, bucket),
-                                      authorize_virtual_chunk_access=creds)
+    reader = icechunk.Repository.open(_storage(s3, bucket), authorize_virtual_chunk_access=creds)
     got = _open(reader.readonly_session("main"))
     _same(got, files)
     assert np.isnan(got["sst"].values).sum() == 3 * 6

@@ -296,8 +296,9 @@ def test_long_double_attributes_that_a_double_changes_are_named(tmp_path: Path) 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         r = refs.scan(path)
-    messages = sorted(str(w.message) for w in caught
-                      if issubclass(w.category, AttributeLossWarning))
+    messages = sorted(
+        str(w.message) for w in caught if issubclass(w.category, AttributeLossWarning)
+    )
     assert len(messages) == 3, [str(w.message) for w in caught]
     assert messages[0].startswith(f"{path}: group '/': attribute 'third' is extended")
     assert messages[1].startswith(f"{path}: variable 'v': attribute 'range' is extended")

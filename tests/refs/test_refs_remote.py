@@ -62,8 +62,9 @@ def _write_day(path: Path, day: int, *, n_time: int = 4) -> None:
         t[:] = day * 24 + np.arange(n_time) * (24 / n_time)
         lat = ds.createVariable("lat", "f4", ("lat",))
         lat[:] = np.linspace(-89, 89, 60)
-        v = ds.createVariable("tas", "f4", ("time", "lat", "lon"), chunksizes=(1, 30, 45),
-                              zlib=True, complevel=1)
+        v = ds.createVariable(
+            "tas", "f4", ("time", "lat", "lon"), chunksizes=(1, 30, 45), zlib=True, complevel=1
+        )
         v.long_name = "air temperature"
         v[:] = rng.random((n_time, 60, 90), dtype=np.float32) * 40 + 250
         big = ds.createVariable("noise", "f8", ("time", "y", "x"), chunksizes=(1, 128, 256))
@@ -120,8 +121,15 @@ def served(days: list[Path]) -> Iterator[Callable[[Behaviour | None], tuple[str,
     servers = []
 
     def start(behaviour: Behaviour | None = None) -> tuple[str, type]:
-        handler = type("H", (_Handler,), {"misbehave": staticmethod(behaviour) if behaviour
-                                          else None, "counter": [0], "log": []})
+        handler = type(
+            "H",
+            (_Handler,),
+            {
+                "misbehave": staticmethod(behaviour) if behaviour else None,
+                "counter": [0],
+                "log": [],
+            },
+        )
         srv = http.server.ThreadingHTTPServer(
             ("127.0.0.1", 0), functools.partial(handler, directory=str(days[0].parent))
         )
@@ -142,8 +150,16 @@ def _same_scan(remote: Any, local: Any) -> None:
     assert remote.dimensions == local.dimensions and remote.groups == local.groups
     for name, v in local.variables.items():
         r = remote.variables[name]
-        for field in ("dtype", "shape", "chunks", "filters", "fill_value", "attrs", "dims",
-                      "layout"):
+        for field in (
+            "dtype",
+            "shape",
+            "chunks",
+            "filters",
+            "fill_value",
+            "attrs",
+            "dims",
+            "layout",
+        ):
             assert getattr(r, field) == getattr(v, field), (name, field)
         for field in ("offset", "size", "filter_mask"):
             np.testing.assert_array_equal(getattr(r, field), getattr(v, field), err_msg=name)
@@ -235,9 +251,7 @@ class _Counting(_Handler):
 
 
 @pytest.mark.parametrize("in_flight", [2, 16])
-def test_the_requests_in_flight_are_bounded_by_in_flight(
-    days: list[Path], in_flight: int
-) -> None:
+def test_the_requests_in_flight_are_bounded_by_in_flight(days: list[Path], in_flight: int) -> None:
     handler = type("C", (_Counting,), {"busy": [0, 0], "counter": [0], "log": []})
     srv = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(handler, directory=str(days[0].parent))
@@ -260,8 +274,7 @@ def test_the_requests_in_flight_are_bounded_by_in_flight(
 @pytest.mark.parametrize("in_flight", [0, -1, 1.5, True])
 def test_in_flight_must_be_a_positive_int(in_flight: object) -> None:
     with pytest.raises(InvalidArgumentError, match="in_flight must be"):
-        scan_many(["http://127.0.0.1:9/x.nc"], progress=False,
-                  in_flight=in_flight)  # type: ignore[arg-type]
+        scan_many(["http://127.0.0.1:9/x.nc"], progress=False, in_flight=in_flight)  # type: ignore[arg-type]
 
 
 def test_xarray_reads_the_data_through_references_to_http(
@@ -270,13 +283,23 @@ def test_xarray_reads_the_data_through_references_to_http(
     url, _ = served()
     out = tmp_path / "refs.parq"
     virtualize([f"{url}/{p.name}" for p in days], out, concat_dim="time", progress=False)
-    want = xr.open_mfdataset(days, combine="nested", concat_dim="time", data_vars="minimal",
-                             coords="minimal", compat="override").load()
+    want = xr.open_mfdataset(
+        days,
+        combine="nested",
+        concat_dim="time",
+        data_vars="minimal",
+        coords="minimal",
+        compat="override",
+    ).load()
     for engine in ("pyarrow", "fastparquet"):
         with fastparquet_deprecation_ignored(), pandas_missing_chunk_workaround():
             mapper = LazyReferenceMapper(str(out), engine=engine)  # type: ignore[arg-type]
-            fs = ReferenceFileSystem(fo=mapper, remote_protocol="http", asynchronous=True,
-                                     remote_options={"asynchronous": True})
+            fs = ReferenceFileSystem(
+                fo=mapper,
+                remote_protocol="http",
+                asynchronous=True,
+                remote_options={"asynchronous": True},
+            )
             store = zarr.storage.FsspecStore(fs, read_only=True)
             got = xr.open_dataset(store, engine="zarr", zarr_format=2, consolidated=False).load()
         for name in ("tas", "noise", "time", "lat"):
@@ -365,9 +388,7 @@ class _CollectingWorkers:
         return call_within(in_worker, 5)
 
 
-def test_a_collection_in_a_worker_never_waits_for_the_scan(
-    served: Any, days: list[Path]
-) -> None:
+def test_a_collection_in_a_worker_never_waits_for_the_scan(served: Any, days: list[Path]) -> None:
     """h5py holds its global lock through the whole HDF5 call that reads through the reader,
     and its objects take that lock when freed: a collection started in the worker the read
     waits for would wait for the read (until its deadline). The scan pauses them."""
@@ -435,8 +456,12 @@ def test_scan_many_in_s3_equals_local_scans_and_xarray_reads_through_them(
         for p in days:
             obstore.put(store, f"nc/{p.name}", p.read_bytes())
         bucket = store.config["bucket"]
-        options = {"key": "testing", "secret": "testing", "endpoint_url": s3.endpoint,
-                   "client_kwargs": {"region_name": "us-east-1"}}
+        options = {
+            "key": "testing",
+            "secret": "testing",
+            "endpoint_url": s3.endpoint,
+            "client_kwargs": {"region_name": "us-east-1"},
+        }
         urls = [f"s3://{bucket}/nc/{p.name}" for p in days]
         got = scan_many(urls, progress=False, storage_options=options)
         for r, p, u in zip(got, days, urls, strict=True):
@@ -451,23 +476,37 @@ def test_scan_many_in_s3_equals_local_scans_and_xarray_reads_through_them(
         for engine in ("pyarrow", "fastparquet"):
             mapper = LazyReferenceMapper(str(out), engine=engine)  # type: ignore[arg-type]
             fs = ReferenceFileSystem(
-                fo=mapper, remote_protocol="s3", asynchronous=True,
-                remote_options={"key": "testing", "secret": "testing", "asynchronous": True,
-                                "client_kwargs": {"endpoint_url": s3.endpoint,
-                                                  "region_name": "us-east-1"}},
+                fo=mapper,
+                remote_protocol="s3",
+                asynchronous=True,
+                remote_options={
+                    "key": "testing",
+                    "secret": "testing",
+                    "asynchronous": True,
+                    "client_kwargs": {"endpoint_url": s3.endpoint, "region_name": "us-east-1"},
+                },
             )
             with warnings.catch_warnings(), fastparquet_deprecation_ignored():
                 warnings.simplefilter("ignore", DeprecationWarning)  # botocore's datetime use
                 got[engine] = xr.open_dataset(
-                    zarr.storage.FsspecStore(fs, read_only=True), engine="zarr", zarr_format=2,
+                    zarr.storage.FsspecStore(fs, read_only=True),
+                    engine="zarr",
+                    zarr_format=2,
                     consolidated=False,
                 ).load()
-    want = xr.open_mfdataset(days, combine="nested", concat_dim="time", data_vars="minimal",
-                             coords="minimal", compat="override").load()
+    want = xr.open_mfdataset(
+        days,
+        combine="nested",
+        concat_dim="time",
+        data_vars="minimal",
+        coords="minimal",
+        compat="override",
+    ).load()
     for engine, xs in got.items():
         for name in ("tas", "noise", "time", "lat"):
-            np.testing.assert_array_equal(xs[name].values, want[name].values,
-                                          err_msg=f"{engine}: {name}")
+            np.testing.assert_array_equal(
+                xs[name].values, want[name].values, err_msg=f"{engine}: {name}"
+            )
 
 
 # --- the command line --------------------------------------------------------------------------
@@ -475,18 +514,43 @@ def test_refs_build_reads_urls(served: Any, days: list[Path], tmp_path: Path) ->
     url, _ = served()
     out = tmp_path / "cli.parq"
     res = subprocess.run(
-        [sys.executable, "-m", "dafzarr", "refs", "build", str(out),
-         *[f"{url}/{p.name}" for p in days], "--concat-dim", "time", "--quiet",
-         "--storage-options", '{"headers": {"User-Agent": "x"}}'],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "dafzarr",
+            "refs",
+            "build",
+            str(out),
+            *[f"{url}/{p.name}" for p in days],
+            "--concat-dim",
+            "time",
+            "--quiet",
+            "--storage-options",
+            '{"headers": {"User-Agent": "x"}}',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "PYTHONPATH": ROOT},
     )
     assert res.returncode == 0, res.stderr
     assert (out / ".zmetadata").exists()
     bad = subprocess.run(
-        [sys.executable, "-m", "dafzarr", "refs", "build", str(tmp_path / "bad.parq"),
-         f"{url}/{days[0].name}", "--storage-options", "[1]"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": ROOT},
+        [
+            sys.executable,
+            "-m",
+            "dafzarr",
+            "refs",
+            "build",
+            str(tmp_path / "bad.parq"),
+            f"{url}/{days[0].name}",
+            "--storage-options",
+            "[1]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": ROOT},
     )
     assert bad.returncode != 0 and "JSON object" in bad.stderr
     assert not (tmp_path / "bad.parq").exists()
@@ -529,8 +593,9 @@ def test_the_block_reader_prefetches_a_learned_layout_in_one_request() -> None:
     assert second.requests == before  # every read served from the prefetched blocks
 
 
-def test_a_replaced_object_is_not_mixed_with_the_old_one(served: Any, days: list[Path],
-                                                          tmp_path: Path) -> None:
+def test_a_replaced_object_is_not_mixed_with_the_old_one(
+    served: Any, days: list[Path], tmp_path: Path
+) -> None:
     url, _ = served()
     copy = days[0].parent / "replaced.nc"
     copy.write_bytes(days[0].read_bytes())
@@ -556,8 +621,9 @@ def test_a_block_reader_goes_to_another_process_with_its_blocks(
     import pickle
 
     url, _ = served()
-    reader = BlockReader(open_source(f"{url}/{days[0].name}", options=FAST), block_size=4096,
-                         readahead=4096)
+    reader = BlockReader(
+        open_source(f"{url}/{days[0].name}", options=FAST), block_size=4096, readahead=4096
+    )
     reader.prefetch(range(8))
     copy = pickle.loads(pickle.dumps(reader))
     assert copy.read(8 * 4096) == days[0].read_bytes()[: 8 * 4096]

@@ -112,8 +112,12 @@ def test_scan_metadata(tmp_path: Path) -> None:
     assert tas.fill_value == -999
     assert tas.dims == ("time", "y", "x")
     # _FillValue stays an attribute too (as Zarr v3 readers decode it): they mask by it alone
-    assert tas.attrs == {"scale_factor": 0.01, "add_offset": 273.15, "units": "K",
-                         "_FillValue": -999}
+    assert tas.attrs == {
+        "scale_factor": 0.01,
+        "add_offset": 273.15,
+        "units": "K",
+        "_FillValue": -999,
+    }
     assert tas.group == ""
     assert r["nanfill"].fill_value == "NaN"
     nan_attr = r["nanfill"].attrs["_FillValue"]

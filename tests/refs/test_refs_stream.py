@@ -83,9 +83,10 @@ def test_bad_references_are_refused_and_leave_no_store(
     tmp_path: Path, spoil: object, match: str
 ) -> None:
     out = tmp_path / "refs"
-    with pytest.raises(errors.InvalidArgumentError, match=match), ReferenceWriter(
-        out, ["file:///x.nc"], record_size=1
-    ) as w:
+    with (
+        pytest.raises(errors.InvalidArgumentError, match=match),
+        ReferenceWriter(out, ["file:///x.nc"], record_size=1) as w,
+    ):
         spoil(w)  # type: ignore[operator]
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []  # and no temporary left behind
@@ -133,7 +134,10 @@ def test_memory_does_not_grow_with_the_number_of_references(tmp_path: Path) -> N
     n = 30_000_000
     res = subprocess.run(
         [sys.executable, "-c", STREAM, str(n), "100000", str(tmp_path / "big")],
-        capture_output=True, text=True, timeout=600, env={"PYTHONPATH": ROOT},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PYTHONPATH": ROOT},
     )
     assert res.returncode == 0, res.stderr
     before, after, written = (int(x) for x in res.stdout.split())

@@ -133,8 +133,21 @@ def _wrap_os() -> None:
 
         setattr(os, name, wrapped)
 
-    for name in ("rename", "replace", "link", "unlink", "remove", "rmdir", "mkdir",
-                 "ftruncate", "truncate", "pwrite", "pwritev", "write", "posix_fallocate"):
+    for name in (
+        "rename",
+        "replace",
+        "link",
+        "unlink",
+        "remove",
+        "rmdir",
+        "mkdir",
+        "ftruncate",
+        "truncate",
+        "pwrite",
+        "pwritev",
+        "write",
+        "posix_fallocate",
+    ):
         after(name, "change")
     real_rmtree = shutil.rmtree
 
@@ -341,8 +354,9 @@ def pack_base(path: str) -> None:
     """A small Zarr directory to pack, and an archive that the pack replaces."""
     import zarr
 
-    z = zarr.open_array(path + ".src", mode="w", shape=(40,), chunks=(10,), dtype="i4",
-                        zarr_format=2)
+    z = zarr.open_array(
+        path + ".src", mode="w", shape=(40,), chunks=(10,), dtype="i4", zarr_format=2
+    )
     z[:] = np.arange(40, dtype=np.int32)
     with MmapZipStore(path, "w") as s:
         s["old"] = b"old archive"
@@ -422,10 +436,20 @@ def _ops() -> dict[str, Op]:
     z = ("s.zip", zip_base)
     ops = [
         Op("zip-append", *z, _zip(m.set_entry("new", m.payload(7, 9000))), zip_snapshot),
-        Op("zip-append-not-durable", *z, _zip(m.set_entry("new", m.payload(7, 9000)), durable=False),
-           zip_snapshot, durable=False),
-        Op("zip-rewrite-not-durable", *z, _zip(m.set_entry("b", m.payload(8, 6000)), durable=False),
-           zip_snapshot, durable=False),
+        Op(
+            "zip-append-not-durable",
+            *z,
+            _zip(m.set_entry("new", m.payload(7, 9000)), durable=False),
+            zip_snapshot,
+            durable=False,
+        ),
+        Op(
+            "zip-rewrite-not-durable",
+            *z,
+            _zip(m.set_entry("b", m.payload(8, 6000)), durable=False),
+            zip_snapshot,
+            durable=False,
+        ),
         Op("zip-append-small", *z, _zip(m.set_entry("tiny", b"x" * 10)), zip_snapshot),
         Op("zip-rewrite", *z, _zip(m.set_entry("b", m.payload(8, 6000))), zip_snapshot),
         Op("zip-delete", *z, _zip(m.delete_entry("c")), zip_snapshot),
@@ -442,19 +466,26 @@ def _ops() -> dict[str, Op]:
         Op("af-create", "f.af", _nothing, _af_create, _absent(m.af_snapshot)),
     ]
     for kind, file_name in (("zip", "d.daf.zarr.zip"), ("dir", "d.daf.zarr")):
-        for what, body in (("set", m.set_vector), ("delete", m.delete_vector),
-                           ("fill", m.fill)):
-            ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf(body),
-                          daf_snapshot))
-        ops.append(Op(f"daf-{kind}-create", file_name, _nothing, _create_daf,
-                      _absent(daf_snapshot)))
-        ops.append(Op(f"daf-{kind}-create-rw", file_name, _nothing, _create_daf_rw,
-                      _absent(daf_snapshot)))
+        for what, body in (("set", m.set_vector), ("delete", m.delete_vector), ("fill", m.fill)):
+            ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf(body), daf_snapshot))
+        ops.append(
+            Op(f"daf-{kind}-create", file_name, _nothing, _create_daf, _absent(daf_snapshot))
+        )
+        ops.append(
+            Op(f"daf-{kind}-create-rw", file_name, _nothing, _create_daf_rw, _absent(daf_snapshot))
+        )
         # Without durable=True: neither durable nor, after a power loss, always readable.
-        ops.append(Op(f"daf-{kind}-set-not-durable", file_name, daf_base,
-                      _daf(m.set_vector, durable=False), daf_snapshot, durable=False))
-        ops.append(Op(f"daf-{kind}-truncate", file_name, daf_base, _truncate_daf,
-                      daf_snapshot))
+        ops.append(
+            Op(
+                f"daf-{kind}-set-not-durable",
+                file_name,
+                daf_base,
+                _daf(m.set_vector, durable=False),
+                daf_snapshot,
+                durable=False,
+            )
+        )
+        ops.append(Op(f"daf-{kind}-truncate", file_name, daf_base, _truncate_daf, daf_snapshot))
     return {op.name: op for op in ops}
 
 

@@ -89,7 +89,9 @@ def _zip_op(body: Callable[[MmapZipStore], None], durable: bool = False) -> Call
     return _on_handle(lambda p: MmapZipStore(p, "r+", durable=durable), body)
 
 
-_batch = m.batch({"n1": m.payload(4, 30_000), "n2": m.payload(5, 100), "a": m.payload(6, 2000)}, "b")
+_batch = m.batch(
+    {"n1": m.payload(4, 30_000), "n2": m.payload(5, 100), "a": m.payload(6, 2000)}, "b"
+)
 
 
 def _batch_many(s: MmapZipStore) -> None:
@@ -135,8 +137,16 @@ def _absent_or_daf(path: str) -> Any:
 def _vds(seed: int) -> VirtualDataset:
     a = VirtualArray(
         name="a",
-        zarray={"shape": [40], "chunks": [10], "dtype": "<i4", "compressor": None,
-                "fill_value": 0, "filters": None, "order": "C", "zarr_format": 2},
+        zarray={
+            "shape": [40],
+            "chunks": [10],
+            "dtype": "<i4",
+            "compressor": None,
+            "fill_value": 0,
+            "filters": None,
+            "order": "C",
+            "zarr_format": 2,
+        },
         zattrs={"seed": seed},
         path_index=np.zeros(4, dtype=np.int32),
         offset=np.arange(4, dtype=np.int64) * 40 + seed,
@@ -179,43 +189,99 @@ class Op:
 
 def _ops() -> dict[str, Op]:
     ops = [
-        Op("zip-append", "s.zip", zip_base, _zip_op(m.set_entry("new", m.payload(7, 50_000))),
-           zip_snapshot),
-        Op("zip-rewrite", "s.zip", zip_base, _zip_op(m.set_entry("a", m.payload(8, 50_000))),
-           zip_snapshot),
+        Op(
+            "zip-append",
+            "s.zip",
+            zip_base,
+            _zip_op(m.set_entry("new", m.payload(7, 50_000))),
+            zip_snapshot,
+        ),
+        Op(
+            "zip-rewrite",
+            "s.zip",
+            zip_base,
+            _zip_op(m.set_entry("a", m.payload(8, 50_000))),
+            zip_snapshot,
+        ),
         Op("zip-delete", "s.zip", zip_base, _zip_op(m.delete_entry("b")), zip_snapshot),
         Op("zip-batch", "s.zip", zip_base, _zip_op(_batch), zip_snapshot),
         Op("zip-compact", "s.zip", zip_base, _zip_op(m.compact), zip_snapshot),
-        Op("zip-append-many", "s.zip", zip_many_base, _zip_op(m.set_entry("new", b"x" * 100)),
-           zip_snapshot),
+        Op(
+            "zip-append-many",
+            "s.zip",
+            zip_many_base,
+            _zip_op(m.set_entry("new", b"x" * 100)),
+            zip_snapshot,
+        ),
         Op("zip-batch-many", "s.zip", zip_many_base, _zip_op(_batch_many), zip_snapshot),
         # durable=True: the msync and fsync calls at the protocol's ordering points fail too
-        Op("zip-append-durable", "s.zip", zip_base,
-           _zip_op(m.set_entry("new", m.payload(7, 50_000)), durable=True), zip_snapshot),
-        Op("zip-rewrite-durable", "s.zip", zip_base,
-           _zip_op(m.set_entry("a", m.payload(8, 50_000)), durable=True), zip_snapshot),
-        Op("zip-batch-durable", "s.zip", zip_base, _zip_op(_batch, durable=True),
-           zip_snapshot),
+        Op(
+            "zip-append-durable",
+            "s.zip",
+            zip_base,
+            _zip_op(m.set_entry("new", m.payload(7, 50_000)), durable=True),
+            zip_snapshot,
+        ),
+        Op(
+            "zip-rewrite-durable",
+            "s.zip",
+            zip_base,
+            _zip_op(m.set_entry("a", m.payload(8, 50_000)), durable=True),
+            zip_snapshot,
+        ),
+        Op("zip-batch-durable", "s.zip", zip_base, _zip_op(_batch, durable=True), zip_snapshot),
     ]
     for kind, file_name in (("dir", "d.daf.zarr"), ("zip", "d.daf.zarr.zip")):
-        for what, body in (("set-vector", m.set_vector), ("overwrite", _overwrite),
-                           ("delete", m.delete_vector), ("fill", m.fill)):
-            ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf_op(body),
-                          daf_snapshot))
-        ops.append(Op(f"daf-{kind}-set-vector-durable", file_name, daf_base,
-                      _daf_op(m.set_vector, durable=True), daf_snapshot))
-        ops.append(Op(f"daf-{kind}-fill-durable", file_name, daf_base,
-                      _daf_op(m.fill, durable=True), daf_snapshot))
+        for what, body in (
+            ("set-vector", m.set_vector),
+            ("overwrite", _overwrite),
+            ("delete", m.delete_vector),
+            ("fill", m.fill),
+        ):
+            ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf_op(body), daf_snapshot))
+        ops.append(
+            Op(
+                f"daf-{kind}-set-vector-durable",
+                file_name,
+                daf_base,
+                _daf_op(m.set_vector, durable=True),
+                daf_snapshot,
+            )
+        )
+        ops.append(
+            Op(
+                f"daf-{kind}-fill-durable",
+                file_name,
+                daf_base,
+                _daf_op(m.fill, durable=True),
+                daf_snapshot,
+            )
+        )
         # mode "w" on an existing data set: an empty one takes its place
-        ops.append(Op(f"daf-{kind}-truncate", file_name, daf_base,
-                      _on_handle(lambda p: open_daf(p, "w"), lambda d: None), daf_snapshot))
+        ops.append(
+            Op(
+                f"daf-{kind}-truncate",
+                file_name,
+                daf_base,
+                _on_handle(lambda p: open_daf(p, "w"), lambda d: None),
+                daf_snapshot,
+            )
+        )
         # mode "w" where there is none: a new, empty data set
-        ops.append(Op(f"daf-{kind}-create", file_name, _nothing,
-                      _on_handle(lambda p: open_daf(p, "w"), lambda d: None), _absent_or_daf))
+        ops.append(
+            Op(
+                f"daf-{kind}-create",
+                file_name,
+                _nothing,
+                _on_handle(lambda p: open_daf(p, "w"), lambda d: None),
+                _absent_or_daf,
+            )
+        )
     ops += [
         Op("af-flush", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_flush), m.af_snapshot),
-        Op("af-compact", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_compact),
-           m.af_snapshot),
+        Op(
+            "af-compact", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_compact), m.af_snapshot
+        ),
         Op("refs-write", "refs.parq", refs_base, _refs_write, tree_snapshot),
     ]
     return {op.name: op for op in ops}
@@ -272,8 +338,9 @@ def _limit_address_space(headroom: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (mapped + headroom, hard))
 
 
-def _child(op: Op, path: str, go: int, shared: mmap.mmap, headroom: int | None,
-           after_open: bool) -> None:
+def _child(
+    op: Op, path: str, go: int, shared: mmap.mmap, headroom: int | None, after_open: bool
+) -> None:
     """Wait for the parent's ``go``, run the operation, report through ``shared``;
     with ``headroom``, under an address-space limit that leaves that much (set once the
     handle is open, with ``after_open``)."""
@@ -298,8 +365,14 @@ def _serve_one(request: dict[str, Any]) -> dict[str, Any]:
     if pid == 0:
         code = 0  # (w stays open: no system call may precede the operation)
         try:
-            _child(OPS[request["op"]], request["path"], r, shared, request.get("headroom"),
-                   bool(request.get("after_open")))
+            _child(
+                OPS[request["op"]],
+                request["path"],
+                r,
+                shared,
+                request.get("headroom"),
+                bool(request.get("after_open")),
+            )
         except BaseException:  # noqa: BLE001 (the exit status says it)
             code = 70
         os._exit(code)

@@ -44,15 +44,21 @@ def _env() -> dict[str, str]:
 
 
 def _cli(args: list[str], limit: int = 0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CHILD, str(limit), "once", *args],
-                          env=_env(), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, str(limit), "once", *args],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _digest(path: Path) -> dict[str, str]:
     """Every file under ``path`` (or ``path`` itself) with its SHA-256."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    return {str(p.relative_to(path.parent)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in files}
+    return {
+        str(p.relative_to(path.parent)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files
+    }
 
 
 def _leftovers(directory: Path) -> list[str]:
@@ -88,8 +94,12 @@ def _existing(tmp_path: Path, dest: str) -> tuple[str, Path]:
     src = _daf(tmp_path / "old.daf.zarr", 1)
     target = str(tmp_path / dest)
     if "#/" in dest:  # another data set in the archive must survive; the group is new
-        assert _cli(["daf", "convert", str(src), target.replace("#/new", "#/other"),
-                     "--quiet"]).returncode == 0
+        assert (
+            _cli(
+                ["daf", "convert", str(src), target.replace("#/new", "#/other"), "--quiet"]
+            ).returncode
+            == 0
+        )
     else:
         assert _cli(["daf", "convert", str(src), target, "--quiet"]).returncode == 0
     return target, tmp_path / dest.split("#")[0]
@@ -124,15 +134,19 @@ def test_convert_replaces_only_with_force(tmp_path: Path, dest: str) -> None:
         again = tmp_path / "again.daf.zarr"
         assert _cli(["daf", "convert", str(new), str(again), "--quiet"]).returncode == 0
         assert sorted(p.relative_to(path).as_posix() for p in path.rglob("*")) == sorted(
-            p.relative_to(again).as_posix() for p in again.rglob("*"))
+            p.relative_to(again).as_posix() for p in again.rglob("*")
+        )
 
 
 def _kill_rounds(tmp_path: Path, args: list[str], check: object, rounds: int) -> None:
     rng = random.Random(7)
     for _ in range(rounds):
-        child = subprocess.Popen([sys.executable, "-c", CHILD, "0", "loop", *args],
-                                 env=_env(), stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, "0", "loop", *args],
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(1.0, 3.0))
         child.send_signal(signal.SIGKILL)
         child.wait()
@@ -148,8 +162,9 @@ def test_sigkill_during_convert_leaves_old_or_new(tmp_path: Path, dest: str) -> 
     def check() -> None:
         assert _seed_of(target) in (1, 2)
 
-    _kill_rounds(tmp_path, ["daf", "convert", str(new), target, "--quiet", "--force"],
-                 check, rounds=6)
+    _kill_rounds(
+        tmp_path, ["daf", "convert", str(new), target, "--quiet", "--force"], check, rounds=6
+    )
     # A killed run's temporary is removed by the next run once it is stale and unlocked.
     old = time.time() - 2 * STALE_SECONDS
     for name in _leftovers(tmp_path):
@@ -161,8 +176,7 @@ def test_sigkill_during_convert_leaves_old_or_new(tmp_path: Path, dest: str) -> 
 def _netcdf(tmp_path: Path) -> list[str]:
     from dafzarr._core.examples import write_daily_netcdf
 
-    return [write_daily_netcdf(str(tmp_path / f"d{i}.nc"), i, shape=(40, 60))
-            for i in range(3)]
+    return [write_daily_netcdf(str(tmp_path / f"d{i}.nc"), i, shape=(40, 60)) for i in range(3)]
 
 
 def test_refs_build_on_a_full_disk_leaves_the_store(tmp_path: Path) -> None:
@@ -191,8 +205,9 @@ def test_sigkill_during_refs_build_leaves_old_or_new(tmp_path: Path) -> None:
     def check() -> None:
         assert _digest(out) in (old, new)
 
-    _kill_rounds(tmp_path, ["refs", "build", str(out), *files, "-q", "--overwrite"],
-                 check, rounds=6)
+    _kill_rounds(
+        tmp_path, ["refs", "build", str(out), *files, "-q", "--overwrite"], check, rounds=6
+    )
 
 
 def test_pack_on_a_full_disk_leaves_the_archive(tmp_path: Path) -> None:
@@ -221,8 +236,22 @@ def test_sigkill_during_convert_into_a_group_keeps_the_archive(tmp_path: Path) -
     for _ in range(6):
         path.write_bytes(pristine)
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, "0", "once", "daf", "convert", str(new), target,
-             "--quiet"], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-c",
+                CHILD,
+                "0",
+                "once",
+                "daf",
+                "convert",
+                str(new),
+                target,
+                "--quiet",
+            ],
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.8, 2.5))
         child.send_signal(signal.SIGKILL)
         child.wait()

@@ -29,8 +29,11 @@ REFUSED: list[tuple[str, Any, str]] = [
     ("i8", np.array([np.nan]), "floating-point values never become integers"),
     ("u1", np.array([0.5], np.float32), "floating-point values never become integers"),
     ("f4", np.array([1.0, 1e300]), r"value 1e\+300 at index 1 overflows to infinity"),
-    ("datetime64[ns]", np.array(["2020-01-01", "2500-01-01"], "M8[s]"),
-     "value 2500-01-01T00:00:00 at index 1 does not fit"),
+    (
+        "datetime64[ns]",
+        np.array(["2020-01-01", "2500-01-01"], "M8[s]"),
+        "value 2500-01-01T00:00:00 at index 1 does not fit",
+    ),
     ("f8", np.array([1 + 2j]), "the kinds differ"),
 ]
 
@@ -46,8 +49,9 @@ ACCEPTED: list[tuple[str, Any, list[Any]]] = [
 
 
 def _same(got: np.ndarray[Any, Any], want: list[Any]) -> bool:
-    return bool(np.array_equal(got, np.array(want, dtype=got.dtype), equal_nan=got.dtype.kind
-                               == "f"))
+    return bool(
+        np.array_equal(got, np.array(want, dtype=got.dtype), equal_nan=got.dtype.kind == "f")
+    )
 
 
 # --- ArrayFile ---------------------------------------------------------------------------
@@ -120,8 +124,10 @@ def test_empty_dense_vector_refuses_values_it_cannot_hold(
     daf: Any, dtype: str, data: Any, why: str
 ) -> None:
     values = np.resize(np.asarray(data), 3)
-    with pytest.raises(UnsafeCastError, match=why) as info, \
-            daf.empty_dense_vector("cell", "v", dtype) as v:
+    with (
+        pytest.raises(UnsafeCastError, match=why) as info,
+        daf.empty_dense_vector("cell", "v", dtype) as v,
+    ):
         v[:] = values
     assert "vectors/cell/v" in str(info.value)
     assert daf.vectors_set("cell") == set()  # nothing published
@@ -155,8 +161,10 @@ def test_every_way_of_filling_in_place_is_checked(daf: Any) -> None:
         lambda v: np.put(v, [1], [2.5]),
     ]
     for attempt in attempts:
-        with pytest.raises(UnsafeCastError, match="vectors/cell/v"), \
-                daf.empty_dense_vector("cell", "v", "int32") as v:
+        with (
+            pytest.raises(UnsafeCastError, match="vectors/cell/v"),
+            daf.empty_dense_vector("cell", "v", "int32") as v,
+        ):
             attempt(v)
         assert daf.vectors_set("cell") == set()
     with daf.empty_dense_vector("cell", "v", "int32") as v:
@@ -180,16 +188,23 @@ def test_masked_arrays_are_refused_by_every_daf_writer(daf: Any) -> None:
     masked_matrix = np.ma.masked_array(np.ones((3, 2)), mask=[[0, 1], [0, 0], [0, 0]])
     writes = [
         (lambda: daf.set_vector("cell", "v", _MASKED), "vector 'v' of the axis cell"),
-        (lambda: daf.set_vector("cell", "v", np.ma.masked_array(["a", "b", "c"],
-                                                                mask=[1, 0, 0])), "vector 'v'"),
+        (
+            lambda: daf.set_vector(
+                "cell", "v", np.ma.masked_array(["a", "b", "c"], mask=[1, 0, 0])
+            ),
+            "vector 'v'",
+        ),
         (lambda: daf.set_vector("cell", "v", np.ma.masked), "vector 'v'"),
-        (lambda: daf.set_matrix("cell", "gene", "m", masked_matrix),
-         "matrix 'm' of the axes cell x gene"),
-        (lambda: daf.set_matrix("cell", "gene", "m", masked_matrix, relayout=False),
-         "matrix 'm'"),
+        (
+            lambda: daf.set_matrix("cell", "gene", "m", masked_matrix),
+            "matrix 'm' of the axes cell x gene",
+        ),
+        (lambda: daf.set_matrix("cell", "gene", "m", masked_matrix, relayout=False), "matrix 'm'"),
         (lambda: daf.set_scalar("s", np.ma.masked), "scalar 's'"),
-        (lambda: daf.add_axis("ax", np.ma.masked_array(["a", "b"], mask=[0, 1])),
-         "entries of the axis ax"),
+        (
+            lambda: daf.add_axis("ax", np.ma.masked_array(["a", "b"], mask=[0, 1])),
+            "entries of the axis ax",
+        ),
     ]
     for write, where in writes:
         with pytest.raises(DafzarrError, match=where) as info:
@@ -203,8 +218,10 @@ def test_masked_arrays_are_refused_by_every_daf_writer(daf: Any) -> None:
         lambda v: np.copyto(v, _MASKED),
     ]
     for fill in fills:
-        with pytest.raises(InvalidArgumentTypeError, match="vectors/cell/f: a masked array"), \
-                daf.empty_dense_vector("cell", "f", "float64") as v:
+        with (
+            pytest.raises(InvalidArgumentTypeError, match="vectors/cell/f: a masked array"),
+            daf.empty_dense_vector("cell", "f", "float64") as v,
+        ):
             fill(v)
     assert daf.vectors_set("cell") == set() and daf.matrices_set("cell", "gene") == set()
     assert daf.scalars_set() == set() and daf.axes_set() == {"cell", "gene"}
@@ -216,18 +233,26 @@ def test_masked_arrays_are_refused_by_every_daf_writer(daf: Any) -> None:
 
 
 def test_empty_sparse_and_matrix_fills_are_checked(daf: Any) -> None:
-    with pytest.raises(UnsafeCastError, match="vectors/cell/s/nzval"), \
-            daf.empty_sparse_vector("cell", "s", "uint8", 2) as (nzind, nzval):
+    with (
+        pytest.raises(UnsafeCastError, match="vectors/cell/s/nzval"),
+        daf.empty_sparse_vector("cell", "s", "uint8", 2) as (nzind, nzval),
+    ):
         nzind[:] = [1, 3]
         nzval[:] = [1, 300]
-    with pytest.raises(UnsafeCastError, match="vectors/cell/s/nzind"), \
-            daf.empty_sparse_vector("cell", "s", "uint8", 2, "uint32") as (nzind, nzval):
+    with (
+        pytest.raises(UnsafeCastError, match="vectors/cell/s/nzind"),
+        daf.empty_sparse_vector("cell", "s", "uint8", 2, "uint32") as (nzind, nzval),
+    ):
         nzind[:] = [-1, 2]
-    with pytest.raises(UnsafeCastError, match="matrices/cell/gene/m"), \
-            daf.empty_dense_matrix("cell", "gene", "m", "float32") as m:
+    with (
+        pytest.raises(UnsafeCastError, match="matrices/cell/gene/m"),
+        daf.empty_dense_matrix("cell", "gene", "m", "float32") as m,
+    ):
         m[:, 1] = 1e300
-    with pytest.raises(UnsafeCastError, match="matrices/cell/gene/sm/nzval"), \
-            daf.empty_sparse_matrix("cell", "gene", "sm", "int8", 1) as (_c, rowval, nzval):
+    with (
+        pytest.raises(UnsafeCastError, match="matrices/cell/gene/sm/nzval"),
+        daf.empty_sparse_matrix("cell", "gene", "sm", "int8", 1) as (_c, rowval, nzval),
+    ):
         rowval[:] = [1]
         nzval[:] = [np.nan]
     assert daf.vectors_set("cell") == set() and daf.matrices_set("cell", "gene") == set()
@@ -240,15 +265,18 @@ def test_sparse_values_with_indices_out_of_range_are_refused(
 ) -> None:
     # scipy's C conversions write out of bounds on such input: refused before any of them
     for bad_index, why in ((-1, ">= 0|in 0..2"), (3, "< 3|in 0..2")):
-        csc = sp.csc_matrix((np.array([1.0, 2.0]), np.array([0, 1]), np.array([0, 1, 2])),
-                            shape=(3, 2))
+        csc = sp.csc_matrix(
+            (np.array([1.0, 2.0]), np.array([0, 1]), np.array([0, 1, 2])), shape=(3, 2)
+        )
         bad = csc.asformat(fmt)
         (bad.row if fmt == "coo" else bad.indices if fmt == "csc" else bad.indptr)[1] = (
-            bad_index if fmt != "csr" else 5)
+            bad_index if fmt != "csr" else 5
+        )
         with pytest.raises(DafFormatError, match="matrix 'm' of the axes cell x gene"):
             daf.set_matrix("cell", "gene", "m", bad, indtype=indtype)
         vec = sp.coo_array((np.array([1.0]), (np.array([0]),)), shape=(3,)).asformat(
-            "coo" if fmt == "csc" else fmt)
+            "coo" if fmt == "csc" else fmt
+        )
         (vec.coords[0] if vec.format == "coo" else vec.indices)[0] = bad_index
         with pytest.raises(DafFormatError, match=rf"(?s)({why}).*vector 'v' of the axis cell"):
             daf.set_vector("cell", "v", vec, indtype=indtype)
@@ -264,8 +292,10 @@ def test_index_types_that_cannot_hold_the_indices_are_refused(indtype: str) -> N
         d.set_vector("cell", "v", value, indtype=indtype)
     with pytest.raises(UnsafeCastError, match=rf"'m'.*{indtype}"):
         d.set_matrix("cell", "cell", "m", sp.csc_matrix((300, 300)), indtype=indtype)
-    with pytest.raises(UnsafeCastError, match=rf"s.*{indtype}"), \
-            d.empty_sparse_vector("cell", "s", "float32", 1, indtype):
+    with (
+        pytest.raises(UnsafeCastError, match=rf"s.*{indtype}"),
+        d.empty_sparse_vector("cell", "s", "float32", 1, indtype),
+    ):
         pass
     assert d.vectors_set("cell") == set() and d.matrices_set("cell", "cell") == set()
 

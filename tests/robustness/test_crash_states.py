@@ -101,8 +101,9 @@ def _mix(p: Persisted, current: bytes, pages: set[int], size: int, unit: int) ->
 def _subsets(pages: list[int], exhaustive: bool, rng: random.Random) -> list[set[int]]:
     """The subsets of ``pages`` that persist: structured ones, or all of them."""
     if exhaustive and len(pages) <= 12:
-        return [{q for i, q in enumerate(pages) if mask >> i & 1}
-                for mask in range(1 << len(pages))]
+        return [
+            {q for i, q in enumerate(pages) if mask >> i & 1} for mask in range(1 << len(pages))
+        ]
     out = [set(), set(pages)]
     out += [{q} for q in pages] + [set(pages) - {q} for q in pages]
     if exhaustive:
@@ -148,8 +149,9 @@ def enumerate_states(rec: dict[str, Any], exhaustive: bool, seed: int = 0) -> En
     events, blobs = rec["events"], rec["blobs"]
     rng = random.Random(seed)
     first = events[0]
-    persisted = {ino: Persisted(bytearray(blobs[h]), len(blobs[h]))
-                 for ino, h in first["data"].items()}
+    persisted = {
+        ino: Persisted(bytearray(blobs[h]), len(blobs[h])) for ino, h in first["data"].items()
+    }
     floors: dict[str, int] = {}
     last: dict[int, bytes] = {}  # each inode's latest contents
     acked = 0
@@ -183,14 +185,29 @@ def enumerate_states(rec: dict[str, Any], exhaustive: bool, seed: int = 0) -> En
             if key in seen:  # an older listing that a directory fsync has made this one
                 continue
             seen.add(key)
-            _data_states(out, names, persisted, last, acked, exhaustive, rng,
-                         f"after event {t} ({kind} {ev.get('call', '')}), names of event {j}")
+            _data_states(
+                out,
+                names,
+                persisted,
+                last,
+                acked,
+                exhaustive,
+                rng,
+                f"after event {t} ({kind} {ev.get('call', '')}), names of event {j}",
+            )
     return out
 
 
-def _data_states(out: Enumeration, names: dict[str, int], persisted: dict[int, Persisted],
-                 last: dict[int, bytes], acked: int, exhaustive: bool, rng: random.Random,
-                 how: str) -> None:
+def _data_states(
+    out: Enumeration,
+    names: dict[str, int],
+    persisted: dict[int, Persisted],
+    last: dict[int, bytes],
+    acked: int,
+    exhaustive: bool,
+    rng: random.Random,
+    how: str,
+) -> None:
     """The states of the files ``names`` lists: per file, persisted pages and size."""
     files = sorted({ino for ino in names.values() if ino != DIR})
     empty = Persisted(bytearray(), 0)
@@ -204,8 +221,10 @@ def _data_states(out: Enumeration, names: dict[str, int], persisted: dict[int, P
         pages = _pages(bytes(p.data[: max(p.size, len(cur))]), cur, unit)
         for size in sorted({p.size, len(cur)}):
             for sub in _subsets(pages, exhaustive, rng):
-                options.setdefault(_mix(p, cur, sub, size, unit),
-                                   f"size {size} blocks of {unit} bytes at {sorted(sub)}")
+                options.setdefault(
+                    _mix(p, cur, sub, size, unit),
+                    f"size {size} blocks of {unit} bytes at {sorted(sub)}",
+                )
         choices[ino] = list(options.items())
 
     def tree(pick: dict[int, bytes]) -> Tree:
@@ -231,8 +250,13 @@ class Checker:
     """The child server that opens states (see ``_crash_state_child``)."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, CHILD, "serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, CHILD, "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
 
     def open(self, op: str, path: Path) -> Any:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -275,8 +299,12 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     for name, op in OPS.items():
         (root / name).mkdir()
         op.base(str(root / name / op.file_name))
-    res = subprocess.run([sys.executable, CHILD, "record", str(root), *OPS],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, CHILD, "record", str(root), *OPS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     out = {}
     for name in OPS:
@@ -301,8 +329,9 @@ def _final_tree(rec: dict[str, Any], at: int) -> Tree:
     return {rel: DIR if ino == DIR else blobs[ev["data"][ino]] for rel, ino in ev["names"].items()}
 
 
-def check_op(checker: Checker, rec: dict[str, Any], name: str, root: Path,
-             exhaustive: bool) -> None:
+def check_op(
+    checker: Checker, rec: dict[str, Any], name: str, root: Path, exhaustive: bool
+) -> None:
     op = OPS[name]
     # The states the operation acknowledged, in order: before it, at each ack, after it.
     stages = [0] + [i for i, ev in enumerate(rec["events"]) if ev["kind"] == "ack"] + [-1]
@@ -329,13 +358,18 @@ def check_op(checker: Checker, rec: dict[str, Any], name: str, root: Path,
         if got[0] != "ok":
             problems.append(f"{how}: {got[1]}")
         elif got[1] not in allowed:
-            which = ("lost what was acknowledged" if got[1] in values[:acked]
-                     else "not a state the operation went through")
+            which = (
+                "lost what was acknowledged"
+                if got[1] in values[:acked]
+                else "not a state the operation went through"
+            )
             problems.append(f"{how}: {which}")
         else:
             shutil.rmtree(where)
-    print(f"{name}: {len(rec['events'])} events, {states.points} crash states, "
-          f"{len(states.states)} distinct, {len(chosen)} checked")
+    print(
+        f"{name}: {len(rec['events'])} events, {states.points} crash states, "
+        f"{len(states.states)} distinct, {len(chosen)} checked"
+    )
     assert not problems, f"{name}: {len(problems)} bad states\n" + "\n".join(problems[:20])
 
 
@@ -346,20 +380,22 @@ _NOT_DURABLE = pytest.mark.xfail(strict=True, reason="durable=False orders nothi
 
 
 def _ops_marked() -> list[Any]:
-    return [pytest.param(n, marks=_NOT_DURABLE) if n.endswith("-not-durable") else n
-            for n in sorted(OPS)]
+    return [
+        pytest.param(n, marks=_NOT_DURABLE) if n.endswith("-not-durable") else n
+        for n in sorted(OPS)
+    ]
 
 
 @pytest.mark.parametrize("name", _ops_marked())
-def test_crash_states(checker: Checker, records: dict[str, Any], name: str,
-                      tmp_path: Path) -> None:
+def test_crash_states(checker: Checker, records: dict[str, Any], name: str, tmp_path: Path) -> None:
     check_op(checker, records[name], name, tmp_path, exhaustive=False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _ops_marked())
-def test_crash_states_exhaustive(checker: Checker, records: dict[str, Any], name: str,
-                                 tmp_path: Path) -> None:
+def test_crash_states_exhaustive(
+    checker: Checker, records: dict[str, Any], name: str, tmp_path: Path
+) -> None:
     check_op(checker, records[name], name, tmp_path, exhaustive=True)
 
 

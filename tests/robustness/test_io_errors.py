@@ -72,7 +72,9 @@ CALLS: dict[str, tuple[str, ...]] = {
 # must be one that the next writer removes (see dafzarr._core.atomic.remove_stale_temporaries).
 CLEANUP_CALLS = frozenset({"unlink", "unlinkat", "openat", "close"})
 # (at the top, or anywhere inside a directory data set: a property a delete set aside)
-_SWEEPABLE = re.compile(r"([^/]+\.daf\.zarr/(.+/)?)?\.[^/]+\.\d+-[0-9a-f]+\.dafzarr-tmp(\.[^/]*)?(/.*)?")
+_SWEEPABLE = re.compile(
+    r"([^/]+\.daf\.zarr/(.+/)?)?\.[^/]+\.\d+-[0-9a-f]+\.dafzarr-tmp(\.[^/]*)?(/.*)?"
+)
 
 
 def _sweepable(name: str) -> bool:
@@ -96,8 +98,15 @@ class Server:
             text=True, bufsize=1,
         )  # fmt: skip
 
-    def run(self, op: str, path: Path, strace: list[str], trace: Path,
-            headroom: int | None = None, after_open: bool = False) -> dict[str, Any]:
+    def run(
+        self,
+        op: str,
+        path: Path,
+        strace: list[str],
+        trace: Path,
+        headroom: int | None = None,
+        after_open: bool = False,
+    ) -> dict[str, Any]:
         """Run ``op`` on ``path`` in a fresh child traced with the ``strace`` options (under
         an address-space limit leaving ``headroom`` bytes, when given, from the start or
         once the handle is open)."""
@@ -211,8 +220,9 @@ def reference(server: Server, op: Op, root: Path) -> Reference:
 # --- One injection -------------------------------------------------------------------------
 
 
-def _problems(op: Op, ref: Reference, call: str, err: str, result: dict[str, Any],
-              path: Path, injected: bool) -> list[str]:
+def _problems(
+    op: Op, ref: Reference, call: str, err: str, result: dict[str, Any], path: Path, injected: bool
+) -> list[str]:
     """What is wrong with the outcome of one injection (empty: nothing)."""
     import errno as errno_module
 
@@ -235,7 +245,9 @@ def _problems(op: Op, ref: Reference, call: str, err: str, result: dict[str, Any
         if err == "EINTR" and injected:
             problems.append(f"EINTR was not retried: {error['message']}")
         reuse = result["report"]["reuse"]
-        closed = reuse.startswith("builtins.ValueError") and "closed" in reuse and str(path) in reuse
+        closed = (
+            reuse.startswith("builtins.ValueError") and "closed" in reuse and str(path) in reuse
+        )
         if reuse not in ("ok", "none") and not reuse.startswith("dafzarr.") and not closed:
             problems.append(f"the handle, used again, raised {reuse}")
     try:
@@ -245,7 +257,8 @@ def _problems(op: Op, ref: Reference, call: str, err: str, result: dict[str, Any
     wanted = (ref.after,) if error is None else (ref.before, ref.after)
     if state not in wanted:
         problems.append(
-            "a success left a state other than the operation's" if error is None
+            "a success left a state other than the operation's"
+            if error is None
             else "the state is neither the one before nor the one after"
         )
     extra = _names(path.parent) - ref.names
@@ -254,8 +267,9 @@ def _problems(op: Op, ref: Reference, call: str, err: str, result: dict[str, Any
     return problems
 
 
-def inject(server: Server, op: Op, ref: Reference, call: str, err: str, n: int,
-           root: Path) -> list[str]:
+def inject(
+    server: Server, op: Op, ref: Reference, call: str, err: str, n: int, root: Path
+) -> list[str]:
     """Run ``op`` with the ``n``-th ``call`` failing with ``err``; its problems, labelled."""
     where = _fresh(ref.base, root / f"{op.name}.{call}.{err}.{n}")
     trace = where.with_suffix(".trace")
@@ -399,7 +413,8 @@ def test_no_lock_file_system_array_file(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "LOCK_EX" in trace.read_text()  # the writers did try to lock
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [stale.name, "f.1.af", "f.af", "f.stats", trace.name])
+        [stale.name, "f.1.af", "f.af", "f.stats", trace.name]
+    )
     from dafzarr import ArrayFile
 
     with ArrayFile.open(path) as f:  # (where locks work, the sweep removes the stale one)
@@ -439,17 +454,24 @@ def test_no_lock_file_system_forced_replacement(tmp_path: Path) -> None:
 # --- Address-space exhaustion --------------------------------------------------------------
 
 #: Operations that map or allocate as they write, run under an address-space limit.
-LIMITED_OPS = ("zip-append", "zip-rewrite", "zip-batch", "zip-compact", "zip-append-many",
-               "zip-batch-many", "daf-zip-set-vector",
-               "daf-zip-overwrite", "daf-zip-fill")
+LIMITED_OPS = (
+    "zip-append",
+    "zip-rewrite",
+    "zip-batch",
+    "zip-compact",
+    "zip-append-many",
+    "zip-batch-many",
+    "daf-zip-set-vector",
+    "daf-zip-overwrite",
+    "daf-zip-fill",
+)
 #: Address space left to the operation (bytes past what the process has mapped).
 HEADROOMS = tuple(4 << (2 * i) for i in range(5, 14))  # 4 KiB .. 256 MiB
 
 
 @pytest.mark.parametrize("after_open", [False, True], ids=["from-start", "once-open"])
 @pytest.mark.parametrize("name", LIMITED_OPS)
-def test_address_space_limit(server: Server, name: str, after_open: bool,
-                             tmp_path: Path) -> None:
+def test_address_space_limit(server: Server, name: str, after_open: bool, tmp_path: Path) -> None:
     """Each operation under ``RLIMIT_AS`` leaving it from 4 KiB to 256 MiB, set before the
     open or once the handle is open (then the writes, the growth of the mapping and the
     compacted copy's reservation meet it): the same outcomes as an injected ``ENOMEM`` (a
@@ -462,8 +484,9 @@ def test_address_space_limit(server: Server, name: str, after_open: bool,
     for headroom in HEADROOMS:
         where = _fresh(ref.base, tmp_path / f"{name}.limit.{headroom}")
         trace = where.with_suffix(".trace")
-        result = server.run(op.name, where / op.file_name, ["-e", "trace=none"], trace,
-                            headroom, after_open)
+        result = server.run(
+            op.name, where / op.file_name, ["-e", "trace=none"], trace, headroom, after_open
+        )
         found = _problems(op, ref, "rlimit", "ENOMEM", result, where / op.file_name, False)
         problems += [f"{name} headroom {headroom}: {p}" for p in found]
         report = result["report"] or {}

@@ -71,8 +71,7 @@ def test_a_published_file_over_another_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("sync", [False, True])
-def test_a_new_file_linked_before_its_retry_leaves_no_temporary(tmp_path: Path,
-                                                                sync: bool) -> None:
+def test_a_new_file_linked_before_its_retry_leaves_no_temporary(tmp_path: Path, sync: bool) -> None:
     fd, tmp = _temporary(tmp_path, b"data set")
     os.close(fd)
     destination = str(tmp_path / "d.daf.zarr.zip")

@@ -44,6 +44,7 @@ def _xarray_test_options() -> Iterator[None]:
     with xr.set_options(warn_for_unclosed_files=True):
         yield
 
+
 # pytest finds fixtures in the module that collects a test and in the conftest files on its
 # path: the ones ZarrBase's tests request (from xarray's module and from xarray's tests/
 # conftest) are bound here.
@@ -175,9 +176,7 @@ class TestXarrayRegionAutoOnLocalStore(_OnLocalStore, xr_backends.TestZarrRegion
 
 
 @pytest.mark.usefixtures("default_zarr_format")  # xarray runs them in zarr's default only
-class TestXarrayDataArrayToZarrOnMmapZipStore(
-    _OnMmapZipStore, xr_backends.TestDataArrayToZarr
-):
+class TestXarrayDataArrayToZarrOnMmapZipStore(_OnMmapZipStore, xr_backends.TestDataArrayToZarr):
     """xarray's ``DataArray.to_zarr`` tests (xarray runs them on a directory, a dict and zarr's
     ZipStore, skipping the reopening ones on the ZipStore)."""
 

@@ -70,9 +70,7 @@ class TestMmapZipStore(StoreTests[MmapZipStore, cpu.Buffer]):
     async def test_with_read_only_store_append_only(self, open_kwargs: dict[str, Any]) -> None:
         # The harness's test of with_read_only, on a write-once store: the delete of an
         # existing key is refused, and the handles made by with_read_only stay write-once.
-        store = await self.store_cls.open(
-            **{**open_kwargs, "read_only": True, "append_only": True}
-        )
+        store = await self.store_cls.open(**{**open_kwargs, "read_only": True, "append_only": True})
         writer = store.with_read_only(read_only=False)
         assert writer.append_only and not writer.supports_deletes
         assert not writer._is_open and not writer.read_only
@@ -109,10 +107,12 @@ def test_zarr_group_round_trip(tmp_path: Path, zarr_format: int) -> None:
     p = tmp_path / f"g{zarr_format}.zip"
     data = np.random.default_rng(0).normal(size=(300, 200))
     with MmapZipStore(p, "w") as store:
-        g = zarr.open_group(store=store, mode="w", zarr_format=zarr_format,
-                            attributes={"title": "t"})
-        a = g.create_array("x/y/a", shape=data.shape, chunks=(100, 100), dtype="f8",
-                           compressors=None)
+        g = zarr.open_group(
+            store=store, mode="w", zarr_format=zarr_format, attributes={"title": "t"}
+        )
+        a = g.create_array(
+            "x/y/a", shape=data.shape, chunks=(100, 100), dtype="f8", compressors=None
+        )
         a[:] = data
         b = g.create_array("b", shape=(1000,), chunks=(100,), dtype="i4")  # default codecs
         b[:] = np.arange(1000)

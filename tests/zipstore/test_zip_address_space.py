@@ -29,13 +29,15 @@ path = sys.argv[1]
 
 
 def _child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", PRELUDE + code, *args], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", PRELUDE + code, *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_default_fits_the_address_space_limit(tmp_path: Path) -> None:
     path = tmp_path / "x.daf.zarr.zip"
-    res = _child("""
+    res = _child(
+        """
 d = dafzarr.open_daf(path, "w")
 size = d._backend.store.max_file_size
 assert 0 < size < (3 << 30) // 2, size
@@ -50,7 +52,9 @@ with dafzarr.MmapZipStore(path + ".plain.zip", "w") as store:  # the store's def
     store["k"] = b"v"
     assert store.max_file_size == size or store.max_file_size < (3 << 30) // 2
 print("ok")
-""", str(path))
+""",
+        str(path),
+    )
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
     check_archive(path)
 
@@ -58,13 +62,16 @@ print("ok")
 @pytest.mark.parametrize("rel", ["x.daf.zarr.zip", "m.dafs.zarr.zip#/g"])
 def test_too_large_max_file_size_names_the_option(tmp_path: Path, rel: str) -> None:
     path = f"{tmp_path}/{rel}"
-    res = _child("""
+    res = _child(
+        """
 try:
     dafzarr.open_daf(path, "w", max_file_size=1 << 40)
 except AddressSpaceError as exc:
     assert isinstance(exc, dafzarr.DafzarrError) and isinstance(exc, OSError)
     print(exc)
-""", path)
+""",
+        path,
+    )
     assert res.returncode == 0, res.stderr
     message = res.stdout
     assert f"max_file_size = {1 << 40} bytes" in message
@@ -87,13 +94,16 @@ def test_max_file_size_option_limits_the_archive(tmp_path: Path) -> None:
     path = tmp_path / "x.daf.zarr.zip"
     d = dafzarr.open_daf(path, "w", max_file_size=1 << 20)
     assert d._backend.store.max_file_size == 1 << 20  # type: ignore[attr-defined]
-    d.add_axis("cell", [f"c{i}" for i in range(1000)]).add_axis("gene", [f"g{i}" for i in range(200)])
+    d.add_axis("cell", [f"c{i}" for i in range(1000)]).add_axis(
+        "gene", [f"g{i}" for i in range(200)]
+    )
     d.set_matrix("cell", "gene", "m", np.ones((1000, 200), "int8"), relayout=False)
     with pytest.raises(ValueError, match=f"past max_file_size = {1 << 20} bytes"):
         d.set_matrix("cell", "gene", "m", np.zeros((1000, 200)), relayout=False, overwrite=True)
     assert d.get_np_matrix("cell", "gene", "m").dtype == np.int8  # the overwrite rolled back
-    with pytest.raises(DafzarrError, match="open for writing in this process with "
-                       f"max_file_size = {1 << 20}"):
+    with pytest.raises(
+        DafzarrError, match=f"open for writing in this process with max_file_size = {1 << 20}"
+    ):
         dafzarr.open_daf(path, "r+", max_file_size=1 << 30)
     d.close()
     bigger = dafzarr.open_daf(path, "r+", max_file_size=1 << 30)

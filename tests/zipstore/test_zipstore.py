@@ -377,8 +377,11 @@ def _blocks(parts: list[bytes]) -> Iterator[Any]:
         elif i % 3 == 1:
             yield memoryview(part)
         else:
-            yield np.frombuffer(part, np.uint8).view(np.int32) if len(part) % 4 == 0 \
+            yield (
+                np.frombuffer(part, np.uint8).view(np.int32)
+                if len(part) % 4 == 0
                 else np.frombuffer(part, np.uint8)
+            )
 
 
 def test_set_streamed_writes_blocks_with_their_crc(tmp_path: Path) -> None:
@@ -399,8 +402,9 @@ def test_set_streamed_writes_blocks_with_their_crc(tmp_path: Path) -> None:
             with MmapZipStore(p, "r") as reader:  # not before the batch commits
                 assert "in/batch" not in reader
         store["after"] = b"a"
-    check_archive(p, {"before": b"b", "big": whole, "in/batch": b"abcd", "empty": b"",
-                      "after": b"a"})
+    check_archive(
+        p, {"before": b"b", "big": whole, "in/batch": b"abcd", "empty": b"", "after": b"a"}
+    )
 
 
 def test_set_streamed_refuses_blocks_that_do_not_add_up(tmp_path: Path) -> None:
@@ -444,8 +448,7 @@ def blocks():
     yield b"y"
 store.set_streamed("big", (4 << 20) + 1, blocks())
 """
-    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                          text=True) as child:
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as child:
         try:
             assert child.stdout is not None and child.stdout.readline() == "written\n"
         finally:

@@ -47,7 +47,13 @@ def _ref_decode(raw: bytes, flags: int) -> tuple[str, str | None]:
 
 
 def _ref_zip64(
-    cd: bytes, start: int, length: int, usize: int, csize: int, lfh: int, path: object,
+    cd: bytes,
+    start: int,
+    length: int,
+    usize: int,
+    csize: int,
+    lfh: int,
+    path: object,
     name: str,
 ) -> tuple[int, int, int]:
     pos, end = start, start + length
@@ -81,8 +87,25 @@ def ref_parse(cd: bytes, n_entries: int, limit: int, path: object) -> list[tuple
     for index in range(n_entries):
         if pos + 46 > end:
             raise _bad(path, f"central directory ends inside entry {index}")
-        (sig, _m, _n, flags, method, _t, _d, crc, csize, usize, n_len, e_len, c_len, disk, _i,
-         _e, lfh) = _CD.unpack_from(cd, pos)
+        (
+            sig,
+            _m,
+            _n,
+            flags,
+            method,
+            _t,
+            _d,
+            crc,
+            csize,
+            usize,
+            n_len,
+            e_len,
+            c_len,
+            disk,
+            _i,
+            _e,
+            lfh,
+        ) = _CD.unpack_from(cd, pos)
         if sig != 0x02014B50:
             raise _bad(path, f"bad central directory signature at entry {index}")
         rec_len = 46 + n_len + e_len + c_len
@@ -90,8 +113,9 @@ def ref_parse(cd: bytes, n_entries: int, limit: int, path: object) -> list[tuple
             raise _bad(path, f"central directory entry {index} runs past the directory")
         name, refused = _ref_decode(cd[pos + 46 : pos + 46 + n_len], flags)
         if 0xFFFFFFFF in (usize, csize, lfh) or disk == 0xFFFF:
-            usize, csize, lfh = _ref_zip64(cd, pos + 46 + n_len, e_len, usize, csize, lfh,
-                                           path, name)
+            usize, csize, lfh = _ref_zip64(
+                cd, pos + 46 + n_len, e_len, usize, csize, lfh, path, name
+            )
         if lfh + 30 + n_len > limit or csize > limit:
             raise _bad(path, f"entry {name!r}: local header or data outside the archive")
         out.append((name, method, flags, crc, csize, usize, lfh, pos, rec_len, -1, -1, refused))
@@ -114,8 +138,20 @@ def ref_overlap(entries: list[list[Any]], path: object) -> None:
 
 
 def _fields(e: Entry) -> tuple[Any, ...]:
-    return (e.name, e.method, e.flags, e.crc, e.csize, e.usize, e.lfh_offset, e.cd_pos,
-            e.cd_len, e.data_offset, e.end_limit, e.refused)
+    return (
+        e.name,
+        e.method,
+        e.flags,
+        e.crc,
+        e.csize,
+        e.usize,
+        e.lfh_offset,
+        e.cd_pos,
+        e.cd_len,
+        e.data_offset,
+        e.end_limit,
+        e.refused,
+    )
 
 
 def _outcome_ref(cd: bytes, n: int, limit: int) -> object:
@@ -149,8 +185,13 @@ def _outcome(parse: Any) -> object:
     except CorruptArchiveError as e:
         return str(e)
     index, refused, shadowed, first = index_entries(entries)
-    return ([_fields(e) for e in entries], {k: _fields(e) for k, e in index.items()},
-            [_fields(e) for e in refused], shadowed, first)
+    return (
+        [_fields(e) for e in entries],
+        {k: _fields(e) for k, e in index.items()},
+        [_fields(e) for e in refused],
+        shadowed,
+        first,
+    )
 
 
 # --- Directories to start from ----------------------------------------------------------
@@ -223,8 +264,12 @@ def test_seed_directories_parse_alike(seeds: list[tuple[bytes, int, int]]) -> No
     limit_delta=st.integers(-64, 64),
 )
 def test_mutated_directories_parse_alike(
-    seeds: list[tuple[bytes, int, int]], which: int, edits: list[tuple[int, int]], cut: int,
-    n_delta: int, limit_delta: int,
+    seeds: list[tuple[bytes, int, int]],
+    which: int,
+    edits: list[tuple[int, int]],
+    cut: int,
+    n_delta: int,
+    limit_delta: int,
 ) -> None:
     cd, n, limit = seeds[which]
     data = bytearray(cd)
@@ -256,8 +301,12 @@ def _outcome_pieces(cd: bytes, n: int, limit: int, piece: int) -> object:
     piece=st.sampled_from([1, 7, 45, 46, 47, 100, 333, 1 << 20]),
 )
 def test_a_directory_read_in_pieces_parses_as_a_whole(
-    seeds: list[tuple[bytes, int, int]], which: int, edits: list[tuple[int, int]], cut: int,
-    n_delta: int, piece: int,
+    seeds: list[tuple[bytes, int, int]],
+    which: int,
+    edits: list[tuple[int, int]],
+    cut: int,
+    n_delta: int,
+    piece: int,
 ) -> None:
     """Readers parse the directory a piece at a time (no copy of it kept): the same entries,
     or the same error, whatever the piece size and wherever records straddle pieces."""

@@ -45,7 +45,8 @@ def _contents(path: Path) -> dict[str, bytes]:
 def _files(directory: Path) -> dict[str, bytes]:
     return {
         p.relative_to(directory).as_posix(): p.read_bytes()
-        for p in directory.rglob("*") if p.is_file()
+        for p in directory.rglob("*")
+        if p.is_file()
     }
 
 
@@ -224,8 +225,9 @@ def test_compact_copies_foreign_compressed_entries_as_they_are(tmp_path: Path) -
         info_before = {i.filename: (i.compress_type, i.CRC, i.file_size) for i in z.infolist()}
     copy = tmp_path / "copy.zip"
     MmapZipStore.compact(p, copy)  # from the archive as it is, folder listed twice
-    check_archive(copy, {"dir/": b"", "dir/deflated": text, "bz": text[:3000],
-                         "stored": b"plain bytes"})
+    check_archive(
+        copy, {"dir/": b"", "dir/deflated": text, "bz": text[:3000], "stored": b"plain bytes"}
+    )
     with MmapZipStore(p, "r+") as store:
         store["stored"] = b"rewritten plain bytes"
         store.compact()
@@ -237,8 +239,10 @@ def test_compact_copies_foreign_compressed_entries_as_they_are(tmp_path: Path) -
                 assert (i.compress_type, i.CRC, i.file_size) == info_before[i.filename]
                 assert _raw_data(p, i) == raw_before[i.filename], i.filename
         assert z.read("dir/deflated") == text
-    check_archive(p, {"dir/": b"", "dir/deflated": text, "bz": text[:3000],
-                      "stored": b"rewritten plain bytes"})
+    check_archive(
+        p,
+        {"dir/": b"", "dir/deflated": text, "bz": text[:3000], "stored": b"rewritten plain bytes"},
+    )
 
 
 def _raw_data(path: Path, info: zipfile.ZipInfo) -> bytes:
@@ -265,8 +269,11 @@ def test_compact_refuses_a_damaged_entry(tmp_path: Path) -> None:
 
 def _mount_tmpfs(where: Path, size: str) -> None:
     where.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
 
@@ -328,8 +335,7 @@ def test_pack_xarray_directory_store(tmp_path: Path, zarr_format: int) -> None:
     assert names[: len(meta)] == meta and meta  # metadata first
     assert names == meta + sorted(names[len(meta) :], key=lambda n: n.split("/"))
     _same_as_fresh_store(out, tmp_path)
-    back = xr.open_zarr(MmapZipStore(out), zarr_format=zarr_format,
-                        consolidated=zarr_format == 2)
+    back = xr.open_zarr(MmapZipStore(out), zarr_format=zarr_format, consolidated=zarr_format == 2)
     xr.testing.assert_identical(back.load(), ds.load())
     peer = zarr.open_group(zarr.storage.ZipStore(out, mode="r"), mode="r")
     ours = zarr.open_group(MmapZipStore(out), mode="r")
@@ -446,8 +452,10 @@ def test_force_does_not_replace_an_archive_a_writer_holds(tmp_path: Path) -> Non
     out = tmp_path / "out.zip"
     with MmapZipStore(out, "w") as writer:
         writer["mine"] = b"being written"
-        for call in (lambda: MmapZipStore.pack(d, out, force=True),
-                     lambda: MmapZipStore.compact(src, out, force=True)):
+        for call in (
+            lambda: MmapZipStore.pack(d, out, force=True),
+            lambda: MmapZipStore.compact(src, out, force=True),
+        ):
             with pytest.raises(ArchiveLockedError, match="open for writing; it cannot be replaced"):
                 call()
             assert _leftovers(tmp_path) == []
@@ -473,8 +481,12 @@ def test_pack_onto_a_full_disk_loses_nothing(tmp_path: Path) -> None:
     g = zarr.open_group(d, mode="w", zarr_format=2)
     g.create_array("a", data=np.arange(100_000), chunks=(10_000,), compressors=None)
     out = tmp_path / "out.zip"
-    res = subprocess.run([sys.executable, "-c", _FSIZE_CHILD, str(d), str(out)],
-                         capture_output=True, text=True, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-c", _FSIZE_CHILD, str(d), str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert res.returncode == 0, res.stderr
     assert "StorageIOError 27" in res.stdout and "writing the archive of" in res.stdout
     assert "nothing else was changed" in res.stdout
@@ -523,4 +535,3 @@ def test_cli_compact_and_pack(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["zip", "compact", str(out), "-o", str(tmp_path / "c.zip"), "--quiet"]) == 0
     assert main(["zip", "compact", str(out), "-o", str(tmp_path / "c.zip")]) == 1
     check_archive(tmp_path / "c.zip", _contents(out))
-

@@ -34,9 +34,13 @@ def _run_and_kill(args: list[str], log: Path, delay: float) -> int:
     proc = subprocess.Popen(
         [sys.executable, str(CHILD), *args, str(log)],
         # The child imports the dafzarr under test, not another installed copy.
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (
-            str(ROOT), os.environ.get("PYTHONPATH"))))},
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+        },
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     kill_when_ready(proc, log, delay)
     return sum(1 for line in log.read_text().split("\n") if line.startswith("done "))
@@ -84,8 +88,9 @@ def _pack_round(tmp_path: Path, seed: int) -> int:
     src = d / "g.zarr"
     g = zarr.open_group(src, mode="w", zarr_format=2 + seed % 2)
     for i in range(4):
-        g.create_array(f"a{i}", data=rng.normal(size=(300, 300)), chunks=(30, 300),
-                       compressors=None)
+        g.create_array(
+            f"a{i}", data=rng.normal(size=(300, 300)), chunks=(30, 300), compressors=None
+        )
     files = {p.relative_to(src).as_posix(): p.read_bytes() for p in src.rglob("*") if p.is_file()}
     out = d / "g.zip"
     done = _run_and_kill(["pack", str(src), str(out)], d / "log", float(rng.uniform(0.0, 0.5)))

@@ -42,8 +42,7 @@ def test_an_entry_is_copied_file_to_file_with_its_crc(tmp_path: Path) -> None:
     with zipfile.ZipFile(tmp_path / "dst.zip") as z:
         assert z.testzip() is None
         assert z.read("copy/big") == big and z.read("copy/small") == small
-        assert z.getinfo("copy/big").CRC == zipfile.ZipFile(tmp_path / "src.zip").getinfo(
-            "big").CRC
+        assert z.getinfo("copy/big").CRC == zipfile.ZipFile(tmp_path / "src.zip").getinfo("big").CRC
     check_zip_tools_accept(tmp_path / "dst.zip")
 
 
@@ -113,10 +112,12 @@ def test_copy_all_between_zip_data_sets_copies_large_chunks_as_entries(
             dafzarr.open_daf(tmp_path / "dst.daf.zarr.zip", "w") as dst:  # fmt: skip
         dafzarr.copy_all(destination=dst, source=src)
         assert (dst.get_np_matrix("gene", "cell", "UMIs") != umis).nnz == 0
-        np.testing.assert_array_equal(dst.get_np_matrix("cell", "gene", "dense"),
-                                      src.get_np_matrix("cell", "gene", "dense"))
-        np.testing.assert_array_equal(dst.get_np_vector("cell", "age"),
-                                      src.get_np_vector("cell", "age"))
+        np.testing.assert_array_equal(
+            dst.get_np_matrix("cell", "gene", "dense"), src.get_np_matrix("cell", "gene", "dense")
+        )
+        np.testing.assert_array_equal(
+            dst.get_np_vector("cell", "age"), src.get_np_vector("cell", "age")
+        )
     assert any(k.endswith("UMIs/nzval/0") for k in copied), copied
     assert any("dense" in k for k in copied), copied
     check_zip_tools_accept(tmp_path / "dst.daf.zarr.zip")

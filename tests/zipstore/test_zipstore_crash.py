@@ -201,9 +201,11 @@ def sequence_trace(name: str) -> list[tuple[str, int]]:
     for k, (placement, (what, _, _)) in enumerate(
         zip(SEQUENCE_PLACEMENTS[name], SEQUENCES[name], strict=True)
     ):
-        steps = (RELOCATE if placement.startswith("relocate") else ()) + (
-            ENTRY if what == "put" else ()
-        ) + PLACED[placement.rsplit("+", 1)[-1]]
+        steps = (
+            (RELOCATE if placement.startswith("relocate") else ())
+            + (ENTRY if what == "put" else ())
+            + PLACED[placement.rsplit("+", 1)[-1]]
+        )
         committed = False
         for step in steps:
             committed = committed or step in COMMIT_POINTS

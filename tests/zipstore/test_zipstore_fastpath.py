@@ -185,8 +185,7 @@ def test_bad_values_refused_inside_a_batch(tmp_path: Path) -> None:
 # Arrays whose bytes do not hold their values: what each message says.
 _LOSSY_ARRAYS: dict[str, tuple[Any, str]] = {
     "masked": (np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]), "1 masked value"),
-    "masked 2-d": (np.ma.masked_array(np.ones((2, 3), "i4"), mask=np.eye(2, 3)),
-                   "2 masked value"),
+    "masked 2-d": (np.ma.masked_array(np.ones((2, 3), "i4"), mask=np.eye(2, 3)), "2 masked value"),
     "masked constant": (np.ma.masked, "1 masked value"),
     "objects": (np.array([b"a", 1], dtype=object), "array of Python objects"),
     "strings as objects": (np.array(["a", "b"], dtype=object), "array of Python objects"),
@@ -291,7 +290,9 @@ def test_sigkill_during_batches_leaves_a_committed_state(tmp_path: Path, delay: 
         store.set_many({"base/0": b"kept", "base/1": b"also kept"})
     proc = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(path), "100000", str(size)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
     )
     try:
         assert proc.stdout is not None
@@ -326,7 +327,9 @@ def test_sigkill_during_batches_leaves_a_committed_state(tmp_path: Path, delay: 
 # --- The directory after rewrites and deletes, gathered in compiled loops --------------------
 
 
-def _reference_live(entries: list[Entry], index: dict[str, Entry], dropped: set[str]) -> list[Entry]:
+def _reference_live(
+    entries: list[Entry], index: dict[str, Entry], dropped: set[str]
+) -> list[Entry]:
     """The definition the compiled ``live_entries`` follows."""
     folders = {e.name: e for e in entries if e.is_dir and e.name not in dropped}
     return [e for e in entries if (folders.get(e.name) if e.is_dir else index.get(e.name)) is e]

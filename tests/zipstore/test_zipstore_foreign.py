@@ -221,8 +221,12 @@ def test_non_zip64_archive_with_comment(tmp_path: Path, comment: bytes) -> None:
 
 @pytest.mark.parametrize(
     "comment",
-    [b"an archive comment", b'{"ome": {"version": "0.5", "jsonFirst": true}}',
-     b"fake end record PK\x05\x06" + bytes(18) + b" inside", b"#" * 0xFFFF],
+    [
+        b"an archive comment",
+        b'{"ome": {"version": "0.5", "jsonFirst": true}}',
+        b"fake end record PK\x05\x06" + bytes(18) + b" inside",
+        b"#" * 0xFFFF,
+    ],
     ids=["short", "json", "fake-signature", "max-length"],
 )
 def test_appends_keep_the_archive_comment(tmp_path: Path, comment: bytes) -> None:

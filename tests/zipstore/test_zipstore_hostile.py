@@ -925,7 +925,10 @@ FUZZ_BASES = ["ours", "zipfile-deflate"]
 
 @pytest.mark.parametrize("base_name", FUZZ_BASES)
 @settings(
-    max_examples=200, deadline=None, database=None, print_blob=True,
+    max_examples=200,
+    deadline=None,
+    database=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(data=st.data())
@@ -938,7 +941,10 @@ def test_fuzz_mutated_archives(
 @pytest.mark.slow
 @pytest.mark.parametrize("base_name", FUZZ_BASES)
 @settings(
-    max_examples=10_000, deadline=None, database=None, print_blob=True,
+    max_examples=10_000,
+    deadline=None,
+    database=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(data=st.data())
@@ -968,8 +974,11 @@ def test_a_directory_record_naming_another_entrys_header_is_refused(tmp_path: Pa
     _renamed_in_directory(p)
     with MmapZipStore(p) as store:
         assert sorted(store) == ["arr/c/0"]
-        with pytest.raises(CorruptArchiveError, match=r"'arr/c/0': the local header at offset "
-                           r"\d+ names 'arr/c/1'"):
+        with pytest.raises(
+            CorruptArchiveError,
+            match=r"'arr/c/0': the local header at offset "
+            r"\d+ names 'arr/c/1'",
+        ):
             bytes(store["arr/c/0"])
         assert store.verify() == ["arr/c/0"]
     with zipfile.ZipFile(p) as z, pytest.raises(zipfile.BadZipFile, match="differ"):
@@ -1004,13 +1013,19 @@ def test_an_entry_inside_another_entrys_data_is_never_dropped(
     before = p.read_bytes()
     with zipfile.ZipFile(p) as z:
         assert len(z.namelist()) == 2 and z.read("b")  # both are there to read
-    with pytest.raises(CorruptArchiveError, match=r"entries '\w+' and 'b' overlap.*no entry "
-                       "was dropped"):
+    with pytest.raises(
+        CorruptArchiveError,
+        match=r"entries '\w+' and 'b' overlap.*no entry "
+        "was dropped",
+    ):
         MmapZipStore(p, "r+")
     assert p.read_bytes() == before
     res = subprocess.run(
         [sys.executable, "-m", "dafzarr", "zip", "repair", str(p)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert res.returncode != 0 and "overlap" in res.stderr, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
@@ -1046,7 +1061,10 @@ def test_an_outer_entry_listed_last_is_not_rolled_back(tmp_path: Path) -> None:
     before = p.read_bytes()
     with zipfile.ZipFile(p) as z:
         assert z.read("a") == b_record and z.read("b") == b_data
-    with pytest.raises(CorruptArchiveError, match=r"entries 'a' and 'b' overlap.*no entry "
-                       r"was dropped"):
+    with pytest.raises(
+        CorruptArchiveError,
+        match=r"entries 'a' and 'b' overlap.*no entry "
+        r"was dropped",
+    ):
         MmapZipStore(p, "r+")
     assert p.read_bytes() == before

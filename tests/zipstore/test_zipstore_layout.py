@@ -182,7 +182,9 @@ def test_commit_steps_without_a_store(tmp_path: Path) -> None:
         with commit.write_step(a, fm, batch=True) as tx:
             for key in ("x", "y/z"):
                 raw = key.encode()
-                commit.add_entry(a, fm, tx, key, raw, memoryview(key.encode() * 100), 100 * len(key), 1 << 16)
+                commit.add_entry(
+                    a, fm, tx, key, raw, memoryview(key.encode() * 100), 100 * len(key), 1 << 16
+                )
         assert a.tx is None and tx.done and tx.failure is None
         assert space.space(a, fm).file_size == path.stat().st_size
     finally:

@@ -33,7 +33,9 @@ def test_read_only_opens_during_commits(tmp_path: Path) -> None:
         for i in range(1000):  # a directory of ~80 KB: small entries overlap it
             store[f"base/{i:05d}"] = b"b"
     proc = subprocess.Popen(
-        [sys.executable, str(CHILD), str(p)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [sys.executable, str(CHILD), str(p)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
     )
     assert proc.stdout is not None and proc.stdin is not None
@@ -104,7 +106,9 @@ def test_damaged_archive_under_a_writer_lock_is_retried(
     )
     holder = subprocess.Popen(
         [sys.executable, "-c", hold, str(p)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout is not None and holder.stdin is not None
     try:

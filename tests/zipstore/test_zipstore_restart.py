@@ -104,8 +104,13 @@ def test_a_reader_opened_before_keeps_its_values(tmp_path: Path) -> None:
     p = tmp_path / "ro.zip"
     ds = xr.Dataset({"v": (("x",), np.arange(50_000.0))})
     with MmapZipStore(p, "w") as store:
-        ds.to_zarr(store, mode="w", zarr_format=3, consolidated=True,
-                   encoding={"v": {"chunks": (5_000,), "compressors": None}})
+        ds.to_zarr(
+            store,
+            mode="w",
+            zarr_format=3,
+            consolidated=True,
+            encoding={"v": {"chunks": (5_000,), "compressors": None}},
+        )
     with MmapZipStore(p) as reader, MmapZipStore(p, "r+") as writer:
         lazy = xr.open_zarr(reader)  # maps the old file, read later
         writer.delete_dir_sync("")

@@ -24,7 +24,9 @@ CHILD = Path(child.__file__)
 def _run_and_kill(path: Path, log: Path, seed: int, delay: float) -> list[str]:
     proc = subprocess.Popen(
         [sys.executable, str(CHILD), str(path), str(log), str(seed)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     kill_when_ready(proc, log, delay)
     return log.read_text().split("\n")

@@ -224,8 +224,11 @@ def test_append_only_refuses_mode_w_on_a_file_with_entries(tmp_path: Path) -> No
     with MmapZipStore(p, "w", append_only=True) as store:  # a new file
         store["k"] = b"v"
     before = p.read_bytes()
-    with pytest.raises(AppendOnlyError, match=r"holds an archive of 1 entries, and mode 'w' "
-                       r"would empty it.*'w\+'"):
+    with pytest.raises(
+        AppendOnlyError,
+        match=r"holds an archive of 1 entries, and mode 'w' "
+        r"would empty it.*'w\+'",
+    ):
         MmapZipStore(p, "w", append_only=True)
     assert p.read_bytes() == before
     with MmapZipStore(p, "w+", append_only=True) as store:
@@ -324,9 +327,12 @@ def test_threads_read_while_others_rewrite(tmp_path: Path) -> None:
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
-        threads = [threading.Thread(target=writer, args=(keys[:4],)),
-                   threading.Thread(target=writer, args=(keys[4:],)),
-                   threading.Thread(target=reader), threading.Thread(target=reader)]
+        threads = [
+            threading.Thread(target=writer, args=(keys[:4],)),
+            threading.Thread(target=writer, args=(keys[4:],)),
+            threading.Thread(target=reader),
+            threading.Thread(target=reader),
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -388,8 +394,6 @@ def test_views_are_zero_copy_after_rewrites(tmp_path: Path) -> None:
         del arr
 
 
-
-
 def test_rebuild_from_local_headers_takes_the_newest_copy(tmp_path: Path) -> None:
     p = tmp_path / "salvage.zip"
     with MmapZipStore(p, "w") as store:
@@ -406,10 +410,12 @@ def test_rebuild_from_local_headers_takes_the_newest_copy(tmp_path: Path) -> Non
     p.write_bytes(bytes(raw))
     with pytest.warns(RecoveryWarning, match="older copies"), MmapZipStore(p, "r+") as store:
         assert {k: bytes(store[k]) for k in store} == {
-            "a": b"a2", "b": b"b2", "c": b"c1", "d": b"d2"
+            "a": b"a2",
+            "b": b"b2",
+            "c": b"c1",
+            "d": b"d2",
         }
     check_archive(p, {"a": b"a2", "b": b"b2", "c": b"c1", "d": b"d2"})
-
 
 
 def test_zarr_chunk_writes_share_commits(tmp_path: Path) -> None:
@@ -418,8 +424,9 @@ def test_zarr_chunk_writes_share_commits(tmp_path: Path) -> None:
     p = tmp_path / "big.zip"
     data = np.random.default_rng(0).random((200, 256, 1024), dtype=np.float32)
     with MmapZipStore(p, "w") as store:
-        a = zarr.create_array(store, name="x", shape=data.shape, chunks=(1, 256, 1024),
-                              dtype="f4", compressors=None)
+        a = zarr.create_array(
+            store, name="x", shape=data.shape, chunks=(1, 256, 1024), dtype="f4", compressors=None
+        )
         commits = _count_commits()
         try:
             a[:] = data

@@ -55,9 +55,7 @@ def archive_contents(path: Path) -> dict[str, bytes]:
 
 def directory_contents(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` by its key (LocalStore's layout)."""
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
-    }
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 def check_same_as_oracle(path: Path, root: Path) -> None:
@@ -155,8 +153,11 @@ def encoding(zarr_format: int) -> dict[str, dict[str, Any]]:
         "temp": {"chunks": (2, 2, 3), "compressors": (zstd,), "_FillValue": np.float32(-9999)},
         "precip": {"chunks": (2, 4, 6), "compressors": None},
         "flag": {"chunks": (3, 6), "compressors": (blosc,), "_FillValue": 255},
-        "time": {"units": "hours since 2000-01-01", "calendar": "proleptic_gregorian",
-                 "dtype": "i8"},
+        "time": {
+            "units": "hours since 2000-01-01",
+            "calendar": "proleptic_gregorian",
+            "dtype": "i8",
+        },
     }
 
 
@@ -171,8 +172,13 @@ def test_xarray_round_trip(tmp_path: Path, zarr_format: int) -> None:
     ds = make_dataset()
 
     def write(store: zarr.abc.store.Store) -> None:
-        ds.to_zarr(store, mode="w", zarr_format=zarr_format, consolidated=True,
-                   encoding=encoding(zarr_format))
+        ds.to_zarr(
+            store,
+            mode="w",
+            zarr_format=zarr_format,
+            consolidated=True,
+            encoding=encoding(zarr_format),
+        )
 
     path, root = on_both(tmp_path, "rt", write)
     check_archive(path)
@@ -198,22 +204,29 @@ def test_xarray_round_trip(tmp_path: Path, zarr_format: int) -> None:
 def test_xarray_append_along_time(tmp_path: Path, zarr_format: int) -> None:
     first = make_dataset(nt=3)
     parts = [first] + [
-        make_dataset(nt=1 + i % 2, start=f"2001-01-{i + 1:02d}", seed=i + 1)
-        .drop_vars(["elevation"])
+        make_dataset(nt=1 + i % 2, start=f"2001-01-{i + 1:02d}", seed=i + 1).drop_vars(
+            ["elevation"]
+        )
         for i in range(20)
     ]
 
     def write(store: zarr.abc.store.Store) -> None:
-        first.to_zarr(store, mode="w", zarr_format=zarr_format, consolidated=True,
-                      encoding=encoding(zarr_format))
+        first.to_zarr(
+            store,
+            mode="w",
+            zarr_format=zarr_format,
+            consolidated=True,
+            encoding=encoding(zarr_format),
+        )
         for part in parts[1:]:
             part.to_zarr(store, mode="a", append_dim="time", consolidated=True)
 
     path, root = on_both(tmp_path, "append", write)
     check_archive(path)
     check_same_as_oracle(path, root)
-    expected = xr.concat(parts, dim="time", data_vars="minimal", coords="minimal",
-                         compat="override", join="override")
+    expected = xr.concat(
+        parts, dim="time", data_vars="minimal", coords="minimal", compat="override", join="override"
+    )
     expected["elevation"] = first["elevation"]
     with MmapZipStore(path) as store:
         back = xr.open_zarr(store).load()
@@ -231,8 +244,13 @@ def test_xarray_region_and_r_plus(tmp_path: Path, zarr_format: int) -> None:
     timed = ["temp", "precip", "flag"]
 
     def write(store: zarr.abc.store.Store) -> None:
-        ds.to_zarr(store, mode="w", zarr_format=zarr_format, consolidated=True,
-                   encoding=encoding(zarr_format))
+        ds.to_zarr(
+            store,
+            mode="w",
+            zarr_format=zarr_format,
+            consolidated=True,
+            encoding=encoding(zarr_format),
+        )
         # Aligned with the chunks of precip (2 along time), not with those of flag (3).
         new[timed].isel(time=slice(2, 5)).drop_vars(["station", "x", "y"]).to_zarr(
             store, region={"time": slice(2, 5)}
@@ -265,10 +283,20 @@ def test_xarray_mode_w_replaces_a_dataset(tmp_path: Path, zarr_format: int) -> N
     big, small = make_dataset(nt=8), make_dataset(nt=2, seed=3)[["precip"]]
 
     def write(store: zarr.abc.store.Store) -> None:
-        big.to_zarr(store, mode="w", zarr_format=zarr_format, consolidated=True,
-                    encoding=encoding(zarr_format))
-        small.to_zarr(store, mode="w", zarr_format=zarr_format, consolidated=True,
-                      encoding={"precip": {"chunks": (2, 4, 6), "compressors": None}})
+        big.to_zarr(
+            store,
+            mode="w",
+            zarr_format=zarr_format,
+            consolidated=True,
+            encoding=encoding(zarr_format),
+        )
+        small.to_zarr(
+            store,
+            mode="w",
+            zarr_format=zarr_format,
+            consolidated=True,
+            encoding={"precip": {"chunks": (2, 4, 6), "compressors": None}},
+        )
 
     path, root = on_both(tmp_path, "replace", write)
     check_archive(path)  # the second write cleared the store: a fresh archive took its place
@@ -295,8 +323,9 @@ def test_seven_zip_detects_the_format_after_leading_entries_die(tmp_path: Path) 
 def zarr_edits(store: zarr.abc.store.Store, zarr_format: int) -> None:
     """zarr's rewriting operations, each of which supersedes or deletes keys."""
     g = zarr.open_group(store=store, mode="w", zarr_format=zarr_format, attributes={"v": 1})
-    a = g.create_array("a", shape=(6, 8), chunks=(2, 4), dtype="f8", compressors=None,
-                       fill_value=0.0)
+    a = g.create_array(
+        "a", shape=(6, 8), chunks=(2, 4), dtype="f8", compressors=None, fill_value=0.0
+    )
     a[:] = np.arange(48.0).reshape(6, 8)
     a.resize((4, 8))  # a shrink deletes the chunks past the new edge
     a.resize((5, 10))
@@ -320,8 +349,9 @@ def zarr_edits(store: zarr.abc.store.Store, zarr_format: int) -> None:
     g.attrs["v"] = 2
     zarr.consolidate_metadata(store)
     if zarr_format == 3:
-        sh = g.create_array("sharded", shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="i2",
-                            compressors=None)
+        sh = g.create_array(
+            "sharded", shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="i2", compressors=None
+        )
         sh[:] = np.arange(64, dtype="i2").reshape(8, 8)
         sh[1:3, 1:3] = -1  # partial writes of a shard: read, modify, write
         sh[5:, :] = 0
@@ -383,9 +413,13 @@ def make_adata(sparse_x: bool) -> Any:
         },
         index=[f"cell{i}" for i in range(n_obs)],
     )
-    var = pd.DataFrame({"gene_ids": [f"ENSG{i:05d}" for i in range(n_var)],
-                        "highly_variable": rng.random(n_var) > 0.5},
-                       index=[f"gene{i}" for i in range(n_var)])
+    var = pd.DataFrame(
+        {
+            "gene_ids": [f"ENSG{i:05d}" for i in range(n_var)],
+            "highly_variable": rng.random(n_var) > 0.5,
+        },
+        index=[f"gene{i}" for i in range(n_var)],
+    )
     return anndata.AnnData(
         X=x,
         obs=obs,
@@ -393,8 +427,12 @@ def make_adata(sparse_x: bool) -> Any:
         layers={"counts": sp.csr_matrix(dense * 2), "log": np.log1p(dense)},
         obsm={"X_pca": rng.normal(size=(n_obs, 5)), "X_umap": rng.normal(size=(n_obs, 2))},
         varm={"loadings": rng.normal(size=(n_var, 5))},
-        uns={"title": "cells", "params": {"k": 10, "method": "leiden"},
-             "colors": np.array(["red", "blue", "green"]), "weights": np.arange(4.0)},
+        uns={
+            "title": "cells",
+            "params": {"k": 10, "method": "leiden"},
+            "colors": np.array(["red", "blue", "green"]),
+            "weights": np.arange(4.0),
+        },
     )
 
 
@@ -455,9 +493,14 @@ def test_clear_keeps_the_bytes_readers_map(tmp_path: Path) -> None:
     # anndata's write_zarr clears the store first. A dataset xarray opened lazily before
     # keeps reading its values from its own mapping (no bus error, no other entry's bytes).
     path = tmp_path / "clear.zip"
-    res = subprocess.run([sys.executable, "-c", _CLEAR_UNDER_A_READER, str(path)],
-                         capture_output=True, text=True, timeout=300, check=False,
-                         cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-c", _CLEAR_UNDER_A_READER, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+    )
     assert res.returncode == 0 and res.stdout.strip() == "ok", (res.returncode, res.stderr)
     check_archive(path)
 
@@ -515,8 +558,9 @@ def test_dask_threads_write_and_commits_are_shared(tmp_path: Path, zarr_format: 
     commits: dict[str, int] = {}
 
     def write(store: zarr.abc.store.Store) -> None:
-        delayed = lazy.to_zarr(store, mode="w", zarr_format=zarr_format, consolidated=True,
-                               encoding=enc, compute=False)
+        delayed = lazy.to_zarr(
+            store, mode="w", zarr_format=zarr_format, consolidated=True, encoding=enc, compute=False
+        )
         with dask.config.set(scheduler="threads", num_workers=4), counting_commits() as seen:
             delayed.compute()
         commits.setdefault("n", seen["n"])
@@ -548,8 +592,9 @@ def test_dask_write_inside_a_batch_is_one_commit(tmp_path: Path) -> None:
             counting_commits() as seen,
             store.batch(),
         ):
-            lazy.to_zarr(store, mode="w", zarr_format=3, consolidated=True,
-                         encoding=dask_encoding(3))
+            lazy.to_zarr(
+                store, mode="w", zarr_format=3, consolidated=True, encoding=dask_encoding(3)
+            )
         assert seen["n"] == 1
         back = xr.open_zarr(store).load()
         xr.testing.assert_identical(back, ds)
@@ -563,8 +608,10 @@ def test_dask_writes_shards_and_strings(tmp_path: Path) -> None:
     # shard index is a suffix request), a region write reads, modifies and rewrites them.
     rng = np.random.default_rng(11)
     ds = xr.Dataset(
-        {"v": (("time", "x"), rng.normal(size=(32, 64))),
-         "name": (("x",), np.array([f"site-{i}" for i in range(64)], dtype=object))},
+        {
+            "v": (("time", "x"), rng.normal(size=(32, 64))),
+            "name": (("x",), np.array([f"site-{i}" for i in range(64)], dtype=object)),
+        },
         coords={"time": pd.date_range("2000-01-01", periods=32)},
     )
     enc = {"v": {"chunks": (4, 16), "shards": (8, 32), "compressors": None}}
@@ -603,8 +650,9 @@ def test_reads_are_whole_versions_while_dask_threads_rewrite(tmp_path: Path) -> 
     with MmapZipStore(path, "w") as store:
         versions[0].to_zarr(store, mode="w", zarr_format=3, consolidated=True, encoding=enc)
         keys = [chunk_key(store, "precip", (i, 0, 0)) for i in range(8)]
-        blocks = [[v["precip"].values[2 * i : 2 * i + 2].tobytes() for v in versions]
-                  for i in range(8)]
+        blocks = [
+            [v["precip"].values[2 * i : 2 * i + 2].tobytes() for v in versions] for i in range(8)
+        ]
         reads = {"n": 0}
 
         def reader(use_sync_api: bool) -> None:

@@ -51,17 +51,26 @@ def _mapping(plan: ConversionPlan, base: str, items: Any, slot: str, axis_prefix
     for key, value in items.items():
         where = f"{slot}[{key!r}]"
         if isinstance(value, pd.DataFrame):
-            out.append([key, {"kind": "frame",
-                              "frame": encode_frame(plan, base, value, f"{slot}.{key}.", where)}])
+            out.append(
+                [
+                    key,
+                    {
+                        "kind": "frame",
+                        "frame": encode_frame(plan, base, value, f"{slot}.{key}.", where),
+                    },
+                ]
+            )
             continue
         axis = f"{axis_prefix}{key}"
         if not (sp.issparse(value) or isinstance(value, np.ndarray)) or value.ndim != 2:
             raise AnnDataConversionError(
                 f"{where}: {type(value).__name__} has no Daf mapping (expected a 2-D numpy "
-                "array, a scipy sparse matrix or a DataFrame)")
+                "array, a scipy sparse matrix or a DataFrame)"
+            )
         plan.axis(axis, [str(i) for i in range(value.shape[1])], where)
-        out.append([key, {"kind": "matrix",
-                          "matrix": encode_matrix(plan, base, axis, key, value, where)}])
+        out.append(
+            [key, {"kind": "matrix", "matrix": encode_matrix(plan, base, axis, key, value, where)}]
+        )
     return out
 
 
@@ -70,20 +79,31 @@ def _plan(adata: AnnData, plan: ConversionPlan, obs_axis: str, var_axis: str, x_
         raise AnnDataConversionError(f"obs_axis and var_axis are both {obs_axis!r}")
     plan.axis(obs_axis, np.asarray(adata.obs_names, dtype=object), "obs_names")
     plan.axis(var_axis, np.asarray(adata.var_names, dtype=object), "var_names")
-    manifest: Spec = {"format": _FORMAT, "version": _VERSION, "obs_axis": obs_axis,
-                      "var_axis": var_axis}
+    manifest: Spec = {
+        "format": _FORMAT,
+        "version": _VERSION,
+        "obs_axis": obs_axis,
+        "var_axis": var_axis,
+    }
     manifest["obs"] = encode_frame(plan, obs_axis, adata.obs, "", "obs")
     manifest["var"] = encode_frame(plan, var_axis, adata.var, "", "var")
-    manifest["X"] = None if adata.X is None else encode_matrix(
-        plan, obs_axis, var_axis, x_name, adata.X, "X")
-    manifest["layers"] = [[k, encode_matrix(plan, obs_axis, var_axis, k, v, f"layers[{k!r}]")]
-                          for k, v in adata.layers.items()]
+    manifest["X"] = (
+        None if adata.X is None else encode_matrix(plan, obs_axis, var_axis, x_name, adata.X, "X")
+    )
+    manifest["layers"] = [
+        [k, encode_matrix(plan, obs_axis, var_axis, k, v, f"layers[{k!r}]")]
+        for k, v in adata.layers.items()
+    ]
     manifest["obsm"] = _mapping(plan, obs_axis, adata.obsm, "obsm", "")
     manifest["varm"] = _mapping(plan, var_axis, adata.varm, "varm", "")
-    manifest["obsp"] = [[k, encode_matrix(plan, obs_axis, obs_axis, k, v, f"obsp[{k!r}]")]
-                        for k, v in adata.obsp.items()]
-    manifest["varp"] = [[k, encode_matrix(plan, var_axis, var_axis, k, v, f"varp[{k!r}]")]
-                        for k, v in adata.varp.items()]
+    manifest["obsp"] = [
+        [k, encode_matrix(plan, obs_axis, obs_axis, k, v, f"obsp[{k!r}]")]
+        for k, v in adata.obsp.items()
+    ]
+    manifest["varp"] = [
+        [k, encode_matrix(plan, var_axis, var_axis, k, v, f"varp[{k!r}]")]
+        for k, v in adata.varp.items()
+    ]
     manifest["uns"] = encode_uns(plan, adata.uns)
     manifest["raw"] = None
     if adata.raw is not None:
@@ -92,8 +112,9 @@ def _plan(adata: AnnData, plan: ConversionPlan, obs_axis: str, var_axis: str, x_
         plan.axis(raw_axis, np.asarray(raw.var_names, dtype=object), "raw.var_names")
         manifest["raw"] = {
             "var_axis": raw_axis,
-            "X": None if raw.X is None else encode_matrix(plan, obs_axis, raw_axis, x_name,
-                                                          raw.X, "raw.X"),
+            "X": None
+            if raw.X is None
+            else encode_matrix(plan, obs_axis, raw_axis, x_name, raw.X, "raw.X"),
             "var": encode_frame(plan, raw_axis, raw.var, "", "raw.var"),
             "varm": _mapping(plan, raw_axis, raw.varm, "raw.varm", "raw."),
         }
@@ -101,8 +122,14 @@ def _plan(adata: AnnData, plan: ConversionPlan, obs_axis: str, var_axis: str, x_
 
 
 def anndata_to_daf(
-    adata: AnnData, destination: ZarrDaf | str | os.PathLike[str], *, obs_axis: str = "cell",
-    var_axis: str = "gene", X: str = "UMIs", mode: str = "w", zarr_format: int = 2,
+    adata: AnnData,
+    destination: ZarrDaf | str | os.PathLike[str],
+    *,
+    obs_axis: str = "cell",
+    var_axis: str = "gene",
+    X: str = "UMIs",
+    mode: str = "w",
+    zarr_format: int = 2,
     relayout: bool = True,
 ) -> ZarrDaf:
     """Store ``adata`` as a Daf data set (a path, or an open writable ZarrDaf to add it to).
@@ -172,8 +199,10 @@ def anndata_to_daf(
     """
     if isinstance(destination, ZarrDaf) or mode != "w":
         open_mode = cast("OpenMode", mode)  # open_daf refuses an unknown mode
-        daf = destination if isinstance(destination, ZarrDaf) else open_daf(
-            destination, open_mode, zarr_format=zarr_format
+        daf = (
+            destination
+            if isinstance(destination, ZarrDaf)
+            else open_daf(destination, open_mode, zarr_format=zarr_format)
         )
         _write(adata, daf, ConversionPlan(daf, relayout), obs_axis, var_axis, X)
         return daf
@@ -184,8 +213,9 @@ def anndata_to_daf(
     return open_daf(destination, "r+")
 
 
-def _write(adata: AnnData, daf: ZarrDaf, plan: ConversionPlan, obs_axis: str, var_axis: str,
-           x_name: str) -> None:
+def _write(
+    adata: AnnData, daf: ZarrDaf, plan: ConversionPlan, obs_axis: str, var_axis: str, x_name: str
+) -> None:
     _run(plan, _plan(adata, plan, obs_axis, var_axis, x_name), daf)
 
 
@@ -210,7 +240,8 @@ def read_manifest(daf: ZarrDaf) -> Spec | None:
     if manifest.get("version") not in _READABLE:
         raise AnnDataConversionError(
             f"{_where(daf)}: AnnData manifest version {manifest.get('version')} is not one "
-            f"this dafzarr reads ({', '.join(map(str, _READABLE))})")
+            f"this dafzarr reads ({', '.join(map(str, _READABLE))})"
+        )
     return manifest
 
 
@@ -234,9 +265,15 @@ def _mapping_back(daf: Any, items: list[Any], index: Any) -> dict[str, Any]:
 
 
 def daf_to_anndata(
-    daf: DafReader | str | os.PathLike[str], obs_axis: str | None = None,
-    var_axis: str | None = None, *, X: str | None = None, layers: bool = True,
-    obsm: bool = True, obsp: bool = True, uns: bool = True,
+    daf: DafReader | str | os.PathLike[str],
+    obs_axis: str | None = None,
+    var_axis: str | None = None,
+    *,
+    X: str | None = None,
+    layers: bool = True,
+    obsm: bool = True,
+    obsp: bool = True,
+    uns: bool = True,
 ) -> AnnData:
     """An ``anndata.AnnData`` of ``daf``'s data along ``obs_axis`` x ``var_axis``.
 
@@ -302,20 +339,33 @@ def daf_to_anndata(
     # Any reader (ZarrDaf, view, chain): only the public reader API is used.
     daf = cast("ZarrDaf", open_daf(daf) if isinstance(daf, str | os.PathLike) else daf)
     manifest = read_manifest(daf)
-    if manifest is None or obs_axis not in (None, manifest["obs_axis"]) or var_axis not in (
-            None, manifest["var_axis"]):
+    if (
+        manifest is None
+        or obs_axis not in (None, manifest["obs_axis"])
+        or var_axis not in (None, manifest["var_axis"])
+    ):
         if obs_axis is None or var_axis is None:
             raise AnnDataConversionError(
                 f"{_where(daf)}: holds no AnnData manifest for these axes; name the obs and "
-                "var axes to read it with the plain mapping")
-        return legacy_daf_to_anndata(daf, obs_axis, var_axis, X=X or "UMIs", layers=layers,
-                                     obsm=obsm, obsp=obsp, uns=uns)
-    return _from_manifest(anndata, EscapedNames(daf) if manifest["version"] >= 2 else daf,
-                          manifest, layers, obsm, obsp, uns)
+                "var axes to read it with the plain mapping"
+            )
+        return legacy_daf_to_anndata(
+            daf, obs_axis, var_axis, X=X or "UMIs", layers=layers, obsm=obsm, obsp=obsp, uns=uns
+        )
+    return _from_manifest(
+        anndata,
+        EscapedNames(daf) if manifest["version"] >= 2 else daf,
+        manifest,
+        layers,
+        obsm,
+        obsp,
+        uns,
+    )
 
 
-def _from_manifest(anndata: Any, daf: Any, manifest: Spec, layers: bool, obsm: bool,
-                   obsp: bool, uns: bool) -> AnnData:
+def _from_manifest(
+    anndata: Any, daf: Any, manifest: Spec, layers: bool, obsm: bool, obsp: bool, uns: bool
+) -> AnnData:
     """The AnnData object ``manifest`` describes, read from ``daf`` by AnnData names."""
     obs_names = _entries(daf, manifest["obs_axis"])
     var_names = _entries(daf, manifest["var_axis"])
@@ -335,7 +385,8 @@ def _from_manifest(anndata: Any, daf: Any, manifest: Spec, layers: bool, obsm: b
         raw_names = _entries(daf, raw["var_axis"])
         adata.raw = anndata.AnnData(
             X=None if raw["X"] is None else decode_matrix(daf, raw["X"]),
-            obs=adata.obs[[]], var=decode_frame(daf, raw["var"], raw_names),
+            obs=adata.obs[[]],
+            var=decode_frame(daf, raw["var"], raw_names),
             varm=_mapping_back(daf, raw["varm"], raw_names),
         )
     return adata

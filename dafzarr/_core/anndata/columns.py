@@ -31,23 +31,36 @@ def _strings(values: Any, missing: np.ndarray[Any, Any], where: str) -> tuple[An
     import pandas as pd
 
     out = np.asarray(values, dtype=object).copy()
-    marks = {("none" if v is None else "nan" if isinstance(v, float) else
-              "na" if v is pd.NA else type(v).__name__) for v in out[missing].tolist()}
+    marks = {
+        (
+            "none"
+            if v is None
+            else "nan"
+            if isinstance(v, float)
+            else "na"
+            if v is pd.NA
+            else type(v).__name__
+        )
+        for v in out[missing].tolist()
+    }
     if len(marks) > 1 or not marks <= set(_markers()):
         raise AnnDataConversionError(
             f"{where}: missing values marked by {sorted(marks)}; one marker (None, NaN or "
-            "pandas.NA) per column can be restored")
+            "pandas.NA) per column can be restored"
+        )
     out[missing] = ""
     bad = [v for v in out.tolist() if not isinstance(v, str)]
     if bad:
         raise AnnDataConversionError(
             f"{where}: an object column must hold only str (or missing values), found "
-            f"{type(bad[0]).__name__} {bad[0]!r}")
+            f"{type(bad[0]).__name__} {bad[0]!r}"
+        )
     return out, (marks.pop() if marks else None)
 
 
-def _missing(plan: ConversionPlan, axis: str, vector: str, missing: np.ndarray[Any, Any],
-             where: str) -> str | None:
+def _missing(
+    plan: ConversionPlan, axis: str, vector: str, missing: np.ndarray[Any, Any], where: str
+) -> str | None:
     if not bool(missing.any()):
         return None
     name = f"{vector}.missing"
@@ -59,8 +72,12 @@ def _categorical(plan: ConversionPlan, axis: str, vector: str, series: Any, wher
     dtype = series.dtype
     cats = dtype.categories
     cat_axis = f"{axis}.{vector}.categories"
-    spec: Spec = {"kind": "categorical", "ordered": bool(dtype.ordered),
-                  "categories": cat_axis, "categories_dtype": str(cats.dtype)}
+    spec: Spec = {
+        "kind": "categorical",
+        "ordered": bool(dtype.ordered),
+        "categories": cat_axis,
+        "categories_dtype": str(cats.dtype),
+    }
     if cats.dtype.kind in "biuf":
         daf_dtype(cats.dtype, f"{where} categories")
         labels = [str(c) for c in cats.tolist()]
@@ -72,7 +89,8 @@ def _categorical(plan: ConversionPlan, axis: str, vector: str, series: Any, wher
             raise AnnDataConversionError(f"{where}: categories of mixed types ({cats.dtype})")
     else:
         raise AnnDataConversionError(
-            f"{where}: categories of dtype {cats.dtype} have no Daf mapping")
+            f"{where}: categories of dtype {cats.dtype} have no Daf mapping"
+        )
     if len(set(labels)) != len(labels):
         raise AnnDataConversionError(f"{where}: categories whose text forms repeat")
     plan.axis(cat_axis, labels, f"{where} categories")
@@ -95,20 +113,22 @@ def encode_column(plan: ConversionPlan, axis: str, vector: str, series: Any, whe
     if isinstance(dtype, pd.CategoricalDtype):
         return {**spec, **_categorical(plan, axis, vector, series, where)}
     array = series.array
-    if isinstance(array, pd.arrays.IntegerArray | pd.arrays.FloatingArray
-                  | pd.arrays.BooleanArray):
+    if isinstance(array, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
         np_dtype = dtype.numpy_dtype
         missing = np.asarray(array.isna(), dtype=bool)
-        plan.vector(axis, vector, array.to_numpy(dtype=np_dtype, na_value=np_dtype.type(0)),
-                    where)
+        plan.vector(axis, vector, array.to_numpy(dtype=np_dtype, na_value=np_dtype.type(0)), where)
         return {**spec, "kind": "masked", "missing": _missing(plan, axis, vector, missing, where)}
     if isinstance(dtype, pd.StringDtype):
         missing = np.asarray(series.isna(), dtype=bool)
         values = np.asarray(series.to_numpy(dtype=object, na_value=""), dtype=object)
         plan.vector(axis, vector, values, where)
-        return {**spec, "kind": "string", "storage": dtype.storage,
-                "na_nan": isinstance(dtype.na_value, float),
-                "missing": _missing(plan, axis, vector, missing, where)}
+        return {
+            **spec,
+            "kind": "string",
+            "storage": dtype.storage,
+            "na_nan": isinstance(dtype.na_value, float),
+            "missing": _missing(plan, axis, vector, missing, where),
+        }
     if isinstance(dtype, pd.DatetimeTZDtype):
         plan.vector(axis, vector, np.asarray(array.asi8), where)
         return {**spec, "kind": "datetime_tz", "unit": dtype.unit, "tz": str(dtype.tz)}
@@ -124,8 +144,12 @@ def encode_column(plan: ConversionPlan, axis: str, vector: str, series: Any, whe
         missing = np.asarray(pd.isna(values), dtype=bool)
         strings, marker = _strings(values, missing, where)
         plan.vector(axis, vector, strings, where)
-        return {**spec, "kind": "object", "na": marker,
-                "missing": _missing(plan, axis, vector, missing, where)}
+        return {
+            **spec,
+            "kind": "object",
+            "na": marker,
+            "missing": _missing(plan, axis, vector, missing, where),
+        }
     raise AnnDataConversionError(f"{where}: dtype {dtype} has no Daf mapping")
 
 
@@ -137,13 +161,18 @@ def encode_frame(plan: ConversionPlan, axis: str, frame: Any, prefix: str, where
     for col in frame.columns:
         at = f"{where} column {col!r}"
         if not isinstance(col, str):
-            raise AnnDataConversionError(f"{at}: a column name must be a str, got "
-                                         f"{type(col).__name__}")
+            raise AnnDataConversionError(
+                f"{at}: a column name must be a str, got {type(col).__name__}"
+            )
         vector = prefix + col
         spec = encode_column(plan, axis, vector, frame[col], at)
         columns.append({"column": col, "vector": vector, **spec})
-    return {"axis": axis, "index_name": frame.index.name, "columns": columns,
-            "columns_dtype": str(frame.columns.dtype)}
+    return {
+        "axis": axis,
+        "index_name": frame.index.name,
+        "columns": columns,
+        "columns_dtype": str(frame.columns.dtype),
+    }
 
 
 def decode_column(daf: Any, axis: str, spec: Spec) -> Any:
@@ -152,8 +181,11 @@ def decode_column(daf: Any, axis: str, spec: Spec) -> Any:
 
     kind, vector = spec["kind"], spec["vector"]
     values: Any = daf.get_np_vector(axis, vector)
-    missing = (np.asarray(daf.get_np_vector(axis, spec["missing"]), dtype=bool)
-               if spec.get("missing") else None)
+    missing = (
+        np.asarray(daf.get_np_vector(axis, spec["missing"]), dtype=bool)
+        if spec.get("missing")
+        else None
+    )
     if kind == "plain":
         return values
     if kind == "datetime":
@@ -186,8 +218,10 @@ def decode_column(daf: Any, axis: str, spec: Spec) -> Any:
         if missing is not None:
             codes[missing] = -1
         if bool((codes[~missing] if missing is not None else codes).min(initial=0) < 0):
-            raise AnnDataConversionError(f"vector {vector!r} of axis {axis!r} holds a value "
-                                         f"that is not one of the categories {cat_axis!r}")
+            raise AnnDataConversionError(
+                f"vector {vector!r} of axis {axis!r} holds a value "
+                f"that is not one of the categories {cat_axis!r}"
+            )
         return pd.Categorical.from_codes(codes, categories=cats, ordered=spec["ordered"])
     raise AnnDataConversionError(f"vector {vector!r} of axis {axis!r}: unknown kind {kind!r}")
 
@@ -198,7 +232,11 @@ def decode_frame(daf: Any, spec: Spec, index: Any) -> Any:
 
     axis = spec["axis"]
     data = {c["column"]: decode_column(daf, axis, c) for c in spec["columns"]}
-    frame = pd.DataFrame(data, index=pd.Index(index, name=spec["index_name"]),
-                         columns=pd.Index([c["column"] for c in spec["columns"]],
-                                          dtype=spec.get("columns_dtype", "object")))
+    frame = pd.DataFrame(
+        data,
+        index=pd.Index(index, name=spec["index_name"]),
+        columns=pd.Index(
+            [c["column"] for c in spec["columns"]], dtype=spec.get("columns_dtype", "object")
+        ),
+    )
     return frame

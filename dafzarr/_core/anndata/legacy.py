@@ -30,8 +30,15 @@ def _frame(daf: ZarrDaf, axis: str) -> Any:
 
 
 def legacy_daf_to_anndata(
-    daf: ZarrDaf, obs_axis: str, var_axis: str, *, X: str = "UMIs", layers: bool = True,
-    obsm: bool = True, obsp: bool = True, uns: bool = True,
+    daf: ZarrDaf,
+    obs_axis: str,
+    var_axis: str,
+    *,
+    X: str = "UMIs",
+    layers: bool = True,
+    obsm: bool = True,
+    obsp: bool = True,
+    uns: bool = True,
 ) -> AnnData:
     """An ``anndata.AnnData`` holding ``daf``'s data along ``obs_axis`` x ``var_axis``.
 

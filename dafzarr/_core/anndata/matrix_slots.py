@@ -50,13 +50,16 @@ def _stored_index_type(dtype: np.dtype[Any], largest: int) -> np.dtype[Any] | No
     return None
 
 
-def encode_matrix(plan: ConversionPlan, rows: str, cols: str, name: str, value: Any, where: str) -> Spec:
+def encode_matrix(
+    plan: ConversionPlan, rows: str, cols: str, name: str, value: Any, where: str
+) -> Spec:
     """Plan ``value`` (``len(rows) x len(cols)``) as the matrix ``name``; its spec."""
     if sp.issparse(value):
         cls = _sparse_class(value)
         if cls is None:
             raise AnnDataConversionError(
-                f"{where}: sparse class {type(value).__name__} has no Daf mapping")
+                f"{where}: sparse class {type(value).__name__} has no Daf mapping"
+            )
         daf_dtype(value.dtype, where)
         index_dtype = value.coords[0].dtype if value.format == "coo" else value.indices.dtype
         spec: Spec = {"kind": "sparse", "class": cls, "index_dtype": str(index_dtype)}
@@ -67,13 +70,16 @@ def encode_matrix(plan: ConversionPlan, rows: str, cols: str, name: str, value: 
         plan.matrix(rows, cols, name, value, where, indtype)
         return {**spec, "rows": rows, "cols": cols, "name": name, "transposed": False}
     if hasattr(value, "to_numpy") or not isinstance(value, np.ndarray):
-        raise AnnDataConversionError(f"{where}: {type(value).__name__} has no Daf mapping "
-                                     "(expected a numpy array or a scipy sparse matrix)")
+        raise AnnDataConversionError(
+            f"{where}: {type(value).__name__} has no Daf mapping "
+            "(expected a numpy array or a scipy sparse matrix)"
+        )
     if value.ndim != 2:
         raise AnnDataConversionError(f"{where}: a {value.ndim}-D array has no Daf mapping")
     if value.dtype.kind in "OUT":
-        raise AnnDataConversionError(f"{where}: a matrix of {value.dtype} has no Daf mapping "
-                                     "(only numbers and bool)")
+        raise AnnDataConversionError(
+            f"{where}: a matrix of {value.dtype} has no Daf mapping (only numbers and bool)"
+        )
     daf_dtype(value.dtype, where)
     order = _order(value)
     spec = {"kind": "dense", "class": "ndarray", "order": order, "name": name}
@@ -88,8 +94,9 @@ def decode_matrix(daf: Any, spec: Spec) -> Any:
     """The matrix ``encode_matrix`` planned: a view of the store where the layout allows."""
     cls = spec["class"]
     sparse_class = "csc_array" if cls.endswith("_array") else "csc_matrix"
-    m = daf.get_np_matrix(spec["rows"], spec["cols"], spec["name"], relayout=False,
-                          sparse_class=sparse_class)
+    m = daf.get_np_matrix(
+        spec["rows"], spec["cols"], spec["name"], relayout=False, sparse_class=sparse_class
+    )
     if spec["transposed"]:
         m = m.T
     if spec["kind"] == "sparse":

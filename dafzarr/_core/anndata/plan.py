@@ -30,7 +30,8 @@ def daf_dtype(dtype: Any, where: str) -> None:
     except (DafzarrError, TypeError):
         raise AnnDataConversionError(
             f"{where}: dtype {dtype} has no Daf element type (Daf stores bool, int8..int64, "
-            "uint8..uint64, float32, float64 and strings)") from None
+            "uint8..uint64, float32, float64 and strings)"
+        ) from None
 
 
 class ConversionPlan:
@@ -51,8 +52,8 @@ class ConversionPlan:
                 raise AnnDataConversionError(f"{where}: no valid Daf name: {exc}") from None
         if key in self._owners:
             raise AnnDataConversionError(
-                f"{where}: its Daf {key[0]} {key[-1]!r} is already taken by "
-                f"{self._owners[key]}")
+                f"{where}: its Daf {key[0]} {key[-1]!r} is already taken by {self._owners[key]}"
+            )
         self._owners[key] = where
 
     def axis(self, name: str, entries: Any, where: str) -> None:
@@ -69,7 +70,8 @@ class ConversionPlan:
             if not np.array_equal(known, values):
                 raise AnnDataConversionError(
                     f"{where}: needs the axis {name!r} with {len(values)} entries, but that axis "
-                    f"holds {len(known)} other entries ({self._owners.get(('axis', name), 'the destination')})")
+                    f"holds {len(known)} other entries ({self._owners.get(('axis', name), 'the destination')})"
+                )
             return
         if not all(isinstance(v, str) for v in values.tolist()):
             raise AnnDataConversionError(f"{where}: the entries of axis {name!r} are not all str")
@@ -84,13 +86,17 @@ class ConversionPlan:
         d = self.existing
         if d is None:
             return
-        taken = {"vector": lambda: d.has_axis(key[0]) and d.has_vector(key[0], key[1]),
-                 "matrix": lambda: (d.has_axis(key[0]) and d.has_axis(key[1])
-                                    and d.has_matrix(key[0], key[1], key[2])),
-                 "scalar": lambda: d.has_scalar(key[0])}[kind]()
+        taken = {
+            "vector": lambda: d.has_axis(key[0]) and d.has_vector(key[0], key[1]),
+            "matrix": lambda: (
+                d.has_axis(key[0]) and d.has_axis(key[1]) and d.has_matrix(key[0], key[1], key[2])
+            ),
+            "scalar": lambda: d.has_scalar(key[0]),
+        }[kind]()
         if taken:
-            raise AnnDataConversionError(f"{where}: the destination holds the {kind} "
-                                         f"{'/'.join(key)} already")
+            raise AnnDataConversionError(
+                f"{where}: the destination holds the {kind} {'/'.join(key)} already"
+            )
 
     def vector(self, axis: str, name: str, values: Any, where: str) -> None:
         """A vector on a planned axis."""
@@ -98,16 +104,18 @@ class ConversionPlan:
         self._check_free("vector", axis, name, where=where)
         self._ops.append(lambda d: d.set_vector(axis, name, values))
 
-    def matrix(self, rows: str, cols: str, name: str, value: Any, where: str,
-               indtype: Any = None) -> None:
+    def matrix(
+        self, rows: str, cols: str, name: str, value: Any, where: str, indtype: Any = None
+    ) -> None:
         """A matrix on two planned axes (both layouts with ``relayout``, never for a square);
         ``indtype``: the index type of a sparse one."""
         rows, cols, name = daf_name(rows), daf_name(cols), daf_name(name)
         self._check_free("matrix", rows, cols, name, where=where)
         if self.relayout and rows != cols:
             self._check_free("matrix", cols, rows, name, where=where)
-        self._ops.append(lambda d: d.set_matrix(rows, cols, name, value, relayout=self.relayout,
-                                                indtype=indtype))
+        self._ops.append(
+            lambda d: d.set_matrix(rows, cols, name, value, relayout=self.relayout, indtype=indtype)
+        )
 
     def reserve_scalar(self, name: str, where: str) -> None:
         """Claim a scalar name the caller writes itself after :meth:`run`."""

@@ -56,8 +56,7 @@ def _array(plan: ConversionPlan, name: str, value: Any, where: str) -> Spec:
         rows, cols = f"{name}.rows", f"{name}.columns"
         plan.axis(rows, [str(i) for i in range(value.shape[0])], where)
         plan.axis(cols, [str(i) for i in range(value.shape[1])], where)
-        return {"kind": "matrix", "matrix": encode_matrix(plan, rows, cols, "value", value,
-                                                          where)}
+        return {"kind": "matrix", "matrix": encode_matrix(plan, rows, cols, "value", value, where)}
     if value.ndim != 1:
         raise AnnDataConversionError(f"{where}: a {value.ndim}-D array has no Daf mapping")
     if value.dtype.kind == "O":
@@ -88,8 +87,12 @@ def _records(plan: ConversionPlan, name: str, value: Any, where: str) -> Spec:
             daf_dtype(dtype, at)
         plan.vector(name, field, _storable(column), at)
         fields.append([field, dtype.str])
-    return {"kind": "records", "axis": name, "fields": fields,
-            "recarray": isinstance(value, np.recarray)}
+    return {
+        "kind": "records",
+        "axis": name,
+        "fields": fields,
+        "recarray": isinstance(value, np.recarray),
+    }
 
 
 def _frame(plan: ConversionPlan, name: str, value: Any, where: str) -> Spec:
@@ -99,8 +102,11 @@ def _frame(plan: ConversionPlan, name: str, value: Any, where: str) -> Spec:
 
     plan.axis(name, [str(i) for i in range(len(value))], where)
     index = encode_column(plan, name, "_index", pd.Series(value.index), f"{where} index")
-    return {"kind": "frame", "frame": encode_frame(plan, name, value, "", where),
-            "index": {**index, "vector": "_index"}}
+    return {
+        "kind": "frame",
+        "frame": encode_frame(plan, name, value, "", where),
+        "index": {**index, "vector": "_index"},
+    }
 
 
 def encode_uns(plan: ConversionPlan, value: Any, path: tuple[str, ...] = ()) -> Spec:
@@ -119,8 +125,11 @@ def encode_uns(plan: ConversionPlan, value: Any, path: tuple[str, ...] = ()) -> 
     if value is None:
         return {"kind": "none"}
     if type(value) in _PYTHON_SCALARS:
-        if isinstance(value, int) and not isinstance(value, bool) and not (
-                -(1 << 63) <= value < (1 << 63)):
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and not (-(1 << 63) <= value < (1 << 63))
+        ):
             raise AnnDataConversionError(f"{where}: integer {value} does not fit int64")
         plan.scalar(name, value, where)
         return {"kind": "scalar", "type": _PYTHON_SCALARS[type(value)]}
@@ -134,7 +143,8 @@ def encode_uns(plan: ConversionPlan, value: Any, path: tuple[str, ...] = ()) -> 
         if len(types) > 1 or not types <= set(_PYTHON_SCALARS):
             raise AnnDataConversionError(
                 f"{where}: only a list of one element type (bool, int, float or str) has a Daf "
-                f"mapping, found {sorted(t.__name__ for t in types)}")
+                f"mapping, found {sorted(t.__name__ for t in types)}"
+            )
         array = np.asarray(value, dtype=object if types == {str} else None)
         return {**_array(plan, name, array, where), "list": True}
     if isinstance(value, np.ndarray) and value.dtype.names is not None:

@@ -44,8 +44,9 @@ class BlockAllocator:
 
     spill_bytes = 256 * MiB
 
-    def __init__(self, config: FileConfig, spill_dir: str | None = None, *,
-                 stage: bool = False) -> None:
+    def __init__(
+        self, config: FileConfig, spill_dir: str | None = None, *, stage: bool = False
+    ) -> None:
         self.spill_dir = spill_dir
         self.codec = config.codec
         self.level = config.zstd_level
@@ -74,7 +75,8 @@ class BlockAllocator:
                 # no name and no O_EXCL: it can be linked into place once complete, and
                 # nothing is left behind if the process dies first
                 self._spool_fd = os.open(
-                    self.spill_dir or ".", _TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o644)
+                    self.spill_dir or ".", _TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o644
+                )
                 return
             except OSError:
                 pass  # a file system without O_TMPFILE: an ordinary temporary file
@@ -89,8 +91,11 @@ class BlockAllocator:
         while done < len(view):
             n = os.pwrite(self._spool_fd, view[done:], at + done)
             if n <= 0:
-                raise OSError(errno.ENOSPC, "short write to the temporary block file "
-                              f"({done} bytes)", self.spill_dir or ".")
+                raise OSError(
+                    errno.ENOSPC,
+                    f"short write to the temporary block file ({done} bytes)",
+                    self.spill_dir or ".",
+                )
             done += n
 
     def append(self, data: Any) -> tuple[int, int, int]:

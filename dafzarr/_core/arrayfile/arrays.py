@@ -12,8 +12,16 @@ from typing import Any, Protocol
 from .records import ArrayInfo, Records, new_meta
 from .types import attribute_to_python, python_to_attribute
 
-__all__ = ["Held", "array_info", "attributes", "define_array", "delete", "get_attribute",
-           "list_arrays", "set_attribute"]
+__all__ = [
+    "Held",
+    "array_info",
+    "attributes",
+    "define_array",
+    "delete",
+    "get_attribute",
+    "list_arrays",
+    "set_attribute",
+]
 
 
 class Held(Protocol):

@@ -71,14 +71,20 @@ class ChunkReader:
                     raise corrupt(layer.key, f"block {bid} is truncated")
             try:
                 data = seg.decode_segment(
-                    table, i, stored, usize, csize, codec,
+                    table,
+                    i,
+                    stored,
+                    usize,
+                    csize,
+                    codec,
                     what=f"{layer.key}: block {bid}, segment {i}",
                 )
             except CorruptArrayFileError:
                 raise
             except Exception as exc:
                 raise corrupt(
-                    layer.key, f"block {bid}, segment {i} does not decode ({exc})") from exc
+                    layer.key, f"block {bid}, segment {i} does not decode ({exc})"
+                ) from exc
             self.cache.blocks.put(ck, data)
         return memoryview(data)[off - out_lo : off - out_lo + size]
 
@@ -146,9 +152,11 @@ class ChunkReader:
         bid, off, size = (int(x) for x in la.table.addrs[row])
         if direct:
             meta = layer.blocks.get(bid)
-            if meta is not None and meta[3] is None and self.cache.blocks.get(
-                self._cache_key(layer, bid)
-            ) is None:
+            if (
+                meta is not None
+                and meta[3] is None
+                and self.cache.blocks.get(self._cache_key(layer, bid)) is None
+            ):
                 start = meta[0] + off
                 try:
                     data = self.backend.read(layer.key, layer.version, start, start + size)
@@ -158,17 +166,24 @@ class ChunkReader:
                     raise corrupt(layer.key, f"block {bid} is truncated")
                 return data
         meta = layer.blocks.get(bid)
-        if meta is not None and meta[3] in seg.CODECS and self.cache.blocks.get(
-            self._cache_key(layer, bid)
-        ) is None:
+        if (
+            meta is not None
+            and meta[3] in seg.CODECS
+            and self.cache.blocks.get(self._cache_key(layer, bid)) is None
+        ):
             chunk = self._segment(layer, bid, off, size)
             if chunk is not None:
                 return chunk
         return memoryview(self._block(layer, bid))[off : off + size]
 
     def chunk_values(
-        self, meta: Meta, coord: tuple[int, ...], loc: Any, alloc: BlockAllocator | None,
-        *, direct: bool = False,
+        self,
+        meta: Meta,
+        coord: tuple[int, ...],
+        loc: Any,
+        alloc: BlockAllocator | None,
+        *,
+        direct: bool = False,
     ) -> np.ndarray:
         """The decoded values of chunk ``coord`` (clipped at the array's edge)."""
         raw = self.raw_chunk(loc, alloc, direct=direct)

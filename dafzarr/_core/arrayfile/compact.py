@@ -24,8 +24,9 @@ from .stats import compute_stats
 __all__ = ["compact", "repack"]
 
 
-def repack(records: Records, reader: ChunkReader, alloc: BlockAllocator
-           ) -> tuple[list[FooterEntry], list[dict[str, Any]]]:
+def repack(
+    records: Records, reader: ChunkReader, alloc: BlockAllocator
+) -> tuple[list[FooterEntry], list[dict[str, Any]]]:
     """The entries of a base holding every visible array, chunks in key order placed by
     ``alloc``, and their statistics. Pending changes must have been flushed."""
     entries = []
@@ -48,7 +49,10 @@ def repack(records: Records, reader: ChunkReader, alloc: BlockAllocator
 
 
 def compact(
-    records: Records, reader: ChunkReader, backend: ArrayFileStorage, config: FileConfig,
+    records: Records,
+    reader: ChunkReader,
+    backend: ArrayFileStorage,
+    config: FileConfig,
     spill_dir: str | None,
 ) -> list[dict[str, Any]]:
     """Write the new base, then delete the sidecars oldest first; ``records.layers`` follow
@@ -56,8 +60,16 @@ def compact(
     alloc = BlockAllocator(config, spill_dir, stage=spill_dir is not None)
     try:
         entries, stats = repack(records, reader, alloc)
-        base = write_layer(backend, records.key, "", records.layers, entries, alloc.finish(),
-                           config.codec, base=True)
+        base = write_layer(
+            backend,
+            records.key,
+            "",
+            records.layers,
+            entries,
+            alloc.finish(),
+            config.codec,
+            base=True,
+        )
     finally:
         alloc.close()
     old = records.layers[1:]

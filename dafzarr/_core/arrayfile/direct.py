@@ -17,8 +17,9 @@ __all__ = ["Run", "whole_array_runs"]
 Run = tuple[int, int, int]
 
 
-def whole_array_runs(records: Records, reader: ChunkReader, meta: Meta
-                     ) -> tuple[Layer, list[Run]] | None:
+def whole_array_runs(
+    records: Records, reader: ChunkReader, meta: Meta
+) -> tuple[Layer, list[Run]] | None:
     """The layer and the reads that fill a whole-array result of ``meta``'s array, or None
     when the general, chunk-by-chunk path is needed (pending changes, chunks in several
     layers or missing, compressed or cached blocks, chunks that split a row,
@@ -64,9 +65,14 @@ def _plan(layer: Layer, la: LayerArray, meta: Meta) -> tuple[list[Run], list[int
     bids, offs, sizes = table.addrs.T.tolist()
     first = bids[0]
     block = layer.blocks.get(first)
-    if (block is not None and block[3] is None and bids.count(first) == n
-            and sizes[-1] == last_size and sizes[:-1] == [size] * (n - 1)
-            and offs == list(range(offs[0], offs[0] + n * size, size))):
+    if (
+        block is not None
+        and block[3] is None
+        and bids.count(first) == n
+        and sizes[-1] == last_size
+        and sizes[:-1] == [size] * (n - 1)
+        and offs == list(range(offs[0], offs[0] + n * size, size))
+    ):
         # the usual case, checked with list operations: one piece of one block
         return [(block[0] + offs[0], 0, size * (n - 1) + last_size)], [first]
     blocks: dict[int, int] = {}

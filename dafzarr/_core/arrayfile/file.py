@@ -86,7 +86,8 @@ class ArrayFile:
     ) -> None:
         if _token is not _PRIVATE:
             raise InvalidArgumentTypeError(
-                "use ArrayFile.create(), ArrayFile.open() or ArrayFile.create_memory()")
+                "use ArrayFile.create(), ArrayFile.open() or ArrayFile.create_memory()"
+            )
         self._backend = backend
         self._key = key
         self._hint = hint
@@ -219,8 +220,9 @@ class ArrayFile:
         ...     f.path, f.list_arrays()
         ('memory.af', ['a'])
         """
-        self = cls(MemoryStorage(), "memory.af", "memory.af", config or FileConfig(),
-                   _token=_PRIVATE)
+        self = cls(
+            MemoryStorage(), "memory.af", "memory.af", config or FileConfig(), _token=_PRIVATE
+        )
         self._put_empty_base()
         return self
 
@@ -356,14 +358,17 @@ class ArrayFile:
         """:func:`~dafzarr._core.ioerror.storage_io` of ``what`` done to this file set."""
         return storage_io(what, self._key, "the file set keeps its last flushed state")
 
-    flush_async = in_thread(flush, """
+    flush_async = in_thread(
+        flush,
+        """
     >>> import asyncio
     >>> with dafzarr.arrayfile.ArrayFile.create("flushed_async.af") as f:
     ...     f.define_array("a", "int8", ["x"], [2])
     ...     asyncio.run(f.flush_async())
     ...     f.num_layers
     2
-    """)
+    """,
+    )
 
     def _spill_dir(self) -> str | None:
         """Where blocks beyond the memory budget go: next to a local file set (same file
@@ -376,17 +381,20 @@ class ArrayFile:
         alloc = self._alloc
         names = ", ".join(repr(n) for n in self._records.pending)
         with self._io(f"flushing the arrays {names}"):
-            flushed = flush(self._records, alloc, self._backend, self._hint,
-                            self._config.codec)
+            flushed = flush(self._records, alloc, self._backend, self._hint, self._config.codec)
         self._alloc = None
         if alloc is not None:
-            with storage_io(f"releasing the staged blocks of the arrays {names}", self._key,
-                            _FLUSHED):
+            with storage_io(
+                f"releasing the staged blocks of the arrays {names}", self._key, _FLUSHED
+            ):
                 alloc.close()
         entries = updated_stats(self._stats, flushed, self._records, self._reader)
         if entries is not None:
-            with storage_io(f"writing the statistics of the arrays {names}", self._key,
-                            f"{_FLUSHED}; their statistics read as missing"):
+            with storage_io(
+                f"writing the statistics of the arrays {names}",
+                self._key,
+                f"{_FLUSHED}; their statistics read as missing",
+            ):
                 self._write_stats(entries)
 
     def _write_stats(self, entries: list[dict[str, Any]]) -> None:
@@ -424,18 +432,22 @@ class ArrayFile:
             self._check_open()
             self._flush()
             with self._io("compacting"):
-                stats = compact(self._records, self._reader, self._backend, self._config,
-                                self._spill_dir())
+                stats = compact(
+                    self._records, self._reader, self._backend, self._config, self._spill_dir()
+                )
                 self._write_stats(stats)
 
-    compact_async = in_thread(compact, """
+    compact_async = in_thread(
+        compact,
+        """
     >>> import asyncio
     >>> with dafzarr.arrayfile.ArrayFile.create("compacted_async.af") as f:
     ...     f.define_array("a", "int8", ["x"], [2])
     ...     asyncio.run(f.compact_async())
     ...     f.num_layers
     1
-    """)
+    """,
+    )
 
     # --- Closing -----------------------------------------------------------------------
 

@@ -17,7 +17,10 @@ __all__ = ["flush"]
 
 
 def flush(
-    records: Records, alloc: BlockAllocator | None, backend: ArrayFileStorage, hint: str,
+    records: Records,
+    alloc: BlockAllocator | None,
+    backend: ArrayFileStorage,
+    hint: str,
     codec: str | None,
 ) -> dict[str, PendingArray]:
     """Commit ``records.pending`` (whose chunks ``alloc`` placed) to new sidecars; the
@@ -27,16 +30,17 @@ def flush(
     recreated = [p for p in pending.values() if p.recreated]
     if recreated:
         tomb = [
-            (p.tomb_meta, True, fmt.ChunkTable.empty(len(p.tomb_meta.shape)))
-            for p in recreated
+            (p.tomb_meta, True, fmt.ChunkTable.empty(len(p.tomb_meta.shape))) for p in recreated
         ]
-        records.layers.append(write_layer(backend, records.key, hint, records.layers, tomb,
-                                          [], codec, base=False))
+        records.layers.append(
+            write_layer(backend, records.key, hint, records.layers, tomb, [], codec, base=False)
+        )
         for p in recreated:
             p.recreated = False
     entries = [(p.meta, p.deleted, pending_table(p)) for p in pending.values()]
-    layer = write_layer(backend, records.key, hint, records.layers, entries, blocks, codec,
-                        base=False)
+    layer = write_layer(
+        backend, records.key, hint, records.layers, entries, blocks, codec, base=False
+    )
     records.layers.append(layer)
     for p in pending.values():
         if not p.deleted:

@@ -21,7 +21,12 @@ from .records import Layer, LayerArray, Meta
 from .types import U32_MAX, DTypeInfo, dtype_from_tag
 
 __all__ = [
-    "AttrDict", "FooterEntry", "build_footer", "check_stats_entries", "corrupt", "layer_from_footer",
+    "AttrDict",
+    "FooterEntry",
+    "build_footer",
+    "check_stats_entries",
+    "corrupt",
+    "layer_from_footer",
 ]
 
 # One array of a layer being written: (metadata, deleted, chunk table)
@@ -38,8 +43,12 @@ def corrupt(key: str, msg: str) -> CorruptArrayFileError:
 
 
 def layer_from_footer(
-    key: str, number: int, version: str, footer: dict[str, Any],
-    data_end: int | None = None, segments: dict[int, Any] | None = None,
+    key: str,
+    number: int,
+    version: str,
+    footer: dict[str, Any],
+    data_end: int | None = None,
+    segments: dict[int, Any] | None = None,
 ) -> Layer:
     """The layer a footer describes. ``data_end``: where the footer starts in the object
     (None for a footer just written); ``segments``: segment tables already known."""
@@ -54,8 +63,7 @@ def layer_from_footer(
             raise corrupt(key, f"uncompressed block {b['id']} has two sizes")
         if b["uncompressed_size"] > U32_MAX + (1 << 32):
             raise corrupt(key, f"block {b['id']} claims {b['uncompressed_size']} bytes")
-        blocks[b["id"]] = (b["file_offset"], b["compressed_size"], b["uncompressed_size"],
-                           codec)
+        blocks[b["id"]] = (b["file_offset"], b["compressed_size"], b["uncompressed_size"], codec)
     keys, values = footer["attr_keys"], footer["attr_values"]
     arrays: dict[str, LayerArray] = {}
     stored: list[tuple[Meta, fmt.ChunkTable]] = []
@@ -94,12 +102,19 @@ def _meta_from_footer(key: str, a: dict[str, Any], keys: list[str], values: list
         if p["k"] >= len(keys) or p["v"] >= len(values):
             raise corrupt(key, f"array {name!r}: attribute index out of range")
         attrs[keys[p["k"]]] = values[p["v"]]
-    return Meta(name, a["dtype"], info, shape, list(layout["dimension_names"]),
-                chunk_shape, a["fill_value"], attrs)
+    return Meta(
+        name,
+        a["dtype"],
+        info,
+        shape,
+        list(layout["dimension_names"]),
+        chunk_shape,
+        a["fill_value"],
+        attrs,
+    )
 
 
-def _check_tables(key: str, stored: list[tuple[Meta, fmt.ChunkTable]], blocks: BlockMap
-                  ) -> None:
+def _check_tables(key: str, stored: list[tuple[Meta, fmt.ChunkTable]], blocks: BlockMap) -> None:
     """:func:`_check_table` of every array of a layer in a few passes over all their chunks;
     when one fails, the array at fault is found and named."""
     if not stored:
@@ -132,8 +147,9 @@ def _tables_ok(stored: list[tuple[Meta, fmt.ChunkTable]], blocks: BlockMap) -> b
         return False
     usize = np.array([blocks[i][2] for i in ids.tolist()], np.int64)
     where = np.minimum(np.searchsorted(ids, addrs[:, 0]), len(ids) - 1)
-    return bool(np.all(ids[where] == addrs[:, 0])
-                and np.all(addrs[:, 1] + addrs[:, 2] <= usize[where]))
+    return bool(
+        np.all(ids[where] == addrs[:, 0]) and np.all(addrs[:, 1] + addrs[:, 2] <= usize[where])
+    )
 
 
 def _check_table(key: str, meta: Meta, table: fmt.ChunkTable, blocks: BlockMap) -> None:
@@ -160,7 +176,8 @@ def check_stats_entries(entries: list[dict[str, Any]]) -> None:
         seen.add(name)
         if e["null_count"] > e["row_count"]:
             raise CorruptFooterError(
-                f"array {name!r}: {e['null_count']} nulls among {e['row_count']} elements")
+                f"array {name!r}: {e['null_count']} nulls among {e['row_count']} elements"
+            )
 
 
 # --- Writing ---------------------------------------------------------------------------
@@ -207,8 +224,9 @@ class AttrDict:
         return (width, out)
 
 
-def _array_entry(meta: Meta, deleted: bool, table: fmt.ChunkTable, attrs: AttrDict
-                 ) -> dict[str, Any]:
+def _array_entry(
+    meta: Meta, deleted: bool, table: fmt.ChunkTable, attrs: AttrDict
+) -> dict[str, Any]:
     return {
         "name": meta.name,
         "dtype": meta.dtype_raw,
@@ -224,8 +242,11 @@ def _array_entry(meta: Meta, deleted: bool, table: fmt.ChunkTable, attrs: AttrDi
 
 
 def build_footer(
-    entries: list[FooterEntry], blocks: list[SealedBlock], codec: str | None,
-    previous: dict[str, Any], hint: str,
+    entries: list[FooterEntry],
+    blocks: list[SealedBlock],
+    codec: str | None,
+    previous: dict[str, Any],
+    hint: str,
 ) -> tuple[dict[str, Any], bytes, dict[int, Any]]:
     """The footer of a new layer laid out as ``blocks`` in order, the segment table that goes
     between the blocks and the footer, and the segment tables by block id.
@@ -240,8 +261,15 @@ def build_footer(
     tables = {}
     for i, (stored, usize, table) in enumerate(blocks):
         named = ("None",) if codec is None else ("Named", codec)
-        block_meta.append({"id": i, "file_offset": offset, "compressed_size": len(stored),
-                           "uncompressed_size": usize, "codec": named})
+        block_meta.append(
+            {
+                "id": i,
+                "file_offset": offset,
+                "compressed_size": len(stored),
+                "uncompressed_size": usize,
+                "codec": named,
+            }
+        )
         offset += len(stored)
         if table is not None:
             tables[i] = (table, len(stored), usize)
@@ -251,8 +279,12 @@ def build_footer(
     segments = {i: t[0].astype(np.int64) for i, t in tables.items()}
     arrays = [_array_entry(m, d, t, attrs) for m, d, t in entries]
     footer = {
-        "version": int(previous["version"]), "blocks": block_meta, "arrays": arrays,
-        "attr_keys": attrs.keys, "attr_values": attrs.values,
-        "overlay_index": 0, "base_file_hint": hint,
+        "version": int(previous["version"]),
+        "blocks": block_meta,
+        "arrays": arrays,
+        "attr_keys": attrs.keys,
+        "attr_values": attrs.values,
+        "overlay_index": 0,
+        "base_file_hint": hint,
     }
     return footer, segment_table, segments

@@ -67,8 +67,14 @@ _NO_COORDS = np.zeros((0, 1), np.uint32)
 _NO_ADDRS = np.zeros((0, 3), np.uint32)
 
 _ENTRY = np.dtype(
-    [("coff", "<i8"), ("clen", "<u8"), ("blk", "<u4"), ("off", "<u4"), ("size", "<u4"),
-     ("pad", "<u4")]
+    [
+        ("coff", "<i8"),
+        ("clen", "<u8"),
+        ("blk", "<u4"),
+        ("off", "<u4"),
+        ("size", "<u4"),
+        ("pad", "<u4"),
+    ]
 )
 assert _ENTRY.itemsize == 32
 
@@ -200,9 +206,15 @@ def _fill_tables(dec: r.Decoder) -> None:
 _V32 = r.ArchivedVec(r.U32)
 _CODEC = r.Enum({0: ("None", []), 1: ("Named", [(r.STRING, 8)])}, 24, 8)
 _BLOCK = r.Struct(
-    [("id", r.U32, 0), ("file_offset", r.U64, 8), ("compressed_size", r.U64, 16),
-     ("uncompressed_size", r.U64, 24), ("codec", _CODEC, 32)],
-    56, 8,
+    [
+        ("id", r.U32, 0),
+        ("file_offset", r.U64, 8),
+        ("compressed_size", r.U64, 16),
+        ("uncompressed_size", r.U64, 24),
+        ("codec", _CODEC, 32),
+    ],
+    56,
+    8,
 )
 
 
@@ -220,44 +232,84 @@ _dt_variants[14] = ("List", [(r.Box(_dtype), 8)])
 _DTYPE = r.Enum(_dt_variants, 24, 8)
 
 _FILL = r.Enum(
-    {tag: (name, [(field, 1 if field is r.BOOL else 8)]) for tag, (name, field) in enumerate(
-        zip(_affooter.FILL_KINDS, (r.BOOL, r.I64, r.U64, r.F64, r.STRING, r.I64), strict=True)
-    )},
-    24, 8,
+    {
+        tag: (name, [(field, 1 if field is r.BOOL else 8)])
+        for tag, (name, field) in enumerate(
+            zip(_affooter.FILL_KINDS, (r.BOOL, r.I64, r.U64, r.F64, r.STRING, r.I64), strict=True)
+        )
+    },
+    24,
+    8,
 )
 _ATTRS = r.Enum(
-    {tag: (name, [(r.ArchivedVec(r.Struct([("k", prim, 0), ("v", prim, size)], 2 * size, size)), 8)])
-     for tag, (name, prim, size) in enumerate(
-         zip(_affooter.ATTR_WIDTHS, (r.U16, r.U32, r.U64), (2, 4, 8), strict=True)
-     )},
-    24, 8,
+    {
+        tag: (
+            name,
+            [(r.ArchivedVec(r.Struct([("k", prim, 0), ("v", prim, size)], 2 * size, size)), 8)],
+        )
+        for tag, (name, prim, size) in enumerate(
+            zip(_affooter.ATTR_WIDTHS, (r.U16, r.U32, r.U64), (2, 4, 8), strict=True)
+        )
+    },
+    24,
+    8,
 )
 _CHUNKS = _ChunkTableType()
 _STORAGE = r.Struct([("chunk_shape", _V32, 0), ("chunks", _CHUNKS, 16)], 32, 8)
 _LAYOUT = r.Struct(
-    [("shape", _V32, 0), ("dimension_names", r.ArchivedVec(r.STRING), 16), ("storage", _STORAGE, 32)],
-    64, 8,
+    [
+        ("shape", _V32, 0),
+        ("dimension_names", r.ArchivedVec(r.STRING), 16),
+        ("storage", _STORAGE, 32),
+    ],
+    64,
+    8,
 )
 _ARRAY = r.Struct(
-    [("name", r.STRING, 0), ("dtype", _DTYPE, 16), ("layout", _LAYOUT, 40),
-     ("fill_value", r.Option(_FILL), 104), ("deleted", r.BOOL, 136),
-     ("attributes", _ATTRS, 144)],
-    _affooter.ARRAY_SIZE, 8,
+    [
+        ("name", r.STRING, 0),
+        ("dtype", _DTYPE, 16),
+        ("layout", _LAYOUT, 40),
+        ("fill_value", r.Option(_FILL), 104),
+        ("deleted", r.BOOL, 136),
+        ("attributes", _ATTRS, 144),
+    ],
+    _affooter.ARRAY_SIZE,
+    8,
 )
 
 _AV4: dict[int, tuple[str, Sequence[tuple[r.Type, int]]]] = {
-    0: ("Bool", [(r.BOOL, 1)]), 1: ("Int8", [(r.I8, 1)]), 2: ("Int16", [(r.I16, 2)]),
-    3: ("Int32", [(r.I32, 4)]), 4: ("Int64", [(r.I64, 8)]), 5: ("UInt8", [(r.U8, 1)]),
-    6: ("UInt16", [(r.U16, 2)]), 7: ("UInt32", [(r.U32, 4)]), 8: ("UInt64", [(r.U64, 8)]),
-    9: ("Float32", [(r.F32, 4)]), 10: ("Float64", [(r.F64, 8)]), 11: ("String", [(r.STRING, 8)]),
+    0: ("Bool", [(r.BOOL, 1)]),
+    1: ("Int8", [(r.I8, 1)]),
+    2: ("Int16", [(r.I16, 2)]),
+    3: ("Int32", [(r.I32, 4)]),
+    4: ("Int64", [(r.I64, 8)]),
+    5: ("UInt8", [(r.U8, 1)]),
+    6: ("UInt16", [(r.U16, 2)]),
+    7: ("UInt32", [(r.U32, 4)]),
+    8: ("UInt64", [(r.U64, 8)]),
+    9: ("Float32", [(r.F32, 4)]),
+    10: ("Float64", [(r.F64, 8)]),
+    11: ("String", [(r.STRING, 8)]),
 }
 _AV5 = dict(_AV4)
 _AV5[12] = ("Binary", [(r.Bytes(), 8)])
 for _tag, (_name, _elem) in enumerate(
-    [("BoolList", r.BOOL), ("Int8List", r.I8), ("Int16List", r.I16), ("Int32List", r.I32),
-     ("Int64List", r.I64), ("UInt8List", r.U8), ("UInt16List", r.U16), ("UInt32List", r.U32),
-     ("UInt64List", r.U64), ("Float32List", r.F32), ("Float64List", r.F64),
-     ("StringList", r.STRING), ("BinaryList", r.Bytes())],
+    [
+        ("BoolList", r.BOOL),
+        ("Int8List", r.I8),
+        ("Int16List", r.I16),
+        ("Int32List", r.I32),
+        ("Int64List", r.I64),
+        ("UInt8List", r.U8),
+        ("UInt16List", r.U16),
+        ("UInt32List", r.U32),
+        ("UInt64List", r.U64),
+        ("Float32List", r.F32),
+        ("Float64List", r.F64),
+        ("StringList", r.STRING),
+        ("BinaryList", r.Bytes()),
+    ],
     start=13,
 ):
     _AV5[_tag] = (_name, [(r.ArchivedVec(_elem), 8)])
@@ -286,10 +338,17 @@ def _footer_type(version: int, *, compiled: bool = True) -> r.Struct:
     av = r.Enum(_AV4 if version == 4 else _AV5, 24, 8)
     arrays = _CompiledVec(_ARRAY, _read_arrays) if compiled else r.ArchivedVec(_ARRAY)
     return r.Struct(
-        [("version", r.U32, 0), ("blocks", r.ArchivedVec(_BLOCK), 8), ("arrays", arrays, 24),
-         ("attr_keys", r.ArchivedVec(r.STRING), 40), ("attr_values", r.ArchivedVec(av), 56),
-         ("overlay_index", r.U32, 72), ("base_file_hint", r.STRING, 80)],
-        96, 8,
+        [
+            ("version", r.U32, 0),
+            ("blocks", r.ArchivedVec(_BLOCK), 8),
+            ("arrays", arrays, 24),
+            ("attr_keys", r.ArchivedVec(r.STRING), 40),
+            ("attr_values", r.ArchivedVec(av), 56),
+            ("overlay_index", r.U32, 72),
+            ("base_file_hint", r.STRING, 80),
+        ],
+        96,
+        8,
     )
 
 
@@ -297,15 +356,25 @@ FOOTERS = {4: _footer_type(4), 5: _footer_type(5)}
 PY_FOOTERS = {4: _footer_type(4, compiled=False), 5: _footer_type(5, compiled=False)}
 
 _STAT = r.Enum(
-    {tag: (name, [(field, 8)]) for tag, (name, field) in enumerate(
-        zip(_affooter.STAT_KINDS, (r.I64, r.U64, r.F64, r.Bytes(), r.I64), strict=True)
-    )},
-    24, 8,
+    {
+        tag: (name, [(field, 8)])
+        for tag, (name, field) in enumerate(
+            zip(_affooter.STAT_KINDS, (r.I64, r.U64, r.F64, r.Bytes(), r.I64), strict=True)
+        )
+    },
+    24,
+    8,
 )
 _ARRAY_STATS = r.Struct(
-    [("name", r.STRING, 0), ("min", r.Option(_STAT), 16), ("max", r.Option(_STAT), 48),
-     ("null_count", r.U64, 80), ("row_count", r.U64, 88)],
-    _affooter.STATS_SIZE, 8,
+    [
+        ("name", r.STRING, 0),
+        ("min", r.Option(_STAT), 16),
+        ("max", r.Option(_STAT), 48),
+        ("null_count", r.U64, 80),
+        ("row_count", r.U64, 88),
+    ],
+    _affooter.STATS_SIZE,
+    8,
 )
 _STATS_VEC = _CompiledVec(_ARRAY_STATS, _affooter.read_stats)
 _STATS_V0 = r.Struct([("arrays", _STATS_VEC, 0)], 16, 8)
@@ -370,13 +439,19 @@ def encode_footer(footer: dict[str, Any]) -> bytes:
 
 def empty_footer(*, version: int = 4, overlay_index: int = 0, hint: str = "") -> dict[str, Any]:
     return {
-        "version": version, "blocks": [], "arrays": [], "attr_keys": [], "attr_values": [],
-        "overlay_index": overlay_index, "base_file_hint": hint,
+        "version": version,
+        "blocks": [],
+        "arrays": [],
+        "attr_keys": [],
+        "attr_values": [],
+        "overlay_index": overlay_index,
+        "base_file_hint": hint,
     }
 
 
-def decode_stats(payload: bytes | memoryview, *, compiled: bool = True
-                 ) -> tuple[int, list[dict[str, Any]]]:
+def decode_stats(
+    payload: bytes | memoryview, *, compiled: bool = True
+) -> tuple[int, list[dict[str, Any]]]:
     """Decode a stats payload; return (generation 0 or 1, entries). ``compiled=False``: with
     the Python schema only (see :func:`decode_footer`).
 
@@ -411,7 +486,8 @@ def decode_stats(payload: bytes | memoryview, *, compiled: bool = True
         raise CorruptFooterError(f"the stats table does not decode ({exc})") from exc
     if gen == 1 and root["version"] != 1:
         raise CorruptFooterError(
-            f"stats version {root['version']} is not supported (this reader knows 1)")
+            f"stats version {root['version']} is not supported (this reader knows 1)"
+        )
     return gen, root["arrays"]
 
 

@@ -29,8 +29,10 @@ def region(
     st = (0,) * nd if start is None else tuple(int(s) for s in start)
     if len(st) != nd:
         raise InvalidArgumentError(f"array {meta.name!r}: start {st} has {len(st)} axes, not {nd}")
-    sh = tuple(s - a for s, a in zip(meta.shape, st, strict=True)) if shape is None else tuple(
-        int(s) for s in shape
+    sh = (
+        tuple(s - a for s, a in zip(meta.shape, st, strict=True))
+        if shape is None
+        else tuple(int(s) for s in shape)
     )
     if len(sh) != nd:
         raise InvalidArgumentError(f"array {meta.name!r}: shape {sh} has {len(sh)} axes, not {nd}")
@@ -38,8 +40,7 @@ def region(
         if a < 0 or n < 0 or a + n > s:
             what = "data" if write else "region"
             raise OutOfBoundsError(
-                f"array {meta.name!r}: {what} at {st} of shape {sh} does not fit in "
-                f"{meta.shape}"
+                f"array {meta.name!r}: {what} at {st} of shape {sh} does not fit in {meta.shape}"
             )
     return st, sh
 

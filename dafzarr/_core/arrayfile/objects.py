@@ -47,7 +47,14 @@ from ..io import (
 )
 from ..zipstore.ziprecords import unsafe_name_reason
 
-__all__ = ["ArrayFileStorage", "FileRange", "LocalStorage", "MemoryStorage", "ObstoreStorage", "Tail"]
+__all__ = [
+    "ArrayFileStorage",
+    "FileRange",
+    "LocalStorage",
+    "MemoryStorage",
+    "ObstoreStorage",
+    "Tail",
+]
 
 
 class FileRange:
@@ -126,8 +133,7 @@ class ArrayFileStorage:
         the store allows it)."""
         return [self.read(key, version, a, b) for a, b in ranges]
 
-    def read_into(self, key: str, version: str, start: int, buffers: Sequence[memoryview]
-                  ) -> None:
+    def read_into(self, key: str, version: str, start: int, buffers: Sequence[memoryview]) -> None:
         """Fill ``buffers`` in order with the bytes of one version of ``key`` from ``start``
         (``EOFError`` if the object ends first)."""
         end = start + sum(b.nbytes for b in buffers)
@@ -240,8 +246,7 @@ class LocalStorage(ArrayFileStorage):
     def read(self, key: str, version: str, start: int, end: int) -> BytesLike:
         return self._source(key, version).read(start, end)
 
-    def read_into(self, key: str, version: str, start: int, buffers: Sequence[memoryview]
-                  ) -> None:
+    def read_into(self, key: str, version: str, start: int, buffers: Sequence[memoryview]) -> None:
         self._source(key, version).read_into(start, buffers)
 
     def put(self, key: str, parts: Iterable[Any], *, create_only: bool) -> str:
@@ -270,8 +275,9 @@ class LocalStorage(ArrayFileStorage):
             kept = os.dup(fd)
         return self._keep(key, kept)
 
-    def _put_staged(self, key: str, staged: tuple[int, int], parts: list[Any], *,
-                    create_only: bool) -> bool:
+    def _put_staged(
+        self, key: str, staged: tuple[int, int], parts: list[Any], *, create_only: bool
+    ) -> bool:
         """Append the parts after the staged ranges to the staged file, make it durable and
         link it in as ``key``; False when the file cannot be linked (the caller copies)."""
         fd, end = staged
@@ -336,8 +342,7 @@ class LocalStorage(ArrayFileStorage):
 
     def siblings(self, key: str) -> list[str]:
         directory = os.path.dirname(key) or "."
-        return [os.path.join(directory, name)
-                for name in retry_interrupted(os.listdir, directory)]
+        return [os.path.join(directory, name) for name in retry_interrupted(os.listdir, directory)]
 
     def exists(self, key: str) -> bool:
         return os.path.exists(key)

@@ -29,8 +29,15 @@ from . import format as fmt
 from .types import U32_MAX, DTypeInfo, dtype_info, fill_element, python_to_fill
 
 __all__ = [
-    "ArrayInfo", "ArrayStats", "Layer", "LayerArray", "Meta", "PendingArray", "Records",
-    "new_meta", "pending_table",
+    "ArrayInfo",
+    "ArrayStats",
+    "Layer",
+    "LayerArray",
+    "Meta",
+    "PendingArray",
+    "Records",
+    "new_meta",
+    "pending_table",
 ]
 
 _tokens = itertools.count(1)
@@ -265,8 +272,13 @@ def _u32_tuple(values: Sequence[int], what: str) -> tuple[int, ...]:
 
 
 def new_meta(
-    where: str, name: str, dtype: Any, dim_names: Sequence[str], shape: Sequence[int],
-    chunk_shape: Sequence[int] | None, fill_value: Any,
+    where: str,
+    name: str,
+    dtype: Any,
+    dim_names: Sequence[str],
+    shape: Sequence[int],
+    chunk_shape: Sequence[int] | None,
+    fill_value: Any,
 ) -> Meta:
     """The metadata of a new array, checked against the format's limits (``where`` names
     the file in messages)."""
@@ -276,16 +288,12 @@ def new_meta(
     shape_t = _u32_tuple(shape, f"array {name!r}: shape")
     if 0 in shape_t:
         raise InvalidArgumentError(
-            f"array {name!r}: shape {shape_t} has a zero-length axis, which the format "
-            "cannot chunk"
+            f"array {name!r}: shape {shape_t} has a zero-length axis, which the format cannot chunk"
         )
-    cs = shape_t if chunk_shape is None else _u32_tuple(
-        chunk_shape, f"array {name!r}: chunk_shape"
-    )
+    cs = shape_t if chunk_shape is None else _u32_tuple(chunk_shape, f"array {name!r}: chunk_shape")
     if len(cs) != len(shape_t):
         raise InvalidArgumentError(
-            f"array {name!r}: chunk_shape {cs} has {len(cs)} axes, shape has "
-            f"{len(shape_t)}"
+            f"array {name!r}: chunk_shape {cs} has {len(cs)} axes, shape has {len(shape_t)}"
         )
     if 0 in cs:
         raise InvalidArgumentError(f"array {name!r}: chunk_shape {cs} has a zero-length axis")
@@ -303,8 +311,10 @@ def new_meta(
                 f"array {name!r}: a {nbytes}-byte chunk does not fit the format's u32 "
                 "chunk sizes; use a smaller chunk_shape"
             )
-    if fill_value is not None and not info.vlen and not (
-        info.tag == "TimestampNs" and isinstance(fill_value, str)
+    if (
+        fill_value is not None
+        and not info.vlen
+        and not (info.tag == "TimestampNs" and isinstance(fill_value, str))
     ):
         check_value_fits(fill_value, info.np_dtype, f"{where}: array {name!r}: fill_value")
     fill = python_to_fill(info, fill_value)

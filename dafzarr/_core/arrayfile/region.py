@@ -40,8 +40,12 @@ def _direct_buffer(
 
 
 def read_region(
-    records: Records, reader: ChunkReader, alloc: BlockAllocator | None, name: str,
-    start: Sequence[int] | None, shape: Sequence[int] | None,
+    records: Records,
+    reader: ChunkReader,
+    alloc: BlockAllocator | None,
+    name: str,
+    start: Sequence[int] | None,
+    shape: Sequence[int] | None,
 ) -> np.ndarray:
     """The region of array ``name`` (default: all of it); unwritten elements read as the fill
     value (``alloc`` holds the chunks written since the last flush)."""
@@ -60,8 +64,12 @@ def read_region(
             begin = whole_runs[0][0]
             reader.read_runs([(layer, begin, begin + raw.nbytes, [raw])])
         else:
-            reader.read_runs([(layer, begin, begin + size, [raw[at : at + size]])
-                              for begin, at, size in whole_runs])
+            reader.read_runs(
+                [
+                    (layer, begin, begin + size, [raw[at : at + size]])
+                    for begin, at, size in whole_runs
+                ]
+            )
         return out
     pieces = list(chunks_in(meta, st, sh))
     # a chunk of an uncompressed local block is read by itself, not with its block
@@ -91,8 +99,13 @@ def read_region(
 
 
 def encode_region(
-    records: Records, reader: ChunkReader, alloc: BlockAllocator | None, key: str, name: str,
-    start: Sequence[int], data: Any,
+    records: Records,
+    reader: ChunkReader,
+    alloc: BlockAllocator | None,
+    key: str,
+    name: str,
+    start: Sequence[int],
+    data: Any,
 ) -> list[Encoded]:
     """The chunks of array ``name`` that writing ``data`` at ``start`` changes, encoded; chunks
     only partly covered are read and patched (``key``: the file set, for errors)."""
@@ -114,8 +127,9 @@ def encode_region(
             else:
                 values = reader.chunk_values(meta, coord, loc, alloc).copy()
             values[src] = piece
-        encoded.append((chunk, coord, encode_chunk(info, values),
-                        chunk_stats(info, meta.fill, values)))
+        encoded.append(
+            (chunk, coord, encode_chunk(info, values), chunk_stats(info, meta.fill, values))
+        )
     return encoded
 
 
@@ -174,13 +188,16 @@ def read_array(
         return read_region(self._records, self._reader, self._alloc, name, start, shape)
 
 
-read_array_async = in_thread(read_array, """
+read_array_async = in_thread(
+    read_array,
+    """
 >>> import asyncio
 >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
 ...     f.define_array("a", "int8", ["x"], [2])
 ...     asyncio.run(f.read_array_async("a"))
 array([0, 0], dtype=int8)
-""")
+""",
+)
 
 
 class Writes(Held, Protocol):
@@ -235,8 +252,7 @@ def write_array(self: Writes, name: str, start: Sequence[int], data: Any) -> Non
     with self._lock:
         self._check_open()
         records = self._records
-        encoded = encode_region(records, self._reader, self._alloc, self._key, name, start,
-                                data)
+        encoded = encode_region(records, self._reader, self._alloc, self._key, name, start, data)
         p = records.for_write(name)
         if self._alloc is None:
             spill = self._spill_dir()
@@ -246,11 +262,14 @@ def write_array(self: Writes, name: str, start: Sequence[int], data: Any) -> Non
             p.chunks[key] = (coord, bid, off, size, stats)
 
 
-write_array_async = in_thread(write_array, """
+write_array_async = in_thread(
+    write_array,
+    """
 >>> import asyncio
 >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
 ...     f.define_array("a", "int8", ["x"], [2])
 ...     asyncio.run(f.write_array_async("a", [0], [4, 5]))
 ...     f.read_array("a")
 array([4, 5], dtype=int8)
-""")
+""",
+)

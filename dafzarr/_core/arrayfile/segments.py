@@ -189,14 +189,16 @@ CODECS = ("lz4", "zstd")
 def _valid(e: npt.NDArray[np.int64], csize: int, usize: int, codec: str = "lz4") -> bool:
     out, inp, rest, nib, before = e.T
     ordered = bool(
-        out[0] == 0 and np.all(np.diff(out) > 0) and out[-1] < usize
-        and np.all(np.diff(inp) > 0) and inp[-1] < csize
+        out[0] == 0
+        and np.all(np.diff(out) > 0)
+        and out[-1] < usize
+        and np.all(np.diff(inp) > 0)
+        and inp[-1] < csize
     )
     if codec == "zstd":
         return ordered and inp[0] == 0 and not (rest.any() or nib.any() or before.any())
     return bool(
-        ordered and np.all(inp - before >= 5) and np.all(inp + rest <= csize)
-        and np.all(nib <= 15)
+        ordered and np.all(inp - before >= 5) and np.all(inp + rest <= csize) and np.all(nib <= 15)
     )
 
 
@@ -230,8 +232,14 @@ def decode_block(codec: str | None, data: Any, usize: int, *, what: str) -> Any:
 
 
 def decode_segment(
-    e: npt.NDArray[np.int64], i: int, stored: Any, usize: int, csize: int, codec: str = "lz4",
-    *, what: str = "a segment",
+    e: npt.NDArray[np.int64],
+    i: int,
+    stored: Any,
+    usize: int,
+    csize: int,
+    codec: str = "lz4",
+    *,
+    what: str = "a segment",
 ) -> Any:
     """Decode segment ``i`` from ``stored``, the block's bytes ``[in start, in end)``."""
     out_lo = int(e[i, 0])
@@ -253,9 +261,9 @@ def decode_segment(
         body_end = len(src) - nxt_before - run_token  # where the next run's token starts
         if body_end < rest + 2:
             raise ValueError("the segment table does not fit the block")
-        block = b"".join((
-            _token(rest, nib), src[:body_end], _token(nxt_before, 0), src[len(src) - nxt_before:]
-        ))
+        block = b"".join(
+            (_token(rest, nib), src[:body_end], _token(nxt_before, 0), src[len(src) - nxt_before :])
+        )
     return _decode_segment_bytes("lz4", block, n, what)
 
 

@@ -37,8 +37,14 @@ from .records import Layer
 from .types import U32_MAX
 
 __all__ = [
-    "discover", "load_layer", "load_layers", "load_stats", "resolve_target", "sidecar_number",
-    "write_layer", "write_stats",
+    "discover",
+    "load_layer",
+    "load_layers",
+    "load_stats",
+    "resolve_target",
+    "sidecar_number",
+    "write_layer",
+    "write_stats",
 ]
 
 _TAIL_READ = 64 * 1024  # one suffix read per layer covers footers up to this size
@@ -53,7 +59,8 @@ def resolve_target(target: Any) -> tuple[ArrayFileStorage, str, str]:
     if isinstance(target, tuple):
         if len(target) != 2 or not isinstance(target[1], str):
             raise InvalidArgumentTypeError(
-                "an object-store target is a tuple (obstore_store, 'key.af')")
+                "an object-store target is a tuple (obstore_store, 'key.af')"
+            )
         store, key = target
         key = key.lstrip("/")
         if not key.endswith(".af"):
@@ -96,8 +103,9 @@ def discover(backend: ArrayFileStorage, key: str) -> list[tuple[int, str]]:
     return found
 
 
-def _read_tail_object(backend: ArrayFileStorage, key: str, magic: bytes
-                      ) -> tuple[memoryview, int, Tail]:
+def _read_tail_object(
+    backend: ArrayFileStorage, key: str, magic: bytes
+) -> tuple[memoryview, int, Tail]:
     """The payload before the trailer, where it starts, and the suffix read."""
     tail = backend.tail(key, _TAIL_READ)
     try:
@@ -126,7 +134,8 @@ def load_layer(backend: ArrayFileStorage, key: str, number: int) -> Layer:
     tail_start = tail.size - len(tail.data)
     if hi > lo >= tail_start:  # the suffix read already holds the segment table
         layer.segments = seg.decode_table(
-            memoryview(tail.data)[lo - tail_start : hi - tail_start], layer.blocks)
+            memoryview(tail.data)[lo - tail_start : hi - tail_start], layer.blocks
+        )
     return layer
 
 
@@ -155,8 +164,11 @@ def load_layers(backend: ArrayFileStorage, key: str, base: Layer | None = None) 
         fault = key
         if backend.unchanged(key, layers[0].version):
             return layers
-    what = ("was replaced while its sidecars were read" if fault == key
-            else f"was listed next to {key} but was gone when read")
+    what = (
+        "was replaced while its sidecars were read"
+        if fault == key
+        else f"was listed next to {key} but was gone when read"
+    )
     raise UnstableFileSetError(
         f"{fault}: {what}, {LOAD_ATTEMPTS} times in a row (another process compacting the "
         "file set without pause, or a file system that lists objects it cannot read)"
@@ -164,12 +176,20 @@ def load_layers(backend: ArrayFileStorage, key: str, base: Layer | None = None) 
 
 
 def write_layer(
-    backend: ArrayFileStorage, key: str, hint: str, layers: Sequence[Layer], entries: list[FooterEntry],
-    blocks: list[SealedBlock], codec: str | None, *, base: bool,
+    backend: ArrayFileStorage,
+    key: str,
+    hint: str,
+    layers: Sequence[Layer],
+    entries: list[FooterEntry],
+    blocks: list[SealedBlock],
+    codec: str | None,
+    *,
+    base: bool,
 ) -> Layer:
     """Write a new base (replacing ``key``) or the next sidecar above ``layers``."""
     footer, segment_table, segments = build_footer(
-        entries, blocks, codec, layers[-1].footer, "" if base else hint)
+        entries, blocks, codec, layers[-1].footer, "" if base else hint
+    )
     stored_parts = [b[0] for b in blocks]
     if segment_table:
         stored_parts.append(segment_table)
@@ -215,13 +235,15 @@ def load_stats(backend: ArrayFileStorage, key: str) -> tuple[int, list[dict[str,
         warnings.warn(
             f"{key}: the statistics sidecar is unreadable and is ignored (statistics are "
             f"reported missing; the data are not affected): {reason}",
-            StatisticsWarning, stacklevel=3,
+            StatisticsWarning,
+            stacklevel=3,
         )
         return 0, []
     return gen, entries
 
 
-def write_stats(backend: ArrayFileStorage, key: str, entries: list[dict[str, Any]], generation: int
-                ) -> None:
+def write_stats(
+    backend: ArrayFileStorage, key: str, entries: list[dict[str, Any]], generation: int
+) -> None:
     """Replace the statistics object ``key``."""
     backend.put(key, [fmt.encode_stats(entries, generation=generation)], create_only=False)

@@ -46,12 +46,13 @@ def compute_stats(reader: ChunkReader, meta: Meta, chunks: dict[int, Any]) -> di
     rows = 1
     for s in meta.shape:
         rows *= s
-    return {"name": meta.name, "min": lo, "max": hi, "null_count": rows - count,
-            "row_count": rows}
+    return {"name": meta.name, "min": lo, "max": hi, "null_count": rows - count, "row_count": rows}
 
 
 def updated_stats(
-    entries: list[dict[str, Any]], flushed: dict[str, PendingArray], records: Records,
+    entries: list[dict[str, Any]],
+    flushed: dict[str, PendingArray],
+    records: Records,
     reader: ChunkReader,
 ) -> list[dict[str, Any]] | None:
     """The statistics after ``flushed`` was committed to ``records``, or None if unchanged."""
@@ -66,8 +67,9 @@ def updated_stats(
     return list(table.values()) if changed else None
 
 
-def _user_stats(meta: Meta, entries: list[dict[str, Any]] | dict[str, dict[str, Any]]
-                ) -> ArrayStats | None:
+def _user_stats(
+    meta: Meta, entries: list[dict[str, Any]] | dict[str, dict[str, Any]]
+) -> ArrayStats | None:
     """The user's view of ``meta``'s statistics entry, or None if there is none.
     ``entries``: the statistics entries, or those entries by array name."""
     if isinstance(entries, dict):
@@ -76,9 +78,12 @@ def _user_stats(meta: Meta, entries: list[dict[str, Any]] | dict[str, dict[str, 
         found = next((e for e in entries if e["name"] == meta.name), None)
     if found is None:
         return None
-    return ArrayStats(stat_to_python(meta.info, found["min"]),
-                      stat_to_python(meta.info, found["max"]),
-                      int(found["null_count"]), int(found["row_count"]))
+    return ArrayStats(
+        stat_to_python(meta.info, found["min"]),
+        stat_to_python(meta.info, found["max"]),
+        int(found["null_count"]),
+        int(found["row_count"]),
+    )
 
 
 class StatsHeld(Held, Protocol):

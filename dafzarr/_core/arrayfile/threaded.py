@@ -39,6 +39,8 @@ def in_thread(
     doc = inspect.cleandoc(method.__doc__ or "")
     first, examples = _FIRST_SECTION.search(doc), _EXAMPLES.search(doc)
     sections = doc[first.start() if first else len(doc) : examples.start() if examples else None]
-    run.__doc__ = (f":meth:`{method.__name__}` in a worker thread.\n\n{sections.rstrip()}\n\n"
-                   f"Examples\n--------\n{inspect.cleandoc(example)}\n")
+    run.__doc__ = (
+        f":meth:`{method.__name__}` in a worker thread.\n\n{sections.rstrip()}\n\n"
+        f"Examples\n--------\n{inspect.cleandoc(example)}\n"
+    )
     return run

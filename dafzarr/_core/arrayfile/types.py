@@ -56,9 +56,17 @@ class DTypeInfo:
 
 
 _FIXED = {
-    "Int8": "<i1", "Int16": "<i2", "Int32": "<i4", "Int64": "<i8",
-    "UInt8": "<u1", "UInt16": "<u2", "UInt32": "<u4", "UInt64": "<u8",
-    "Float32": "<f4", "Float64": "<f8", "TimestampNs": "<M8[ns]",
+    "Int8": "<i1",
+    "Int16": "<i2",
+    "Int32": "<i4",
+    "Int64": "<i8",
+    "UInt8": "<u1",
+    "UInt16": "<u2",
+    "UInt32": "<u4",
+    "UInt64": "<u8",
+    "Float32": "<f4",
+    "Float64": "<f8",
+    "TimestampNs": "<M8[ns]",
 }
 _BY_NUMPY = {np.dtype(v).newbyteorder("="): k for k, v in _FIXED.items()}
 _BY_TAG: dict[str, DTypeInfo] = {}  # filled below: the element types, made once
@@ -94,8 +102,7 @@ def dtype_info(dtype: Any) -> DTypeInfo:
     tag = _BY_NUMPY.get(npd.newbyteorder("="))
     if tag is None:
         raise InvalidArgumentTypeError(
-            f"unsupported dtype {dtype!r}: use u1..u8, i1..i8, f4, f8, datetime64[ns], "
-            "str or bytes"
+            f"unsupported dtype {dtype!r}: use u1..u8, i1..i8, f4, f8, datetime64[ns], str or bytes"
         )
     return dtype_from_tag(tag)
 
@@ -308,10 +315,16 @@ def stat_to_python(info: DTypeInfo | None, value: tuple[Any, ...] | None) -> Any
 # --- Attribute values ------------------------------------------------------------------
 
 _NP_ATTR = {
-    np.dtype(np.int8): "Int8", np.dtype(np.int16): "Int16", np.dtype(np.int32): "Int32",
-    np.dtype(np.int64): "Int64", np.dtype(np.uint8): "UInt8", np.dtype(np.uint16): "UInt16",
-    np.dtype(np.uint32): "UInt32", np.dtype(np.uint64): "UInt64",
-    np.dtype(np.float32): "Float32", np.dtype(np.float64): "Float64",
+    np.dtype(np.int8): "Int8",
+    np.dtype(np.int16): "Int16",
+    np.dtype(np.int32): "Int32",
+    np.dtype(np.int64): "Int64",
+    np.dtype(np.uint8): "UInt8",
+    np.dtype(np.uint16): "UInt16",
+    np.dtype(np.uint32): "UInt32",
+    np.dtype(np.uint64): "UInt64",
+    np.dtype(np.float32): "Float32",
+    np.dtype(np.float64): "Float64",
 }
 
 

@@ -21,11 +21,16 @@ def human(n: float) -> str:
 
 def add_output_options(parser: argparse.ArgumentParser, *, json_output: bool = False) -> None:
     """``-q/--quiet`` on every command; ``--json`` on the listing and inspecting ones."""
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress bar and no summary lines (errors still go to stderr)")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no summary lines (errors still go to stderr)",
+    )
     if json_output:
-        parser.add_argument("--json", action="store_true",
-                            help="print one JSON document on stdout instead of text")
+        parser.add_argument(
+            "--json", action="store_true", help="print one JSON document on stdout instead of text"
+        )
 
 
 def progress_wanted(args: argparse.Namespace) -> bool:

@@ -44,18 +44,23 @@ def _demo_daf(out: Any, root: str) -> None:
         with d.empty_dense_matrix("cell", "gene", "fraction", "float32") as frac:
             frac[:] = umis.toarray() / np.maximum(1, np.asarray(umis.sum(axis=1)))
         d.close()
-    print(f"Daf demo: wrote {path} ({cells} cells x {genes} genes, sparse UMIs, a dense "
-          f"fraction matrix) in {time.perf_counter() - t0:.3f} s", file=out)
+    print(
+        f"Daf demo: wrote {path} ({cells} cells x {genes} genes, sparse UMIs, a dense "
+        f"fraction matrix) in {time.perf_counter() - t0:.3f} s",
+        file=out,
+    )
     zpath = os.path.join(root, "example.daf.zarr.zip")
     convert_daf(path, zpath, force=True)
     back = open_daf(zpath, "r")
     got = back.get_np_matrix("cell", "gene", "UMIs")
     assert (got != umis).nnz == 0, "UMIs do not round-trip"
     frac_back = back.get_np_matrix("cell", "gene", "fraction")
-    print(f"  converted to {zpath} ({human(os.path.getsize(zpath))}); read back: UMIs "
-          f"{got.shape} nnz {got.nnz}, fraction is a zero-copy view "
-          f"(owns data={frac_back.flags.owndata}, column-major={frac_back.flags.f_contiguous})",
-          file=out)
+    print(
+        f"  converted to {zpath} ({human(os.path.getsize(zpath))}); read back: UMIs "
+        f"{got.shape} nnz {got.nnz}, fraction is a zero-copy view "
+        f"(owns data={frac_back.flags.owndata}, column-major={frac_back.flags.f_contiguous})",
+        file=out,
+    )
     del frac_back
     back.close()
 
@@ -86,13 +91,18 @@ def run_demo(args: argparse.Namespace) -> int:
 
         print("MmapZipStore demo: a Zarr store in one ZIP file, served from a memory map", file=out)
         t0 = time.perf_counter()
-        with atomic_file(path, force=True, create=False) as tmp_zip, \
-                MmapZipStore(tmp_zip, "w") as store:
+        with (
+            atomic_file(path, force=True, create=False) as tmp_zip,
+            MmapZipStore(tmp_zip, "w") as store,
+        ):
             group = zarr.open_group(
                 store=store, mode="w", zarr_format=2, attributes={"title": "dafzarr demo"}
             )
             t = group.create_array(
-                "temperature", shape=temperature.shape, chunks=(73, 180), dtype="float32",
+                "temperature",
+                shape=temperature.shape,
+                chunks=(73, 180),
+                dtype="float32",
                 compressors=None,
             )
             t[:] = temperature
@@ -165,9 +175,10 @@ def _demo_arrayfile(root: str, out: Any) -> None:
     rng = np.random.default_rng(1)
     signal = rng.normal(0, 1, size=(10_000, 4)).astype("float32")
     print("ArrayFile demo: many arrays in one object, with delta sidecars", file=out)
-    with atomic_directory(folder, force=True) as tmp, \
-            ArrayFile.create(os.path.join(tmp, "example.af"),
-                             config=FileConfig(codec="lz4")) as f:
+    with (
+        atomic_directory(folder, force=True) as tmp,
+        ArrayFile.create(os.path.join(tmp, "example.af"), config=FileConfig(codec="lz4")) as f,
+    ):
         f.define_array("signal", "f4", ["t", "ch"], signal.shape, chunk_shape=[2048, 4])
         f.write_array("signal", [0, 0], signal)
         f.set_attribute("signal", "units", "mV")
@@ -189,8 +200,10 @@ def _demo_arrayfile(root: str, out: Any) -> None:
             file=out,
         )
         if stats is not None:
-            print(f"  statistics: min {stats.min:.3f}, max {stats.max:.3f}, "
-                  f"{stats.row_count} values", file=out)
+            print(
+                f"  statistics: min {stats.min:.3f}, max {stats.max:.3f}, {stats.row_count} values",
+                file=out,
+            )
 
 
 def _demo_refs(root: str, out: Any) -> None:

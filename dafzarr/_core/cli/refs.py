@@ -67,8 +67,11 @@ def _build(args: argparse.Namespace) -> int:
         with atomic_file(args.save_placement, force=True) as tmp:
             pq.write_table(vds.placement, tmp)
     nrefs = sum(int((a.path_index >= 0).sum()) for a in vds.arrays.values())
-    say(args, f"{args.out}: {len(vds.arrays)} arrays, {nrefs} references into "
-              f"{len(vds.paths)} files ({time.perf_counter() - t0:.2f} s)")
+    say(
+        args,
+        f"{args.out}: {len(vds.arrays)} arrays, {nrefs} references into "
+        f"{len(vds.paths)} files ({time.perf_counter() - t0:.2f} s)",
+    )
     return 0
 
 
@@ -94,11 +97,18 @@ def _info(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     quiet = args.quiet or args.json
     with open(os.devnull, "w") as devnull:
-        report = check_store(args.store, sample=args.sample, seed=args.seed,
-                             out=devnull if quiet else None)
+        report = check_store(
+            args.store, sample=args.sample, seed=args.seed, out=devnull if quiet else None
+        )
     if args.json:
-        emit_json({"store": args.store, "checked": report.checked,
-                   "mismatched": report.mismatched, "ok": report.ok})
+        emit_json(
+            {
+                "store": args.store,
+                "checked": report.checked,
+                "mismatched": report.mismatched,
+                "ok": report.ok,
+            }
+        )
     if report.mismatched:
         print(
             f"dafzarr: {args.store}: {report.mismatched} of {report.checked} sampled chunks "
@@ -172,8 +182,13 @@ def _publish(args: argparse.Namespace) -> int:
         if args.branch not in repo.list_branches():
             repo.create_branch(args.branch, repo.lookup_branch("main"))
         session = repo.writable_session(args.branch)
-        n = to_icechunk(args.refs, session.store, group=args.group, overwrite=args.overwrite,
-                        progress=progress_wanted(args))
+        n = to_icechunk(
+            args.refs,
+            session.store,
+            group=args.group,
+            overwrite=args.overwrite,
+            progress=progress_wanted(args),
+        )
         snapshot = session.commit(args.message)
         if containers:
             repo.save_config()
@@ -181,8 +196,11 @@ def _publish(args: argparse.Namespace) -> int:
         if created:  # a repository this command created and that holds nothing
             shutil.rmtree(repo_path, ignore_errors=True)
         raise
-    say(args, f"{args.repo}: branch {args.branch}, {n} virtual chunk references from "
-              f"{args.refs} ({time.perf_counter() - t0:.2f} s); snapshot:")
+    say(
+        args,
+        f"{args.repo}: branch {args.branch}, {n} virtual chunk references from "
+        f"{args.refs} ({time.perf_counter() - t0:.2f} s); snapshot:",
+    )
     print(snapshot)
     return 0
 
@@ -194,24 +212,32 @@ def add_parser(sub: Any) -> None:
     rsub = refs.add_subparsers(dest="refs_command", required=True)
     b = rsub.add_parser("build", help="scan files and write a kerchunk-Parquet store")
     b.add_argument("out", help="store directory to create")
-    b.add_argument("files", nargs="+",
-                   help="NetCDF4/HDF5 files to scan: paths, http(s):// or s3:// URLs")
+    b.add_argument(
+        "files", nargs="+", help="NetCDF4/HDF5 files to scan: paths, http(s):// or s3:// URLs"
+    )
     b.add_argument("--concat-dim", help="dimension to concatenate along (default: found)")
     b.add_argument("--public-prefix", help="URL prefix written into references instead of paths")
     b.add_argument("--placement", help="a GDAL multidimensional VRT or a saved placement table")
     b.add_argument("--save-placement", help="write the placement table to this parquet file")
     b.add_argument("--record-size", type=int, default=100_000)
-    b.add_argument("--inline-threshold", type=int, default=None,
-                   help="0: references only (variables with no chunk left out, coordinates "
-                        "referenced: a store VirtualiZarr 2.5.1 reads); N: also inline chunks "
-                        "under N bytes; default: inline only what has no chunk")
+    b.add_argument(
+        "--inline-threshold",
+        type=int,
+        default=None,
+        help="0: references only (variables with no chunk left out, coordinates "
+        "referenced: a store VirtualiZarr 2.5.1 reads); N: also inline chunks "
+        "under N bytes; default: inline only what has no chunk",
+    )
     b.add_argument("--workers", type=int, default=None, help="scan with N processes")
     b.add_argument("--skip-unsupported", action="store_true", help="skip, warn, do not fail")
     b.add_argument("--overwrite", action="store_true", help="replace an existing store")
-    b.add_argument("--storage-options", metavar="JSON",
-                   help='how to reach remote files, as fsspec/s3fs options, e.g. '
-                        '\'{"endpoint_url": "http://127.0.0.1:9000", "key": "...", '
-                        '"secret": "..."}\'')
+    b.add_argument(
+        "--storage-options",
+        metavar="JSON",
+        help="how to reach remote files, as fsspec/s3fs options, e.g. "
+        '\'{"endpoint_url": "http://127.0.0.1:9000", "key": "...", '
+        '"secret": "..."}\'',
+    )
     b.add_argument("--anon", action="store_true", help="read s3:// files without credentials")
     add_output_options(b)
     b.set_defaults(func=_build)
@@ -231,10 +257,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--branch", default="main", help="branch to commit to (created from main)")
     p.add_argument("-m", "--message", required=True, help="the commit message")
     p.add_argument("--group", default=None, help="group of the repository to write into")
-    p.add_argument("--container", action="append", default=[], metavar="PREFIX",
-                   help="add a virtual chunk container for this URL prefix (file:///data/, "
-                        "s3://bucket/, https://host/) to the repository's configuration; "
-                        "repeatable")
+    p.add_argument(
+        "--container",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="add a virtual chunk container for this URL prefix (file:///data/, "
+        "s3://bucket/, https://host/) to the repository's configuration; "
+        "repeatable",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace arrays already there")
     add_output_options(p)
     p.set_defaults(func=_publish)

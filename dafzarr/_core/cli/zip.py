@@ -29,8 +29,13 @@ def _ls(args: argparse.Namespace) -> int:
     print(f"{'size':>12} {'stored':>12} {'method':>6} {'crc32':>8} {'offset':>12}  name")
     for r in rows:
         offset = (
-            "REFUSED" if r["refused"] else "BAD" if r["error"]
-            else "" if r["data_offset"] is None else str(r["data_offset"])
+            "REFUSED"
+            if r["refused"]
+            else "BAD"
+            if r["error"]
+            else ""
+            if r["data_offset"] is None
+            else str(r["data_offset"])
         )
         print(
             f"{r['size']:>12} {r['compressed_size']:>12} {r['method']:>6} {r['crc32']:08x} "
@@ -48,16 +53,25 @@ def _info(args: argparse.Namespace) -> int:
         space = store.space()
         comment = store.comment
     if args.json:
-        emit_json({"path": args.path, **dataclasses.asdict(space),
-                   "comment": comment.decode("utf-8", "replace")})
+        emit_json(
+            {
+                "path": args.path,
+                **dataclasses.asdict(space),
+                "comment": comment.decode("utf-8", "replace"),
+            }
+        )
         return 0
     print(f"{args.path}: {space.entries} entries in {human(space.file_size)}")
     print(f"  live bytes       {space.live_bytes:>14}  ({human(space.live_bytes)})")
-    print(f"  dead bytes       {space.dead_bytes:>14}  ({human(space.dead_bytes)}; "
-          "dafzarr zip compact gives them back)")
+    print(
+        f"  dead bytes       {space.dead_bytes:>14}  ({human(space.dead_bytes)}; "
+        "dafzarr zip compact gives them back)"
+    )
     if space.free_bytes:
-        print(f"  free bytes       {space.free_bytes:>14}  ({human(space.free_bytes)}; room a "
-              "writer keeps for its next commits, given back when it closes)")
+        print(
+            f"  free bytes       {space.free_bytes:>14}  ({human(space.free_bytes)}; room a "
+            "writer keeps for its next commits, given back when it closes)"
+        )
     print(f"  directory bytes  {space.directory_bytes:>14}")
     return 0
 
@@ -111,20 +125,28 @@ def _cat(args: argparse.Namespace) -> int:
 def _compact(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     before = os.path.getsize(args.path)
-    space = MmapZipStore.compact(args.path, args.output, force=args.force,
-                                 progress=progress_wanted(args))
+    space = MmapZipStore.compact(
+        args.path, args.output, force=args.force, progress=progress_wanted(args)
+    )
     target = args.output or args.path
-    say(args, f"{args.path} -> {target}: {space.entries} entries, {human(before)} -> "
-              f"{human(space.file_size)} ({time.perf_counter() - t0:.2f} s)")
+    say(
+        args,
+        f"{args.path} -> {target}: {space.entries} entries, {human(before)} -> "
+        f"{human(space.file_size)} ({time.perf_counter() - t0:.2f} s)",
+    )
     return 0
 
 
 def _pack(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    space = MmapZipStore.pack(args.directory, args.output, force=args.force,
-                              progress=progress_wanted(args))
-    say(args, f"{args.directory} -> {args.output}: {space.entries} entries, "
-              f"{human(space.file_size)} ({time.perf_counter() - t0:.2f} s)")
+    space = MmapZipStore.pack(
+        args.directory, args.output, force=args.force, progress=progress_wanted(args)
+    )
+    say(
+        args,
+        f"{args.directory} -> {args.output}: {space.entries} entries, "
+        f"{human(space.file_size)} ({time.perf_counter() - t0:.2f} s)",
+    )
     return 0
 
 
@@ -151,8 +173,9 @@ def add_parser(sub: Any) -> None:
         "compact", help="rewrite the live entries into a fresh archive (gives dead bytes back)"
     )
     compact.add_argument("path")
-    compact.add_argument("-o", "--output", default=None,
-                         help="write the compacted archive here (default: in place)")
+    compact.add_argument(
+        "-o", "--output", default=None, help="write the compacted archive here (default: in place)"
+    )
     compact.add_argument("--force", action="store_true", help="replace an existing output")
     add_output_options(compact)
     compact.set_defaults(func=_compact)

@@ -50,7 +50,12 @@ from .streams import DecodedPieces
 __all__ = ["decode"]
 
 _DECODE_ERRORS = (
-    zlib.error, OSError, ValueError, EOFError, RuntimeError, lz4.block.LZ4BlockError,
+    zlib.error,
+    OSError,
+    ValueError,
+    EOFError,
+    RuntimeError,
+    lz4.block.LZ4BlockError,
     zstandard.ZstdError,
 )
 
@@ -88,7 +93,8 @@ def decode(
         if expected_size is None:
             if at_most is None:
                 raise InvalidArgumentTypeError(
-                    "decode() needs at_most when the expected size is unknown")
+                    "decode() needs at_most when the expected size is unknown"
+                )
             out = _decode_unknown(m, name, data, at_most, crc, what, error)
         else:
             out = _decode_claim(m, name, data, expected_size, crc, what, error, record)
@@ -100,8 +106,14 @@ def decode(
 
 
 def _decode_claim(
-    m: Method, name: str, data: Any, size: int, crc: int | None, what: str,
-    error: type[DafzarrError], record: str,
+    m: Method,
+    name: str,
+    data: Any,
+    size: int,
+    crc: int | None,
+    what: str,
+    error: type[DafzarrError],
+    record: str,
 ) -> Any:
     n = memoryview(data).nbytes
     _refuse_impossible(m, name, data, n, size, what, error)
@@ -132,7 +144,13 @@ def _decode_claim(
 
 
 def _decode_unknown(
-    m: Method, name: str, data: Any, at_most: int, crc: int | None, what: str, error: type[DafzarrError]
+    m: Method,
+    name: str,
+    data: Any,
+    at_most: int,
+    crc: int | None,
+    what: str,
+    error: type[DafzarrError],
 ) -> Any:
     stated = m.stated(data) if m.stated is not None else None
     if stated is not None:
@@ -159,8 +177,7 @@ def _refuse_impossible(
         most = m.max_ratio * n + m.ratio_slack
         if size > most:
             raise error(
-                f"{what} claims {size} bytes, but {n} bytes of {name} data decode to at "
-                f"most {most}"
+                f"{what} claims {size} bytes, but {n} bytes of {name} data decode to at most {most}"
             )
     if m.bound is not None:
         most = m.bound(data)
@@ -180,7 +197,11 @@ def _require(m: Method, name: str, what: str) -> None:
 
 
 def _check(
-    pieces: DecodedPieces, size: int, crc: int | None, what: str, error: type[DafzarrError],
+    pieces: DecodedPieces,
+    size: int,
+    crc: int | None,
+    what: str,
+    error: type[DafzarrError],
     record: str,
 ) -> None:
     """Decode, keeping only the running length and CRC-32, and compare them with the claim."""

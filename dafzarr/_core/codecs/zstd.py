@@ -41,7 +41,6 @@ _SKIPPABLE_MASK, _SKIPPABLE = 0xFFFFFFF0, 0x184D2A50
 _BLOCK_MAX = 128 << 10
 
 
-
 @dataclass(frozen=True)
 class Frame:
     """A zstd frame at ``[start, end)``: its stated content size (None when absent) and the

@@ -40,8 +40,7 @@ class Axes:
 
     def require_axis(self, axis: str) -> None:
         if not self.has_axis(axis):
-            raise DafMissingError(
-                f"missing axis: {axis}\nin the daf data: {self._storage.name}")
+            raise DafMissingError(f"missing axis: {axis}\nin the daf data: {self._storage.name}")
 
     def has_axis(self, axis: str) -> bool:
         """Whether the axis exists."""
@@ -74,13 +73,18 @@ class Axes:
         return {str(n): i for i, n in enumerate(self.axis_np_entries(axis))}
 
     def axis_np_indices(
-        self, axis: str, names: Sequence[str], *, allow_empty: bool = False,
+        self,
+        axis: str,
+        names: Sequence[str],
+        *,
+        allow_empty: bool = False,
         allow_missing: bool = False,
     ) -> np.ndarray[Any, Any]:
         """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
         (``allow_missing``) map to -1, else raise."""
-        return entry_positions(self.axis_dict(axis), names, axis, self._storage.name,
-                               allow_empty, allow_missing)
+        return entry_positions(
+            self.axis_dict(axis), names, axis, self._storage.name, allow_empty, allow_missing
+        )
 
     def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> None:
         """Create an axis with unique entry names."""
@@ -97,15 +101,17 @@ class Axes:
             f"non-unique entries for new axis: {axis}\nin the daf data: {self._storage.name}"
         )
 
-    def add_checked_axis(self, axis: str, names: np.ndarray[Any, Any] | EncodedNames,
-                          overwrite: bool = False) -> None:
+    def add_checked_axis(
+        self, axis: str, names: np.ndarray[Any, Any] | EncodedNames, overwrite: bool = False
+    ) -> None:
         """:meth:`add_axis` of entries known to be unique strings."""
         with self._storage.lock:
             exists = self.has_axis(axis)
             if exists:
                 if not overwrite:
-                    raise DafExistsError(f"existing axis: {axis}\nin the daf data: "
-                                         f"{self._storage.name}")
+                    raise DafExistsError(
+                        f"existing axis: {axis}\nin the daf data: {self._storage.name}"
+                    )
                 self._storage.check_deletable(f"axis {axis}")
             with self._storage.changing(f"setting the axis {axis}"):
                 if exists:
@@ -136,8 +142,9 @@ class Axes:
     def delete_axis(self, axis: str, *, must_exist: bool = True) -> None:
         """Delete an axis and every vector and matrix along it."""
         self._storage.check_writable()
-        if self._storage.nothing_to_delete(self.has_axis(axis), must_exist,
-                                           f"missing axis: {axis}", f"axis {axis}"):
+        if self._storage.nothing_to_delete(
+            self.has_axis(axis), must_exist, f"missing axis: {axis}", f"axis {axis}"
+        ):
             return
         with self._storage.changing(f"deleting the axis {axis}"):
             self._storage.delete_node(join_path("axes", axis))

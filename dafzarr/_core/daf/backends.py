@@ -324,8 +324,9 @@ class DirectoryBackend(DafBackend):
         out: list[str] = []
         for dirpath, _dirs, files in walk(base):
             rel = os.path.relpath(dirpath, self.root)
-            out.extend(name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}"
-                       for name in files)
+            out.extend(
+                name if rel == "." else f"{rel.replace(os.sep, '/')}/{name}" for name in files
+            )
         return out
 
     def mmap_as(
@@ -361,8 +362,11 @@ class DirectoryBackend(DafBackend):
         with removed_on_failure(staged):
             with open(staged, "wb") as f:
                 os.ftruncate(f.fileno(), nbytes)  # (retried on EINTR; f.truncate is not)
-            arr = (np.zeros(0, np.uint8) if nbytes == 0
-                   else np.memmap(staged, np.uint8, mode="r+", shape=(nbytes,)))
+            arr = (
+                np.zeros(0, np.uint8)
+                if nbytes == 0
+                else np.memmap(staged, np.uint8, mode="r+", shape=(nbytes,))
+            )
         self._fills[key] = (staged, arr)
         return arr
 
@@ -538,4 +542,3 @@ class _BackendStore(Store):
             if name not in seen:
                 seen.add(name)
                 yield name
-

@@ -68,8 +68,7 @@ class HttpBackend(DafBackend):
             return None
         out = np.empty(nbytes, np.uint8)
         out[: len(first)] = np.frombuffer(first, np.uint8)
-        ranges = [(a, min(a + self.stripe, nbytes)) for a in range(len(first), nbytes,
-                                                                   self.stripe)]
+        ranges = [(a, min(a + self.stripe, nbytes)) for a in range(len(first), nbytes, self.stripe)]
         try:  # every stripe from the object that answered the first one
             bodies = source.read_ranges(ranges, version=head.version)
         except FileNotFoundError as exc:

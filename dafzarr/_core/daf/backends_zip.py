@@ -35,7 +35,11 @@ from ..zipstore.store import MmapZipStore
 from .backends import DafBackend, children_of
 
 __all__ = [
-    "EntryCopy", "ZipBackend", "acquire_zip_store", "adopt_zip_store", "release_zip_store",
+    "EntryCopy",
+    "ZipBackend",
+    "acquire_zip_store",
+    "adopt_zip_store",
+    "release_zip_store",
 ]
 
 # The store splits a new entry of 128 MiB or more over the cores, each thread faulting in
@@ -61,9 +65,18 @@ def _size_hint(prefix: str, items: list[tuple[str, Any]]) -> int:
         value = data.array if isinstance(data, EntryCopy) else data
         if isinstance(data, EntryCopy):
             total += 4096  # its data starts at the source's offset within a page
-        total += _ENTRY_HEAD + 2 * len(prefix) + 2 * len(key) + (
-            value.nbytes if isinstance(value, np.ndarray | memoryview) else len(value)
-            if isinstance(value, bytes | bytearray) else 0)
+        total += (
+            _ENTRY_HEAD
+            + 2 * len(prefix)
+            + 2 * len(key)
+            + (
+                value.nbytes
+                if isinstance(value, np.ndarray | memoryview)
+                else len(value)
+                if isinstance(value, bytes | bytearray)
+                else 0
+            )
+        )
     return total
 
 
@@ -158,8 +171,12 @@ def _retire_if_changed(path: str, shared: _Shared) -> bool:
 
 
 def acquire_zip_store(
-    path: str, mode: str, max_file_size: int | None = None, lock: bool = True,
-    durable: bool = False, exclusive: bool = False,
+    path: str,
+    mode: str,
+    max_file_size: int | None = None,
+    lock: bool = True,
+    durable: bool = False,
+    exclusive: bool = False,
 ) -> MmapZipStore:
     """The process-wide store of the ZIP at ``path``, opened for ``mode`` (see module doc).
 
@@ -178,15 +195,25 @@ def acquire_zip_store(
         shared = _REGISTRY.get(path)
         if shared is not None and not writable and _retire_if_changed(path, shared):
             shared = None
-        if (shared is not None and shared.writable and shared.refs > 0 and writable
-                and max_file_size is not None and max_file_size != shared.store.max_file_size):
+        if (
+            shared is not None
+            and shared.writable
+            and shared.refs > 0
+            and writable
+            and max_file_size is not None
+            and max_file_size != shared.store.max_file_size
+        ):
             raise DafzarrError(
                 f"can't open {path} with max_file_size = {max_file_size}: it is open for "
                 f"writing in this process with max_file_size = {shared.store.max_file_size} "
                 f"by {shared.refs} other ZarrDaf handle(s); close them first"
             )
-        resize = (writable and max_file_size is not None and shared is not None
-                  and max_file_size != shared.store.max_file_size)
+        resize = (
+            writable
+            and max_file_size is not None
+            and shared is not None
+            and max_file_size != shared.store.max_file_size
+        )
         if durable and writable and shared is not None and not shared.store.durable:
             if shared.refs > 0:
                 raise DafzarrError(
@@ -312,12 +339,14 @@ class ZipBackend(DafBackend):
             for key, data in pairs:
                 if isinstance(data, EntryCopy):
                     full = self.prefix + key
-                    if full not in self.store and self.store.copy_entry(full, data.store,
-                                                                        data.key):
+                    if full not in self.store and self.store.copy_entry(full, data.store, data.key):
                         continue
                     data = data.array  # a compressed or unchecked entry: written as bytes
-                if (isinstance(data, np.ndarray) and data.nbytes >= _PWRITE_ARRAY_MIN
-                        and (self.prefix + key) not in self.store):
+                if (
+                    isinstance(data, np.ndarray)
+                    and data.nbytes >= _PWRITE_ARRAY_MIN
+                    and (self.prefix + key) not in self.store
+                ):
                     self.put_streamed(key, data.nbytes, _pieces(data))
                 else:
                     self.store[self.prefix + key] = data
@@ -400,4 +429,3 @@ class ZipBackend(DafBackend):
 
 
 # --- HTTP ---------------------------------------------------------------------------------------
-

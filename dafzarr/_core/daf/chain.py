@@ -115,8 +115,7 @@ def chain_writer(dafs: Sequence[Any], *, name: str | None = None) -> Any:
     members = _members(dafs, name)
     if getattr(members[-1], "read_only", True):
         suffix = "" if name is None else f": {name}"
-        raise DafReadOnlyError(f"read-only final data: {members[-1].name}\n"
-                               f"in write chain{suffix}")
+        raise DafReadOnlyError(f"read-only final data: {members[-1].name}\nin write chain{suffix}")
     if len(members) == 1 and name is None:
         return members[0]
     return WriteChain(members, _chain_name(members, name))
@@ -144,7 +143,8 @@ def _chain_name(members: list[Any], name: str | None) -> str:
                     f"different number of entries: {len(entries)}\nfor the axis: {axis}\n"
                     f"in the daf data: {daf.name}\nfrom the number of entries: {len(old)}\n"
                     f"for the axis: {axis}\nin the daf data: {first}\n"
-                    f"in the chain: {chain_name}")
+                    f"in the chain: {chain_name}"
+                )
             differ = np.flatnonzero(entries != old)
             if differ.size:
                 k = int(differ[0])
@@ -152,7 +152,8 @@ def _chain_name(members: list[Any], name: str | None) -> str:
                     f"different entry#{k + 1}: {entries[k]}\nfor the axis: {axis}\n"
                     f"in the daf data: {daf.name}\nfrom the entry#{k + 1}: {old[k]}\n"
                     f"for the axis: {axis}\nin the daf data: {first}\n"
-                    f"in the chain: {chain_name}")
+                    f"in the chain: {chain_name}"
+                )
     return chain_name
 
 
@@ -240,8 +241,12 @@ class ReadChain(ReaderBase):
 
     def _matrix_holder(self, rows_axis: str, columns_axis: str, name: str) -> Any:
         return self._last_with(
-            lambda d: d.has_axis(rows_axis) and d.has_axis(columns_axis)
-            and d.has_matrix(rows_axis, columns_axis, name, relayout=False))
+            lambda d: (
+                d.has_axis(rows_axis)
+                and d.has_axis(columns_axis)
+                and d.has_matrix(rows_axis, columns_axis, name, relayout=False)
+            )
+        )
 
     def _has_layout(self, rows_axis: str, columns_axis: str, name: str) -> bool:
         return self._matrix_holder(rows_axis, columns_axis, name) is not None
@@ -251,9 +256,13 @@ class ReadChain(ReaderBase):
         return holder.get_np_matrix(rows_axis, columns_axis, name, relayout=False)
 
     def _layout_names(self, rows_axis: str, columns_axis: str) -> set[str]:
-        return set().union(*(daf.matrices_set(rows_axis, columns_axis, relayout=False)
-                             for daf in self._dafs
-                             if daf.has_axis(rows_axis) and daf.has_axis(columns_axis)))
+        return set().union(
+            *(
+                daf.matrices_set(rows_axis, columns_axis, relayout=False)
+                for daf in self._dafs
+                if daf.has_axis(rows_axis) and daf.has_axis(columns_axis)
+            )
+        )
 
 
 class WriteChain(ReadChain):
@@ -281,9 +290,11 @@ class WriteChain(ReadChain):
         """Refuse deleting what an earlier member holds."""
         for daf in self._dafs[:-1]:
             if exists(daf):
-                raise DafReadOnlyError(f"failed to delete the {what}\nfrom the daf data: "
-                                       f"{self.last.name}\nof the chain: {self._name}\n"
-                                       f"because it exists in the earlier: {daf.name}")
+                raise DafReadOnlyError(
+                    f"failed to delete the {what}\nfrom the daf data: "
+                    f"{self.last.name}\nof the chain: {self._name}\n"
+                    f"because it exists in the earlier: {daf.name}"
+                )
 
     def _check_new(self, exists: bool, overwrite: bool, what: str) -> None:
         if exists and not overwrite:
@@ -316,37 +327,51 @@ class WriteChain(ReadChain):
         self.last.delete_axis(axis, must_exist=must_exist)
         return self
 
-    def set_vector(self, axis: str, name: str, value: Any, *, overwrite: bool = False,
-                   **options: Any) -> Self:
+    def set_vector(
+        self, axis: str, name: str, value: Any, *, overwrite: bool = False, **options: Any
+    ) -> Self:
         """Store a vector in the last member (copying the axis into it if needed)."""
-        self._check_new(self.has_vector(axis, name), overwrite,
-                        f"vector: {name}\nfor the axis: {axis}")
+        self._check_new(
+            self.has_vector(axis, name), overwrite, f"vector: {name}\nfor the axis: {axis}"
+        )
         self._with_axes(axis).set_vector(axis, name, value, overwrite=overwrite, **options)
         return self
 
     def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> Self:
         """Delete a vector the last member alone holds."""
-        self._refuse_delete(lambda d: d.has_axis(axis) and d.has_vector(axis, name),
-                            f"vector: {name}\nof the axis: {axis}")
+        self._refuse_delete(
+            lambda d: d.has_axis(axis) and d.has_vector(axis, name),
+            f"vector: {name}\nof the axis: {axis}",
+        )
         self.last.delete_vector(axis, name, must_exist=must_exist)
         return self
 
-    def set_matrix(self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
-                   overwrite: bool = False, **options: Any) -> Self:
+    def set_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        value: Any,
+        *,
+        overwrite: bool = False,
+        **options: Any,
+    ) -> Self:
         """Store a matrix in the last member (copying the axes into it if needed); with
         ``relayout=False`` a stored other layout does not count as existing, as for a
         single data set."""
         relayout = bool(options.get("relayout", True)) and rows_axis != columns_axis
-        self._check_new(self.has_matrix(rows_axis, columns_axis, name, relayout=relayout),
-                        overwrite,
-                        f"matrix: {name}\nfor the rows axis: {rows_axis}\n"
-                        f"and the columns axis: {columns_axis}")
+        self._check_new(
+            self.has_matrix(rows_axis, columns_axis, name, relayout=relayout),
+            overwrite,
+            f"matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns axis: {columns_axis}",
+        )
         last = self._with_axes(rows_axis, columns_axis)
         last.set_matrix(rows_axis, columns_axis, name, value, overwrite=overwrite, **options)
         return self
 
-    def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                        overwrite: bool = False) -> Self:
+    def relayout_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, overwrite: bool = False
+    ) -> Self:
         """Store the other layout of a matrix in the last member."""
         last = self._with_axes(rows_axis, columns_axis)
         if not last.has_matrix(rows_axis, columns_axis, name, relayout=False):
@@ -355,21 +380,33 @@ class WriteChain(ReadChain):
         last.relayout_matrix(rows_axis, columns_axis, name, overwrite=overwrite)
         return self
 
-    def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      must_exist: bool = True, relayout: bool = True) -> Self:
+    def delete_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        must_exist: bool = True,
+        relayout: bool = True,
+    ) -> Self:
         """Delete a matrix the last member alone holds."""
         self._refuse_delete(
-            lambda d: d.has_axis(rows_axis) and d.has_axis(columns_axis)
-            and d.has_matrix(rows_axis, columns_axis, name, relayout=relayout),
-            f"matrix: {name}\nfor the rows axis: {rows_axis}\n"
-            f"and the columns axis: {columns_axis}")
-        self.last.delete_matrix(rows_axis, columns_axis, name, must_exist=must_exist,
-                                relayout=relayout)
+            lambda d: (
+                d.has_axis(rows_axis)
+                and d.has_axis(columns_axis)
+                and d.has_matrix(rows_axis, columns_axis, name, relayout=relayout)
+            ),
+            f"matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns axis: {columns_axis}",
+        )
+        self.last.delete_matrix(
+            rows_axis, columns_axis, name, must_exist=must_exist, relayout=relayout
+        )
         return self
 
     @contextmanager
-    def _filling(self, axes: tuple[str, ...], method: str, *args: Any,
-                 **options: Any) -> Iterator[Any]:
+    def _filling(
+        self, axes: tuple[str, ...], method: str, *args: Any, **options: Any
+    ) -> Iterator[Any]:
         with getattr(self._with_axes(*axes), method)(*args, **options) as out:
             yield out
 
@@ -377,20 +414,47 @@ class WriteChain(ReadChain):
         """Fill a new dense vector of the last member in place."""
         return self._filling((axis,), "empty_dense_vector", axis, name, eltype, **options)
 
-    def empty_sparse_vector(self, axis: str, name: str, eltype: Any, nnz: int,
-                            *args: Any, **options: Any) -> Any:
+    def empty_sparse_vector(
+        self, axis: str, name: str, eltype: Any, nnz: int, *args: Any, **options: Any
+    ) -> Any:
         """Fill a new sparse vector of the last member in place."""
-        return self._filling((axis,), "empty_sparse_vector", axis, name, eltype, nnz, *args,
-                             **options)
+        return self._filling(
+            (axis,), "empty_sparse_vector", axis, name, eltype, nnz, *args, **options
+        )
 
-    def empty_dense_matrix(self, rows_axis: str, columns_axis: str, name: str, eltype: Any,
-                           **options: Any) -> Any:
+    def empty_dense_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, **options: Any
+    ) -> Any:
         """Fill a new dense matrix of the last member in place."""
-        return self._filling((rows_axis, columns_axis), "empty_dense_matrix", rows_axis,
-                             columns_axis, name, eltype, **options)
+        return self._filling(
+            (rows_axis, columns_axis),
+            "empty_dense_matrix",
+            rows_axis,
+            columns_axis,
+            name,
+            eltype,
+            **options,
+        )
 
-    def empty_sparse_matrix(self, rows_axis: str, columns_axis: str, name: str, eltype: Any,
-                            nnz: int, *args: Any, **options: Any) -> Any:
+    def empty_sparse_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        eltype: Any,
+        nnz: int,
+        *args: Any,
+        **options: Any,
+    ) -> Any:
         """Fill a new sparse matrix of the last member in place."""
-        return self._filling((rows_axis, columns_axis), "empty_sparse_matrix", rows_axis,
-                             columns_axis, name, eltype, nnz, *args, **options)
+        return self._filling(
+            (rows_axis, columns_axis),
+            "empty_sparse_matrix",
+            rows_axis,
+            columns_axis,
+            name,
+            eltype,
+            nnz,
+            *args,
+            **options,
+        )

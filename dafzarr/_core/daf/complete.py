@@ -171,8 +171,9 @@ def _collect(name: str, path: str, mode: str, *, index: int, seen: tuple[str, ..
     dafs: list[Any] = []
     while True:
         if path in seen:
-            raise CorruptDafError(f"the data sets name each other as their base: "
-                                 f"{' -> '.join((*seen, path))}")
+            raise CorruptDafError(
+                f"the data sets name each other as their base: {' -> '.join((*seen, path))}"
+            )
         seen = (*seen, path)
         daf = open_daf(path, mode)  # type: ignore[arg-type]
         opened.append(daf)
@@ -181,8 +182,9 @@ def _collect(name: str, path: str, mode: str, *, index: int, seen: tuple[str, ..
         if base is None:
             return dafs
         if not isinstance(base, str):
-            raise CorruptDafError(f"the scalar {REPOSITORY} is not a path: {base}\n"
-                                 f"in the daf data: {daf.name}")
+            raise CorruptDafError(
+                f"the scalar {REPOSITORY} is not a path: {base}\nin the daf data: {daf.name}"
+            )
         path = _joined(path, base)
         view = daf.get_scalar(VIEW, default=None)
         if view is not None:
@@ -247,6 +249,8 @@ def parse_view_json(text: Any, where: str) -> tuple[list[Any] | None, list[Any] 
                         key = tuple(json.loads(key.replace("(", "[").replace(")", "]")))
                     out[part].append((key, query))
     except (TypeError, ValueError, AttributeError) as exc:
-        raise CorruptDafError(f"the scalar {VIEW} is not the JSON of a view: {text!r} "
-                             f"({exc})\nin the daf data: {where}") from None
+        raise CorruptDafError(
+            f"the scalar {VIEW} is not the JSON of a view: {text!r} "
+            f"({exc})\nin the daf data: {where}"
+        ) from None
     return out.get("axes"), out.get("data")

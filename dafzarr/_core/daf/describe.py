@@ -16,8 +16,14 @@ from .vectors import Vectors
 class Description:
     """``summary`` (plain data) and ``description`` (text)."""
 
-    def __init__(self, storage: DafStorage, scalars: Scalars, axes: Axes, vectors: Vectors,
-                 matrices: Matrices) -> None:
+    def __init__(
+        self,
+        storage: DafStorage,
+        scalars: Scalars,
+        axes: Axes,
+        vectors: Vectors,
+        matrices: Matrices,
+    ) -> None:
         self._storage = storage
         self._scalars = scalars
         self._axes = axes
@@ -35,10 +41,14 @@ class Description:
         """
         axes = sorted(self._axes.axes_set())
         return {
-            "name": self._storage.name, "type": "ZarrDaf", "path": self._storage.path,
-            "mode": self._storage.mode, "format": self._storage.layout.zarr_format,
-            "scalars": {s: plain(self._scalars.get_scalar(s))
-                        for s in sorted(self._scalars.scalars_set())},
+            "name": self._storage.name,
+            "type": "ZarrDaf",
+            "path": self._storage.path,
+            "mode": self._storage.mode,
+            "format": self._storage.layout.zarr_format,
+            "scalars": {
+                s: plain(self._scalars.get_scalar(s)) for s in sorted(self._scalars.scalars_set())
+            },
             "axes": {a: self._axes.axis_length(a) for a in axes},
             "vectors": {
                 f"{a}/{v}": self.property_info(join_path("vectors", a, v))
@@ -56,8 +66,13 @@ class Description:
     def description(self) -> str:
         """A human-readable summary: name, type, path, mode, and every property."""
         info = self.summary()
-        lines = [f"name: {info['name']}", "type: ZarrDaf", f"path: {info['path']}",
-                 f"mode: {info['mode']}", f"format: zarr v{info['format']}"]
+        lines = [
+            f"name: {info['name']}",
+            "type: ZarrDaf",
+            f"path: {info['path']}",
+            f"mode: {info['mode']}",
+            f"format: zarr v{info['format']}",
+        ]
         for title, items, show in (
             ("scalars", info["scalars"], repr),
             ("axes", info["axes"], lambda n: f"{n} entries"),
@@ -113,4 +128,3 @@ def describe_property(prop: dict[str, Any]) -> str:
     if prop["layout"] == "dense":
         return f"{prop['dtype']} dense"
     return f"{prop['dtype']} sparse ({prop['nonzeros']} nonzeros)"
-

@@ -24,8 +24,9 @@ class Fills:
     """``empty_dense_vector``, ``empty_sparse_vector``, ``empty_dense_matrix``,
     ``empty_sparse_matrix``."""
 
-    def __init__(self, storage: DafStorage, axes: Axes, vectors: Vectors,
-                 matrices: Matrices) -> None:
+    def __init__(
+        self, storage: DafStorage, axes: Axes, vectors: Vectors, matrices: Matrices
+    ) -> None:
         self._storage = storage
         self._axes = axes
         self._vectors = vectors
@@ -33,7 +34,9 @@ class Fills:
 
     @contextlib.contextmanager
     def _filling(
-        self, path: str, replaces: Sequence[tuple[str, str, bool, str]],
+        self,
+        path: str,
+        replaces: Sequence[tuple[str, str, bool, str]],
         parts: list[tuple[str, np.dtype[Any], tuple[int, ...]]],
         check: Any = None,
     ) -> Iterator[list[np.ndarray[Any, Any]]]:
@@ -103,13 +106,20 @@ class Fills:
         dt = numeric(eltype, f"vector {name!r}")
         n = self._axes.axis_length(axis)
         path = join_path("vectors", axis, name)
-        with self._filling(path, self._vectors.vector_replace(path, axis, name, overwrite),
-                           [("", dt, (n,))]) as (v,):
+        with self._filling(
+            path, self._vectors.vector_replace(path, axis, name, overwrite), [("", dt, (n,))]
+        ) as (v,):
             yield v
 
     @contextlib.contextmanager
     def empty_sparse_vector(
-        self, axis: str, name: str, eltype: Any, nnz: int, indtype: Any = None, *,
+        self,
+        axis: str,
+        name: str,
+        eltype: Any,
+        nnz: int,
+        indtype: Any = None,
+        *,
         overwrite: bool = False,
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Fill a new sparse vector in place: yields ``(nzind, nzval)``; ``nzind`` is
@@ -123,21 +133,32 @@ class Fills:
         path = join_path("vectors", axis, name)
 
         def check(nzind: np.ndarray[Any, Any], _nzval: np.ndarray[Any, Any]) -> None:
-            if nzind.size and (int(nzind.min()) < 1 or int(nzind.max()) > n
-                               or np.any(np.diff(nzind.astype(np.int64)) <= 0)):
+            if nzind.size and (
+                int(nzind.min()) < 1
+                or int(nzind.max()) > n
+                or np.any(np.diff(nzind.astype(np.int64)) <= 0)
+            ):
                 raise InvalidArgumentError(
                     f"{self._storage.path}: {path}/nzind must be increasing 1-based "
                     f"indices in 1..{n}"
                 )
 
-        with self._filling(path, self._vectors.vector_replace(path, axis, name, overwrite),
-                           [("nzind", idt, (int(nnz),)), ("nzval", dt, (int(nnz),))],
-                           check) as (nzind, nzval):
+        with self._filling(
+            path,
+            self._vectors.vector_replace(path, axis, name, overwrite),
+            [("nzind", idt, (int(nnz),)), ("nzval", dt, (int(nnz),))],
+            check,
+        ) as (nzind, nzval):
             yield nzind, nzval
 
     @contextlib.contextmanager
     def empty_dense_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, *,
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        eltype: Any,
+        *,
         overwrite: bool = False,
     ) -> Iterator[np.ndarray[Any, Any]]:
         """Fill a new dense matrix in place: yields a column-major ``rows x columns`` array."""
@@ -148,16 +169,24 @@ class Fills:
         nr, nc = self._axes.axis_length(rows_axis), self._axes.axis_length(columns_axis)
         with self._filling(
             join_path("matrices", rows_axis, columns_axis, name),
-            self._matrices.matrix_replaces(rows_axis, columns_axis, name, overwrite,
-                                           relayout=False),
+            self._matrices.matrix_replaces(
+                rows_axis, columns_axis, name, overwrite, relayout=False
+            ),
             [("", dt, (nc, nr))],
         ) as (m,):
             yield m.T
 
     @contextlib.contextmanager
     def empty_sparse_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, nnz: int,
-        indtype: Any = None, *, overwrite: bool = False,
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        eltype: Any,
+        nnz: int,
+        indtype: Any = None,
+        *,
+        overwrite: bool = False,
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Fill a new CSC sparse matrix in place: yields 1-based ``(colptr, rowval, nzval)``
         (``colptr`` starts as ``[1, nnz+1, nnz+1, ...]``; checked when the block exits)."""
@@ -171,8 +200,9 @@ class Fills:
         idt = default_indtype(size) if indtype is None else index_dtype(indtype, size, name)
         path = join_path("matrices", rows_axis, columns_axis, name)
 
-        def check(colptr: np.ndarray[Any, Any], rowval: np.ndarray[Any, Any],
-                  _nzval: np.ndarray[Any, Any]) -> None:
+        def check(
+            colptr: np.ndarray[Any, Any], rowval: np.ndarray[Any, Any], _nzval: np.ndarray[Any, Any]
+        ) -> None:
             c64 = colptr.astype(np.int64)
             if c64[0] != 1 or c64[-1] != nnz + 1 or np.any(np.diff(c64) < 0):
                 raise InvalidArgumentError(
@@ -181,13 +211,14 @@ class Fills:
                 )
             if rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > nr):
                 raise InvalidArgumentError(
-                    f"{self._storage.path}: {path}/rowval must hold 1-based rows in "
-                    f"1..{nr}"
+                    f"{self._storage.path}: {path}/rowval must hold 1-based rows in 1..{nr}"
                 )
 
         with self._filling(
-            path, self._matrices.matrix_replaces(rows_axis, columns_axis, name, overwrite,
-                                        relayout=False),
+            path,
+            self._matrices.matrix_replaces(
+                rows_axis, columns_axis, name, overwrite, relayout=False
+            ),
             [("colptr", idt, (nc + 1,)), ("rowval", idt, (nnz,)), ("nzval", dt, (nnz,))],
             check,
         ) as (colptr, rowval, nzval):

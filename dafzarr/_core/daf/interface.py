@@ -292,8 +292,9 @@ class DafReader(Protocol):
         [0.5, 0.5]
         """
 
-    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                   relayout: bool = True) -> bool:
+    def has_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
+    ) -> bool:
         """Whether the matrix exists (with ``relayout``, in either layout).
 
         Parameters
@@ -325,8 +326,7 @@ class DafReader(Protocol):
         (True, False)
         """
 
-    def matrices_set(self, rows_axis: str, columns_axis: str, *,
-                     relayout: bool = True) -> set[str]:
+    def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
         """The names of the matrices of an axis pair.
 
         Parameters
@@ -353,9 +353,16 @@ class DafReader(Protocol):
         {'UMIs'}
         """
 
-    def get_np_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True,
-                      sparse_class: Any = "csc_matrix") -> Any:
+    def get_np_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+        sparse_class: Any = "csc_matrix",
+    ) -> Any:
         """The ``rows_axis x columns_axis`` matrix (numpy, column-major, or scipy CSC).
 
         Parameters

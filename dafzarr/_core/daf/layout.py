@@ -40,8 +40,17 @@ __all__ = [
 ELEMENT_TYPES: tuple[np.dtype[Any], ...] = tuple(
     np.dtype(t).newbyteorder("<")
     for t in (
-        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float32", "float64",
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float32",
+        "float64",
     )
 )
 _BY_V2 = {dt.str: dt for dt in ELEMENT_TYPES}
@@ -123,9 +132,9 @@ class ZarrLayout:
     def group_docs(self, path: str) -> dict[str, bytes]:
         raise NotImplementedError
 
-    def array_docs(self, path: str, dtype: np.dtype[Any] | str, shape: tuple[int, ...]) -> dict[
-        str, bytes
-    ]:
+    def array_docs(
+        self, path: str, dtype: np.dtype[Any] | str, shape: tuple[int, ...]
+    ) -> dict[str, bytes]:
         raise NotImplementedError
 
     def chunk_key(self, path: str, ndim: int) -> str:
@@ -318,8 +327,16 @@ class V3Layout(ZarrLayout):
             and endian_ok
             and not meta.get("storage_transformers")
         )
-        return ZarrArrayInfo(path, dtype, shape, key, canonical, meta.get("fill_value"),
-                         packed=is_packed(meta), meta=meta)
+        return ZarrArrayInfo(
+            path,
+            dtype,
+            shape,
+            key,
+            canonical,
+            meta.get("fill_value"),
+            packed=is_packed(meta),
+            meta=meta,
+        )
 
     def elide(self, dtype: np.dtype[Any] | str, data: Any) -> bool:
         arr = np.asarray(data)
@@ -406,8 +423,9 @@ class ZmetadataText:
                 text = json.dumps(value, indent=4).replace("\n", _DEPTH_2)
                 lines[key] = (value, f"        {json.dumps(key)}: {text}")
         body = ",\n".join([lines[key][1] for _, key in self._order])
-        return ('{\n    "metadata": {\n' + body
-                + '\n    },\n    "zarr_consolidated_format": 1\n}').encode()
+        return (
+            '{\n    "metadata": {\n' + body + '\n    },\n    "zarr_consolidated_format": 1\n}'
+        ).encode()
 
 
 _DEPTH_2 = "\n" + " " * 8

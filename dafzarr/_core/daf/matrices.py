@@ -39,8 +39,9 @@ class Matrices:
     def matrix_kind(self, rows: str, cols: str, name: str) -> str | None:
         return self._storage.node_kind(join_path("matrices", rows, cols, name))
 
-    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                   relayout: bool = True) -> bool:
+    def has_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
+    ) -> bool:
         """Whether the matrix exists (with ``relayout``, in either layout)."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
@@ -48,8 +49,7 @@ class Matrices:
             return True
         return relayout and self.matrix_kind(columns_axis, rows_axis, name) is not None
 
-    def matrices_set(self, rows_axis: str, columns_axis: str, *,
-                     relayout: bool = True) -> set[str]:
+    def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
         """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
@@ -59,20 +59,26 @@ class Matrices:
         out: set[str] = set()
         for r, c in pairs:
             base = join_path("matrices", r, c)
-            out |= {n for n in self._storage.backend.children(base)
-                    if self._storage.node_kind(join_path(base, n))}
+            out |= {
+                n
+                for n in self._storage.backend.children(base)
+                if self._storage.node_kind(join_path(base, n))
+            }
         return out
 
-    def _stored_matrix(self, rows: str, cols: str, name: str, kind: str, *,
-                       sparse_class: str) -> Any:
+    def _stored_matrix(
+        self, rows: str, cols: str, name: str, kind: str, *, sparse_class: str
+    ) -> Any:
         """The stored ``rows x cols`` matrix: F-ordered numpy (a view) or scipy CSC."""
         path = join_path("matrices", rows, cols, name)
         nr, nc = self._axes.axis_length(rows), self._axes.axis_length(cols)
         if kind == "array":
             arr = self._storage.read_array(path)
             if arr.shape != (nc, nr):
-                raise CorruptDafError(f"{self._storage.path}: matrix {path!r} has Zarr shape {arr.shape}, "
-                                 f"expected {(nc, nr)} (reversed {rows} x {cols})")
+                raise CorruptDafError(
+                    f"{self._storage.path}: matrix {path!r} has Zarr shape {arr.shape}, "
+                    f"expected {(nc, nr)} (reversed {rows} x {cols})"
+                )
             return arr.T
         nzval, rowval, colptr = self._stored_sparse(path, nc, populate=True)
         where = f"{self._storage.path}: {path}"
@@ -83,8 +89,9 @@ class Matrices:
         cls = sp.csc_array if sparse_class == "csc_array" else sp.csc_matrix
         return cls((nzval, indices, indptr), shape=(nr, nc), copy=False)
 
-    def _stored_sparse(self, path: str, nc: int, *, populate: bool = False
-                       ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    def _stored_sparse(
+        self, path: str, nc: int, *, populate: bool = False
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         """The stored ``nzval`` (all true when absent), 1-based ``rowval`` and ``colptr`` of
         the sparse matrix at ``path`` with ``nc`` columns, as stored (views of the data); the
         column pointer is checked, the row indices are not."""
@@ -96,17 +103,26 @@ class Matrices:
             nzval = np.ones(rowval.size, dtype=np.bool_)
         where = f"{self._storage.path}: {path}"
         if colptr.shape != (nc + 1,) or nzval.shape != rowval.shape:
-            raise CorruptDafError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
-                             f"rowval {rowval.size}, nzval {nzval.size}")
-        if int(colptr[0]) != 1 or int(colptr[-1]) != rowval.size + 1 or np.any(
-            np.diff(colptr.astype(np.int64)) < 0
+            raise CorruptDafError(
+                f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
+                f"rowval {rowval.size}, nzval {nzval.size}"
+            )
+        if (
+            int(colptr[0]) != 1
+            or int(colptr[-1]) != rowval.size + 1
+            or np.any(np.diff(colptr.astype(np.int64)) < 0)
         ):
-            raise CorruptDafError(f"{where}: colptr is not a valid 1-based CSC column pointer "
-                             f"for {rowval.size} stored values")
+            raise CorruptDafError(
+                f"{where}: colptr is not a valid 1-based CSC column pointer "
+                f"for {rowval.size} stored values"
+            )
         return nzval, rowval, colptr
 
     def stored_csc_arrays(
-        self, rows_axis: str, columns_axis: str, name: str,
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
         """The stored arrays of the sparse ``rows_axis x columns_axis`` matrix in this layout:
         ``nzval``, the 1-based ``rowval`` and ``colptr`` (checked; the row indices are not),
@@ -122,8 +138,14 @@ class Matrices:
         return self._stored_sparse(path, self._axes.axis_length(columns_axis))
 
     def get_np_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, *, default: Any = UNDEF,
-        relayout: bool = True, sparse_class: Literal["csc_matrix", "csc_array"] = "csc_matrix",
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+        sparse_class: Literal["csc_matrix", "csc_array"] = "csc_matrix",
     ) -> Any:
         """The ``rows_axis x columns_axis`` matrix.
 
@@ -136,13 +158,15 @@ class Matrices:
         self._axes.require_axis(columns_axis)
         kind = self.matrix_kind(rows_axis, columns_axis, name)
         if kind is not None:
-            return self._stored_matrix(rows_axis, columns_axis, name, kind,
-                                       sparse_class=sparse_class)
+            return self._stored_matrix(
+                rows_axis, columns_axis, name, kind, sparse_class=sparse_class
+            )
         if relayout:
             kind = self.matrix_kind(columns_axis, rows_axis, name)
             if kind is not None:
-                other = self._stored_matrix(columns_axis, rows_axis, name, kind,
-                                            sparse_class=sparse_class)
+                other = self._stored_matrix(
+                    columns_axis, rows_axis, name, kind, sparse_class=sparse_class
+                )
                 if sp.issparse(other):
                     return other.T.tocsc()
                 return np.asfortranarray(other.T)
@@ -155,8 +179,9 @@ class Matrices:
             return None
         shape = (self._axes.axis_length(rows_axis), self._axes.axis_length(columns_axis))
         if np.ndim(default) == 0:  # 0: all-zero sparse, as DataAxesFormats.jl's spzeros
-            zeros = zero_matrix(shape, default,
-                                sp.csc_array if sparse_class == "csc_array" else None)
+            zeros = zero_matrix(
+                shape, default, sp.csc_array if sparse_class == "csc_array" else None
+            )
             return zeros if zeros is not None else np.full(shape, default, order="F")
         arr = np.asarray(default)
         if arr.shape != shape:
@@ -165,8 +190,15 @@ class Matrices:
             )
         return np.asfortranarray(arr)
 
-    def get_pd_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True) -> Any:
+    def get_pd_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+    ) -> Any:
         """The matrix as a ``pandas.DataFrame`` (rows and columns named by the axes' entries);
         sparse matrices become sparse frames."""
         import pandas as pd
@@ -181,7 +213,12 @@ class Matrices:
         return pd.DataFrame(m, index=index, columns=columns, copy=False)
 
     def _matrix_items(
-        self, rows: str, cols: str, name: str, value: Any, indtype: Any,
+        self,
+        rows: str,
+        cols: str,
+        name: str,
+        value: Any,
+        indtype: Any,
         check_indices: bool = False,
     ) -> list[tuple[str, Any]]:
         """The keys and chunks of one layout of a matrix. ``check_indices``: the indices of
@@ -207,14 +244,16 @@ class Matrices:
                 csc.sum_duplicates()
             dt = lay.element_type(csc.data.dtype, where)
             idt = index_dtype(indtype, max(nr, csc.nnz), where)
-            items = self._storage.array_items(join_path(path, "colptr"),
-                                              OneBased(csc.indptr, idt), idt)
-            items += self._storage.array_items(join_path(path, "rowval"),
-                                       OneBased(csc.indices, idt, check), idt)
+            items = self._storage.array_items(
+                join_path(path, "colptr"), OneBased(csc.indptr, idt), idt
+            )
+            items += self._storage.array_items(
+                join_path(path, "rowval"), OneBased(csc.indices, idt, check), idt
+            )
             if not (isinstance(dt, np.dtype) and dt.kind == "b" and bool(np.all(csc.data))):
-                items += self._storage.array_items(join_path(path, "nzval"),
-                                                   dense(csc.data, dt, where),
-                                           dt)
+                items += self._storage.array_items(
+                    join_path(path, "nzval"), dense(csc.data, dt, where), dt
+                )
             items += self._storage.layout.group_docs(path).items()
             return items
         if np.ndim(value) == 0:
@@ -234,8 +273,15 @@ class Matrices:
         return self._storage.array_items(path, column_major(data), dt)
 
     def set_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
-        overwrite: bool = False, relayout: bool = True, indtype: Any = None,
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        value: Any,
+        *,
+        overwrite: bool = False,
+        relayout: bool = True,
+        indtype: Any = None,
     ) -> None:
         """Store a matrix: numpy (any order), a scalar to broadcast, or any scipy sparse.
 
@@ -251,35 +297,42 @@ class Matrices:
         pairs = [(rows_axis, columns_axis)]
         if relayout and rows_axis != columns_axis:
             pairs.append((columns_axis, rows_axis))
-        where = f"matrix {name!r} of the axes {rows_axis} x {columns_axis}" \
-                f"\nin the daf data: {self._storage.name}"
+        where = (
+            f"matrix {name!r} of the axes {rows_axis} x {columns_axis}"
+            f"\nin the daf data: {self._storage.name}"
+        )
         # A CSC value stored in one layout (the flipped layout converts the value, which
         # needs its indices checked first) has its indices checked as they are written,
         # unless the store is append-only (what a fault leaves written cannot be deleted).
         deferred = False
         value = unmasked(value, where)
         if sp.issparse(value):
-            deferred = check_sparse(value, where, defer_indices=len(pairs) == 1
-                                     and not self._storage.backend.append_only)
+            deferred = check_sparse(
+                value,
+                where,
+                defer_indices=len(pairs) == 1 and not self._storage.backend.append_only,
+            )
         else:
             value = np.asarray(value)
 
         def items_of(check_indices: bool) -> list[tuple[str, Any]]:
-            items = self._matrix_items(rows_axis, columns_axis, name, value, indtype,
-                                       check_indices)
+            items = self._matrix_items(rows_axis, columns_axis, name, value, indtype, check_indices)
             if len(pairs) == 2:
                 flipped = value.T if sp.issparse(value) or np.ndim(value) else value
-                if getattr(value, "format", None) in ("csr", "csc") \
-                        and getattr(value, "_has_canonical_format", False):
+                if getattr(value, "format", None) in ("csr", "csc") and getattr(
+                    value, "_has_canonical_format", False
+                ):
                     flipped.has_canonical_format = True  # the same arrays, each slice sorted
                 items += self._matrix_items(columns_axis, rows_axis, name, flipped, indtype)
             return items
 
         items = items_of(deferred)
-        with self._storage.changing(f"setting the matrix {name} of the axes {rows_axis} x "
-                            f"{columns_axis}",
-                            self.matrix_replaces(rows_axis, columns_axis, name, overwrite,
-                                                  relayout=len(pairs) == 2)):
+        with self._storage.changing(
+            f"setting the matrix {name} of the axes {rows_axis} x {columns_axis}",
+            self.matrix_replaces(
+                rows_axis, columns_axis, name, overwrite, relayout=len(pairs) == 2
+            ),
+        ):
             try:
                 self._storage.write(items)
                 if deferred:  # every index was checked as written: cache it as scipy would
@@ -293,17 +346,20 @@ class Matrices:
                 self._storage.write(items_of(False))
 
     @staticmethod
-    def _matrix_replace(rows: str, cols: str, name: str,
-                        overwrite: bool) -> tuple[str, str, bool, str]:
+    def _matrix_replace(
+        rows: str, cols: str, name: str, overwrite: bool
+    ) -> tuple[str, str, bool, str]:
         """What a write of the ``rows x cols`` layout of a matrix replaces there (see
         :meth:`DafStorage.changing`)."""
         what = f"matrix {name} of the axes {rows} x {cols}"
-        exists_text = (f"existing matrix: {name}\nfor the rows axis: {rows}\n"
-                       f"and the columns axis: {cols}")
+        exists_text = (
+            f"existing matrix: {name}\nfor the rows axis: {rows}\nand the columns axis: {cols}"
+        )
         return join_path("matrices", rows, cols, name), what, overwrite, exists_text
 
-    def matrix_replaces(self, rows: str, cols: str, name: str, overwrite: bool, *,
-                         relayout: bool) -> list[tuple[str, str, bool, str]]:
+    def matrix_replaces(
+        self, rows: str, cols: str, name: str, overwrite: bool, *, relayout: bool
+    ) -> list[tuple[str, str, bool, str]]:
         """What a write of a matrix replaces: its ``rows x cols`` layout and, with
         ``relayout``, the flipped one (each refused when it exists, unless ``overwrite``).
 
@@ -317,13 +373,16 @@ class Matrices:
             layouts.append((cols, rows))
         return [self._matrix_replace(r, c, name, overwrite) for r, c in layouts]
 
-    def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                        overwrite: bool = False) -> None:
+    def relayout_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, overwrite: bool = False
+    ) -> None:
         """Store the ``columns_axis x rows_axis`` layout of a stored matrix."""
         self._storage.check_writable()
         if rows_axis == columns_axis:
-            raise DafFormatError(f"can't relayout square matrix: {name}\nof the axis: "
-                                 f"{rows_axis}\nin the daf data: {self._storage.name}")
+            raise DafFormatError(
+                f"can't relayout square matrix: {name}\nof the axis: "
+                f"{rows_axis}\nin the daf data: {self._storage.name}"
+            )
         kind = self.matrix_kind(rows_axis, columns_axis, name)
         if kind is None:
             raise DafMissingError(
@@ -332,13 +391,21 @@ class Matrices:
             )
         m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
         items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
-        with self._storage.changing(f"relayout of the matrix {name} of the axes {rows_axis} x "
-                            f"{columns_axis}",
-                            [self._matrix_replace(columns_axis, rows_axis, name, overwrite)]):
+        with self._storage.changing(
+            f"relayout of the matrix {name} of the axes {rows_axis} x {columns_axis}",
+            [self._matrix_replace(columns_axis, rows_axis, name, overwrite)],
+        ):
             self._storage.write(items)
 
-    def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      must_exist: bool = True, relayout: bool = True) -> None:
+    def delete_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        must_exist: bool = True,
+        relayout: bool = True,
+    ) -> None:
         """Delete a matrix (with ``relayout``, both layouts)."""
         self._storage.check_writable()
         self._axes.require_axis(rows_axis)
@@ -348,12 +415,15 @@ class Matrices:
             pairs.append((columns_axis, rows_axis))
         found = [(r, c) for r, c in pairs if self.matrix_kind(r, c, name) is not None]
         if self._storage.nothing_to_delete(
-            bool(found), must_exist,
+            bool(found),
+            must_exist,
             f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns axis: "
-            f"{columns_axis}", f"matrix {name} of the axes {rows_axis} x {columns_axis}",
+            f"{columns_axis}",
+            f"matrix {name} of the axes {rows_axis} x {columns_axis}",
         ):
             return
-        with self._storage.changing(f"deleting the matrix {name} of the axes {rows_axis} x "
-                            f"{columns_axis}"):
+        with self._storage.changing(
+            f"deleting the matrix {name} of the axes {rows_axis} x {columns_axis}"
+        ):
             for r, c in found:
                 self._storage.delete_node(join_path("matrices", r, c, name))

@@ -53,8 +53,14 @@ def check_name(name: Any, what: str) -> str:
     return name
 
 
-def entry_positions(positions: dict[str, int], names: Sequence[str], axis: str, daf_name: str,
-                    allow_empty: bool, allow_missing: bool) -> np.ndarray[Any, Any]:
+def entry_positions(
+    positions: dict[str, int],
+    names: Sequence[str],
+    axis: str,
+    daf_name: str,
+    allow_empty: bool,
+    allow_missing: bool,
+) -> np.ndarray[Any, Any]:
     """0-based positions of ``names`` in an axis (``positions``: entry -> position); ``""``
     (``allow_empty``) or unknown names (``allow_missing``) map to -1, else raise."""
     out = np.empty(len(names), dtype=np.int64)
@@ -65,7 +71,8 @@ def entry_positions(positions: dict[str, int], names: Sequence[str], axis: str, 
             out[i] = -1
         else:
             raise DafMissingError(
-                f"missing entry: {n!r}\nof the axis: {axis}\nin the daf data: {daf_name}")
+                f"missing entry: {n!r}\nof the axis: {axis}\nin the daf data: {daf_name}"
+            )
     return out
 
 
@@ -141,5 +148,7 @@ def join_path(*parts: str) -> str:
 def check_not_reserved(axis: str, name: str, daf_name: str) -> None:
     """Refuse to set the vectors ``name`` and ``index``, which every axis has already."""
     if name in RESERVED_VECTORS:
-        raise DafFormatError(f"setting the reserved vector: {name}\nfor the axis: {axis}\n"
-                             f"in the daf data: {daf_name}")
+        raise DafFormatError(
+            f"setting the reserved vector: {name}\nfor the axis: {axis}\n"
+            f"in the daf data: {daf_name}"
+        )

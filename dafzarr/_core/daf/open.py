@@ -62,8 +62,13 @@ class Opened(NamedTuple):
 
 
 def open_backend(
-    path: str | os.PathLike[str] | None, mode: OpenMode, max_file_size: int | None,
-    append_only: bool, http: HttpOptions | None, lock: bool = True, durable: bool = False,
+    path: str | os.PathLike[str] | None,
+    mode: OpenMode,
+    max_file_size: int | None,
+    append_only: bool,
+    http: HttpOptions | None,
+    lock: bool = True,
+    durable: bool = False,
 ) -> Opened:
     """The backend of ``path`` (``None``: memory) opened for ``mode``; ``durable``: every
     write is made durable (fsync) before it returns."""
@@ -88,14 +93,21 @@ def open_backend(
     new = mode in ("w", "w+") and not os.path.lexists(container)
     if kind == "directory":
         if new or (mode == "w" and _replaceable(container)):
-            return Opened(DirectoryBackend(container, read_only=False, durable=durable),
-                          kind, full, aside=True)
+            return Opened(
+                DirectoryBackend(container, read_only=False, durable=durable),
+                kind,
+                full,
+                aside=True,
+            )
         return Opened(_open_directory(container, mode, durable), kind, full)
     if new:
-        return Opened(_zip_aside(container, group, max_file_size, append_only, lock, durable),
-                      kind, full, aside=True)
-    backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock,
-                                  durable)
+        return Opened(
+            _zip_aside(container, group, max_file_size, append_only, lock, durable),
+            kind,
+            full,
+            aside=True,
+        )
+    backend, truncate = _open_zip(container, group, mode, max_file_size, append_only, lock, durable)
     return Opened(backend, kind, full, truncate)
 
 
@@ -109,8 +121,7 @@ def _replaceable(root: str) -> bool:
     return stat.S_ISDIR(st.st_mode)
 
 
-def create_aside(root: str, durable: bool, init: Callable[[DafBackend], None]
-                 ) -> DirectoryBackend:
+def create_aside(root: str, durable: bool, init: Callable[[DafBackend], None]) -> DirectoryBackend:
     """Mode ``"w"`` on a directory: ``init`` makes the new, empty data set in a temporary
     directory beside ``root``, which then takes the place of ``root`` with one rename (an
     existing directory is swapped out and removed only then). A process killed at any
@@ -122,15 +133,20 @@ def create_aside(root: str, durable: bool, init: Callable[[DafBackend], None]
     return DirectoryBackend(root, read_only=False, durable=durable)
 
 
-def _zip_aside(container: str, group: str, max_file_size: int | None, append_only: bool,
-               lock: bool, durable: bool) -> ZipBackend:
+def _zip_aside(
+    container: str,
+    group: str,
+    max_file_size: int | None,
+    append_only: bool,
+    lock: bool,
+    durable: bool,
+) -> ZipBackend:
     """The backend of a new archive under a temporary name beside ``container`` (see
     :func:`create_zip_aside`); the store is its own, not the process-wide one."""
     tmp = new_temporary(container)
     try:
         with removed_on_failure(tmp):
-            store = MmapZipStore(tmp, "w", max_file_size=max_file_size, lock=lock,
-                                 durable=durable)
+            store = MmapZipStore(tmp, "w", max_file_size=max_file_size, lock=lock, durable=durable)
     except BaseException as exc:
         _name_the_archive(exc, tmp, container)
         raise
@@ -148,8 +164,9 @@ def _name_the_archive(exc: BaseException, tmp: str, container: str) -> None:
             exc.filename = container
 
 
-def create_zip_aside(container: str, aside: ZipBackend, durable: bool,
-                     init: Callable[[DafBackend], None]) -> ZipBackend:
+def create_zip_aside(
+    container: str, aside: ZipBackend, durable: bool, init: Callable[[DafBackend], None]
+) -> ZipBackend:
     """Mode ``"w"`` where there is no archive: ``init`` makes the new, empty data set in
     the archive ``aside`` (:func:`_zip_aside`), which then gets the name ``container``.
     A process killed at any instant leaves no archive or one with the new data set's
@@ -184,8 +201,15 @@ def _open_directory(root: str, mode: OpenMode, durable: bool = False) -> DafBack
     return DirectoryBackend(root, read_only=mode == "r", durable=durable)
 
 
-def _open_zip(container: str, group: str, mode: OpenMode, max_file_size: int | None,
-              append_only: bool, lock: bool, durable: bool = False) -> tuple[ZipBackend, bool]:
+def _open_zip(
+    container: str,
+    group: str,
+    mode: OpenMode,
+    max_file_size: int | None,
+    append_only: bool,
+    lock: bool,
+    durable: bool = False,
+) -> tuple[ZipBackend, bool]:
     """The ZIP backend, and whether the data set is to be truncated (mode ``"w"`` on a group
     that has keys already, or on an archive that has entries)."""
     if mode in ("r", "r+") and not os.path.isfile(container):
@@ -195,8 +219,7 @@ def _open_zip(container: str, group: str, mode: OpenMode, max_file_size: int | N
         # The old data set stays until the commit that deletes its keys and makes the new
         # group: a crash leaves one or the other. A file that is no archive is emptied.
         try:
-            store = acquire_zip_store(container, "r+", max_file_size, lock, durable,
-                                      exclusive=True)
+            store = acquire_zip_store(container, "r+", max_file_size, lock, durable, exclusive=True)
         except CorruptArchiveError:
             pass
         else:
@@ -271,8 +294,10 @@ def _open_http(url: str, options: HttpOptions | None) -> HttpBackend:
         if meta.get("node_type") != "group":
             raise CorruptDafError(f"not a zarr group: {url}")
         cm = meta.pop("consolidated_metadata", None)
-        if not isinstance(cm, dict) or cm.get("kind") != "inline" or not isinstance(
-            cm.get("metadata"), dict
+        if (
+            not isinstance(cm, dict)
+            or cm.get("kind") != "inline"
+            or not isinstance(cm.get("metadata"), dict)
         ):
             raise UnsupportedDafError(
                 f"remote zarr group lacks an inline `consolidated_metadata` field: {url}\n"
@@ -291,8 +316,10 @@ def _open_http(url: str, options: HttpOptions | None) -> HttpBackend:
     doc = metadata_doc(zmeta, f"{url}/.zmetadata")
     entries = doc.get("metadata")
     if not isinstance(entries, dict):
-        raise UnsupportedDafError(f"failed to open remote zarr group: {url}\nthe remote directory "
-                             "must contain a consolidated .zmetadata file")
+        raise UnsupportedDafError(
+            f"failed to open remote zarr group: {url}\nthe remote directory "
+            "must contain a consolidated .zmetadata file"
+        )
     for key, blob in _remote_entries(f"{url}/.zmetadata", entries, True):
         b.meta[key] = json.dumps(blob).encode()
     return b

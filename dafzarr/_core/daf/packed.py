@@ -47,8 +47,13 @@ def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int
     if name not in _CODECS:
         raise UnsupportedDafError(f"{where}: unsupported inner codec {name!r} in a packed array")
     return _codecs.decode(
-        name, data, size, what=f"{where}: an inner chunk", error=DafFormatError,
-        at_most=_MAX_RATIO * len(data) + _RATIO_SLACK, record="its chunk shape",
+        name,
+        data,
+        size,
+        what=f"{where}: an inner chunk",
+        error=DafFormatError,
+        at_most=_MAX_RATIO * len(data) + _RATIO_SLACK,
+        record="its chunk shape",
     )
 
 

@@ -113,8 +113,7 @@ class Queries:
 
         return has_query(self, query)
 
-    def get_pd_frame(self, axis: Any, columns: Any = None, *, cache: bool | None = None
-                     ) -> Any:
+    def get_pd_frame(self, axis: Any, columns: Any = None, *, cache: bool | None = None) -> Any:
         """A table of vectors of one axis.
 
         Parameters

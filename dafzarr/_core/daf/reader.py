@@ -23,8 +23,15 @@ from .queries import Queries
 from .storage import UNDEF
 from .values import plain, zero_matrix
 
-__all__ = ["DafReader", "ReaderBase", "default_matrix", "default_vector", "entry_positions",
-           "pd_matrix", "pd_vector"]
+__all__ = [
+    "DafReader",
+    "ReaderBase",
+    "default_matrix",
+    "default_vector",
+    "entry_positions",
+    "pd_matrix",
+    "pd_vector",
+]
 
 
 def default_vector(n: int, default: Any, axis: str, daf_name: str) -> Any:
@@ -36,8 +43,10 @@ def default_vector(n: int, default: Any, axis: str, daf_name: str) -> Any:
         return np.full(n, default)
     arr = np.asarray(default)
     if arr.shape != (n,):
-        raise InvalidArgumentError(f"default vector length {arr.shape} is different from axis: "
-                                   f"{axis} length: {n}\nin the daf data: {daf_name}")
+        raise InvalidArgumentError(
+            f"default vector length {arr.shape} is different from axis: "
+            f"{axis} length: {n}\nin the daf data: {daf_name}"
+        )
     return arr
 
 
@@ -64,8 +73,9 @@ def pd_vector(values: Any, entries: Array, axis: str, name: str) -> Any:
     return pd.Series(values, index=pd.Index(entries, name=axis), name=name, copy=False)
 
 
-def pd_matrix(m: Any, row_entries: Array, rows_axis: str, column_entries: Array,
-              columns_axis: str) -> Any:
+def pd_matrix(
+    m: Any, row_entries: Array, rows_axis: str, column_entries: Array, columns_axis: str
+) -> Any:
     """A matrix as a ``pandas.DataFrame`` named by the axes' entries (sparse: a sparse
     frame; ``None`` stays)."""
     import pandas as pd
@@ -181,12 +191,19 @@ class ReaderBase(Queries):
         """Entry name -> 0-based position."""
         return {str(n): i for i, n in enumerate(self.axis_np_entries(axis))}
 
-    def axis_np_indices(self, axis: str, names: Sequence[str], *, allow_empty: bool = False,
-                        allow_missing: bool = False) -> Array:
+    def axis_np_indices(
+        self,
+        axis: str,
+        names: Sequence[str],
+        *,
+        allow_empty: bool = False,
+        allow_missing: bool = False,
+    ) -> Array:
         """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
         (``allow_missing``) map to -1, else raise."""
-        return entry_positions(self.axis_dict(axis), names, axis, self.name, allow_empty,
-                               allow_missing)
+        return entry_positions(
+            self.axis_dict(axis), names, axis, self.name, allow_empty, allow_missing
+        )
 
     def has_vector(self, axis: str, name: str) -> bool:
         """Whether the vector exists (``name`` and ``index`` always do)."""
@@ -209,26 +226,29 @@ class ReaderBase(Queries):
         if self._has_stored_vector(axis, name):
             return self._stored_vector(axis, name)
         if default is UNDEF:
-            raise DafMissingError(f"missing vector: {name}\nfor the axis: {axis}\n"
-                                  f"in the daf data: {self.name}")
+            raise DafMissingError(
+                f"missing vector: {name}\nfor the axis: {axis}\nin the daf data: {self.name}"
+            )
         out: Array = default_vector(len(entries), default, axis, self.name)
         return out
 
     def get_pd_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
         """The vector as a ``pandas.Series`` indexed by the axis' entry names."""
-        return pd_vector(self.get_np_vector(axis, name, default=default),
-                         self.axis_np_entries(axis), axis, name)
+        return pd_vector(
+            self.get_np_vector(axis, name, default=default), self.axis_np_entries(axis), axis, name
+        )
 
-    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                   relayout: bool = True) -> bool:
+    def has_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
+    ) -> bool:
         """Whether the matrix exists (with ``relayout``, in either layout)."""
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         return self._has_layout(rows_axis, columns_axis, name) or (
-            relayout and self._has_layout(columns_axis, rows_axis, name))
+            relayout and self._has_layout(columns_axis, rows_axis, name)
+        )
 
-    def matrices_set(self, rows_axis: str, columns_axis: str, *,
-                     relayout: bool = True) -> set[str]:
+    def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
         """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
@@ -237,9 +257,16 @@ class ReaderBase(Queries):
             names |= self._layout_names(columns_axis, rows_axis)
         return names
 
-    def get_np_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True,
-                      sparse_class: str = "csc_matrix") -> Any:
+    def get_np_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+        sparse_class: str = "csc_matrix",
+    ) -> Any:
         """The ``rows_axis x columns_axis`` matrix: column-major numpy or scipy CSC
         (``sparse_class``: ``"csc_matrix"`` or ``"csc_array"``). With ``relayout``, a matrix
         that exists only as ``columns_axis x rows_axis`` is transposed (a copy)."""
@@ -251,8 +278,9 @@ class ReaderBase(Queries):
             return m if isinstance(m, cls) else cls(m)
         return m
 
-    def _matrix(self, rows_axis: str, columns_axis: str, name: str, default: Any,
-                relayout: bool) -> Any:
+    def _matrix(
+        self, rows_axis: str, columns_axis: str, name: str, default: Any, relayout: bool
+    ) -> Any:
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         if self._has_layout(rows_axis, columns_axis, name):
@@ -263,17 +291,29 @@ class ReaderBase(Queries):
         if default is UNDEF:
             raise DafMissingError(
                 f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns "
-                f"axis: {columns_axis}\nin the daf data: {self.name}")
+                f"axis: {columns_axis}\nin the daf data: {self.name}"
+            )
         shape = (self.axis_length(rows_axis), self.axis_length(columns_axis))
         return default_matrix(shape, default)
 
-    def get_pd_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True) -> Any:
+    def get_pd_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+    ) -> Any:
         """The matrix as a ``pandas.DataFrame`` (rows and columns named by the entries)."""
-        m = self.get_np_matrix(rows_axis, columns_axis, name, default=default,
-                               relayout=relayout)
-        return pd_matrix(m, self.axis_np_entries(rows_axis), rows_axis,
-                         self.axis_np_entries(columns_axis), columns_axis)
+        m = self.get_np_matrix(rows_axis, columns_axis, name, default=default, relayout=relayout)
+        return pd_matrix(
+            m,
+            self.axis_np_entries(rows_axis),
+            rows_axis,
+            self.axis_np_entries(columns_axis),
+            columns_axis,
+        )
 
     def description(self) -> str:
         """A human-readable summary: name, type, base(s), scalars, axes, vectors and matrices
@@ -285,13 +325,19 @@ class ReaderBase(Queries):
         axes = sorted(self.axes_set())
         if axes:
             lines += ["axes:", *(f"  {a}: {self.axis_length(a)} entries" for a in axes)]
-        vectors = [f"  {a}/{v}: {_kind(self.get_np_vector(a, v))}"
-                   for a in axes for v in sorted(self.vectors_set(a))]
+        vectors = [
+            f"  {a}/{v}: {_kind(self.get_np_vector(a, v))}"
+            for a in axes
+            for v in sorted(self.vectors_set(a))
+        ]
         if vectors:
             lines += ["vectors:", *vectors]
-        matrices = [f"  {r},{c}/{m}: {_kind(self.get_np_matrix(r, c, m, relayout=False))}"
-                    for r in axes for c in axes
-                    for m in sorted(self.matrices_set(r, c, relayout=False))]
+        matrices = [
+            f"  {r},{c}/{m}: {_kind(self.get_np_matrix(r, c, m, relayout=False))}"
+            for r in axes
+            for c in axes
+            for m in sorted(self.matrices_set(r, c, relayout=False))
+        ]
         if matrices:
             lines += ["matrices:", *matrices]
         return "\n".join(lines) + "\n"

@@ -28,8 +28,9 @@ class Scalars:
         """The scalar's value (a numpy scalar, or ``str``); ``default`` if it is missing."""
         if not self.has_scalar(name):
             if default is UNDEF:
-                raise DafMissingError(f"missing scalar: {name}\nin the daf data: "
-                                      f"{self._storage.name}")
+                raise DafMissingError(
+                    f"missing scalar: {name}\nin the daf data: {self._storage.name}"
+                )
             return default
         arr = self._storage.read_array(join_path("scalars", name))
         if arr.size != 1:
@@ -42,16 +43,18 @@ class Scalars:
         check_name(name, "scalar")
         data, dt = scalar_array(value, f"scalar {name!r}")
         path = join_path("scalars", name)
-        with self._storage.changing(f"setting the scalar {name}",
-                            [(path, f"scalar {name}", overwrite, f"existing scalar: {name}")]):
+        with self._storage.changing(
+            f"setting the scalar {name}",
+            [(path, f"scalar {name}", overwrite, f"existing scalar: {name}")],
+        ):
             self._storage.write(self._storage.array_items(path, data, dt))
 
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> None:
         """Delete a scalar (``must_exist=False``: no error if it is missing)."""
         self._storage.check_writable()
-        if self._storage.nothing_to_delete(self.has_scalar(name), must_exist,
-                                           f"missing scalar: {name}",
-                                   f"scalar {name}"):
+        if self._storage.nothing_to_delete(
+            self.has_scalar(name), must_exist, f"missing scalar: {name}", f"scalar {name}"
+        ):
             return
         with self._storage.changing(f"deleting the scalar {name}"):
             self._storage.delete_node(join_path("scalars", name))

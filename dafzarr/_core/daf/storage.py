@@ -141,8 +141,10 @@ class DafStorage:
         if isinstance(b, ZipBackend) and not self._read_only and not b.append_only:
             # A ZIP made by zipping a directory carries consolidated metadata, which later
             # changes would make stale: the first change drops it (see _drop_stale_metadata).
-            self._stale_consolidated = b.exists(".zmetadata") if layout is lay.V2 else (
-                "consolidated_metadata" in metadata_doc(b.get("zarr.json"), where)
+            self._stale_consolidated = (
+                b.exists(".zmetadata")
+                if layout is lay.V2
+                else ("consolidated_metadata" in metadata_doc(b.get("zarr.json"), where))
             )
         if layout is lay.V2:
             if b.exists("daf/.zarray"):
@@ -170,8 +172,10 @@ class DafStorage:
                 with b.consolidation_lock():
                     b.sweep_asides()
                     self._rebuild_consolidated()
-            elif (not b.exists(".zmetadata")) if layout is lay.V2 else (
-                "consolidated_metadata" not in metadata_doc(b.get("zarr.json"), where)
+            elif (
+                (not b.exists(".zmetadata"))
+                if layout is lay.V2
+                else ("consolidated_metadata" not in metadata_doc(b.get("zarr.json"), where))
             ):
                 with contextlib.suppress(OSError), b.consolidation_lock():
                     self._rebuild_consolidated()  # a read-only file system: read anyway
@@ -182,8 +186,9 @@ class DafStorage:
         L = self._layout
         items: list[tuple[str, Any]] = []
         if L is lay.V2:
-            items += self.array_items("daf", np.frombuffer(lay.marker_bytes(), np.uint8),
-                                       np.dtype(np.uint8))
+            items += self.array_items(
+                "daf", np.frombuffer(lay.marker_bytes(), np.uint8), np.dtype(np.uint8)
+            )
         for g in _GROUPS:
             if fresh or self.node_kind(g) is None:
                 items += L.group_docs(g).items()
@@ -269,8 +274,11 @@ class DafStorage:
         if info.packed:
             shard = self._backend.get(info.chunk_key)
             if shard is None:
-                out = np.full(shape, info.fill or ("" if isinstance(info.dtype, str) else 0),
-                              dtype=object if isinstance(info.dtype, str) else info.dtype)
+                out = np.full(
+                    shape,
+                    info.fill or ("" if isinstance(info.dtype, str) else 0),
+                    dtype=object if isinstance(info.dtype, str) else info.dtype,
+                )
                 out.flags.writeable = False
                 return out
             return read_packed(info.meta, shard, info.dtype, where)
@@ -282,7 +290,9 @@ class DafStorage:
         store, root = self._backend.zarr_store()
         try:
             za = zarr.open_array(
-                store=store, path=join_path(root, path), mode="r",
+                store=store,
+                path=join_path(root, path),
+                mode="r",
                 zarr_format=self._layout.zarr_format,  # type: ignore[arg-type]
             )
             out = np.asarray(za[...])
@@ -448,8 +458,9 @@ class DafStorage:
     def _consolidated_key(self, key: str) -> str | None:
         base = key.rsplit("/", 1)[-1]
         if self._layout is lay.V2:
-            return key if base in (".zgroup", ".zattrs", ".zarray") and key != ".zmetadata" \
-                else None
+            return (
+                key if base in (".zgroup", ".zattrs", ".zarray") and key != ".zmetadata" else None
+            )
         if base != "zarr.json" or key == "zarr.json":
             return None
         return key[: -len("/zarr.json")]
@@ -542,4 +553,3 @@ class DafStorage:
 def _parse_array(zarr_format: int, path: str, doc: bytes) -> lay.ZarrArrayInfo:
     """Parsed array documents, by content (documents are small; parsing is not)."""
     return lay.layout_for(zarr_format).parse_array(path, doc)
-

@@ -103,8 +103,7 @@ def check_sparse(value: Any, where: str, *, defer_indices: bool = False) -> bool
     here, and True is returned: its indices are to be checked as they are written
     (:class:`OneBased` with ``check``), in the same pass. Else False.
     """
-    defer = defer_indices and value.format == "csc" and value.indices.size > 0 \
-        and _deferred(value)
+    defer = defer_indices and value.format == "csc" and value.indices.size > 0 and _deferred(value)
     try:
         if value.format in ("csr", "csc") and _check_compressed_fast(value, defer):
             return defer
@@ -123,10 +122,12 @@ def _deferred(value: Any) -> bool:
     """Whether the indices of a CSC value (written as it is) can be checked as they are
     written: int32/int64 indices with no canonical-format answer cached on the value (a
     cached answer is used instead)."""
-    return (value.indices.dtype in (np.int32, np.int64)
-            and value.indptr.dtype == value.indices.dtype
-            and getattr(value, "_has_canonical_format", None) is None
-            and bool(getattr(value, "_has_sorted_indices", True)))
+    return (
+        value.indices.dtype in (np.int32, np.int64)
+        and value.indptr.dtype == value.indices.dtype
+        and getattr(value, "_has_canonical_format", None) is None
+        and bool(getattr(value, "_has_sorted_indices", True))
+    )
 
 
 def _check_compressed_fast(value: Any, skip_indices: bool = False) -> bool:
@@ -170,8 +171,12 @@ def _has_canonical_format(value: Any) -> bool:
     slices on a few threads (it releases the GIL), the answer then cached on the value as
     scipy would."""
     cached = getattr(value, "_has_canonical_format", None)
-    if cached is not None or not getattr(value, "_has_sorted_indices", True) \
-            or value.nnz < _PARALLEL_MIN or _THREADS < 2:
+    if (
+        cached is not None
+        or not getattr(value, "_has_sorted_indices", True)
+        or value.nnz < _PARALLEL_MIN
+        or _THREADS < 2
+    ):
         return bool(value.has_canonical_format)
     try:
         from scipy.sparse._sparsetools import csr_has_canonical_format
@@ -184,11 +189,14 @@ def _has_canonical_format(value: Any) -> bool:
     bounds = sorted({0, major, *(min(int(c), major) for c in cuts)})
     parts = list(itertools.pairwise(bounds))
     with ThreadPoolExecutor(len(parts)) as pool:
-        found = list(pool.map(
-            lambda ab: bool(csr_has_canonical_format(ab[1] - ab[0], indptr[ab[0] : ab[1] + 1],
-                                                     indices)),
-            parts,
-        ))
+        found = list(
+            pool.map(
+                lambda ab: bool(
+                    csr_has_canonical_format(ab[1] - ab[0], indptr[ab[0] : ab[1] + 1], indices)
+                ),
+                parts,
+            )
+        )
     value.has_canonical_format = all(found)
     return bool(value.has_canonical_format)
 
@@ -201,12 +209,17 @@ def csc_of(value: Any) -> Any:
 
     if value.format == "csc":
         return value
-    if value.format != "csr" or value.nnz < _PARALLEL_MIN or _THREADS < 2 \
-            or value.shape[1] * _CONVERT_VALUES_PER_COLUMN > value.nnz:
+    if (
+        value.format != "csr"
+        or value.nnz < _PARALLEL_MIN
+        or _THREADS < 2
+        or value.shape[1] * _CONVERT_VALUES_PER_COLUMN > value.nnz
+    ):
         return sp.csc_matrix(value)
     try:
-        indptr, indices, data = csr_to_csc(value.indptr, value.indices, value.data,
-                                           value.shape[1], _THREADS)
+        indptr, indices, data = csr_to_csc(
+            value.indptr, value.indices, value.data, value.shape[1], _THREADS
+        )
     except ValueError:  # index or value types it has no kernel for, or too many to index
         return sp.csc_matrix(value)
     out = sp.csc_matrix((data, indices, indptr), shape=value.shape, copy=False)
@@ -264,13 +277,18 @@ class OneBased(StreamedChunk):
     increasing and in ``0 <= index < bound``, else raises :class:`NotCanonicalError`.
     """
 
-    def __init__(self, src: np.ndarray[Any, Any], dtype: np.dtype[Any],
-                 check: tuple[np.ndarray[Any, Any], int] | None = None) -> None:
+    def __init__(
+        self,
+        src: np.ndarray[Any, Any],
+        dtype: np.dtype[Any],
+        check: tuple[np.ndarray[Any, Any], int] | None = None,
+    ) -> None:
         self.indices = self.src = src.reshape(-1)
         if self.src.dtype.kind in "iu" and self.src.dtype.itemsize == dtype.itemsize:
             # Non-negative indices read the same in the stored type: add with no cast.
-            self.src = self.src.view(dtype.newbyteorder("=")) if self.src.dtype.isnative \
-                else self.src
+            self.src = (
+                self.src.view(dtype.newbyteorder("=")) if self.src.dtype.isnative else self.src
+            )
         self.check = check
         self.dtype = dtype
         self.size = int(self.src.size)
@@ -330,8 +348,11 @@ class Transposed(StreamedChunk):
     def _compiled(self) -> bool:
         """Whether the compiled kernel takes the source (else numpy copies tiles)."""
         src = self.src
-        return bool(src.flags.c_contiguous) and src.dtype.itemsize in (1, 2, 4, 8) \
+        return (
+            bool(src.flags.c_contiguous)
+            and src.dtype.itemsize in (1, 2, 4, 8)
             and not src.dtype.hasobject
+        )
 
     def _rows(self, dst: np.ndarray[Any, Any], lo: int, hi: int, threads: int = 1) -> None:
         """Rows ``lo:hi`` of the transpose (columns ``lo:hi`` of the source) into ``dst``."""
@@ -353,8 +374,12 @@ class Transposed(StreamedChunk):
             return
         step = -(-rows // threads)
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda lo: self._rows(dst[lo : lo + step], lo, min(lo + step, rows)),
-                          range(0, rows, step)))
+            list(
+                pool.map(
+                    lambda lo: self._rows(dst[lo : lo + step], lo, min(lo + step, rows)),
+                    range(0, rows, step),
+                )
+            )
 
     def blocks(self) -> Iterator[Any]:
         """Blocks of whole rows of the transpose, each computed on a second thread while
@@ -372,8 +397,9 @@ class Transposed(StreamedChunk):
             self._rows(buf, lo, hi)
             return buf[: hi - lo].reshape(-1)
 
-        return _prefetched(block, [(lo, min(lo + height, rows))
-                                   for lo in range(0, rows, height)], bufs)
+        return _prefetched(
+            block, [(lo, min(lo + height, rows)) for lo in range(0, rows, height)], bufs
+        )
 
 
 def _prefetched(
@@ -418,8 +444,10 @@ def index_dtype(indtype: Any, size: int, where: str) -> np.dtype[Any]:
     if dt.kind not in "iu":
         raise UnsafeCastError(f"{where}: the index type must be an integer type, got {dt}")
     if size + 1 > np.iinfo(dt).max:
-        raise UnsafeCastError(f"{where}: int64 indices cannot be stored as {dt}: index type "
-                              f"{dt} cannot hold indices up to {size + 1}")
+        raise UnsafeCastError(
+            f"{where}: int64 indices cannot be stored as {dt}: index type "
+            f"{dt} cannot hold indices up to {size + 1}"
+        )
     little: np.dtype[Any] = dt.newbyteorder("<")
     return little
 
@@ -463,8 +491,9 @@ def zero_based_indices(
     if src.size and (top >= bound or top > np.iinfo(signed).max):
         negative = idx.dtype.kind == "i" and top + 1 > np.iinfo(idx.dtype).max
         if top == 2**64 - 1 or negative:
-            raise CorruptDafError(f"{where}: stored index out of range 1..{bound} (found 0 or a "
-                                 "negative index)")
+            raise CorruptDafError(
+                f"{where}: stored index out of range 1..{bound} (found 0 or a negative index)"
+            )
         raise CorruptDafError(f"{where}: stored 1-based index {top + 1} is out of range 1..{bound}")
     return out.view(signed)
 
@@ -499,7 +528,6 @@ def metadata_doc(doc: Any, where: str) -> dict[str, Any]:
     if not isinstance(out, dict):
         raise CorruptDafError(f"invalid Zarr metadata in {where}: not a JSON object")
     return out
-
 
 
 def zero_matrix(shape: tuple[int, int], default: Any, csc_class: Any = None) -> Any:

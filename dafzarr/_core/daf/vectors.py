@@ -35,8 +35,11 @@ class Vectors:
         """The names of the vectors stored on an axis."""
         self._axes.require_axis(axis)
         base = join_path("vectors", axis)
-        return {n for n in self._storage.backend.children(base)
-                if self._storage.node_kind(join_path(base, n))}
+        return {
+            n
+            for n in self._storage.backend.children(base)
+            if self._storage.node_kind(join_path(base, n))
+        }
 
     def vector(self, axis: str, name: str) -> np.ndarray[Any, Any] | None:
         if name == "name":
@@ -51,8 +54,10 @@ class Vectors:
         if kind == "array":
             arr = self._storage.read_array(path)
             if arr.shape != (n,):
-                raise CorruptDafError(f"{self._storage.path}: vector {path!r} has shape {arr.shape}, "
-                                 f"axis {axis!r} has length {n}")
+                raise CorruptDafError(
+                    f"{self._storage.path}: vector {path!r} has shape {arr.shape}, "
+                    f"axis {axis!r} has length {n}"
+                )
             return arr
         nzind, nzval = self.sparse_vector(path, n)
         out = np.zeros(n, dtype=nzval.dtype) if nzval.dtype != object else np.full(n, "", object)
@@ -60,24 +65,26 @@ class Vectors:
         out.flags.writeable = False
         return out
 
-    def sparse_vector(
-        self, path: str, n: int
-    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    def sparse_vector(self, path: str, n: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         nzind = self._storage.read_array(join_path(path, "nzind"))
         if self._storage.node_kind(join_path(path, "nzval")) == "array":
             nzval = self._storage.read_array(join_path(path, "nzval"))
         else:
             nzval = np.ones(nzind.size, dtype=np.bool_)
         if nzind.shape != nzval.shape or nzind.ndim != 1:
-            raise CorruptDafError(f"{self._storage.path}: sparse vector {path!r}: nzind has shape "
-                             f"{nzind.shape} but nzval has shape {nzval.shape}")
+            raise CorruptDafError(
+                f"{self._storage.path}: sparse vector {path!r}: nzind has shape "
+                f"{nzind.shape} but nzval has shape {nzval.shape}"
+            )
         pos = zero_based_indices(nzind, n, f"{self._storage.path}: {path}/nzind")
         if pos.size > 1 and bool(np.any(pos[1:] <= pos[:-1])):
             # a repeated position would make two stored values claim one entry
             at = int(np.argmax(pos[1:] <= pos[:-1])) + 1
-            raise CorruptDafError(f"{self._storage.path}: {path}/nzind is not strictly increasing: "
-                                 f"stored index {int(pos[at]) + 1} at position {at + 1} "
-                                 f"follows {int(pos[at - 1]) + 1}")
+            raise CorruptDafError(
+                f"{self._storage.path}: {path}/nzind is not strictly increasing: "
+                f"stored index {int(pos[at]) + 1} at position {at + 1} "
+                f"follows {int(pos[at - 1]) + 1}"
+            )
         return pos, nzval
 
     def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> np.ndarray[Any, Any]:
@@ -91,8 +98,10 @@ class Vectors:
         if out is not None:
             return out
         if default is UNDEF:
-            raise DafMissingError(f"missing vector: {name}\nfor the axis: {axis}\n"
-                                  f"in the daf data: {self._storage.name}")
+            raise DafMissingError(
+                f"missing vector: {name}\nfor the axis: {axis}\n"
+                f"in the daf data: {self._storage.name}"
+            )
         if default is None:
             return None  # type: ignore[return-value]
         n = self._axes.axis_length(axis)
@@ -113,11 +122,20 @@ class Vectors:
         values: Any = self.get_np_vector(axis, name, default=default)
         if values is None:
             return None
-        return pd.Series(values, index=pd.Index(self._axes.axis_np_entries(axis), name=axis),
-                         name=name, copy=False)
+        return pd.Series(
+            values,
+            index=pd.Index(self._axes.axis_np_entries(axis), name=axis),
+            name=name,
+            copy=False,
+        )
 
     def set_vector(
-        self, axis: str, name: str, value: Any, *, overwrite: bool = False,
+        self,
+        axis: str,
+        name: str,
+        value: Any,
+        *,
+        overwrite: bool = False,
         indtype: Any = None,
     ) -> None:
         """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
@@ -133,8 +151,9 @@ class Vectors:
         check_not_reserved(axis, name, self._storage.name)
         n = self._axes.axis_length(axis)
         path = join_path("vectors", axis, name)
-        value = unmasked(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
-                                f"{self._storage.name}")
+        value = unmasked(
+            value, f"vector {name!r} of the axis {axis}\nin the daf data: {self._storage.name}"
+        )
         if hasattr(value, "index") and hasattr(value, "to_numpy"):  # a pandas Series
             index = np.asarray(value.index, dtype=object)
             if len(index) == n and not np.array_equal(index, self._axes.axis_np_entries(axis)):
@@ -148,9 +167,11 @@ class Vectors:
             if value.shape not in ((n,), (1, n), (n, 1)):
                 raise InvalidArgumentError(
                     f"sparse value shape: {value.shape}\nis not ({n},), (1, {n}) or ({n}, 1) "
-                    f"for the axis: {axis} of length: {n}\nin the daf data: {self._storage.name}")
-            check_sparse(value, f"vector {name!r} of the axis {axis}\nin the daf data: "
-                                 f"{self._storage.name}")
+                    f"for the axis: {axis} of length: {n}\nin the daf data: {self._storage.name}"
+                )
+            check_sparse(
+                value, f"vector {name!r} of the axis {axis}\nin the daf data: {self._storage.name}"
+            )
             coo = sp.coo_array(value)
             coo.sum_duplicates()  # sorted by position, duplicates added up
             pos = coo.coords[0] if value.shape[0] == n else coo.coords[1]
@@ -160,8 +181,9 @@ class Vectors:
             items = self._sparse_vector_items(path, pos[order], vals, dt, n, indtype)
         else:
             if np.ndim(value) == 0:
-                arr0, dt = scalar_array(value.item() if isinstance(value, np.ndarray) else
-                                         value, f"vector {name!r}")
+                arr0, dt = scalar_array(
+                    value.item() if isinstance(value, np.ndarray) else value, f"vector {name!r}"
+                )
                 data = np.full(n, arr0[0], dtype=object if isinstance(dt, str) else dt)
             else:
                 raw = np.asarray(value)
@@ -174,20 +196,33 @@ class Vectors:
                 dt = lay.element_type(raw.dtype, f"vector {name!r}")
                 data = dense(raw, dt, f"vector {name!r} of the axis {axis}")
             items = self._storage.array_items(path, data, dt)
-        with self._storage.changing(f"setting the vector {name} of the axis {axis}",
-                            self.vector_replace(path, axis, name, overwrite)):
+        with self._storage.changing(
+            f"setting the vector {name} of the axis {axis}",
+            self.vector_replace(path, axis, name, overwrite),
+        ):
             self._storage.write(items)
 
     def vector_replace(
         self, path: str, axis: str, name: str, overwrite: bool
     ) -> list[tuple[str, str, bool, str]]:
         """What a write of the vector at ``path`` replaces (see :meth:`DafStorage.changing`)."""
-        return [(path, f"vector {name} of the axis {axis}", overwrite,
-                 f"existing vector: {name}\nfor the axis: {axis}")]
+        return [
+            (
+                path,
+                f"vector {name} of the axis {axis}",
+                overwrite,
+                f"existing vector: {name}\nfor the axis: {axis}",
+            )
+        ]
 
     def _sparse_vector_items(
-        self, path: str, pos0: np.ndarray[Any, Any], vals: np.ndarray[Any, Any],
-        dt: np.dtype[Any] | str, n: int, indtype: Any,
+        self,
+        path: str,
+        pos0: np.ndarray[Any, Any],
+        vals: np.ndarray[Any, Any],
+        dt: np.dtype[Any] | str,
+        n: int,
+        indtype: Any,
     ) -> list[tuple[str, Any]]:
         idt = index_dtype(indtype, n, path)
         items = self._storage.array_items(join_path(path, "nzind"), (pos0 + 1).astype(idt), idt)
@@ -201,9 +236,12 @@ class Vectors:
         self._storage.check_writable()
         self._axes.require_axis(axis)
         path = join_path("vectors", axis, name)
-        if self._storage.nothing_to_delete(self._storage.node_kind(path) is not None, must_exist,
-                                   f"missing vector: {name}\nfor the axis: {axis}",
-                                   f"vector {name} of the axis {axis}"):
+        if self._storage.nothing_to_delete(
+            self._storage.node_kind(path) is not None,
+            must_exist,
+            f"missing vector: {name}\nfor the axis: {axis}",
+            f"vector {name} of the axis {axis}",
+        ):
             return
         with self._storage.changing(f"deleting the vector {name} of the axis {axis}"):
             self._storage.delete_node(path)

@@ -58,8 +58,7 @@ _KINDS = ("names", "scalar", "vector", "matrix")
 Rule = tuple[QuerySequence, bool] | None
 
 
-def viewer(daf: Any, *, name: str | None = None, axes: Any = None, data: Any = None
-           ) -> DafView:
+def viewer(daf: Any, *, name: str | None = None, axes: Any = None, data: Any = None) -> DafView:
     """A read-only view of ``daf`` whose axes and properties are queries over it.
 
     Nothing is copied: ``"="`` passes the base's arrays through, other queries are computed
@@ -114,47 +113,58 @@ def viewer(daf: Any, *, name: str | None = None, axes: Any = None, data: Any = N
     where = f"for the view: {view_name}\nof the daf data: {daf.name}"
     for key, query in axis_rules:
         if key == "*" and query not in ("=", None):
-            raise DafQueryError(f"invalid wildcard axis query: {query}\nquery for wildcard "
-                                f'must be one of: "=", nothing\n{where}')
+            raise DafQueryError(
+                f"invalid wildcard axis query: {query}\nquery for wildcard "
+                f'must be one of: "=", nothing\n{where}'
+            )
     scalars, vectors, matrices, tensors = [], [], [], []
     for key, query in data_rules:
         wild = query not in ("=", None) and "*" in (key if isinstance(key, tuple) else (key,))
-        head = "query for wildcard must be one of: \"=\", nothing"
+        head = 'query for wildcard must be one of: "=", nothing'
         if isinstance(key, str):
             if wild:
                 raise DafQueryError(f"invalid wildcard scalar query: {query}\n{head}\n{where}")
             scalars.append((key, query))
         elif isinstance(key, tuple) and len(key) == 2:
             if wild:
-                raise DafQueryError(f"invalid wildcard vector query: {query}\n{head}\n"
-                                    f"for the vector property: {key[1]}\n"
-                                    f"for the vector axis: {key[0]}\n{where}")
+                raise DafQueryError(
+                    f"invalid wildcard vector query: {query}\n{head}\n"
+                    f"for the vector property: {key[1]}\n"
+                    f"for the vector axis: {key[0]}\n{where}"
+                )
             vectors.append((key, query))
         elif isinstance(key, tuple) and len(key) == 3:
             if wild:
-                raise DafQueryError(f"invalid wildcard matrix query: {query}\n{head}\n"
-                                    f"for the matrix property: {key[2]}\n"
-                                    f"for the rows axis: {key[0]}\n"
-                                    f"for the columns axis: {key[1]}\n{where}")
+                raise DafQueryError(
+                    f"invalid wildcard matrix query: {query}\n{head}\n"
+                    f"for the matrix property: {key[2]}\n"
+                    f"for the rows axis: {key[0]}\n"
+                    f"for the columns axis: {key[1]}\n{where}"
+                )
             matrices.append((key, query))
         elif isinstance(key, tuple) and len(key) == 4:
             tensors.append((key, _tensor_query(key, query, where)))
         else:
             raise InvalidArgumentError(
                 f"invalid view data key: {key!r}\n{where}\n(a scalar name, (axis, name), "
-                "(rows_axis, columns_axis, name) or (main_axis, rows_axis, columns_axis, name))")
+                "(rows_axis, columns_axis, name) or (main_axis, rows_axis, columns_axis, name))"
+            )
     return DafView(daf, view_name, axis_rules, scalars, vectors, matrices + tensors)
 
 
 def _tensor_query(key: tuple[str, ...], query: Any, where: str) -> Any:
     """The query of a tensor key: only ``"="`` or ``None``, and no wildcard."""
-    names = (f"for the matrix: {key[3]}\nfor the main axis: {key[0]}\n"
-             f"and the rows axis: {key[1]}\nand the columns axis: {key[2]}\n{where}")
+    names = (
+        f"for the matrix: {key[3]}\nfor the main axis: {key[0]}\n"
+        f"and the rows axis: {key[1]}\nand the columns axis: {key[2]}\n{where}"
+    )
     if "*" in key:
         raise DafQueryError(f"unsupported tensor wildcard\n{names}")
     if query not in ("=", None):
-        raise DafQueryError(f'unsupported tensor query: {query}\nquery for tensor must be '
-                            f'one of: "=", nothing\n{names}')
+        raise DafQueryError(
+            f"unsupported tensor query: {query}\nquery for tensor must be "
+            f'one of: "=", nothing\n{names}'
+        )
     return query
 
 
@@ -174,8 +184,9 @@ def _prepare(query: Any, name: str, operand: type[Any]) -> QuerySequence | None:
     return parse_query(query, operand)
 
 
-def _complete(query: QuerySequence, placeholders: dict[str, QuerySequence],
-              prefix: list[QuerySequence]) -> QuerySequence:
+def _complete(
+    query: QuerySequence, placeholders: dict[str, QuerySequence], prefix: list[QuerySequence]
+) -> QuerySequence:
     """``@ __axis__`` (and the like) replaced by the axes' queries; a query that does not
     start with an axis appended to them."""
     ops: list[Any] = []
@@ -187,8 +198,9 @@ def _complete(query: QuerySequence, placeholders: dict[str, QuerySequence],
     return QuerySequence([op for part in prefix for op in part] + ops)
 
 
-def _listed(keys: list[Any], everything: Callable[[], set[str]],
-            exposed: Callable[[str], bool]) -> set[str]:
+def _listed(
+    keys: list[Any], everything: Callable[[], set[str]], exposed: Callable[[str], bool]
+) -> set[str]:
     """The names the rules' keys give (``"*"``: ``everything()`` of the base) that the view
     exposes."""
     names = {key for key in keys if key != "*"}
@@ -205,9 +217,15 @@ class DafView(ReaderBase):
     """A read-only data set whose axes and properties are queries over ``base`` (made by
     :func:`viewer`)."""
 
-    def __init__(self, base: Any, name: str, axes: list[tuple[Any, Any]],
-                 scalars: list[tuple[Any, Any]], vectors: list[tuple[Any, Any]],
-                 matrices: list[tuple[Any, Any]]) -> None:
+    def __init__(
+        self,
+        base: Any,
+        name: str,
+        axes: list[tuple[Any, Any]],
+        scalars: list[tuple[Any, Any]],
+        vectors: list[tuple[Any, Any]],
+        matrices: list[tuple[Any, Any]],
+    ) -> None:
         self._base = base
         self._name = name
         # Searched first to last: the last rule given wins.
@@ -215,8 +233,9 @@ class DafView(ReaderBase):
         self._scalar_rules = scalars[::-1]
         self._vector_rules = vectors[::-1]
         # Tensor rules (4-part keys) are searched before the matrix rules.
-        self._matrix_rules = ([rule for rule in matrices[::-1] if len(rule[0]) == 4]
-                              + [rule for rule in matrices[::-1] if len(rule[0]) != 4])
+        self._matrix_rules = [rule for rule in matrices[::-1] if len(rule[0]) == 4] + [
+            rule for rule in matrices[::-1] if len(rule[0]) != 4
+        ]
         self._query_cache = QueryCache()
         self._resolved = QueryCache()
 
@@ -259,11 +278,11 @@ class DafView(ReaderBase):
     def _fetch(self, rule: Rule) -> Any:
         assert rule is not None
         query = rule[0]
-        return self._memo(("data", str(query)),
-                          lambda: self._base.get_np_query(query, cache=False))
+        return self._memo(("data", str(query)), lambda: self._base.get_np_query(query, cache=False))
 
-    def _applicable(self, query: QuerySequence | None, identity: bool, *,
-                    relayout: bool = False) -> Rule:
+    def _applicable(
+        self, query: QuerySequence | None, identity: bool, *, relayout: bool = False
+    ) -> Rule:
         if query is None or not self._base.has_query(query):
             return None
         if relayout and query_requires_relayout(self._base, query):
@@ -280,8 +299,9 @@ class DafView(ReaderBase):
             if key == axis or (key == "*" and self._base.has_axis(axis)):
                 query = _prepare(raw, axis, Axis)
                 if query is not None and not is_axis_query(query):
-                    raise DafQueryError(f"not an axis query: {query}\nfor the axis: {axis}\n"
-                                        f"{self._where()}")
+                    raise DafQueryError(
+                        f"not an axis query: {query}\nfor the axis: {axis}\n{self._where()}"
+                    )
                 return self._applicable(query, _is_identity(raw))
         return None
 
@@ -297,8 +317,7 @@ class DafView(ReaderBase):
 
     def axes_set(self) -> set[str]:
         """The names of the exposed axes."""
-        return _listed([key for key, _ in self._axis_rules], self._base.axes_set,
-                       self.has_axis)
+        return _listed([key for key, _ in self._axis_rules], self._base.axes_set, self.has_axis)
 
     def _entries(self, axis: str) -> Any:
         rule = self._axis_rule(axis)
@@ -332,8 +351,9 @@ class DafView(ReaderBase):
 
     def scalars_set(self) -> set[str]:
         """The names of the exposed scalars."""
-        return _listed([key for key, _ in self._scalar_rules], self._base.scalars_set,
-                       self.has_scalar)
+        return _listed(
+            [key for key, _ in self._scalar_rules], self._base.scalars_set, self.has_scalar
+        )
 
     def _scalar(self, name: str) -> Any:
         rule = self._scalar_rule(name)
@@ -349,8 +369,9 @@ class DafView(ReaderBase):
         axis_query, axis_identity = self._axis_query(axis)
         base_axis = query_axis_name(axis_query)
         for (key_axis, key_name), raw in self._vector_rules:
-            if key_axis in (axis, "*") and (key_name == name or (
-                    key_name == "*" and self._base.has_vector(base_axis, name))):
+            if key_axis in (axis, "*") and (
+                key_name == name or (key_name == "*" and self._base.has_vector(base_axis, name))
+            ):
                 query = _prepare(raw, name, LookupVector)
                 if query is not None:
                     query = _complete(query, {"__axis__": axis_query}, [axis_query])
@@ -362,11 +383,16 @@ class DafView(ReaderBase):
         return self._vector_rule(axis, name) is not None
 
     def _vectors(self, axis: str) -> set[str]:
-        keys = [key_name for (key_axis, key_name), _ in self._vector_rules
-                if key_axis in (axis, "*")]
-        return _listed(keys, lambda: self._base.vectors_set(
-            query_axis_name(self._axis_query(axis)[0])), lambda name: name not in (
-                "name", "index") and self._vector_rule(axis, name) is not None)
+        keys = [
+            key_name for (key_axis, key_name), _ in self._vector_rules if key_axis in (axis, "*")
+        ]
+        return _listed(
+            keys,
+            lambda: self._base.vectors_set(query_axis_name(self._axis_query(axis)[0])),
+            lambda name: (
+                name not in ("name", "index") and self._vector_rule(axis, name) is not None
+            ),
+        )
 
     def _stored_vector(self, axis: str, name: str) -> Any:
         rule = self._vector_rule(axis, name)
@@ -376,9 +402,11 @@ class DafView(ReaderBase):
         values = self._fetch(rule)
         n = self.axis_length(axis)
         if len(values) != n:
-            raise DafQueryError(f"the vector query: {rule[0]}\ngives: {len(values)} values\n"
-                                f"for the vector: {name}\nfor the axis: {axis} ({n} entries)\n"
-                                f"{self._where()}")
+            raise DafQueryError(
+                f"the vector query: {rule[0]}\ngives: {len(values)} values\n"
+                f"for the vector: {name}\nfor the axis: {axis} ({n} entries)\n"
+                f"{self._where()}"
+            )
         return values
 
     # --- Matrices ----------------------------------------------------------------------------
@@ -389,22 +417,28 @@ class DafView(ReaderBase):
         keys: list[tuple[str, Any]] = []
         for key, raw in self._matrix_rules:
             rows, columns = key[-3], key[-2]
-            if not any(r in (rows_axis, "*") and c in (columns_axis, "*")
-                       for r, c in ((rows, columns), (columns, rows))):
+            if not any(
+                r in (rows_axis, "*") and c in (columns_axis, "*")
+                for r, c in ((rows, columns), (columns, rows))
+            ):
                 continue
             if len(key) == 3:
                 keys.append((key[2], raw))
                 continue
             if not self.has_axis(key[0]):
-                raise DafQueryError(f"hidden tensor main axis: {key[0]}\nfor the matrix: "
-                                    f"{key[3]}\nfor the rows axis: {rows}\nfor the columns "
-                                    f"axis: {columns}\n{self._where()}")
+                raise DafQueryError(
+                    f"hidden tensor main axis: {key[0]}\nfor the matrix: "
+                    f"{key[3]}\nfor the rows axis: {rows}\nfor the columns "
+                    f"axis: {columns}\n{self._where()}"
+                )
             keys += [(f"{entry}_{key[3]}", raw) for entry in self._base.axis_np_entries(key[0])]
         return keys
 
     def _matrix_rule(self, rows_axis: str, columns_axis: str, name: str) -> Rule:
-        return self._rule(("matrix", rows_axis, columns_axis, name),
-                          lambda: self._find_matrix_rule(rows_axis, columns_axis, name))
+        return self._rule(
+            ("matrix", rows_axis, columns_axis, name),
+            lambda: self._find_matrix_rule(rows_axis, columns_axis, name),
+        )
 
     def _find_matrix_rule(self, rows_axis: str, columns_axis: str, name: str) -> Rule:
         rows_query, rows_identity = self._axis_query(rows_axis)
@@ -413,11 +447,17 @@ class DafView(ReaderBase):
             if key_name in (name, "*"):
                 query = _prepare(raw, name, LookupMatrix)
                 if query is not None:
-                    query = _complete(query, {"__rows_axis__": rows_query,
-                                              "__columns_axis__": columns_query},
-                                      [rows_query, columns_query])
-                    self._check_kind(query, 2, f"for the matrix: {name}\nfor the rows axis: "
-                                     f"{rows_axis}\nand the columns axis: {columns_axis}")
+                    query = _complete(
+                        query,
+                        {"__rows_axis__": rows_query, "__columns_axis__": columns_query},
+                        [rows_query, columns_query],
+                    )
+                    self._check_kind(
+                        query,
+                        2,
+                        f"for the matrix: {name}\nfor the rows axis: "
+                        f"{rows_axis}\nand the columns axis: {columns_axis}",
+                    )
                 identity = rows_identity and columns_identity and _is_identity(raw)
                 return self._applicable(query, identity, relayout=True)
         return None
@@ -427,10 +467,15 @@ class DafView(ReaderBase):
 
     def _layout_names(self, rows_axis: str, columns_axis: str) -> set[str]:
         keys = [key_name for key_name, _ in self._matrix_keys(rows_axis, columns_axis)]
-        return _listed(keys, lambda: self._base.matrices_set(
-            query_axis_name(self._axis_query(rows_axis)[0]),
-            query_axis_name(self._axis_query(columns_axis)[0]), relayout=False),
-            lambda name: self._has_layout(rows_axis, columns_axis, name))
+        return _listed(
+            keys,
+            lambda: self._base.matrices_set(
+                query_axis_name(self._axis_query(rows_axis)[0]),
+                query_axis_name(self._axis_query(columns_axis)[0]),
+                relayout=False,
+            ),
+            lambda name: self._has_layout(rows_axis, columns_axis, name),
+        )
 
     def _layout_matrix(self, rows_axis: str, columns_axis: str, name: str) -> Any:
         rule = self._matrix_rule(rows_axis, columns_axis, name)
@@ -444,5 +489,6 @@ class DafView(ReaderBase):
                 f"the matrix query: {rule[0]}\ngives: {values.shape[0]} x {values.shape[1]} "
                 f"values\nfor the matrix: {name}\nfor the rows axis: {rows_axis} ({shape[0]} "
                 f"entries)\nand the columns axis: {columns_axis} ({shape[1]} entries)\n"
-                f"{self._where()}")
+                f"{self._where()}"
+            )
         return values

@@ -80,8 +80,11 @@ class DafVariable:
         """The variable's attributes: which Daf property it is."""
         if len(self.axes) == 1:
             return {"daf_axis": self.axes[0], "daf_vector": self.prop}
-        return {"daf_rows_axis": self.axes[0], "daf_columns_axis": self.axes[1],
-                "daf_matrix": self.prop}
+        return {
+            "daf_rows_axis": self.axes[0],
+            "daf_columns_axis": self.axes[1],
+            "daf_matrix": self.prop,
+        }
 
 
 def columns_dim(axis: str) -> str:
@@ -119,8 +122,9 @@ def plan_variables(
     for axis in axes:
         for prop in sorted(daf.vectors_set(axis)):
             path = join_path("vectors", axis, prop)
-            var = DafVariable(f"{axis}.{prop}", prop, (axis,), (axis,), path,
-                              _is_sparse(daf, path, (axis,), prop))
+            var = DafVariable(
+                f"{axis}.{prop}", prop, (axis,), (axis,), path, _is_sparse(daf, path, (axis,), prop)
+            )
             if claim(var.name, var.what):
                 variables.append(var)
     for rows in axes:
@@ -128,15 +132,22 @@ def plan_variables(
             for prop in sorted(daf.matrices_set(rows, cols, relayout=False)):
                 path = join_path("matrices", rows, cols, prop)
                 dims = (rows, columns_dim(cols) if rows == cols else cols)
-                var = DafVariable(f"{rows}.{cols}.{prop}", prop, (rows, cols), dims, path,
-                                  _is_sparse(daf, path, (rows, cols), prop))
+                var = DafVariable(
+                    f"{rows}.{cols}.{prop}",
+                    prop,
+                    (rows, cols),
+                    dims,
+                    path,
+                    _is_sparse(daf, path, (rows, cols), prop),
+                )
                 if claim(var.name, var.what):
                     variables.append(var)
     for var in variables:
         if len(var.axes) == 2 and var.axes[0] == var.axes[1]:
             dim = var.dims[1]
-            if dim not in coords and claim(dim, f"columns of the square matrices of the axis "
-                                                f"{var.axes[0]}"):
+            if dim not in coords and claim(
+                dim, f"columns of the square matrices of the axis {var.axes[0]}"
+            ):
                 coords[dim] = var.axes[0]
     return coords, variables
 
@@ -225,12 +236,14 @@ def variable_values(daf: DafReader, var: DafVariable, sparse: Any) -> Any:
     matrix = daf.get_np_matrix(var.axes[0], var.axes[1], var.prop, relayout=False)
     if not var.sparse:
         return matrix
-    return sparse.GCXS((matrix.data, matrix.indices, matrix.indptr), shape=matrix.shape,
-                       compressed_axes=[1])
+    return sparse.GCXS(
+        (matrix.data, matrix.indices, matrix.indptr), shape=matrix.shape, compressed_axes=[1]
+    )
 
 
 def build_dataset(
-    daf: DafReader, drop_variables: Iterable[str] | None,
+    daf: DafReader,
+    drop_variables: Iterable[str] | None,
     data: Callable[[DafReader, DafVariable, Any], Any],
 ) -> xr.Dataset:
     """The Dataset of ``daf``: coordinates, attributes, and each variable's ``data(daf,
@@ -242,10 +255,12 @@ def build_dataset(
     warn_left_out(daf, left_out)
     data_vars = {
         v.name: xr.Variable(v.dims, data(daf, v, sparse), attrs=v.attrs)
-        for v in variables if v not in left_out
+        for v in variables
+        if v not in left_out
     }
-    coord_vars = {dim: xr.Variable((dim,), daf.axis_np_entries(axis))
-                  for dim, axis in coords.items()}
+    coord_vars = {
+        dim: xr.Variable((dim,), daf.axis_np_entries(axis)) for dim, axis in coords.items()
+    }
     attrs = {name: daf.get_scalar(name) for name in sorted(daf.scalars_set())}
     return xr.Dataset(data_vars, coords=coord_vars, attrs=attrs)
 

@@ -59,8 +59,11 @@ class DafBackendArray(BackendArray):
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
         # pydata sparse arrays take basic indexing; xarray indexes the result further.
-        support = (indexing.IndexingSupport.BASIC if self.var.sparse and len(self.shape) == 2
-                   else indexing.IndexingSupport.OUTER)
+        support = (
+            indexing.IndexingSupport.BASIC
+            if self.var.sparse and len(self.shape) == 2
+            else indexing.IndexingSupport.OUTER
+        )
         return indexing.explicit_indexing_adapter(key, self.shape, support, self._getitem)
 
     def _getitem(self, key: tuple[Any, ...]) -> Any:

@@ -133,20 +133,26 @@ class ZarrDaf(Queries):
         self._finalizer: Any = None
         where = "memory" if path is None else os.fspath(path)
         with storage_io(f"opening the data set (mode {mode!r})", where):
-            storage = self._open(path, mode, zarr_format, max_file_size, append_only, http,
-                                 lock, durable)
+            storage = self._open(
+                path, mode, zarr_format, max_file_size, append_only, http, lock, durable
+            )
         self._compose(storage)
         stored = self.get_scalar("name", default=None) if name is None else None
-        base = name if name is not None else (str(stored) if stored is not None else
-                                              storage.path)
+        base = name if name is not None else (str(stored) if stored is not None else storage.path)
         if storage.read_only:
             base = f"{base}.read_only" if name is None else base
         self._name = unique_name(base)
         storage.name = self._name
 
     def _open(
-        self, path: str | os.PathLike[str] | None, mode: OpenMode, zarr_format: int,
-        max_file_size: int | None, append_only: bool, http: HttpOptions | None, lock: bool,
+        self,
+        path: str | os.PathLike[str] | None,
+        mode: OpenMode,
+        zarr_format: int,
+        max_file_size: int | None,
+        append_only: bool,
+        http: HttpOptions | None,
+        lock: bool,
         durable: bool = False,
     ) -> DafStorage:
         """Open the backend and make (or adopt) the data set's root group: its storage."""
@@ -157,12 +163,16 @@ class ZarrDaf(Queries):
         try:
             if opened.aside and isinstance(opened.backend, ZipBackend):
                 storage.backend = create_zip_aside(
-                    opened.path.split("#/")[0], opened.backend, durable,
-                    _init_aside(storage, zarr_format))
+                    opened.path.split("#/")[0],
+                    opened.backend,
+                    durable,
+                    _init_aside(storage, zarr_format),
+                )
                 self._finalizer = weakref.finalize(self, storage.backend.close)
             elif opened.aside:
-                storage.backend = create_aside(opened.path, durable,
-                                               _init_aside(storage, zarr_format))
+                storage.backend = create_aside(
+                    opened.path, durable, _init_aside(storage, zarr_format)
+                )
             elif opened.truncate_group:
                 # Mode "w" on an existing ZIP data set: its keys go and a fresh data set
                 # takes their place in one commit (the rest of an archive of several
@@ -188,8 +198,9 @@ class ZarrDaf(Queries):
         self._vectors = Vectors(storage, self._axes)
         self._matrices = Matrices(storage, self._axes)
         self._fills = Fills(storage, self._axes, self._vectors, self._matrices)
-        self._description = Description(storage, self._scalars, self._axes, self._vectors,
-                                        self._matrices)
+        self._description = Description(
+            storage, self._scalars, self._axes, self._vectors, self._matrices
+        )
         # The node-level entry points the package's operations (copies, concatenation,
         # xarray, queries) and its tests use on a stored data set.
         self._backend: DafBackend = storage.backend
@@ -605,7 +616,11 @@ class ZarrDaf(Queries):
         return self._axes.axis_dict(axis)
 
     def axis_np_indices(
-        self, axis: str, names: Sequence[str], *, allow_empty: bool = False,
+        self,
+        axis: str,
+        names: Sequence[str],
+        *,
+        allow_empty: bool = False,
         allow_missing: bool = False,
     ) -> np.ndarray[Any, Any]:
         """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
@@ -638,8 +653,9 @@ class ZarrDaf(Queries):
         >>> daf.axis_np_indices("cell", ["B", ""], allow_empty=True).tolist()
         [1, -1]
         """
-        return self._axes.axis_np_indices(axis, names, allow_empty=allow_empty,
-                                          allow_missing=allow_missing)
+        return self._axes.axis_np_indices(
+            axis, names, allow_empty=allow_empty, allow_missing=allow_missing
+        )
 
     def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> Self:
         """Create an axis with unique entry names.
@@ -829,7 +845,12 @@ class ZarrDaf(Queries):
         return self._vectors.get_pd_vector(axis, name, default=default)
 
     def set_vector(
-        self, axis: str, name: str, value: Any, *, overwrite: bool = False,
+        self,
+        axis: str,
+        name: str,
+        value: Any,
+        *,
+        overwrite: bool = False,
         indtype: Any = None,
     ) -> Self:
         """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
@@ -912,8 +933,9 @@ class ZarrDaf(Queries):
 
     # --- Matrices ------------------------------------------------------------------------------
 
-    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                   relayout: bool = True) -> bool:
+    def has_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
+    ) -> bool:
         """Whether the matrix exists (with ``relayout``, in either layout).
 
         Parameters
@@ -944,8 +966,7 @@ class ZarrDaf(Queries):
         """
         return self._matrices.has_matrix(rows_axis, columns_axis, name, relayout=relayout)
 
-    def matrices_set(self, rows_axis: str, columns_axis: str, *,
-                     relayout: bool = True) -> set[str]:
+    def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
         """The names of the matrices of an axis pair (with ``relayout``, either layout).
 
         Parameters
@@ -975,8 +996,14 @@ class ZarrDaf(Queries):
         return self._matrices.matrices_set(rows_axis, columns_axis, relayout=relayout)
 
     def get_np_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, *, default: Any = UNDEF,
-        relayout: bool = True, sparse_class: Literal["csc_matrix", "csc_array"] = "csc_matrix",
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+        sparse_class: Literal["csc_matrix", "csc_array"] = "csc_matrix",
     ) -> Any:
         """The ``rows_axis x columns_axis`` matrix.
 
@@ -1017,11 +1044,24 @@ class ZarrDaf(Queries):
         >>> daf.get_np_matrix("gene", "cell", "UMIs").tolist()
         [[1, 2]]
         """
-        return self._matrices.get_np_matrix(rows_axis, columns_axis, name, default=default,
-                                            relayout=relayout, sparse_class=sparse_class)
+        return self._matrices.get_np_matrix(
+            rows_axis,
+            columns_axis,
+            name,
+            default=default,
+            relayout=relayout,
+            sparse_class=sparse_class,
+        )
 
-    def get_pd_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True) -> Any:
+    def get_pd_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+    ) -> Any:
         """The matrix as a ``pandas.DataFrame`` (rows and columns named by the axes' entries);
         sparse matrices become sparse frames.
 
@@ -1053,12 +1093,20 @@ class ZarrDaf(Queries):
         >>> daf.get_pd_matrix("cell", "gene", "UMIs").loc["B", "X"]
         np.int64(2)
         """
-        return self._matrices.get_pd_matrix(rows_axis, columns_axis, name, default=default,
-                                            relayout=relayout)
+        return self._matrices.get_pd_matrix(
+            rows_axis, columns_axis, name, default=default, relayout=relayout
+        )
 
     def set_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
-        overwrite: bool = False, relayout: bool = True, indtype: Any = None,
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        value: Any,
+        *,
+        overwrite: bool = False,
+        relayout: bool = True,
+        indtype: Any = None,
     ) -> Self:
         """Store a matrix: numpy (any order), a scalar to broadcast, or any scipy sparse.
 
@@ -1105,12 +1153,20 @@ class ZarrDaf(Queries):
         >>> daf.matrices_set("gene", "cell", relayout=False)
         {'UMIs'}
         """
-        self._matrices.set_matrix(rows_axis, columns_axis, name, value, overwrite=overwrite,
-                                  relayout=relayout, indtype=indtype)
+        self._matrices.set_matrix(
+            rows_axis,
+            columns_axis,
+            name,
+            value,
+            overwrite=overwrite,
+            relayout=relayout,
+            indtype=indtype,
+        )
         return self
 
-    def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                        overwrite: bool = False) -> Self:
+    def relayout_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, overwrite: bool = False
+    ) -> Self:
         """Store the ``columns_axis x rows_axis`` layout of a stored matrix.
 
         Parameters
@@ -1146,8 +1202,15 @@ class ZarrDaf(Queries):
         self._matrices.relayout_matrix(rows_axis, columns_axis, name, overwrite=overwrite)
         return self
 
-    def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      must_exist: bool = True, relayout: bool = True) -> Self:
+    def delete_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        must_exist: bool = True,
+        relayout: bool = True,
+    ) -> Self:
         """Delete a matrix (with ``relayout``, both layouts).
 
         Parameters
@@ -1180,8 +1243,9 @@ class ZarrDaf(Queries):
         >>> daf.delete_matrix("cell", "gene", "UMIs").matrices_set("gene", "cell")
         set()
         """
-        self._matrices.delete_matrix(rows_axis, columns_axis, name, must_exist=must_exist,
-                                     relayout=relayout)
+        self._matrices.delete_matrix(
+            rows_axis, columns_axis, name, must_exist=must_exist, relayout=relayout
+        )
         return self
 
     # --- Fills ---------------------------------------------------------------------------------
@@ -1233,7 +1297,13 @@ class ZarrDaf(Queries):
 
     @contextlib.contextmanager
     def empty_sparse_vector(
-        self, axis: str, name: str, eltype: Any, nnz: int, indtype: Any = None, *,
+        self,
+        axis: str,
+        name: str,
+        eltype: Any,
+        nnz: int,
+        indtype: Any = None,
+        *,
         overwrite: bool = False,
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Fill a new sparse vector in place: yields ``(nzind, nzval)``; ``nzind`` is
@@ -1278,13 +1348,19 @@ class ZarrDaf(Queries):
         >>> daf.get_np_vector("cell", "age").tolist()
         [0, 5]
         """
-        with self._fills.empty_sparse_vector(axis, name, eltype, nnz, indtype,
-                                             overwrite=overwrite) as out:
+        with self._fills.empty_sparse_vector(
+            axis, name, eltype, nnz, indtype, overwrite=overwrite
+        ) as out:
             yield out
 
     @contextlib.contextmanager
     def empty_dense_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, *,
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        eltype: Any,
+        *,
         overwrite: bool = False,
     ) -> Iterator[np.ndarray[Any, Any]]:
         """Fill a new dense matrix in place: yields a column-major ``rows x columns`` array.
@@ -1322,14 +1398,22 @@ class ZarrDaf(Queries):
         >>> daf.get_np_matrix("cell", "gene", "UMIs").tolist()
         [[1], [2]]
         """
-        with self._fills.empty_dense_matrix(rows_axis, columns_axis, name, eltype,
-                                            overwrite=overwrite) as out:
+        with self._fills.empty_dense_matrix(
+            rows_axis, columns_axis, name, eltype, overwrite=overwrite
+        ) as out:
             yield out
 
     @contextlib.contextmanager
     def empty_sparse_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, nnz: int,
-        indtype: Any = None, *, overwrite: bool = False,
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        eltype: Any,
+        nnz: int,
+        indtype: Any = None,
+        *,
+        overwrite: bool = False,
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Fill a new CSC sparse matrix in place: yields 1-based ``(colptr, rowval, nzval)``
         (``colptr`` starts as ``[1, nnz+1, nnz+1, ...]``; checked when the block exits).
@@ -1373,8 +1457,9 @@ class ZarrDaf(Queries):
         >>> daf.get_np_matrix("cell", "gene", "UMIs").toarray().tolist()
         [[0], [7]]
         """
-        with self._fills.empty_sparse_matrix(rows_axis, columns_axis, name, eltype, nnz,
-                                             indtype, overwrite=overwrite) as out:
+        with self._fills.empty_sparse_matrix(
+            rows_axis, columns_axis, name, eltype, nnz, indtype, overwrite=overwrite
+        ) as out:
             yield out
 
     # --- Description ---------------------------------------------------------------------------
@@ -1440,9 +1525,16 @@ def _init_aside(storage: DafStorage, zarr_format: int) -> Callable[[DafBackend],
 
 
 def open_daf(
-    path: str | os.PathLike[str], mode: OpenMode = "r", *, name: str | None = None,
-    zarr_format: int = 2, max_file_size: int | None = None, append_only: bool = False,
-    http: HttpOptions | None = None, lock: bool = True, durable: bool = False,
+    path: str | os.PathLike[str],
+    mode: OpenMode = "r",
+    *,
+    name: str | None = None,
+    zarr_format: int = 2,
+    max_file_size: int | None = None,
+    append_only: bool = False,
+    http: HttpOptions | None = None,
+    lock: bool = True,
+    durable: bool = False,
 ) -> ZarrDaf:
     """Open (or create) a Daf data set stored as Zarr.
 
@@ -1474,9 +1566,17 @@ def open_daf(
     (2, 2)
     >>> daf.close()
     """
-    return ZarrDaf(path, mode, name=name, zarr_format=zarr_format,
-                   max_file_size=max_file_size, append_only=append_only, http=http, lock=lock,
-                   durable=durable)
+    return ZarrDaf(
+        path,
+        mode,
+        name=name,
+        zarr_format=zarr_format,
+        max_file_size=max_file_size,
+        append_only=append_only,
+        http=http,
+        lock=lock,
+        durable=durable,
+    )
 
 
 def memory_daf(name: str = "memory", *, zarr_format: int = 2) -> ZarrDaf:

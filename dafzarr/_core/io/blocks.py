@@ -108,14 +108,17 @@ class BlockReader(io.RawIOBase):
     """
 
     def __init__(
-        self, source: ByteSource, *, block_size: int = BLOCK_SIZE, max_cached: int = MAX_CACHED,
+        self,
+        source: ByteSource,
+        *,
+        block_size: int = BLOCK_SIZE,
+        max_cached: int = MAX_CACHED,
         readahead: int = READAHEAD,
     ) -> None:
         super().__init__()
         if block_size <= 0 or max_cached < block_size:
             raise InvalidArgumentError(
-                f"block_size ({block_size}) must be positive and at most max_cached "
-                f"({max_cached})"
+                f"block_size ({block_size}) must be positive and at most max_cached ({max_cached})"
             )
         self.source = source
         self.name = source.where
@@ -291,7 +294,6 @@ class BlockReader(io.RawIOBase):
             fetched = self._read(blocks)
             with self._lock:
                 self._keep(fetched)
-
 
     def _read(self, blocks: list[int]) -> dict[int, bytes]:
         """Read ``blocks`` (sorted) in merged ranges; the bytes of each block."""

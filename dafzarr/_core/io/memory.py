@@ -16,7 +16,9 @@ _versions = itertools.count(1)
 class MemorySource:
     """``data`` as one object; ``version`` names this generation (a fresh one if not given)."""
 
-    def __init__(self, data: BytesLike, *, version: str | None = None, where: str = "memory") -> None:
+    def __init__(
+        self, data: BytesLike, *, version: str | None = None, where: str = "memory"
+    ) -> None:
         self.where = where
         self._data = memoryview(data).cast("B")
         self._head = Head(self._data.nbytes, version or f"m{next(_versions)}")

@@ -74,7 +74,11 @@ class ObjectSource:
     """
 
     def __init__(
-        self, store: Any, path: str, *, options: HttpOptions | None = None,
+        self,
+        store: Any,
+        path: str,
+        *,
+        options: HttpOptions | None = None,
         where: str | None = None,
     ) -> None:
         self.store = store
@@ -90,7 +94,11 @@ class ObjectSource:
         """Pickled with its store's state: a process that receives many sources of one store
         (a helper scanning the files of a collection) builds that store once."""
         return _revived, (
-            pickle.dumps(self.store), self.path, self.options, self.where, self.ranges_ignored
+            pickle.dumps(self.store),
+            self.path,
+            self.options,
+            self.where,
+            self.ranges_ignored,
         )
 
     # --- the blocking API ---------------------------------------------------------------------
@@ -132,8 +140,7 @@ class ObjectSource:
         return self._within(lambda until: self._tail(n, until), f"Range bytes=-{n}")
 
     def read_all(self, limit: int) -> BytesLike:
-        return self._within(lambda until: self._whole(limit, until),
-                            "a GET of the whole object")
+        return self._within(lambda until: self._whole(limit, until), "a GET of the whole object")
 
     def read_or_whole(
         self, start: int, stop: int, *, whole_limit: int
@@ -247,7 +254,12 @@ class ObjectSource:
         return Head(int(meta["size"]), object_version(meta))
 
     def _range(
-        self, start: int, stop: int, version: str | None, until: float, *,
+        self,
+        start: int,
+        stop: int,
+        version: str | None,
+        until: float,
+        *,
         fallback: bool = True,
     ) -> BytesLike:
         if start == stop:
@@ -321,8 +333,7 @@ class ObjectSource:
             size = int(result.meta["size"])
             if size > limit:
                 raise HttpReadError(
-                    f"{self.where}: the body announces {size} bytes, more than the {limit} "
-                    "allowed"
+                    f"{self.where}: the body announces {size} bytes, more than the {limit} allowed"
                 )
             if isinstance(self.store, HTTPStore):
                 # obstore refuses an answer without Content-Length, and the body ends at
@@ -414,7 +425,8 @@ def same_object(a: str, b: str) -> bool:
     etag_a, modified_a, size_a = _version_parts(a)
     etag_b, modified_b, size_b = _version_parts(b)
     return (etag_a, size_a) == (etag_b, size_b) and (
-        modified_a is None or modified_b is None or modified_a == modified_b)
+        modified_a is None or modified_b is None or modified_a == modified_b
+    )
 
 
 def _version_parts(version: str | None) -> tuple[str | None, int | None, str | None]:

@@ -62,16 +62,15 @@ def store_error(exc: Exception, where: str, asked: str) -> Exception:
     if "Content-Range header not present" in text:
         return HttpReadError(f"{where}: a 206 answer to {asked} without Content-Range")
     if "Content-Length Header missing" in text:
-        return HttpReadError(f"{where}: the answer to {asked} has no Content-Length, "
-                             "so its length cannot be checked")
+        return HttpReadError(
+            f"{where}: the answer to {asked} has no Content-Length, so its length cannot be checked"
+        )
     status = _STATUS.search(text)
     if status is not None:
         retries = _RETRIES.search(text)
         count = f" ({tries(int(retries[1]) + 1)})" if retries else ""
         reason = "" if retries else status[2].rstrip()
         which = f", answering {asked}" if asked.startswith("Range") else ""
-        return HttpReadError(
-            f"can't read {where}: HTTP {status[1]}{reason}{count}{which}"
-        )
+        return HttpReadError(f"can't read {where}: HTTP {status[1]}{reason}{count}{which}")
     first_line = text.split("\n", 1)[0].strip() or type(exc).__name__
     return HttpReadError(f"can't read {where} ({asked}): {first_line}")

@@ -15,7 +15,15 @@ from typing import Protocol, runtime_checkable
 
 from ...errors import InvalidArgumentError
 
-__all__ = ["ByteSource", "BytesLike", "Head", "check_ranges", "check_read", "replaced", "wrong_length"]
+__all__ = [
+    "ByteSource",
+    "BytesLike",
+    "Head",
+    "check_ranges",
+    "check_read",
+    "replaced",
+    "wrong_length",
+]
 
 BytesLike = bytes | bytearray | memoryview
 

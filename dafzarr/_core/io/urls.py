@@ -63,8 +63,11 @@ def _s3_config(url: str, storage_options: Mapping[str, Any]) -> dict[str, Any]:
                 value = source.pop(name)
                 if value is not None:
                     config[_S3_NAMES[name]] = str(value)
-    _refuse(url, set(opts) | {f"client_kwargs.{k}" for k in client},
-            ("anon", "client_kwargs", *_S3_NAMES))
+    _refuse(
+        url,
+        set(opts) | {f"client_kwargs.{k}" for k in client},
+        ("anon", "client_kwargs", *_S3_NAMES),
+    )
     return config
 
 
@@ -137,7 +140,8 @@ def open_source(
 
             client = {**opts.client_options(), "default_headers": dict(headers)}
             http = HTTPStore.from_url(
-                base, client_options=client,  # type: ignore[arg-type]
+                base,
+                client_options=client,  # type: ignore[arg-type]
                 retry_config=opts.retry_config(),  # type: ignore[arg-type]
             )
         else:

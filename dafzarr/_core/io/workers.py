@@ -27,13 +27,12 @@ _T = TypeVar("_T")
 #: Requests in flight at once in the process (others wait for a worker).
 WORKERS = 64
 
+
 class _Workers:
     """Daemon threads taking calls from one queue, started as needed up to :data:`WORKERS`."""
 
     def __init__(self) -> None:
-        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = (
-            queue.SimpleQueue()
-        )
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads = 0
         self._idle = 0

@@ -61,8 +61,10 @@ def cf_fill_attribute(value: Any, dtype: np.dtype[Any]) -> Any:
     if dtype.kind == "f":
         return base64.standard_b64encode(struct.pack("<d", float(v))).decode()
     if dtype.kind == "c":
-        return [base64.standard_b64encode(struct.pack("<d", float(part))).decode()
-                for part in (v.real, v.imag)]
+        return [
+            base64.standard_b64encode(struct.pack("<d", float(part))).decode()
+            for part in (v.real, v.imag)
+        ]
     if dtype.kind == "b":
         return bool(v)
     return int(v)
@@ -150,17 +152,23 @@ def read_attrs(oid: Any, where: str = "") -> tuple[dict[str, Any], dict[str, Any
             try:
                 value = manager[key]
             except (OSError, TypeError, ValueError) as exc:  # e.g. vlen of vlen
-                warnings.warn(f"{where}: attribute {key!r} left out: h5py cannot read its "
-                              f"type ({exc})", AttributeLossWarning, stacklevel=2)
+                warnings.warn(
+                    f"{where}: attribute {key!r} left out: h5py cannot read its type ({exc})",
+                    AttributeLossWarning,
+                    stacklevel=2,
+                )
                 continue
         if key in _NEEDED_RAW:
             raw[key] = value
         if key not in HIDDEN_ATTRIBUTES:
             visible[key] = attr_to_json(value)
             if _rounded(value):
-                warnings.warn(f"{where}: attribute {key!r} is extended precision (long "
-                              "double); written as the nearest double, which differs",
-                              AttributeLossWarning, stacklevel=2)
+                warnings.warn(
+                    f"{where}: attribute {key!r} is extended precision (long "
+                    "double); written as the nearest double, which differs",
+                    AttributeLossWarning,
+                    stacklevel=2,
+                )
     return visible, raw
 
 

@@ -104,8 +104,7 @@ def _from_virtual(vds: VirtualDataset, batch_size: int) -> RefsSource:
                 idx = a.path_index[start:stop].astype(np.int32, copy=True)
                 if raw:
                     idx[list(raw)] = -1
-                yield Batch(start, vds.paths, idx, a.offset[start:stop], a.size[start:stop],
-                            raw)
+                yield Batch(start, vds.paths, idx, a.offset[start:stop], a.size[start:stop], raw)
 
         arrays.append(ArrayRefs(name, dict(a.zarray), dict(a.zattrs), batches))
     return RefsSource("the virtual dataset", dict(vds.groups), arrays)
@@ -139,12 +138,22 @@ def _from_parquet(root: Path, batch_size: int) -> RefsSource:
                 raise InvalidArgumentError(
                     f"{root}: array {node!r} has invalid metadata ({exc})"
                 ) from None
-            arrays.append(ArrayRefs(node, dict(value), zattrs,
-                                    _parquet_batches(root, node, n, record_size, batch_size)))
+            arrays.append(
+                ArrayRefs(
+                    node,
+                    dict(value),
+                    zattrs,
+                    _parquet_batches(root, node, n, record_size, batch_size),
+                )
+            )
     values = root / VALUES_FILE
-    return RefsSource(str(root), groups, arrays,
-                      values_url=Path(os.path.abspath(values)).as_uri(),
-                      values_path=values if values.is_file() else None)
+    return RefsSource(
+        str(root),
+        groups,
+        arrays,
+        values_url=Path(os.path.abspath(values)).as_uri(),
+        values_path=values if values.is_file() else None,
+    )
 
 
 def _parquet_batches(
@@ -171,8 +180,9 @@ def _parquet_batches(
                     f"{want} (record {record} of {records}, record_size {record_size})"
                 )
             start = record * record_size
-            reader = pf.iter_batches(batch_size=batch_size,
-                                     columns=["path", "offset", "size", "raw"])
+            reader = pf.iter_batches(
+                batch_size=batch_size, columns=["path", "offset", "size", "raw"]
+            )
             while True:
                 try:
                     rb = next(reader, None)

@@ -96,9 +96,11 @@ def check_store(
         tables = [pq.read_table(root / name / refs_file(k)) for k in range(nfiles)]
         path = np.concatenate([t["path"].to_numpy(zero_copy_only=False) for t in tables])
         # Composed values in the store's own values file have no source file to compare with.
-        present = np.flatnonzero(np.array(
-            [p is not None and not p.endswith(f"/{VALUES_FILE}") for p in path], dtype=bool
-        ))
+        present = np.flatnonzero(
+            np.array(
+                [p is not None and not p.endswith(f"/{VALUES_FILE}") for p in path], dtype=bool
+            )
+        )
         if not present.size:
             continue
         pick = set(rng.choice(present, size=min(sample, present.size), replace=False).tolist())
@@ -151,12 +153,18 @@ def store_summary(store: str | os.PathLike[str]) -> dict[str, Any]:
             n_missing += t.num_rows - (pc.sum(pc.or_(has_path, has_raw)).as_py() or 0)
             paths.update(p for p in pc.unique(t["path"]).to_pylist() if p is not None)
         arrays[name] = {
-            "dtype": z["dtype"], "shape": list(z["shape"]), "chunks": list(z["chunks"]),
-            "references": n_ref, "missing": n_missing, "inlined": n_inline,
+            "dtype": z["dtype"],
+            "shape": list(z["shape"]),
+            "chunks": list(z["chunks"]),
+            "references": n_ref,
+            "missing": n_missing,
+            "inlined": n_inline,
             "filters": [f["id"] for f in z.get("filters") or []],
         }
     return {
-        "store": os.fspath(store), "record_size": meta["record_size"], "arrays": arrays,
+        "store": os.fspath(store),
+        "record_size": meta["record_size"],
+        "arrays": arrays,
         "files": sorted(paths),
         "size": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
     }

@@ -438,8 +438,13 @@ def virtualize(
         inline_coords = True
     table = sources_table(sources)
     scans = scan_many(
-        table, workers=workers, progress=progress, on_unsupported=on_unsupported,
-        timeout=timeout, storage_options=storage_options, store=store,
+        table,
+        workers=workers,
+        progress=progress,
+        on_unsupported=on_unsupported,
+        timeout=timeout,
+        storage_options=storage_options,
+        store=store,
     )
     left_out: dict[str, str] = {}
     if inline_threshold == 0:
@@ -459,6 +464,11 @@ def virtualize(
         vds.groups[""] = {**vds.groups.get("", {}), LEFT_OUT_ATTRIBUTE: left_out}
     inline_small_chunks(vds, [s.path for s in scans], inline_threshold or 0)
     if out_path is not None:
-        write_parquet(vds, out_path, record_size=record_size, overwrite=overwrite,
-                      inline_threshold=0 if inline_threshold == 0 else None)
+        write_parquet(
+            vds,
+            out_path,
+            record_size=record_size,
+            overwrite=overwrite,
+            inline_threshold=0 if inline_threshold == 0 else None,
+        )
     return vds

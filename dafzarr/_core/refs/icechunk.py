@@ -153,14 +153,28 @@ def to_icechunk(
     _check_locations(source, plan, icechunk_store.session.config)
     kwargs = {a.name: array_kwargs(a.name, a.zarray, a.zattrs) for a in source.arrays}
     _check_destination(icechunk_store, source, prefix, overwrite)
-    with _ValuesFile(source) as values, \
-            Progress(sum(plan.virtual.values()) + sum(plan.native.values()),
-                     f"publishing {source.where}", progress, unit="chunks") as bar:
+    with (
+        _ValuesFile(source) as values,
+        Progress(
+            sum(plan.virtual.values()) + sum(plan.native.values()),
+            f"publishing {source.where}",
+            progress,
+            unit="chunks",
+        ) as bar,
+    ):
         _write_groups(icechunk_store, source, prefix)
         written, checksum = 0, _publication_time()
         for a in source.arrays:
-            written += _write_array(icechunk_store, a, _join(prefix, a.name), kwargs[a.name],
-                                    overwrite, values, bar, checksum)
+            written += _write_array(
+                icechunk_store,
+                a,
+                _join(prefix, a.name),
+                kwargs[a.name],
+                overwrite,
+                values,
+                bar,
+                checksum,
+            )
     return written
 
 
@@ -231,8 +245,9 @@ def _check_locations(source: RefsSource, plan: _IcechunkPlan, config: Any) -> No
             f"and would drop the {_lost_part(parts)} of {lossy}, its chunks then read from "
             "another place: serve the files from a URL without it"
         )
-    outside = sorted(u for u in urls
-                     if not any(str(_stored_location(u)).startswith(p) for p in prefixes))
+    outside = sorted(
+        u for u in urls if not any(str(_stored_location(u)).startswith(p) for p in prefixes)
+    )
     if outside:
         raise InvalidArgumentError(_container_refusal(source.where, outside, prefixes))
     for url, (end, name) in plan.ends.items():
@@ -316,9 +331,13 @@ def _suggested_container(urls: list[str]) -> tuple[str, str]:
         prefix = Path(common).as_uri().rstrip("/") + "/"
         return prefix, f"icechunk.local_filesystem_store({common!r})"
     base = f"{scheme}://{parts[0].netloc}/"
-    store = {"s3": "icechunk.s3_store(region=...)", "gs": "icechunk.gcs_store()",
-             "gcs": "icechunk.gcs_store()", "http": "icechunk.http_store()",
-             "https": "icechunk.http_store()"}.get(scheme, "<an icechunk object store>")
+    store = {
+        "s3": "icechunk.s3_store(region=...)",
+        "gs": "icechunk.gcs_store()",
+        "gcs": "icechunk.gcs_store()",
+        "http": "icechunk.http_store()",
+        "https": "icechunk.http_store()",
+    }.get(scheme, "<an icechunk object store>")
     return base, store
 
 
@@ -420,8 +439,7 @@ def _write_array(
                 failed = store.set_virtual_refs(path, specs, validate_containers=True)
                 if failed:
                     raise InvalidArgumentError(  # the checking pass makes this unreachable
-                        f"array {path!r}: Icechunk refused the references of chunks "
-                        f"{failed[:5]}"
+                        f"array {path!r}: Icechunk refused the references of chunks {failed[:5]}"
                     )
                 written += len(specs)
             bar.step(len(specs) + len(native))
@@ -443,14 +461,23 @@ def _prepared(
         specs: list[Any] = []
         if rows.size:
             coords: Iterable[list[int]] = (
-                np.stack(np.unravel_index(rows + b.start, grid), axis=1).tolist() if grid
+                np.stack(np.unravel_index(rows + b.start, grid), axis=1).tolist()
+                if grid
                 else repeat([], rows.size)
             )
             idx = b.path_index[rows].tolist()
             stamps = [checksum if urlsplit(u).scheme in _TIMED else None for u in b.paths]
-            specs = list(map(icechunk.VirtualChunkSpec, coords, [b.paths[i] for i in idx],
-                             b.offset[rows].tolist(), b.size[rows].tolist(), repeat(None),
-                             [stamps[i] for i in idx]))
+            specs = list(
+                map(
+                    icechunk.VirtualChunkSpec,
+                    coords,
+                    [b.paths[i] for i in idx],
+                    b.offset[rows].tolist(),
+                    b.size[rows].tolist(),
+                    repeat(None),
+                    [stamps[i] for i in idx],
+                )
+            )
         yield b.start, native, specs
 
 
@@ -464,8 +491,9 @@ def _native_chunks(b: Batch, values: _ValuesFile) -> dict[int, bytes]:
     return native
 
 
-def _set_native(store: Any, path: str, grid: tuple[int, ...], start: int,
-                chunks: dict[int, bytes]) -> None:
+def _set_native(
+    store: Any, path: str, grid: tuple[int, ...], start: int, chunks: dict[int, bytes]
+) -> None:
     """Write chunk bytes (already encoded by the array's codecs) under their v3 keys."""
     from zarr.core.buffer import default_buffer_prototype
     from zarr.core.sync import sync
@@ -478,8 +506,9 @@ def _set_native(store: Any, path: str, grid: tuple[int, ...], start: int,
         return f"{path}/c/" + "/".join(str(int(i)) for i in np.unravel_index(start + row, grid))
 
     async def put() -> None:
-        await asyncio.gather(*(store.set(key(r), proto.buffer.from_bytes(data))
-                               for r, data in chunks.items()))
+        await asyncio.gather(
+            *(store.set(key(r), proto.buffer.from_bytes(data)) for r, data in chunks.items())
+        )
 
     sync(put())
 

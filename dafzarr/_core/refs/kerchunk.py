@@ -196,7 +196,9 @@ def _check_composed(vds: VirtualDataset, threshold: int | None, values_file: boo
         )
 
 
-def values_into_file(vds: VirtualDataset, store: str | os.PathLike[str]) -> tuple[VirtualDataset, bytes]:
+def values_into_file(
+    vds: VirtualDataset, store: str | os.PathLike[str]
+) -> tuple[VirtualDataset, bytes]:
     """``vds`` with every inlined chunk moved into the store's :data:`VALUES_FILE` and
     referenced there (path, offset and length, as any chunk of a source file), and the
     bytes of that file (empty: nothing was inlined, ``vds`` itself comes back).
@@ -217,15 +219,18 @@ def values_into_file(vds: VirtualDataset, store: str | os.PathLike[str]) -> tupl
         for i, b in sorted(a.raw.items()):
             path_index[i], offset[i], size[i] = k, len(blob), len(b)
             blob += b
-        arrays[name] = dataclasses.replace(a, path_index=path_index, offset=offset, size=size,
-                                           raw={})
+        arrays[name] = dataclasses.replace(
+            a, path_index=path_index, offset=offset, size=size, raw={}
+        )
     if not blob:
         return vds, b""
     return dataclasses.replace(vds, paths=[*vds.paths, url], arrays=arrays), bytes(blob)
 
 
 def as_virtual(
-    dataset: ScanResult | VirtualDataset, *, inline_threshold: int | None = None,
+    dataset: ScanResult | VirtualDataset,
+    *,
+    inline_threshold: int | None = None,
     values_file: bool = False,
 ) -> VirtualDataset:
     """A :class:`VirtualDataset` for one scanned file (or ``dataset`` itself, as composed).
@@ -305,12 +310,16 @@ def one_group(vds: VirtualDataset, group: str | None) -> VirtualDataset:
         )
     prefix = f"{group}/" if group else ""
     arrays = {
-        name[len(prefix):]: dataclasses.replace(a, name=name[len(prefix):])
+        name[len(prefix) :]: dataclasses.replace(a, name=name[len(prefix) :])
         for name, a in vds.arrays.items()
-        if name.startswith(prefix) and "/" not in name[len(prefix):]
+        if name.startswith(prefix) and "/" not in name[len(prefix) :]
     }
-    return VirtualDataset(paths=vds.paths, arrays=arrays, groups={"": dict(vds.groups[group])},
-                          placement=vds.placement)
+    return VirtualDataset(
+        paths=vds.paths,
+        arrays=arrays,
+        groups={"": dict(vds.groups[group])},
+        placement=vds.placement,
+    )
 
 
 def _check_array(a: VirtualArray) -> None:
@@ -407,16 +416,22 @@ def write_parquet(
     (array([ 8.,  9., 10., 11.], dtype=float32), 'degC')
     """
     check_record_size(record_size)
-    vds = one_group(as_virtual(dataset, inline_threshold=inline_threshold, values_file=True),
-                    group)
+    vds = one_group(as_virtual(dataset, inline_threshold=inline_threshold, values_file=True), group)
     values = b""
     if inline_threshold == 0:
         vds, values = values_into_file(vds, out_path)
     for a in vds.arrays.values():
         _check_array(a)
-    with storage_io("creating the reference store", os.fspath(out_path), _KEPT) as op, \
-            ReferenceWriter(out_path, vds.paths, record_size=record_size,
-                            compression=compression, overwrite=overwrite) as w:
+    with (
+        storage_io("creating the reference store", os.fspath(out_path), _KEPT) as op,
+        ReferenceWriter(
+            out_path,
+            vds.paths,
+            record_size=record_size,
+            compression=compression,
+            overwrite=overwrite,
+        ) as w,
+    ):
         if values:
             op.name = "writing the composed values of the reference store"
             w.add_bytes(VALUES_FILE, values)

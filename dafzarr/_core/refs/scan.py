@@ -127,8 +127,9 @@ def scan(
     if remote_path(p, store):
         reader = open_reader(p, storage_options, store)
         try:
-            return scan_reader(reader, url=url, variables=variables,
-                               on_unsupported=on_unsupported, timeout=timeout)
+            return scan_reader(
+                reader, url=url, variables=variables, on_unsupported=on_unsupported, timeout=timeout
+            )
         finally:
             reader.close()
     if storage_options:
@@ -191,8 +192,7 @@ def scan_remote(
     HDF5 error it caused."""
     with opened_h5(reader) as fid:
         try:
-            return scan_file(fid, reader.name, url, wanted, on_unsupported,
-                             file_size=reader.size)
+            return scan_file(fid, reader.name, url, wanted, on_unsupported, file_size=reader.size)
         except (UnsupportedHDF5Error, H5Error) as exc:
             if reader.failure is not None:
                 raise reader.failure from exc
@@ -253,5 +253,3 @@ def scan_path(
         return scan_file(fid, p, url, wanted, on_unsupported, file_size=os.path.getsize(p))
     finally:
         fid.close()
-
-

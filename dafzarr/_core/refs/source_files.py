@@ -108,12 +108,22 @@ def sources_table(sources: Any) -> pa.Table:
 
 # --- Scanning many files ------------------------------------------------------------------
 def _scan_table(
-    access: str, public: str, on_unsupported: OnUnsupported, timeout: float | None,
-    storage_options: Mapping[str, Any] | None = None, store: Any = None,
+    access: str,
+    public: str,
+    on_unsupported: OnUnsupported,
+    timeout: float | None,
+    storage_options: Mapping[str, Any] | None = None,
+    store: Any = None,
 ) -> pa.Table:
     """Scan one file into one Arrow table (what is sent back from a dask cluster)."""
-    return scan(access, url=public, on_unsupported=on_unsupported, timeout=timeout,
-                storage_options=storage_options, store=store).to_arrow()
+    return scan(
+        access,
+        url=public,
+        on_unsupported=on_unsupported,
+        timeout=timeout,
+        storage_options=storage_options,
+        store=store,
+    ).to_arrow()
 
 
 def _scan_stream(
@@ -125,8 +135,16 @@ def _scan_stream(
     :func:`~dafzarr._core.refs.deadline.map_with_deadline`), each with its own deadline; remote
     files prefetched ahead in threads (see :class:`~dafzarr._core.refs.remote.PrefetchedReaders`)."""
     if any(remote_path(a, store) for a in access):
-        yield from _scan_with_remote(access, public, on_unsupported, timeout, storage_options,
-                                     store, in_flight, processes or REMOTE_SCAN_PROCESSES)
+        yield from _scan_with_remote(
+            access,
+            public,
+            on_unsupported,
+            timeout,
+            storage_options,
+            store,
+            in_flight,
+            processes or REMOTE_SCAN_PROCESSES,
+        )
         return
     if timeout is None:
         for a, p in zip(access, public, strict=True):
@@ -170,8 +188,9 @@ def _scan_with_remote(
         if timeout is None:
             for a, p in items[taught:]:
                 if remote_path(a, store):
-                    yield scan_reader(next(readers), url=p, on_unsupported=on_unsupported,
-                                      timeout=None)
+                    yield scan_reader(
+                        next(readers), url=p, on_unsupported=on_unsupported, timeout=None
+                    )
                 else:
                     yield scan(a, url=p, on_unsupported=on_unsupported, timeout=None)
             return
@@ -183,8 +202,9 @@ def _scan_with_remote(
                 targets.append(target)
                 yield (target, p, None, on_unsupported), {}, a
 
-        for result, stats in map_with_deadline(scan_target, calls(), timeout=timeout,
-                                               helpers=processes):
+        for result, stats in map_with_deadline(
+            scan_target, calls(), timeout=timeout, helpers=processes
+        ):
             target = targets.popleft()
             if stats is not None:
                 target.learn(stats)
@@ -309,8 +329,9 @@ def scan_many(
                 results[index[fut.key]] = ScanResult.from_arrow(fut.result())
                 bar.step()
         elif workers is None or workers == 1:
-            stream = _scan_stream(access, public, on_unsupported, timeout, storage_options, store,
-                                  in_flight)
+            stream = _scan_stream(
+                access, public, on_unsupported, timeout, storage_options, store, in_flight
+            )
             for i, r in enumerate(stream):
                 results[i] = r
                 bar.step()
@@ -322,9 +343,18 @@ def scan_many(
 
             def run(start: int) -> list[ScanResult]:
                 stop = start + batch
-                return list(_scan_stream(access[start:stop], public[start:stop],
-                                         on_unsupported, timeout, storage_options, store,
-                                         max(1, in_flight // workers), 1))
+                return list(
+                    _scan_stream(
+                        access[start:stop],
+                        public[start:stop],
+                        on_unsupported,
+                        timeout,
+                        storage_options,
+                        store,
+                        max(1, in_flight // workers),
+                        1,
+                    )
+                )
 
             with ThreadPoolExecutor(max_workers=workers) as ex:
                 futs = {ex.submit(run, start): start for start in range(0, n, batch)}

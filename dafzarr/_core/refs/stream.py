@@ -313,8 +313,14 @@ class ReferenceWriter:
         while start < n:  # fill the pending record, write it when full
             take = min(n - start, self.record_size - self._pending_rows)
             piece_raw = {i - start: inline[i] for i in inline if start <= i < start + take}
-            self._pending.append((idx[start : start + take], off[start : start + take],
-                                  nbytes[start : start + take], piece_raw))
+            self._pending.append(
+                (
+                    idx[start : start + take],
+                    off[start : start + take],
+                    nbytes[start : start + take],
+                    piece_raw,
+                )
+            )
             self._pending_rows += take
             start += take
             if self._pending_rows == self.record_size:
@@ -331,8 +337,9 @@ class ReferenceWriter:
         """Write the pending rows as the current array's next reference file."""
         assert self._array is not None
         if not self._pending:  # an array without chunks: one empty record
-            self._pending.append((np.empty(0, np.int32), np.empty(0, np.int64),
-                                  np.empty(0, np.int64), {}))
+            self._pending.append(
+                (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64), {})
+            )
         if len(self._pending) == 1:
             idx, off, nbytes, raw = self._pending[0]
         else:
@@ -506,11 +513,13 @@ class ReferenceWriter:
 def _check_out(out: Path, overwrite: bool) -> None:
     if out.exists() and not overwrite:
         raise OutputExistsError(
-            errno.EEXIST, f"{out} exists (pass overwrite=True to replace a reference store)",
+            errno.EEXIST,
+            f"{out} exists (pass overwrite=True to replace a reference store)",
             str(out),
         )
     if out.exists() and not (out / METADATA_FILE).is_file():
         raise OutputExistsError(
-            errno.EEXIST, f"{out} exists and is not a reference store: not replacing it",
+            errno.EEXIST,
+            f"{out} exists and is not a reference store: not replacing it",
             str(out),
         )

@@ -36,9 +36,7 @@ def _match(filename: str, vrt_dir: Path, access: list[str]) -> int:
     )
 
 
-def _check_whole_source(
-    slab: ET.Element | None, scan: ScanResult, name: str, path: Path
-) -> None:
+def _check_whole_source(slab: ET.Element | None, scan: ScanResult, name: str, path: Path) -> None:
     """Refuse a ``<SourceSlab>`` that selects less than the whole source array.
 
     GDAL writes a slab for every source (``gdal mdim mosaic``: offset 0, the source's own
@@ -65,7 +63,8 @@ def _check_whole_source(
 
     offset, count, step = values("offset", 0), values("count", 0), values("step", 1)
     whole = (
-        all(o == 0 for o in offset) and all(s == 1 for s in step)
+        all(o == 0 for o in offset)
+        and all(s == 1 for s in step)
         and all(c in (0, size) for c, size in zip(count, shape, strict=True))
     )
     if not whole:

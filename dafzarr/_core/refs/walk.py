@@ -106,8 +106,6 @@ def _read_all(dsid: Any, shape: tuple[int, ...], dtype: Any) -> npt.NDArray[Any]
     return arr
 
 
-
-
 def scan_file(
     fid: Any,
     p: str,
@@ -211,8 +209,16 @@ def _scan_file(
                 )
             numeric[name] = _h5chunks.numeric_info(ds)
             out[name] = _scan_dataset(
-                ds, name, shapes[name], numeric[name], sc, dim_len, attrs[name], user_block,
-                where, elements[name],
+                ds,
+                name,
+                shapes[name],
+                numeric[name],
+                sc,
+                dim_len,
+                attrs[name],
+                user_block,
+                where,
+                elements[name],
             )
         except UnsupportedHDF5Error as exc:
             if on_unsupported == "raise":
@@ -280,8 +286,7 @@ def _one_fill(fill: Any, dtype: np.dtype[Any], where: str) -> Any:
     """The fill value of an array type's elements as one value of its base type: the same
     in every member, or the variable is refused (zarr has one fill value per array)."""
     values = np.asarray(fill, dtype=dtype).ravel()
-    if values.size and not np.array_equal(values, np.full_like(values, values[0]),
-                                          equal_nan=True):
+    if values.size and not np.array_equal(values, np.full_like(values, values[0]), equal_nan=True):
         raise UnsupportedHDF5Error(
             f"{where}: its HDF5 fill value differs between the members of an element "
             f"({values.tolist()[:8]}); a zarr array has one fill value"

@@ -24,9 +24,17 @@ __all__ = ["array_kwargs"]
 
 # numcodecs ids (zarr v2 configurations) -> zarr-python's v3 wrapper classes of them.
 _CODECS = {
-    "zlib": "Zlib", "gzip": "GZip", "shuffle": "Shuffle", "fletcher32": "Fletcher32",
-    "zstd": "Zstd", "blosc": "Blosc", "lz4": "LZ4", "bz2": "BZ2", "lzma": "LZMA",
-    "crc32": "CRC32", "adler32": "Adler32",
+    "zlib": "Zlib",
+    "gzip": "GZip",
+    "shuffle": "Shuffle",
+    "fletcher32": "Fletcher32",
+    "zstd": "Zstd",
+    "blosc": "Blosc",
+    "lz4": "LZ4",
+    "bz2": "BZ2",
+    "lzma": "LZMA",
+    "crc32": "CRC32",
+    "adler32": "Adler32",
 }
 
 
@@ -42,8 +50,10 @@ def array_kwargs(name: str, zarray: dict[str, Any], zattrs: dict[str, Any]) -> d
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"array {name!r}: invalid zarr metadata ({exc})") from None
     if zarray.get("order", "C") != "C":
-        raise InvalidArgumentError(f"array {name!r}: Fortran-ordered chunks have no Zarr v3 "
-                                   "equivalent without transposing codecs")
+        raise InvalidArgumentError(
+            f"array {name!r}: Fortran-ordered chunks have no Zarr v3 "
+            "equivalent without transposing codecs"
+        )
     codecs = [dict(c) for c in (zarray.get("filters") or [])]
     if zarray.get("compressor"):
         codecs.append(dict(zarray["compressor"]))
@@ -61,8 +71,9 @@ def array_kwargs(name: str, zarray: dict[str, Any], zattrs: dict[str, Any]) -> d
     attrs = dict(zattrs)
     dims = attrs.pop("_ARRAY_DIMENSIONS", None)
     if dims is not None and (not isinstance(dims, list) or len(dims) != len(shape)):
-        raise InvalidArgumentError(f"array {name!r}: _ARRAY_DIMENSIONS {dims!r} do not match "
-                                   f"its shape {shape}")
+        raise InvalidArgumentError(
+            f"array {name!r}: _ARRAY_DIMENSIONS {dims!r} do not match its shape {shape}"
+        )
     if any(c < 1 for c in chunks) or len(chunks) != len(shape):
         raise InvalidArgumentError(f"array {name!r}: chunks {chunks} for shape {shape}")
     return {

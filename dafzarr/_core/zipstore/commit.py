@@ -87,8 +87,9 @@ def write_trailer(a: Archive, fm: FileMapping, at: int, n: int, cd_size: int, cd
     fm.write(at, zf.trailer(n, cd_size, cd_at, len(a.comment)))
 
 
-def _write_past_end(a: Archive, fm: FileMapping, at: int, cd: memoryview | bytearray, n: int,
-                    step: str) -> None:
+def _write_past_end(
+    a: Archive, fm: FileMapping, at: int, cd: memoryview | bytearray, n: int, step: str
+) -> None:
     """Write a directory and its end records at ``at``, the end of the file, with pwrite(2):
     the file grows with what is written (a crash leaves a tail that recovery cuts).
 
@@ -439,7 +440,9 @@ def _file_size(fm: FileMapping) -> int:
         return fm.size
 
 
-def abort(a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | None = None) -> None:
+def abort(
+    a: Archive, fm: FileMapping | None, tx: Txn, failure: BaseException | None = None
+) -> None:
     """Forget the entries of a failed transaction; the live CD on disk is still valid."""
     a.tx = None
     tx.done = True
@@ -486,8 +489,15 @@ _PAGE = 4096
 
 
 def add_entry(
-    a: Archive, fm: FileMapping, tx: Txn, key: str, raw: bytes, data: memoryview | None,
-    size: int, batch_room: int, page_offset: int | None = None,
+    a: Archive,
+    fm: FileMapping,
+    tx: Txn,
+    key: str,
+    raw: bytes,
+    data: memoryview | None,
+    size: int,
+    batch_room: int,
+    page_offset: int | None = None,
 ) -> zf.Entry:
     """Write one entry (``data``, or ``size`` zero bytes when None) at ``tx.write``.
 

@@ -69,7 +69,9 @@ class ArchiveHandle(Store):
     ) -> None:
         """Set the options and check the path; open nothing."""
         if mode not in MODES:
-            raise InvalidArgumentError(f"invalid mode: {mode!r} (expected one of 'r', 'r+', 'w+', 'w')")
+            raise InvalidArgumentError(
+                f"invalid mode: {mode!r} (expected one of 'r', 'r+', 'w+', 'w')"
+            )
         if read_only is None:
             read_only = mode == "r"
         elif read_only:
@@ -100,7 +102,10 @@ class ArchiveHandle(Store):
         self._parked: weakref.ref[FileMapping] | None = None
         self._staging = 0  # large writes being copied in worker threads now (see set)
         self._archive = Archive(
-            self.path, self.max_file_size, self.durable, self.max_decompressed_size,
+            self.path,
+            self.max_file_size,
+            self.durable,
+            self.max_decompressed_size,
             lock=self.lock,
         )
         if mode in ("r", "r+") and not os.path.exists(self.path):
@@ -170,8 +175,15 @@ class ArchiveHandle(Store):
         with self._lock, self._io(f"writing entry {key!r}"):
             fm = self._check_writable_sync()
             return write.stage(
-                self._archive, fm, key, raw, data, exist_ok=exist_ok, grouped=grouped,
-                append_only=self.append_only, batch_room=self._batch_room,
+                self._archive,
+                fm,
+                key,
+                raw,
+                data,
+                exist_ok=exist_ok,
+                grouped=grouped,
+                append_only=self.append_only,
+                batch_room=self._batch_room,
             )
 
     def _io(self, operation: str) -> contextlib.AbstractContextManager[Operation]:
@@ -524,8 +536,12 @@ class ArchiveHandle(Store):
         self._is_open = True
         return True
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: types.TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
         if exc_type is None:
             self.close()
             return

@@ -37,6 +37,12 @@ def decode_entry(path: str, e: zf.Entry, raw: bytes, max_size: int) -> memoryvie
             f"entry {e.name!r}; supported methods are {supported}"
         )
     return decode(
-        method.name, raw, e.usize, what=where, crc=e.crc, error=CorruptArchiveError,
-        record="its directory record", label=method.zip_label,
+        method.name,
+        raw,
+        e.usize,
+        what=where,
+        crc=e.crc,
+        error=CorruptArchiveError,
+        record="its directory record",
+        label=method.zip_label,
     )

@@ -100,7 +100,7 @@ def _create_empty_through_a_name(path: str) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def writer_lock_held(st: os.stat_result) -> bool | None:
@@ -187,8 +187,10 @@ def map_writable(a: Archive) -> FileMapping:
         except OSError as e:
             if e.errno in LOCK_UNSUPPORTED:
                 raise lock_unsupported_error(
-                    e, a.path, 'MmapZipStore(path, "r+", lock=False), or '
-                    'open_daf(path, "r+", lock=False) for a ZIP data set'
+                    e,
+                    a.path,
+                    'MmapZipStore(path, "r+", lock=False), or '
+                    'open_daf(path, "r+", lock=False) for a ZIP data set',
                 ) from e
             if e.errno != errno.ENOMEM:
                 raise

@@ -104,9 +104,7 @@ def _walk(root: str) -> list[_SourceFile]:
             elif stat.S_ISREG(st.st_mode):
                 files.append(_SourceFile(key, path))
             else:
-                raise PackSourceError(
-                    f"{root}: {key!r} is neither a regular file nor a directory"
-                )
+                raise PackSourceError(f"{root}: {key!r} is neither a regular file nor a directory")
     return files
 
 
@@ -206,8 +204,11 @@ def pack_directory(
                 raise no_space(exc, f"the archive of {root} ({target})", tmp) from None
             publish_file(fd, tmp, target, force)
     return ArchiveSpace(
-        entries=writer.count, live_bytes=writer.pos, dead_bytes=0,
-        directory_bytes=size - writer.pos, file_size=size,
+        entries=writer.count,
+        live_bytes=writer.pos,
+        dead_bytes=0,
+        directory_bytes=size - writer.pos,
+        file_size=size,
     )
 
 

@@ -23,8 +23,19 @@ from ..io import byte_range_bounds
 from . import write
 from .handle import ArchiveHandle
 
-__all__ = ["clear", "delete", "delete_dir", "delete_dir_sync", "delete_sync", "get",
-           "get_partial_values", "get_sync", "set", "set_if_not_exists", "set_sync"]
+__all__ = [
+    "clear",
+    "delete",
+    "delete_dir",
+    "delete_dir_sync",
+    "delete_sync",
+    "get",
+    "get_partial_values",
+    "get_sync",
+    "set",
+    "set_if_not_exists",
+    "set_sync",
+]
 
 # Appends at least this large run off the event loop.
 _THREAD_THRESHOLD = 1 << 20
@@ -441,5 +452,3 @@ async def clear(self: ArchiveHandle) -> None:
     self._check_writable()
     self._ensure_open_sync()
     self._delete_keys(write.keys_under(self._archive, ""))
-
-

@@ -77,8 +77,7 @@ def read_entry(a: Archive, fm: FileMapping, e: zf.Entry) -> memoryview:
     """The decoded bytes of an entry: a zero-copy view when it is stored."""
     if e.flags & zf.FLAG_ENCRYPTED:
         raise UnsupportedEntryError(
-            f"{a.path}: entry {e.name!r} is encrypted; encrypted ZIP entries are not "
-            "supported"
+            f"{a.path}: entry {e.name!r} is encrypted; encrypted ZIP entries are not supported"
         )
     off = data_offset(a, fm, e)
     if e.method == 0:

@@ -208,12 +208,23 @@ def salvage(a: Archive, fm: FileMapping) -> bool:
             pos = rec.data_offset + rec.csize
             continue
         e = zf.Entry(
-            rec.name, rec.method, rec.flags, rec.crc, rec.csize, rec.usize, pos, 0, 0,
+            rec.name,
+            rec.method,
+            rec.flags,
+            rec.crc,
+            rec.csize,
+            rec.usize,
+            pos,
+            0,
+            0,
             rec.data_offset,
         )
         try:
             if rec.method == 0:
-                ok = rec.csize == rec.usize and mapped_crc32(fm, rec.data_offset, rec.csize) == rec.crc
+                ok = (
+                    rec.csize == rec.usize
+                    and mapped_crc32(fm, rec.data_offset, rec.csize) == rec.crc
+                )
             else:
                 decoded(a, e, fm.read(rec.data_offset, rec.csize))
                 ok = True
@@ -226,7 +237,12 @@ def salvage(a: Archive, fm: FileMapping) -> bool:
             # drop it, and cutting the walk here would drop every entry after it.
             refuse_unsafe_names(a.path, f"{rec.name!r} ({rec.refused}) at offset {pos}")
         record = zf.central_entry(
-            rec.raw_name, rec.csize, rec.crc, pos, method=rec.method, usize=rec.usize,
+            rec.raw_name,
+            rec.csize,
+            rec.crc,
+            pos,
+            method=rec.method,
+            usize=rec.usize,
             flags=rec.flags,
         )
         copies += rec.name in found
@@ -256,7 +272,8 @@ def salvage(a: Archive, fm: FileMapping) -> bool:
     older = (
         f"; {copies} older copies of rewritten keys were left out, and keys deleted "
         "since their last write may have come back"
-        if copies else ""
+        if copies
+        else ""
     )
     warnings.warn(
         f"{a.path}: no valid central directory was found; rebuilt it from the local "
@@ -358,9 +375,11 @@ def recover(a: Archive, fm: FileMapping, tr: zf.Trailer) -> None:
     for e in entries[first_bad:]:
         inner = _hides_an_entry(a, fm, e, limit)
         if inner is not None:  # intact, with another entry inside: never rolled back
-            raise CorruptArchiveError(_shared_bytes(
-                f"{a.path}: not a valid ZIP archive: entries {e.name!r} and {inner!r} overlap"
-            ))
+            raise CorruptArchiveError(
+                _shared_bytes(
+                    f"{a.path}: not a valid ZIP archive: entries {e.name!r} and {inner!r} overlap"
+                )
+            )
     dropped = [e.name for e in entries[first_bad:]]
     junk = fm.size - tr.end
     # Where the next entry goes: right after the last kept entry's data (reusing any gap
@@ -429,8 +448,10 @@ def _back_free_room(a: Archive, fm: FileMapping, start: int, length: int) -> Non
     except OSError as exc:
         if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
             raise OSError(
-                exc.errno, f"{a.path}: cannot allocate the free room before the central "
-                f"directory ({length} bytes): {exc.strerror}", a.path,
+                exc.errno,
+                f"{a.path}: cannot allocate the free room before the central "
+                f"directory ({length} bytes): {exc.strerror}",
+                a.path,
             ) from None
 
 

@@ -129,14 +129,19 @@ class ArchiveWriter:
         return header
 
     def add(
-        self, raw: bytes, data: Any, crc: int, *, method: int = 0, usize: int | None = None,
+        self,
+        raw: bytes,
+        data: Any,
+        crc: int,
+        *,
+        method: int = 0,
+        usize: int | None = None,
         flags: int = zf.FLAG_UTF8,
     ) -> None:
         """Append an entry whose (stored) bytes and CRC-32 are known."""
         size = len(data)
         pad, head_len = self._place(raw)
-        header = self._record(raw, size, crc, pad, method, size if usize is None else usize,
-                              flags)
+        header = self._record(raw, size, crc, pad, method, size if usize is None else usize, flags)
         _pwrite_all(self.fd, [header, data], self.pos, self.path)
         self.pos += head_len + size
 
@@ -218,7 +223,11 @@ def copy_live_entries(a: Archive, fm: FileMapping, writer: ArchiveWriter, progre
                         f"would copy damaged data (see: dafzarr zip verify {a.path})"
                     )
                 writer.add(
-                    e.name.encode("utf-8"), view, e.crc, method=e.method, usize=e.usize,
+                    e.name.encode("utf-8"),
+                    view,
+                    e.crc,
+                    method=e.method,
+                    usize=e.usize,
                     flags=_entry_flags(e),
                 )
             bar.step()
@@ -270,7 +279,9 @@ def compact_in_place(a: Archive, fm: FileMapping, *, progress: bool = False) -> 
             if exc.errno != errno.ENOMEM:
                 raise
             raise reservation_error(
-                a.path, a.max_file_size, a.reserve_size(),
+                a.path,
+                a.max_file_size,
+                a.reserve_size(),
                 "compact {path} (its compacted copy is mapped beside it, with a second "
                 "reservation of the same size)",
             ) from None
@@ -333,14 +344,20 @@ class _Store(Protocol):
     def __enter__(self) -> Self: ...
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: types.TracebackType | None,
     ) -> None: ...
 
 
 def compact_path(
-    store_type: Callable[[str | os.PathLike[str], str], _Store], path: str | os.PathLike[str],
-    out: str | os.PathLike[str] | None = None, *, force: bool = False, progress: bool = False,
+    store_type: Callable[[str | os.PathLike[str], str], _Store],
+    path: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    force: bool = False,
+    progress: bool = False,
 ) -> ArchiveSpace:
     """Compact the archive at ``path``: in place, or into a new archive ``out``.
 
@@ -376,8 +393,12 @@ def compact_path(
 
 class _CompactPath(Protocol):
     def __call__(
-        self, path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
-        force: bool = False, progress: bool = False,
+        self,
+        path: str | os.PathLike[str],
+        out: str | os.PathLike[str] | None = None,
+        *,
+        force: bool = False,
+        progress: bool = False,
     ) -> ArchiveSpace: ...
 
 

@@ -94,7 +94,9 @@ def space(a: Archive, fm: FileMapping) -> ArchiveSpace:
             except CorruptArchiveError:
                 live += e.csize
     directory = a.directory_size() + a.trailer_len()
-    lead = a.lead if a.unkept_cd_size < 0 else leading_bytes(fm, a.first_listed, a.cd_offset, a.path)
+    lead = (
+        a.lead if a.unkept_cd_size < 0 else leading_bytes(fm, a.first_listed, a.cd_offset, a.path)
+    )
     return ArchiveSpace(
         entries=len(a.index),
         live_bytes=live,
@@ -163,9 +165,17 @@ def info(a: Archive, fm: FileMapping) -> list[dict[str, Any]]:
                 offset = data_offset(a, fm, e)
             except CorruptArchiveError as exc:
                 error = str(exc)
-        rows.append({
-            "name": e.name, "method": e.method, "compressed_size": e.csize,
-            "size": e.usize, "crc32": e.crc, "header_offset": e.lfh_offset,
-            "data_offset": offset, "error": error, "refused": e.refused,
-        })
+        rows.append(
+            {
+                "name": e.name,
+                "method": e.method,
+                "compressed_size": e.csize,
+                "size": e.usize,
+                "crc32": e.crc,
+                "header_offset": e.lfh_offset,
+                "data_offset": offset,
+                "error": error,
+                "refused": e.refused,
+            }
+        )
     return rows

@@ -109,7 +109,10 @@ class Archive:
         self.unpatched, self.tx, self.dropped_folders, self.refused = set(), None, set(), []
 
     def install(
-        self, entries: list[zf.Entry], cd: bytes | bytearray | None, tr: zf.Trailer,
+        self,
+        entries: list[zf.Entry],
+        cd: bytes | bytearray | None,
+        tr: zf.Trailer,
         comment: bytes = b"",
     ) -> None:
         """Take ``entries`` (parsed from ``cd``, the directory ``tr`` points to) as live.

@@ -138,8 +138,15 @@ class MmapZipStore(ArchiveHandle):
         if max_file_size is None:
             max_file_size = fitting_max_file_size(DEFAULT_MAX_FILE_SIZE)
         self._configure(
-            path, mode, read_only, max_file_size, durable, max_decompressed_size, append_only,
-            renew_limit, lock,
+            path,
+            mode,
+            read_only,
+            max_file_size,
+            durable,
+            max_decompressed_size,
+            append_only,
+            renew_limit,
+            lock,
         )
         # Open now: a writable store holds the archive's lock from here on (a second
         # writer is refused at once), and mode "w" has emptied the archive when this returns.

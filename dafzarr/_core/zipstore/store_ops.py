@@ -24,8 +24,17 @@ from .write import copy_range
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["copy_entry", "info", "patch_entry_crc", "reserve_entry", "set_many",
-           "set_streamed", "space", "try_mmap_entry_as", "verify"]
+__all__ = [
+    "copy_entry",
+    "info",
+    "patch_entry_crc",
+    "reserve_entry",
+    "set_many",
+    "set_streamed",
+    "space",
+    "try_mmap_entry_as",
+    "verify",
+]
 
 # Below a megabyte, populating a reservation's pages saves less than the call costs.
 _POPULATE_MIN = 1 << 20
@@ -130,7 +139,12 @@ def reserve_entry(
     with self._lock, self._io(f"reserving entry {key!r}"):
         fm = self._check_writable_sync()
         offset = write.reserve(
-            self._archive, fm, key, raw, nbytes, append_only=self.append_only,
+            self._archive,
+            fm,
+            key,
+            raw,
+            nbytes,
+            append_only=self.append_only,
             batch_room=self._batch_room,
         )
         if populate and nbytes >= _POPULATE_MIN:
@@ -180,7 +194,12 @@ def set_streamed(self: ArchiveHandle, key: str, nbytes: int, blocks: Iterable[An
         with self._lock:
             fm = self._check_writable_sync()
             start = write.reserve(
-                self._archive, fm, key, raw, nbytes, append_only=self.append_only,
+                self._archive,
+                fm,
+                key,
+                raw,
+                nbytes,
+                append_only=self.append_only,
                 batch_room=self._batch_room,
             )
         pos, end, crc = start, start + nbytes, 0
@@ -287,17 +306,28 @@ def copy_entry(self: ArchiveHandle, key: str, source: ArchiveHandle, source_key:
     src_fm = source._ensure_open_sync()
     with source._lock:
         e = source._archive.index.get(source_key)
-        if (e is None or e.method != 0 or e.csize != e.usize
-                or source_key in source._archive.unpatched):
+        if (
+            e is None
+            or e.method != 0
+            or e.csize != e.usize
+            or source_key in source._archive.unpatched
+        ):
             return False
         offset, nbytes, crc = read.data_offset(source._archive, src_fm, e), e.usize, e.crc
     raw = encode_key(key, self.path)
     with self.batch(), self._io(f"writing entry {key!r}"), self._lock:
         fm = self._check_writable_sync()
         # The data at the source's offset within a page: the kernel copies whole pages.
-        start = write.reserve(self._archive, fm, key, raw, nbytes,
-                              append_only=self.append_only,
-                              batch_room=self._batch_room, page_offset=offset % 4096)
+        start = write.reserve(
+            self._archive,
+            fm,
+            key,
+            raw,
+            nbytes,
+            append_only=self.append_only,
+            batch_room=self._batch_room,
+            page_offset=offset % 4096,
+        )
         copy_range(src_fm, offset, fm, start, nbytes)
         commit.patch_crc(self._archive, fm, self._archive.index[key], crc)
     return True

@@ -21,8 +21,18 @@ from .read import unchanged
 from .state import Archive, Txn
 
 __all__ = [
-    "KEPT", "copy_range", "delete_keys", "describe_keys", "drop_folders", "failed", "keys_under",
-    "refuse_rewrite", "reserve", "stage", "stage_small", "stage_small_run",
+    "KEPT",
+    "copy_range",
+    "delete_keys",
+    "describe_keys",
+    "drop_folders",
+    "failed",
+    "keys_under",
+    "refuse_rewrite",
+    "reserve",
+    "stage",
+    "stage_small",
+    "stage_small_run",
 ]
 
 
@@ -56,8 +66,16 @@ def refuse_rewrite(path: str, key: str, what: str = "overwrite") -> None:
 
 
 def stage(
-    a: Archive, fm: FileMapping, key: str, raw: bytes, data: memoryview, *, exist_ok: bool,
-    grouped: bool, append_only: bool, batch_room: int,
+    a: Archive,
+    fm: FileMapping,
+    key: str,
+    raw: bytes,
+    data: memoryview,
+    *,
+    exist_ok: bool,
+    grouped: bool,
+    append_only: bool,
+    batch_room: int,
 ) -> Txn | None:
     """Write one entry into the open transaction (opening one); commit nothing.
 
@@ -96,8 +114,15 @@ def stage_small_run(a: Archive, fm: FileMapping, items: list[object], start: int
 
 
 def reserve(
-    a: Archive, fm: FileMapping, key: str, raw: bytes, nbytes: int, *, append_only: bool,
-    batch_room: int, page_offset: int | None = None,
+    a: Archive,
+    fm: FileMapping,
+    key: str,
+    raw: bytes,
+    nbytes: int,
+    *,
+    append_only: bool,
+    batch_room: int,
+    page_offset: int | None = None,
 ) -> int:
     """Commit an entry of ``nbytes`` zero bytes under the new key ``key``; return where its
     data starts (at ``page_offset`` within a page, when given: see ``_commit.add_entry``)."""
@@ -151,8 +176,9 @@ def drop_folders(a: Archive, tx: Txn, prefix: str) -> None:
         tx.pruned = True
 
 
-def copy_range(src: FileMapping, src_offset: int, dst: FileMapping, dst_offset: int,
-               nbytes: int) -> None:
+def copy_range(
+    src: FileMapping, src_offset: int, dst: FileMapping, dst_offset: int, nbytes: int
+) -> None:
     """Copy ``nbytes`` from ``src``'s file at ``src_offset`` into ``dst``'s at
     ``dst_offset``, already mapped and reserved: by the kernel from page cache to page cache
     (``copy_file_range``; no page of either mapping is touched here), or through the
@@ -160,8 +186,9 @@ def copy_range(src: FileMapping, src_offset: int, dst: FileMapping, dst_offset: 
     done = 0
     while done < nbytes:
         try:
-            n = os.copy_file_range(src.fd, dst.fd, nbytes - done, src_offset + done,
-                                   dst_offset + done)
+            n = os.copy_file_range(
+                src.fd, dst.fd, nbytes - done, src_offset + done, dst_offset + done
+            )
         except InterruptedError:
             continue
         except OSError as exc:

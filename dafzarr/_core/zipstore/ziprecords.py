@@ -111,8 +111,15 @@ def plain_key(raw: bytes) -> bool:
 
 
 def local_header(
-    name: bytes, size: int, crc: int, lfh_offset: int, pad: int | None = None, *,
-    method: int = 0, usize: int | None = None, flags: int = FLAG_UTF8,
+    name: bytes,
+    size: int,
+    crc: int,
+    lfh_offset: int,
+    pad: int | None = None,
+    *,
+    method: int = 0,
+    usize: int | None = None,
+    flags: int = FLAG_UTF8,
 ) -> bytes:
     """The local file header of an entry written at ``lfh_offset``.
 
@@ -123,8 +130,17 @@ def local_header(
         pad = alignment_padding(lfh_offset, len(name))
     usize = size if usize is None else usize
     head = _LFH.pack(
-        LFH_SIG, VERSION_NEEDED, flags, method, 0, DOS_DATE_1980, crc, U32_MAX, U32_MAX,
-        len(name), LFH_ZIP64_EXTRA + pad,
+        LFH_SIG,
+        VERSION_NEEDED,
+        flags,
+        method,
+        0,
+        DOS_DATE_1980,
+        crc,
+        U32_MAX,
+        U32_MAX,
+        len(name),
+        LFH_ZIP64_EXTRA + pad,
     )
     extra = _LFH_ZIP64.pack(ZIP64_EXTRA_ID, LFH_ZIP64_EXTRA - 4, usize, size)
     if pad:
@@ -133,17 +149,37 @@ def local_header(
 
 
 def central_entry(
-    name: bytes, size: int, crc: int, lfh_offset: int, *, method: int = 0,
-    usize: int | None = None, flags: int = FLAG_UTF8,
+    name: bytes,
+    size: int,
+    crc: int,
+    lfh_offset: int,
+    *,
+    method: int = 0,
+    usize: int | None = None,
+    flags: int = FLAG_UTF8,
 ) -> bytes:
     """The central-directory entry of an entry (stored unless ``method`` says otherwise)."""
     usize = size if usize is None else usize
     head = _CD.pack(
-        CD_SIG, VERSION_MADE_BY, VERSION_NEEDED, flags, method, 0, DOS_DATE_1980, crc,
-        U32_MAX, U32_MAX, len(name), CD_ZIP64_EXTRA, 0, 0, 0, EXTERNAL_ATTR, U32_MAX,
+        CD_SIG,
+        VERSION_MADE_BY,
+        VERSION_NEEDED,
+        flags,
+        method,
+        0,
+        DOS_DATE_1980,
+        crc,
+        U32_MAX,
+        U32_MAX,
+        len(name),
+        CD_ZIP64_EXTRA,
+        0,
+        0,
+        0,
+        EXTERNAL_ATTR,
+        U32_MAX,
     )
-    return head + name + _CD_ZIP64.pack(ZIP64_EXTRA_ID, CD_ZIP64_EXTRA - 4, usize, size,
-                                           lfh_offset)
+    return head + name + _CD_ZIP64.pack(ZIP64_EXTRA_ID, CD_ZIP64_EXTRA - 4, usize, size, lfh_offset)
 
 
 def trailer(n_entries: int, cd_size: int, cd_offset: int, comment_len: int = 0) -> bytes:
@@ -154,8 +190,16 @@ def trailer(n_entries: int, cd_size: int, cd_offset: int, comment_len: int = 0) 
     """
     return (
         _ZIP64_EOCD.pack(
-            ZIP64_EOCD_SIG, 44, VERSION_MADE_BY, VERSION_NEEDED, 0, 0, n_entries, n_entries,
-            cd_size, cd_offset,
+            ZIP64_EOCD_SIG,
+            44,
+            VERSION_MADE_BY,
+            VERSION_NEEDED,
+            0,
+            0,
+            n_entries,
+            n_entries,
+            cd_size,
+            cd_offset,
         )
         + _LOCATOR.pack(ZIP64_LOCATOR_SIG, 0, cd_offset + cd_size, 1)
         + _EOCD.pack(EOCD_SIG, 0, 0, U16_MAX, U16_MAX, U32_MAX, U32_MAX, comment_len)
@@ -212,8 +256,18 @@ def read_trailer_at(read: ReadAt, size: int, eocd: int, path: object) -> Trailer
             raise bad(path, "multi-disk archives are not supported")
         if z64_off < 0 or z64_off + ZIP64_EOCD_SIZE > loc:
             raise bad(path, "ZIP64 end of central directory offset out of range")
-        (z_sig, z_len, _made, _need, z_disk, z_cd_disk, z_n_disk, z_n_total, z_cd_size,
-         z_cd_offset) = _ZIP64_EOCD.unpack(read(z64_off, ZIP64_EOCD_SIZE))
+        (
+            z_sig,
+            z_len,
+            _made,
+            _need,
+            z_disk,
+            z_cd_disk,
+            z_n_disk,
+            z_n_total,
+            z_cd_size,
+            z_cd_offset,
+        ) = _ZIP64_EOCD.unpack(read(z64_off, ZIP64_EOCD_SIZE))
         if z_sig != ZIP64_EOCD_SIG:
             raise bad(path, "bad ZIP64 end of central directory signature")
         if z_len < 44 or z64_off + 12 + z_len > loc:
@@ -286,9 +340,7 @@ def unsafe_name_reason(name: str) -> str | None:
     return None
 
 
-def parse_central_directory(
-    cd: bytes | bytearray, trailer: Trailer, path: object
-) -> list[Entry]:
+def parse_central_directory(cd: bytes | bytearray, trailer: Trailer, path: object) -> list[Entry]:
     """Parse ``cd`` (the central directory's bytes) into entries, checking every field.
 
     Record boundaries, names and ZIP64 extras are read in one compiled pass
@@ -318,11 +370,15 @@ def parse_central_directory_in_pieces(
         chunk = read(at + start, min(piece, size - start))
         buf = carry + chunk
         if start + len(chunk) == size:  # the rest: whole records, as many as announced
-            entries.extend(parse_entries(buf, n - len(entries), at, path, unsafe_name_reason,
-                                         done, len(entries)))
+            entries.extend(
+                parse_entries(
+                    buf, n - len(entries), at, path, unsafe_name_reason, done, len(entries)
+                )
+            )
             return entries
-        part, used = parse_some(buf, n - len(entries), at, path, unsafe_name_reason, done,
-                                len(entries))
+        part, used = parse_some(
+            buf, n - len(entries), at, path, unsafe_name_reason, done, len(entries)
+        )
         entries.extend(part)
         done += used
         carry = buf[used:]
@@ -359,8 +415,9 @@ def resolve_data_offset(read: ReadAt, entry: Entry, limit: int, path: object) ->
     local, _ = _decode_name(bytes(read(lfh + LFH_SIZE, n_len)), entry.flags)
     if local != entry.name:
         raise bad(
-            path, f"entry {entry.name!r}: the local header at offset {lfh} names {local!r}; "
-            "the central directory does not describe this entry's data"
+            path,
+            f"entry {entry.name!r}: the local header at offset {lfh} names {local!r}; "
+            "the central directory does not describe this entry's data",
         )
     return int(data)
 
@@ -473,6 +530,14 @@ def read_local_record(read: ReadAt, pos: int, size: int, path: object) -> LocalR
     if h.csize > size - h.data_offset:
         return None
     return LocalRecord(
-        h.raw_name, name, h.flags, h.method, h.crc, h.csize, h.usize, h.data_offset, h.dead,
+        h.raw_name,
+        name,
+        h.flags,
+        h.method,
+        h.crc,
+        h.csize,
+        h.usize,
+        h.data_offset,
+        h.dead,
         refused,
     )

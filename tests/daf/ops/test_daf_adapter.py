@@ -30,8 +30,9 @@ def _cells(d: Any) -> Any:
 def test_scalar_in_and_out() -> None:
     daf = dafzarr.memory_daf("memory!")
     daf.set_scalar("INPUT", 1)
-    with adapter(daf, input_data={"input": ". INPUT"},
-                 output_data={"OUTPUT": ". output"}) as adapted:
+    with adapter(
+        daf, input_data={"input": ". INPUT"}, output_data={"OUTPUT": ". output"}
+    ) as adapted:
         assert adapted.name == "memory!.adapted"
         adapted.set_scalar("output", adapted[". input"])
     assert daf.get_scalar("OUTPUT") == 1
@@ -40,19 +41,33 @@ def test_scalar_in_and_out() -> None:
 
 @pytest.mark.parametrize("kind", ["memory", "zip"])
 def test_subset_input_with_empty(tmp_path: Path, kind: str) -> None:
-    daf = _cells(dafzarr.memory_daf("memory!") if kind == "memory"
-                 else dafzarr.open_daf(tmp_path / "d.daf.zarr.zip", "w+", name="zip!"))
-    with adapter(daf, input_axes={"cell": "@ cell [ is_good ]"},
-                 output_data={("cell", "score"): "="},
-                 empty={("cell", "score"): -1}) as adapted:
+    daf = _cells(
+        dafzarr.memory_daf("memory!")
+        if kind == "memory"
+        else dafzarr.open_daf(tmp_path / "d.daf.zarr.zip", "w+", name="zip!")
+    )
+    with adapter(
+        daf,
+        input_axes={"cell": "@ cell [ is_good ]"},
+        output_data={("cell", "score"): "="},
+        empty={("cell", "score"): -1},
+    ) as adapted:
         assert adapted.axis_np_entries("cell").tolist() == ["A", "C", "D"]
         adapted.set_vector("cell", "score", adapted.get_np_vector("cell", "age") // 10)
     assert daf.get_np_vector("cell", "score").tolist() == [1, -1, 3, 4]
-    with pytest.raises(DafMismatchError, match=lines(
-            "missing entries in the axis: cell", f"of the source daf data: {daf.name}.output",
-            "which are needed for copying : data")), \
-            adapter(daf, input_axes={"cell": "@ cell [ is_good ]"},
-                    output_data={("cell", "other"): "="}) as adapted:
+    with (
+        pytest.raises(
+            DafMismatchError,
+            match=lines(
+                "missing entries in the axis: cell",
+                f"of the source daf data: {daf.name}.output",
+                "which are needed for copying : data",
+            ),
+        ),
+        adapter(
+            daf, input_axes={"cell": "@ cell [ is_good ]"}, output_data={("cell", "other"): "="}
+        ) as adapted,
+    ):
         adapted.set_vector("cell", "other", [1, 2, 3])
     assert not daf.has_vector("cell", "other")
     daf.close()
@@ -60,9 +75,13 @@ def test_subset_input_with_empty(tmp_path: Path, kind: str) -> None:
 
 def test_renamed_inputs_and_outputs() -> None:
     daf = _cells(dafzarr.memory_daf("memory!"))
-    with adapter(daf, input_axes={"obs": "@ cell"}, input_data={("obs", "years"): ": age"},
-                 output_axes={"cell": "@ obs"},
-                 output_data={("cell", "doubled"): ": twice"}) as adapted:
+    with adapter(
+        daf,
+        input_axes={"obs": "@ cell"},
+        input_data={("obs", "years"): ": age"},
+        output_axes={"cell": "@ obs"},
+        output_data={("cell", "doubled"): ": twice"},
+    ) as adapted:
         assert adapted.axes_set() == {"obs"}
         assert adapted.vectors_set("obs") == {"years"}
         adapted.set_vector("obs", "twice", adapted.get_np_vector("obs", "years") * 2)
@@ -72,8 +91,10 @@ def test_renamed_inputs_and_outputs() -> None:
 
 def test_nothing_is_copied_when_the_block_raises() -> None:
     daf = _cells(dafzarr.memory_daf("memory!"))
-    with pytest.raises(RuntimeError, match="computation failed"), \
-            adapter(daf, output_data={("cell", "x"): "="}) as adapted:
+    with (
+        pytest.raises(RuntimeError, match="computation failed"),
+        adapter(daf, output_data={("cell", "x"): "="}) as adapted,
+    ):
         adapted.set_vector("cell", "x", [1, 2, 3, 4])
         raise RuntimeError("computation failed")
     assert not daf.has_vector("cell", "x")
@@ -118,20 +139,22 @@ def related_axes(draw: Any) -> tuple[list[str], list[str]]:
     return source, draw(st.permutations(source))
 
 
-def expected_vector(source: list[str], values: list[int], destination: list[str],
-                    empty: int) -> list[int]:
+def expected_vector(
+    source: list[str], values: list[int], destination: list[str], empty: int
+) -> list[int]:
     by_name = dict(zip(source, values, strict=True))
     return [by_name.get(name, empty) for name in destination]
 
 
 @settings(max_examples=60, deadline=None)
-@given(axes=related_axes(), data=st.data(), sparse=st.booleans(),
-       empty=st.integers(-3, 3))
-def test_copy_vector_follows_the_alignment_rule(axes: tuple[list[str], list[str]],
-                                                data: Any, sparse: bool, empty: int) -> None:
+@given(axes=related_axes(), data=st.data(), sparse=st.booleans(), empty=st.integers(-3, 3))
+def test_copy_vector_follows_the_alignment_rule(
+    axes: tuple[list[str], list[str]], data: Any, sparse: bool, empty: int
+) -> None:
     source_names, destination_names = axes
-    values = data.draw(st.lists(st.integers(-2, 2), min_size=len(source_names),
-                                max_size=len(source_names)))
+    values = data.draw(
+        st.lists(st.integers(-2, 2), min_size=len(source_names), max_size=len(source_names))
+    )
     src, dst = dafzarr.memory_daf("s"), dafzarr.memory_daf("d")
     src.add_axis("a", source_names)
     dst.add_axis("a", destination_names)
@@ -144,15 +167,28 @@ def test_copy_vector_follows_the_alignment_rule(axes: tuple[list[str], list[str]
 
 
 @settings(max_examples=60, deadline=None)
-@given(rows=related_axes(), columns=related_axes(), data=st.data(), sparse=st.booleans(),
-       empty=st.integers(-2, 2))
-def test_copy_matrix_follows_the_alignment_rule(rows: tuple[list[str], list[str]],
-                                                columns: tuple[list[str], list[str]],
-                                                data: Any, sparse: bool, empty: int) -> None:
+@given(
+    rows=related_axes(),
+    columns=related_axes(),
+    data=st.data(),
+    sparse=st.booleans(),
+    empty=st.integers(-2, 2),
+)
+def test_copy_matrix_follows_the_alignment_rule(
+    rows: tuple[list[str], list[str]],
+    columns: tuple[list[str], list[str]],
+    data: Any,
+    sparse: bool,
+    empty: int,
+) -> None:
     (rows_source, rows_destination), (columns_source, columns_destination) = rows, columns
-    flat = data.draw(st.lists(st.integers(-2, 2), min_size=len(rows_source)
-                              * len(columns_source), max_size=len(rows_source)
-                              * len(columns_source)))
+    flat = data.draw(
+        st.lists(
+            st.integers(-2, 2),
+            min_size=len(rows_source) * len(columns_source),
+            max_size=len(rows_source) * len(columns_source),
+        )
+    )
     values = np.array(flat, dtype=np.int32).reshape(len(rows_source), len(columns_source))
     src, dst = dafzarr.memory_daf("s"), dafzarr.memory_daf("d")
     src.add_axis("r", rows_source)
@@ -160,12 +196,16 @@ def test_copy_matrix_follows_the_alignment_rule(rows: tuple[list[str], list[str]
     dst.add_axis("r", rows_destination)
     dst.add_axis("c", [f"c_{n}" for n in columns_destination])
     src.set_matrix("r", "c", "m", sp.csc_matrix(values) if sparse else values)
-    copy_matrix(source=src, destination=dst, rows_axis="r", columns_axis="c", name="m",
-                empty=empty)
+    copy_matrix(source=src, destination=dst, rows_axis="r", columns_axis="c", name="m", empty=empty)
     row_of = {name: i for i, name in enumerate(rows_source)}
     column_of = {name: j for j, name in enumerate(columns_source)}
-    expected = [[int(values[row_of[r], column_of[c]]) if r in row_of and c in column_of
-                 else empty for c in columns_destination] for r in rows_destination]
+    expected = [
+        [
+            int(values[row_of[r], column_of[c]]) if r in row_of and c in column_of else empty
+            for c in columns_destination
+        ]
+        for r in rows_destination
+    ]
     transposed = [[row[j] for row in expected] for j in range(len(columns_destination))]
     for r, c, want in (("r", "c", expected), ("c", "r", transposed)):
         got = dst.get_np_matrix(r, c, "m", relayout=False)

@@ -21,11 +21,18 @@ from dafzarr.errors import (
     UnsafeCastError,
 )
 
-LastValue, CollectAxis, SkipProperty = (MergeAction.LastValue, MergeAction.CollectAxis,
-                                        MergeAction.SkipProperty)
+LastValue, CollectAxis, SkipProperty = (
+    MergeAction.LastValue,
+    MergeAction.CollectAxis,
+    MergeAction.SkipProperty,
+)
 
-KINDS = [("memory", None, 2), ("dir", "out.daf.zarr", 2), ("zip", "out.daf.zarr.zip", 2),
-         ("zip-v3", "out.daf.zarr.zip", 3)]
+KINDS = [
+    ("memory", None, 2),
+    ("dir", "out.daf.zarr", 2),
+    ("zip", "out.daf.zarr.zip", 2),
+    ("zip-v3", "out.daf.zarr.zip", 3),
+]
 
 
 class Dest:
@@ -33,9 +40,11 @@ class Dest:
 
     def __init__(self, tmp_path: Path, rel: str | None, zarr_format: int) -> None:
         self.path = None if rel is None else str(tmp_path / rel)
-        self.daf = (dafzarr.memory_daf("destination!") if self.path is None
-                    else dafzarr.open_daf(self.path, "w+", name="destination!",
-                                          zarr_format=zarr_format))
+        self.daf = (
+            dafzarr.memory_daf("destination!")
+            if self.path is None
+            else dafzarr.open_daf(self.path, "w+", name="destination!", zarr_format=zarr_format)
+        )
 
     def result(self) -> dafzarr.ZarrDaf:
         if self.path is None:
@@ -84,9 +93,14 @@ def _sparse(d: dafzarr.ZarrDaf, *path: str) -> bool:
 
 def test_square_matrix_of_the_concatenated_axis_is_refused(dest: Dest, sources: Any) -> None:
     sources[0].set_matrix("cell", "cell", "outgoing_edges", np.eye(2))
-    with _raises(DafMismatchError, "can't concatenate the matrix: outgoing_edges",
-                 "for the concatenated rows axis: cell", "and the concatenated columns axis: cell",
-                 "in the daf data: source.1!", "concatenated into the daf data: destination!"):
+    with _raises(
+        DafMismatchError,
+        "can't concatenate the matrix: outgoing_edges",
+        "for the concatenated rows axis: cell",
+        "and the concatenated columns axis: cell",
+        "in the daf data: source.1!",
+        "concatenated into the daf data: destination!",
+    ):
         concatenate(dest.daf, "cell", sources)
     _nothing_written(dest)
 
@@ -94,9 +108,13 @@ def test_square_matrix_of_the_concatenated_axis_is_refused(dest: Dest, sources: 
 def test_different_entries_of_another_axis_are_refused(dest: Dest, sources: Any) -> None:
     sources[0].add_axis("gene", ["X", "Y"])
     sources[1].add_axis("gene", ["X", "Y", "Z"])
-    with _raises(DafMismatchError, "different entries for the axis: gene",
-                 "between the daf data: source.1!", "and the daf data: source.2!",
-                 "concatenated into the daf data: destination!"):
+    with _raises(
+        DafMismatchError,
+        "different entries for the axis: gene",
+        "between the daf data: source.1!",
+        "and the daf data: source.2!",
+        "concatenated into the daf data: destination!",
+    ):
         concatenate(dest.daf, "cell", sources)
     _nothing_written(dest)
 
@@ -113,8 +131,9 @@ def test_axes_that_exist_or_are_missing(dest: Dest, sources: Any) -> None:
     with _raises(DafExistsError, "existing axis: cell", "in the daf data: destination!"):
         concatenate(dest.daf, "cell", sources)
     dest.daf.delete_axis("cell")
-    with _raises(DafMissingError, "missing axis: metacell", "for: concatenate!",
-                 "of the daf data: source.1!"):
+    with _raises(
+        DafMissingError, "missing axis: metacell", "for: concatenate!", "of the daf data: source.1!"
+    ):
         concatenate(dest.daf, ["cell", "metacell"], sources)
     sources[1].add_axis("dataset", ["x"])
     with _raises(DafExistsError, "existing axis: dataset", "in the daf data: source.2!"):
@@ -130,12 +149,21 @@ def test_other_axes_must_be_new_in_the_destination(dest: Dest, sources: Any) -> 
         concatenate(dest.daf, "cell", sources)
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"axis": []}, {"axis": ["cell", "cell"]}, {"sources": []}, {"names": ["a"]},
-    {"names": ["a", "a"]}, {"prefix": [True, False]}, {"prefixed": [set(), set()]},
-    {"sparse_if_saves_storage_fraction": 0.0}, {"sparse_if_saves_storage_fraction": 1.0},
-    {"dataset_axis": "cell"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"axis": []},
+        {"axis": ["cell", "cell"]},
+        {"sources": []},
+        {"names": ["a"]},
+        {"names": ["a", "a"]},
+        {"prefix": [True, False]},
+        {"prefixed": [set(), set()]},
+        {"sparse_if_saves_storage_fraction": 0.0},
+        {"sparse_if_saves_storage_fraction": 1.0},
+        {"dataset_axis": "cell"},
+    ],
+)
 def test_bad_arguments(sources: Any, kwargs: dict[str, Any]) -> None:
     d = dafzarr.memory_daf("destination!")
     args: dict[str, Any] = {"axis": "cell", "sources": sources, **kwargs}
@@ -183,14 +211,23 @@ def test_vectors(dest: Dest, sources: Any) -> None:
 def test_missing_vector_needs_an_empty_value(dest: Dest, sources: Any) -> None:
     sources[0].set_vector("cell", "color", ["red", "green"])
     for empty in (None, {"version": 0}, {("cell", "other"): "x"}):
-        with _raises(DafMismatchError, "no empty value for the vector: color",
-                     "of the axis: cell", "which is missing from the daf data: source.2!",
-                     "concatenated into the daf data: destination!"):
+        with _raises(
+            DafMismatchError,
+            "no empty value for the vector: color",
+            "of the axis: cell",
+            "which is missing from the daf data: source.2!",
+            "concatenated into the daf data: destination!",
+        ):
             concatenate(dest.daf, "cell", sources, empty=empty)
         _nothing_written(dest)
     concatenate(dest.daf, "cell", sources, empty={("cell", "color"): "black"})
-    assert list(dest.result().get_np_vector("cell", "color")) == \
-        ["red", "green", "black", "black", "black"]
+    assert list(dest.result().get_np_vector("cell", "color")) == [
+        "red",
+        "green",
+        "black",
+        "black",
+        "black",
+    ]
 
 
 def test_empty_values_of_a_tensor(sources: Any) -> None:
@@ -213,8 +250,7 @@ def test_dense_matrix(dest: Dest, sources: Any) -> None:
     sources[1].set_matrix("cell", "gene", "UMIs", np.array([[5, 6], [7, 8], [9, 10]]))
     concatenate(dest.daf, "cell", sources)
     r = dest.result()
-    assert np.array_equal(r.get_np_matrix("cell", "gene", "UMIs"),
-                          np.arange(1, 11).reshape(5, 2))
+    assert np.array_equal(r.get_np_matrix("cell", "gene", "UMIs"), np.arange(1, 11).reshape(5, 2))
     assert r.matrices_set("gene", "cell", relayout=False) == {"UMIs"}  # (o, axis) only
     assert r.matrices_set("cell", "gene", relayout=False) == set()
     assert not _sparse(r, "matrices", "gene", "cell", "UMIs")
@@ -223,11 +259,11 @@ def test_dense_matrix(dest: Dest, sources: Any) -> None:
 def test_matrix_stored_only_across_is_taken(dest: Dest, sources: Any) -> None:
     _genes(sources)
     sources[0].set_matrix("cell", "gene", "UMIs", np.array([[1, 2], [3, 4]]), relayout=False)
-    sources[1].set_matrix("gene", "cell", "UMIs", np.array([[5, 7, 9], [6, 8, 10]]),
-                          relayout=False)
+    sources[1].set_matrix("gene", "cell", "UMIs", np.array([[5, 7, 9], [6, 8, 10]]), relayout=False)
     concatenate(dest.daf, "cell", sources)
-    assert np.array_equal(dest.result().get_np_matrix("cell", "gene", "UMIs"),
-                          np.arange(1, 11).reshape(5, 2))
+    assert np.array_equal(
+        dest.result().get_np_matrix("cell", "gene", "UMIs"), np.arange(1, 11).reshape(5, 2)
+    )
 
 
 def test_string_matrix(dest: Dest, sources: Any) -> None:
@@ -254,8 +290,12 @@ def test_views_and_chains_as_sources(dest: Dest, sources: Any) -> None:
     _genes(sources)
     sources[0].set_matrix("gene", "cell", "UMIs", sp.csc_matrix(np.array([[1, 0], [0, 0]])))
     sources[1].set_matrix("gene", "cell", "UMIs", np.array([[0, 2, 0], [3, 0, 0]]))
-    view = dafzarr.viewer(sources[0], name="view!", axes={"cell": "=", "gene": "="},
-                          data={("gene", "cell", "UMIs"): "="})
+    view = dafzarr.viewer(
+        sources[0],
+        name="view!",
+        axes={"cell": "=", "gene": "="},
+        data={("gene", "cell", "UMIs"): "="},
+    )
     chain = dafzarr.chain_reader([sources[1]], name="chain!")
     concatenate(dest.daf, "cell", [view, chain])
     r = dest.result()
@@ -282,8 +322,11 @@ def metacells(sources: Any) -> Any:
 
 
 def test_prefix_needed_for_unique_entries(dest: Dest, metacells: Any) -> None:
-    with _raises(DafMismatchError, "non-unique entries for new axis: metacell",
-                 "in the daf data: destination!"):
+    with _raises(
+        DafMismatchError,
+        "non-unique entries for new axis: metacell",
+        "in the daf data: destination!",
+    ):
         concatenate(dest.daf, ["cell", "metacell"], metacells)
     _nothing_written(dest)
 
@@ -292,32 +335,49 @@ def test_prefix(dest: Dest, metacells: Any) -> None:
     concatenate(dest.daf, ["cell", "metacell"], metacells, prefix=[False, True])
     r = dest.result()
     assert list(r.axis_np_entries("cell")) == ["A", "B", "C", "D", "E"]
-    assert list(r.axis_np_entries("metacell")) == ["source.1!.M1", "source.2!.M1",
-                                                   "source.2!.M2"]
-    assert list(r.get_np_vector("metacell", "dataset")) == ["source.1!", "source.2!",
-                                                            "source.2!"]
+    assert list(r.axis_np_entries("metacell")) == ["source.1!.M1", "source.2!.M1", "source.2!.M2"]
+    assert list(r.get_np_vector("metacell", "dataset")) == ["source.1!", "source.2!", "source.2!"]
     assert list(r.get_np_vector("cell", "metacell")) == [
-        "source.1!.M1", "source.1!.M1", "source.2!.M1", "source.2!.M2", "source.2!.M1"]
+        "source.1!.M1",
+        "source.1!.M1",
+        "source.2!.M1",
+        "source.2!.M2",
+        "source.2!.M1",
+    ]
     # the empty string stays empty: it names no entry
     assert list(r.get_np_vector("cell", "metacell.manual")) == [
-        "source.1!.M1", "", "", "source.2!.M2", "source.2!.M1"]
+        "source.1!.M1",
+        "",
+        "",
+        "source.2!.M2",
+        "source.2!.M1",
+    ]
     assert list(r.get_np_vector("cell", "!metacell")) == ["M1", "M1", "M1", "M2", "M1"]
 
 
 def test_prefix_with_names(dest: Dest, metacells: Any) -> None:
-    concatenate(dest.daf, ["cell", "metacell"], metacells, prefix=[False, True],
-                names=["D1", "D2"])
+    concatenate(dest.daf, ["cell", "metacell"], metacells, prefix=[False, True], names=["D1", "D2"])
     r = dest.result()
     assert list(r.axis_np_entries("metacell")) == ["D1.M1", "D2.M1", "D2.M2"]
     assert list(r.axis_np_entries("dataset")) == ["D1", "D2"]
     assert list(r.get_np_vector("cell", "dataset")) == ["D1", "D1", "D2", "D2", "D2"]
-    assert list(r.get_np_vector("cell", "metacell")) == ["D1.M1", "D1.M1", "D2.M1", "D2.M2",
-                                                         "D2.M1"]
+    assert list(r.get_np_vector("cell", "metacell")) == [
+        "D1.M1",
+        "D1.M1",
+        "D2.M1",
+        "D2.M2",
+        "D2.M1",
+    ]
 
 
 def test_prefixed_sets(dest: Dest, metacells: Any) -> None:
-    concatenate(dest.daf, ["cell", "metacell"], metacells, prefix=[False, True],
-                prefixed=[{"metacell", "!metacell"}, set()])
+    concatenate(
+        dest.daf,
+        ["cell", "metacell"],
+        metacells,
+        prefix=[False, True],
+        prefixed=[{"metacell", "!metacell"}, set()],
+    )
     r = dest.result()
     expected = ["source.1!.M1", "source.1!.M1", "source.2!.M1", "source.2!.M2", "source.2!.M1"]
     assert list(r.get_np_vector("cell", "metacell")) == expected
@@ -350,19 +410,19 @@ def test_sparse_vectors(dest: Dest, sources: Any) -> None:
 def test_sparse_matrices(dest: Dest, sources: Any) -> None:
     _genes(sources)
     sources[0].set_matrix("cell", "gene", "dense", sp.csc_matrix(np.array([[1, 2], [3, 4]])))
-    sources[1].set_matrix("cell", "gene", "dense",
-                          sp.csc_matrix(np.array([[5, 6], [7, 8], [9, 10]])))
+    sources[1].set_matrix(
+        "cell", "gene", "dense", sp.csc_matrix(np.array([[5, 6], [7, 8], [9, 10]]))
+    )
     # saves exactly 0.25: a tie goes sparse
     sources[0].set_matrix("cell", "gene", "tie", sp.csc_matrix(np.array([[1, 0], [0, 0]])))
-    sources[1].set_matrix("cell", "gene", "tie",
-                          sp.csc_matrix(np.array([[0, 2], [3, 0], [0, 0]])))
+    sources[1].set_matrix("cell", "gene", "tie", sp.csc_matrix(np.array([[0, 2], [3, 0], [0, 0]])))
     sources[0].set_matrix("cell", "gene", "zero", sp.csc_matrix(np.array([[1, 2], [0, 0]])))
     sources[0].set_matrix("cell", "gene", "five", sp.csc_matrix(np.array([[1, 2], [3, 4]])))
-    concatenate(dest.daf, "cell", sources, empty={("cell", "gene", "zero"): 0,
-                                                  ("gene", "cell", "five"): 5})
+    concatenate(
+        dest.daf, "cell", sources, empty={("cell", "gene", "zero"): 0, ("gene", "cell", "five"): 5}
+    )
     r = dest.result()
-    assert np.array_equal(r.get_np_matrix("cell", "gene", "dense"),
-                          np.arange(1, 11).reshape(5, 2))
+    assert np.array_equal(r.get_np_matrix("cell", "gene", "dense"), np.arange(1, 11).reshape(5, 2))
     assert not _sparse(r, "matrices", "gene", "cell", "dense")
     tie = r.get_np_matrix("cell", "gene", "tie")
     assert sp.issparse(tie) and tie.toarray().tolist() == [[1, 0], [0, 0], [0, 2], [3, 0], [0, 0]]
@@ -371,8 +431,13 @@ def test_sparse_matrices(dest: Dest, sources: Any) -> None:
     five = r.get_np_matrix("cell", "gene", "five")
     assert not sp.issparse(five) and five.tolist() == [[1, 2], [3, 4]] + [[5, 5]] * 3
     other = dafzarr.memory_daf("other!")
-    concatenate(other, "cell", sources, sparse_if_saves_storage_fraction=0.26,
-                empty={("cell", "gene", "zero"): 0, ("gene", "cell", "five"): 5})
+    concatenate(
+        other,
+        "cell",
+        sources,
+        sparse_if_saves_storage_fraction=0.26,
+        empty={("cell", "gene", "zero"): 0, ("gene", "cell", "five"): 5},
+    )
     assert not sp.issparse(other.get_np_matrix("gene", "cell", "tie"))
 
 
@@ -382,10 +447,12 @@ def test_stored_index_types_and_implicit_true_values(dest: Dest, sources: Any) -
     m0[[1, 7], [0, 1]] = [2.5, 3.5]
     m1 = np.zeros((10, 3), np.float64)
     m1[[0, 9], [0, 2]] = [4.0, 5.0]
-    sources[0].set_matrix("gene", "cell", "UMIs", sp.csc_matrix(m0), indtype="int64",
-                          relayout=False)
-    sources[1].set_matrix("gene", "cell", "UMIs", sp.csc_matrix(m1), indtype="uint64",
-                          relayout=False)
+    sources[0].set_matrix(
+        "gene", "cell", "UMIs", sp.csc_matrix(m0), indtype="int64", relayout=False
+    )
+    sources[1].set_matrix(
+        "gene", "cell", "UMIs", sp.csc_matrix(m1), indtype="uint64", relayout=False
+    )
     for s, m in zip(sources, (m0, m1), strict=True):  # stored without values: all True
         s.set_matrix("gene", "cell", "flag", sp.csc_matrix(m != 0), relayout=False)
     concatenate(dest.daf, "cell", sources, sparse_if_saves_storage_fraction=0.1)
@@ -415,10 +482,14 @@ def test_missing_matrix_needs_an_empty_value(dest: Dest, sources: Any) -> None:
     _genes(sources)
     sources[0].set_matrix("cell", "gene", "UMIs", sp.csc_matrix(np.array([[1, 2], [3, 4]])))
     for empty in (None, {"version": 0}):
-        with _raises(DafMismatchError, "no empty value for the matrix: UMIs",
-                     "of the rows axis: gene", "and the columns axis: cell",
-                     "which is missing from the daf data: source.2!",
-                     "concatenated into the daf data: destination!"):
+        with _raises(
+            DafMismatchError,
+            "no empty value for the matrix: UMIs",
+            "of the rows axis: gene",
+            "and the columns axis: cell",
+            "which is missing from the daf data: source.2!",
+            "concatenated into the daf data: destination!",
+        ):
             concatenate(dest.daf, "cell", sources, empty=empty)
         _nothing_written(dest)
 
@@ -489,11 +560,15 @@ def test_merge_scalars(sources: Any) -> None:
     concatenate(d, "cell", sources, merge=[(ALL_SCALARS, CollectAxis)])
     assert not d.has_scalar("version") and list(d.get_np_vector("dataset", "version")) == [1, 2]
     d = dafzarr.memory_daf("destination!")
-    with _raises(DafMismatchError, "can't collect axis for the scalar: version",
-                 "of the daf data sets concatenated into the daf data: destination!",
-                 "because no data set axis was created"):
-        concatenate(d, "cell", sources, dataset_axis=None, merge={ALL_SCALARS: CollectAxis},
-                    prefixed=set())
+    with _raises(
+        DafMismatchError,
+        "can't collect axis for the scalar: version",
+        "of the daf data sets concatenated into the daf data: destination!",
+        "because no data set axis was created",
+    ):
+        concatenate(
+            d, "cell", sources, dataset_axis=None, merge={ALL_SCALARS: CollectAxis}, prefixed=set()
+        )
     assert d.axes_set() == set()
 
 
@@ -513,12 +588,16 @@ def test_merge_last_entry_wins(sources: Any) -> None:
 def test_collect_missing_scalar(sources: Any) -> None:
     sources[0].set_scalar("version", np.int32(1))
     d = dafzarr.memory_daf("destination!")
-    with _raises(DafMismatchError, "no empty value for the scalar: version",
-                 "which is missing from the daf data: source.2!"):
+    with _raises(
+        DafMismatchError,
+        "no empty value for the scalar: version",
+        "which is missing from the daf data: source.2!",
+    ):
         concatenate(d, "cell", sources, merge={ALL_SCALARS: CollectAxis})
     assert d.axes_set() == set()
-    concatenate(d, "cell", sources, merge={ALL_SCALARS: CollectAxis},
-                empty={"version": np.int32(0)})
+    concatenate(
+        d, "cell", sources, merge={ALL_SCALARS: CollectAxis}, empty={"version": np.int32(0)}
+    )
     got = d.get_np_vector("dataset", "version")
     assert list(got) == [1, 0] and got.dtype == np.int32
 
@@ -559,16 +638,21 @@ def test_collect_vectors(dest: Dest, weights: Any) -> None:
     assert got.tolist() == [[1, 2], [3, 4]] and got.dtype == np.uint16
 
 
-@pytest.mark.parametrize(("empty", "want", "dtype", "sparse"), [
-    (0.0, [[1.0, 2.0], [0.0, 0.0]], np.float64, True),
-    (np.int32(3), [[1, 2], [3, 3]], np.int32, False),
-])
-def test_collect_vectors_with_empty(weights: Any, empty: Any, want: Any, dtype: Any,
-                                    sparse: bool) -> None:
+@pytest.mark.parametrize(
+    ("empty", "want", "dtype", "sparse"),
+    [
+        (0.0, [[1.0, 2.0], [0.0, 0.0]], np.float64, True),
+        (np.int32(3), [[1, 2], [3, 3]], np.int32, False),
+    ],
+)
+def test_collect_vectors_with_empty(
+    weights: Any, empty: Any, want: Any, dtype: Any, sparse: bool
+) -> None:
     weights[1].delete_vector("gene", "weight")
     d = dafzarr.memory_daf("destination!")
-    concatenate(d, "cell", weights, merge={ALL_VECTORS: CollectAxis},
-                empty={("gene", "weight"): empty})
+    concatenate(
+        d, "cell", weights, merge={ALL_VECTORS: CollectAxis}, empty={("gene", "weight"): empty}
+    )
     got = d.get_np_matrix("gene", "dataset", "weight")
     assert sp.issparse(got) == sparse
     dense = got.toarray() if sparse else got
@@ -591,20 +675,32 @@ def test_collect_vectors_of_an_axis_a_data_set_lacks(sources: Any) -> None:
     sources[0].add_axis("gene", ["X", "Y"])
     sources[0].set_vector("gene", "weight", np.array([1, 2], dtype=np.uint8))
     d = dafzarr.memory_daf("destination!")
-    with _raises(DafMismatchError, "no empty value for the vector: weight", "of the axis: gene",
-                 "which is missing from the daf data: source.2!"):
+    with _raises(
+        DafMismatchError,
+        "no empty value for the vector: weight",
+        "of the axis: gene",
+        "which is missing from the daf data: source.2!",
+    ):
         concatenate(d, "cell", sources, merge={ALL_VECTORS: CollectAxis})
-    concatenate(d, "cell", sources, merge={ALL_VECTORS: CollectAxis},
-                empty={("gene", "weight"): np.uint8(9)})
+    concatenate(
+        d,
+        "cell",
+        sources,
+        merge={ALL_VECTORS: CollectAxis},
+        empty={("gene", "weight"): np.uint8(9)},
+    )
     assert d.get_np_matrix("gene", "dataset", "weight").tolist() == [[1, 9], [2, 9]]
 
 
 def test_collect_vectors_needs_dataset_axis(weights: Any) -> None:
     d = dafzarr.memory_daf("destination!")
-    with _raises(DafMismatchError, "can't collect axis for the vector: weight",
-                 "of the axis: gene",
-                 "of the daf data sets concatenated into the daf data: destination!",
-                 "because no data set axis was created"):
+    with _raises(
+        DafMismatchError,
+        "can't collect axis for the vector: weight",
+        "of the axis: gene",
+        "of the daf data sets concatenated into the daf data: destination!",
+        "because no data set axis was created",
+    ):
         concatenate(d, "cell", weights, dataset_axis=None, merge={ALL_VECTORS: CollectAxis})
     assert d.axes_set() == set()
 
@@ -619,10 +715,13 @@ def test_merge_matrices(dest: Dest, sources: Any) -> None:
     sources[1].set_matrix("gene", "batch", "scale", np.array([[5, 6], [7, 8]]))
     d = dafzarr.memory_daf("destination!")
     concatenate(d, "cell", sources, merge={ALL_VECTORS: LastValue})
-    assert not d.has_matrix("gene", "gene", "edges") and not d.has_matrix("gene", "batch",
-                                                                          "scale")
-    concatenate(dest.daf, "cell", sources, merge={("gene", "gene", "edges"): LastValue,
-                                                  ("gene", "batch", "scale"): LastValue})
+    assert not d.has_matrix("gene", "gene", "edges") and not d.has_matrix("gene", "batch", "scale")
+    concatenate(
+        dest.daf,
+        "cell",
+        sources,
+        merge={("gene", "gene", "edges"): LastValue, ("gene", "batch", "scale"): LastValue},
+    )
     r = dest.result()
     assert r.get_np_matrix("gene", "gene", "edges").tolist() == [[5, 6], [7, 8]]
     assert r.get_np_matrix("gene", "batch", "scale").tolist() == [[5, 6], [7, 8]]
@@ -646,8 +745,9 @@ def test_collect_matrices_is_refused(sources: Any, name: str) -> None:
     assert d.axes_set() == set()
 
 
-@pytest.mark.parametrize("merge", [{("a", "b", "c", "d"): LastValue}, {"x": "LastValue"},
-                                   [("x",)], {1: LastValue}])
+@pytest.mark.parametrize(
+    "merge", [{("a", "b", "c", "d"): LastValue}, {"x": "LastValue"}, [("x",)], {1: LastValue}]
+)
 def test_bad_merge_keys(sources: Any, merge: Any) -> None:
     d = dafzarr.memory_daf("destination!")
     with pytest.raises(DafMismatchError, match="invalid merge entry"):
@@ -669,8 +769,12 @@ def test_progress_bar(sources: Any, tmp_path: Path) -> None:
 def test_dataset_property_clash(sources: Any) -> None:
     sources[1].set_vector("cell", "dataset", ["p", "q", "r"])
     d = dafzarr.memory_daf("destination!")
-    with _raises(DafExistsError, "existing vector: dataset", "for the axis: cell",
-                 "in the daf data: source.2!"):
+    with _raises(
+        DafExistsError,
+        "existing vector: dataset",
+        "for the axis: cell",
+        "in the daf data: source.2!",
+    ):
         concatenate(d, "cell", sources)
     assert d.axes_set() == set()
     concatenate(d, "cell", sources, dataset_property=False, empty={("cell", "dataset"): ""})

@@ -57,9 +57,13 @@ def _sources(tmp_path: Path) -> list[str]:
         d = dafzarr.open_daf(path, "w")
         d.add_axis("cell", [f"s{k}c{i}" for i in range(CELLS)])
         d.add_axis("gene", [f"g{i}" for i in range(GENES)])
-        d.set_matrix("gene", "cell", "UMIs", sp.random(GENES, CELLS, density=0.1,
-                                                       random_state=k, dtype=np.float32,
-                                                       format="csc"), relayout=False)
+        d.set_matrix(
+            "gene",
+            "cell",
+            "UMIs",
+            sp.random(GENES, CELLS, density=0.1, random_state=k, dtype=np.float32, format="csc"),
+            relayout=False,
+        )
         d.set_vector("cell", "age", np.arange(CELLS, dtype=np.int32))
         d.close()
         paths.append(path)
@@ -85,8 +89,9 @@ def _is_earlier_state(d: dafzarr.ZarrDaf) -> bool:
 def _is_complete(d: dafzarr.ZarrDaf, sources: list[str]) -> None:
     assert d.axes_set() == {"old", "cell", "gene", "dataset"}
     m = d.get_np_matrix("gene", "cell", "UMIs")
-    want = sp.hstack([dafzarr.open_daf(p).get_np_matrix("gene", "cell", "UMIs")
-                      for p in sources]).tocsc()
+    want = sp.hstack(
+        [dafzarr.open_daf(p).get_np_matrix("gene", "cell", "UMIs") for p in sources]
+    ).tocsc()
     assert (m != want).nnz == 0
     assert d.get_np_vector("cell", "age").shape == (3 * CELLS,)
 
@@ -94,8 +99,11 @@ def _is_complete(d: dafzarr.ZarrDaf, sources: list[str]) -> None:
 def _run(dest: str, sources: list[str], kill_at: int, delay: float | None) -> str:
     """Run the child; with ``delay`` (and no ``kill_at``) kill it that long after it starts
     concatenating."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, dest, str(kill_at), *sources],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, dest, str(kill_at), *sources],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     if not kill_at and delay is not None:
@@ -109,8 +117,9 @@ def _run(dest: str, sources: list[str], kill_at: int, delay: float | None) -> st
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("kill_at", "delay"), [(1, None), (4, None), (40, None), (0, 0.3)])
-def test_sigkill_midway_leaves_the_earlier_state(tmp_path: Path, kill_at: int,
-                                                 delay: float | None) -> None:
+def test_sigkill_midway_leaves_the_earlier_state(
+    tmp_path: Path, kill_at: int, delay: float | None
+) -> None:
     sources = _sources(tmp_path)
     dest = str(tmp_path / "dest.daf.zarr.zip")
     _earlier_state(dest)

@@ -56,8 +56,9 @@ def _umis(k: int) -> sp.csc_matrix:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("src", "dst"), [(".daf.zarr.zip", ".daf.zarr.zip"),
-                                          (".daf.zarr", ".daf.zarr")])
+@pytest.mark.parametrize(
+    ("src", "dst"), [(".daf.zarr.zip", ".daf.zarr.zip"), (".daf.zarr", ".daf.zarr")]
+)
 def test_resident_memory_stays_below_the_data(tmp_path: Path, src: str, dst: str) -> None:
     paths = []
     for k in range(SOURCES):
@@ -69,8 +70,13 @@ def test_resident_memory_stays_below_the_data(tmp_path: Path, src: str, dst: str
         d.close()
         paths.append(path)
     out = str(tmp_path / f"out{dst}")
-    res = subprocess.run([sys.executable, "-c", CHILD, out, *paths], capture_output=True,
-                         text=True, check=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", CHILD, out, *paths],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     fig = json.loads(res.stdout.strip().splitlines()[-1])
     data = SOURCES * CELLS * PER_CELL * 8  # the rows and values read, and written
     grew = fig["peak"] - fig["before"]

@@ -18,13 +18,33 @@ from dafzarr import concatenate
 from dafzarr.anndata import daf_to_anndata
 from dafzarr.errors import DafMismatchError
 
-NUMERIC = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32",
-           "float64"]
+NUMERIC = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "float32",
+    "float64",
+]
 
 # --- the expected element type, evaluated independently ------------------------------------
 
-_SIGNED_BY_SIZE = ["int8", "int8", "int16", "int32", "int32", "int64", "int64", "int64",
-                   "int64", "int64"]  # index: bytes needed (1..9), capped at int64
+_SIGNED_BY_SIZE = [
+    "int8",
+    "int8",
+    "int16",
+    "int32",
+    "int32",
+    "int64",
+    "int64",
+    "int64",
+    "int64",
+    "int64",
+]  # index: bytes needed (1..9), capped at int64
 
 
 def _expected_pair(a: str, b: str) -> str:
@@ -77,14 +97,18 @@ def _text(v: Any) -> str:
 @st.composite
 def _values(draw: Any, dtype: str, n: int) -> np.ndarray[Any, Any]:
     if dtype == "str":
-        return np.array(draw(st.lists(st.sampled_from(["a", "bb", ""]), min_size=n,
-                                      max_size=n)), dtype=object)
+        return np.array(
+            draw(st.lists(st.sampled_from(["a", "bb", ""]), min_size=n, max_size=n)), dtype=object
+        )
     if dtype == "bool":
         return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
     ints = st.integers(0, 3) if dtype.startswith("u") else st.integers(-3, 3)
     vals = draw(st.lists(st.one_of(st.just(0), ints), min_size=n, max_size=n))
-    return np.array(vals, dtype=dtype) / (2 if dtype.startswith("float") else 1) \
-        if dtype.startswith("float") else np.array(vals, dtype=dtype)
+    return (
+        np.array(vals, dtype=dtype) / (2 if dtype.startswith("float") else 1)
+        if dtype.startswith("float")
+        else np.array(vals, dtype=dtype)
+    )
 
 
 @st.composite
@@ -104,12 +128,24 @@ def _case(draw: Any) -> dict[str, Any]:
             values = draw(_values(dt, genes * cells)).reshape(genes, cells)
             mat = (values.astype(dt), draw(st.booleans()))
         sources.append({"cells": [f"s{k}c{i}" for i in range(cells)], "vec": vec, "mat": mat})
-    empty_value = st.one_of(st.none(), st.just(0), st.just(2), st.just(0.0), st.just(1.5),
-                            st.just(np.float32(0)), st.just(np.int8(-1)), st.just(False),
-                            st.just("none"))
-    return {"genes": [f"g{i}" for i in range(genes)], "sources": sources,
-            "vec_empty": draw(empty_value), "mat_empty": draw(empty_value),
-            "fraction": draw(st.sampled_from([0.1, 0.25, 0.5, 0.9]))}
+    empty_value = st.one_of(
+        st.none(),
+        st.just(0),
+        st.just(2),
+        st.just(0.0),
+        st.just(1.5),
+        st.just(np.float32(0)),
+        st.just(np.int8(-1)),
+        st.just(False),
+        st.just("none"),
+    )
+    return {
+        "genes": [f"g{i}" for i in range(genes)],
+        "sources": sources,
+        "vec_empty": draw(empty_value),
+        "mat_empty": draw(empty_value),
+        "fraction": draw(st.sampled_from([0.1, 0.25, 0.5, 0.9])),
+    }
 
 
 def _build(case: dict[str, Any]) -> list[dafzarr.ZarrDaf]:
@@ -120,12 +156,16 @@ def _build(case: dict[str, Any]) -> list[dafzarr.ZarrDaf]:
         d.add_axis("gene", case["genes"])
         if s["vec"] is not None:
             values, sparse = s["vec"]
-            d.set_vector("cell", "v", sp.csr_matrix(values.reshape(1, -1)) if sparse
-                         and values.size else values)
+            d.set_vector(
+                "cell",
+                "v",
+                sp.csr_matrix(values.reshape(1, -1)) if sparse and values.size else values,
+            )
         if s["mat"] is not None:
             values, sparse = s["mat"]
-            d.set_matrix("gene", "cell", "m", sp.csc_matrix(values) if sparse else values,
-                         relayout=False)
+            d.set_matrix(
+                "gene", "cell", "m", sp.csc_matrix(values) if sparse else values, relayout=False
+            )
         out.append(d)
     return out
 
@@ -139,8 +179,9 @@ def _expect(case: dict[str, Any], key: str, rows: int | None) -> Any:
     empty = case["vec_empty" if key == "vec" else "mat_empty"]
     if empty is None and any(p is None for p in parts):
         return None
-    dtype = _expected_type(empty, [str(p[0].dtype) if p[0].dtype != object else "str"
-                                   for p in parts if p is not None])
+    dtype = _expected_type(
+        empty, [str(p[0].dtype) if p[0].dtype != object else "str" for p in parts if p is not None]
+    )
     blocks, stored, total = [], 0, 0
     for s, p in zip(case["sources"], parts, strict=True):
         n = len(s["cells"])
@@ -156,8 +197,7 @@ def _expect(case: dict[str, Any], key: str, rows: int | None) -> Any:
             stored += int(np.count_nonzero(values)) if sparse and values.size else size
     joined = np.concatenate(blocks, axis=-1) if blocks else np.zeros(0)
     if dtype == "str":
-        return np.vectorize(_text, otypes=[object])(joined) if joined.size else joined, dtype, \
-            False
+        return np.vectorize(_text, otypes=[object])(joined) if joined.size else joined, dtype, False
     e = 1 if dtype == "bool" else np.dtype(dtype).itemsize
     saving = total * e - stored * (e + 4)
     if rows is not None:
@@ -180,16 +220,23 @@ def test_concatenate_matches_numpy(case: dict[str, Any]) -> None:
     dest = dafzarr.memory_daf("hyp!")
     if vec is None or mat is None:
         with pytest.raises(DafMismatchError, match="no empty value for the"):
-            concatenate(dest, "cell", sources, empty=empty,
-                        sparse_if_saves_storage_fraction=case["fraction"])
+            concatenate(
+                dest,
+                "cell",
+                sources,
+                empty=empty,
+                sparse_if_saves_storage_fraction=case["fraction"],
+            )
         assert dest.axes_set() == set()
         return
-    concatenate(dest, "cell", sources, empty=empty,
-                sparse_if_saves_storage_fraction=case["fraction"])
+    concatenate(
+        dest, "cell", sources, empty=empty, sparse_if_saves_storage_fraction=case["fraction"]
+    )
     cells = [c for s in case["sources"] for c in s["cells"]]
     assert list(dest.axis_np_entries("cell")) == cells
     assert list(dest.get_np_vector("cell", "dataset")) == [
-        f"p{k}!" for k, s in enumerate(case["sources"]) for _ in s["cells"]]
+        f"p{k}!" for k, s in enumerate(case["sources"]) for _ in s["cells"]
+    ]
     if vec == "absent":
         assert not dest.has_vector("cell", "v")
     else:
@@ -222,8 +269,9 @@ def _daf_sets(unique: bool = True) -> list[dafzarr.ZarrDaf]:
         umis = sp.random(n, 8, density=0.3, random_state=k, dtype=np.float32, format="csr")
         d.set_matrix("cell", "gene", "UMIs", umis)
         d.set_vector("cell", "score", rng.random(n))
-        d.set_vector("cell", "type", np.array(["T", "B", "NK"], dtype=object)[
-            rng.integers(0, 3, n)])
+        d.set_vector(
+            "cell", "type", np.array(["T", "B", "NK"], dtype=object)[rng.integers(0, 3, n)]
+        )
         if k != 1:
             d.set_vector("cell", "only_some", np.ones(n))
         d.set_vector("gene", "gene_id", [f"id{i}" for i in range(8)])
@@ -245,8 +293,13 @@ def test_same_result_as_anndata_concat_where_they_agree(tmp_path: Path) -> None:
     names = ["b0", "b1", "b2"]
     want = _anndata_side([sources[0], sources[2]], keys=["b0", "b2"], label="dataset")
     dest = dafzarr.open_daf(tmp_path / "all.daf.zarr.zip", "w", name="all")
-    concatenate(dest, "cell", [sources[0], sources[2]], names=["b0", "b2"],
-                empty={("cell", "only_some"): 0.0})
+    concatenate(
+        dest,
+        "cell",
+        [sources[0], sources[2]],
+        names=["b0", "b2"],
+        empty={("cell", "only_some"): 0.0},
+    )
     got = daf_to_anndata(dest, "cell", "gene")
     assert list(got.obs_names) == list(want.obs_names)
     assert list(got.var_names) == list(want.var_names)
@@ -259,8 +312,10 @@ def test_same_result_as_anndata_concat_where_they_agree(tmp_path: Path) -> None:
     other = dafzarr.memory_daf("other!")
     concatenate(other, "cell", sources, names=names, empty={("cell", "only_some"): 0.0})
     got = daf_to_anndata(other, "cell", "gene")
-    assert "only_some" not in want.obs and list(got.obs["only_some"]) == [1.0] * 30 + [0.0] + \
-        [1.0] * 12
+    assert (
+        "only_some" not in want.obs
+        and list(got.obs["only_some"]) == [1.0] * 30 + [0.0] + [1.0] * 12
+    )
     assert (sp.csr_matrix(got.X) != sp.csr_matrix(want.X)).nnz == 0
     assert got.obs["dataset"].astype(str).tolist() == want.obs["dataset"].astype(str).tolist()
 
@@ -270,9 +325,9 @@ def test_prefixes_where_anndata_writes_suffixes() -> None:
     names = ["b0", "b1", "b2"]
     want = _anndata_side(sources, keys=names, index_unique="-")
     dest = dafzarr.memory_daf("prefixed!")
-    concatenate(dest, "cell", sources, names=names, prefix=True,
-                empty={("cell", "only_some"): 0.0})
+    concatenate(dest, "cell", sources, names=names, prefix=True, empty={("cell", "only_some"): 0.0})
     got = daf_to_anndata(dest, "cell", "gene")
-    assert [n.split(".", 1)[1] + "-" + n.split(".", 1)[0] for n in got.obs_names] == \
-        list(want.obs_names)
+    assert [n.split(".", 1)[1] + "-" + n.split(".", 1)[0] for n in got.obs_names] == list(
+        want.obs_names
+    )
     assert (sp.csr_matrix(got.X) != sp.csr_matrix(want.X)).nnz == 0

@@ -85,8 +85,11 @@ def test_combined_expectations(first: Any, then: Any, combined: Any) -> None:
 def test_incompatible_expectations(first: Any, then: Any) -> None:
     left = Contract(axes={"cell": (first, "description")})
     right = Contract(axes={"cell": (then, "description")})
-    with _raises(f"incompatible expectation: {first}", f"and expectation: {then}",
-                 "for the contracts axis: cell"):
+    with _raises(
+        f"incompatible expectation: {first}",
+        f"and expectation: {then}",
+        "for the contracts axis: cell",
+    ):
         left >> right
 
 
@@ -94,13 +97,13 @@ def test_combining_keeps_one_sided_entries_names_and_relaxation() -> None:
     left = Contract(name="first", axes={"cell": (RequiredInput, "cells")})
     assert (left >> Contract()).axes == left.axes
     assert (Contract() >> left).axes == left.axes
-    both = left >> Contract(name="second", is_relaxed=True,
-                            axes={"gene": (CreatedOutput, "genes")})
+    both = left >> Contract(name="second", is_relaxed=True, axes={"gene": (CreatedOutput, "genes")})
     assert both.name == "first_second" and both.is_relaxed
     assert [a for a, _ in both.axes] == ["cell", "gene"]
     assert (Contract() >> Contract(name="x")).name == "x"
-    with _raises("different description: 'other'", "and description: 'cells'",
-                 "for the contracts axis: cell"):
+    with _raises(
+        "different description: 'other'", "and description: 'cells'", "for the contracts axis: cell"
+    ):
         left >> Contract(axes={"cell": (RequiredInput, "other")})
 
 
@@ -119,8 +122,9 @@ def test_incompatible_types() -> None:
     key = ("cell", "age")
     left = Contract(data={key: (RequiredInput, np.int64, "description")})
     right = Contract(data={key: (RequiredInput, np.int32, "description")})
-    with _raises("incompatible type: int64", "and type: int32",
-                 "for the contracts data: ('cell', 'age')"):
+    with _raises(
+        "incompatible type: int64", "and type: int32", "for the contracts data: ('cell', 'age')"
+    ):
         left >> right
 
 
@@ -146,18 +150,28 @@ def test_element_types() -> None:
 
 
 def test_specifications_may_be_lists() -> None:
-    listed = Contract(axes={"cell": [RequiredInput, "d"]},
-                      data={("cell", "age"): [RequiredInput, int, "d"]})
-    assert listed == Contract(axes={"cell": (RequiredInput, "d")},
-                              data={("cell", "age"): (RequiredInput, int, "d")})
-    assert hash(listed) == hash(Contract(axes={"cell": (RequiredInput, "d")},
-                                         data={("cell", "age"): (RequiredInput, int, "d")}))
+    listed = Contract(
+        axes={"cell": [RequiredInput, "d"]}, data={("cell", "age"): [RequiredInput, int, "d"]}
+    )
+    assert listed == Contract(
+        axes={"cell": (RequiredInput, "d")}, data={("cell", "age"): (RequiredInput, int, "d")}
+    )
+    assert hash(listed) == hash(
+        Contract(
+            axes={"cell": (RequiredInput, "d")}, data={("cell", "age"): (RequiredInput, int, "d")}
+        )
+    )
 
 
 def test_expectations() -> None:
     assert str(CreatedOutput) == "CreatedOutput"
     assert [e.label for e in ContractExpectation] == [
-        "required", "optional", "created", "guaranteed", "optional"]
+        "required",
+        "optional",
+        "created",
+        "guaranteed",
+        "optional",
+    ]
     assert len(ContractExpectation) == 5
     assert dafzarr.RequiredInput is ContractExpectation.RequiredInput
 
@@ -182,8 +196,10 @@ def test_invalid_contracts(kwargs: dict[str, Any], text: str) -> None:
 def test_contractor_needs_a_contract(make: Maker) -> None:
     with pytest.raises(InvalidArgumentTypeError, match="not a Contract"):
         contractor("computation", {"axes": {}}, make("memory!"))  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgumentTypeError, match="not a Daf data set: 'daf'\n"
-                       "for the computation: computation"):
+    with pytest.raises(
+        InvalidArgumentTypeError,
+        match="not a Daf data set: 'daf'\nfor the computation: computation",
+    ):
         contractor("computation", Contract(), "daf")
 
 
@@ -194,10 +210,10 @@ def _contract_for(kind: str, expectation: Any, element: Any = np.int64) -> Contr
     axes = {"cell": (RequiredInput, "cells"), "gene": (RequiredInput, "genes")}
     if kind == "axis":
         return Contract(axes={"cell": (expectation, "description")})
-    key = {"scalar": "version", "vector": ("cell", "age"),
-           "matrix": ("cell", "gene", "UMIs")}[kind]
-    return Contract(axes=axes if kind != "scalar" else None,
-                    data={key: (expectation, element, "description")})
+    key = {"scalar": "version", "vector": ("cell", "age"), "matrix": ("cell", "gene", "UMIs")}[kind]
+    return Contract(
+        axes=axes if kind != "scalar" else None, data={key: (expectation, element, "description")}
+    )
 
 
 def _touch_axes(proxy: ContractDaf, kind: str) -> None:
@@ -217,18 +233,25 @@ def _read(proxy: ContractDaf, kind: str) -> None:
 
 
 def _what(kind: str) -> tuple[str, ...]:
-    return {"scalar": ("scalar: version",), "axis": ("axis: cell",),
-            "vector": ("vector: age", "of the axis: cell"),
-            "matrix": ("matrix: UMIs", "of the rows axis: cell", "and the columns axis: gene")
-            }[kind]
+    return {
+        "scalar": ("scalar: version",),
+        "axis": ("axis: cell",),
+        "vector": ("vector: age", "of the axis: cell"),
+        "matrix": ("matrix: UMIs", "of the rows axis: cell", "and the columns axis: gene"),
+    }[kind]
 
 
 # The whole matrix of cases on the memory backend by default; on stored ones in the slow run
 # (the checks read the same metadata on every backend).
-_MEMORY_FIRST = pytest.mark.parametrize("writable_dafs", [
-    "memory", pytest.param("directory", marks=pytest.mark.slow),
-    pytest.param("zip", marks=pytest.mark.slow),
-], indirect=True)
+_MEMORY_FIRST = pytest.mark.parametrize(
+    "writable_dafs",
+    [
+        "memory",
+        pytest.param("directory", marks=pytest.mark.slow),
+        pytest.param("zip", marks=pytest.mark.slow),
+    ],
+    indirect=True,
+)
 
 
 @_MEMORY_FIRST
@@ -237,8 +260,9 @@ _MEMORY_FIRST = pytest.mark.parametrize("writable_dafs", [
 @pytest.mark.parametrize("overwrite", [False, True])
 @pytest.mark.parametrize("direction", ["input", "output"])
 @pytest.mark.parametrize("accessed", [False, True])
-def test_existing_properties(make: Maker, kind: str, expectation: Any, overwrite: bool,
-                             direction: str, accessed: bool) -> None:
+def test_existing_properties(
+    make: Maker, kind: str, expectation: Any, overwrite: bool, direction: str, accessed: bool
+) -> None:
     d = _filled(make)
     proxy = contractor("computation", _contract_for(kind, expectation), d, overwrite=overwrite)
     _touch_axes(proxy, kind)
@@ -247,8 +271,12 @@ def test_existing_properties(make: Maker, kind: str, expectation: Any, overwrite
     verify = proxy.verify_input if direction == "input" else proxy.verify_output
     head, *rest = _what(kind)
     if direction == "output" and expectation is RequiredInput and not accessed:
-        with _raises(f"unused RequiredInput {head}", *rest,
-                     "of the computation: computation", "on the daf data: memory!"):
+        with _raises(
+            f"unused RequiredInput {head}",
+            *rest,
+            "of the computation: computation",
+            "on the daf data: memory!",
+        ):
             verify()
     elif direction == "input" and expectation is CreatedOutput and not overwrite:
         with _raises(f"pre-existing CreatedOutput {head}", *rest, *WHERE):
@@ -267,8 +295,11 @@ def test_missing_properties(make: Maker, kind: str, expectation: Any) -> None:
     proxy = contractor("computation", _contract_for(kind, expectation), d)
     _touch_axes(proxy, kind)
     head, *rest = _what(kind)
-    typed = () if kind == "axis" else (
-        "with type: int64" if kind == "scalar" else "with element type: int64",)
+    typed = (
+        ()
+        if kind == "axis"
+        else ("with type: int64" if kind == "scalar" else "with element type: int64",)
+    )
     if expectation is RequiredInput:
         with _raises(f"missing input {head}", *rest, *typed, *WHERE):
             proxy.verify_input()
@@ -295,34 +326,63 @@ def test_unexpected_element_types(make: Maker, kind: str, expectation: Any) -> N
     head, *rest = _what(kind)
     found = "str" if kind == "scalar" else "float64"
     for direction, verify in (("input", proxy.verify_input), ("output", proxy.verify_output)):
-        with _raises(f"unexpected type: {found}", "instead of type: int64",
-                     f"for the {direction} {head}", *rest, *WHERE):
+        with _raises(
+            f"unexpected type: {found}",
+            "instead of type: int64",
+            f"for the {direction} {head}",
+            *rest,
+            *WHERE,
+        ):
             verify()
-    fine = contractor("computation", _contract_for(kind, expectation, (str, "float")), d,
-                      overwrite=True)
+    fine = contractor(
+        "computation", _contract_for(kind, expectation, (str, "float")), d, overwrite=True
+    )
     fine.verify_input()
 
 
 def test_axes_of_properties_must_be_listed_and_compatible(make: Maker) -> None:
     d = _filled(make)
     with _raises("non-contract axis: cell", "for the RequiredInput vector: age", *WHERE):
-        contractor("computation",
-                   Contract(data={("cell", "age"): (RequiredInput, int, "d")}), d)
-    with _raises("incompatible OptionalInput axis: cell", "for the RequiredInput vector: age",
-                 *WHERE):
-        contractor("computation", Contract(axes={"cell": (OptionalInput, "d")},
-                                           data={("cell", "age"): (RequiredInput, int, "d")}), d)
-    with _raises("non-contract axis: gene", "for the columns of the CreatedOutput matrix: UMIs",
-                 "with the rows axis: cell", *WHERE):
-        contractor("computation", Contract(axes={"cell": (RequiredInput, "d")},
-                                           data={("cell", "gene", "UMIs"):
-                                                 (CreatedOutput, int, "d")}), d)
-    with _raises("incompatible OptionalOutput axis: cell",
-                 "for the rows of the CreatedOutput matrix: UMIs", "with the columns axis: gene",
-                 *WHERE):
-        contractor("computation", Contract(
-            axes={"cell": (OptionalOutput, "d"), "gene": (RequiredInput, "d")},
-            data={("cell", "gene", "UMIs"): (CreatedOutput, int, "d")}), d)
+        contractor("computation", Contract(data={("cell", "age"): (RequiredInput, int, "d")}), d)
+    with _raises(
+        "incompatible OptionalInput axis: cell", "for the RequiredInput vector: age", *WHERE
+    ):
+        contractor(
+            "computation",
+            Contract(
+                axes={"cell": (OptionalInput, "d")},
+                data={("cell", "age"): (RequiredInput, int, "d")},
+            ),
+            d,
+        )
+    with _raises(
+        "non-contract axis: gene",
+        "for the columns of the CreatedOutput matrix: UMIs",
+        "with the rows axis: cell",
+        *WHERE,
+    ):
+        contractor(
+            "computation",
+            Contract(
+                axes={"cell": (RequiredInput, "d")},
+                data={("cell", "gene", "UMIs"): (CreatedOutput, int, "d")},
+            ),
+            d,
+        )
+    with _raises(
+        "incompatible OptionalOutput axis: cell",
+        "for the rows of the CreatedOutput matrix: UMIs",
+        "with the columns axis: gene",
+        *WHERE,
+    ):
+        contractor(
+            "computation",
+            Contract(
+                axes={"cell": (OptionalOutput, "d"), "gene": (RequiredInput, "d")},
+                data={("cell", "gene", "UMIs"): (CreatedOutput, int, "d")},
+            ),
+            d,
+        )
 
 
 # --- Accesses ------------------------------------------------------------------------------
@@ -360,9 +420,14 @@ def test_an_empty_contract_refuses_every_read_but_allows_listings(make: Maker) -
     assert proxy.has_axis("cell") and proxy.vectors_set("cell") == {"age"}
     assert proxy.matrices_set("cell", "gene") == {"UMIs"}
     axis = ("accessing non-contract axis: cell", *WHERE)
-    for read in (lambda: proxy.axis_np_entries("cell"), lambda: proxy.axis_length("cell"),
-                 lambda: proxy.axis_np_indices("cell", ["A"]), lambda: proxy.axis_dict("cell"),
-                 lambda: proxy.get_np_query("@ cell"), lambda: proxy.get_np_vector("cell", "name")):
+    for read in (
+        lambda: proxy.axis_np_entries("cell"),
+        lambda: proxy.axis_length("cell"),
+        lambda: proxy.axis_np_indices("cell", ["A"]),
+        lambda: proxy.axis_dict("cell"),
+        lambda: proxy.get_np_query("@ cell"),
+        lambda: proxy.get_np_vector("cell", "name"),
+    ):
         with _raises(*axis):
             read()
     for read in (lambda: proxy.get_scalar("version"), lambda: proxy.get_np_query(". version")):
@@ -372,26 +437,40 @@ def test_an_empty_contract_refuses_every_read_but_allows_listings(make: Maker) -
 
 def test_listed_axes_do_not_open_their_properties(make: Maker) -> None:
     d = _filled(make)
-    proxy = contractor("computation", Contract(axes={"cell": (OptionalInput, "d"),
-                                                     "gene": (OptionalInput, "d")}), d)
+    proxy = contractor(
+        "computation",
+        Contract(axes={"cell": (OptionalInput, "d"), "gene": (OptionalInput, "d")}),
+        d,
+    )
     assert proxy.get_np_vector("cell", "name").tolist() == ["A", "B"]
     assert proxy.get_np_vector("cell", "index").tolist() == [0, 1]
-    reads: tuple[Callable[[], Any], ...] = (lambda: proxy.get_np_vector("cell", "age"),
-                                            lambda: proxy.get_np_query("@ cell : age"))
+    reads: tuple[Callable[[], Any], ...] = (
+        lambda: proxy.get_np_vector("cell", "age"),
+        lambda: proxy.get_np_query("@ cell : age"),
+    )
     for read in reads:
         with _raises("accessing non-contract vector: age", "of the axis: cell", *WHERE):
             read()
-    for read in (lambda: proxy.get_np_matrix("cell", "gene", "UMIs"),
-                 lambda: proxy.get_np_query("@ cell @ gene :: UMIs")):
-        with _raises("accessing non-contract matrix: UMIs", "of the rows axis: cell",
-                     "and the columns axis: gene", *WHERE):
+    for read in (
+        lambda: proxy.get_np_matrix("cell", "gene", "UMIs"),
+        lambda: proxy.get_np_query("@ cell @ gene :: UMIs"),
+    ):
+        with _raises(
+            "accessing non-contract matrix: UMIs",
+            "of the rows axis: cell",
+            "and the columns axis: gene",
+            *WHERE,
+        ):
             read()
 
 
 FULL_INPUTS = Contract(
     axes={"cell": (OptionalInput, "d"), "gene": (OptionalInput, "d")},
-    data={"version": (OptionalInput, "integer", "d"), ("cell", "age"): (OptionalInput, "real", "d"),
-          ("cell", "gene", "UMIs"): (OptionalInput, "number", "d")},
+    data={
+        "version": (OptionalInput, "integer", "d"),
+        ("cell", "age"): (OptionalInput, "real", "d"),
+        ("cell", "gene", "UMIs"): (OptionalInput, "number", "d"),
+    },
 )
 
 
@@ -405,24 +484,43 @@ def test_inputs_read_alike_and_may_not_be_modified(make: Maker) -> None:
     for write, lines in (
         (lambda: proxy.add_axis("cell", ["C"]), ("modifying OptionalInput axis: cell",)),
         (lambda: proxy.delete_axis("cell"), ("modifying OptionalInput axis: cell",)),
-        (lambda: proxy.set_scalar("version", 2, overwrite=True),
-         ("modifying OptionalInput scalar: version",)),
+        (
+            lambda: proxy.set_scalar("version", 2, overwrite=True),
+            ("modifying OptionalInput scalar: version",),
+        ),
         (lambda: proxy.delete_scalar("version"), ("modifying OptionalInput scalar: version",)),
-        (lambda: proxy.set_vector("cell", "age", [3, 4], overwrite=True),
-         ("modifying OptionalInput vector: age", "of the axis: cell")),
-        (lambda: proxy.delete_vector("cell", "age"),
-         ("modifying OptionalInput vector: age", "of the axis: cell")),
-        (lambda: proxy.set_matrix("cell", "gene", "UMIs", np.zeros((2, 3)), overwrite=True),
-         ("modifying OptionalInput matrix: UMIs", *umis)),
-        (lambda: proxy.delete_matrix("cell", "gene", "UMIs"),
-         ("modifying OptionalInput matrix: UMIs", *umis)),
-        (lambda: proxy.relayout_matrix("cell", "gene", "UMIs", overwrite=True),
-         ("modifying OptionalInput matrix: UMIs", "of the rows axis: gene",
-          "and the columns axis: cell")),
-        (lambda: proxy.empty_dense_vector("cell", "age", np.float32, overwrite=True),
-         ("modifying OptionalInput vector: age", "of the axis: cell")),
-        (lambda: proxy.empty_dense_matrix("cell", "gene", "UMIs", np.float32, overwrite=True),
-         ("modifying OptionalInput matrix: UMIs", *umis)),
+        (
+            lambda: proxy.set_vector("cell", "age", [3, 4], overwrite=True),
+            ("modifying OptionalInput vector: age", "of the axis: cell"),
+        ),
+        (
+            lambda: proxy.delete_vector("cell", "age"),
+            ("modifying OptionalInput vector: age", "of the axis: cell"),
+        ),
+        (
+            lambda: proxy.set_matrix("cell", "gene", "UMIs", np.zeros((2, 3)), overwrite=True),
+            ("modifying OptionalInput matrix: UMIs", *umis),
+        ),
+        (
+            lambda: proxy.delete_matrix("cell", "gene", "UMIs"),
+            ("modifying OptionalInput matrix: UMIs", *umis),
+        ),
+        (
+            lambda: proxy.relayout_matrix("cell", "gene", "UMIs", overwrite=True),
+            (
+                "modifying OptionalInput matrix: UMIs",
+                "of the rows axis: gene",
+                "and the columns axis: cell",
+            ),
+        ),
+        (
+            lambda: proxy.empty_dense_vector("cell", "age", np.float32, overwrite=True),
+            ("modifying OptionalInput vector: age", "of the axis: cell"),
+        ),
+        (
+            lambda: proxy.empty_dense_matrix("cell", "gene", "UMIs", np.float32, overwrite=True),
+            ("modifying OptionalInput matrix: UMIs", *umis),
+        ),
     ):
         with _raises(*lines, *WHERE):
             write()
@@ -432,9 +530,12 @@ def test_inputs_read_alike_and_may_not_be_modified(make: Maker) -> None:
 def test_outputs_are_written_through(make: Maker) -> None:
     contract = Contract(
         axes={"cell": (OptionalOutput, "d"), "gene": (OptionalOutput, "d")},
-        data={"version": (OptionalOutput, "integer", "d"),
-              ("cell", "age"): (OptionalOutput, "float", "d"),
-              ("cell", "gene", "UMIs"): (OptionalOutput, "float", "d")})
+        data={
+            "version": (OptionalOutput, "integer", "d"),
+            ("cell", "age"): (OptionalOutput, "float", "d"),
+            ("cell", "gene", "UMIs"): (OptionalOutput, "float", "d"),
+        },
+    )
     d = make("memory!")
     proxy = contractor("computation", contract, d)
     proxy.set_scalar("version", 1).add_axis("cell", ["A", "B"]).add_axis("gene", ["X", "Y", "Z"])
@@ -452,13 +553,15 @@ def test_outputs_are_written_through(make: Maker) -> None:
         ind[:] = [2]
         val[:] = [5]
     assert d.get_np_vector("cell", "age").tolist() == [0, 5]
-    with proxy.empty_sparse_matrix("cell", "gene", "UMIs", np.float32, 2,
-                                   overwrite=True) as (colptr, rowval, nzval):
+    with proxy.empty_sparse_matrix("cell", "gene", "UMIs", np.float32, 2, overwrite=True) as (
+        colptr,
+        rowval,
+        nzval,
+    ):
         colptr[:] = [1, 2, 2, 3]
         rowval[:] = [1, 2]
         nzval[:] = [7, 8]
-    assert d.get_np_matrix("cell", "gene", "UMIs").toarray().tolist() == [[7, 0, 0],
-                                                                           [0, 0, 8]]
+    assert d.get_np_matrix("cell", "gene", "UMIs").toarray().tolist() == [[7, 0, 0], [0, 0, 8]]
     proxy.verify_output()
     proxy.delete_matrix("cell", "gene", "UMIs").delete_vector("cell", "age")
     proxy.delete_scalar("version").delete_axis("cell")
@@ -467,14 +570,21 @@ def test_outputs_are_written_through(make: Maker) -> None:
 
 def test_queries_mark_what_they_read(make: Maker) -> None:
     d = _filled(make)
-    contract = Contract(axes={"cell": (RequiredInput, "d")},
-                        data={("cell", "age"): (RequiredInput, "integer", "d"),
-                              "version": (RequiredInput, "integer", "d")})
+    contract = Contract(
+        axes={"cell": (RequiredInput, "d")},
+        data={
+            ("cell", "age"): (RequiredInput, "integer", "d"),
+            "version": (RequiredInput, "integer", "d"),
+        },
+    )
     proxy = contractor("computation", contract, d)
     proxy.verify_input()
     assert proxy.get_np_query("@ cell : age >> Sum") == 3
-    with _raises("unused RequiredInput scalar: version", "of the computation: computation",
-                 "on the daf data: memory!"):
+    with _raises(
+        "unused RequiredInput scalar: version",
+        "of the computation: computation",
+        "on the daf data: memory!",
+    ):
         proxy.verify_output()
     assert proxy.get_np_query(". version") == 1
     proxy.verify_output()
@@ -482,8 +592,9 @@ def test_queries_mark_what_they_read(make: Maker) -> None:
 
 def test_writes_through_the_wrapper_refresh_its_query_results(make: Maker) -> None:
     d = _filled(make)
-    contract = Contract(axes={"cell": (RequiredInput, "d")},
-                        data={("cell", "score"): (CreatedOutput, "float", "d")})
+    contract = Contract(
+        axes={"cell": (RequiredInput, "d")}, data={("cell", "score"): (CreatedOutput, "float", "d")}
+    )
     proxy = contractor("computation", contract, d)
     proxy.set_vector("cell", "score", np.array([0.5, 1.5]))
     assert proxy.get_np_query("@ cell : score >> Sum") == 2.0
@@ -496,8 +607,10 @@ def test_writes_through_the_wrapper_refresh_its_query_results(make: Maker) -> No
 
 
 def _tensor(main: Any, data: Any, axes: Any = RequiredInput) -> Contract:
-    return Contract(axes={"gene": (axes, "d"), "cell": (axes, "d"), "batch": (main, "d")},
-                    data={("batch", "cell", "gene", "is_high"): (data, bool, "d")})
+    return Contract(
+        axes={"gene": (axes, "d"), "cell": (axes, "d"), "batch": (main, "d")},
+        data={("batch", "cell", "gene", "is_high"): (data, bool, "d")},
+    )
 
 
 def _cells_and_genes(make: Maker, batches: bool = True, name: str = "memory!") -> Any:
@@ -517,8 +630,13 @@ def test_tensor_inputs_are_the_matrices_of_each_entry(make: Maker) -> None:
     d.set_matrix("gene", "cell", "U_is_high", U)
     proxy = contractor("computation", _tensor(RequiredInput, RequiredInput), d)
     proxy.get_np_matrix("gene", "cell", "U_is_high")
-    with _raises("missing input matrix: V_is_high", "of the rows axis: cell",
-                 "and the columns axis: gene", "with element type: bool", *WHERE):
+    with _raises(
+        "missing input matrix: V_is_high",
+        "of the rows axis: cell",
+        "and the columns axis: gene",
+        "with element type: bool",
+        *WHERE,
+    ):
         proxy.verify_input()
     d.set_matrix("gene", "cell", "V_is_high", ~U)
     proxy = contractor("computation", _tensor(RequiredInput, RequiredInput), d)
@@ -532,8 +650,13 @@ def test_tensor_outputs(make: Maker) -> None:
     proxy = contractor("computation", _tensor(RequiredInput, CreatedOutput), d)
     proxy.verify_input()
     proxy.set_matrix("gene", "cell", "U_is_high", U)
-    with _raises("missing output matrix: V_is_high", "of the rows axis: cell",
-                 "and the columns axis: gene", "with element type: bool", *WHERE):
+    with _raises(
+        "missing output matrix: V_is_high",
+        "of the rows axis: cell",
+        "and the columns axis: gene",
+        "with element type: bool",
+        *WHERE,
+    ):
         proxy.verify_output()
     proxy.set_matrix("gene", "cell", "V_is_high", ~U)
     proxy.verify_output()
@@ -546,14 +669,22 @@ def test_tensor_along_a_created_axis(make: Maker) -> None:
     with _raises("missing output axis: batch", *WHERE):
         proxy.verify_output()
     proxy.add_axis("batch", ["U", "V"])
-    with _raises("missing output matrix: U_is_high", "of the rows axis: cell",
-                 "and the columns axis: gene", "with element type: bool", *WHERE):
+    with _raises(
+        "missing output matrix: U_is_high",
+        "of the rows axis: cell",
+        "and the columns axis: gene",
+        "with element type: bool",
+        *WHERE,
+    ):
         proxy.verify_output()
     proxy.set_matrix("gene", "cell", "U_is_high", U)
     proxy.set_matrix("gene", "cell", "V_is_high", ~U)
     proxy.verify_output()
-    optional = contractor("computation", _tensor(OptionalOutput, OptionalOutput, OptionalInput),
-                          _cells_and_genes(make, batches=False, name="other!"))
+    optional = contractor(
+        "computation",
+        _tensor(OptionalOutput, OptionalOutput, OptionalInput),
+        _cells_and_genes(make, batches=False, name="other!"),
+    )
     optional.verify_input()
     optional.verify_output()
 
@@ -561,18 +692,31 @@ def test_tensor_along_a_created_axis(make: Maker) -> None:
 # --- The computation decorator -------------------------------------------------------------
 
 SINGLE = Contract(
-    axes={"cell": (RequiredInput, "The sampled single cells."),
-          "gene": (RequiredInput, "The sampled genes."),
-          "block": (OptionalOutput, "Blocks of cells.")},
-    data={"version": (OptionalInput, str, "In major.minor.patch format."),
-          "quality": (CreatedOutput, float, "Overall output quality score between 0.0 and 1.0."),
-          ("gene", "noisy"): (OptionalInput, bool, "Mask of genes with high variability."),
-          ("cell", "special"): (OptionalOutput, bool,
-                                "Computed mask of special cells, if requested."),
-          ("cell", "gene", "UMIs"): (RequiredInput, (np.uint8, np.uint16, np.uint32, np.uint64),
-                                     "The number of sampled scRNA molecules."),
-          ("block", "cell", "gene", "match"): (
-              OptionalOutput, "float", "How well the gene of the cell match the block.")},
+    axes={
+        "cell": (RequiredInput, "The sampled single cells."),
+        "gene": (RequiredInput, "The sampled genes."),
+        "block": (OptionalOutput, "Blocks of cells."),
+    },
+    data={
+        "version": (OptionalInput, str, "In major.minor.patch format."),
+        "quality": (CreatedOutput, float, "Overall output quality score between 0.0 and 1.0."),
+        ("gene", "noisy"): (OptionalInput, bool, "Mask of genes with high variability."),
+        ("cell", "special"): (
+            OptionalOutput,
+            bool,
+            "Computed mask of special cells, if requested.",
+        ),
+        ("cell", "gene", "UMIs"): (
+            RequiredInput,
+            (np.uint8, np.uint16, np.uint32, np.uint64),
+            "The number of sampled scRNA molecules.",
+        ),
+        ("block", "cell", "gene", "match"): (
+            OptionalOutput,
+            "float",
+            "How well the gene of the cell match the block.",
+        ),
+    },
 )
 
 
@@ -639,16 +783,22 @@ def test_a_computation_runs_on_a_contract_wrapper(make: Maker) -> None:
     assert isinstance(seen, ContractDaf) and seen.daf is d
     assert seen.name == "memory!.for.single"
     assert d.get_scalar("quality") == 0.5
-    with _raises("pre-existing CreatedOutput scalar: quality",
-                 f"for the computation: {__name__}.single", "on the daf data: memory!"):
+    with _raises(
+        "pre-existing CreatedOutput scalar: quality",
+        f"for the computation: {__name__}.single",
+        "on the daf data: memory!",
+    ):
         single(d, 0.5)
     assert single.__name__ == "single"
     assert single.contracts == (SINGLE,)  # type: ignore[attr-defined]
 
 
 def test_a_computation_refuses_missing_inputs(make: Maker) -> None:
-    with _raises("missing input axis: cell", f"for the computation: {__name__}.single",
-                 "on the daf data: memory!"):
+    with _raises(
+        "missing input axis: cell",
+        f"for the computation: {__name__}.single",
+        "on the daf data: memory!",
+    ):
         single(make("memory!"), 0.0)
 
 
@@ -665,17 +815,23 @@ def test_relaxed_documentation() -> None:
     assert relaxed.__doc__ == (
         "Relaxed.\n\nInputs\n------\nAdditional inputs may be used depending on the "
         "parameters.\n\nOutputs\n-------\nAdditional outputs may be created depending on the "
-        "parameters.")
+        "parameters."
+    )
 
 
-FIRST = Contract(data={
-    "version": (RequiredInput, str, "In major.minor.patch format."),
-    "quality": (CreatedOutput, float, "Overall output quality score between 0.0 and 1.0."),
-})
-SECOND = Contract(name="second", data={
-    "version": (CreatedOutput, str, "In major.minor.patch format."),
-    "quality": (RequiredInput, float, "Overall output quality score between 0.0 and 1.0."),
-})
+FIRST = Contract(
+    data={
+        "version": (RequiredInput, str, "In major.minor.patch format."),
+        "quality": (CreatedOutput, float, "Overall output quality score between 0.0 and 1.0."),
+    }
+)
+SECOND = Contract(
+    name="second",
+    data={
+        "version": (CreatedOutput, str, "In major.minor.patch format."),
+        "quality": (RequiredInput, float, "Overall output quality score between 0.0 and 1.0."),
+    },
+)
 THIRD = Contract(name="third", data={"note": (CreatedOutput, str, "Some note.")})
 
 
@@ -721,8 +877,11 @@ def test_overwrite_is_passed_to_the_contracts(make: Maker) -> None:
     first.set_scalar("quality", 0.0)
     second.set_scalar("quality", 1.0)
     second.set_scalar("version", "1.0")
-    with _raises("pre-existing CreatedOutput scalar: quality",
-                 f"for the computation: {__name__}.cross", "on the daf data: first!"):
+    with _raises(
+        "pre-existing CreatedOutput scalar: quality",
+        f"for the computation: {__name__}.cross",
+        "on the daf data: first!",
+    ):
         cross(first, second=second)
     assert first.get_scalar("quality") == 0.0 and second.get_scalar("version") == "1.0"
     cross(first, second=second, overwrite=True)
@@ -734,18 +893,28 @@ def test_overwrite_is_passed_to_the_contracts(make: Maker) -> None:
 def test_missing_inputs_name_their_data_set(make: Maker) -> None:
     first, second = make("first!"), make("second!")
     second.set_scalar("quality", 0.0)
-    with _raises("missing input scalar: version", "with type: str",
-                 f"for the computation: {__name__}.cross", "on the daf data: first!"):
+    with _raises(
+        "missing input scalar: version",
+        "with type: str",
+        f"for the computation: {__name__}.cross",
+        "on the daf data: first!",
+    ):
         cross(first, second=second)
     first.set_scalar("version", "0.0")
     second.delete_scalar("quality")
-    with _raises("missing input scalar: quality", "with type: float64",
-                 f"for the computation: {__name__}.cross", "on the daf data: second!"):
+    with _raises(
+        "missing input scalar: quality",
+        "with type: float64",
+        f"for the computation: {__name__}.cross",
+        "on the daf data: second!",
+    ):
         cross(first, second=second)
 
 
 def test_documentation_of_several_contracts() -> None:
-    assert cross.__doc__ == """Dual.
+    assert (
+        cross.__doc__
+        == """Dual.
 
 First
 =====
@@ -776,10 +945,12 @@ Outputs (second)
 Scalars
     version : str (created)
         In major.minor.patch format."""
+    )
     assert cross_note.__doc__ is not None
     assert cross_note.__doc__.startswith("Triple.\n\nInputs (first)\n")
     assert cross_note.__doc__.endswith(
-        "Outputs (third)\n---------------\nScalars\n    note : str (created)\n        Some note.")
+        "Outputs (third)\n---------------\nScalars\n    note : str (created)\n        Some note."
+    )
 
 
 def test_contracts_of_steps_combine() -> None:
@@ -794,9 +965,12 @@ def test_a_required_input_never_read_is_reported(make: Maker) -> None:
 
     d = make("memory!")
     d.add_axis("cell", ["A"])
-    with _raises("unused RequiredInput axis: cell", f"of the computation: {lazy.__module__}."
-                 "test_a_required_input_never_read_is_reported.<locals>.lazy",
-                 "on the daf data: memory!"):
+    with _raises(
+        "unused RequiredInput axis: cell",
+        f"of the computation: {lazy.__module__}."
+        "test_a_required_input_never_read_is_reported.<locals>.lazy",
+        "on the daf data: memory!",
+    ):
         lazy(d)
 
 
@@ -861,9 +1035,14 @@ def test_a_wrapper_is_a_daf_reader_of_any_reader(make: Maker) -> None:
         proxy = contractor("computation", _contract_for(kind, RequiredInput), chain)
         assert isinstance(proxy, dafzarr.daf.DafReader)
         head, *rest = _what(kind)
-        with _raises(f"unexpected type: {found}", "instead of type: int64",
-                     f"for the input {head}", *rest, "for the computation: computation",
-                     "on the daf data: chain!"):
+        with _raises(
+            f"unexpected type: {found}",
+            "instead of type: int64",
+            f"for the input {head}",
+            *rest,
+            "for the computation: computation",
+            "on the daf data: chain!",
+        ):
             proxy.verify_input()
     fine = contractor("computation", _contract_for("matrix", RequiredInput, "float"), chain)
     fine.verify_input()
@@ -877,37 +1056,52 @@ def test_a_wrapper_is_a_daf_reader_of_any_reader(make: Maker) -> None:
 def test_wrappers_nest(make: Maker) -> None:
     d = _filled(make)
     inner = contractor("inner", Contract(axes={"cell": (OptionalInput, "d")}), d)
-    outer = contractor("outer", Contract(
-        axes={"cell": (RequiredInput, "d")},
-        data={("cell", "age"): (RequiredInput, "integer", "d")}), inner)
+    outer = contractor(
+        "outer",
+        Contract(
+            axes={"cell": (RequiredInput, "d")},
+            data={("cell", "age"): (RequiredInput, "integer", "d")},
+        ),
+        inner,
+    )
     assert outer.name == "memory!.for.inner.for.outer"
-    with _raises("accessing non-contract vector: age", "of the axis: cell",
-                 "for the computation: inner", "on the daf data: memory!"):
+    with _raises(
+        "accessing non-contract vector: age",
+        "of the axis: cell",
+        "for the computation: inner",
+        "on the daf data: memory!",
+    ):
         outer.get_np_vector("cell", "age")
 
 
 TYPES = Contract(
     axes={"cell": (RequiredInput, "The cells."), "type": (CreatedOutput, "The cell types.")},
-    data={("cell", "type"): (RequiredInput, str, "The type of each cell."),
-          ("cell", "color"): (OptionalOutput, str, "Moved to the types."),
-          ("type", "color"): (CreatedOutput, str, "The color of each type.")},
+    data={
+        ("cell", "type"): (RequiredInput, str, "The type of each cell."),
+        ("cell", "color"): (OptionalOutput, str, "Moved to the types."),
+        ("type", "color"): (CreatedOutput, str, "The color of each type."),
+    },
 )
 
 
 def test_reconstruction_under_a_contract(make: Maker) -> None:
     @dafzarr.computation(TYPES)
     def cell_types(daf: Any, *, moved: Any = ("color",)) -> Any:
-        return dafzarr.reconstruct_axis(daf, existing_axis="cell", implicit_axis="type",
-                                        implicit_properties=moved)
+        return dafzarr.reconstruct_axis(
+            daf, existing_axis="cell", implicit_axis="type", implicit_properties=moved
+        )
 
     d = make("memory!")
     d.add_axis("cell", ["A", "B", "C"])
     d.set_vector("cell", "type", np.array(["T", "B", "T"], dtype=object))
     d.set_vector("cell", "color", np.array(["red", "blue", "red"], dtype=object))
     d.set_vector("cell", "score", np.array([0.5, 0.5, 0.5]))
-    with _raises("accessing non-contract vector: score", "of the axis: cell",
-                 f"for the computation: {__name__}.test_reconstruction_under_a_contract."
-                 "<locals>.cell_types", "on the daf data: memory!"):
+    with _raises(
+        "accessing non-contract vector: score",
+        "of the axis: cell",
+        f"for the computation: {__name__}.test_reconstruction_under_a_contract.<locals>.cell_types",
+        "on the daf data: memory!",
+    ):
         cell_types(d, moved=None)
     assert d.axes_set() == {"cell"}
     assert cell_types(d) == {"color": None}
@@ -925,9 +1119,13 @@ def test_methods_take_the_data_set_after_self(make: Maker) -> None:
     d = make("memory!")
     d.set_scalar("version", 2)
     assert Pipeline().scaled(d) == 6
-    with _raises("missing input scalar: version", "with type: integer",
-                 f"for the computation: {__name__}.test_methods_take_the_data_set_after_self."
-                 "<locals>.Pipeline.scaled", "on the daf data: other!"):
+    with _raises(
+        "missing input scalar: version",
+        "with type: integer",
+        f"for the computation: {__name__}.test_methods_take_the_data_set_after_self."
+        "<locals>.Pipeline.scaled",
+        "on the daf data: other!",
+    ):
         Pipeline().scaled(make("other!"))
 
 
@@ -936,8 +1134,9 @@ def test_a_data_set_parameter_left_out_and_an_ambiguous_placeholder(make: Maker)
     def optional_daf(daf: Any = None) -> None:
         """Nothing."""
 
-    with pytest.raises(InvalidArgumentError, match="missing daf parameter: daf\nfor the "
-                       "computation: "):
+    with pytest.raises(
+        InvalidArgumentError, match="missing daf parameter: daf\nfor the computation: "
+    ):
         optional_daf()
     optional_daf(make("memory!"))
 
@@ -947,6 +1146,7 @@ def test_a_data_set_parameter_left_out_and_an_ambiguous_placeholder(make: Maker)
         {CONTRACT}
         """
 
-    with pytest.raises(InvalidArgumentError, match=re.escape("ambiguous {CONTRACT} in the "
-                                                             "docstring of: ")):
+    with pytest.raises(
+        InvalidArgumentError, match=re.escape("ambiguous {CONTRACT} in the docstring of: ")
+    ):
         dafzarr.computation(Contract(), Contract(name="second"))(two)

@@ -67,8 +67,9 @@ def lines(*parts: str) -> str:
 
 
 def test_scalar_missing_and_default(source: Any, destination: Any) -> None:
-    with pytest.raises(DafMissingError, match=lines("missing scalar: version",
-                                                    "in the daf data: source!")):
+    with pytest.raises(
+        DafMissingError, match=lines("missing scalar: version", "in the daf data: source!")
+    ):
         copy_scalar(source=source, destination=destination, name="version")
     copy_scalar(source=source, destination=destination, name="version", default=None)
     assert not destination.has_scalar("version")
@@ -80,19 +81,17 @@ def test_scalar_existing_wins_over_default_and_converts(source: Any, destination
     source.set_scalar("version", "1.0")
     copy_scalar(source=source, destination=destination, name="version", default="2.0")
     assert destination.get_scalar("version") == "1.0"
-    copy_scalar(source=source, destination=destination, name="version", rename="same",
-                type=str)
+    copy_scalar(source=source, destination=destination, name="version", rename="same", type=str)
     assert destination.get_scalar("same") == "1.0"
-    copy_scalar(source=source, destination=destination, name="version", rename="parsed",
-                type=np.float32)
+    copy_scalar(
+        source=source, destination=destination, name="version", rename="parsed", type=np.float32
+    )
     value = destination.get_scalar("parsed")
     assert value == 1.0 and value.dtype == np.float32
     source.set_scalar("version", 1.0, overwrite=True)
-    copy_scalar(source=source, destination=destination, name="version", rename="text",
-                type=str)
+    copy_scalar(source=source, destination=destination, name="version", rename="text", type=str)
     assert destination.get_scalar("text") == "1.0"
-    copy_scalar(source=source, destination=destination, name="version", rename="int",
-                type=np.int32)
+    copy_scalar(source=source, destination=destination, name="version", rename="int", type=np.int32)
     assert destination.get_scalar("int") == 1 and destination.get_scalar("int").dtype == np.int32
 
 
@@ -112,8 +111,9 @@ def test_scalar_refused_conversions(source: Any, destination: Any) -> None:
 def test_scalar_overwrite_and_insist(source: Any, destination: Any) -> None:
     source.set_scalar("version", "1.0")
     destination.set_scalar("version", "0.1")
-    with pytest.raises(DafExistsError, match=lines("existing scalar: version",
-                                                   "in the daf data: destination!")):
+    with pytest.raises(
+        DafExistsError, match=lines("existing scalar: version", "in the daf data: destination!")
+    ):
         copy_scalar(source=source, destination=destination, name="version")
     copy_scalar(source=source, destination=destination, name="version", insist=False)
     assert destination.get_scalar("version") == "0.1"
@@ -125,8 +125,9 @@ def test_scalar_overwrite_and_insist(source: Any, destination: Any) -> None:
 
 
 def test_axis(source: Any, destination: Any) -> None:
-    with pytest.raises(DafMissingError, match=lines("missing axis: cell",
-                                                    "in the daf data: source!")):
+    with pytest.raises(
+        DafMissingError, match=lines("missing axis: cell", "in the daf data: source!")
+    ):
         copy_axis(source=source, destination=destination, axis="cell")
     copy_axis(source=source, destination=destination, axis="cell", default=None)
     assert not destination.has_axis("cell")
@@ -157,22 +158,23 @@ def test_axis_overwrite_deletes_what_uses_it(source: Any, destination: Any) -> N
 def test_vector_without_destination_axis(source: Any, destination: Any, default: Any) -> None:
     source.add_axis("cell", ["A", "B"])
     kwargs = {} if default == "undef" else {"default": default}
-    with pytest.raises(DafMissingError, match=lines("missing axis: cell",
-                                                    "in the daf data: destination!")):
-        copy_vector(source=source, destination=destination, axis="cell", name="age",
-                    **kwargs)
+    with pytest.raises(
+        DafMissingError, match=lines("missing axis: cell", "in the daf data: destination!")
+    ):
+        copy_vector(source=source, destination=destination, axis="cell", name="age", **kwargs)
 
 
 def test_vector_missing_and_default(source: Any, destination: Any) -> None:
     source.add_axis("cell", ["A", "B"])
     destination.add_axis("cell", ["A", "B"])
-    with pytest.raises(DafMissingError, match=lines("missing vector: age", "for the axis: cell",
-                                                    "in the daf data: source!")):
+    with pytest.raises(
+        DafMissingError,
+        match=lines("missing vector: age", "for the axis: cell", "in the daf data: source!"),
+    ):
         copy_vector(source=source, destination=destination, axis="cell", name="age")
     copy_vector(source=source, destination=destination, axis="cell", name="age", default=None)
     assert not destination.has_vector("cell", "age")
-    copy_vector(source=source, destination=destination, axis="cell", name="age",
-                default=[1, 2])
+    copy_vector(source=source, destination=destination, axis="cell", name="age", default=[1, 2])
     assert destination.get_np_vector("cell", "age").tolist() == [1, 2]
 
 
@@ -182,17 +184,23 @@ def test_vector_same_axis(source: Any, destination: Any, sparse: bool) -> None:
     values = np.array([1, 0]) if sparse else np.array([1, 2])
     source.set_vector("cell", "age", sp.csr_matrix(values) if sparse else values)
     destination.add_axis("cell", ["A", "B"])
-    copy_vector(source=source, destination=destination, axis="cell", name="age",
-                default=[2, 3])
+    copy_vector(source=source, destination=destination, axis="cell", name="age", default=[2, 3])
     assert destination.get_np_vector("cell", "age").tolist() == values.tolist()
     assert stored_vector_values(destination, "cell", "age") == (1 if sparse else None)
-    copy_vector(source=source, destination=destination, axis="cell", name="age",
-                rename="f", eltype=np.float32)
+    copy_vector(
+        source=source,
+        destination=destination,
+        axis="cell",
+        name="age",
+        rename="f",
+        eltype=np.float32,
+    )
     converted = destination.get_np_vector("cell", "f")
     assert converted.dtype == np.float32 and converted.tolist() == values.tolist()
     assert stored_vector_values(destination, "cell", "f") == (1 if sparse else None)
-    copy_vector(source=source, destination=destination, axis="cell", name="age",
-                rename="s", eltype=str)
+    copy_vector(
+        source=source, destination=destination, axis="cell", name="age", rename="s", eltype=str
+    )
     assert destination.get_np_vector("cell", "s").tolist() == [str(v) for v in values]
 
 
@@ -212,25 +220,32 @@ def test_vector_source_subset_dense(source: Any, destination: Any) -> None:
     destination.add_axis("cell", ["A", "B", "C"])
     empties: list[dict[str, Any]] = [{}, {"empty": None}]
     for empty in empties:
-        with pytest.raises(DafMismatchError, match=lines(
-                "missing entries in the axis: cell", "of the source daf data: source!",
-                "which are needed for copying the vector: age", "to the vector: age",
-                "of the axis: cell", "of the target daf data: destination!")):
-            copy_vector(source=source, destination=destination, axis="cell", name="age",
-                        **empty)
+        with pytest.raises(
+            DafMismatchError,
+            match=lines(
+                "missing entries in the axis: cell",
+                "of the source daf data: source!",
+                "which are needed for copying the vector: age",
+                "to the vector: age",
+                "of the axis: cell",
+                "of the target daf data: destination!",
+            ),
+        ):
+            copy_vector(source=source, destination=destination, axis="cell", name="age", **empty)
     copy_vector(source=source, destination=destination, axis="cell", name="age", empty=-1)
     assert destination.get_np_vector("cell", "age").tolist() == [1, 2, -1]
     assert stored_vector_values(destination, "cell", "age") is None
     # A zero empty does not make a dense vector sparse.
-    copy_vector(source=source, destination=destination, axis="cell", name="age",
-                rename="zero", empty=0)
+    copy_vector(
+        source=source, destination=destination, axis="cell", name="age", rename="zero", empty=0
+    )
     assert stored_vector_values(destination, "cell", "zero") is None
 
 
-@pytest.mark.parametrize(("empty", "values", "stored"), [(-1, [1, 0, -1], 2),
-                                                         (0, [1, 0, 0], 1)])
-def test_vector_source_subset_sparse(source: Any, destination: Any, empty: int,
-                                     values: list[int], stored: int) -> None:
+@pytest.mark.parametrize(("empty", "values", "stored"), [(-1, [1, 0, -1], 2), (0, [1, 0, 0], 1)])
+def test_vector_source_subset_sparse(
+    source: Any, destination: Any, empty: int, values: list[int], stored: int
+) -> None:
     source.add_axis("cell", ["A", "B"])
     source.set_vector("cell", "age", sp.csr_matrix(np.array([1, 0])))
     destination.add_axis("cell", ["A", "B", "C"])
@@ -246,15 +261,19 @@ def test_vector_disjoint(source: Any, destination: Any, empty: Any) -> None:
     source.add_axis("cell", ["A", "B"])
     source.set_vector("cell", "age", [1, 2])
     destination.add_axis("cell", ["B", "C"])
-    with pytest.raises(DafMismatchError, match=lines(
-            "disjoint entries in the axis: cell", "of the source daf data: source!",
-            "and the axis: cell", "of the target daf data: destination!")):
-        copy_vector(source=source, destination=destination, axis="cell", name="age",
-                    empty=empty)
+    with pytest.raises(
+        DafMismatchError,
+        match=lines(
+            "disjoint entries in the axis: cell",
+            "of the source daf data: source!",
+            "and the axis: cell",
+            "of the target daf data: destination!",
+        ),
+    ):
+        copy_vector(source=source, destination=destination, axis="cell", name="age", empty=empty)
 
 
-def test_vector_same_entries_in_another_order_align_by_name(source: Any,
-                                                            destination: Any) -> None:
+def test_vector_same_entries_in_another_order_align_by_name(source: Any, destination: Any) -> None:
     source.add_axis("cell", ["A", "B", "C"])
     source.set_vector("cell", "age", [1, 2, 3])
     source.set_vector("cell", "sparse", sp.csr_matrix(np.array([0, 5, 7])))
@@ -266,13 +285,21 @@ def test_vector_same_entries_in_another_order_align_by_name(source: Any,
     assert stored_vector_values(destination, "cell", "sparse") == 2
 
 
-def test_vector_reaxis_rename_fill_follows_the_destination_axis(source: Any,
-                                                                destination: Any) -> None:
+def test_vector_reaxis_rename_fill_follows_the_destination_axis(
+    source: Any, destination: Any
+) -> None:
     source.add_axis("cell", ["A", "B"])
     source.set_vector("cell", "age", [1, 2])
     destination.add_axis("obs", ["B", "X", "A"])
-    copy_vector(source=source, destination=destination, axis="cell", name="age",
-                reaxis="obs", rename="years", empty=0)
+    copy_vector(
+        source=source,
+        destination=destination,
+        axis="cell",
+        name="age",
+        reaxis="obs",
+        rename="years",
+        empty=0,
+    )
     assert destination.get_np_vector("obs", "years").tolist() == [2, 0, 1]
 
 
@@ -286,35 +313,66 @@ def test_vector_conversions_exact_or_refused(source: Any, destination: Any) -> N
     source.set_vector("cell", "flags", [True, False, True])
     destination.add_axis("cell", ["A", "B", "C", "D"])
     with pytest.raises(UnsafeCastError, match=r"value 1\.5 at index 1 is not a whole"):
-        copy_vector(source=source, destination=destination, axis="cell", name="half",
-                    eltype=np.int32, empty=0)
+        copy_vector(
+            source=source,
+            destination=destination,
+            axis="cell",
+            name="half",
+            eltype=np.int32,
+            empty=0,
+        )
     with pytest.raises(UnsafeCastError, match=r"outside 0\.\.255"):
-        copy_vector(source=source, destination=destination, axis="cell", name="negative",
-                    eltype=np.uint8, empty=0)
+        copy_vector(
+            source=source,
+            destination=destination,
+            axis="cell",
+            name="negative",
+            eltype=np.uint8,
+            empty=0,
+        )
     with pytest.raises(UnsafeCastError, match="'x' at index 2"):
-        copy_vector(source=source, destination=destination, axis="cell", name="text",
-                    eltype=np.float64, empty=0)
+        copy_vector(
+            source=source,
+            destination=destination,
+            axis="cell",
+            name="text",
+            eltype=np.float64,
+            empty=0,
+        )
     with pytest.raises(UnsafeCastError, match="empty value"):  # -1 does not fit uint8
-        copy_vector(source=source, destination=destination, axis="cell", name="whole",
-                    eltype=np.uint8, empty=-1)
+        copy_vector(
+            source=source,
+            destination=destination,
+            axis="cell",
+            name="whole",
+            eltype=np.uint8,
+            empty=-1,
+        )
     with pytest.raises(UnsafeCastError, match="empty value"):  # 0.5 is no int64
-        copy_vector(source=source, destination=destination, axis="cell", name="negative",
-                    empty=0.5)
+        copy_vector(source=source, destination=destination, axis="cell", name="negative", empty=0.5)
     assert destination.vectors_set("cell") == set()
-    copy_vector(source=source, destination=destination, axis="cell", name="whole",
-                eltype=np.int16, empty=9)
+    copy_vector(
+        source=source, destination=destination, axis="cell", name="whole", eltype=np.int16, empty=9
+    )
     assert destination.get_np_vector("cell", "whole").tolist() == [1, 0, 2, 9]
     assert destination.get_np_vector("cell", "whole").dtype == np.int16
-    copy_vector(source=source, destination=destination, axis="cell", name="numbers",
-                eltype=np.int8, empty=-1)
+    copy_vector(
+        source=source,
+        destination=destination,
+        axis="cell",
+        name="numbers",
+        eltype=np.int8,
+        empty=-1,
+    )
     assert destination.get_np_vector("cell", "numbers").tolist() == [1, 2, 3, -1]
-    copy_vector(source=source, destination=destination, axis="cell", name="half",
-                eltype=str, empty="none")
+    copy_vector(
+        source=source, destination=destination, axis="cell", name="half", eltype=str, empty="none"
+    )
     assert destination.get_np_vector("cell", "half").tolist() == ["1.0", "1.5", "2.0", "none"]
-    copy_vector(source=source, destination=destination, axis="cell", name="flags",
-                eltype=str, empty=False)
-    assert destination.get_np_vector("cell", "flags").tolist() == ["true", "false", "true",
-                                                                   "false"]
+    copy_vector(
+        source=source, destination=destination, axis="cell", name="flags", eltype=str, empty=False
+    )
+    assert destination.get_np_vector("cell", "flags").tolist() == ["true", "false", "true", "false"]
 
 
 def test_vector_bestify(source: Any, destination: Any) -> None:
@@ -322,15 +380,21 @@ def test_vector_bestify(source: Any, destination: Any) -> None:
     source.set_vector("cell", "mostly_zero", np.eye(1, 10, 3).ravel())
     source.set_vector("cell", "full", sp.csr_matrix(np.arange(1, 11, dtype=np.float64)))
     destination.add_axis("cell", [f"c{i}" for i in range(10)])
-    copy_vector(source=source, destination=destination, axis="cell", name="mostly_zero",
-                bestify=True)
-    copy_vector(source=source, destination=destination, axis="cell", name="full",
-                bestify=True)
+    copy_vector(
+        source=source, destination=destination, axis="cell", name="mostly_zero", bestify=True
+    )
+    copy_vector(source=source, destination=destination, axis="cell", name="full", bestify=True)
     assert stored_vector_values(destination, "cell", "mostly_zero") == 1
     assert stored_vector_values(destination, "cell", "full") is None
     with pytest.raises(InvalidArgumentError, match="min_sparse_saving_fraction"):
-        copy_vector(source=source, destination=destination, axis="cell", name="full",
-                    bestify=True, min_sparse_saving_fraction=1.5)
+        copy_vector(
+            source=source,
+            destination=destination,
+            axis="cell",
+            name="full",
+            bestify=True,
+            min_sparse_saving_fraction=1.5,
+        )
 
 
 def test_vector_overwrite_and_insist(source: Any, destination: Any) -> None:
@@ -342,8 +406,7 @@ def test_vector_overwrite_and_insist(source: Any, destination: Any) -> None:
         copy_vector(source=source, destination=destination, axis="cell", name="age")
     copy_vector(source=source, destination=destination, axis="cell", name="age", insist=False)
     assert destination.get_np_vector("cell", "age").tolist() == [7, 7]
-    copy_vector(source=source, destination=destination, axis="cell", name="age",
-                overwrite=True)
+    copy_vector(source=source, destination=destination, axis="cell", name="age", overwrite=True)
     assert destination.get_np_vector("cell", "age").tolist() == [1, 2]
 
 
@@ -360,31 +423,65 @@ def matrix_source(source: Any) -> Any:
 def test_matrix_without_destination_axes(matrix_source: Any, destination: Any) -> None:
     for default in ("undef", None):
         kwargs: dict[str, Any] = {} if default == "undef" else {"default": default}
-        with pytest.raises(DafMissingError, match=lines("missing axis: cell",
-                                                        "in the daf data: destination!")):
-            copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                        columns_axis="gene", name="UMIs", **kwargs)
+        with pytest.raises(
+            DafMissingError, match=lines("missing axis: cell", "in the daf data: destination!")
+        ):
+            copy_matrix(
+                source=matrix_source,
+                destination=destination,
+                rows_axis="cell",
+                columns_axis="gene",
+                name="UMIs",
+                **kwargs,
+            )
     destination.add_axis("cell", ["A", "B"])
-    with pytest.raises(DafMissingError, match=lines("missing axis: gene",
-                                                    "in the daf data: destination!")):
-        copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                    columns_axis="gene", name="UMIs", default=None)
+    with pytest.raises(
+        DafMissingError, match=lines("missing axis: gene", "in the daf data: destination!")
+    ):
+        copy_matrix(
+            source=matrix_source,
+            destination=destination,
+            rows_axis="cell",
+            columns_axis="gene",
+            name="UMIs",
+            default=None,
+        )
 
 
 def test_matrix_missing_and_default(matrix_source: Any, destination: Any) -> None:
     destination.add_axis("cell", ["A", "B"])
     destination.add_axis("gene", ["X", "Y", "Z"])
-    with pytest.raises(DafMissingError, match=lines(
-            "missing matrix: UMIs", "for the rows axis: cell", "and the columns axis: gene")):
-        copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                    columns_axis="gene", name="UMIs")
-    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                columns_axis="gene", name="UMIs", default=None)
+    with pytest.raises(
+        DafMissingError,
+        match=lines(
+            "missing matrix: UMIs", "for the rows axis: cell", "and the columns axis: gene"
+        ),
+    ):
+        copy_matrix(
+            source=matrix_source,
+            destination=destination,
+            rows_axis="cell",
+            columns_axis="gene",
+            name="UMIs",
+        )
+    copy_matrix(
+        source=matrix_source,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="UMIs",
+        default=None,
+    )
     assert not destination.has_matrix("cell", "gene", "UMIs")
-    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                columns_axis="gene", name="UMIs", default=[[1, 2, 3], [4, 5, 6]])
-    assert destination.get_np_matrix("cell", "gene", "UMIs").tolist() == [[1, 2, 3],
-                                                                          [4, 5, 6]]
+    copy_matrix(
+        source=matrix_source,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="UMIs",
+        default=[[1, 2, 3], [4, 5, 6]],
+    )
+    assert destination.get_np_matrix("cell", "gene", "UMIs").tolist() == [[1, 2, 3], [4, 5, 6]]
 
 
 DENSE = np.array([[1, 2, 3], [4, 5, 6]])
@@ -398,8 +495,14 @@ def _set_source_matrix(source: Any, sparse: bool) -> np.ndarray[Any, Any]:
 
 
 def _copy_umis(source: Any, destination: Any, **kwargs: Any) -> Any:
-    copy_matrix(source=source, destination=destination, rows_axis="cell",
-                columns_axis="gene", name="UMIs", **kwargs)
+    copy_matrix(
+        source=source,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="UMIs",
+        **kwargs,
+    )
     return destination.get_np_matrix("cell", "gene", kwargs.get("rename", "UMIs"))
 
 
@@ -423,14 +526,23 @@ def test_matrix_same_axes(matrix_source: Any, destination: Any, sparse: bool) ->
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-@pytest.mark.parametrize(("cells", "genes", "rows", "columns"), [
-    (["A"], ["X", "Y", "Z"], [0], [0, 1, 2]),
-    (["A", "B"], ["X", "Y"], [0, 1], [0, 1]),
-    (["B"], ["Z", "X"], [1], [2, 0]),
-])
-def test_matrix_destination_subset(matrix_source: Any, destination: Any, sparse: bool,
-                                   cells: list[str], genes: list[str], rows: list[int],
-                                   columns: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("cells", "genes", "rows", "columns"),
+    [
+        (["A"], ["X", "Y", "Z"], [0], [0, 1, 2]),
+        (["A", "B"], ["X", "Y"], [0, 1], [0, 1]),
+        (["B"], ["Z", "X"], [1], [2, 0]),
+    ],
+)
+def test_matrix_destination_subset(
+    matrix_source: Any,
+    destination: Any,
+    sparse: bool,
+    cells: list[str],
+    genes: list[str],
+    rows: list[int],
+    columns: list[int],
+) -> None:
     values = _set_source_matrix(matrix_source, sparse)
     destination.add_axis("cell", cells)
     destination.add_axis("gene", genes)
@@ -443,8 +555,9 @@ def test_matrix_destination_subset(matrix_source: Any, destination: Any, sparse:
 
 @pytest.mark.parametrize("axis", ["rows", "columns"])
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
-def test_matrix_source_subset(matrix_source: Any, destination: Any, axis: str,
-                              sparse: bool) -> None:
+def test_matrix_source_subset(
+    matrix_source: Any, destination: Any, axis: str, sparse: bool
+) -> None:
     values = _set_source_matrix(matrix_source, sparse)
     if axis == "rows":
         destination.add_axis("cell", ["A", "B", "C"])
@@ -455,10 +568,17 @@ def test_matrix_source_subset(matrix_source: Any, destination: Any, axis: str,
         destination.add_axis("gene", ["W", "X", "Y", "Z"])
         grown = "gene"
     for empty in ({}, {"empty": None}):
-        with pytest.raises(DafMismatchError, match=lines(
-                f"missing entries in the axis: {grown}", "of the source daf data: source!",
-                "which are needed for copying the matrix: UMIs", "to the matrix: UMIs",
-                f"of the axis: {grown}", "of the target daf data: destination!")):
+        with pytest.raises(
+            DafMismatchError,
+            match=lines(
+                f"missing entries in the axis: {grown}",
+                "of the source daf data: source!",
+                "which are needed for copying the matrix: UMIs",
+                "to the matrix: UMIs",
+                f"of the axis: {grown}",
+                "of the target daf data: destination!",
+            ),
+        ):
             _copy_umis(matrix_source, destination, **empty)
     minus = _copy_umis(matrix_source, destination, empty=-1)
     zero = _copy_umis(matrix_source, destination, empty=0, rename="zero")
@@ -489,21 +609,37 @@ def test_matrix_disjoint(matrix_source: Any, destination: Any, axis: str) -> Non
     destination.add_axis("cell", ["B", "C"] if axis == "cell" else ["A", "B"])
     destination.add_axis("gene", ["W", "X", "Y"] if axis == "gene" else ["X", "Y", "Z"])
     for empty in (None, -1):
-        with pytest.raises(DafMismatchError, match=lines(
-                f"disjoint entries in the axis: {axis}", "of the source daf data: source!",
-                f"and the axis: {axis}", "of the target daf data: destination!")):
+        with pytest.raises(
+            DafMismatchError,
+            match=lines(
+                f"disjoint entries in the axis: {axis}",
+                "of the source daf data: source!",
+                f"and the axis: {axis}",
+                "of the target daf data: destination!",
+            ),
+        ):
             _copy_umis(matrix_source, destination, empty=empty)
 
 
 def test_matrix_string_fill_is_dense(matrix_source: Any, destination: Any) -> None:
-    matrix_source.set_matrix("cell", "gene", "kind", np.array([["a", "b", "c"],
-                                                              ["d", "e", "f"]], dtype=object))
+    matrix_source.set_matrix(
+        "cell", "gene", "kind", np.array([["a", "b", "c"], ["d", "e", "f"]], dtype=object)
+    )
     destination.add_axis("cell", ["A", "B", "C"])
     destination.add_axis("gene", ["X", "Y", "Z"])
-    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                columns_axis="gene", name="kind", empty="")
+    copy_matrix(
+        source=matrix_source,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="kind",
+        empty="",
+    )
     assert destination.get_np_matrix("cell", "gene", "kind").tolist() == [
-        ["a", "b", "c"], ["d", "e", "f"], ["", "", ""]]
+        ["a", "b", "c"],
+        ["d", "e", "f"],
+        ["", "", ""],
+    ]
 
 
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
@@ -516,18 +652,37 @@ def test_matrix_relayout(matrix_source: Any, destination: Any, sparse: bool) -> 
     destination.add_axis("cell", ["A", "B"])
     destination.add_axis("gene", ["X", "Y", "Z"])
     for name in ("one", "both", "other"):
-        copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                    columns_axis="gene", name=name)
+        copy_matrix(
+            source=matrix_source,
+            destination=destination,
+            rows_axis="cell",
+            columns_axis="gene",
+            name=name,
+        )
         for rows, columns, expected in (("cell", "gene", values), ("gene", "cell", values.T)):
             stored = stored_matrix(destination, rows, columns, name)
             assert _dense(stored) == expected.tolist() and sp.issparse(stored) == sparse
-    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                columns_axis="gene", name="one", rename="exact", relayout=False)
+    copy_matrix(
+        source=matrix_source,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="one",
+        rename="exact",
+        relayout=False,
+    )
     assert destination.has_matrix("cell", "gene", "exact", relayout=False)
     assert not destination.has_matrix("gene", "cell", "exact", relayout=False)
     with pytest.raises(DafMissingError, match="missing matrix: other"):
-        copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                    columns_axis="gene", name="other", rename="x", relayout=False)
+        copy_matrix(
+            source=matrix_source,
+            destination=destination,
+            rows_axis="cell",
+            columns_axis="gene",
+            name="other",
+            rename="x",
+            relayout=False,
+        )
 
 
 def test_matrix_overwrite_replaces_both_layouts(matrix_source: Any, destination: Any) -> None:
@@ -535,8 +690,9 @@ def test_matrix_overwrite_replaces_both_layouts(matrix_source: Any, destination:
     destination.add_axis("cell", ["A", "B"])
     destination.add_axis("gene", ["X", "Y", "Z"])
     destination.set_matrix("gene", "cell", "UMIs", np.zeros((3, 2), int), relayout=False)
-    with pytest.raises(DafExistsError, match=lines("existing matrix: UMIs",
-                                                   "for the rows axis: cell")):
+    with pytest.raises(
+        DafExistsError, match=lines("existing matrix: UMIs", "for the rows axis: cell")
+    ):
         _copy_umis(matrix_source, destination)
     assert not destination.has_matrix("cell", "gene", "UMIs", relayout=False)
     _copy_umis(matrix_source, destination, insist=False)
@@ -550,44 +706,77 @@ def test_matrix_square_is_never_relaid_out(source: Any, destination: Any) -> Non
     source.add_axis("cell", ["A", "B"])
     source.set_matrix("cell", "cell", "near", np.array([[0, 1], [2, 0]]))
     destination.add_axis("cell", ["B", "A"])
-    copy_matrix(source=source, destination=destination, rows_axis="cell",
-                columns_axis="cell", name="near")
+    copy_matrix(
+        source=source, destination=destination, rows_axis="cell", columns_axis="cell", name="near"
+    )
     assert destination.get_np_matrix("cell", "cell", "near").tolist() == [[0, 2], [1, 0]]
 
 
-def test_matrix_conversion_keeps_sparsity_and_refuses(matrix_source: Any,
-                                                      destination: Any) -> None:
-    matrix_source.set_matrix("cell", "gene", "half", sp.csc_matrix(np.array(
-        [[0, 1.5, 0], [2, 0, 0]])))
+def test_matrix_conversion_keeps_sparsity_and_refuses(matrix_source: Any, destination: Any) -> None:
+    matrix_source.set_matrix(
+        "cell", "gene", "half", sp.csc_matrix(np.array([[0, 1.5, 0], [2, 0, 0]]))
+    )
     destination.add_axis("cell", ["A", "B"])
     destination.add_axis("gene", ["X", "Y", "Z"])
     with pytest.raises(UnsafeCastError, match="not a whole number"):
-        copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                    columns_axis="gene", name="half", eltype=np.int32)
-    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                columns_axis="gene", name="half", eltype=str)
+        copy_matrix(
+            source=matrix_source,
+            destination=destination,
+            rows_axis="cell",
+            columns_axis="gene",
+            name="half",
+            eltype=np.int32,
+        )
+    copy_matrix(
+        source=matrix_source,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="half",
+        eltype=str,
+    )
     assert destination.get_np_matrix("cell", "gene", "half").tolist() == [
-        ["0.0", "1.5", "0.0"], ["2.0", "0.0", "0.0"]]
+        ["0.0", "1.5", "0.0"],
+        ["2.0", "0.0", "0.0"],
+    ]
 
 
 # --- Tensors ------------------------------------------------------------------------------
 
 
 def test_tensor_fills_entries_the_source_lacks(matrix_source: Any, destination: Any) -> None:
-    matrix_source.set_matrix("gene", "cell", "U_is_high",
-                             np.array([[True, False], [False, True], [True, False]]))
+    matrix_source.set_matrix(
+        "gene", "cell", "U_is_high", np.array([[True, False], [False, True], [True, False]])
+    )
     destination.add_axis("cell", ["A", "B"])
     destination.add_axis("gene", ["X", "Y", "Z"])
     destination.add_axis("batch", ["U", "V"])
-    copy_tensor(source=matrix_source, destination=destination, main_axis="batch",
-                rows_axis="gene", columns_axis="cell", name="is_high", empty=False)
+    copy_tensor(
+        source=matrix_source,
+        destination=destination,
+        main_axis="batch",
+        rows_axis="gene",
+        columns_axis="cell",
+        name="is_high",
+        empty=False,
+    )
     # A zero (``false``) default is the all-zero sparse matrix, as in DataAxesFormats.jl.
     filled = destination.get_np_matrix("cell", "gene", "V_is_high")
     assert sp.issparse(filled) and filled.nnz == 0 and filled.shape == (2, 3)
     assert destination.get_np_matrix("gene", "cell", "U_is_high").tolist() == [
-        [True, False], [False, True], [True, False]]
-    copy_tensor(source=matrix_source, destination=destination, main_axis="batch",
-                rows_axis="gene", columns_axis="cell", name="is_high", rename="high")
+        [True, False],
+        [False, True],
+        [True, False],
+    ]
+    copy_tensor(
+        source=matrix_source,
+        destination=destination,
+        main_axis="batch",
+        rows_axis="gene",
+        columns_axis="cell",
+        name="is_high",
+        rename="high",
+    )
     assert destination.has_matrix("gene", "cell", "U_high")
     assert not destination.has_matrix("gene", "cell", "V_high")
 
@@ -602,8 +791,9 @@ def test_zero_copy_sources_from_a_zip(tmp_path: Path, destination: Any) -> None:
         w.add_axis("gene", ["X", "Y"])
         w.set_vector("cell", "age", np.array([1.5, 2.5, 3.5]))
         w.set_vector("cell", "sparse", sp.csr_matrix(np.array([0, 0, 4], np.int32)))
-        w.set_matrix("cell", "gene", "UMIs", sp.random(3, 2, density=0.5, format="csc",
-                                                      random_state=1))
+        w.set_matrix(
+            "cell", "gene", "UMIs", sp.random(3, 2, density=0.5, format="csc", random_state=1)
+        )
         w.set_matrix("cell", "gene", "dense", np.arange(6.0).reshape(3, 2))
     zip_source = dafzarr.open_daf(tmp_path / "src.daf.zarr.zip", "r")
     age = zip_source.get_np_vector("cell", "age")
@@ -613,11 +803,17 @@ def test_zero_copy_sources_from_a_zip(tmp_path: Path, destination: Any) -> None:
     copy_vector(source=zip_source, destination=destination, axis="cell", name="age")
     copy_vector(source=zip_source, destination=destination, axis="cell", name="sparse")
     for name in ("UMIs", "dense"):
-        copy_matrix(source=zip_source, destination=destination, rows_axis="cell",
-                    columns_axis="gene", name=name)
+        copy_matrix(
+            source=zip_source,
+            destination=destination,
+            rows_axis="cell",
+            columns_axis="gene",
+            name=name,
+        )
         for rows, columns in (("cell", "gene"), ("gene", "cell")):
             assert _dense(stored_matrix(destination, rows, columns, name)) == _dense(
-                zip_source.get_np_matrix(rows, columns, name))
+                zip_source.get_np_matrix(rows, columns, name)
+            )
     assert destination.get_np_vector("cell", "age").tolist() == [1.5, 2.5, 3.5]
     assert stored_vector_values(destination, "cell", "sparse") == 1
     zip_source.close()
@@ -627,8 +823,9 @@ def test_views_and_chains_as_sources(source: Any, destination: Any) -> None:
     source.add_axis("cell", ["A", "B", "C"])
     source.set_vector("cell", "sparse", sp.csr_matrix(np.array([0, 3, 0])))
     source.set_vector("cell", "age", [1, 2, 3])
-    view = dafzarr.viewer(source, axes={"obs": "@ cell"}, data={("obs", "age"): "=",
-                                                                ("obs", "sparse"): "="})
+    view = dafzarr.viewer(
+        source, axes={"obs": "@ cell"}, data={("obs", "age"): "=", ("obs", "sparse"): "="}
+    )
     destination.add_axis("obs", ["C", "A"])
     copy_vector(source=view, destination=destination, axis="obs", name="age")
     assert destination.get_np_vector("obs", "age").tolist() == [3, 1]
@@ -649,16 +846,23 @@ def test_chain_destination(source: Any) -> None:
     base.add_axis("gene", ["X", "Y", "Z"])
     scratch = dafzarr.memory_daf("scratch")
     chain = dafzarr.chain_writer([base, scratch])
-    copy_matrix(source=source, destination=chain, rows_axis="cell", columns_axis="gene",
-                name="UMIs")
-    assert scratch.get_np_matrix("gene", "cell", "UMIs", relayout=False).tolist() == \
-        DENSE.T.tolist()
+    copy_matrix(
+        source=source, destination=chain, rows_axis="cell", columns_axis="gene", name="UMIs"
+    )
+    assert (
+        scratch.get_np_matrix("gene", "cell", "UMIs", relayout=False).tolist() == DENSE.T.tolist()
+    )
     base.set_matrix("gene", "cell", "old", np.zeros((3, 2), int), relayout=False)
     source.set_matrix("cell", "gene", "old", DENSE)
-    copy_matrix(source=source, destination=chain, rows_axis="cell", columns_axis="gene",
-                name="old", overwrite=True)
-    assert chain.get_np_matrix("gene", "cell", "old", relayout=False).tolist() == \
-        DENSE.T.tolist()
+    copy_matrix(
+        source=source,
+        destination=chain,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="old",
+        overwrite=True,
+    )
+    assert chain.get_np_matrix("gene", "cell", "old", relayout=False).tolist() == DENSE.T.tolist()
 
 
 def test_stored_layouts_copied_as_they_are(tmp_path: Path, destination: Any) -> None:
@@ -672,13 +876,20 @@ def test_stored_layouts_copied_as_they_are(tmp_path: Path, destination: Any) -> 
     src = dafzarr.open_daf(path, "r")
     destination.add_axis("cell", ["A", "B"])
     destination.add_axis("gene", ["X", "Y", "Z"])
-    copy_matrix(source=src, destination=destination, rows_axis="cell", columns_axis="gene",
-                name="UMIs", rename="copied")
+    copy_matrix(
+        source=src,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="UMIs",
+        rename="copied",
+    )
     for rows, columns in (("cell", "gene"), ("gene", "cell")):
         info = destination._array_info(f"matrices/{rows}/{columns}/copied/rowval")
         assert info.dtype == np.uint64
         assert _dense(stored_matrix(destination, rows, columns, "copied")) == _dense(
-            src.get_np_matrix(rows, columns, "UMIs"))
+            src.get_np_matrix(rows, columns, "UMIs")
+        )
     src.close()
     rowval = path / "matrices" / "gene" / "cell" / "UMIs" / "rowval" / "0"
     bad = np.frombuffer(rowval.read_bytes(), np.uint64).copy()
@@ -686,8 +897,9 @@ def test_stored_layouts_copied_as_they_are(tmp_path: Path, destination: Any) -> 
     rowval.write_bytes(bad.tobytes())
     src = dafzarr.open_daf(path, "r")
     with pytest.raises(dafzarr.errors.DafFormatError, match=r"rowval holds rows outside 1\.\.3"):
-        copy_matrix(source=src, destination=destination, rows_axis="cell",
-                    columns_axis="gene", name="UMIs")
+        copy_matrix(
+            source=src, destination=destination, rows_axis="cell", columns_axis="gene", name="UMIs"
+        )
     assert not destination.has_matrix("cell", "gene", "UMIs")
     src.close()
 
@@ -703,8 +915,10 @@ def test_dense_zip_sources_are_written_without_a_copy(tmp_path: Path) -> None:
         w.add_axis("pair", ["p", "q", "r", "s"])
         w.set_vector("cell", "v", np.arange(n // 4, dtype=np.float64))
         w.set_matrix("cell", "pair", "m", np.ones((n // 4, 4)), relayout=False)
-    with dafzarr.open_daf(tmp_path / "src.daf.zarr.zip", "r") as src, \
-            dafzarr.open_daf(tmp_path / "dst.daf.zarr.zip", "w") as dst:
+    with (
+        dafzarr.open_daf(tmp_path / "src.daf.zarr.zip", "r") as src,
+        dafzarr.open_daf(tmp_path / "dst.daf.zarr.zip", "w") as dst,
+    ):
         copy_axis(source=src, destination=dst, axis="cell")
         copy_axis(source=src, destination=dst, axis="pair")
         for d in (src, dst):  # the entry names are read once and kept by each data set
@@ -712,8 +926,14 @@ def test_dense_zip_sources_are_written_without_a_copy(tmp_path: Path) -> None:
         tracemalloc.start()
         try:
             copy_vector(source=src, destination=dst, axis="cell", name="v")
-            copy_matrix(source=src, destination=dst, rows_axis="cell", columns_axis="pair",
-                        name="m", relayout=False)
+            copy_matrix(
+                source=src,
+                destination=dst,
+                rows_axis="cell",
+                columns_axis="pair",
+                name="m",
+                relayout=False,
+            )
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
@@ -728,8 +948,14 @@ def test_matrix_bestify(matrix_source: Any, destination: Any) -> None:
     for axis in ("cell", "peak"):
         copy_axis(source=matrix_source, destination=destination, axis=axis)
     for name in ("mostly_zero", "full"):
-        copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                    columns_axis="peak", name=name, bestify=True)
+        copy_matrix(
+            source=matrix_source,
+            destination=destination,
+            rows_axis="cell",
+            columns_axis="peak",
+            name=name,
+            bestify=True,
+        )
     assert sp.issparse(stored_matrix(destination, "cell", "peak", "mostly_zero"))
     assert not sp.issparse(stored_matrix(destination, "peak", "cell", "full"))
     assert destination.get_np_matrix("cell", "peak", "full").sum() == 80
@@ -740,15 +966,33 @@ def test_matrix_reaxis_and_rename(matrix_source: Any, destination: Any, sparse: 
     values = _set_source_matrix(matrix_source, sparse)
     destination.add_axis("obs", ["A", "B"])
     destination.add_axis("var", ["X", "Y", "Z"])
-    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                columns_axis="gene", name="UMIs", rows_reaxis="obs", columns_reaxis="var",
-                rename="X")
+    copy_matrix(
+        source=matrix_source,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="UMIs",
+        rows_reaxis="obs",
+        columns_reaxis="var",
+        rename="X",
+    )
     assert _dense(stored_matrix(destination, "obs", "var", "X")) == values.tolist()
     assert _dense(stored_matrix(destination, "var", "obs", "X")) == values.T.tolist()
     destination.add_axis("big", ["C", "B", "A"])
-    copy_matrix(source=matrix_source, destination=destination, rows_axis="cell",
-                columns_axis="gene", name="UMIs", rows_reaxis="big", columns_reaxis="var",
-                rename="Y", empty=7)
+    copy_matrix(
+        source=matrix_source,
+        destination=destination,
+        rows_axis="cell",
+        columns_axis="gene",
+        name="UMIs",
+        rows_reaxis="big",
+        columns_reaxis="var",
+        rename="Y",
+        empty=7,
+    )
     assert _dense(destination.get_np_matrix("big", "var", "Y")) == [
-        [7, 7, 7], values[1].tolist(), values[0].tolist()]
+        [7, 7, 7],
+        values[1].tolist(),
+        values[0].tolist(),
+    ]
     assert destination.axes_set() == {"obs", "var", "big"}

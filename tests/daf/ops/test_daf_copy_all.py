@@ -57,8 +57,9 @@ def snapshot(d: Any) -> dict[str, Any]:
         for c in axes:
             for m in d.matrices_set(a, c, relayout=False):
                 value = d.get_np_matrix(a, c, m, relayout=False)
-                out[f"matrix {a},{c}/{m}"] = (value.toarray() if sp.issparse(value)
-                                              else np.asarray(value)).tolist()
+                out[f"matrix {a},{c}/{m}"] = (
+                    value.toarray() if sp.issparse(value) else np.asarray(value)
+                ).tolist()
     return out
 
 
@@ -75,9 +76,12 @@ def test_into_an_empty_data_set(source: Any, destination: Any) -> None:
 def test_into_a_superset_with_empty_and_types(source: Any, destination: Any) -> None:
     destination.add_axis("cell", ["A", "B"])
     destination.add_axis("gene", ["W", "X", "Z"])
-    copy_all(source=source, destination=destination,
-             empty=[(("cell", "age"), 0.0), (("gene", "cell", "UMIs"), 0)],
-             types={"version": np.float32})
+    copy_all(
+        source=source,
+        destination=destination,
+        empty=[(("cell", "age"), 0.0), (("gene", "cell", "UMIs"), 0)],
+        types={"version": np.float32},
+    )
     version = destination.get_scalar("version")
     assert version == 1.5 and version.dtype == np.float32
     assert destination.get_np_vector("cell", "age").tolist() == [1.0, 0.0]
@@ -87,27 +91,50 @@ def test_into_a_superset_with_empty_and_types(source: Any, destination: Any) -> 
 
 def test_missing_entries_without_empty(source: Any, destination: Any) -> None:
     destination.add_axis("cell", ["A", "B"])
-    with pytest.raises(DafMismatchError, match=lines(
-            "missing entries in the axis: cell", "of the source daf data: source!",
-            "which are needed for copying : data", "of the axis: cell",
-            "of the target daf data: destination!")):
+    with pytest.raises(
+        DafMismatchError,
+        match=lines(
+            "missing entries in the axis: cell",
+            "of the source daf data: source!",
+            "which are needed for copying : data",
+            "of the axis: cell",
+            "of the target daf data: destination!",
+        ),
+    ):
         copy_all(source=source, destination=destination)
-    with pytest.raises(DafMismatchError, match=lines(
-            "missing entries in the axis: cell", "of the source daf data: source!",
-            "which are needed for copying the vector: age", "to the vector: age")):
+    with pytest.raises(
+        DafMismatchError,
+        match=lines(
+            "missing entries in the axis: cell",
+            "of the source daf data: source!",
+            "which are needed for copying the vector: age",
+            "to the vector: age",
+        ),
+    ):
         copy_all(source=source, destination=destination, empty={("cell", "other"): 0})
-    with pytest.raises(DafMismatchError, match=lines(
-            "missing entries in the axis: cell", "of the source daf data: source!",
-            "which are needed for copying the matrix: UMIs")):
+    with pytest.raises(
+        DafMismatchError,
+        match=lines(
+            "missing entries in the axis: cell",
+            "of the source daf data: source!",
+            "which are needed for copying the matrix: UMIs",
+        ),
+    ):
         copy_all(source=source, destination=destination, empty={("cell", "age"): 0})
     assert snapshot(destination) == {"axis cell": ["A", "B"]}  # nothing was written
 
 
 def test_disjoint_axis(source: Any, destination: Any) -> None:
     destination.add_axis("gene", ["X", "Y"])
-    with pytest.raises(DafMismatchError, match=lines(
-            "disjoint entries in the axis: gene", "of the source daf data: source!",
-            "and the axis: gene", "of the target daf data: destination!")):
+    with pytest.raises(
+        DafMismatchError,
+        match=lines(
+            "disjoint entries in the axis: gene",
+            "of the source daf data: source!",
+            "and the axis: gene",
+            "of the target daf data: destination!",
+        ),
+    ):
         copy_all(source=source, destination=destination, empty={("cell", "gene", "UMIs"): 0})
 
 
@@ -115,17 +142,24 @@ def test_validates_everything_before_writing(source: Any, destination: Any) -> N
     destination.add_axis("cell", ["A"])
     destination.set_vector("cell", "age", [9.0])
     before = snapshot(destination)
-    with pytest.raises(DafExistsError, match=lines("existing vector: age", "for the axis: cell",
-                                                   "in the daf data: destination!")):
+    with pytest.raises(
+        DafExistsError,
+        match=lines("existing vector: age", "for the axis: cell", "in the daf data: destination!"),
+    ):
         copy_all(source=source, destination=destination)
     assert snapshot(destination) == before  # the scalar and the gene axis were not written
     source.set_vector("cell", "half", [1.5])
     with pytest.raises(UnsafeCastError, match=r"(?s)not a whole number.*the vector: half"):
-        copy_all(source=source, destination=destination, insist=False,
-                 types={("cell", "half"): np.int64})
+        copy_all(
+            source=source, destination=destination, insist=False, types={("cell", "half"): np.int64}
+        )
     with pytest.raises(UnsafeCastError, match=r"(?s)the empty value.*the vector: age"):
-        copy_all(source=dafzarr.viewer(source, axes={"cell": "@ cell [ age > 5 ]"}),
-                 destination=destination, overwrite=True, empty={("cell", "age"): "x"})
+        copy_all(
+            source=dafzarr.viewer(source, axes={"cell": "@ cell [ age > 5 ]"}),
+            destination=destination,
+            overwrite=True,
+            empty={("cell", "age"): "x"},
+        )
     with pytest.raises(InvalidArgumentError, match="invalid empty key"):
         copy_all(source=source, destination=destination, empty={("cell",): 0})
     assert snapshot(destination) == before
@@ -168,17 +202,27 @@ def test_layouts(destination: Any, relayout: bool) -> None:
     src.set_matrix("cell", "gene", "both", np.ones((2, 3)))
     src.set_matrix("cell", "cell", "square", np.eye(2))
     copy_all(source=src, destination=destination, relayout=relayout)
-    layouts = {(r, c, m) for r in ("cell", "gene") for c in ("cell", "gene")
-               for m in destination.matrices_set(r, c, relayout=False)}
-    expected = {(r, c, m) for r in ("cell", "gene") for c in ("cell", "gene")
-                for m in src.matrices_set(r, c, relayout=False)}
+    layouts = {
+        (r, c, m)
+        for r in ("cell", "gene")
+        for c in ("cell", "gene")
+        for m in destination.matrices_set(r, c, relayout=False)
+    }
+    expected = {
+        (r, c, m)
+        for r in ("cell", "gene")
+        for c in ("cell", "gene")
+        for m in src.matrices_set(r, c, relayout=False)
+    }
     if relayout:
         expected |= {(c, r, m) for r, c, m in expected}
     assert layouts == expected
     for r, c, m in layouts:
         got, want = stored_matrix(destination, r, c, m), src.get_np_matrix(r, c, m)
-        assert np.array_equal(got.toarray() if sp.issparse(got) else got,
-                              want.toarray() if sp.issparse(want) else want)
+        assert np.array_equal(
+            got.toarray() if sp.issparse(got) else got,
+            want.toarray() if sp.issparse(want) else want,
+        )
     assert sp.issparse(stored_matrix(destination, "gene", "cell", "other"))
 
 
@@ -187,10 +231,12 @@ def test_tensor_keys(destination: Any) -> None:
     src.add_axis("cell", ["A", "B"])
     src.add_axis("gene", ["X", "Y", "Z"])
     src.add_axis("batch", ["U", "V"])
-    src.set_matrix("gene", "cell", "U_is_high",
-                   np.array([[True, False], [False, True], [True, False]]))
-    copy_all(source=src, destination=destination,
-             empty={("batch", "cell", "gene", "is_high"): False})
+    src.set_matrix(
+        "gene", "cell", "U_is_high", np.array([[True, False], [False, True], [True, False]])
+    )
+    copy_all(
+        source=src, destination=destination, empty={("batch", "cell", "gene", "is_high"): False}
+    )
     # As in DataAxesFormats.jl, a zero (``false``) default reads as an all-zero sparse matrix,
     # which is what the copy stores.
     filled = destination.get_np_matrix("cell", "gene", "V_is_high")
@@ -206,8 +252,9 @@ def test_sparse_fill_counts(destination: Any) -> None:
     src.set_vector("cell", "n", sp.csr_matrix(np.array([1, 0])))
     src.set_matrix("cell", "gene", "UMIs", sp.csc_matrix(np.array([[0, 1, 2], [3, 4, 0]])))
     destination.add_axis("cell", ["A", "B", "C"])
-    copy_all(source=src, destination=destination,
-             empty={("cell", "n"): -1, ("gene", "cell", "UMIs"): -1})
+    copy_all(
+        source=src, destination=destination, empty={("cell", "n"): -1, ("gene", "cell", "UMIs"): -1}
+    )
     assert destination.get_np_vector("cell", "n").tolist() == [1, 0, -1]
     assert stored_vector_values(destination, "cell", "n") == 2
     umis = stored_matrix(destination, "cell", "gene", "UMIs")
@@ -220,16 +267,23 @@ def test_views_as_sources_persist_a_subset_and_renames(tmp_path: Path) -> None:
     base.add_axis("gene", ["X", "Y"])
     base.set_vector("cell", "is_good", [True, False, True, True])
     base.set_vector("cell", "age", [1, 2, 3, 4])
-    base.set_matrix("cell", "gene", "UMIs", sp.csc_matrix(np.array(
-        [[0, 1], [2, 0], [0, 0], [5, 6]])))
-    view = dafzarr.viewer(base, axes={"obs": "@ cell [ is_good ]", "var": "@ gene"},
-                          data={("obs", "age"): "=", ("obs", "var", "UMIs"): "="})
+    base.set_matrix(
+        "cell", "gene", "UMIs", sp.csc_matrix(np.array([[0, 1], [2, 0], [0, 0], [5, 6]]))
+    )
+    view = dafzarr.viewer(
+        base,
+        axes={"obs": "@ cell [ is_good ]", "var": "@ gene"},
+        data={("obs", "age"): "=", ("obs", "var", "UMIs"): "="},
+    )
     with dafzarr.open_daf(tmp_path / "subset.daf.zarr.zip", "w") as out:
         copy_all(source=view, destination=out)
         assert out.axis_np_entries("obs").tolist() == ["A", "C", "D"]
         assert out.get_np_vector("obs", "age").tolist() == [1, 3, 4]
-        assert out.get_np_matrix("obs", "var", "UMIs").toarray().tolist() == [[0, 1], [0, 0],
-                                                                               [5, 6]]
+        assert out.get_np_matrix("obs", "var", "UMIs").toarray().tolist() == [
+            [0, 1],
+            [0, 0],
+            [5, 6],
+        ]
         assert out.vectors_set("obs") == {"age"}
     chain = dafzarr.chain_reader([base, dafzarr.viewer(base, data={("cell", "age"): None})])
     copied = dafzarr.memory_daf("copied")
@@ -254,8 +308,11 @@ def test_progress(source: Any) -> None:
 
 def test_missing_tensor_axis(source: Any) -> None:
     with pytest.raises(DafMissingError, match="missing axis: batch"):
-        copy_all(source=source, destination=dafzarr.memory_daf("d"),
-                 empty={("batch", "cell", "gene", "x"): 0})
+        copy_all(
+            source=source,
+            destination=dafzarr.memory_daf("d"),
+            empty={("batch", "cell", "gene", "x"): 0},
+        )
 
 
 def test_overwrite_without_relayout_keeps_both_stored_layouts(destination: Any) -> None:

@@ -30,11 +30,13 @@ def _source(tmp_path: Path, kind: str) -> dafzarr.ZarrDaf:
 
 @pytest.mark.parametrize("source_kind", ["directory", "zip"])
 @pytest.mark.parametrize("kind", ["memory", "directory", "zip"])
-def test_axes_are_copied_as_their_stored_chunks(tmp_path: Path, source_kind: str,
-                                                kind: str) -> None:
+def test_axes_are_copied_as_their_stored_chunks(
+    tmp_path: Path, source_kind: str, kind: str
+) -> None:
     _source(tmp_path, source_kind).close()
-    with dafzarr.open_daf(tmp_path / f"source.daf.zarr{'.zip' if source_kind == 'zip' else ''}",
-                          "r") as src:
+    with dafzarr.open_daf(
+        tmp_path / f"source.daf.zarr{'.zip' if source_kind == 'zip' else ''}", "r"
+    ) as src:
         d = open_kind(kind, tmp_path, "destination!")
         copy_all(source=src, destination=d)
         assert src._axis_cache == {}  # no entry was decoded
@@ -45,12 +47,16 @@ def test_axes_are_copied_as_their_stored_chunks(tmp_path: Path, source_kind: str
         d.close()
 
 
-@pytest.mark.parametrize(("chunk", "message"), [
-    (encode_strings(["a", "b", "c", "b", "e"]), "non-unique entries for new axis: cell"),
-    (encode_strings(["a", "b", "c", "d"]), "vlen-utf8 chunk"),
-    (encode_strings(["a", "b", "c", "d", "e"])[:-1] + b"\xff", "corrupt vlen-utf8 chunk"),
-    (encode_strings(["a", "b", "c", "d", "e"])[:-2], "corrupt vlen-utf8 chunk"),
-], ids=["repeated", "count", "utf-8", "cut"])
+@pytest.mark.parametrize(
+    ("chunk", "message"),
+    [
+        (encode_strings(["a", "b", "c", "b", "e"]), "non-unique entries for new axis: cell"),
+        (encode_strings(["a", "b", "c", "d"]), "vlen-utf8 chunk"),
+        (encode_strings(["a", "b", "c", "d", "e"])[:-1] + b"\xff", "corrupt vlen-utf8 chunk"),
+        (encode_strings(["a", "b", "c", "d", "e"])[:-2], "corrupt vlen-utf8 chunk"),
+    ],
+    ids=["repeated", "count", "utf-8", "cut"],
+)
 def test_a_damaged_axis_chunk_is_refused(tmp_path: Path, chunk: bytes, message: str) -> None:
     folder = tmp_path / "source.daf.zarr"
     _source(tmp_path, "directory").close()

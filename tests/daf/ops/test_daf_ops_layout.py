@@ -57,9 +57,11 @@ def test_raises_only_dafzarr_errors(module: str) -> None:
 
 def test_the_parent_does_not_import_the_operations() -> None:
     """``dafzarr.daf`` does not depend on its operations (they build on it)."""
-    code = ("import sys, dafzarr.daf\n"
-            "assert not {'dafzarr.daf.ops', 'dafzarr._core.daf.ops'} & set(sys.modules), "
-            "'dafzarr.daf imports its ops'\n")
+    code = (
+        "import sys, dafzarr.daf\n"
+        "assert not {'dafzarr.daf.ops', 'dafzarr._core.daf.ops'} & set(sys.modules), "
+        "'dafzarr.daf imports its ops'\n"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
 
 

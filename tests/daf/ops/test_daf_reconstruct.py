@@ -92,19 +92,27 @@ def test_an_inconsistent_explicit_property_is_refused_with_nothing_written(make:
     d = _orchard(make)
     d.set_vector("tree", "plot", np.array(["north", "north", "south", ""], dtype=object))
     before = snapshot(d)
-    with _raises(DafMismatchError, "inconsistent values: 2.5 != 2.0", "of the property: height",
-                 "for the same implicit axis value: north", "of the axis: tree",
-                 "for the reconstructed axis: plot", "in the daf data: orchard!"):
-        dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot",
-                                 implicit_properties={"age", "height"})
+    with _raises(
+        DafMismatchError,
+        "inconsistent values: 2.5 != 2.0",
+        "of the property: height",
+        "for the same implicit axis value: north",
+        "of the axis: tree",
+        "for the reconstructed axis: plot",
+        "in the daf data: orchard!",
+    ):
+        dafzarr.reconstruct_axis(
+            d, existing_axis="tree", implicit_axis="plot", implicit_properties={"age", "height"}
+        )
     assert snapshot(d) == before
 
 
 def test_integer_implicit_values_with_an_empty_marker_become_strings(make: Maker) -> None:
     d = _orchard(make)
     d.set_vector("tree", "plot", np.array([10, 10, 9, 0]))
-    empties = dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot",
-                                       empty_implicit=0)
+    empties = dafzarr.reconstruct_axis(
+        d, existing_axis="tree", implicit_axis="plot", empty_implicit=0
+    )
     assert empties == {"age": 30}
     assert list(d.axis_np_entries("plot")) == ["9", "10"]  # sorted as numbers
     assert d.get_np_vector("plot", "age").tolist() == [12, 7]
@@ -117,8 +125,12 @@ def test_an_existing_axis_must_hold_every_used_value(make: Maker) -> None:
     d.set_vector("tree", "plot", np.array(["north", "north", "south", ""], dtype=object))
     d.add_axis("plot", ["north", "west"])
     before = snapshot(d)
-    with _raises(DafMismatchError, "missing used entry: south",
-                 "from the existing reconstructed axis: plot", "in the daf data: orchard!"):
+    with _raises(
+        DafMismatchError,
+        "missing used entry: south",
+        "from the existing reconstructed axis: plot",
+        "in the daf data: orchard!",
+    ):
         dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot")
     assert snapshot(d) == before
 
@@ -128,12 +140,17 @@ def test_unused_entries_of_an_existing_axis_need_a_default(make: Maker) -> None:
     d.set_vector("tree", "plot", np.array(["north", "north", "south", ""], dtype=object))
     d.add_axis("plot", ["north", "south", "west"])
     before = snapshot(d)
-    with _raises(DafMismatchError, "no default value specified for the unused entry: west",
-                 "of the reconstructed property: age", "in the daf data: orchard!"):
+    with _raises(
+        DafMismatchError,
+        "no default value specified for the unused entry: west",
+        "of the reconstructed property: age",
+        "in the daf data: orchard!",
+    ):
         dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot")
     assert snapshot(d) == before
-    empties = dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot",
-                                       properties_defaults={"age": 1})
+    empties = dafzarr.reconstruct_axis(
+        d, existing_axis="tree", implicit_axis="plot", properties_defaults={"age": 1}
+    )
     assert empties == {"age": 30}
     assert list(d.axis_np_entries("plot")) == ["north", "south", "west"]
     assert d.get_np_vector("plot", "age").tolist() == [7, 12, 1]
@@ -144,8 +161,7 @@ def test_existing_axis_order_is_kept(make: Maker) -> None:
     d = _orchard(make)
     d.set_vector("tree", "plot", np.array(["north", "north", "south", "east"], dtype=object))
     d.add_axis("plot", ["south", "north", "east"])
-    assert dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot") == {
-        "age": None}
+    assert dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot") == {"age": None}
     assert d.get_np_vector("plot", "age").tolist() == [12, 7, 30]
 
 
@@ -158,9 +174,13 @@ def test_rename_skip_and_explicit_properties(make: Maker) -> None:
     d.set_vector("tree", "soil", np.array(["clay", "clay", "sand", "sand"], dtype=object))
     d.set_vector("tree", "irrigated", np.array([True, True, False, False]))
     empties = dafzarr.reconstruct_axis(
-        d, existing_axis="tree", implicit_axis="plot", rename_axis="field",
+        d,
+        existing_axis="tree",
+        implicit_axis="plot",
+        rename_axis="field",
         implicit_properties={"soil", "irrigated", "no_such_vector"},
-        skipped_properties={"irrigated"})
+        skipped_properties={"irrigated"},
+    )
     assert empties == {"soil": None}
     assert not d.has_axis("plot")
     assert list(d.axis_np_entries("field")) == ["n", "s"]
@@ -170,12 +190,18 @@ def test_rename_skip_and_explicit_properties(make: Maker) -> None:
 
 
 def test_a_non_empty_string_marker_is_rewritten_and_the_empty_string_counts_too(
-        make: Maker) -> None:
+    make: Maker,
+) -> None:
     d = _orchard(make)
     d.set_vector("tree", "plot", np.array(["n", "none", "", "n"], dtype=object))
     d.set_vector("tree", "fenced", np.array([True, False, False, True]))
-    empties = dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot",
-                                       empty_implicit="none", implicit_properties={"fenced"})
+    empties = dafzarr.reconstruct_axis(
+        d,
+        existing_axis="tree",
+        implicit_axis="plot",
+        empty_implicit="none",
+        implicit_properties={"fenced"},
+    )
     assert empties == {"fenced": False}
     assert list(d.axis_np_entries("plot")) == ["n"]
     assert d.get_np_vector("tree", "plot").tolist() == ["n", "", "", "n"]
@@ -185,9 +211,13 @@ def test_float_and_bool_implicit_values_print_as_julia_does(make: Maker) -> None
     d = _orchard(make)
     d.set_vector("tree", "dose", np.array([0.5, 0.5, 1.0, np.nan], dtype=np.float32))
     d.set_vector("tree", "sick", np.array([True, True, False, False]))
-    empties = dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="dose",
-                                       empty_implicit=float("nan"),
-                                       implicit_properties={"sick"})
+    empties = dafzarr.reconstruct_axis(
+        d,
+        existing_axis="tree",
+        implicit_axis="dose",
+        empty_implicit=float("nan"),
+        implicit_properties={"sick"},
+    )
     assert empties == {"sick": False}
     assert list(d.axis_np_entries("dose")) == ["0.5", "1.0"]
     assert d.get_np_vector("tree", "dose").tolist() == ["0.5", "0.5", "1.0", ""]
@@ -202,8 +232,9 @@ def test_nan_property_values_are_consistent_with_each_other(make: Maker) -> None
     d = _orchard(make)
     d.set_vector("tree", "plot", np.array(["n", "n", "s", "s"], dtype=object))
     d.set_vector("tree", "ph", np.array([np.nan, np.nan, 6.5, 6.5]))
-    dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot",
-                             implicit_properties={"ph"})
+    dafzarr.reconstruct_axis(
+        d, existing_axis="tree", implicit_axis="plot", implicit_properties={"ph"}
+    )
     got = d.get_np_vector("plot", "ph")
     assert np.isnan(got[0]) and got[1] == 6.5
 
@@ -219,10 +250,16 @@ def test_inconsistent_automatic_candidates_stay(make: Maker) -> None:
 def test_the_empty_key_must_be_consistent_too(make: Maker) -> None:
     d = _orchard(make)
     d.set_vector("tree", "plot", np.array(["n", "n", "", ""], dtype=object))
-    with _raises(DafMismatchError, "inconsistent values: 30 != 12", "of the property: age",
-                 "for the same implicit axis value: ", "of the axis: tree"):
-        dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot",
-                                 implicit_properties=["age"])
+    with _raises(
+        DafMismatchError,
+        "inconsistent values: 30 != 12",
+        "of the property: age",
+        "for the same implicit axis value: ",
+        "of the axis: tree",
+    ):
+        dafzarr.reconstruct_axis(
+            d, existing_axis="tree", implicit_axis="plot", implicit_properties=["age"]
+        )
 
 
 # --- Refusals ------------------------------------------------------------------------------
@@ -232,14 +269,17 @@ def test_missing_axes_and_vectors(make: Maker) -> None:
     d = _orchard(make)
     with _raises(DafMissingError, "missing axis: plant"):
         dafzarr.reconstruct_axis(d, existing_axis="plant", implicit_axis="plot")
-    with _raises(DafMissingError, "missing vector: plot", "for the axis: tree",
-                 "in the daf data: orchard!"):
+    with _raises(
+        DafMissingError, "missing vector: plot", "for the axis: tree", "in the daf data: orchard!"
+    ):
         dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot")
 
 
 def test_a_data_set_is_needed() -> None:
-    with pytest.raises(InvalidArgumentTypeError, match="not a Daf data set: None\n"
-                       "for reconstructing the axis: type"):
+    with pytest.raises(
+        InvalidArgumentTypeError,
+        match="not a Daf data set: None\nfor reconstructing the axis: type",
+    ):
         dafzarr.reconstruct_axis(None, existing_axis="cell", implicit_axis="type")
 
 
@@ -259,10 +299,11 @@ def test_bad_arguments(make: Maker) -> None:
         with pytest.raises(InvalidArgumentError, match=re.escape(text)):
             dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot", **kwargs)
     d.set_vector("tree", "code", np.array([1, 1, 2, 2]))
-    with pytest.raises(InvalidArgumentError, match="empty_implicit: 'x' is not a value of the "
-                       "vector: code\nwhich holds int64"):
-        dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="code",
-                                 empty_implicit="x")
+    with pytest.raises(
+        InvalidArgumentError,
+        match="empty_implicit: 'x' is not a value of the vector: code\nwhich holds int64",
+    ):
+        dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="code", empty_implicit="x")
     d.delete_vector("tree", "code")
     assert snapshot(d) == before
 
@@ -281,9 +322,13 @@ def test_defaults_must_fit_the_element_type(make: Maker) -> None:
         ({"rows": 1, "soil": 0}, InvalidArgumentError, "0 is not a string"),
     ):
         with pytest.raises(cls, match=re.escape(text)):
-            dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot",
-                                     implicit_properties={"rows", "soil"},
-                                     properties_defaults=defaults)
+            dafzarr.reconstruct_axis(
+                d,
+                existing_axis="tree",
+                implicit_axis="plot",
+                implicit_properties={"rows", "soil"},
+                properties_defaults=defaults,
+            )
         assert snapshot(d) == before
 
 
@@ -294,8 +339,9 @@ def test_a_vector_already_on_the_axis_is_refused_before_writing(make: Maker) -> 
     d.add_axis("plot", ["1", "2"])
     d.set_vector("plot", "rows", np.array([0, 0]))
     before = snapshot(d)
-    with _raises(DafExistsError, "existing vector: rows", "for the axis: plot",
-                 "in the daf data: orchard!"):
+    with _raises(
+        DafExistsError, "existing vector: rows", "for the axis: plot", "in the daf data: orchard!"
+    ):
         dafzarr.reconstruct_axis(d, existing_axis="tree", implicit_axis="plot")
     assert snapshot(d) == before
 
@@ -332,8 +378,9 @@ def test_works_through_a_writer_chain(make: Maker) -> None:
     top = make("top!")
     chain = dafzarr.chain_writer([base, top])
     chain.set_vector("tree", "fenced", np.array([True, True, False, False]))
-    dafzarr.reconstruct_axis(chain, existing_axis="tree", implicit_axis="plot",
-                             implicit_properties={"fenced"})
+    dafzarr.reconstruct_axis(
+        chain, existing_axis="tree", implicit_axis="plot", implicit_properties={"fenced"}
+    )
     assert top.get_np_vector("plot", "fenced").tolist() == [True, False]
     assert not top.has_vector("tree", "fenced")
     assert not base.has_axis("plot")
@@ -367,8 +414,9 @@ def test_a_reconstruction_killed_on_zip_is_all_or_nothing(tmp_path: Path) -> Non
     the new axis with its vector and the cells without it, or the cells with it."""
     path = str(tmp_path / "cells.daf.zarr.zip")
     for delay in (0.05, 0.3):
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, path], stdout=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, path], stdout=subprocess.PIPE, text=True
+        )
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(delay)
@@ -387,7 +435,8 @@ def test_a_reconstruction_killed_on_zip_is_all_or_nothing(tmp_path: Path) -> Non
                     entries = list(d.axis_np_entries(name))
                     assert entries == [f"t{c:02d}" for c in range(30)], name
                     assert d.get_np_vector(name, color).tolist() == [
-                        f"color{c:02d}" for c in range(30)], name
+                        f"color{c:02d}" for c in range(30)
+                    ], name
                     done += 1
             assert {a for a in d.axes_set() if a.startswith("type")} <= d.vectors_set("cell")
             assert done >= 2
@@ -403,13 +452,19 @@ def test_anndata_per_type_colors_move_to_a_type_axis(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     types = np.array(["T", "B", "NK", "B", "T", "T", "", "NK"], dtype=object)
     palette = {"T": "red", "B": "blue", "NK": "green", "": "gray"}
-    obs = pd.DataFrame({
-        "type": types,
-        "color": [palette[t] for t in types],
-        "score": rng.random(len(types)),
-    }, index=[f"c{i}" for i in range(len(types))])
-    adata = ad.AnnData(X=rng.integers(0, 5, (len(types), 3)).astype(np.float32), obs=obs,
-                       var=pd.DataFrame(index=["g1", "g2", "g3"]))
+    obs = pd.DataFrame(
+        {
+            "type": types,
+            "color": [palette[t] for t in types],
+            "score": rng.random(len(types)),
+        },
+        index=[f"c{i}" for i in range(len(types))],
+    )
+    adata = ad.AnnData(
+        X=rng.integers(0, 5, (len(types), 3)).astype(np.float32),
+        obs=obs,
+        var=pd.DataFrame(index=["g1", "g2", "g3"]),
+    )
     from dafzarr.anndata import anndata_to_daf
 
     d = anndata_to_daf(adata, tmp_path / "cells.daf.zarr.zip")
@@ -430,8 +485,9 @@ def test_anndata_per_type_colors_move_to_a_type_axis(tmp_path: Path) -> None:
 # --- Against a pandas group-by -------------------------------------------------------------
 
 
-def _expected(implicit: list[int], props: dict[str, list[int]]) -> tuple[list[str], dict[
-        str, list[int]], dict[str, Any]]:
+def _expected(
+    implicit: list[int], props: dict[str, list[int]]
+) -> tuple[list[str], dict[str, list[int]], dict[str, Any]]:
     """What reconstruct_axis should do, from pandas: entries, moved vectors, empties."""
     frame = pd.DataFrame({"key": implicit, **props})
     used = frame[frame["key"] != 0]
@@ -447,9 +503,14 @@ def _expected(implicit: list[int], props: dict[str, list[int]]) -> tuple[list[st
 
 
 @settings(deadline=None)
-@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 4), min_size=n, max_size=n),
-    st.lists(st.lists(st.integers(-2, 2), min_size=n, max_size=n), min_size=1, max_size=3))))
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(0, 4), min_size=n, max_size=n),
+            st.lists(st.lists(st.integers(-2, 2), min_size=n, max_size=n), min_size=1, max_size=3),
+        )
+    )
+)
 def test_matches_a_pandas_group_by(case: tuple[list[int], list[list[int]]]) -> None:
     implicit, columns = case
     props = {f"p{i}": c for i, c in enumerate(columns)}
@@ -459,8 +520,7 @@ def test_matches_a_pandas_group_by(case: tuple[list[int], list[list[int]]]) -> N
     for name, values in props.items():
         d.set_vector("cell", name, np.array(values))
     entries, moved, empties = _expected(implicit, props)
-    got = dafzarr.reconstruct_axis(d, existing_axis="cell", implicit_axis="key",
-                                   empty_implicit=0)
+    got = dafzarr.reconstruct_axis(d, existing_axis="cell", implicit_axis="key", empty_implicit=0)
     assert got == empties
     assert list(d.axis_np_entries("key")) == entries
     assert d.vectors_set("key") == set(moved)
@@ -471,12 +531,18 @@ def test_matches_a_pandas_group_by(case: tuple[list[int], list[list[int]]]) -> N
 
 
 @settings(deadline=None)
-@given(st.integers(1, 12).flatmap(lambda n: st.tuples(
-    st.lists(st.sampled_from(["", "b", "a", "ab"]), min_size=n, max_size=n),
-    st.lists(st.sampled_from(["x", "y", "é"]), min_size=n, max_size=n),
-    st.lists(st.sampled_from([0.5, -1.0, np.nan]), min_size=n, max_size=n))))
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.sampled_from(["", "b", "a", "ab"]), min_size=n, max_size=n),
+            st.lists(st.sampled_from(["x", "y", "é"]), min_size=n, max_size=n),
+            st.lists(st.sampled_from([0.5, -1.0, np.nan]), min_size=n, max_size=n),
+        )
+    )
+)
 def test_string_keys_match_a_pandas_group_by(
-        case: tuple[list[str], list[str], list[float]]) -> None:
+    case: tuple[list[str], list[str], list[float]],
+) -> None:
     implicit, words, numbers = case
     d = dafzarr.memory_daf("hyp")
     d.add_axis("cell", [f"c{i}" for i in range(len(implicit))])
@@ -493,12 +559,13 @@ def test_string_keys_match_a_pandas_group_by(
     for name in got:
         firsts = used.groupby("key")[name].first() if len(used) else pd.Series(dtype=object)
         want = [firsts[e] for e in entries]
-        np.testing.assert_array_equal(d.get_np_vector("key", name), np.array(want, dtype=(
-            object if name == "word" else float)))
+        np.testing.assert_array_equal(
+            d.get_np_vector("key", name),
+            np.array(want, dtype=(object if name == "word" else float)),
+        )
         empty = frame[frame["key"] == ""][name]
         if len(empty):
-            assert got[name] == empty.iloc[0] or (np.isnan(got[name]) and np.isnan(
-                empty.iloc[0]))
+            assert got[name] == empty.iloc[0] or (np.isnan(got[name]) and np.isnan(empty.iloc[0]))
         else:
             assert got[name] is None
     assert d.get_np_vector("cell", "key").tolist() == implicit

@@ -41,22 +41,42 @@ def fill(d: Any) -> Any:
     d.set_vector("empty", "score", np.zeros(0, dtype=np.float32))
     d.set_matrix("cell", "gene", "UMIs", sp.csc_matrix(UMIS), relayout=False)
     d.set_matrix("cell", "gene", "dense", UMIS.astype(np.float32) / 2)
-    d.set_matrix("cell", "cell", "distance", np.abs(np.subtract.outer(np.arange(5.0),
-                                                                      np.arange(5.0))))
+    d.set_matrix(
+        "cell", "cell", "distance", np.abs(np.subtract.outer(np.arange(5.0), np.arange(5.0)))
+    )
     return d
 
 
 QUERIES = [
-    ". ?", "@ ?", "@ cell : ?", "@ cell @ gene :: ?", ". organism", ". threshold", "@ cell",
-    "@ cell : age", "@ cell [ ! is_doublet & age > 20 ] : type", "@ cell : type ?? : color",
-    "@ cell : type ?? gray : color", "@ cell @ gene :: UMIs", "@ gene @ cell :: UMIs",
+    ". ?",
+    "@ ?",
+    "@ cell : ?",
+    "@ cell @ gene :: ?",
+    ". organism",
+    ". threshold",
+    "@ cell",
+    "@ cell : age",
+    "@ cell [ ! is_doublet & age > 20 ] : type",
+    "@ cell : type ?? : color",
+    "@ cell : type ?? gray : color",
+    "@ cell @ gene :: UMIs",
+    "@ gene @ cell :: UMIs",
     "@ cell [ type = T | type = NK ] @ gene [ is_marker ] :: UMIs",
-    "@ cell @ gene :: dense % Log eps 1", "@ cell @ gene :: UMIs >| Sum",
-    "@ cell @ gene :: dense >- Mean", "@ cell : age / type >> Mean",
-    "@ cell : type =@ * is_doublet", "@ cell @ gene :: UMIs -/ type =@ >- Sum || 0",
-    "@ cell :: UMIs @ gene = g2", "@ cell :: distance @| c3", ":: UMIs @ cell = c4 @ gene = g3",
-    "@ empty : score", "@ empty @ gene :: nothing || 0", "@ cell @ gene :: nothing || 0",
-    "@ cell : nothing || 0", "@ cell [ type ~ \\^T ] : age >> Sum", "@ cell : index",
+    "@ cell @ gene :: dense % Log eps 1",
+    "@ cell @ gene :: UMIs >| Sum",
+    "@ cell @ gene :: dense >- Mean",
+    "@ cell : age / type >> Mean",
+    "@ cell : type =@ * is_doublet",
+    "@ cell @ gene :: UMIs -/ type =@ >- Sum || 0",
+    "@ cell :: UMIs @ gene = g2",
+    "@ cell :: distance @| c3",
+    ":: UMIs @ cell = c4 @ gene = g3",
+    "@ empty : score",
+    "@ empty @ gene :: nothing || 0",
+    "@ cell @ gene :: nothing || 0",
+    "@ cell : nothing || 0",
+    "@ cell [ type ~ \\^T ] : age >> Sum",
+    "@ cell : index",
 ]
 
 
@@ -72,7 +92,10 @@ def _same(got: Any, want: Any, query: str) -> None:
     elif isinstance(want, np.ndarray):
         assert isinstance(got, np.ndarray) and not sp.issparse(got), query
         assert got.dtype == want.dtype or {got.dtype.kind, want.dtype.kind} <= set("OUT"), (
-            query, got.dtype, want.dtype)
+            query,
+            got.dtype,
+            want.dtype,
+        )
         assert got.shape == want.shape and got.tolist() == want.tolist(), query
     elif isinstance(want, pd.Series | pd.DataFrame):
         assert type(got) is type(want) and got.equals(want), query
@@ -91,8 +114,9 @@ def reference() -> list[Any]:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(
-        _Quiet, directory=str(tmp_path)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(tmp_path))
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
@@ -104,10 +128,14 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize(("rel", "zarr_format"), [(rel, fmt) for _, rel, fmt in BACKENDS],
-                         ids=[name for name, _, _ in BACKENDS])
-def test_queries_on_every_backend(tmp_path: Path, rel: str | None, zarr_format: int,
-                                  reference: list[Any]) -> None:
+@pytest.mark.parametrize(
+    ("rel", "zarr_format"),
+    [(rel, fmt) for _, rel, fmt in BACKENDS],
+    ids=[name for name, _, _ in BACKENDS],
+)
+def test_queries_on_every_backend(
+    tmp_path: Path, rel: str | None, zarr_format: int, reference: list[Any]
+) -> None:
     backend = Backend(tmp_path, rel, zarr_format)
     reader = backend.reader(fill(backend.writer()))
     try:
@@ -119,8 +147,9 @@ def test_queries_on_every_backend(tmp_path: Path, rel: str | None, zarr_format: 
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
-def test_queries_over_http(tmp_path: Path, served: str, zarr_format: int,
-                           reference: list[Any]) -> None:
+def test_queries_over_http(
+    tmp_path: Path, served: str, zarr_format: int, reference: list[Any]
+) -> None:
     fill(dafzarr.open_daf(tmp_path / "cells.daf.zarr", "w", zarr_format=zarr_format)).close()
     reader = dafzarr.open_daf(f"{served}/cells.daf.zarr")
     try:

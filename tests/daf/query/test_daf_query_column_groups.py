@@ -52,8 +52,15 @@ REDUCTIONS = [
 ]
 
 
-def _data_set(path: Path, dtype: str, relayout: bool, rows: int = 70, cols: int = 300,
-              density: float = 0.4, seed: int = 12) -> tuple[Any, np.ndarray, np.ndarray]:
+def _data_set(
+    path: Path,
+    dtype: str,
+    relayout: bool,
+    rows: int = 70,
+    cols: int = 300,
+    density: float = 0.4,
+    seed: int = 12,
+) -> tuple[Any, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     dense = rng.integers(0, 60_000, size=(rows, cols))
     if dtype in ("int16", "int32"):  # negatives and ties: zeros fall between the values
@@ -73,16 +80,17 @@ def _data_set(path: Path, dtype: str, relayout: bool, rows: int = 70, cols: int 
 
 
 def _check(got: np.ndarray, want: np.ndarray, what: str) -> None:
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-6,
-                               err_msg=what)
+    np.testing.assert_allclose(
+        got.astype(np.float64), want.astype(np.float64), rtol=1e-6, err_msg=what
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint16", "int32", "bool"])
 @pytest.mark.parametrize("relayout", [False, True], ids=["one-layout", "both-layouts"])
 @pytest.mark.parametrize(("reduction", "function"), REDUCTIONS, ids=[r for r, _ in REDUCTIONS])
-def test_row_reductions_and_column_groups_match_numpy(tmp_path: Path, dtype: str,
-                                                      relayout: bool, reduction: str,
-                                                      function: Any) -> None:
+def test_row_reductions_and_column_groups_match_numpy(
+    tmp_path: Path, dtype: str, relayout: bool, reduction: str, function: Any
+) -> None:
     d, dense, kind = _data_set(tmp_path / "c.daf.zarr.zip", dtype, relayout)
     rows = d.get_np_query(f"@ cell @ gene :: UMIs >| {reduction}")
     _check(rows, function(dense), f"{reduction} of rows")
@@ -93,8 +101,7 @@ def test_row_reductions_and_column_groups_match_numpy(tmp_path: Path, dtype: str
     for k, name in enumerate(TYPES[:4]):
         _check(got[:, k], function(dense[:, kind == name]), f"{reduction} of {name}")
     assert (got[:, 4] == 0).all()
-    masked = d.get_np_query(f"@ cell @ gene [ rank >= 0 ] :: UMIs |/ type =@ >| {reduction} "
-                            f"|| 0")
+    masked = d.get_np_query(f"@ cell @ gene [ rank >= 0 ] :: UMIs |/ type =@ >| {reduction} || 0")
     np.testing.assert_array_equal(masked, got)
     flipped = d.get_np_query(f"@ gene @ cell :: UMIs -/ type =@ >- {reduction} || 0")
     np.testing.assert_array_equal(flipped, got.T)  # the transpose, by the other pass
@@ -102,14 +109,18 @@ def test_row_reductions_and_column_groups_match_numpy(tmp_path: Path, dtype: str
 
 @pytest.mark.parametrize("relayout", [False, True], ids=["one-layout", "both-layouts"])
 @pytest.mark.parametrize("reduction", [r for r, _ in REDUCTIONS])
-def test_row_reductions_and_column_groups_make_no_copy(tmp_path: Path, relayout: bool,
-                                                       reduction: str) -> None:
-    d, dense, _ = _data_set(tmp_path / "n.daf.zarr.zip", "float32", relayout, rows=4000,
-                            cols=300, density=0.25)
+def test_row_reductions_and_column_groups_make_no_copy(
+    tmp_path: Path, relayout: bool, reduction: str
+) -> None:
+    d, dense, _ = _data_set(
+        tmp_path / "n.daf.zarr.zip", "float32", relayout, rows=4000, cols=300, density=0.25
+    )
     nnz = int(np.count_nonzero(dense))
-    for query in (f"@ cell @ gene :: UMIs >| {reduction}",
-                  f"@ cell @ gene :: UMIs |/ type =@ >| {reduction} || 0",
-                  f"@ gene @ cell :: UMIs -/ type =@ >- {reduction} || 0"):
+    for query in (
+        f"@ cell @ gene :: UMIs >| {reduction}",
+        f"@ cell @ gene :: UMIs |/ type =@ >| {reduction} || 0",
+        f"@ gene @ cell :: UMIs -/ type =@ >- {reduction} || 0",
+    ):
         d.get_np_query(query)  # the axes and the type vector read once
         d.empty_cache()
         tracemalloc.start()
@@ -123,5 +134,4 @@ def test_row_reductions_and_column_groups_make_no_copy(tmp_path: Path, relayout:
         # column, a block of 65,536 values (12 bytes each) of the order statistics and the
         # logarithms of a GeoMean 65,536 at a time. The runs by key made 30 to 50 bytes per
         # stored value (here over 9 MB).
-        assert peak < 4 * got.size * 8 + 64 * 4000 + 24 * 65536 + (1 << 20), (
-            query, peak, nnz)
+        assert peak < 4 * got.size * 8 + 64 * 4000 + 24 * 65536 + (1 << 20), (query, peak, nnz)

@@ -63,16 +63,21 @@ def data_sets(draw: st.DrawFn) -> Data:
     small = st.integers(-3, 3)
     sparse_ints = st.sampled_from([0, 0, 0, 1, 2, -1, 3])
     return Data(
-        n=n, m=m, value=cells(small, np.int64),
+        n=n,
+        m=m,
+        value=cells(small, np.int64),
         score=cells(st.sampled_from([-1.5, -0.5, 0.0, 0.5, 2.0]), np.float64),
-        flag=cells(st.booleans(), bool), kind=cells(st.sampled_from(["", *KINDS]), object),
+        flag=cells(st.booleans(), bool),
+        kind=cells(st.sampled_from(["", *KINDS]), object),
         weight=cells(small, np.int64, 3) if draw(st.booleans()) else None,
-        marker=cells(st.booleans(), bool, m), family=cells(st.sampled_from(["f1", "f2"]),
-                                                           object, m),
+        marker=cells(st.booleans(), bool, m),
+        family=cells(st.sampled_from(["f1", "f2"]), object, m),
         umis=cells(st.lists(sparse_ints, min_size=m, max_size=m), np.int64).reshape(n, m),
-        link=cells(st.lists(st.sampled_from([0, 0, 1]), min_size=n, max_size=n),
-                   np.int8).reshape(n, n),
-        by_genes=draw(st.booleans()))
+        link=cells(st.lists(st.sampled_from([0, 0, 1]), min_size=n, max_size=n), np.int8).reshape(
+            n, n
+        ),
+        by_genes=draw(st.booleans()),
+    )
 
 
 def build(d: Data, sparse: bool) -> Any:
@@ -102,8 +107,14 @@ def build(d: Data, sparse: bool) -> Any:
 
 # --- Expected values ------------------------------------------------------------------------
 
-COMPARE = {"<": np.less, "<=": np.less_equal, "=": np.equal, "!=": np.not_equal,
-           ">": np.greater, ">=": np.greater_equal}
+COMPARE = {
+    "<": np.less,
+    "<=": np.less_equal,
+    "=": np.equal,
+    "!=": np.not_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+}
 
 
 def _compare(values: Any, op: str, operand: Any) -> Any:
@@ -119,12 +130,18 @@ def cell_term(draw: st.DrawFn, d: Data) -> tuple[str, Any]:
     op = draw(st.sampled_from(list(COMPARE)))
     t = draw(st.integers(-2, 2))
     choices: list[tuple[str, Any]] = [
-        ("flag", d.flag), (f"value {op} {t}", _compare(d.value, op, t)),
-        (f"score {op} {t}", _compare(d.score, op, t)), ("kind", d.kind != ""),
+        ("flag", d.flag),
+        (f"value {op} {t}", _compare(d.value, op, t)),
+        (f"score {op} {t}", _compare(d.score, op, t)),
+        ("kind", d.kind != ""),
         (f"index > {t + 2}", np.arange(1, d.n + 1) > t + 2),
-        ("missing || 1", np.ones(d.n, dtype=bool)), ("missing || 0", np.zeros(d.n, dtype=bool)),
-        (f"kind ?? : weight || 7 > {t}",
-         np.array([k != "" and _weights(d)[k] > t for k in d.kind], dtype=bool))]
+        ("missing || 1", np.ones(d.n, dtype=bool)),
+        ("missing || 0", np.zeros(d.n, dtype=bool)),
+        (
+            f"kind ?? : weight || 7 > {t}",
+            np.array([k != "" and _weights(d)[k] > t for k in d.kind], dtype=bool),
+        ),
+    ]
     s = draw(st.sampled_from(["A", "B", ""]))
     choices.append((f"kind {op} {s or EMPTY}", _compare(d.kind, op, s)))
     if d.m:
@@ -132,8 +149,11 @@ def cell_term(draw: st.DrawFn, d: Data) -> tuple[str, Any]:
         choices.append((f"UMIs @ gene = g{j} > {t}", d.umis[:, j] > t))
     if d.n:
         j = draw(st.integers(0, d.n - 1))
-        choices += [(f"link @| c{j}", d.link[:, j] != 0), (f"link @- c{j}", d.link[j, :] != 0),
-                    (f"name = c{j}", d.cells == f"c{j}")]
+        choices += [
+            (f"link @| c{j}", d.link[:, j] != 0),
+            (f"link @- c{j}", d.link[j, :] != 0),
+            (f"name = c{j}", d.cells == f"c{j}"),
+        ]
     picked: tuple[str, Any] = draw(st.sampled_from(choices))
     return picked
 
@@ -154,19 +174,20 @@ def cell_mask(draw: st.DrawFn, d: Data) -> tuple[str, Any]:
         else:
             op = draw(st.sampled_from(["&", "|", "^"]))
             parts.append(f"{op} {'! ' if negated else ''}{text}")
-            keep = {"&": np.logical_and, "|": np.logical_or, "^": np.logical_xor}[op](keep,
-                                                                                   truth)
+            keep = {"&": np.logical_and, "|": np.logical_or, "^": np.logical_xor}[op](keep, truth)
     return " " + " ".join(parts) + " ]", keep
 
 
-GENE_MASKS = [("", lambda d: np.ones(d.m, dtype=bool)), (" [ is_marker ]", lambda d: d.marker),
-              (" [ ! is_marker ]", lambda d: ~d.marker),
-              (" [ family = f1 ]", lambda d: d.family == "f1"),
-              (" [ is_marker | family = f2 ]", lambda d: d.marker | (d.family == "f2"))]
+GENE_MASKS = [
+    ("", lambda d: np.ones(d.m, dtype=bool)),
+    (" [ is_marker ]", lambda d: d.marker),
+    (" [ ! is_marker ]", lambda d: ~d.marker),
+    (" [ family = f1 ]", lambda d: d.family == "f1"),
+    (" [ is_marker | family = f2 ]", lambda d: d.marker | (d.family == "f2")),
+]
 
 
-def _groups(keys: Any, values: Any, reduce: Any, axis: list[str] | None, default: Any
-            ) -> Expected:
+def _groups(keys: Any, values: Any, reduce: Any, axis: list[str] | None, default: Any) -> Expected:
     """Values grouped by keys: sorted distinct keys, or the entries of an axis."""
     names = axis if axis is not None else sorted(set(keys.tolist()))
     out = [reduce(values[keys == g]) if np.any(keys == g) else default for g in names]
@@ -179,8 +200,9 @@ def _text(value: Any) -> str:
 
 def _counts(first: Any, second: Any) -> Expected:
     rows, cols = sorted(set(first.tolist())), sorted(set(second.tolist()))
-    values = np.array([[int(np.sum((first == r) & (second == c))) for c in cols]
-                       for r in rows]).reshape(len(rows), len(cols))
+    values = np.array(
+        [[int(np.sum((first == r) & (second == c))) for c in cols] for r in rows]
+    ).reshape(len(rows), len(cols))
     return ("matrix", [_text(r) for r in rows], [_text(c) for c in cols], values)
 
 
@@ -189,47 +211,64 @@ def vector_query(draw: st.DrawFn, d: Data) -> tuple[str, Expected]:
     at = np.flatnonzero(keep)
     names = d.cells[at]
     lookups: list[tuple[str, Any, Any, str]] = [  # text, positions, values, kind of values
-        ("value", at, d.value[at], "int"), ("score", at, d.score[at], "float"),
-        ("flag", at, d.flag[at], "bool"), ("kind", at, d.kind[at], "str"),
-        ("index", at, at + 1, "int"), ("name", at, names, "str"),
-        ("missing || 5", at, np.full(len(at), 5), "int")]
+        ("value", at, d.value[at], "int"),
+        ("score", at, d.score[at], "float"),
+        ("flag", at, d.flag[at], "bool"),
+        ("kind", at, d.kind[at], "str"),
+        ("index", at, at + 1, "int"),
+        ("name", at, names, "str"),
+        ("missing || 5", at, np.full(len(at), 5), "int"),
+    ]
     w = _weights(d)
     kept = at[d.kind[at] != ""]
-    lookups += [("kind ?? : weight || 7", kept, np.array([w[k] for k in d.kind[kept]]), "int"),
-                ("kind ?? 9 : weight || 7", at,
-                 np.array([w.get(k, 9) for k in d.kind[at]]), "int")]
+    lookups += [
+        ("kind ?? : weight || 7", kept, np.array([w[k] for k in d.kind[kept]]), "int"),
+        ("kind ?? 9 : weight || 7", at, np.array([w.get(k, 9) for k in d.kind[at]]), "int"),
+    ]
     if d.m:
         j = draw(st.integers(0, d.m - 1))
         lookups.append((f":: UMIs @ gene = g{j}", at, d.umis[at, j], "int"))
     if d.n:
         j = draw(st.integers(0, d.n - 1))
-        lookups += [(f":: link @| c{j}", at, d.link[at, j], "int"),
-                    (f":: link @- c{j}", at, d.link[j, at], "int")]
+        lookups += [
+            (f":: link @| c{j}", at, d.link[at, j], "int"),
+            (f":: link @- c{j}", at, d.link[j, at], "int"),
+        ]
     lookup, at, values, kind = draw(st.sampled_from(lookups))
     text = f"@ cell{mask} {lookup if lookup.startswith('::') else ': ' + lookup}"
     if lookup == "kind ?? : weight || 7" or not draw(st.booleans()):
         return text, ("vector", list(d.cells[at]), list(values))
     t = draw(st.integers(-2, 2))
     tails: list[tuple[str, Expected]] = [
-        ("* flag", _counts(values, d.flag[at])) if kind != "float" else
-        (f"> {t}", ("vector", list(d.cells[at]), list(values > t))),
+        ("* flag", _counts(values, d.flag[at]))
+        if kind != "float"
+        else (f"> {t}", ("vector", list(d.cells[at]), list(values > t))),
         ("/ kind =@ >> Count || 0", _groups(d.kind[at], values, len, KINDS, 0)),
-        ("/ flag >> Count", (*_groups(d.flag[at], values, len, None, 0)[:1],
-                             [_text(f) for f in sorted(set(d.flag[at].tolist()))],
-                             _groups(d.flag[at], values, len, None, 0)[2]))]
+        (
+            "/ flag >> Count",
+            (
+                *_groups(d.flag[at], values, len, None, 0)[:1],
+                [_text(f) for f in sorted(set(d.flag[at].tolist()))],
+                _groups(d.flag[at], values, len, None, 0)[2],
+            ),
+        ),
+    ]
     if kind in ("int", "float"):
-        tails += [("% Abs", ("vector", list(d.cells[at]), list(np.abs(values)))),
-                  (">> Sum || 0", ("scalar", values.sum() if len(values) else 0)),
-                  (">> Max || -9", ("scalar", values.max() if len(values) else -9)),
-                  ("/ kind >> Sum", _groups(d.kind[at], values, np.sum, None, 0)),
-                  ("/ kind =@ >> Max || -9", _groups(d.kind[at], values, np.max, KINDS, -9))]
+        tails += [
+            ("% Abs", ("vector", list(d.cells[at]), list(np.abs(values)))),
+            (">> Sum || 0", ("scalar", values.sum() if len(values) else 0)),
+            (">> Max || -9", ("scalar", values.max() if len(values) else -9)),
+            ("/ kind >> Sum", _groups(d.kind[at], values, np.sum, None, 0)),
+            ("/ kind =@ >> Max || -9", _groups(d.kind[at], values, np.max, KINDS, -9)),
+        ]
         if not len(values):
             tails.append((">> Sum", ("error", DafQueryError, "empty vector")))
     elif kind == "str":
-        tails += [(f"= {t + 2}", ("vector", list(d.cells[at]), list(values == str(t + 2)))),
-                  ("% Abs", ("error", DafQueryError, "unsupported input type: String")),
-                  ("~ \\^c", ("vector", list(d.cells[at]),
-                              [str(v).startswith("c") for v in values]))]
+        tails += [
+            (f"= {t + 2}", ("vector", list(d.cells[at]), list(values == str(t + 2)))),
+            ("% Abs", ("error", DafQueryError, "unsupported input type: String")),
+            ("~ \\^c", ("vector", list(d.cells[at]), [str(v).startswith("c") for v in values])),
+        ]
     tail, expected = draw(st.sampled_from(tails))
     return f"{text} {tail}", expected
 
@@ -244,8 +283,11 @@ def matrix_query(draw: st.DrawFn, d: Data) -> tuple[str, Expected]:
     gkeep = gkeep(d)
     cells, genes = d.cells[keep], d.genes[gkeep]
     name = draw(st.sampled_from(["UMIs", "UMIs", "nothing || 0"]))
-    values = d.umis[keep][:, gkeep] if name == "UMIs" else np.zeros((len(cells), len(genes)),
-                                                                     dtype=np.int64)
+    values = (
+        d.umis[keep][:, gkeep]
+        if name == "UMIs"
+        else np.zeros((len(cells), len(genes)), dtype=np.int64)
+    )
     row_kinds, col_families = d.kind[keep], d.family[gkeep]
     row_group: tuple[str, Any, list[str] | None]
     col_group: tuple[str, Any, list[str] | None]
@@ -267,12 +309,15 @@ def matrix_query(draw: st.DrawFn, d: Data) -> tuple[str, Expected]:
         (">| Sum || 0", ("vector", rows, _reduce_rows(values, np.sum, 0))),
         (">- Max || 0", ("vector", cols, _reduce_rows(values.T, np.max, 0))),
         (">| Mean || 0", ("vector", rows, _reduce_rows(values, np.mean, 0))),
-        (">> Sum || 0", ("scalar", values.sum() if values.size else 0))]
+        (">> Sum || 0", ("scalar", values.sum() if values.size else 0)),
+    ]
     for flag, (group, keys, axis) in ((True, row_group), (False, col_group)):
         names = axis if axis is not None else sorted(set(keys.tolist()))
         lines = values if flag else values.T
-        grouped = np.array([[lines[keys == g][:, c].sum() for c in range(lines.shape[1])]
-                            for g in names], dtype=np.int64).reshape(len(names), lines.shape[1])
+        grouped = np.array(
+            [[lines[keys == g][:, c].sum() for c in range(lines.shape[1])] for g in names],
+            dtype=np.int64,
+        ).reshape(len(names), lines.shape[1])
         if flag:
             tails.append((f"-/ {group} >- Sum || 0", ("matrix", names, cols, grouped)))
         else:
@@ -285,7 +330,8 @@ def matrix_query(draw: st.DrawFn, d: Data) -> tuple[str, Expected]:
 
 def other_query(draw: st.DrawFn, d: Data) -> tuple[str, Expected]:
     choices: list[tuple[str, Expected]] = [
-        (". organism", ("scalar", "mouse")), (". nothing || 3", ("scalar", 3)),
+        (". organism", ("scalar", "mouse")),
+        (". nothing || 3", ("scalar", 3)),
         ("@ cell : ?", ("set", {"value", "score", "flag", "kind"})),
         ("@ kind : ?", ("set", {"weight"} if d.weight is not None else set())),
         (". nothing", ("error", DafMissingError, "missing scalar: nothing")),
@@ -299,8 +345,10 @@ def other_query(draw: st.DrawFn, d: Data) -> tuple[str, Expected]:
     ]
     if d.n:
         i = draw(st.integers(0, d.n - 1))
-        choices += [(f": value @ cell = c{i}", ("scalar", d.value[i])),
-                    (f": nothing || 4 @ cell = c{i}", ("scalar", 4))]
+        choices += [
+            (f": value @ cell = c{i}", ("scalar", d.value[i])),
+            (f": nothing || 4 @ cell = c{i}", ("scalar", 4)),
+        ]
         if d.m:
             j = draw(st.integers(0, d.m - 1))
             choices.append((f":: UMIs @ cell = c{i} @ gene = g{j}", ("scalar", d.umis[i, j])))
@@ -345,7 +393,9 @@ def check(daf: Any, other: Any, query: str, expected: Expected, spaced: str) -> 
             assert expected[2] in str(info.value), (query, str(info.value))
             lines = str(info.value).split("\n")
             assert f"in the query: {query}" in lines or f"invalid query: {query}" in lines, (
-                query, str(info.value))
+                query,
+                str(info.value),
+            )
         return
     got, same = _answer(daf, spaced), _answer(other, spaced)
     assert got[0] == expected[0] == same[0], (query, got, expected)
@@ -376,8 +426,7 @@ def _run(d: Data, data: st.DataObject) -> None:
         if expected[0] == "matrix" and query.endswith((":: UMIs", ":: UMIs % Abs")):
             assert sp.issparse(sparse.get_np_query(query))  # the stored matrix stays sparse
             assert not sp.issparse(dense.get_np_query(query))
-        if expected[0] == "matrix" and query.endswith((":: nothing || 0",
-                                                       ":: nothing || 0 % Abs")):
+        if expected[0] == "matrix" and query.endswith((":: nothing || 0", ":: nothing || 0 % Abs")):
             assert sp.issparse(sparse.get_np_query(query))  # a default of zero is sparse
             assert sp.issparse(dense.get_np_query(query))
 

@@ -19,8 +19,9 @@ from dafzarr.errors import DafFormatError
 TYPES = ["T0", "T1", "T2", "T3", "T4"]
 
 
-def _data_set(path: Path, dtype: str, rows: int = 300, cols: int = 70, density: float = 0.2,
-              seed: int = 11) -> tuple[Any, np.ndarray, np.ndarray]:
+def _data_set(
+    path: Path, dtype: str, rows: int = 300, cols: int = 70, density: float = 0.2, seed: int = 11
+) -> tuple[Any, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     dense = rng.integers(0, 60_000, size=(rows, cols))
     dense[rng.random((rows, cols)) >= density] = 0
@@ -42,8 +43,14 @@ def test_group_sums_and_means_match_numpy(tmp_path: Path, dtype: str) -> None:
     d, dense, kind = _data_set(tmp_path / "g.daf.zarr.zip", dtype)
     got = d.get_np_query("@ cell @ gene :: UMIs -/ type =@ >- Sum || 0")
     total = np.zeros(1, dtype=dense.dtype).sum().dtype  # numpy's sum type
-    expected_type = {"float32": np.float32, "float64": np.float64, "uint16": np.uint32,
-                     "int32": np.int32, "int64": np.int64, "bool": np.uint32}[dtype]
+    expected_type = {
+        "float32": np.float32,
+        "float64": np.float64,
+        "uint16": np.uint32,
+        "int32": np.int32,
+        "int64": np.int64,
+        "bool": np.uint32,
+    }[dtype]
     assert got.dtype == expected_type and got.shape == (5, 70) and got.flags.f_contiguous
     for k, name in enumerate(TYPES):
         want = dense[kind == name].sum(axis=0, dtype=total)
@@ -51,21 +58,30 @@ def test_group_sums_and_means_match_numpy(tmp_path: Path, dtype: str) -> None:
     means = d.get_np_query("@ cell @ gene :: UMIs -/ type >- Mean")
     names = ["", "T0", "T1", "T2", "T3"]
     for k, name in enumerate(names):
-        np.testing.assert_allclose(means[k], dense[kind == name].mean(axis=0, dtype=np.float64),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            means[k], dense[kind == name].mean(axis=0, dtype=np.float64), rtol=1e-6
+        )
     masked = d.get_np_query("@ cell [ age > 100 ] @ gene :: UMIs -/ type =@ >- Sum || 0")
     older = np.arange(len(kind)) > 100
     np.testing.assert_allclose(
-        masked[2], dense[older & (kind == "T2")].sum(axis=0, dtype=total).astype(expected_type),
-        rtol=1e-6)
+        masked[2],
+        dense[older & (kind == "T2")].sum(axis=0, dtype=total).astype(expected_type),
+        rtol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int16", "uint8", "bool"])
-@pytest.mark.parametrize(("reduction", "function"), [
-    ("Min", np.min), ("Max", np.max), ("Count", lambda x, axis: np.full(x.shape[1], len(x))),
-])
-def test_group_extremes_and_counts_match_numpy(tmp_path: Path, dtype: str, reduction: str,
-                                               function: Any) -> None:
+@pytest.mark.parametrize(
+    ("reduction", "function"),
+    [
+        ("Min", np.min),
+        ("Max", np.max),
+        ("Count", lambda x, axis: np.full(x.shape[1], len(x))),
+    ],
+)
+def test_group_extremes_and_counts_match_numpy(
+    tmp_path: Path, dtype: str, reduction: str, function: Any
+) -> None:
     d, dense, kind = _data_set(tmp_path / "e.daf.zarr.zip", dtype, density=0.6)
     if dtype == "int16":  # negatives, so that implicit zeros are not always the minimum
         d.set_matrix("cell", "gene", "UMIs", sp.csr_matrix(-dense), overwrite=True)
@@ -82,16 +98,18 @@ def test_integer_group_sums_wrap_as_their_type(tmp_path: Path) -> None:
     d = dafzarr.open_daf(tmp_path / "w.daf.zarr", "w")
     d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x"]).add_axis("type", ["T"])
     d.set_vector("cell", "type", np.array(["T", "T", "T"], dtype=object))
-    d.set_matrix("cell", "gene", "m", sp.csc_matrix(np.array([[2**31 - 1], [2], [3]],
-                                                              dtype=np.int32)))
+    d.set_matrix(
+        "cell", "gene", "m", sp.csc_matrix(np.array([[2**31 - 1], [2], [3]], dtype=np.int32))
+    )
     got = d.get_np_query("@ cell @ gene :: m -/ type =@ >- Sum")
     assert got.dtype == np.int32
     assert got.tolist() == [[np.array([2**31 - 1, 2, 3], dtype=np.int32).sum(dtype=np.int32)]]
 
 
 def test_group_sums_make_no_copy_of_the_stored_values(tmp_path: Path) -> None:
-    d, dense, _ = _data_set(tmp_path / "m.daf.zarr.zip", "float32", rows=4000, cols=300,
-                               density=0.25)
+    d, dense, _ = _data_set(
+        tmp_path / "m.daf.zarr.zip", "float32", rows=4000, cols=300, density=0.25
+    )
     nnz = int(np.count_nonzero(dense))
     query = "@ cell @ gene :: UMIs -/ type =@ >- Sum || 0"
     d.get_np_query(query)  # the axes and the type vector read once
@@ -132,8 +150,9 @@ def test_a_corrupt_stored_index_is_an_error_not_a_sum(tmp_path: Path, bad: int) 
     d = dafzarr.open_daf(root, "w")
     d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"]).add_axis("type", ["T"])
     d.set_vector("cell", "type", np.array(["T", "T", "T"], dtype=object))
-    d.set_matrix("cell", "gene", "m", sp.csc_matrix(np.array([[1.0, 0], [0, 2], [3, 0]])),
-                 relayout=False)
+    d.set_matrix(
+        "cell", "gene", "m", sp.csc_matrix(np.array([[1.0, 0], [0, 2], [3, 0]])), relayout=False
+    )
     assert d.get_np_query("@ cell @ gene :: m -/ type =@ >- Sum").tolist() == [[4.0, 2.0]]
     d.close()
     chunk = next((root / "matrices/cell/gene/m/rowval").glob("0*"))
@@ -171,8 +190,9 @@ ORDERED = [
 
 @pytest.mark.parametrize("dtype", ["float32", "int16", "uint8", "bool"])
 @pytest.mark.parametrize(("reduction", "function"), ORDERED)
-def test_group_spreads_orders_and_modes_match_numpy(tmp_path: Path, dtype: str,
-                                                    reduction: str, function: Any) -> None:
+def test_group_spreads_orders_and_modes_match_numpy(
+    tmp_path: Path, dtype: str, reduction: str, function: Any
+) -> None:
     d, dense, kind = _data_set(tmp_path / "o.daf.zarr.zip", dtype, density=0.5)
     if dtype == "int16":  # negatives and ties: the implicit zeros fall between the values
         dense = (dense % 7 - 3).astype(np.int16)
@@ -182,17 +202,23 @@ def test_group_spreads_orders_and_modes_match_numpy(tmp_path: Path, dtype: str,
     columns = d.get_np_query(f"@ cell @ gene :: UMIs >- {reduction}")
     for k, name in enumerate(TYPES[:4]):
         want = function(dense[kind == name])
-        np.testing.assert_allclose(got[k].astype(np.float64), want.astype(np.float64),
-                                   rtol=1e-6, err_msg=f"{name} {reduction}")
-    np.testing.assert_allclose(columns.astype(np.float64),
-                               function(dense).astype(np.float64), rtol=1e-6)
+        np.testing.assert_allclose(
+            got[k].astype(np.float64),
+            want.astype(np.float64),
+            rtol=1e-6,
+            err_msg=f"{name} {reduction}",
+        )
+    np.testing.assert_allclose(
+        columns.astype(np.float64), function(dense).astype(np.float64), rtol=1e-6
+    )
     np.testing.assert_array_equal(got, masked)  # the stored arrays and scipy's CSC agree
 
 
 @pytest.mark.parametrize("reduction", [r for r, _ in ORDERED])
 def test_group_spreads_orders_and_modes_make_no_copy(tmp_path: Path, reduction: str) -> None:
-    d, dense, _ = _data_set(tmp_path / "n.daf.zarr.zip", "float32", rows=4000, cols=300,
-                            density=0.25)
+    d, dense, _ = _data_set(
+        tmp_path / "n.daf.zarr.zip", "float32", rows=4000, cols=300, density=0.25
+    )
     nnz = int(np.count_nonzero(dense))
     query = f"@ cell @ gene :: UMIs -/ type =@ >- {reduction} || 0"
     d.get_np_query(query)  # the axes and the type vector read once
@@ -238,7 +264,8 @@ def test_close_drops_the_query_cache(tmp_path: Path) -> None:
 
 
 def test_grouping_by_a_stored_string_vector_hashes_it_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pandas as pd
 
     d, dense, kind = _data_set(tmp_path / "h.daf.zarr.zip", "float32")

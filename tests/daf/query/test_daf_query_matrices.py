@@ -18,19 +18,19 @@ from dafzarr.errors import DafMissingError, DafQueryError
 CELLS = ["c1", "c2", "c3", "c4", "c5"]
 GENES = ["g1", "g2", "g3", "g4"]
 KINDS = ["A", "B", "C"]
-UMIS = np.array([[0, 3, 0, 1],
-                 [2, 0, 0, 5],
-                 [0, 0, 0, 0],
-                 [7, 1, 4, 0],
-                 [0, 2, 0, 9]], dtype=np.int64)
+UMIS = np.array(
+    [[0, 3, 0, 1], [2, 0, 0, 5], [0, 0, 0, 0], [7, 1, 4, 0], [0, 2, 0, 9]], dtype=np.int64
+)
 KIND = np.array(["A", "B", "A", "", "B"], dtype=object)
 BATCH = np.array(["x", "y", "y", "x", "y"], dtype=object)
 MARKER = np.array([True, False, True, True])
 FAMILY = np.array(["f1", "f2", "f1", "f2"], dtype=object)
 LABEL = np.array([["A", "", "B", "C"]] * 5, dtype=object)
 WEIGHT = np.array([1.5, 2.5, 4.0], dtype=np.float32)
-DISTANCE = np.array([[0, 1, 0, 2, 0], [1, 0, 3, 0, 0], [0, 3, 0, 0, 4], [2, 0, 0, 0, 0],
-                     [0, 0, 4, 0, 0]], dtype=np.float64)
+DISTANCE = np.array(
+    [[0, 1, 0, 2, 0], [1, 0, 3, 0, 0], [0, 3, 0, 0, 4], [2, 0, 0, 0, 0], [0, 0, 4, 0, 0]],
+    dtype=np.float64,
+)
 
 
 @pytest.fixture(params=["dense", "sparse", "dense-other-layout", "sparse-other-layout"])
@@ -48,13 +48,16 @@ def daf(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     d.set_matrix("cell", "gene", "label", LABEL)
     sparse = request.param.startswith("sparse")
     if request.param.endswith("other-layout"):  # read through relayout
-        d.set_matrix("gene", "cell", "UMIs", sp.csc_matrix(UMIS.T) if sparse else UMIS.T,
-                     relayout=False)
+        d.set_matrix(
+            "gene", "cell", "UMIs", sp.csc_matrix(UMIS.T) if sparse else UMIS.T, relayout=False
+        )
     else:
-        d.set_matrix("cell", "gene", "UMIs", sp.csc_matrix(UMIS) if sparse else UMIS,
-                     relayout=False)
+        d.set_matrix(
+            "cell", "gene", "UMIs", sp.csc_matrix(UMIS) if sparse else UMIS, relayout=False
+        )
     assert dafzarr.daf.query.query_requires_relayout(d, "@ cell @ gene :: UMIs") == (
-        request.param.endswith("other-layout"))
+        request.param.endswith("other-layout")
+    )
     d.set_matrix("cell", "cell", "distance", sp.csc_matrix(DISTANCE) if sparse else DISTANCE)
     d.sparse = sparse  # type: ignore[attr-defined]
     return d
@@ -91,18 +94,24 @@ def test_lookups_keep_the_storage(daf: Any) -> None:
         daf.get_np_query("@ cell @ gene :: nothing")
 
 
-@pytest.mark.parametrize(("operation", "function", "keeps_sparse"), [
-    ("% Abs", np.abs, True),
-    ("% Round", np.rint, True),
-    ("% Log base 2 eps 1", lambda x: np.log2(x + 1.0), True),
-    ("% Log", lambda x: np.log(x.astype(np.float64)), False),
-    ("% Clamp min 1 max 4", lambda x: np.clip(x, 1, 4), False),
-    ("% Clamp max 4", lambda x: np.clip(x, None, 4), True),
-    ("% Convert type Float32", lambda x: x.astype(np.float32), True),
-    ("% Fraction", lambda x: np.divide(x, np.maximum(x.sum(axis=0), 1)), True),
-    ("% Significant high 5 low 2", lambda x: np.where(
-        (x >= 2) & (x.max(axis=0) >= 5), x, 0), True),
-])
+@pytest.mark.parametrize(
+    ("operation", "function", "keeps_sparse"),
+    [
+        ("% Abs", np.abs, True),
+        ("% Round", np.rint, True),
+        ("% Log base 2 eps 1", lambda x: np.log2(x + 1.0), True),
+        ("% Log", lambda x: np.log(x.astype(np.float64)), False),
+        ("% Clamp min 1 max 4", lambda x: np.clip(x, 1, 4), False),
+        ("% Clamp max 4", lambda x: np.clip(x, None, 4), True),
+        ("% Convert type Float32", lambda x: x.astype(np.float32), True),
+        ("% Fraction", lambda x: np.divide(x, np.maximum(x.sum(axis=0), 1)), True),
+        (
+            "% Significant high 5 low 2",
+            lambda x: np.where((x >= 2) & (x.max(axis=0) >= 5), x, 0),
+            True,
+        ),
+    ],
+)
 def test_element_wise(daf: Any, operation: str, function: Any, keeps_sparse: bool) -> None:
     with np.errstate(divide="ignore"):
         expected = function(UMIS)
@@ -128,11 +137,18 @@ def _normalized(spread: Any) -> Any:
 
 
 REDUCTIONS = [
-    ("Sum", np.sum), ("Count", lambda x, axis: np.count_nonzero(np.ones_like(x), axis=axis)),
-    ("Mean", np.mean), ("Median", np.median),
+    ("Sum", np.sum),
+    ("Count", lambda x, axis: np.count_nonzero(np.ones_like(x), axis=axis)),
+    ("Mean", np.mean),
+    ("Median", np.median),
     ("Quantile p 0.25", lambda x, axis: np.quantile(x, 0.25, axis=axis)),
-    ("Min", np.min), ("Max", np.max), ("GeoMean eps 1", _geomean), ("Var", np.var),
-    ("Std", np.std), ("VarN eps 1", _normalized(np.var)), ("StdN eps 1", _normalized(np.std)),
+    ("Min", np.min),
+    ("Max", np.max),
+    ("GeoMean eps 1", _geomean),
+    ("Var", np.var),
+    ("Std", np.std),
+    ("VarN eps 1", _normalized(np.var)),
+    ("StdN eps 1", _normalized(np.std)),
 ]
 
 
@@ -144,8 +160,9 @@ def test_reductions(daf: Any, reduction: str, function: Any) -> None:
     columns = daf.get_pd_query(f"@ cell @ gene :: UMIs >- {reduction}")
     assert list(columns.index) == GENES and columns.index.name == "gene"
     assert np.allclose(columns.to_numpy(), function(UMIS, axis=0))
-    assert np.isclose(daf.get_np_query(f"@ cell @ gene :: UMIs >> {reduction}"),
-                      function(UMIS, axis=None))
+    assert np.isclose(
+        daf.get_np_query(f"@ cell @ gene :: UMIs >> {reduction}"), function(UMIS, axis=None)
+    )
     masked = daf.get_np_query(f"@ cell [ kind ] @ gene :: UMIs >- {reduction}")
     assert np.allclose(masked, function(UMIS[KIND != ""], axis=0))
 
@@ -168,8 +185,9 @@ def test_empty_matrices(daf: Any) -> None:
     assert list(daf.get_np_query(f"{empty} >| Sum || 0")) == []
     assert daf.get_np_query(f"{empty} >> Max || -1") == -1
     for suffix in (">- Sum", ">| Sum", ">> Sum"):
-        with pytest.raises(DafQueryError, match="no IfMissing value specified for reducing an "
-                                                "empty matrix"):
+        with pytest.raises(
+            DafQueryError, match="no IfMissing value specified for reducing an empty matrix"
+        ):
             daf.get_np_query(f"{empty} {suffix}")
 
 
@@ -186,17 +204,22 @@ def test_group_rows_and_columns(daf: Any) -> None:
     assert list(got.columns) == ["f1", "f2"] and list(got.index) == CELLS
     assert np.allclose(got["f2"], UMIS[:, FAMILY == "f2"].mean(axis=1))
     got = daf.get_np_query("@ cell [ kind ] @ gene :: UMIs -/ kind ?? : weight >- Sum")
-    assert np.array_equal(_dense(got), np.vstack([
-        UMIS[KIND == "A"].sum(axis=0), UMIS[KIND == "B"].sum(axis=0)]))
+    assert np.array_equal(
+        _dense(got), np.vstack([UMIS[KIND == "A"].sum(axis=0), UMIS[KIND == "B"].sum(axis=0)])
+    )
     got = daf.get_np_query("@ cell @ gene :: UMIs -/ batch >- Median")
     assert np.allclose(got[1], np.median(UMIS[BATCH == "y"], axis=0))
     with pytest.raises(DafQueryError, match="invalid operation"):
         daf.get_np_query("@ cell @ gene :: UMIs -/ kind >| Sum")
-    with pytest.raises(DafQueryError, match="no IfMissing value specified for the unused "
-                                            "entry: C\nof the axis: kind"):
+    with pytest.raises(
+        DafQueryError,
+        match="no IfMissing value specified for the unused entry: C\nof the axis: kind",
+    ):
         daf.get_np_query("@ cell @ gene :: UMIs -/ kind =@ >- Sum")
-    with pytest.raises(DafQueryError, match=re.escape(
-            "error converting: Float64\nmissing value: 0.5\nto type: Int64")):
+    with pytest.raises(
+        DafQueryError,
+        match=re.escape("error converting: Float64\nmissing value: 0.5\nto type: Int64"),
+    ):
         daf.get_np_query("@ cell @ gene :: UMIs -/ kind =@ >- Sum || 0.5")
 
 
@@ -229,16 +252,36 @@ def test_matrix_values_as_entries(daf: Any) -> None:
         daf.get_np_query("@ cell @ gene :: label =@ kind : weight")
 
 
-@pytest.mark.parametrize("query", [
-    "@ ?", "@ cell : ?", ". ?", "@ cell @ gene :: ?", "@ cell", "@ cell [ kind ]",
-    "@ cell : kind ?? : weight", "@ cell @ gene :: UMIs", "@ cell @ gene :: UMIs >> Sum",
-    "@ cell @ gene :: UMIs >| Max", "@ cell @ gene :: UMIs -/ kind >- Sum",
-    "@ cell : total / batch >> Mean", "@ cell : kind * batch", ": total @ cell = c2",
-    "@ cell @ gene :: label =@ kind ?? 0 : weight >- Max", "@ cell :: distance @| c3 >> Sum",
-    "@ cell @ gene :: UMIs |/ family >| Mean % Log eps 1", "@ cell [ total > 5 ] : total",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "@ ?",
+        "@ cell : ?",
+        ". ?",
+        "@ cell @ gene :: ?",
+        "@ cell",
+        "@ cell [ kind ]",
+        "@ cell : kind ?? : weight",
+        "@ cell @ gene :: UMIs",
+        "@ cell @ gene :: UMIs >> Sum",
+        "@ cell @ gene :: UMIs >| Max",
+        "@ cell @ gene :: UMIs -/ kind >- Sum",
+        "@ cell : total / batch >> Mean",
+        "@ cell : kind * batch",
+        ": total @ cell = c2",
+        "@ cell @ gene :: label =@ kind ?? 0 : weight >- Max",
+        "@ cell :: distance @| c3 >> Sum",
+        "@ cell @ gene :: UMIs |/ family >| Mean % Log eps 1",
+        "@ cell [ total > 5 ] : total",
+    ],
+)
 def test_dimensions_agree_with_results(daf: Any, query: str) -> None:
     result = daf.get_np_query(query)
-    dims = (-1 if isinstance(result, set) else result.ndim if hasattr(result, "ndim")
-            and not np.isscalar(result) else 0)
+    dims = (
+        -1
+        if isinstance(result, set)
+        else result.ndim
+        if hasattr(result, "ndim") and not np.isscalar(result)
+        else 0
+    )
     assert dafzarr.query_result_dimensions(query) == dims

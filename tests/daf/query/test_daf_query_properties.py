@@ -22,14 +22,18 @@ def data_sets(draw: st.DrawFn) -> dict[str, Any]:
     m = draw(st.integers(0, 4))
     ints = st.integers(-3, 3)
     return {
-        "n": n, "m": m,
+        "n": n,
+        "m": m,
         "value": np.array(draw(st.lists(ints, min_size=n, max_size=n)), dtype=np.int64),
         "flag": np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool),
-        "kind": np.array(draw(st.lists(st.sampled_from(["", *TYPES]), min_size=n, max_size=n)),
-                         dtype=object),
+        "kind": np.array(
+            draw(st.lists(st.sampled_from(["", *TYPES]), min_size=n, max_size=n)), dtype=object
+        ),
         "weight": np.array(draw(st.lists(ints, min_size=3, max_size=3)), dtype=np.int64),
-        "matrix": np.array(draw(st.lists(st.lists(ints, min_size=m, max_size=m), min_size=n,
-                                         max_size=n)), dtype=np.int64).reshape(n, m),
+        "matrix": np.array(
+            draw(st.lists(st.lists(ints, min_size=m, max_size=m), min_size=n, max_size=n)),
+            dtype=np.int64,
+        ).reshape(n, m),
         "sparse": draw(st.booleans()),
         "has_weight": draw(st.booleans()),
         "threshold": draw(ints),
@@ -55,8 +59,7 @@ def _daf(data: dict[str, Any]) -> Any:
     return d
 
 
-_SETTINGS = settings(max_examples=60, deadline=None,
-                     suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS
@@ -76,7 +79,8 @@ def test_masks_and_lookups(data: dict[str, Any]) -> None:
     assert list(got) == [weight[k] for k in kind if k]
     assert list(got.index) == list(names[kind != ""])
     assert list(d.get_np_query("@ cell : kind ?? 9 : weight || 7")) == [
-        weight.get(k, 9) for k in kind]
+        weight.get(k, 9) for k in kind
+    ]
     assert d.has_query("@ cell : kind : weight") == data["has_weight"]
     heavy = [bool(k) and weight[k] > t for k in kind]
     assert list(d.get_np_query(f"@ cell [ kind ?? : weight || 7 > {t} ]")) == list(names[heavy])
@@ -119,8 +123,14 @@ def test_matrix_reductions_match_dense(data: dict[str, Any]) -> None:
     assert sp.issparse(got) == data["sparse"]
     dense = got.toarray() if sp.issparse(got) else got
     assert np.array_equal(dense, matrix)
-    for name, function in [("Sum", np.sum), ("Max", np.max), ("Min", np.min),
-                           ("Mean", np.mean), ("Median", np.median), ("Var", np.var)]:
+    for name, function in [
+        ("Sum", np.sum),
+        ("Max", np.max),
+        ("Min", np.min),
+        ("Mean", np.mean),
+        ("Median", np.median),
+        ("Var", np.var),
+    ]:
         rows = d.get_np_query(f"@ cell @ gene :: UMIs >| {name} || 0")
         columns = d.get_np_query(f"@ cell @ gene :: UMIs >- {name} || 0")
         if n * m == 0:
@@ -128,8 +138,9 @@ def test_matrix_reductions_match_dense(data: dict[str, Any]) -> None:
             continue
         assert np.allclose(rows, function(matrix, axis=1)), name
         assert np.allclose(columns, function(matrix, axis=0)), name
-        assert np.isclose(d.get_np_query(f"@ cell @ gene :: UMIs >> {name}"),
-                          function(matrix)), name
+        assert np.isclose(d.get_np_query(f"@ cell @ gene :: UMIs >> {name}"), function(matrix)), (
+            name
+        )
     kind = data["kind"]
     grouped = d.get_pd_query("@ cell @ gene :: UMIs -/ kind =@ >- Sum || 0")
     assert list(grouped.index) == TYPES

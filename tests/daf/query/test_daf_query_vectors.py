@@ -47,8 +47,7 @@ def _fill(d: Any) -> Any:
     d.set_vector("type", "weight", np.array([1.5, 2.5, 3.5], dtype=np.float32))
     d.set_vector("gene", "is_marker", MARKER)
     d.set_matrix("cell", "gene", "UMIs", np.arange(24, dtype=np.int32).reshape(6, 4))
-    d.set_matrix("cell", "cell", "distance",
-                 np.abs(np.subtract.outer(AGE, AGE)).astype(np.float64))
+    d.set_matrix("cell", "cell", "distance", np.abs(np.subtract.outer(AGE, AGE)).astype(np.float64))
     return d
 
 
@@ -75,7 +74,13 @@ def test_names(daf: Any) -> None:
     assert daf.get_np_query(". ?") == {"organism", "threshold"}
     assert daf.get_np_query("@ ?") == {"cell", "metacell", "type", "gene"}
     assert daf.get_np_query("@ cell : ?") == {
-        "age", "score", "is_doublet", "type", "type.manual", "metacell"}
+        "age",
+        "score",
+        "is_doublet",
+        "type",
+        "type.manual",
+        "metacell",
+    }
     assert daf.get_np_query("@ cell @ gene :: ?") == {"UMIs"}
     assert daf.get_np_query("@ gene @ cell :: ?") == {"UMIs"}
     assert daf.get_np_query("@ cell @ cell :: ?") == {"distance"}
@@ -142,8 +147,11 @@ def test_defaults(daf: Any) -> None:
     assert list(daf.get_np_query("@ cell : age || 5")) == list(AGE)  # only when missing
     assert list(daf.get_np_query("@ cell : missing || T =@ type : color")) == ["red"] * 6
     assert list(daf.get_np_query("@ cell [ missing || T = T ]")) == list(CELLS)
-    with pytest.raises(DafMissingError, match=r"missing vector: missing\nfor the axis: cell\n"
-                                              r".*\nin the query: @ cell : missing$"):
+    with pytest.raises(
+        DafMissingError,
+        match=r"missing vector: missing\nfor the axis: cell\n"
+        r".*\nin the query: @ cell : missing$",
+    ):
         daf.get_np_query("@cell:missing")
     with pytest.raises(DafMissingError, match="missing axis: nope"):
         daf.get_np_query("@ nope : age")
@@ -161,12 +169,13 @@ def test_chained_lookups(daf: Any) -> None:
     got = daf.get_np_query("@ cell : type.manual ?? : color")
     assert list(got) == list(_lookup(manual[manual != ""], TYPES, COLOR))
     assert list(daf.get_np_query("@ cell : metacell ?? =@ metacell : type")) == list(
-        _lookup(METACELL[METACELL != ""], METACELLS, METACELL_TYPE))
+        _lookup(METACELL[METACELL != ""], METACELLS, METACELL_TYPE)
+    )
     # three steps, with both kinds of `??`
-    mc_type = np.array([_lookup([m], METACELLS, METACELL_TYPE)[0] if m else "" for m in
-                        METACELL], dtype=object)
-    color = np.array([_lookup([t], TYPES, COLOR)[0] if t else "" for t in mc_type],
-                     dtype=object)
+    mc_type = np.array(
+        [_lookup([m], METACELLS, METACELL_TYPE)[0] if m else "" for m in METACELL], dtype=object
+    )
+    color = np.array([_lookup([t], TYPES, COLOR)[0] if t else "" for t in mc_type], dtype=object)
     dropped = daf.get_pd_query("@ cell : metacell ?? : type ?? : color")
     both = (METACELL != "") & (mc_type != "")
     assert list(dropped.index) == list(CELLS[both]) and list(dropped) == list(color[both])
@@ -189,35 +198,38 @@ def test_matrix_columns_as_vectors(daf: Any) -> None:
     assert list(got) == list(CELLS[distance[:, 1] < 14])
 
 
-@pytest.mark.parametrize(("mask", "expected"), [
-    ("[ is_doublet ]", DOUBLET),
-    ("[ ! is_doublet ]", ~DOUBLET),
-    ("[ is_doublet = true ]", DOUBLET),
-    ("[ is_doublet = 0 ]", ~DOUBLET),
-    ("[ type ]", TYPE != ""),
-    ("[ type = T ]", TYPE == "T"),
-    ("[ type != '' ]", TYPE != ""),
-    ("[ type < NK ]", np.array([t < "NK" for t in TYPE])),
-    ("[ age > 20 & ! is_doublet ]", (AGE > 20) & ~DOUBLET),
-    ("[ age > 20 | is_doublet & type = B ]", ((AGE > 20) | DOUBLET) & (TYPE == "B")),
-    ("[ ! type = T & age < 50 ]", (TYPE != "T") & (AGE < 50)),
-    ("[ age >= 18 ^ is_doublet ]", (AGE >= 18) ^ DOUBLET),
-    ("[ age >= 18 ^ ! is_doublet ]", (AGE >= 18) ^ ~DOUBLET),
-    ("[ age <= 5 | ! score > 0 ]", (AGE <= 5) | ~(SCORE > 0)),
-    ("[ score > -1 ]", SCORE > -1),
-    ("[ score % Abs > 1 ]", np.abs(SCORE) > 1),
-    ("[ type ~ N ]", np.array(["N" in t for t in TYPE])),
-    ("[ type ~ \\^T\\$ ]", TYPE == "T"),
-    ("[ type !~ B|T ]".replace("|", "\\|"), np.array([not re.search("B|T", t) for t in TYPE])),
-    ("[ type ?? : color = red ]", TYPE == "T"),
-    ("[ ! type ?? : color = red ]", TYPE != "T"),
-    ("[ metacell ?? : type ?? : color = red ]", METACELL == "M1"),
-    ("[ age < 0 ]", np.zeros(6, dtype=bool)),
-    ("[ age > 10 ] [ is_doublet ]", np.zeros(6, dtype=bool)),
-    ("[ age > 1 ] [ ! is_doublet ]", ~DOUBLET),
-    ("[ name = c3 | index = 5 ]", np.isin(CELLS, ["c3", "c5"])),
-    ("[ missing || 1 ]", np.ones(6, dtype=bool)),
-])
+@pytest.mark.parametrize(
+    ("mask", "expected"),
+    [
+        ("[ is_doublet ]", DOUBLET),
+        ("[ ! is_doublet ]", ~DOUBLET),
+        ("[ is_doublet = true ]", DOUBLET),
+        ("[ is_doublet = 0 ]", ~DOUBLET),
+        ("[ type ]", TYPE != ""),
+        ("[ type = T ]", TYPE == "T"),
+        ("[ type != '' ]", TYPE != ""),
+        ("[ type < NK ]", np.array([t < "NK" for t in TYPE])),
+        ("[ age > 20 & ! is_doublet ]", (AGE > 20) & ~DOUBLET),
+        ("[ age > 20 | is_doublet & type = B ]", ((AGE > 20) | DOUBLET) & (TYPE == "B")),
+        ("[ ! type = T & age < 50 ]", (TYPE != "T") & (AGE < 50)),
+        ("[ age >= 18 ^ is_doublet ]", (AGE >= 18) ^ DOUBLET),
+        ("[ age >= 18 ^ ! is_doublet ]", (AGE >= 18) ^ ~DOUBLET),
+        ("[ age <= 5 | ! score > 0 ]", (AGE <= 5) | ~(SCORE > 0)),
+        ("[ score > -1 ]", SCORE > -1),
+        ("[ score % Abs > 1 ]", np.abs(SCORE) > 1),
+        ("[ type ~ N ]", np.array(["N" in t for t in TYPE])),
+        ("[ type ~ \\^T\\$ ]", TYPE == "T"),
+        ("[ type !~ B|T ]".replace("|", "\\|"), np.array([not re.search("B|T", t) for t in TYPE])),
+        ("[ type ?? : color = red ]", TYPE == "T"),
+        ("[ ! type ?? : color = red ]", TYPE != "T"),
+        ("[ metacell ?? : type ?? : color = red ]", METACELL == "M1"),
+        ("[ age < 0 ]", np.zeros(6, dtype=bool)),
+        ("[ age > 10 ] [ is_doublet ]", np.zeros(6, dtype=bool)),
+        ("[ age > 1 ] [ ! is_doublet ]", ~DOUBLET),
+        ("[ name = c3 | index = 5 ]", np.isin(CELLS, ["c3", "c5"])),
+        ("[ missing || 1 ]", np.ones(6, dtype=bool)),
+    ],
+)
 def test_masks(daf: Any, mask: str, expected: np.ndarray) -> None:
     got = daf.get_pd_query(f"@ cell {mask} : age")
     assert list(got.index) == list(CELLS[expected])
@@ -239,7 +251,8 @@ def test_element_wise_on_vectors(daf: Any) -> None:
     assert list(daf.get_np_query("@ cell : score % Round")) == list(np.rint(SCORE))
     assert daf.get_np_query("@ cell : score % Round").dtype == np.int32
     assert list(daf.get_np_query("@ cell : age % Clamp min 10 max 40")) == list(
-        np.clip(AGE, 10, 40))
+        np.clip(AGE, 10, 40)
+    )
     assert np.allclose(daf.get_np_query("@ cell : age % Fraction"), AGE / AGE.sum())
     assert daf.get_np_query("@ cell : age % Convert type Int8").dtype == np.int8
     assert daf.get_np_query("@ cell : age % Abs").dtype == np.uint64
@@ -250,46 +263,49 @@ def test_element_wise_on_vectors(daf: Any) -> None:
 def test_evaluation_errors_quote_the_canonical_query(daf: Any) -> None:
     with pytest.raises(DafQueryError) as info:
         daf.get_np_query(". threshold   [ is_doublet ]")
-    assert str(info.value) == ("invalid operation(s)\nin the query: . threshold [ is_doublet ]\n"
-                               "at location:              ▲▲▲▲▲▲▲▲▲▲▲▲\n"
-                               f"for the daf data: {daf.name}")
-    with pytest.raises(DafQueryError, match=f"^invalid query: @ cell @ gene\nfor the daf data: "
-                                            f"{daf.name}$"):
+    assert str(info.value) == (
+        "invalid operation(s)\nin the query: . threshold [ is_doublet ]\n"
+        "at location:              ▲▲▲▲▲▲▲▲▲▲▲▲\n"
+        f"for the daf data: {daf.name}"
+    )
+    with pytest.raises(
+        DafQueryError, match=f"^invalid query: @ cell @ gene\nfor the daf data: {daf.name}$"
+    ):
         daf.get_np_query("@ cell @ gene")
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    ("@ cell [ age < 0 ] : age >> Sum",
-     "no IfMissing value specified for reducing an empty vector"),
-    ("@ cell : type >> Sum",
-     "unsupported input type: String\nfor the reduction operation: Sum"),
-    (". threshold % Fraction",
-     "applying Fraction eltwise operation to a scalar"),
-    ("@ cell : type : color",
-     "missing entry: ''\nof the axis: type"),
-    ("@ cell : type ?? x : weight",
-     "error parsing final value: x\nas type: Float32"),
-    ("@ cell : age : color",
-     "invalid operation"),
-    ("@ cell : type ?? x",
-     "invalid operation"),
-    ("@ cell :: UMIs @ gene = nope",
-     "missing entry: 'nope'"),
-    ("@ cell [ age > x ]",
-     "error parsing number comparison value: x\nfor comparison with a vector of type: Int64"),
-    ("@ cell [ age ~ 1 ]",
-     "unsupported vector element type: Int64\nfor the comparison operation: IsMatch"),
-    ("@ cell [ type ~ \\[b ]",
-     "invalid regular expression: \\[b"),
-    ("@ cell : score % Convert type Int8",
-     "error converting"),
-    ("@ cell : type % Abs",
-     "unsupported input type: String\nfor the eltwise operation: Abs"),
-    ("? ?",
-     "invalid operation"),
-    (": age @ cell = nope",
-     "missing entry: 'nope'\nof the axis: cell"),
-])
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            "@ cell [ age < 0 ] : age >> Sum",
+            "no IfMissing value specified for reducing an empty vector",
+        ),
+        (
+            "@ cell : type >> Sum",
+            "unsupported input type: String\nfor the reduction operation: Sum",
+        ),
+        (". threshold % Fraction", "applying Fraction eltwise operation to a scalar"),
+        ("@ cell : type : color", "missing entry: ''\nof the axis: type"),
+        ("@ cell : type ?? x : weight", "error parsing final value: x\nas type: Float32"),
+        ("@ cell : age : color", "invalid operation"),
+        ("@ cell : type ?? x", "invalid operation"),
+        ("@ cell :: UMIs @ gene = nope", "missing entry: 'nope'"),
+        (
+            "@ cell [ age > x ]",
+            "error parsing number comparison value: x\nfor comparison with a vector of type: Int64",
+        ),
+        (
+            "@ cell [ age ~ 1 ]",
+            "unsupported vector element type: Int64\nfor the comparison operation: IsMatch",
+        ),
+        ("@ cell [ type ~ \\[b ]", "invalid regular expression: \\[b"),
+        ("@ cell : score % Convert type Int8", "error converting"),
+        ("@ cell : type % Abs", "unsupported input type: String\nfor the eltwise operation: Abs"),
+        ("? ?", "invalid operation"),
+        (": age @ cell = nope", "missing entry: 'nope'\nof the axis: cell"),
+    ],
+)
 def test_evaluation_errors(daf: Any, query: str, message: str) -> None:
     with pytest.raises(DafQueryError, match=message):
         daf.get_np_query(query)
@@ -335,11 +351,20 @@ def test_has_query(daf: Any) -> None:
 
 def test_frames(daf: Any) -> None:
     frame = daf.get_pd_frame("cell")
-    assert list(frame.columns) == ["name", "age", "is_doublet", "metacell", "score", "type",
-                                   "type.manual"]
+    assert list(frame.columns) == [
+        "name",
+        "age",
+        "is_doublet",
+        "metacell",
+        "score",
+        "type",
+        "type.manual",
+    ]
     assert list(frame.index) == list(CELLS) and frame.index.name == "cell"
-    frame = daf.get_pd_frame("@ cell [ ! is_doublet ]", ["age", ("color", ": type ?? x : color"),
-                                                          ("max", "@__axis__ : age % Abs")])
+    frame = daf.get_pd_frame(
+        "@ cell [ ! is_doublet ]",
+        ["age", ("color", ": type ?? x : color"), ("max", "@__axis__ : age % Abs")],
+    )
     assert list(frame.index) == list(CELLS[~DOUBLET])
     assert list(frame["age"]) == list(AGE[~DOUBLET])
     assert frame["color"].iloc[2] == "x"
@@ -358,9 +383,7 @@ def test_read_only_views_see_writes(daf: Any) -> None:
 
 
 @pytest.mark.parametrize("suffix", [".daf.zarr", ".daf.zarr.zip"])
-def test_a_cached_result_is_dropped_when_another_handle_writes(
-    tmp_path: Path, suffix: str
-) -> None:
+def test_a_cached_result_is_dropped_when_another_handle_writes(tmp_path: Path, suffix: str) -> None:
     """Two handles on one data set (a ZIP's share one store; a directory's read the same
     files): a result one cached is not served after the other wrote."""
     path = tmp_path / f"cells{suffix}"

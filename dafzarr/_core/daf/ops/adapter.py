@@ -23,10 +23,18 @@ __all__ = ["adapter"]
 
 
 @contextlib.contextmanager
-def adapter(daf: Any, *, input_axes: Any = None, input_data: Any = None,
-            capture: Callable[..., Any] = memory_daf, output_axes: Any = None,
-            output_data: Any = None, empty: Any = None, relayout: bool = True,
-            overwrite: bool = False) -> Iterator[Any]:
+def adapter(
+    daf: Any,
+    *,
+    input_axes: Any = None,
+    input_data: Any = None,
+    capture: Callable[..., Any] = memory_daf,
+    output_axes: Any = None,
+    output_data: Any = None,
+    empty: Any = None,
+    relayout: bool = True,
+    overwrite: bool = False,
+) -> Iterator[Any]:
     """A context manager that yields ``daf`` as a computation expects it, and copies the
     computation's outputs back into ``daf`` when the block ends without an error.
 
@@ -107,15 +115,15 @@ def adapter(daf: Any, *, input_axes: Any = None, input_data: Any = None,
     >>> daf.get_np_vector("cell", "years").tolist(), sorted(daf.axes_set())
     ([31, 41], ['cell'])
     """
-    if input_axes is None and input_data is None and output_axes is None \
-            and output_data is None:
-        raise InvalidArgumentError(f"no-op adapter for the daf data: {daf.name}\n(give "
-                                   "input_axes, input_data, output_axes or output_data)")
+    if input_axes is None and input_data is None and output_axes is None and output_data is None:
+        raise InvalidArgumentError(
+            f"no-op adapter for the daf data: {daf.name}\n(give "
+            "input_axes, input_data, output_axes or output_data)"
+        )
     base = daf.name
     inputs = viewer(daf, axes=input_axes, data=input_data, name=f"{base}.input")
     captured = capture(name=f"{base}.capture")
     adapted = chain_writer([inputs, captured], name=f"{base}.adapted")
     yield adapted
     outputs = viewer(adapted, axes=output_axes, data=output_data, name=f"{base}.output")
-    copy_all(destination=daf, source=outputs, empty=empty, relayout=relayout,
-             overwrite=overwrite)
+    copy_all(destination=daf, source=outputs, empty=empty, relayout=relayout, overwrite=overwrite)

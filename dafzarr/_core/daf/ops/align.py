@@ -23,8 +23,15 @@ import numpy as np
 from ....errors import DafMismatchError
 from ...aliases import Array
 
-__all__ = ["DESTINATION_IS_SUBSET", "SAME", "SOURCE_IS_SUBSET", "Relation", "check_subset",
-           "missing_entries", "relate_axis"]
+__all__ = [
+    "DESTINATION_IS_SUBSET",
+    "SAME",
+    "SOURCE_IS_SUBSET",
+    "Relation",
+    "check_subset",
+    "missing_entries",
+    "relate_axis",
+]
 
 
 SAME = "same"
@@ -81,8 +88,7 @@ def new_axis_relation(axis: str, n: int) -> Relation:
     return Relation(SAME, axis, axis, n, n, None)
 
 
-def relate_axis(source: Any, source_axis: str, destination: Any,
-                destination_axis: str) -> Relation:
+def relate_axis(source: Any, source_axis: str, destination: Any, destination_axis: str) -> Relation:
     """The :class:`Relation` of ``source_axis`` of ``source`` to ``destination_axis`` of
     ``destination``. A missing axis raises :class:`~dafzarr.errors.DafMissingError` (naming
     its data set); entry sets that are neither equal nor one inside the other raise
@@ -92,8 +98,9 @@ def relate_axis(source: Any, source_axis: str, destination: Any,
     if len(src) == len(dst) and (src is dst or bool(np.array_equal(src, dst))):
         return Relation(SAME, source_axis, destination_axis, len(src), len(dst), None)
     index = {name: i for i, name in enumerate(src.tolist())}
-    positions = np.fromiter((index.get(name, -1) for name in dst.tolist()), dtype=np.int64,
-                            count=len(dst))
+    positions = np.fromiter(
+        (index.get(name, -1) for name in dst.tolist()), dtype=np.int64, count=len(dst)
+    )
     found = int(np.count_nonzero(positions >= 0))
     if found == len(dst) == len(src):
         kind = SAME
@@ -105,22 +112,26 @@ def relate_axis(source: Any, source_axis: str, destination: Any,
         raise DafMismatchError(
             f"disjoint entries in the axis: {source_axis}\nof the source daf data: "
             f"{source.name}\nand the axis: {destination_axis}\nof the target daf data: "
-            f"{destination.name}")
+            f"{destination.name}"
+        )
     return Relation(kind, source_axis, destination_axis, len(src), len(dst), positions)
 
 
-def missing_entries(relation: Relation, source_name: str, destination_name: str,
-                    what_for: str) -> DafMismatchError:
+def missing_entries(
+    relation: Relation, source_name: str, destination_name: str, what_for: str
+) -> DafMismatchError:
     """The error of a destination axis with entries the source lacks and no ``empty``
     value to fill them (``what_for``: ``the vector: age\\nto the vector: age``)."""
     return DafMismatchError(
         f"missing entries in the axis: {relation.source_axis}\nof the source daf data: "
         f"{source_name}\nwhich are needed for copying {what_for}\nof the axis: "
-        f"{relation.destination_axis}\nof the target daf data: {destination_name}")
+        f"{relation.destination_axis}\nof the target daf data: {destination_name}"
+    )
 
 
-def check_subset(relation: Relation, source_name: str, destination_name: str,
-                 what_for: str | None) -> None:
+def check_subset(
+    relation: Relation, source_name: str, destination_name: str, what_for: str | None
+) -> None:
     """Refuse a ``source_is_subset`` relation when there is no ``empty`` value
     (``what_for`` is then the text naming the copied property; ``None``: there is one)."""
     if relation.kind == SOURCE_IS_SUBSET and what_for is not None:

@@ -57,8 +57,9 @@ def enforcing_contracts() -> bool:
         return True
     if text in _OFF:
         return False
-    raise InvalidArgumentError(f"invalid value of {ENFORCE_VARIABLE}: {text!r} "
-                               f"(one of {', '.join(_ON + _OFF)})")
+    raise InvalidArgumentError(
+        f"invalid value of {ENFORCE_VARIABLE}: {text!r} (one of {', '.join(_ON + _OFF)})"
+    )
 
 
 def computation(*contracts: Contract) -> Callable[[F], F]:
@@ -125,8 +126,10 @@ def computation(*contracts: Contract) -> Callable[[F], F]:
         if not isinstance(contract, Contract):
             raise InvalidArgumentTypeError(f"not a Contract: {contract!r}")
     if sum(c.name is None for c in contracts) > 1:
-        raise InvalidArgumentError("at most one contract can be for the unnamed (first) "
-                                   "parameter; name the others (Contract(name=...))")
+        raise InvalidArgumentError(
+            "at most one contract can be for the unnamed (first) "
+            "parameter; name the others (Contract(name=...))"
+        )
 
     def decorate(func: F) -> F:
         full_name = f"{func.__module__}.{func.__qualname__}"
@@ -142,10 +145,12 @@ def computation(*contracts: Contract) -> Callable[[F], F]:
             wrapped: list[ContractDaf] = []
             for contract, parameter in targets:
                 if parameter not in bound.arguments:
-                    raise InvalidArgumentError(f"missing daf parameter: {parameter}\n"
-                                               f"for the computation: {full_name}")
-                proxy = contractor(full_name, contract, bound.arguments[parameter],
-                                   overwrite=overwrite)
+                    raise InvalidArgumentError(
+                        f"missing daf parameter: {parameter}\nfor the computation: {full_name}"
+                    )
+                proxy = contractor(
+                    full_name, contract, bound.arguments[parameter], overwrite=overwrite
+                )
                 bound.arguments[parameter] = proxy
                 wrapped.append(proxy)
             for proxy in wrapped:
@@ -162,34 +167,38 @@ def computation(*contracts: Contract) -> Callable[[F], F]:
     return decorate
 
 
-def _targets(contracts: tuple[Contract, ...], signature: inspect.Signature,
-             full_name: str) -> list[tuple[Contract, str]]:
+def _targets(
+    contracts: tuple[Contract, ...], signature: inspect.Signature, full_name: str
+) -> list[tuple[Contract, str]]:
     """Each contract with the name of the parameter holding its data set."""
-    parameters = [p for p in signature.parameters.values()
-                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    parameters = [
+        p for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
     if parameters and parameters[0].name in ("self", "cls"):  # a method: its data set next
         parameters = parameters[1:]
     targets = []
     for contract in contracts:
         if contract.name is None:
             if not parameters or parameters[0].kind is inspect.Parameter.KEYWORD_ONLY:
-                raise InvalidArgumentError(f"no first parameter for the data set\n"
-                                           f"of the computation: {full_name}")
+                raise InvalidArgumentError(
+                    f"no first parameter for the data set\nof the computation: {full_name}"
+                )
             targets.append((contract, parameters[0].name))
         elif contract.name in {p.name for p in parameters}:
             targets.append((contract, contract.name))
         else:
-            raise InvalidArgumentError(f"missing daf parameter: {contract.name}\n"
-                                       f"of the computation: {full_name}")
+            raise InvalidArgumentError(
+                f"missing daf parameter: {contract.name}\nof the computation: {full_name}"
+            )
     names = [t[1] for t in targets]
     if len(set(names)) != len(names):
-        raise InvalidArgumentError(f"several contracts for one parameter: {names}\n"
-                                   f"of the computation: {full_name}")
+        raise InvalidArgumentError(
+            f"several contracts for one parameter: {names}\nof the computation: {full_name}"
+        )
     return targets
 
 
-def _overwrite(signature: inspect.Signature, bound: inspect.BoundArguments,
-               full_name: str) -> bool:
+def _overwrite(signature: inspect.Signature, bound: inspect.BoundArguments, full_name: str) -> bool:
     parameter = signature.parameters.get("overwrite")
     if parameter is None:
         return False
@@ -197,8 +206,9 @@ def _overwrite(signature: inspect.Signature, bound: inspect.BoundArguments,
     if value is inspect.Parameter.empty:
         return False
     if not isinstance(value, bool | np.bool_):
-        raise InvalidArgumentTypeError(f"non-bool overwrite parameter: {value!r}\n"
-                                       f"of the computation: {full_name}")
+        raise InvalidArgumentTypeError(
+            f"non-bool overwrite parameter: {value!r}\nof the computation: {full_name}"
+        )
     return bool(value)
 
 
@@ -211,13 +221,17 @@ def _documented(doc: str | None, targets: list[tuple[Contract, str]], full_name:
     def section(match: re.Match[str]) -> str:
         index = int(match.group(1) or "1")
         if match.group(1) == "" and many:
-            raise InvalidArgumentError(f"ambiguous {{CONTRACT}} in the docstring of: "
-                                       f"{full_name}\nuse {{CONTRACT1}} .. "
-                                       f"{{CONTRACT{len(targets)}}}")
+            raise InvalidArgumentError(
+                f"ambiguous {{CONTRACT}} in the docstring of: "
+                f"{full_name}\nuse {{CONTRACT1}} .. "
+                f"{{CONTRACT{len(targets)}}}"
+            )
         if not 1 <= index <= len(sections):
-            raise InvalidArgumentError(f"no contract #{index} associated with: {full_name}\n"
-                                       f"use: @computation(Contract(...), ...) with "
-                                       f"{index} contracts")
+            raise InvalidArgumentError(
+                f"no contract #{index} associated with: {full_name}\n"
+                f"use: @computation(Contract(...), ...) with "
+                f"{index} contracts"
+            )
         return sections[index - 1]
 
     if _PLACEHOLDER.search(text):

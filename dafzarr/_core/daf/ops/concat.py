@@ -49,19 +49,31 @@ class Stacked:
 
 
 def _missing_text(what: str, plan: ConcatPlan, src: Any) -> str:
-    return f"no empty value for the {what}\nwhich is missing from the daf data: {src.name}\n" \
+    return (
+        f"no empty value for the {what}\nwhich is missing from the daf data: {src.name}\n"
         f"{plan.into}"
+    )
 
 
 def _prefixes_vector(plan: ConcatPlan, index: int, name: str) -> bool:
     if plan.prefixed is not None:
         return name in plan.prefixed[index]
-    return any(p and (name == a or name.startswith(a + "."))
-               for a, p in zip(plan.axes, plan.prefixes, strict=True))
+    return any(
+        p and (name == a or name.startswith(a + "."))
+        for a, p in zip(plan.axes, plan.prefixes, strict=True)
+    )
 
 
-def _stack(plan: ConcatPlan, axis: str, rows: str | None, name: str, infos: list[SliceInfo | None],
-           empty: Any, prefix: bool, what: str) -> Stacked:
+def _stack(
+    plan: ConcatPlan,
+    axis: str,
+    rows: str | None,
+    name: str,
+    infos: list[SliceInfo | None],
+    empty: Any,
+    prefix: bool,
+    what: str,
+) -> Stacked:
     for src, info in zip(plan.sources, infos, strict=True):
         if info is None and empty is NO_EMPTY:
             raise DafMismatchError(_missing_text(what, plan, src))
@@ -73,12 +85,14 @@ def _stack(plan: ConcatPlan, axis: str, rows: str | None, name: str, infos: list
     sizes = [src.axis_length(axis) for src in plan.sources]
     nrows = 1 if rows is None else len(plan.other_axes[rows])
     stored = sum(
-        (info.stored if info.sparse else size * nrows) if info is not None
+        (info.stored if info.sparse else size * nrows)
+        if info is not None
         else (0 if is_zero(value) else size * nrows)
         for info, size in zip(infos, sizes, strict=True)
     )
-    sparse = saves_storage(dtype, sum(sizes) * nrows, stored, plan.fraction,
-                           None if rows is None else sum(sizes))
+    sparse = saves_storage(
+        dtype, sum(sizes) * nrows, stored, plan.fraction, None if rows is None else sum(sizes)
+    )
     return Stacked(axis, rows, name, infos, value, dtype, sparse, prefix)
 
 
@@ -88,17 +102,31 @@ def _plan_axis(plan: ConcatPlan, index: int) -> list[Stacked]:
     names: set[str] = set()
     for src in plan.sources:
         names |= src.vectors_set(axis)
-        if plan.dataset_axis is not None and plan.dataset_property and not plan.overwrite \
-                and plan.dataset_axis in names:
+        if (
+            plan.dataset_axis is not None
+            and plan.dataset_property
+            and not plan.overwrite
+            and plan.dataset_axis in names
+        ):
             raise DafExistsError(
                 f"existing vector: {plan.dataset_axis}\nfor the axis: {axis}\nin the daf data: "
                 f"{src.name}\nwhere the dataset property of the concatenation goes\n"
-                f"{plan.into}")
+                f"{plan.into}"
+            )
     for name in sorted(names):
         infos = [vector_info(src, axis, name) for src in plan.sources]
-        out.append(_stack(plan, axis, None, name, infos, plan.empty.get((axis, name)),
-                          _prefixes_vector(plan, index, name),
-                          f"vector: {name}\nof the axis: {axis}"))
+        out.append(
+            _stack(
+                plan,
+                axis,
+                None,
+                name,
+                infos,
+                plan.empty.get((axis, name)),
+                _prefixes_vector(plan, index, name),
+                f"vector: {name}\nof the axis: {axis}",
+            )
+        )
     for rows in plan.other_axes:
         names = set()
         for src in plan.sources:
@@ -106,10 +134,18 @@ def _plan_axis(plan: ConcatPlan, index: int) -> list[Stacked]:
                 names |= src.matrices_set(rows, axis, relayout=True)
         for name in sorted(names):
             infos = [matrix_info(src, rows, axis, name) for src in plan.sources]
-            out.append(_stack(plan, axis, rows, name, infos,
-                              plan.empty.get((rows, axis, name), (axis, rows, name)), False,
-                              f"matrix: {name}\nof the rows axis: {rows}\n"
-                              f"and the columns axis: {axis}"))
+            out.append(
+                _stack(
+                    plan,
+                    axis,
+                    rows,
+                    name,
+                    infos,
+                    plan.empty.get((rows, axis, name), (axis, rows, name)),
+                    False,
+                    f"matrix: {name}\nof the rows axis: {rows}\nand the columns axis: {axis}",
+                )
+            )
     return out
 
 
@@ -118,12 +154,16 @@ def _entries(plan: ConcatPlan, index: int) -> np.ndarray[Any, Any]:
     parts = []
     for src, name in zip(plan.sources, plan.names, strict=True):
         entries = np.asarray(src.axis_np_entries(axis), dtype=object)
-        parts.append(np.array([f"{name}.{e}" for e in entries], dtype=object)
-                     if plan.prefixes[index] else entries)
+        parts.append(
+            np.array([f"{name}.{e}" for e in entries], dtype=object)
+            if plan.prefixes[index]
+            else entries
+        )
     out = np.concatenate(parts) if parts else np.zeros(0, object)
     if len(set(out.tolist())) != out.size:
-        raise DafMismatchError(f"non-unique entries for new axis: {axis}\nin the daf data: "
-                               f"{plan.destination.name}")
+        raise DafMismatchError(
+            f"non-unique entries for new axis: {axis}\nin the daf data: {plan.destination.name}"
+        )
     return out
 
 
@@ -137,8 +177,7 @@ def _vector_value(plan: ConcatPlan, s: Stacked) -> Any:
         fill = texts(np.array([s.empty]))[0] if s.empty is not None else ""
     elif not s.sparse:
         out = np.empty(n, dtype=s.dtype)
-        fill = cast_for_storage(np.array(s.empty), s.dtype, where) \
-            if s.empty is not None else None
+        fill = cast_for_storage(np.array(s.empty), s.dtype, where) if s.empty is not None else None
     positions: list[np.ndarray[Any, Any]] = []
     values: list[np.ndarray[Any, Any]] = []
     offset = 0
@@ -147,8 +186,9 @@ def _vector_value(plan: ConcatPlan, s: Stacked) -> Any:
             if s.sparse:
                 if not is_zero(s.empty):
                     positions.append(np.arange(offset, offset + size))
-                    values.append(np.full(size, cast_for_storage(
-                        np.array(s.empty), s.dtype, where)))
+                    values.append(
+                        np.full(size, cast_for_storage(np.array(s.empty), s.dtype, where))
+                    )
             else:
                 out[offset : offset + size] = fill
             offset += size
@@ -201,8 +241,9 @@ def _one_commit(dest: Any) -> Iterator[tuple[ZarrDaf, list[str]]]:
     back; elsewhere an error deletes the axes created (and so what was written along them)."""
     target = dest.last if isinstance(dest, WriteChain) else dest
     if not isinstance(target, ZarrDaf):
-        raise InvalidArgumentTypeError(f"concatenate writes into a ZarrDaf or a chain_writer, "
-                                       f"got {type(dest).__name__}")
+        raise InvalidArgumentTypeError(
+            f"concatenate writes into a ZarrDaf or a chain_writer, got {type(dest).__name__}"
+        )
     target._check_writable()
     created: list[str] = []
     try:
@@ -297,16 +338,31 @@ def concatenate(
     >>> both.get_np_vector("dataset", "organism").tolist()
     ['human', 'mouse']
     """
-    plan = check_arguments(destination, axis, sources, names, dataset_axis, dataset_property,
-                           prefix, prefixed, empty, sparse_if_saves_storage_fraction, merge,
-                           overwrite)
+    plan = check_arguments(
+        destination,
+        axis,
+        sources,
+        names,
+        dataset_axis,
+        dataset_property,
+        prefix,
+        prefixed,
+        empty,
+        sparse_if_saves_storage_fraction,
+        merge,
+        overwrite,
+    )
     entries = [_entries(plan, i) for i in range(len(plan.axes))]
     stacked = [_plan_axis(plan, i) for i in range(len(plan.axes))]
     merged: MergePlan = plan_merge(plan)
     steps = sum(len(plan.sources) if s.rows is not None else 1 for per in stacked for s in per)
     stream = sys.stderr if progress is True else (progress or None)
-    with Progress(steps + len(merged.items), "concatenating", stream is not None, stream,
-                  unit="parts") as bar, _one_commit(destination) as (target, created):
+    with (
+        Progress(
+            steps + len(merged.items), "concatenating", stream is not None, stream, unit="parts"
+        ) as bar,
+        _one_commit(destination) as (target, created),
+    ):
         if plan.dataset_axis is not None:
             created.append(plan.dataset_axis)
             destination.add_axis(plan.dataset_axis, plan.names)
@@ -318,32 +374,52 @@ def concatenate(
             destination.add_axis(a, axis_entries)
             if plan.dataset_axis is not None and plan.dataset_property:
                 sizes = [src.axis_length(a) for src in plan.sources]
-                destination.set_vector(a, plan.dataset_axis, np.repeat(
-                    np.array(plan.names, dtype=object), sizes), overwrite=plan.overwrite)
+                destination.set_vector(
+                    a,
+                    plan.dataset_axis,
+                    np.repeat(np.array(plan.names, dtype=object), sizes),
+                    overwrite=plan.overwrite,
+                )
             for s in per:
                 _write_stacked(plan, destination, target, s, bar)
         write_merge(plan, merged, destination, bar)
 
 
-def _write_stacked(plan: ConcatPlan, destination: Any, target: ZarrDaf, s: Stacked,
-                   bar: Progress) -> None:
+def _write_stacked(
+    plan: ConcatPlan, destination: Any, target: ZarrDaf, s: Stacked, bar: Progress
+) -> None:
     if s.rows is None:
         destination.set_vector(s.axis, s.name, _vector_value(plan, s), overwrite=plan.overwrite)
         bar.step(what=f"vector {s.name}")
         return
     if isinstance(s.dtype, str):
-        destination.set_matrix(s.rows, s.axis, s.name, _string_matrix(plan, s),
-                               relayout=False, overwrite=plan.overwrite)
+        destination.set_matrix(
+            s.rows,
+            s.axis,
+            s.name,
+            _string_matrix(plan, s),
+            relayout=False,
+            overwrite=plan.overwrite,
+        )
         bar.step(len(plan.sources), what=f"matrix {s.name}")
         return
     nr = len(plan.other_axes[s.rows])
-    parts = [MatrixPart(src if info is not None else None, s.rows, s.axis, s.name, nr,
-                        src.axis_length(s.axis), s.empty, s.dtype)
-             for src, info in zip(plan.sources, s.infos, strict=True)]
+    parts = [
+        MatrixPart(
+            src if info is not None else None,
+            s.rows,
+            s.axis,
+            s.name,
+            nr,
+            src.axis_length(s.axis),
+            s.empty,
+            s.dtype,
+        )
+        for src, info in zip(plan.sources, s.infos, strict=True)
+    ]
 
     def step() -> None:
         bar.step(what=f"matrix {s.name}")
 
     write = write_sparse_matrix if s.sparse else write_dense_matrix
     write(target, s.rows, s.axis, s.name, parts, s.dtype, step)
-

@@ -37,8 +37,9 @@ class Empty:
                 main, rows, cols, name = key
                 holder = next((d for d in dafs if d.has_axis(main)), None)
                 if holder is None:
-                    raise DafMissingError(f"missing axis: {main}\nfor the empty value of the "
-                                          f"tensor: {name}")
+                    raise DafMissingError(
+                        f"missing axis: {main}\nfor the empty value of the tensor: {name}"
+                    )
                 for entry in holder.axis_np_entries(main):
                     self._values[(rows, cols, f"{entry}_{name}")] = value
             else:
@@ -83,11 +84,13 @@ def _per_axis(value: Any, count: int, what: str, kind: type) -> list[Any]:
     if isinstance(value, Sequence) and not isinstance(value, str):
         out = list(value)
         if len(out) != count or not all(isinstance(v, kind) for v in out):
-            raise InvalidArgumentError(f"{what} must be one {kind.__name__} or one per "
-                                       f"concatenated axis ({count})")
+            raise InvalidArgumentError(
+                f"{what} must be one {kind.__name__} or one per concatenated axis ({count})"
+            )
         return out
-    raise InvalidArgumentError(f"{what} must be one {kind.__name__} or one per concatenated "
-                               f"axis ({count}), got {value!r}")
+    raise InvalidArgumentError(
+        f"{what} must be one {kind.__name__} or one per concatenated axis ({count}), got {value!r}"
+    )
 
 
 def _prefixed(prefixed: Any, count: int) -> list[set[str]] | None:
@@ -95,23 +98,35 @@ def _prefixed(prefixed: Any, count: int) -> list[set[str]] | None:
         return None
     if isinstance(prefixed, set | frozenset):
         sets = [prefixed] * count
-    elif isinstance(prefixed, Sequence) and not isinstance(prefixed, str) \
-            and all(isinstance(s, set | frozenset) for s in prefixed):
+    elif (
+        isinstance(prefixed, Sequence)
+        and not isinstance(prefixed, str)
+        and all(isinstance(s, set | frozenset) for s in prefixed)
+    ):
         sets = list(prefixed)
     else:
-        raise InvalidArgumentError(f"prefixed must be a set of names or one set per "
-                                   f"concatenated axis, got {prefixed!r}")
+        raise InvalidArgumentError(
+            f"prefixed must be a set of names or one set per concatenated axis, got {prefixed!r}"
+        )
     if len(sets) != count:
-        raise InvalidArgumentError(f"prefixed has {len(sets)} sets for {count} concatenated "
-                                   "axes")
+        raise InvalidArgumentError(f"prefixed has {len(sets)} sets for {count} concatenated axes")
     return [set(s) for s in sets]
 
 
-def check_arguments(destination: Any, axis: str | Sequence[str], sources: Sequence[Any],
-                    names: Sequence[str] | None, dataset_axis: str | None,
-                    dataset_property: bool, prefix: bool | Sequence[bool], prefixed: Any,
-                    empty: Mapping[Any, Any] | None, fraction: float, merge: Any,
-                    overwrite: bool) -> ConcatPlan:
+def check_arguments(
+    destination: Any,
+    axis: str | Sequence[str],
+    sources: Sequence[Any],
+    names: Sequence[str] | None,
+    dataset_axis: str | None,
+    dataset_property: bool,
+    prefix: bool | Sequence[bool],
+    prefixed: Any,
+    empty: Mapping[Any, Any] | None,
+    fraction: float,
+    merge: Any,
+    overwrite: bool,
+) -> ConcatPlan:
     """The arguments checked (§8.1 of the operations' specification) and the entries of the
     axes that are not concatenated; raises before anything is written."""
     axes = [axis] if isinstance(axis, str) else list(axis)
@@ -129,13 +144,24 @@ def check_arguments(destination: Any, axis: str | Sequence[str], sources: Sequen
         raise InvalidArgumentError(f"the data set names are not unique: {names}")
     if not (isinstance(fraction, float | int) and 0 < fraction < 1):
         raise InvalidArgumentError(
-            f"sparse_if_saves_storage_fraction must be between 0 and 1, got {fraction!r}")
+            f"sparse_if_saves_storage_fraction must be between 0 and 1, got {fraction!r}"
+        )
     if empty is not None and not isinstance(empty, Mapping):
         raise InvalidArgumentTypeError("empty must be a mapping of data keys to values")
-    plan = ConcatPlan(destination, sources, axes, names,
-                _per_axis(prefix, len(axes), "prefix", bool), _prefixed(prefixed, len(axes)),
-                dataset_axis, bool(dataset_property), float(fraction), bool(overwrite),
-                Empty(empty, [destination, *sources]), merge_entries(merge))
+    plan = ConcatPlan(
+        destination,
+        sources,
+        axes,
+        names,
+        _per_axis(prefix, len(axes), "prefix", bool),
+        _prefixed(prefixed, len(axes)),
+        dataset_axis,
+        bool(dataset_property),
+        float(fraction),
+        bool(overwrite),
+        Empty(empty, [destination, *sources]),
+        merge_entries(merge),
+    )
     _check_axes(plan)
     return plan
 
@@ -151,8 +177,9 @@ def _check_axes(plan: ConcatPlan) -> None:
         _require_no_axis(a, dest)
         for src in plan.sources:
             if not src.has_axis(a):
-                raise DafMissingError(f"missing axis: {a}\nfor: concatenate!\n"
-                                      f"of the daf data: {src.name}")
+                raise DafMissingError(
+                    f"missing axis: {a}\nfor: concatenate!\nof the daf data: {src.name}"
+                )
     for rows in plan.axes:
         for cols in plan.axes:
             for src in plan.sources:
@@ -160,11 +187,13 @@ def _check_axes(plan: ConcatPlan) -> None:
                     raise DafMismatchError(
                         f"can't concatenate the matrix: {m}\nfor the concatenated rows axis: "
                         f"{rows}\nand the concatenated columns axis: {cols}\nin the daf data: "
-                        f"{src.name}\n{plan.into}")
+                        f"{src.name}\n{plan.into}"
+                    )
     if plan.dataset_axis is not None:
         if plan.dataset_axis in plan.axes:
-            raise InvalidArgumentError(f"the dataset axis: {plan.dataset_axis}\nis also a "
-                                       "concatenated axis")
+            raise InvalidArgumentError(
+                f"the dataset axis: {plan.dataset_axis}\nis also a concatenated axis"
+            )
         for daf in (dest, *plan.sources):
             _require_no_axis(plan.dataset_axis, daf)
     first: dict[str, str] = {}
@@ -178,6 +207,8 @@ def _check_axes(plan: ConcatPlan) -> None:
                 plan.other_axes[a] = entries
                 first[a] = src.name
             elif not np.array_equal(plan.other_axes[a], entries):
-                raise DafMismatchError(f"different entries for the axis: {a}\nbetween the daf "
-                                       f"data: {first[a]}\nand the daf data: {src.name}\n"
-                                       f"{plan.into}")
+                raise DafMismatchError(
+                    f"different entries for the axis: {a}\nbetween the daf "
+                    f"data: {first[a]}\nand the daf data: {src.name}\n"
+                    f"{plan.into}"
+                )

@@ -11,8 +11,15 @@ import numpy as np
 from ....errors import InvalidArgumentTypeError
 from ..query.literals import format_value
 
-__all__ = ["INDEX_BYTES", "Dtype", "empty_dtype", "is_zero", "merge_dtypes", "saves_storage",
-           "texts"]
+__all__ = [
+    "INDEX_BYTES",
+    "Dtype",
+    "empty_dtype",
+    "is_zero",
+    "merge_dtypes",
+    "saves_storage",
+    "texts",
+]
 
 #: A Daf element type: a numpy dtype (bool or numeric) or ``"str"``.
 Dtype = np.dtype[Any] | str
@@ -20,8 +27,12 @@ Dtype = np.dtype[Any] | str
 #: The size of one stored index in the storage estimate (whatever index type is stored).
 INDEX_BYTES = 4
 
-_SIGNED: dict[int, np.dtype[Any]] = {1: np.dtype(np.int8), 2: np.dtype(np.int16),
-                                     4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+_SIGNED: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.int8),
+    2: np.dtype(np.int16),
+    4: np.dtype(np.int32),
+    8: np.dtype(np.int64),
+}
 
 
 def empty_dtype(value: Any) -> Dtype | None:
@@ -54,8 +65,7 @@ def _pair(left: Dtype, right: Dtype) -> Dtype:
     a = np.dtype(np.uint8) if left.kind == "b" else left
     b = np.dtype(np.uint8) if right.kind == "b" else right
     if a.kind == "f" or b.kind == "f":
-        return np.dtype(np.float32) if max(a.itemsize, b.itemsize) <= 4 \
-            else np.dtype(np.float64)
+        return np.dtype(np.float32) if max(a.itemsize, b.itemsize) <= 4 else np.dtype(np.float64)
     if a.kind == "i" or b.kind == "i":
         size = max(x.itemsize + (1 if x.kind == "u" else 0) for x in (a, b))
         for width in (1, 2, 4, 8):
@@ -86,8 +96,9 @@ def is_zero(value: Any) -> bool:
     return not isinstance(value, str | np.str_) and value is not None and bool(value == 0)
 
 
-def saves_storage(dt: Dtype, length: int, stored: int, fraction: float,
-                  columns: int | None = None) -> bool:
+def saves_storage(
+    dt: Dtype, length: int, stored: int, fraction: float, columns: int | None = None
+) -> bool:
     """Whether the sparse layout saves at least ``fraction`` of the dense storage of
     ``length`` values of ``dt`` of which ``stored`` are stored, with 4-byte indices
     (``columns``: a matrix with that many columns also stores a column pointer)."""

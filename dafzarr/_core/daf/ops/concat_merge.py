@@ -20,8 +20,9 @@ from .merge import MergeAction, action_for
 
 __all__ = ["MergePlan", "plan_merge", "write_merge"]
 
-_NO_AXIS = "of the daf data sets concatenated into the daf data: {}\nbecause no data set " \
-    "axis was created"
+_NO_AXIS = (
+    "of the daf data sets concatenated into the daf data: {}\nbecause no data set axis was created"
+)
 
 
 @dataclass
@@ -50,16 +51,19 @@ def _scalar_dtype(value: Any) -> Dtype | None:
 def _collect_scalar(plan: ConcatPlan, name: str) -> MergeItem:
     dest = plan.destination.name
     if plan.dataset_axis is None:
-        raise DafMismatchError(f"can't collect axis for the scalar: {name}\n"
-                               + _NO_AXIS.format(dest))
+        raise DafMismatchError(
+            f"can't collect axis for the scalar: {name}\n" + _NO_AXIS.format(dest)
+        )
     empty = plan.empty.get(name)
     types = []
     for src in plan.sources:
         if src.has_scalar(name):
             types.append(_scalar_dtype(src.get_scalar(name)))
         elif empty is NO_EMPTY:
-            raise DafMismatchError(f"no empty value for the scalar: {name}\nwhich is missing "
-                                   f"from the daf data: {src.name}\n{plan.into}")
+            raise DafMismatchError(
+                f"no empty value for the scalar: {name}\nwhich is missing "
+                f"from the daf data: {src.name}\n{plan.into}"
+            )
     value = None if empty is NO_EMPTY else empty
     return MergeItem(name, MergeAction.CollectAxis, merge_dtypes(types, value), value)
 
@@ -67,21 +71,27 @@ def _collect_scalar(plan: ConcatPlan, name: str) -> MergeItem:
 def _collect_vector(plan: ConcatPlan, axis: str, name: str) -> MergeItem:
     dest = plan.destination.name
     if plan.dataset_axis is None:
-        raise DafMismatchError(f"can't collect axis for the vector: {name}\nof the axis: "
-                               f"{axis}\n" + _NO_AXIS.format(dest))
+        raise DafMismatchError(
+            f"can't collect axis for the vector: {name}\nof the axis: "
+            f"{axis}\n" + _NO_AXIS.format(dest)
+        )
     empty = plan.empty.get((axis, name))
     infos = [vector_info(src, axis, name) for src in plan.sources]
     for src, info in zip(plan.sources, infos, strict=True):
         if info is None and empty is NO_EMPTY:
-            raise DafMismatchError(f"no empty value for the vector: {name}\nof the axis: {axis}"
-                                   f"\nwhich is missing from the daf data: {src.name}\n"
-                                   f"{plan.into}")
+            raise DafMismatchError(
+                f"no empty value for the vector: {name}\nof the axis: {axis}"
+                f"\nwhich is missing from the daf data: {src.name}\n"
+                f"{plan.into}"
+            )
     value = None if empty is NO_EMPTY else empty
     dtype = merge_dtypes([i.dtype if i is not None else None for i in infos], value)
     assert dtype is not None
     n = len(plan.other_axes[axis])
-    stored = sum((i.stored if i.sparse else n) if i is not None else (0 if is_zero(value) else n)
-                 for i in infos)
+    stored = sum(
+        (i.stored if i.sparse else n) if i is not None else (0 if is_zero(value) else n)
+        for i in infos
+    )
     sparse = saves_storage(dtype, n * len(infos), stored, plan.fraction)
     return MergeItem((axis, name), MergeAction.CollectAxis, dtype, value, sparse)
 
@@ -100,8 +110,9 @@ def plan_merge(plan: ConcatPlan) -> MergePlan:
             out.items.append(_collect_scalar(plan, name))
         elif action is MergeAction.LastValue:
             if plan.destination.has_scalar(name) and not plan.overwrite:
-                raise DafExistsError(f"existing scalar: {name}\nin the daf data: "
-                                     f"{plan.destination.name}")
+                raise DafExistsError(
+                    f"existing scalar: {name}\nin the daf data: {plan.destination.name}"
+                )
             out.items.append(MergeItem(name, action))
     others = sorted(plan.other_axes)
     for axis in others:
@@ -128,7 +139,8 @@ def plan_merge(plan: ConcatPlan) -> MergePlan:
                         f"can't collect axis for the matrix: {name}\nof the rows axis: {rows}\n"
                         f"and the columns axis: {cols}\nof the daf data sets concatenated into "
                         f"the daf data: {plan.destination.name}\nbecause that would create a "
-                        "3D tensor, which is not supported")
+                        "3D tensor, which is not supported"
+                    )
                 if action is MergeAction.LastValue:
                     out.items.append(MergeItem((rows, cols, name), action))
     return out
@@ -147,20 +159,21 @@ def _as_value(got: Any, n: int) -> Any:
 
 
 def _collected_scalars(plan: ConcatPlan, item: MergeItem) -> np.ndarray[Any, Any]:
-    values = [src.get_scalar(item.key) if src.has_scalar(item.key) else item.empty
-              for src in plan.sources]
+    values = [
+        src.get_scalar(item.key) if src.has_scalar(item.key) else item.empty for src in plan.sources
+    ]
     if isinstance(item.dtype, str):
         return np.array([texts(np.array([v]))[0] for v in values], dtype=object)
     where = f"scalar {item.key} collected into the daf data: {plan.destination.name}"
-    return np.array([cast_for_storage(np.array(v), item.dtype, where)
-                     for v in values], dtype=item.dtype)
+    return np.array(
+        [cast_for_storage(np.array(v), item.dtype, where) for v in values], dtype=item.dtype
+    )
 
 
 def _collected_vectors(plan: ConcatPlan, item: MergeItem) -> Any:
     axis, name = item.key
     n = len(plan.other_axes[axis])
-    where = f"vector {name} of the axis {axis} collected into the daf data: " \
-        f"{plan.destination.name}"
+    where = f"vector {name} of the axis {axis} collected into the daf data: {plan.destination.name}"
     columns = []
     for src in plan.sources:
         if src.has_axis(axis) and src.has_vector(axis, name):
@@ -191,23 +204,43 @@ def write_merge(plan: ConcatPlan, merged: MergePlan, dest: Any, bar: Progress) -
                 dest.set_scalar(key, src.get_scalar(key), overwrite=ow)
             else:
                 assert plan.dataset_axis is not None
-                dest.set_vector(plan.dataset_axis, key, _collected_scalars(plan, item),
-                                overwrite=ow)
+                dest.set_vector(
+                    plan.dataset_axis, key, _collected_scalars(plan, item), overwrite=ow
+                )
         elif len(key) == 2:
             axis, name = key
             if item.action is MergeAction.LastValue:
                 src = _last(plan, lambda s, a=axis, v=name: s.has_axis(a) and s.has_vector(a, v))
-                dest.set_vector(axis, name, _as_value(read_vector(src, axis, name),
-                                                      src.axis_length(axis)), overwrite=ow)
+                dest.set_vector(
+                    axis,
+                    name,
+                    _as_value(read_vector(src, axis, name), src.axis_length(axis)),
+                    overwrite=ow,
+                )
             else:
                 assert plan.dataset_axis is not None
-                dest.set_matrix(axis, plan.dataset_axis, name, _collected_vectors(plan, item),
-                                relayout=False, overwrite=ow)
+                dest.set_matrix(
+                    axis,
+                    plan.dataset_axis,
+                    name,
+                    _collected_vectors(plan, item),
+                    relayout=False,
+                    overwrite=ow,
+                )
         else:
             rows, cols, name = key
-            src = _last(plan, lambda s, r=rows, c=cols, m=name: s.has_axis(r) and s.has_axis(c)
-                        and s.has_matrix(r, c, m, relayout=False))
-            dest.set_matrix(rows, cols, name, src.get_np_matrix(rows, cols, name,
-                                                                 relayout=False),
-                            relayout=False, overwrite=ow)
+            src = _last(
+                plan,
+                lambda s, r=rows, c=cols, m=name: (
+                    s.has_axis(r) and s.has_axis(c) and s.has_matrix(r, c, m, relayout=False)
+                ),
+            )
+            dest.set_matrix(
+                rows,
+                cols,
+                name,
+                src.get_np_matrix(rows, cols, name, relayout=False),
+                relayout=False,
+                overwrite=ow,
+            )
         bar.step(what=key if isinstance(key, str) else "/".join(key))

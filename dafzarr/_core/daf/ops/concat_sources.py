@@ -139,21 +139,28 @@ def csc_parts(src: Any, rows: str, cols: str, name: str) -> Csc | None:
         nzval = np.ones(rowval.size, dtype=np.bool_)
     where = f"{src.path}: {path}"
     if colptr.shape != (nc + 1,) or rowval.shape != nzval.shape or rowval.ndim != 1:
-        raise CorruptDafError(f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
-                             f"rowval {rowval.size}, nzval {nzval.size}")
+        raise CorruptDafError(
+            f"{where}: colptr has {colptr.size} entries (expected {nc + 1}), "
+            f"rowval {rowval.size}, nzval {nzval.size}"
+        )
     c64 = colptr.astype(np.int64)
     if c64[0] != 1 or c64[-1] != rowval.size + 1 or bool(np.any(np.diff(c64) < 0)):
-        raise CorruptDafError(f"{where}: colptr is not a valid 1-based CSC column pointer for "
-                             f"{rowval.size} stored values")
+        raise CorruptDafError(
+            f"{where}: colptr is not a valid 1-based CSC column pointer for "
+            f"{rowval.size} stored values"
+        )
     return Csc(colptr, rowval, nzval)  # the rows are checked as they are read
 
 
-def check_rows(src: Any, rows: str, cols: str, name: str, rowval: np.ndarray[Any, Any],
-               nrows: int) -> None:
+def check_rows(
+    src: Any, rows: str, cols: str, name: str, rowval: np.ndarray[Any, Any], nrows: int
+) -> None:
     """Refuse (:class:`~dafzarr.errors.DafFormatError`) stored 1-based rows out of range."""
     if rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > nrows):
-        raise CorruptDafError(f"{src.path}: {join_path('matrices', rows, cols, name)}/rowval holds "
-                             f"rows out of 1..{nrows}")
+        raise CorruptDafError(
+            f"{src.path}: {join_path('matrices', rows, cols, name)}/rowval holds "
+            f"rows out of 1..{nrows}"
+        )
 
 
 def release_pages(src: Any, arr: np.ndarray[Any, Any]) -> None:

@@ -25,8 +25,13 @@ _BLOCK = 1 << 22
 class Pieces(StreamedChunk):
     """A flat chunk of ``size`` values of ``dtype`` written from consecutive blocks."""
 
-    def __init__(self, dtype: np.dtype[Any], shape: tuple[int, ...],
-                 make: Callable[[], Iterator[np.ndarray[Any, Any]]], where: str) -> None:
+    def __init__(
+        self,
+        dtype: np.dtype[Any],
+        shape: tuple[int, ...],
+        make: Callable[[], Iterator[np.ndarray[Any, Any]]],
+        where: str,
+    ) -> None:
         self.dtype = dtype
         self.shape = shape
         self.size = int(np.prod(shape))
@@ -43,8 +48,10 @@ class Pieces(StreamedChunk):
                 break
             yield arr
         if count != self.size:
-            raise DafMismatchError(f"{self._where}: the data sets changed while they were "
-                                   f"concatenated ({count} values instead of {self.size})")
+            raise DafMismatchError(
+                f"{self._where}: the data sets changed while they were "
+                f"concatenated ({count} values instead of {self.size})"
+            )
 
     def fill(self, out: np.ndarray[Any, Any]) -> None:
         flat = out.reshape(-1).view(self.dtype)
@@ -58,18 +65,29 @@ class MatrixPart:
     """One data set's columns of a ``rows x cols`` matrix concatenated along ``cols``:
     present in ``source``, or missing and filled with ``empty``."""
 
-    def __init__(self, source: Any, rows: str, cols: str, name: str, nrows: int,
-                 ncols: int, empty: Any, dtype: np.dtype[Any]) -> None:
+    def __init__(
+        self,
+        source: Any,
+        rows: str,
+        cols: str,
+        name: str,
+        nrows: int,
+        ncols: int,
+        empty: Any,
+        dtype: np.dtype[Any],
+    ) -> None:
         self.source, self.rows, self.cols, self.name = source, rows, cols, name
         self.nrows, self.ncols, self.empty, self.dtype = nrows, ncols, empty, dtype
-        self.where = f"matrix {name} of the rows axis {rows} and the columns axis {cols}" \
-            + (f"\nin the daf data: {source.name}" if source is not None else "")
+        self.where = f"matrix {name} of the rows axis {rows} and the columns axis {cols}" + (
+            f"\nin the daf data: {source.name}" if source is not None else ""
+        )
 
     def _value(self) -> Any:
         """The stored CSC arrays (zero-copy), else the matrix as the reader gives it."""
         raw = csc_parts(self.source, self.rows, self.cols, self.name)
-        return raw if raw is not None else matrix_value(self.source, self.rows, self.cols,
-                                                        self.name)
+        return (
+            raw if raw is not None else matrix_value(self.source, self.rows, self.cols, self.name)
+        )
 
     def stored_nonzeros(self) -> int:
         """How many values the part stores in a sparse result."""
@@ -95,9 +113,9 @@ class MatrixPart:
             a = b
         return out
 
-    def csc_blocks(self, rows_checked: bool = False) -> Iterator[
-        tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]
-    ]:
+    def csc_blocks(
+        self, rows_checked: bool = False
+    ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
         """Blocks of columns: (stored values per column, 1-based rows, values);
         ``rows_checked``: stored rows out of range raise (the pass that writes them)."""
         nr, nc = self.nrows, self.ncols
@@ -110,8 +128,11 @@ class MatrixPart:
             fill = cast_for_storage(np.asarray(self.empty), self.dtype, self.where)
             for a in range(0, nc, step):
                 b = min(a + step, nc)
-                yield (np.full(b - a, nr, np.int64), np.tile(rows, b - a),
-                       np.full((b - a) * nr, fill, self.dtype))
+                yield (
+                    np.full(b - a, nr, np.int64),
+                    np.tile(rows, b - a),
+                    np.full((b - a) * nr, fill, self.dtype),
+                )
             return
         value = self._value()
         if isinstance(value, Csc) or sp.issparse(value):
@@ -135,8 +156,11 @@ class MatrixPart:
         for a in range(0, nc, step):
             block = sp.csc_matrix(np.asarray(value[:, a : a + step]))
             block.eliminate_zeros()
-            yield (np.diff(block.indptr).astype(np.int64), block.indices.astype(np.int64) + 1,
-                   block.data)
+            yield (
+                np.diff(block.indptr).astype(np.int64),
+                block.indices.astype(np.int64) + 1,
+                block.data,
+            )
 
     def dense_blocks(self) -> Iterator[np.ndarray[Any, Any]]:
         """Blocks of whole columns, each ``(columns, rows)`` (the column-major bytes)."""
@@ -162,8 +186,15 @@ def _zero(value: Any) -> bool:
     return value is not None and not isinstance(value, str) and bool(value == 0)
 
 
-def write_dense_matrix(dest: Any, rows: str, cols: str, name: str, parts: list[MatrixPart],
-                       dtype: np.dtype[Any], step: Callable[[], None]) -> None:
+def write_dense_matrix(
+    dest: Any,
+    rows: str,
+    cols: str,
+    name: str,
+    parts: list[MatrixPart],
+    dtype: np.dtype[Any],
+    step: Callable[[], None],
+) -> None:
     """Write the parts' columns one after another as the dense ``rows x cols`` matrix."""
     nr = dest.axis_length(rows)
     nc = sum(p.ncols for p in parts)
@@ -178,8 +209,15 @@ def write_dense_matrix(dest: Any, rows: str, cols: str, name: str, parts: list[M
     dest._write(dest._array_items(path, Pieces(dtype, (nc, nr), blocks, where), dtype))
 
 
-def write_sparse_matrix(dest: Any, rows: str, cols: str, name: str, parts: list[MatrixPart],
-                        dtype: np.dtype[Any], step: Callable[[], None]) -> None:
+def write_sparse_matrix(
+    dest: Any,
+    rows: str,
+    cols: str,
+    name: str,
+    parts: list[MatrixPart],
+    dtype: np.dtype[Any],
+    step: Callable[[], None],
+) -> None:
     """Write the parts' columns one after another as the CSC ``rows x cols`` matrix: the
     column pointer, the rows, then the values, each streamed part by part."""
     nr = dest.axis_length(rows)
@@ -211,10 +249,10 @@ def write_sparse_matrix(dest: Any, rows: str, cols: str, name: str, parts: list[
             step()
 
     items: list[tuple[str, Any]] = []
-    items += dest._array_items(join_path(path, "colptr"), Pieces(idt, (nc + 1,), colptr, where),
-                               idt)
+    items += dest._array_items(
+        join_path(path, "colptr"), Pieces(idt, (nc + 1,), colptr, where), idt
+    )
     items += dest._array_items(join_path(path, "rowval"), Pieces(idt, (nnz,), rowval, where), idt)
-    items += dest._array_items(join_path(path, "nzval"), Pieces(dtype, (nnz,), nzval, where),
-                               dtype)
+    items += dest._array_items(join_path(path, "nzval"), Pieces(dtype, (nnz,), nzval, where), dtype)
     items += dest._layout.group_docs(path).items()
     dest._write(items)

@@ -120,8 +120,10 @@ _READER_METHODS = ("has_axis", "axis_np_entries", "vectors_set", "get_np_vector"
 def check_daf(daf: Any, where: str) -> None:
     """Refuse (:class:`~dafzarr.errors.InvalidArgumentTypeError`) what is not a Daf data set
     (a cheap check of the reader methods; ``where`` names the operation)."""
-    if not (isinstance(getattr(daf, "name", None), str)
-            and all(callable(getattr(daf, m, None)) for m in _READER_METHODS)):
+    if not (
+        isinstance(getattr(daf, "name", None), str)
+        and all(callable(getattr(daf, m, None)) for m in _READER_METHODS)
+    ):
         raise InvalidArgumentTypeError(f"not a Daf data set: {daf!r}\n{where}")
 
 
@@ -153,21 +155,25 @@ def _data_key(key: Any) -> str | tuple[str, ...]:
         return key
     if isinstance(key, tuple) and 2 <= len(key) <= 4 and all(isinstance(k, str) for k in key):
         return key
-    raise InvalidArgumentError(f"invalid data key: {key!r} (a scalar name, or a tuple of 2 "
-                               "to 4 names: a vector, matrix or tensor)")
+    raise InvalidArgumentError(
+        f"invalid data key: {key!r} (a scalar name, or a tuple of 2 "
+        "to 4 names: a vector, matrix or tensor)"
+    )
 
 
 def _expectation(value: Any, key: Any) -> ContractExpectation:
     if not isinstance(value, ContractExpectation):
-        raise InvalidArgumentError(f"invalid expectation: {value!r}\nfor the contract key: "
-                                   f"{key!r} (a ContractExpectation)")
+        raise InvalidArgumentError(
+            f"invalid expectation: {value!r}\nfor the contract key: {key!r} (a ContractExpectation)"
+        )
     return value
 
 
 def _description(value: Any, key: Any) -> str:
     if not isinstance(value, str):
-        raise InvalidArgumentError(f"invalid description: {value!r}\nfor the contract key: "
-                                   f"{key!r} (a string)")
+        raise InvalidArgumentError(
+            f"invalid description: {value!r}\nfor the contract key: {key!r} (a string)"
+        )
     return value
 
 
@@ -178,8 +184,9 @@ def _pairs(given: Any, what: str) -> list[tuple[Any, Any]]:
     out = []
     for item in items:
         if not (isinstance(item, tuple) and len(item) == 2):
-            raise InvalidArgumentError(f"invalid contract {what} item: {item!r} (a pair of a "
-                                       "key and its specification)")
+            raise InvalidArgumentError(
+                f"invalid contract {what} item: {item!r} (a pair of a key and its specification)"
+            )
         out.append(item)
     return out
 
@@ -188,18 +195,23 @@ def _axis_spec(axis: Any, spec: Any) -> tuple[str, AxisSpec]:
     if not isinstance(axis, str):
         raise InvalidArgumentError(f"invalid axis key: {axis!r} (an axis name)")
     if not (isinstance(spec, tuple | list) and len(spec) == 2):
-        raise InvalidArgumentError(f"invalid axis specification: {spec!r}\nfor the axis: "
-                                   f"{axis} (expected (expectation, description))")
+        raise InvalidArgumentError(
+            f"invalid axis specification: {spec!r}\nfor the axis: "
+            f"{axis} (expected (expectation, description))"
+        )
     return axis, AxisSpec(_expectation(spec[0], axis), _description(spec[1], axis))
 
 
 def _data_spec(key: Any, spec: Any) -> tuple[str | tuple[str, ...], DataSpec]:
     key = _data_key(key)
     if not (isinstance(spec, tuple | list) and len(spec) == 3):
-        raise InvalidArgumentError(f"invalid data specification: {spec!r}\nfor the data: "
-                                   f"{key!r} (expected (expectation, type, description))")
-    return key, DataSpec(_expectation(spec[0], key), ElementType.of(spec[1]),
-                         _description(spec[2], key))
+        raise InvalidArgumentError(
+            f"invalid data specification: {spec!r}\nfor the data: "
+            f"{key!r} (expected (expectation, type, description))"
+        )
+    return key, DataSpec(
+        _expectation(spec[0], key), ElementType.of(spec[1]), _description(spec[2], key)
+    )
 
 
 @dataclass(frozen=True, init=False)
@@ -256,8 +268,9 @@ class Contract:
     axes: tuple[tuple[str, AxisSpec], ...]
     data: tuple[tuple[str | tuple[str, ...], DataSpec], ...]
 
-    def __init__(self, name: str | None = None, is_relaxed: bool = False, axes: Any = None,
-                 data: Any = None) -> None:
+    def __init__(
+        self, name: str | None = None, is_relaxed: bool = False, axes: Any = None, data: Any = None
+    ) -> None:
         if name is not None and not isinstance(name, str):
             raise InvalidArgumentError(f"invalid contract name: {name!r} (a parameter name)")
         object.__setattr__(self, "name", name)
@@ -302,11 +315,17 @@ class Contract:
         """
         if not isinstance(later, Contract):
             return NotImplemented
-        name = self.name if later.name is None else (
-            later.name if self.name is None else f"{self.name}_{later.name}")
-        return Contract(name, self.is_relaxed or later.is_relaxed,
-                        _merged(self.axes, later.axes, "axis"),
-                        _merged(self.data, later.data, "data"))
+        name = (
+            self.name
+            if later.name is None
+            else (later.name if self.name is None else f"{self.name}_{later.name}")
+        )
+        return Contract(
+            name,
+            self.is_relaxed or later.is_relaxed,
+            _merged(self.axes, later.axes, "axis"),
+            _merged(self.data, later.data, "data"),
+        )
 
     then = __rshift__
 
@@ -345,8 +364,9 @@ class Contract:
         return _documentation(self, title)
 
 
-def _merged(earlier: tuple[tuple[Any, Any], ...], later: tuple[tuple[Any, Any], ...],
-            what: str) -> list[tuple[Any, Any]]:
+def _merged(
+    earlier: tuple[tuple[Any, Any], ...], later: tuple[tuple[Any, Any], ...], what: str
+) -> list[tuple[Any, Any]]:
     merged = dict(earlier)
     for key, spec in later:
         first = merged.get(key)
@@ -354,26 +374,32 @@ def _merged(earlier: tuple[tuple[Any, Any], ...], later: tuple[tuple[Any, Any], 
             merged[key] = spec
             continue
         if first.description != spec.description:
-            raise DafContractError(f"different description: {spec.description!r}\n"
-                                   f"and description: {first.description!r}\n"
-                                   f"for the contracts {what}: {key}")
+            raise DafContractError(
+                f"different description: {spec.description!r}\n"
+                f"and description: {first.description!r}\n"
+                f"for the contracts {what}: {key}"
+            )
         expectation = _merged_expectation(first.expectation, spec.expectation, what, key)
         if what == "axis":
             merged[key] = AxisSpec(expectation, first.description)
         else:
-            merged[key] = DataSpec(expectation, _narrowed(first.type, spec.type, key),
-                                   first.description)
+            merged[key] = DataSpec(
+                expectation, _narrowed(first.type, spec.type, key), first.description
+            )
     return list(merged.items())
 
 
-def _merged_expectation(first: ContractExpectation, then: ContractExpectation, what: str,
-                        key: Any) -> ContractExpectation:
+def _merged_expectation(
+    first: ContractExpectation, then: ContractExpectation, what: str, key: Any
+) -> ContractExpectation:
     if then.is_input and first is not OptionalOutput:
         return then if first is OptionalInput else first
     if first is OptionalOutput and then is OptionalInput:
         return first
-    raise DafContractError(f"incompatible expectation: {first}\nand expectation: {then}\n"
-                           f"for the contracts {what}: {key}")
+    raise DafContractError(
+        f"incompatible expectation: {first}\nand expectation: {then}\n"
+        f"for the contracts {what}: {key}"
+    )
 
 
 def _narrowed(first: ElementType, then: ElementType, key: Any) -> ElementType:
@@ -381,8 +407,9 @@ def _narrowed(first: ElementType, then: ElementType, key: Any) -> ElementType:
         return first
     if then.dtypes <= first.dtypes:
         return then
-    raise DafContractError(f"incompatible type: {first}\nand type: {then}\n"
-                           f"for the contracts data: {key}")
+    raise DafContractError(
+        f"incompatible type: {first}\nand type: {then}\nfor the contracts data: {key}"
+    )
 
 
 def _entry_name(key: Any) -> str:
@@ -399,34 +426,42 @@ def _documentation(contract: Contract, title: str) -> str:
     suffix = f" ({title})" if title else ""
     sections = []
     for heading, outputs in (("Inputs", False), ("Outputs", True)):
-        groups: dict[str, list[str]] = {k: [] for k in
-                                        ("Scalars", "Axes", "Vectors", "Matrices", "Tensors")}
+        groups: dict[str, list[str]] = {
+            k: [] for k in ("Scalars", "Axes", "Vectors", "Matrices", "Tensors")
+        }
         for axis, aspec in contract.axes:
             if aspec.expectation.is_input != outputs:
                 groups["Axes"].append(_entry(axis, None, aspec.expectation, aspec.description))
         for key, dspec in contract.data:
             if dspec.expectation.is_input != outputs:
-                group = {"scalar": "Scalars", "vector": "Vectors", "matrix": "Matrices",
-                         "tensor": "Tensors"}[key_kind(key)]
-                groups[group].append(_entry(_entry_name(key), dspec.type, dspec.expectation,
-                                            dspec.description))
+                group = {
+                    "scalar": "Scalars",
+                    "vector": "Vectors",
+                    "matrix": "Matrices",
+                    "tensor": "Tensors",
+                }[key_kind(key)]
+                groups[group].append(
+                    _entry(_entry_name(key), dspec.type, dspec.expectation, dspec.description)
+                )
         lines = []
         for group, entries in groups.items():
             if entries:
                 lines += [group, *entries]
         if contract.is_relaxed:
-            lines.append("Additional outputs may be created depending on the parameters."
-                         if outputs else
-                         "Additional inputs may be used depending on the parameters.")
+            lines.append(
+                "Additional outputs may be created depending on the parameters."
+                if outputs
+                else "Additional inputs may be used depending on the parameters."
+            )
         if lines:
             name = heading + suffix
             sections.append("\n".join([name, "-" * len(name), *lines]))
     return "\n\n".join(sections)
 
 
-def _entry(name: str, element_type: ElementType | None, expectation: ContractExpectation,
-           description: str) -> str:
+def _entry(
+    name: str, element_type: ElementType | None, expectation: ContractExpectation, description: str
+) -> str:
     typed = f"{name} : {element_type}" if element_type is not None else name
     text = inspect.cleandoc(description).replace("\n", "\n        ")
     return f"    {typed} ({expectation.label})\n        {text}"
-

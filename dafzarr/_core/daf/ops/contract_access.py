@@ -52,8 +52,15 @@ class ContractAccess(Queries):
     """The state of a contract wrapper and its access checks (the base of
     :class:`~dafzarr.daf.ops.ContractDaf`)."""
 
-    def __init__(self, computation: str, contract: Contract, daf: Any, *,
-                 name: str | None = None, overwrite: bool = False) -> None:
+    def __init__(
+        self,
+        computation: str,
+        contract: Contract,
+        daf: Any,
+        *,
+        name: str | None = None,
+        overwrite: bool = False,
+    ) -> None:
         self._daf = daf
         self._computation = computation
         self._relaxed = contract.is_relaxed
@@ -98,7 +105,6 @@ class ContractAccess(Queries):
     def _data_version(self) -> Any:
         return self._daf._data_version()
 
-
     # --- Checks of the contract ----------------------------------------------------------------
 
     def _where(self) -> str:
@@ -112,22 +118,27 @@ class ContractAccess(Queries):
         if kind == "vector":
             needs = [(key[0], f"for the {what}")]
         elif kind == "matrix":
-            needs = [(key[0], f"for the rows of the {what}\nwith the columns axis: {key[1]}"),
-                     (key[1], f"for the columns of the {what}\nwith the rows axis: {key[0]}")]
+            needs = [
+                (key[0], f"for the rows of the {what}\nwith the columns axis: {key[1]}"),
+                (key[1], f"for the columns of the {what}\nwith the rows axis: {key[0]}"),
+            ]
         else:
             main = f"{what}\nwith the rows axis: {key[1]}\nand the columns axis: {key[2]}"
             rows = f"{what}\nwith the main axis: {key[0]}\nand the columns axis: {key[2]}"
             columns = f"{what}\nwith the main axis: {key[0]}\nand the rows axis: {key[1]}"
-            needs = [(key[0], f"for the main of the {main}"),
-                     (key[1], f"for the rows of the {rows}"),
-                     (key[2], f"for the columns of the {columns}")]
+            needs = [
+                (key[0], f"for the main of the {main}"),
+                (key[1], f"for the rows of the {rows}"),
+                (key[2], f"for the columns of the {columns}"),
+            ]
         for axis, what_for in needs:
             tracker = self._axes.get(axis)
             if tracker is None:
                 raise DafContractError(f"non-contract axis: {axis}\n{what_for}\n{self._where()}")
             if not _compatible_axis(expectation, tracker.expectation):
-                raise DafContractError(f"incompatible {tracker.expectation} axis: {axis}\n"
-                                       f"{what_for}\n{self._where()}")
+                raise DafContractError(
+                    f"incompatible {tracker.expectation} axis: {axis}\n{what_for}\n{self._where()}"
+                )
 
     def _expand(self, key: tuple[str, ...]) -> None:
         """Replace a tensor key by the matrix keys of its main axis' entries."""
@@ -161,15 +172,20 @@ class ContractAccess(Queries):
             return
         self._refuse(tracker, modify, f"vector: {name}\nof the axis: {axis}")
 
-    def _matrix_access(self, rows_axis: str, columns_axis: str, name: str,
-                       modify: bool = False) -> None:
+    def _matrix_access(
+        self, rows_axis: str, columns_axis: str, name: str, modify: bool = False
+    ) -> None:
         self._axis_access(rows_axis)
         self._axis_access(columns_axis)
         tracker = self._data.get((rows_axis, columns_axis, name))
         if tracker is None:
             tracker = self._data.get((columns_axis, rows_axis, name))
-        what = f"matrix: {name}\nof the rows axis: {rows_axis}\nand the columns axis: " \
-               f"{columns_axis}"
-        if not self._refuse(tracker, modify, what) and tracker is not None \
-                and tracker.main_axis is not None:
+        what = (
+            f"matrix: {name}\nof the rows axis: {rows_axis}\nand the columns axis: {columns_axis}"
+        )
+        if (
+            not self._refuse(tracker, modify, what)
+            and tracker is not None
+            and tracker.main_axis is not None
+        ):
             self._axis_access(tracker.main_axis)

@@ -16,8 +16,9 @@ __all__ = ["ContractMatrices"]
 class ContractMatrices(ContractAccess):
     """Reading and writing the matrices of a data set through its contract."""
 
-    def has_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                   relayout: bool = True) -> bool:
+    def has_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
+    ) -> bool:
         """Whether the matrix exists (always allowed, not a contract access).
 
         Parameters
@@ -53,8 +54,7 @@ class ContractMatrices(ContractAccess):
         """
         return bool(self._daf.has_matrix(rows_axis, columns_axis, name, relayout=relayout))
 
-    def matrices_set(self, rows_axis: str, columns_axis: str, *,
-                     relayout: bool = True) -> set[str]:
+    def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
         """The names of the matrices of an axis pair (always allowed, not a contract access).
 
         Parameters
@@ -85,9 +85,16 @@ class ContractMatrices(ContractAccess):
         """
         return set(self._daf.matrices_set(rows_axis, columns_axis, relayout=relayout))
 
-    def get_np_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True,
-                      sparse_class: str = "csc_matrix") -> Any:
+    def get_np_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+        sparse_class: str = "csc_matrix",
+    ) -> Any:
         """The ``rows_axis x columns_axis`` matrix (a contract access: both axes and the
         matrix are marked used).
 
@@ -131,11 +138,24 @@ class ContractMatrices(ContractAccess):
         [[1, 2]]
         """
         self._matrix_access(rows_axis, columns_axis, name)
-        return self._daf.get_np_matrix(rows_axis, columns_axis, name, default=default,
-                                       relayout=relayout, sparse_class=sparse_class)
+        return self._daf.get_np_matrix(
+            rows_axis,
+            columns_axis,
+            name,
+            default=default,
+            relayout=relayout,
+            sparse_class=sparse_class,
+        )
 
-    def get_pd_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      default: Any = UNDEF, relayout: bool = True) -> Any:
+    def get_pd_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        default: Any = UNDEF,
+        relayout: bool = True,
+    ) -> Any:
         """The matrix as a ``pandas.DataFrame`` indexed by the rows axis' entries, with the
         columns axis' entries as columns (a contract access, as :meth:`get_np_matrix`).
 
@@ -175,13 +195,25 @@ class ContractMatrices(ContractAccess):
         ...     "cell", "gene", "UMIs").to_dict()
         {'X': {'A': 1, 'B': 2}}
         """
-        m = self.get_np_matrix(rows_axis, columns_axis, name, default=default,
-                               relayout=relayout)
-        return pd_matrix(m, self._daf.axis_np_entries(rows_axis), rows_axis,
-                         self._daf.axis_np_entries(columns_axis), columns_axis)
+        m = self.get_np_matrix(rows_axis, columns_axis, name, default=default, relayout=relayout)
+        return pd_matrix(
+            m,
+            self._daf.axis_np_entries(rows_axis),
+            rows_axis,
+            self._daf.axis_np_entries(columns_axis),
+            columns_axis,
+        )
 
-    def set_matrix(self, rows_axis: str, columns_axis: str, name: str, value: Any, *,
-                   overwrite: bool = False, **options: Any) -> Self:
+    def set_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        value: Any,
+        *,
+        overwrite: bool = False,
+        **options: Any,
+    ) -> Self:
         """Store a matrix (a contract access: an output of the contract, marked used).
 
         Parameters
@@ -231,12 +263,12 @@ class ContractMatrices(ContractAccess):
         [[1], [2]]
         """
         self._matrix_access(rows_axis, columns_axis, name, True)
-        self._daf.set_matrix(rows_axis, columns_axis, name, value, overwrite=overwrite,
-                             **options)
+        self._daf.set_matrix(rows_axis, columns_axis, name, value, overwrite=overwrite, **options)
         return self
 
-    def relayout_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                        overwrite: bool = False) -> Self:
+    def relayout_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, *, overwrite: bool = False
+    ) -> Self:
         """Store the other layout of a matrix: the ``columns_axis x rows_axis`` matrix (a
         contract access: that matrix is an output of the contract, marked used).
 
@@ -285,8 +317,15 @@ class ContractMatrices(ContractAccess):
         self._daf.relayout_matrix(rows_axis, columns_axis, name, overwrite=overwrite)
         return self
 
-    def delete_matrix(self, rows_axis: str, columns_axis: str, name: str, *,
-                      must_exist: bool = True, relayout: bool = True) -> Self:
+    def delete_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        *,
+        must_exist: bool = True,
+        relayout: bool = True,
+    ) -> Self:
         """Delete a matrix (a contract access: an output of the contract, marked used).
 
         Parameters
@@ -329,12 +368,14 @@ class ContractMatrices(ContractAccess):
         False
         """
         self._matrix_access(rows_axis, columns_axis, name, True)
-        self._daf.delete_matrix(rows_axis, columns_axis, name, must_exist=must_exist,
-                                relayout=relayout)
+        self._daf.delete_matrix(
+            rows_axis, columns_axis, name, must_exist=must_exist, relayout=relayout
+        )
         return self
 
-    def empty_dense_matrix(self, rows_axis: str, columns_axis: str, name: str, eltype: Any,
-                           **options: Any) -> Any:
+    def empty_dense_matrix(
+        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, **options: Any
+    ) -> Any:
         """A context manager giving a new dense matrix to fill in place, stored when the
         block ends (a contract access: an output of the contract, marked used).
 
@@ -384,8 +425,16 @@ class ContractMatrices(ContractAccess):
         self._matrix_access(rows_axis, columns_axis, name, True)
         return self._daf.empty_dense_matrix(rows_axis, columns_axis, name, eltype, **options)
 
-    def empty_sparse_matrix(self, rows_axis: str, columns_axis: str, name: str, eltype: Any,
-                            nnz: int, *args: Any, **options: Any) -> Any:
+    def empty_sparse_matrix(
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        eltype: Any,
+        nnz: int,
+        *args: Any,
+        **options: Any,
+    ) -> Any:
         """A context manager giving the CSC arrays of a new sparse matrix to fill in place,
         stored when the block ends (a contract access: an output of the contract, marked
         used).
@@ -439,5 +488,6 @@ class ContractMatrices(ContractAccess):
         [[0], [7]]
         """
         self._matrix_access(rows_axis, columns_axis, name, True)
-        return self._daf.empty_sparse_matrix(rows_axis, columns_axis, name, eltype, nnz,
-                                             *args, **options)
+        return self._daf.empty_sparse_matrix(
+            rows_axis, columns_axis, name, eltype, nnz, *args, **options
+        )

@@ -268,8 +268,9 @@ class ContractReads(ContractAccess):
         """
         return {str(n): i for i, n in enumerate(self.axis_np_entries(axis))}
 
-    def axis_np_indices(self, axis: str, names: Any, *, allow_empty: bool = False,
-                        allow_missing: bool = False) -> Any:
+    def axis_np_indices(
+        self, axis: str, names: Any, *, allow_empty: bool = False, allow_missing: bool = False
+    ) -> Any:
         """The 0-based positions of entry names (a contract access: the axis is marked used).
 
         Parameters
@@ -306,8 +307,9 @@ class ContractReads(ContractAccess):
         [1, -1]
         """
         self._axis_access(axis)
-        return self._daf.axis_np_indices(axis, names, allow_empty=allow_empty,
-                                         allow_missing=allow_missing)
+        return self._daf.axis_np_indices(
+            axis, names, allow_empty=allow_empty, allow_missing=allow_missing
+        )
 
     def has_vector(self, axis: str, name: str) -> bool:
         """Whether the vector exists (always allowed, not a contract access).

@@ -24,14 +24,27 @@ _UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
 _FLOATS = ("float32", "float64")
 _ORDER = ("bool", *_SIGNED, *_UNSIGNED, *_FLOATS, "str")
 _KINDS: dict[str, tuple[str, ...]] = {
-    "bool": ("bool",), "str": ("str",), "signed": _SIGNED, "unsigned": _UNSIGNED,
-    "integer": _SIGNED + _UNSIGNED, "float": _FLOATS, "real": _SIGNED + _UNSIGNED + _FLOATS,
-    "number": _SIGNED + _UNSIGNED + _FLOATS, "any": _ORDER,
+    "bool": ("bool",),
+    "str": ("str",),
+    "signed": _SIGNED,
+    "unsigned": _UNSIGNED,
+    "integer": _SIGNED + _UNSIGNED,
+    "float": _FLOATS,
+    "real": _SIGNED + _UNSIGNED + _FLOATS,
+    "number": _SIGNED + _UNSIGNED + _FLOATS,
+    "any": _ORDER,
 }
 _ABSTRACT: dict[Any, str] = {
-    np.signedinteger: "signed", np.unsignedinteger: "unsigned", np.integer: "integer",
-    np.floating: "float", np.number: "number", np.generic: "any", np.bool_: "bool",
-    bool: "bool", str: "str", np.str_: "str",
+    np.signedinteger: "signed",
+    np.unsignedinteger: "unsigned",
+    np.integer: "integer",
+    np.floating: "float",
+    np.number: "number",
+    np.generic: "any",
+    np.bool_: "bool",
+    bool: "bool",
+    str: "str",
+    np.str_: "str",
 }
 
 
@@ -141,8 +154,10 @@ class ElementType:
         except TypeError:
             name = ""
         if name not in _ORDER:
-            raise InvalidArgumentError(f"invalid element type: {spec!r} (a numpy dtype of a "
-                                       f"Daf type, str, bool, or one of {sorted(_KINDS)})")
+            raise InvalidArgumentError(
+                f"invalid element type: {spec!r} (a numpy dtype of a "
+                f"Daf type, str, bool, or one of {sorted(_KINDS)})"
+            )
         return cls(name, frozenset((name,)))
 
     def admits(self, name: str) -> bool:

@@ -180,8 +180,9 @@ class ContractWrites(ContractAccess):
         self._daf.delete_axis(axis, must_exist=must_exist)
         return self
 
-    def set_vector(self, axis: str, name: str, value: Any, *, overwrite: bool = False,
-                   **options: Any) -> Self:
+    def set_vector(
+        self, axis: str, name: str, value: Any, *, overwrite: bool = False, **options: Any
+    ) -> Self:
         """Store a vector (a contract access: an output of the contract, marked used).
 
         Parameters
@@ -318,8 +319,9 @@ class ContractWrites(ContractAccess):
         self._vector_access(axis, name, True)
         return self._daf.empty_dense_vector(axis, name, eltype, **options)
 
-    def empty_sparse_vector(self, axis: str, name: str, eltype: Any, nnz: int, *args: Any,
-                            **options: Any) -> Any:
+    def empty_sparse_vector(
+        self, axis: str, name: str, eltype: Any, nnz: int, *args: Any, **options: Any
+    ) -> Any:
         """A context manager giving the arrays of a new sparse vector to fill in place,
         stored when the block ends (a contract access: an output of the contract, marked
         used).

@@ -53,8 +53,14 @@ from .contract_writes import ContractWrites
 __all__ = ["ContractDaf", "contractor"]
 
 
-def contractor(computation: str, contract: Contract, daf: Any, *, name: str | None = None,
-               overwrite: bool = False) -> ContractDaf:
+def contractor(
+    computation: str,
+    contract: Contract,
+    daf: Any,
+    *,
+    name: str | None = None,
+    overwrite: bool = False,
+) -> ContractDaf:
     """Wrap ``daf`` so that ``computation`` is held to ``contract``.
 
     Making the wrapper checks that the axes of each vector, matrix and tensor are listed with
@@ -107,8 +113,9 @@ def contractor(computation: str, contract: Contract, daf: Any, *, name: str | No
     [3, 5]
     """
     if not isinstance(contract, Contract):
-        raise InvalidArgumentTypeError(f"not a Contract: {contract!r}\n"
-                                       f"for the computation: {computation}")
+        raise InvalidArgumentTypeError(
+            f"not a Contract: {contract!r}\nfor the computation: {computation}"
+        )
     check_daf(daf, f"for the computation: {computation}")
     return ContractDaf(computation, contract, daf, name=name, overwrite=overwrite)
 
@@ -210,48 +217,67 @@ class ContractDaf(ContractMatrices, ContractWrites, ContractReads):
     def _verify(self, output: bool) -> None:
         direction = "output" if output else "input"
         for axis, tracker in self._axes.items():
-            self._verify_one(tracker, self._daf.has_axis(axis), None, output,
-                             f"axis: {axis}", "", direction)
-        stored = {key: self._stored_type(key) for key in self._data
-                  if key_kind(key) != "tensor"}
+            self._verify_one(
+                tracker, self._daf.has_axis(axis), None, output, f"axis: {axis}", "", direction
+            )
+        stored = {key: self._stored_type(key) for key in self._data if key_kind(key) != "tensor"}
         for key, found in stored.items():
             tracker = self._data[key]
             kind = key_kind(key)
             what, where = _what(key)
-            typed = f"\nwith type: {tracker.type}" if kind == "scalar" else \
-                f"\nwith element type: {tracker.type}"
-            self._verify_one(tracker, found is not None, found, output, what + where,
-                             typed, direction)
+            typed = (
+                f"\nwith type: {tracker.type}"
+                if kind == "scalar"
+                else f"\nwith element type: {tracker.type}"
+            )
+            self._verify_one(
+                tracker, found is not None, found, output, what + where, typed, direction
+            )
         if not output:
             return
         for key, found in stored.items():
             tracker = self._data[key]
-            if tracker.expectation is RequiredInput and not tracker.accessed \
-                    and found is not None:
+            if tracker.expectation is RequiredInput and not tracker.accessed and found is not None:
                 what, where = _what(key)
-                raise DafContractError(f"unused RequiredInput {what}{where}\nof the computation:"
-                                       f" {self._computation}\non the daf data: {self._daf.name}")
+                raise DafContractError(
+                    f"unused RequiredInput {what}{where}\nof the computation:"
+                    f" {self._computation}\non the daf data: {self._daf.name}"
+                )
         for axis, tracker in self._axes.items():
-            if tracker.expectation is RequiredInput and not tracker.accessed \
-                    and self._daf.has_axis(axis):
-                raise DafContractError(f"unused RequiredInput axis: {axis}\nof the computation: "
-                                       f"{self._computation}\non the daf data: {self._daf.name}")
+            if (
+                tracker.expectation is RequiredInput
+                and not tracker.accessed
+                and self._daf.has_axis(axis)
+            ):
+                raise DafContractError(
+                    f"unused RequiredInput axis: {axis}\nof the computation: "
+                    f"{self._computation}\non the daf data: {self._daf.name}"
+                )
 
-    def _verify_one(self, tracker: Tracker, exists: bool, found: str | None, output: bool,
-                    what: str, typed: str, direction: str) -> None:
+    def _verify_one(
+        self,
+        tracker: Tracker,
+        exists: bool,
+        found: str | None,
+        output: bool,
+        what: str,
+        typed: str,
+        direction: str,
+    ) -> None:
         if not exists:
             mandatory = tracker.expectation is (CreatedOutput if output else RequiredInput)
             if mandatory:
                 head, _, rest = what.partition("\n")
                 rest = f"\n{rest}" if rest else ""
-                raise DafContractError(f"missing {direction} {head}{rest}{typed}\n"
-                                       f"{self._where()}")
+                raise DafContractError(f"missing {direction} {head}{rest}{typed}\n{self._where()}")
             return
         if not output and tracker.expectation is CreatedOutput and not self._overwrite:
             raise DafContractError(f"pre-existing CreatedOutput {what}\n{self._where()}")
         if tracker.type is not None and found is not None and not tracker.type.admits(found):
-            raise DafContractError(f"unexpected type: {found}\ninstead of type: {tracker.type}\n"
-                                   f"for the {direction} {what}\n{self._where()}")
+            raise DafContractError(
+                f"unexpected type: {found}\ninstead of type: {tracker.type}\n"
+                f"for the {direction} {what}\n{self._where()}"
+            )
 
     def _stored_type(self, key: Any) -> str | None:
         """The element type of a property that exists, else ``None`` (from the metadata of

@@ -26,8 +26,14 @@ from ...casting import check_fits
 from .. import layout as lay
 from ..query.literals import format_float, parse_as
 
-__all__ = ["STRING", "convert_array", "convert_value", "element_type_of", "format_julia",
-           "target_type"]
+__all__ = [
+    "STRING",
+    "convert_array",
+    "convert_value",
+    "element_type_of",
+    "format_julia",
+    "target_type",
+]
 
 Target = np.dtype[Any] | str
 
@@ -108,8 +114,9 @@ def _parse_strings(values: Array, dst: np.dtype[Any], where: str) -> Array:
         try:
             out[i] = parse_as(str(text), dst)
         except ValueError:
-            raise refusal(where, "str", dst, f"value {text!r} at index {i} is not a "
-                          f"valid {dst} value") from None
+            raise refusal(
+                where, "str", dst, f"value {text!r} at index {i} is not a valid {dst} value"
+            ) from None
     return out.reshape(values.shape, order=_order(values))
 
 
@@ -129,13 +136,13 @@ def _check_exact(values: Array, dst: np.dtype[Any], where: str) -> None:
         bad = ~np.isfinite(values)
         bad |= values != np.trunc(np.where(bad, 0, values))
         if bad.any():
-            raise refusal(where, src, dst, f"{_first_bad(bad, values)} is not a whole "
-                          "number")
+            raise refusal(where, src, dst, f"{_first_bad(bad, values)} is not a whole number")
         info = np.iinfo(dst)
         bad = (values < info.min) | (values > info.max)
         if bad.any():
-            raise refusal(where, src, dst,
-                          f"{_first_bad(bad, values)} is outside {info.min}..{info.max}")
+            raise refusal(
+                where, src, dst, f"{_first_bad(bad, values)} is outside {info.min}..{info.max}"
+            )
         return
     check_fits(values, dst, where)
 

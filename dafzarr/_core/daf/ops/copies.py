@@ -20,8 +20,17 @@ from .align import SOURCE_IS_SUBSET, Relation, check_subset, relate_axis
 from .convert import STRING, Target, convert_array, convert_value, element_type_of, target_type
 from .sources import SparseVector, read_vector
 
-__all__ = ["aligned_vector", "check_fraction", "copy_axis", "copy_scalar", "copy_vector", "storable_vector",
-           "transfer_vector", "vector_where", "write_vector"]
+__all__ = [
+    "aligned_vector",
+    "check_fraction",
+    "copy_axis",
+    "copy_scalar",
+    "copy_vector",
+    "storable_vector",
+    "transfer_vector",
+    "vector_where",
+    "write_vector",
+]
 
 
 def check_fraction(fraction: float) -> None:
@@ -29,9 +38,17 @@ def check_fraction(fraction: float) -> None:
         raise InvalidArgumentError(f"min_sparse_saving_fraction: {fraction}\nis not in [0, 1)")
 
 
-def copy_scalar(*, destination: Any, source: Any, name: str, rename: str | None = None,
-                type: Any = None, default: Any = UNDEF, overwrite: bool = False,
-                insist: bool = True) -> None:
+def copy_scalar(
+    *,
+    destination: Any,
+    source: Any,
+    name: str,
+    rename: str | None = None,
+    type: Any = None,
+    default: Any = UNDEF,
+    overwrite: bool = False,
+    insist: bool = True,
+) -> None:
     """Copy the scalar ``name`` of ``source`` into ``destination`` as ``rename or name``.
 
     ``type`` converts it (to ``str``: formatted as DataAxesFormats.jl prints it; from
@@ -93,14 +110,24 @@ def copy_scalar(*, destination: Any, source: Any, name: str, rename: str | None 
     value = source.get_scalar(name, default=default)
     if value is None:
         return
-    where = (f"the scalar: {name}\nof the source daf data: {source.name}\ncopied to the "
-             f"scalar: {target}\nof the target daf data: {destination.name}")
+    where = (
+        f"the scalar: {name}\nof the source daf data: {source.name}\ncopied to the "
+        f"scalar: {target}\nof the target daf data: {destination.name}"
+    )
     value = convert_value(value, target_type(type, where), where)
     destination.set_scalar(target, value, overwrite=overwrite)
 
 
-def copy_axis(*, destination: Any, source: Any, axis: str, rename: str | None = None,
-              default: Any = UNDEF, overwrite: bool = False, insist: bool = True) -> None:
+def copy_axis(
+    *,
+    destination: Any,
+    source: Any,
+    axis: str,
+    rename: str | None = None,
+    default: Any = UNDEF,
+    overwrite: bool = False,
+    insist: bool = True,
+) -> None:
     """Copy the axis ``axis`` of ``source`` (its entries, in order) into ``destination`` as
     ``rename or axis``.
 
@@ -164,21 +191,24 @@ def copy_axis(*, destination: Any, source: Any, axis: str, rename: str | None = 
     destination.add_axis(target, entries, overwrite=overwrite)
 
 
-def vector_where(source: Any, axis: str, name: str, destination: Any, target_axis: str,
-                 target: str) -> str:
+def vector_where(
+    source: Any, axis: str, name: str, destination: Any, target_axis: str, target: str
+) -> str:
     """How errors about a copied vector name it."""
-    return (f"the vector: {name}\nof the axis: {axis}\nof the source daf data: {source.name}"
-            f"\ncopied to the vector: {target}\nof the axis: {target_axis}\n"
-            f"of the target daf data: {destination.name}")
+    return (
+        f"the vector: {name}\nof the axis: {axis}\nof the source daf data: {source.name}"
+        f"\ncopied to the vector: {target}\nof the axis: {target_axis}\n"
+        f"of the target daf data: {destination.name}"
+    )
 
 
-def _converted(value: Array | SparseVector, target: Target | None, where: str
-               ) -> Array | SparseVector:
+def _converted(
+    value: Array | SparseVector, target: Target | None, where: str
+) -> Array | SparseVector:
     if isinstance(value, SparseVector):
         if target == STRING:  # strings are never sparse
             return convert_array(value.dense(), target, where)
-        return SparseVector(value.n, value.positions,
-                            convert_array(value.values, target, where))
+        return SparseVector(value.n, value.positions, convert_array(value.values, target, where))
     return convert_array(np.asarray(value), target, where)
 
 
@@ -186,8 +216,9 @@ def _is_zero(value: Any) -> bool:
     return not isinstance(value, str | np.str_) and bool(value == 0)
 
 
-def aligned_vector(value: Array | SparseVector, relation: Relation, empty: Any,
-                   eltype: Target | None, where: str) -> Array | SparseVector:
+def aligned_vector(
+    value: Array | SparseVector, relation: Relation, empty: Any, eltype: Target | None, where: str
+) -> Array | SparseVector:
     """The source vector ``value`` (converted to ``eltype``) placed at the entries of the
     destination axis; the destination's extra entries (``source_is_subset``) get ``empty``
     (converted to the vector's element type). A sparse vector stays sparse: its stored
@@ -246,19 +277,38 @@ def storable_vector(value: Array | SparseVector) -> Any:
     return sp.csc_array((value.values, value.positions, indptr), shape=(value.n, 1))
 
 
-def write_vector(destination: Any, axis: str, name: str, value: Array | SparseVector, *,
-                 bestify: bool, fraction: float, overwrite: bool) -> None:
+def write_vector(
+    destination: Any,
+    axis: str,
+    name: str,
+    value: Array | SparseVector,
+    *,
+    bestify: bool,
+    fraction: float,
+    overwrite: bool,
+) -> None:
     """Store a prepared vector (optionally in its best format)."""
     if bestify:
         value = _bestified(value, fraction)
     destination.set_vector(axis, name, storable_vector(value), overwrite=overwrite)
 
 
-def copy_vector(*, destination: Any, source: Any, axis: str, name: str,
-                reaxis: str | None = None, rename: str | None = None, eltype: Any = None,
-                default: Any = UNDEF, empty: Any = None, bestify: bool = False,
-                min_sparse_saving_fraction: float = 0.25, overwrite: bool = False,
-                insist: bool = True) -> None:
+def copy_vector(
+    *,
+    destination: Any,
+    source: Any,
+    axis: str,
+    name: str,
+    reaxis: str | None = None,
+    rename: str | None = None,
+    eltype: Any = None,
+    default: Any = UNDEF,
+    empty: Any = None,
+    bestify: bool = False,
+    min_sparse_saving_fraction: float = 0.25,
+    overwrite: bool = False,
+    insist: bool = True,
+) -> None:
     """Copy the vector ``name`` of ``axis`` of ``source`` into ``destination`` as the vector
     ``rename or name`` of ``reaxis or axis``.
 
@@ -333,15 +383,40 @@ def copy_vector(*, destination: Any, source: Any, axis: str, name: str,
     array([50, 30, 40,  0], dtype=int16)
     """
     check_fraction(min_sparse_saving_fraction)
-    transfer_vector(destination, source, axis, name, reaxis or axis, rename or name,
-                    eltype=eltype, default=default, empty=empty, bestify=bestify,
-                    fraction=min_sparse_saving_fraction, overwrite=overwrite, insist=insist)
+    transfer_vector(
+        destination,
+        source,
+        axis,
+        name,
+        reaxis or axis,
+        rename or name,
+        eltype=eltype,
+        default=default,
+        empty=empty,
+        bestify=bestify,
+        fraction=min_sparse_saving_fraction,
+        overwrite=overwrite,
+        insist=insist,
+    )
 
 
-def transfer_vector(destination: Any, source: Any, axis: str, name: str, target_axis: str,
-                    target: str, *, eltype: Any, default: Any, empty: Any, bestify: bool,
-                    fraction: float, overwrite: bool, insist: bool,
-                    relation: Relation | None = None) -> None:
+def transfer_vector(
+    destination: Any,
+    source: Any,
+    axis: str,
+    name: str,
+    target_axis: str,
+    target: str,
+    *,
+    eltype: Any,
+    default: Any,
+    empty: Any,
+    bestify: bool,
+    fraction: float,
+    overwrite: bool,
+    insist: bool,
+    relation: Relation | None = None,
+) -> None:
     """:func:`copy_vector` with resolved names (``relation``: the axes' relation, when the
     caller computed it)."""
     if not overwrite and not insist and destination.has_vector(target_axis, target):
@@ -355,6 +430,12 @@ def transfer_vector(destination: Any, source: Any, axis: str, name: str, target_
         return
     where = vector_where(source, axis, name, destination, target_axis, target)
     out = aligned_vector(value, relation, empty, target_type(eltype, where), where)
-    write_vector(destination, target_axis, target, out, bestify=bestify, fraction=fraction,
-                 overwrite=overwrite)
-
+    write_vector(
+        destination,
+        target_axis,
+        target,
+        out,
+        bestify=bestify,
+        fraction=fraction,
+        overwrite=overwrite,
+    )

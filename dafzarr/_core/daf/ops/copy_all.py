@@ -55,22 +55,32 @@ def _as_dict(data: Any, what: str) -> dict[Any, Any]:
         if len(pair) != 2:
             raise InvalidArgumentError(f"invalid {what} entry: {pair!r} (not a key and a value)")
         key, value = pair
-        if not (isinstance(key, str) or (isinstance(key, tuple) and 2 <= len(key) <= 4
-                                         and all(isinstance(p, str) for p in key))):
+        if not (
+            isinstance(key, str)
+            or (
+                isinstance(key, tuple)
+                and 2 <= len(key) <= 4
+                and all(isinstance(p, str) for p in key)
+            )
+        ):
             raise InvalidArgumentError(
                 f"invalid {what} key: {key!r}\n(a scalar name, (axis, name), (rows_axis, "
-                "columns_axis, name) or (main_axis, rows_axis, columns_axis, name))")
+                "columns_axis, name) or (main_axis, rows_axis, columns_axis, name))"
+            )
         out[key] = value
     return out
 
 
-def _expand_tensors(data: dict[Any, Any], dafs: list[Any]) -> tuple[dict[Any, Any],
-                                                                    list[tuple[Any, Any]]]:
+def _expand_tensors(
+    data: dict[Any, Any], dafs: list[Any]
+) -> tuple[dict[Any, Any], list[tuple[Any, Any]]]:
     """Tensor keys replaced by the matrix keys of their main axis' entries in ``dafs``."""
-    tensors = [(key, value) for key, value in data.items()
-               if isinstance(key, tuple) and len(key) == 4]
-    out = {key: value for key, value in data.items()
-           if not (isinstance(key, tuple) and len(key) == 4)}
+    tensors = [
+        (key, value) for key, value in data.items() if isinstance(key, tuple) and len(key) == 4
+    ]
+    out = {
+        key: value for key, value in data.items() if not (isinstance(key, tuple) and len(key) == 4)
+    }
     for (main, rows, columns, name), value in tensors:
         for daf in dafs:
             if daf.has_axis(main):
@@ -84,8 +94,9 @@ def _either(data: dict[Any, Any], rows: str, columns: str, name: str) -> Any:
     return data.get((columns, rows, name)) if found is None else found
 
 
-def _check_values(values: Any, dtype_to: Target | None, empty: Any, subset: bool,
-                  where: str) -> None:
+def _check_values(
+    values: Any, dtype_to: Target | None, empty: Any, subset: bool, where: str
+) -> None:
     """Convert (and discard) what the copy will convert: the values to ``dtype_to`` unless
     numpy casts them safely, and ``empty`` to the copied element type."""
     if isinstance(values, SparseVector):
@@ -93,8 +104,12 @@ def _check_values(values: Any, dtype_to: Target | None, empty: Any, subset: bool
     elif sp.issparse(values):
         values = values.data
     source = element_type_of(values, where)
-    if dtype_to is not None and dtype_to != STRING and source != dtype_to and not (
-            source != STRING and np.can_cast(values.dtype, dtype_to, "safe")):
+    if (
+        dtype_to is not None
+        and dtype_to != STRING
+        and source != dtype_to
+        and not (source != STRING and np.can_cast(values.dtype, dtype_to, "safe"))
+    ):
         convert_array(np.asarray(values), dtype_to, where)
     if subset:
         convert_value(empty, dtype_to or source, f"the empty value for {where}")
@@ -104,9 +119,16 @@ def existing_error(what: str, destination: Any) -> DafExistsError:
     return DafExistsError(f"existing {what}\nin the daf data: {destination.name}")
 
 
-def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
-          types: dict[Any, Any], overwrite: bool, insist: bool, relayout: bool
-          ) -> tuple[_CopyAllPlan, dict[str, Relation]]:
+def _plan(
+    destination: Any,
+    source: Any,
+    empty: dict[Any, Any],
+    any_empty: bool,
+    types: dict[Any, Any],
+    overwrite: bool,
+    insist: bool,
+    relayout: bool,
+) -> tuple[_CopyAllPlan, dict[str, Relation]]:
     plan = _CopyAllPlan()
     axes = sorted(source.axes_set())
     relations: dict[str, Relation] = {}
@@ -124,10 +146,11 @@ def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
             if insist:
                 raise existing_error(f"scalar: {name}", destination)
             continue
-        where = f"the scalar: {name}\nof the source daf data: {source.name}\ncopied into " \
-                f"the daf data: {destination.name}"
-        value = convert_value(source.get_scalar(name), target_type(types.get(name), where),
-                              where)
+        where = (
+            f"the scalar: {name}\nof the source daf data: {source.name}\ncopied into "
+            f"the daf data: {destination.name}"
+        )
+        value = convert_value(source.get_scalar(name), target_type(types.get(name), where), where)
         plan.scalars.append((name, value))
     for axis in axes:
         subset = relations[axis].kind == SOURCE_IS_SUBSET
@@ -138,8 +161,12 @@ def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
                 continue
             fill = empty.get((axis, name))
             if subset and fill is None:
-                raise missing_entries(relations[axis], source.name, destination.name,
-                                      f"the vector: {name}\nto the vector: {name}")
+                raise missing_entries(
+                    relations[axis],
+                    source.name,
+                    destination.name,
+                    f"the vector: {name}\nto the vector: {name}",
+                )
             where = vector_where(source, axis, name, destination, axis, name)
             to_type = target_type(types.get((axis, name)), where)
             if to_type is not None or subset:
@@ -154,16 +181,39 @@ def _plan(destination: Any, source: Any, empty: dict[Any, Any], any_empty: bool,
                 flipped = source.has_matrix(columns, rows, name, relayout=False)
                 layout = (rows, columns) if relayout or stored else (columns, rows)
                 both = relayout or (stored and flipped)
-                _plan_matrix(plan, destination, source, relations, *layout, name,
-                             _either(empty, rows, columns, name),
-                             _either(types, rows, columns, name), overwrite, insist, both,
-                             missing_ok=False)
+                _plan_matrix(
+                    plan,
+                    destination,
+                    source,
+                    relations,
+                    *layout,
+                    name,
+                    _either(empty, rows, columns, name),
+                    _either(types, rows, columns, name),
+                    overwrite,
+                    insist,
+                    both,
+                    missing_ok=False,
+                )
     return plan, relations
 
 
-def _plan_matrix(plan: _CopyAllPlan, destination: Any, source: Any, relations: dict[str, Relation],
-                 rows: str, columns: str, name: str, fill: Any, eltype: Any, overwrite: bool,
-                 insist: bool, relayout: bool, *, missing_ok: bool) -> None:
+def _plan_matrix(
+    plan: _CopyAllPlan,
+    destination: Any,
+    source: Any,
+    relations: dict[str, Relation],
+    rows: str,
+    columns: str,
+    name: str,
+    fill: Any,
+    eltype: Any,
+    overwrite: bool,
+    insist: bool,
+    relayout: bool,
+    *,
+    missing_ok: bool,
+) -> None:
     layouts = relayout and rows != columns
     new = rows in plan.axes or columns in plan.axes
     if not new and destination.has_matrix(rows, columns, name, relayout=layouts):
@@ -171,13 +221,19 @@ def _plan_matrix(plan: _CopyAllPlan, destination: Any, source: Any, relations: d
             return
         if not overwrite:
             if insist:
-                raise existing_error(f"matrix: {name}\nfor the rows axis: {rows}\nand "
-                                       f"the columns axis: {columns}", destination)
+                raise existing_error(
+                    f"matrix: {name}\nfor the rows axis: {rows}\nand the columns axis: {columns}",
+                    destination,
+                )
             return
     for axis in (rows, columns):
         if relations[axis].kind == SOURCE_IS_SUBSET and fill is None:
-            raise missing_entries(relations[axis], source.name, destination.name,
-                                  f"the matrix: {name}\nto the matrix: {name}")
+            raise missing_entries(
+                relations[axis],
+                source.name,
+                destination.name,
+                f"the matrix: {name}\nto the matrix: {name}",
+            )
     subset = SOURCE_IS_SUBSET in (relations[rows].kind, relations[columns].kind)
     where = matrix_where(source, rows, columns, name, destination, rows, columns, name)
     to_type = target_type(eltype, where)
@@ -185,20 +241,33 @@ def _plan_matrix(plan: _CopyAllPlan, destination: Any, source: Any, relations: d
         if to_type is None and not subset:
             pass  # copied as it is: nothing to convert
         else:
-            stored = (rows, columns) if source.has_matrix(rows, columns, name,
-                                                          relayout=False) else (columns, rows)
-            _check_values(source.get_np_matrix(*stored, name, relayout=False), to_type, fill,
-                          subset, where)
+            stored = (
+                (rows, columns)
+                if source.has_matrix(rows, columns, name, relayout=False)
+                else (columns, rows)
+            )
+            _check_values(
+                source.get_np_matrix(*stored, name, relayout=False), to_type, fill, subset, where
+            )
     elif fill is None:
-        raise DafMissingError(f"missing matrix: {name}\nfor the rows axis: {rows}\nand the "
-                              f"columns axis: {columns}\nin the daf data: {source.name}")
+        raise DafMissingError(
+            f"missing matrix: {name}\nfor the rows axis: {rows}\nand the "
+            f"columns axis: {columns}\nin the daf data: {source.name}"
+        )
     else:
         convert_value(fill, to_type, f"the empty value for {where}")
     plan.matrices.append((rows, columns, name, fill, eltype, layouts))
 
 
-def _plan_tensors(plan: _CopyAllPlan, destination: Any, source: Any, relations: dict[str, Relation],
-                  tensors: list[tuple[Any, Any]], types: dict[Any, Any], relayout: bool) -> None:
+def _plan_tensors(
+    plan: _CopyAllPlan,
+    destination: Any,
+    source: Any,
+    relations: dict[str, Relation],
+    tensors: list[tuple[Any, Any]],
+    types: dict[Any, Any],
+    relayout: bool,
+) -> None:
     """The matrices of the tensors of ``empty`` that neither data set has: filled with the
     tensor's empty value, for each entry of the main axis in the destination."""
     planned = {(r, c, n) for r, c, n, *_ in plan.matrices}
@@ -213,25 +282,48 @@ def _plan_tensors(plan: _CopyAllPlan, destination: Any, source: Any, relations: 
             matrix = f"{entry}_{name}"
             if (rows, columns, matrix) in planned or (columns, rows, matrix) in planned:
                 continue
-            _plan_matrix(plan, destination, source, relations, rows, columns, matrix, fill,
-                         _either(types, rows, columns, matrix), False, True, relayout,
-                         missing_ok=True)
+            _plan_matrix(
+                plan,
+                destination,
+                source,
+                relations,
+                rows,
+                columns,
+                matrix,
+                fill,
+                _either(types, rows, columns, matrix),
+                False,
+                True,
+                relayout,
+                missing_ok=True,
+            )
 
 
 @contextlib.contextmanager
 def _one_batch(destination: Any) -> Iterator[None]:
     """The writes into a ZarrDaf as one change (a ZIP: one commit, rolled back on failure)."""
     if isinstance(destination, ZarrDaf):
-        with destination._lock, destination._io(f"copying into {destination._name}"), \
-                destination._backend.transaction():
+        with (
+            destination._lock,
+            destination._io(f"copying into {destination._name}"),
+            destination._backend.transaction(),
+        ):
             yield
     else:
         yield
 
 
-def copy_all(*, destination: Any, source: Any, empty: Any = None, types: Any = None,
-             overwrite: bool = False, insist: bool = True, relayout: bool = True,
-             progress: bool | TextIO = False) -> None:
+def copy_all(
+    *,
+    destination: Any,
+    source: Any,
+    empty: Any = None,
+    types: Any = None,
+    overwrite: bool = False,
+    insist: bool = True,
+    relayout: bool = True,
+    progress: bool | TextIO = False,
+) -> None:
     """Copy every scalar, axis, vector and matrix of ``source`` into ``destination``.
 
     Axes the destination lacks are created; an axis it has is never replaced (not even with
@@ -301,17 +393,22 @@ def copy_all(*, destination: Any, source: Any, empty: Any = None, types: Any = N
     ('3', [40, 30, -1])
     """
     if getattr(destination, "read_only", True):
-        raise DafReadOnlyError(f"can't modify the read-only daf data: {destination.name}\n"
-                               f"(copying from the daf data: {source.name})")
+        raise DafReadOnlyError(
+            f"can't modify the read-only daf data: {destination.name}\n"
+            f"(copying from the daf data: {source.name})"
+        )
     empties, tensors = _expand_tensors(_as_dict(empty, "empty"), [destination, source])
     types_map, _ = _expand_tensors(_as_dict(types, "types"), [destination, source])
-    plan, relations = _plan(destination, source, empties, empty is not None, types_map,
-                            overwrite, insist, relayout)
+    plan, relations = _plan(
+        destination, source, empties, empty is not None, types_map, overwrite, insist, relayout
+    )
     _plan_tensors(plan, destination, source, relations, tensors, types_map, relayout)
     stream = sys.stderr if progress is True else (progress or None)
     total = len(plan.scalars) + len(plan.axes) + len(plan.vectors) + len(plan.matrices)
-    with _one_batch(destination), Progress(total, "copying", stream is not None, stream,
-                                           unit="properties") as bar:
+    with (
+        _one_batch(destination),
+        Progress(total, "copying", stream is not None, stream, unit="properties") as bar,
+    ):
         for name, value in plan.scalars:
             destination.set_scalar(name, value, overwrite=overwrite)
             bar.step(what=f"scalar {name}")
@@ -320,14 +417,41 @@ def copy_all(*, destination: Any, source: Any, empty: Any = None, types: Any = N
                 destination.add_axis(axis, source.axis_np_entries(axis))
             bar.step(what=f"axis {axis}")
         for axis, name, fill, eltype in plan.vectors:
-            transfer_vector(destination, source, axis, name, axis, name, eltype=eltype,
-                            default=UNDEF, empty=fill, bestify=False, fraction=0.25,
-                            overwrite=overwrite, insist=True, relation=relations[axis])
+            transfer_vector(
+                destination,
+                source,
+                axis,
+                name,
+                axis,
+                name,
+                eltype=eltype,
+                default=UNDEF,
+                empty=fill,
+                bestify=False,
+                fraction=0.25,
+                overwrite=overwrite,
+                insist=True,
+                relation=relations[axis],
+            )
             bar.step(what=f"vector {axis}/{name}")
         for rows, columns, name, fill, eltype, layouts in plan.matrices:
-            transfer_matrix(destination, source, rows, columns, name, rows, columns, name,
-                            eltype=eltype, default=UNDEF if fill is None else fill,
-                            empty=fill, bestify=False, fraction=0.25, relayout=layouts,
-                            overwrite=overwrite, insist=True,
-                            relations=(relations[rows], relations[columns]))
+            transfer_matrix(
+                destination,
+                source,
+                rows,
+                columns,
+                name,
+                rows,
+                columns,
+                name,
+                eltype=eltype,
+                default=UNDEF if fill is None else fill,
+                empty=fill,
+                bestify=False,
+                fraction=0.25,
+                relayout=layouts,
+                overwrite=overwrite,
+                insist=True,
+                relations=(relations[rows], relations[columns]),
+            )
             bar.step(what=f"matrix {rows},{columns}/{name}")

@@ -28,13 +28,23 @@ from .stored import copy_stored_layouts
 __all__ = ["aligned_matrix", "copy_matrix", "copy_tensor", "matrix_where", "transfer_matrix"]
 
 
-def matrix_where(source: Any, rows_axis: str, columns_axis: str, name: str,
-                 destination: Any, rows_target: str, columns_target: str, target: str) -> str:
+def matrix_where(
+    source: Any,
+    rows_axis: str,
+    columns_axis: str,
+    name: str,
+    destination: Any,
+    rows_target: str,
+    columns_target: str,
+    target: str,
+) -> str:
     """How errors about a copied matrix name it."""
-    return (f"the matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns axis: "
-            f"{columns_axis}\nof the source daf data: {source.name}\ncopied to the matrix: "
-            f"{target}\nfor the rows axis: {rows_target}\nand the columns axis: "
-            f"{columns_target}\nof the target daf data: {destination.name}")
+    return (
+        f"the matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns axis: "
+        f"{columns_axis}\nof the source daf data: {source.name}\ncopied to the matrix: "
+        f"{target}\nfor the rows axis: {rows_target}\nand the columns axis: "
+        f"{columns_target}\nof the target daf data: {destination.name}"
+    )
 
 
 def _converted(value: Any, target: Target | None, where: str) -> Any:
@@ -65,8 +75,9 @@ def _is_zero(value: Any) -> bool:
     return not isinstance(value, str | np.str_) and bool(value == 0)
 
 
-def aligned_matrix(value: Any, rows: Relation, columns: Relation, empty: Any,
-                   eltype: Target | None, where: str) -> Any:
+def aligned_matrix(
+    value: Any, rows: Relation, columns: Relation, empty: Any, eltype: Target | None, where: str
+) -> Any:
     """The source matrix ``value`` (converted to ``eltype``) placed at the destination's
     rows and columns (see the module's rules for the entries the source lacks)."""
     value = _converted(value, eltype, where)
@@ -74,8 +85,9 @@ def aligned_matrix(value: Any, rows: Relation, columns: Relation, empty: Any,
         return value
     rows_at, rows_from = rows.present()
     columns_at, columns_from = columns.present()
-    sub = _selected(value, None if rows.identity else rows_from,
-                    None if columns.identity else columns_from)
+    sub = _selected(
+        value, None if rows.identity else rows_from, None if columns.identity else columns_from
+    )
     if SOURCE_IS_SUBSET not in (rows.kind, columns.kind):
         return sub
     kind = element_type_of(value, where)
@@ -92,12 +104,21 @@ def aligned_matrix(value: Any, rows: Relation, columns: Relation, empty: Any,
         if not _is_zero(fill):  # a sparse source: the fill values are stored too
             missing_rows, missing_columns = rows.missing(), columns.missing()
             every_column = np.arange(shape[1])
-            at_rows = np.concatenate([at_rows, np.repeat(missing_rows, shape[1]),
-                                      np.repeat(rows_at, missing_columns.size)])
-            at_columns = np.concatenate([at_columns, np.tile(every_column, missing_rows.size),
-                                         np.tile(missing_columns, rows_at.size)])
-            data = np.concatenate([data, np.full(at_rows.size - data.size, fill,
-                                                 dtype=data.dtype)])
+            at_rows = np.concatenate(
+                [
+                    at_rows,
+                    np.repeat(missing_rows, shape[1]),
+                    np.repeat(rows_at, missing_columns.size),
+                ]
+            )
+            at_columns = np.concatenate(
+                [
+                    at_columns,
+                    np.tile(every_column, missing_rows.size),
+                    np.tile(missing_columns, rows_at.size),
+                ]
+            )
+            data = np.concatenate([data, np.full(at_rows.size - data.size, fill, dtype=data.dtype)])
         return sp.csc_matrix((data, (at_rows, at_columns)), shape=shape, dtype=data.dtype)
     if sp.issparse(sub):
         sub = sub.toarray(order="F")
@@ -125,12 +146,25 @@ def _bestified(value: Any, fraction: float) -> Any:
     return value.toarray(order="F") if sp.issparse(value) else value
 
 
-def copy_matrix(*, destination: Any, source: Any, rows_axis: str, columns_axis: str,
-                name: str, rows_reaxis: str | None = None, columns_reaxis: str | None = None,
-                rename: str | None = None, eltype: Any = None, default: Any = UNDEF,
-                empty: Any = None, bestify: bool = False,
-                min_sparse_saving_fraction: float = 0.25, relayout: bool = True,
-                overwrite: bool = False, insist: bool = True) -> None:
+def copy_matrix(
+    *,
+    destination: Any,
+    source: Any,
+    rows_axis: str,
+    columns_axis: str,
+    name: str,
+    rows_reaxis: str | None = None,
+    columns_reaxis: str | None = None,
+    rename: str | None = None,
+    eltype: Any = None,
+    default: Any = UNDEF,
+    empty: Any = None,
+    bestify: bool = False,
+    min_sparse_saving_fraction: float = 0.25,
+    relayout: bool = True,
+    overwrite: bool = False,
+    insist: bool = True,
+) -> None:
     """Copy the ``rows_axis x columns_axis`` matrix ``name`` of ``source`` into
     ``destination`` as ``rename or name`` of ``rows_reaxis or rows_axis`` x
     ``columns_reaxis or columns_axis``.
@@ -214,28 +248,61 @@ def copy_matrix(*, destination: Any, source: Any, rows_axis: str, columns_axis: 
     [[4, 3, 0]]
     """
     check_fraction(min_sparse_saving_fraction)
-    transfer_matrix(destination, source, rows_axis, columns_axis, name,
-                    rows_reaxis or rows_axis, columns_reaxis or columns_axis, rename or name,
-                    eltype=eltype, default=default, empty=empty, bestify=bestify,
-                    fraction=min_sparse_saving_fraction, relayout=relayout,
-                    overwrite=overwrite, insist=insist)
+    transfer_matrix(
+        destination,
+        source,
+        rows_axis,
+        columns_axis,
+        name,
+        rows_reaxis or rows_axis,
+        columns_reaxis or columns_axis,
+        rename or name,
+        eltype=eltype,
+        default=default,
+        empty=empty,
+        bestify=bestify,
+        fraction=min_sparse_saving_fraction,
+        relayout=relayout,
+        overwrite=overwrite,
+        insist=insist,
+    )
 
 
 def exists_error(destination: Any, rows: str, columns: str, name: str) -> DafExistsError:
-    return DafExistsError(f"existing matrix: {name}\nfor the rows axis: {rows}\nand the "
-                          f"columns axis: {columns}\nin the daf data: {destination.name}")
+    return DafExistsError(
+        f"existing matrix: {name}\nfor the rows axis: {rows}\nand the "
+        f"columns axis: {columns}\nin the daf data: {destination.name}"
+    )
 
 
-def transfer_matrix(destination: Any, source: Any, rows_axis: str, columns_axis: str,
-                    name: str, rows_target: str, columns_target: str, target: str, *,
-                    eltype: Any, default: Any, empty: Any, bestify: bool, fraction: float,
-                    relayout: bool, overwrite: bool, insist: bool,
-                    relations: tuple[Relation, Relation] | None = None) -> None:
+def transfer_matrix(
+    destination: Any,
+    source: Any,
+    rows_axis: str,
+    columns_axis: str,
+    name: str,
+    rows_target: str,
+    columns_target: str,
+    target: str,
+    *,
+    eltype: Any,
+    default: Any,
+    empty: Any,
+    bestify: bool,
+    fraction: float,
+    relayout: bool,
+    overwrite: bool,
+    insist: bool,
+    relations: tuple[Relation, Relation] | None = None,
+) -> None:
     """:func:`copy_matrix` with resolved names (``relations``: the rows' and the columns'
     relations, when the caller computed them)."""
     relayout = relayout and rows_axis != columns_axis
-    if not overwrite and not insist and destination.has_matrix(
-            rows_target, columns_target, target, relayout=relayout):
+    if (
+        not overwrite
+        and not insist
+        and destination.has_matrix(rows_target, columns_target, target, relayout=relayout)
+    ):
         return
     if relations is None:
         what_for = None if empty is not None else f"the matrix: {name}\nto the matrix: {target}"
@@ -245,52 +312,85 @@ def transfer_matrix(destination: Any, source: Any, rows_axis: str, columns_axis:
         check_subset(columns, source.name, destination.name, what_for)
     else:
         rows, columns = relations
-    where = matrix_where(source, rows_axis, columns_axis, name, destination, rows_target,
-                         columns_target, target)
+    where = matrix_where(
+        source, rows_axis, columns_axis, name, destination, rows_target, columns_target, target
+    )
     to_type = target_type(eltype, where)
-    if to_type is None and not bestify and rows.identity and columns.identity \
-            and source.has_matrix(rows_axis, columns_axis, name, relayout=False):
-        if not overwrite and destination.has_matrix(rows_target, columns_target, target,
-                                                    relayout=relayout):
+    if (
+        to_type is None
+        and not bestify
+        and rows.identity
+        and columns.identity
+        and source.has_matrix(rows_axis, columns_axis, name, relayout=False)
+    ):
+        if not overwrite and destination.has_matrix(
+            rows_target, columns_target, target, relayout=relayout
+        ):
             raise exists_error(destination, rows_target, columns_target, target)
-        if copy_stored_layouts(source, destination, (rows_axis, columns_axis, name),
-                               (rows_target, columns_target, target), overwrite,
-                               both=relayout):
+        if copy_stored_layouts(
+            source,
+            destination,
+            (rows_axis, columns_axis, name),
+            (rows_target, columns_target, target),
+            overwrite,
+            both=relayout,
+        ):
             return
-    value = source.get_np_matrix(rows_axis, columns_axis, name, default=default,
-                                 relayout=relayout)
+    value = source.get_np_matrix(rows_axis, columns_axis, name, default=default, relayout=relayout)
     if value is None:
         return
-    if not overwrite and destination.has_matrix(rows_target, columns_target, target,
-                                                relayout=relayout):
+    if not overwrite and destination.has_matrix(
+        rows_target, columns_target, target, relayout=relayout
+    ):
         raise exists_error(destination, rows_target, columns_target, target)
     out = aligned_matrix(value, rows, columns, empty, to_type, where)
     if bestify:
         out = _bestified(out, fraction)
-    as_stored = (relayout and not bestify and rows.identity and columns.identity
-                 and source.has_matrix(columns_axis, rows_axis, name, relayout=False))
+    as_stored = (
+        relayout
+        and not bestify
+        and rows.identity
+        and columns.identity
+        and source.has_matrix(columns_axis, rows_axis, name, relayout=False)
+    )
     if not as_stored:
-        destination.set_matrix(rows_target, columns_target, target, out, overwrite=overwrite,
-                               relayout=relayout)
+        destination.set_matrix(
+            rows_target, columns_target, target, out, overwrite=overwrite, relayout=relayout
+        )
         return
-    flipped = _converted(source.get_np_matrix(columns_axis, rows_axis, name, relayout=False),
-                         to_type, where)
+    flipped = _converted(
+        source.get_np_matrix(columns_axis, rows_axis, name, relayout=False), to_type, where
+    )
     # An overwrite replaces both old layouts; only an earlier member of a chain can still
     # hold the other one, which the chain's relayout then overrides.
-    destination.set_matrix(rows_target, columns_target, target, out, overwrite=overwrite,
-                           relayout=False)
+    destination.set_matrix(
+        rows_target, columns_target, target, out, overwrite=overwrite, relayout=False
+    )
     if destination.has_matrix(columns_target, rows_target, target, relayout=False):
         destination.relayout_matrix(rows_target, columns_target, target, overwrite=True)
     else:
         destination.set_matrix(columns_target, rows_target, target, flipped, relayout=False)
 
 
-def copy_tensor(*, destination: Any, source: Any, main_axis: str, rows_axis: str,
-                columns_axis: str, name: str, rows_reaxis: str | None = None,
-                columns_reaxis: str | None = None, rename: str | None = None,
-                eltype: Any = None, empty: Any = None, bestify: bool = False,
-                min_sparse_saving_fraction: float = 0.25, relayout: bool = True,
-                overwrite: bool = False, insist: bool = True) -> None:
+def copy_tensor(
+    *,
+    destination: Any,
+    source: Any,
+    main_axis: str,
+    rows_axis: str,
+    columns_axis: str,
+    name: str,
+    rows_reaxis: str | None = None,
+    columns_reaxis: str | None = None,
+    rename: str | None = None,
+    eltype: Any = None,
+    empty: Any = None,
+    bestify: bool = False,
+    min_sparse_saving_fraction: float = 0.25,
+    relayout: bool = True,
+    overwrite: bool = False,
+    insist: bool = True,
+) -> None:
     """Copy the matrices ``<entry>_<name>`` of a tensor, for each entry of ``main_axis``
     **in the destination** (the source need not have that axis), with :func:`copy_matrix`
     (as ``<entry>_<rename>`` when ``rename`` is given). With ``empty``, an entry whose
@@ -367,15 +467,32 @@ def copy_tensor(*, destination: Any, source: Any, main_axis: str, rows_axis: str
     for entry in destination.axis_np_entries(main_axis).tolist():
         entry_name, entry_target = f"{entry}_{name}", f"{entry}_{rename or name}"
         if relations is None:
-            what_for = None if empty is not None else \
-                f"the matrix: {entry_name}\nto the matrix: {entry_target}"
+            what_for = (
+                None
+                if empty is not None
+                else f"the matrix: {entry_name}\nto the matrix: {entry_target}"
+            )
             rows = relate_axis(source, rows_axis, destination, rows_target)
             check_subset(rows, source.name, destination.name, what_for)
             columns = relate_axis(source, columns_axis, destination, columns_target)
             check_subset(columns, source.name, destination.name, what_for)
             relations = (rows, columns)
-        transfer_matrix(destination, source, rows_axis, columns_axis, entry_name,
-                        rows_target, columns_target, entry_target, eltype=eltype,
-                        default=empty, empty=empty, bestify=bestify,
-                        fraction=min_sparse_saving_fraction, relayout=relayout,
-                        overwrite=overwrite, insist=insist, relations=relations)
+        transfer_matrix(
+            destination,
+            source,
+            rows_axis,
+            columns_axis,
+            entry_name,
+            rows_target,
+            columns_target,
+            entry_target,
+            eltype=eltype,
+            default=empty,
+            empty=empty,
+            bestify=bestify,
+            fraction=min_sparse_saving_fraction,
+            relayout=relayout,
+            overwrite=overwrite,
+            insist=insist,
+            relations=relations,
+        )

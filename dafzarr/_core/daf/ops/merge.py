@@ -75,19 +75,21 @@ def merge_entries(merge: Any) -> list[tuple[PropertyKey, MergeAction]]:
     out: list[tuple[PropertyKey, MergeAction]] = []
     for pair in pairs:
         if not (isinstance(pair, tuple | list) and len(pair) == 2):
-            raise DafMismatchError(f"invalid merge entry: {pair!r}\n"
-                                   "(expected a property key and a MergeAction)")
+            raise DafMismatchError(
+                f"invalid merge entry: {pair!r}\n(expected a property key and a MergeAction)"
+            )
         key, action = pair
         if isinstance(key, list):
             key = tuple(key)
         good_key = isinstance(key, str) or (
-            isinstance(key, tuple) and len(key) in (2, 3)
+            isinstance(key, tuple)
+            and len(key) in (2, 3)
             and all(isinstance(part, str) for part in key)
         )
         if not good_key or not isinstance(action, MergeAction):
             raise DafMismatchError(
-                f"invalid merge entry: {key!r} => {action!r}\n(expected a key \"name\", "
-                "(axis, name) or (rows_axis, columns_axis, name), parts may be \"*\", and a "
+                f'invalid merge entry: {key!r} => {action!r}\n(expected a key "name", '
+                '(axis, name) or (rows_axis, columns_axis, name), parts may be "*", and a '
                 "MergeAction)"
             )
         out.append((key, action))
@@ -97,8 +99,9 @@ def merge_entries(merge: Any) -> list[tuple[PropertyKey, MergeAction]]:
 def _matches(pattern: PropertyKey, key: PropertyKey) -> bool:
     if isinstance(pattern, str) or isinstance(key, str):
         return isinstance(pattern, str) and isinstance(key, str) and pattern in ("*", key)
-    return len(pattern) == len(key) and all(p in ("*", k) for p, k in zip(pattern, key,
-                                                                             strict=True))
+    return len(pattern) == len(key) and all(
+        p in ("*", k) for p, k in zip(pattern, key, strict=True)
+    )
 
 
 def action_for(entries: list[tuple[PropertyKey, MergeAction]], key: PropertyKey) -> MergeAction:

@@ -81,8 +81,13 @@ class _ReconstructPlan:
 
 
 def reconstruct_axis(
-    daf: Any, *, existing_axis: str, implicit_axis: str, rename_axis: str | None = None,
-    empty_implicit: Any = None, implicit_properties: Iterable[str] | None = None,
+    daf: Any,
+    *,
+    existing_axis: str,
+    implicit_axis: str,
+    rename_axis: str | None = None,
+    empty_implicit: Any = None,
+    implicit_properties: Iterable[str] | None = None,
     skipped_properties: Iterable[str] | None = None,
     properties_defaults: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -164,11 +169,14 @@ def reconstruct_axis(
     if getattr(daf, "read_only", False):
         raise DafReadOnlyError(f"can't modify the read-only daf data: {daf.name}")
     axis = implicit_axis if rename_axis is None else rename_axis
-    plan = _plan(daf, existing_axis, implicit_axis, axis, empty_implicit, implicit, skipped,
-                 defaults)
+    plan = _plan(
+        daf, existing_axis, implicit_axis, axis, empty_implicit, implicit, skipped, defaults
+    )
     if isinstance(daf, ZarrDaf):
-        with daf._changing(f"reconstructing the axis {axis} from the vector "
-                           f"{implicit_axis} of the axis {existing_axis}"):
+        with daf._changing(
+            f"reconstructing the axis {axis} from the vector "
+            f"{implicit_axis} of the axis {existing_axis}"
+        ):
             _write(daf, existing_axis, implicit_axis, plan)
     else:
         _write(daf, existing_axis, implicit_axis, plan)
@@ -182,14 +190,17 @@ def _defaults(given: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> di
     out: dict[str, Any] = {}
     for pair in pairs:
         if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise InvalidArgumentError(f"invalid properties_defaults item: {pair!r} "
-                                       "(expected a mapping or (property, value) pairs)")
+            raise InvalidArgumentError(
+                f"invalid properties_defaults item: {pair!r} "
+                "(expected a mapping or (property, value) pairs)"
+            )
         name, value = pair
         if not isinstance(name, str):
             raise InvalidArgumentError(f"invalid property name: {name!r}")
         if not isinstance(value, str | bool | int | float | np.generic):
-            raise InvalidArgumentError(f"invalid property default: {value!r}\n"
-                                       f"for the property: {name}")
+            raise InvalidArgumentError(
+                f"invalid property default: {value!r}\nfor the property: {name}"
+            )
         out[name] = value
     return out
 
@@ -198,8 +209,9 @@ def _names(given: Iterable[str] | None, what: str, implicit_axis: str) -> set[st
     if given is None:
         return None
     if isinstance(given, str):
-        raise InvalidArgumentError(f"{what} must be a collection of names, not the string "
-                                   f"{given!r}")
+        raise InvalidArgumentError(
+            f"{what} must be a collection of names, not the string {given!r}"
+        )
     names = set(given)
     if implicit_axis in names:
         raise InvalidArgumentError(f"{what} contains the implicit axis: {implicit_axis}")
@@ -212,22 +224,34 @@ def _empty_mask(values: Array, marker: Any, implicit_axis: str, daf_name: str) -
     if marker is None:
         return np.zeros(len(values), dtype=bool)
     if is_str != isinstance(marker, str) or not isinstance(
-            marker, str | bool | int | float | np.generic):
+        marker, str | bool | int | float | np.generic
+    ):
         kind = "strings" if is_str else str(values.dtype)
         raise InvalidArgumentError(
             f"empty_implicit: {marker!r} is not a value of the vector: {implicit_axis}\n"
-            f"which holds {kind}\nin the daf data: {daf_name}")
+            f"which holds {kind}\nin the daf data: {daf_name}"
+        )
     if is_str:
         return np.asarray((values == marker) | (values == ""), dtype=bool)
     if isinstance(marker, float | np.floating) and math.isnan(marker):
-        return np.asarray(np.isnan(values), dtype=bool) if values.dtype.kind == "f" \
+        return (
+            np.asarray(np.isnan(values), dtype=bool)
+            if values.dtype.kind == "f"
             else np.zeros(len(values), dtype=bool)
+        )
     return np.asarray(values == marker, dtype=bool)
 
 
-def _plan(daf: Any, existing_axis: str, implicit_axis: str, axis: str, empty_implicit: Any,
-          implicit: set[str] | None, skipped: set[str] | None,
-          defaults: dict[str, Any]) -> _ReconstructPlan:
+def _plan(
+    daf: Any,
+    existing_axis: str,
+    implicit_axis: str,
+    axis: str,
+    empty_implicit: Any,
+    implicit: set[str] | None,
+    skipped: set[str] | None,
+    defaults: dict[str, Any],
+) -> _ReconstructPlan:
     values = np.asarray(daf.get_np_vector(existing_axis, implicit_axis))
     is_str = values.dtype.kind in "OUS"
     marker = "" if is_str and empty_implicit is None else empty_implicit
@@ -240,9 +264,11 @@ def _plan(daf: Any, existing_axis: str, implicit_axis: str, axis: str, empty_imp
         known = set(entries)
         for text in texts:
             if text not in known:
-                raise DafMismatchError(f"missing used entry: {text}\nfrom the existing "
-                                       f"reconstructed axis: {implicit_axis}\n"
-                                       f"in the daf data: {daf.name}")
+                raise DafMismatchError(
+                    f"missing used entry: {text}\nfrom the existing "
+                    f"reconstructed axis: {implicit_axis}\n"
+                    f"in the daf data: {daf.name}"
+                )
         plan = _ReconstructPlan(axis, None, None)
     else:
         entries = texts
@@ -268,8 +294,9 @@ def _plan(daf: Any, existing_axis: str, implicit_axis: str, axis: str, empty_imp
             continue
         vector = _entry_values(prop, first_of, entries, entry_groups, name, defaults, daf.name)
         if plan.new_entries is None and daf.has_vector(axis, name):
-            raise DafExistsError(f"existing vector: {name}\nfor the axis: {axis}\n"
-                                 f"in the daf data: {daf.name}")
+            raise DafExistsError(
+                f"existing vector: {name}\nfor the axis: {axis}\nin the daf data: {daf.name}"
+            )
         plan.migrated.append((name, vector))
         at = int(first_of[len(texts)])
         plan.empties[name] = None if at < 0 else _plain(prop[at])
@@ -285,8 +312,9 @@ def _distinct(values: Array) -> tuple[Array, Array]:
         uniques, inverse = np.unique(values, return_inverse=True)
         return uniques, inverse.reshape(-1)
     strings = values.dtype.kind in "OUS"
-    codes, found = pd.factorize(values.astype(object, copy=False) if strings else values,
-                                use_na_sentinel=False)
+    codes, found = pd.factorize(
+        values.astype(object, copy=False) if strings else values, use_na_sentinel=False
+    )
     distinct = np.asarray(found, dtype=object if strings else values.dtype)
     order = np.argsort(distinct, kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
@@ -294,8 +322,13 @@ def _distinct(values: Array) -> tuple[Array, Array]:
     return distinct[order], rank[np.asarray(codes)]
 
 
-def _candidates(daf: Any, existing_axis: str, implicit_axis: str, implicit: set[str] | None,
-                skipped: set[str] | None) -> list[str]:
+def _candidates(
+    daf: Any,
+    existing_axis: str,
+    implicit_axis: str,
+    implicit: set[str] | None,
+    skipped: set[str] | None,
+) -> list[str]:
     names = set(daf.vectors_set(existing_axis)) - {implicit_axis}
     if implicit is not None:
         names &= implicit
@@ -304,8 +337,15 @@ def _candidates(daf: Any, existing_axis: str, implicit_axis: str, implicit: set[
     return sorted(names)
 
 
-def _consistent(prop: Array, groups: Array, first_of: Array, texts: list[str], name: str,
-                explicit: bool, context: tuple[str, str, str]) -> bool:
+def _consistent(
+    prop: Array,
+    groups: Array,
+    first_of: Array,
+    texts: list[str],
+    name: str,
+    explicit: bool,
+    context: tuple[str, str, str],
+) -> bool:
     """Whether every element has its group's first value; an inconsistent explicit property
     is an error naming the first element that differs."""
     rep = prop[first_of[groups]]
@@ -324,12 +364,19 @@ def _consistent(prop: Array, groups: Array, first_of: Array, texts: list[str], n
         f"inconsistent values: {value_text(prop[at])} != {value_text(rep[at])}\n"
         f"of the property: {name}\nfor the same implicit axis value: {key}\n"
         f"of the axis: {existing_axis}\nfor the reconstructed axis: {implicit_axis}\n"
-        f"in the daf data: {daf_name}")
+        f"in the daf data: {daf_name}"
+    )
 
 
-def _entry_values(prop: Array, first_of: Array, entries: list[str],
-                  entry_groups: dict[str, int], name: str, defaults: dict[str, Any],
-                  daf_name: str) -> Array:
+def _entry_values(
+    prop: Array,
+    first_of: Array,
+    entries: list[str],
+    entry_groups: dict[str, int],
+    name: str,
+    defaults: dict[str, Any],
+    daf_name: str,
+) -> Array:
     """The property's value for each entry of the new axis (a default for unused ones)."""
     out = np.empty(len(entries), dtype=prop.dtype)
     unused = []
@@ -343,7 +390,8 @@ def _entry_values(prop: Array, first_of: Array, entries: list[str],
         if name not in defaults:
             raise DafMismatchError(
                 f"no default value specified for the unused entry: {entries[unused[0]]}\n"
-                f"of the reconstructed property: {name}\nin the daf data: {daf_name}")
+                f"of the reconstructed property: {name}\nin the daf data: {daf_name}"
+            )
         out[unused] = _converted(defaults[name], prop.dtype, name, daf_name)
     return out
 

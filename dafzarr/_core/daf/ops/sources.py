@@ -62,8 +62,9 @@ def stored_sparse_vector(reader: Any, axis: str, name: str) -> SparseVector | No
     return None
 
 
-def read_vector(reader: Any, axis: str, name: str, default: Any = UNDEF
-                ) -> Array | SparseVector | None:
+def read_vector(
+    reader: Any, axis: str, name: str, default: Any = UNDEF
+) -> Array | SparseVector | None:
     """The vector: sparse if stored sparse, else dense as the reader gives it (a zero-copy
     view where the reader has one); ``default`` for a missing one (``None``: nothing)."""
     if reader.has_vector(axis, name):

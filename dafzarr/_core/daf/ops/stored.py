@@ -30,21 +30,29 @@ from ..zarrdaf import ZarrDaf
 __all__ = ["copy_stored_axis", "copy_stored_layouts"]
 
 
-def _check_csc(colptr: Array, rowval: Array, n_rows: int, n_columns: int, where: str, *,
-               rows: bool = True) -> None:
+def _check_csc(
+    colptr: Array, rowval: Array, n_rows: int, n_columns: int, where: str, *, rows: bool = True
+) -> None:
     if colptr.shape != (n_columns + 1,) or rowval.ndim != 1:
-        raise CorruptDafError(f"{where}: colptr has {colptr.size} entries (expected "
-                             f"{n_columns + 1})")
-    if int(colptr[0]) != 1 or int(colptr[-1]) != rowval.size + 1 or bool(
-            np.any(colptr[1:] < colptr[:-1])):
-        raise CorruptDafError(f"{where}: colptr is not a valid 1-based CSC column pointer for "
-                             f"{rowval.size} stored values")
+        raise CorruptDafError(
+            f"{where}: colptr has {colptr.size} entries (expected {n_columns + 1})"
+        )
+    if (
+        int(colptr[0]) != 1
+        or int(colptr[-1]) != rowval.size + 1
+        or bool(np.any(colptr[1:] < colptr[:-1]))
+    ):
+        raise CorruptDafError(
+            f"{where}: colptr is not a valid 1-based CSC column pointer for "
+            f"{rowval.size} stored values"
+        )
     if rows and rowval.size and (int(rowval.min()) < 1 or int(rowval.max()) > n_rows):
         raise CorruptDafError(f"{where}: rowval holds rows outside 1..{n_rows}")
 
 
-def _chunk_items(source: ZarrDaf, destination: ZarrDaf, path: str, target: str,
-                 values: Array) -> list[tuple[str, Any]]:
+def _chunk_items(
+    source: ZarrDaf, destination: ZarrDaf, path: str, target: str, values: Array
+) -> list[tuple[str, Any]]:
     """The destination's keys and chunk of the source's array at ``path`` (mapped as
     ``values``): between two ZIP data sets, a large chunk is copied as the entry it is (file
     to file in the kernel, the source's CRC-32 kept), not through this process' memory."""
@@ -54,23 +62,34 @@ def _chunk_items(source: ZarrDaf, destination: ZarrDaf, path: str, target: str,
     if not (isinstance(src, ZipBackend) and _entry_copied(source, destination, path, values)):
         return items
     chunk = destination._layout.chunk_key(target, values.ndim)
-    return [(key, src.entry_copy(info.chunk_key, data) if key == chunk else data)
-            for key, data in items]
+    return [
+        (key, src.entry_copy(info.chunk_key, data) if key == chunk else data) for key, data in items
+    ]
 
 
 def _entry_copied(source: ZarrDaf, destination: ZarrDaf, path: str, values: Array) -> bool:
     """Whether the source's array at ``path`` goes to the destination as its entry."""
-    return (isinstance(source._backend, ZipBackend)
-            and isinstance(destination._backend, ZipBackend)
-            and values.nbytes >= _COPY_MIN and source._array_info(path).canonical)
+    return (
+        isinstance(source._backend, ZipBackend)
+        and isinstance(destination._backend, ZipBackend)
+        and values.nbytes >= _COPY_MIN
+        and source._array_info(path).canonical
+    )
 
 
 # Chunks smaller than this are written with the other small writes of the change.
 _COPY_MIN = 1 << 20
 
 
-def _layout_items(source: ZarrDaf, destination: ZarrDaf, rows: str, columns: str,
-                  name: str, target: str, kind: str) -> list[tuple[str, Any]]:
+def _layout_items(
+    source: ZarrDaf,
+    destination: ZarrDaf,
+    rows: str,
+    columns: str,
+    name: str,
+    target: str,
+    kind: str,
+) -> list[tuple[str, Any]]:
     """The destination's keys and chunks of one stored layout of the source (``target``:
     the destination's path of the layout)."""
     path = join_path("matrices", rows, columns, name)
@@ -79,34 +98,50 @@ def _layout_items(source: ZarrDaf, destination: ZarrDaf, rows: str, columns: str
     if kind == "array":
         values = source._read_array(path)
         if values.shape != (n_columns, n_rows):
-            raise CorruptDafError(f"{where}: Zarr shape {values.shape}, expected "
-                                 f"{(n_columns, n_rows)}")
+            raise CorruptDafError(
+                f"{where}: Zarr shape {values.shape}, expected {(n_columns, n_rows)}"
+            )
         return _chunk_items(source, destination, path, target, values)
-    parts = {part: source._read_array(join_path(path, part))
-             for part in ("colptr", "rowval", "nzval")
-             if source._node_kind(join_path(path, part)) == "array"}
+    parts = {
+        part: source._read_array(join_path(path, part))
+        for part in ("colptr", "rowval", "nzval")
+        if source._node_kind(join_path(path, part)) == "array"
+    }
     if "colptr" not in parts or "rowval" not in parts:
         raise CorruptDafError(f"{where}: a sparse matrix without colptr and rowval")
     # Row indices copied as the entry they are stay as the source has them: every reader
     # checks them as it reads them (from either archive), and their pass would cost as much
     # as the copy itself.
-    _check_csc(parts["colptr"], parts["rowval"], n_rows, n_columns, where,
-               rows=not _entry_copied(source, destination, join_path(path, "rowval"),
-                                      parts["rowval"]))
+    _check_csc(
+        parts["colptr"],
+        parts["rowval"],
+        n_rows,
+        n_columns,
+        where,
+        rows=not _entry_copied(source, destination, join_path(path, "rowval"), parts["rowval"]),
+    )
     if "nzval" in parts and parts["nzval"].shape != parts["rowval"].shape:
-        raise CorruptDafError(f"{where}: nzval has {parts['nzval'].size} values, rowval "
-                             f"{parts['rowval'].size}")
+        raise CorruptDafError(
+            f"{where}: nzval has {parts['nzval'].size} values, rowval {parts['rowval'].size}"
+        )
     items: list[tuple[str, Any]] = []
     for part, values in parts.items():
-        items += _chunk_items(source, destination, join_path(path, part), join_path(target, part),
-                              values)
+        items += _chunk_items(
+            source, destination, join_path(path, part), join_path(target, part), values
+        )
     items += destination._layout.group_docs(target).items()
     return items
 
 
-def copy_stored_layouts(source: Any, destination: Any, axes: tuple[str, str, str],
-                        targets: tuple[str, str, str], overwrite: bool, *,
-                        both: bool) -> bool:
+def copy_stored_layouts(
+    source: Any,
+    destination: Any,
+    axes: tuple[str, str, str],
+    targets: tuple[str, str, str],
+    overwrite: bool,
+    *,
+    both: bool,
+) -> bool:
     """Copy the stored ``rows x columns`` layout of the matrix ``axes`` (rows, columns,
     name) of ``source`` (with ``both``, the other layout too; never for a square matrix) as
     ``targets`` of ``destination``, between ZarrDafs whose axes have the same entries in the
@@ -125,12 +160,15 @@ def copy_stored_layouts(source: Any, destination: Any, axes: tuple[str, str, str
     destination._check_writable()
     items: list[tuple[str, Any]] = []
     for ((r, c), (tr, tc)), kind in zip(pairs, kinds, strict=True):
-        items += _layout_items(source, destination, r, c, name,
-                               join_path("matrices", tr, tc, target), str(kind))
+        items += _layout_items(
+            source, destination, r, c, name, join_path("matrices", tr, tc, target), str(kind)
+        )
     with destination._changing(
-            f"setting the matrix {target} of the axes {rows_target} x {columns_target}",
-            destination._matrix_replaces(rows_target, columns_target, target, overwrite,
-                                         relayout=len(pairs) == 2)):
+        f"setting the matrix {target} of the axes {rows_target} x {columns_target}",
+        destination._matrix_replaces(
+            rows_target, columns_target, target, overwrite, relayout=len(pairs) == 2
+        ),
+    ):
         destination._write(items)
     return True
 
@@ -155,8 +193,7 @@ def copy_stored_axis(source: Any, destination: Any, axis: str) -> bool:
     try:
         repeated = first_repeated_vlen_utf8(np.frombuffer(chunk, np.uint8), count)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise CorruptDafError(f"{source._path}: {path}: corrupt vlen-utf8 chunk: {exc}"
-                             ) from None
+        raise CorruptDafError(f"{source._path}: {path}: corrupt vlen-utf8 chunk: {exc}") from None
     destination._check_writable()
     if repeated >= 0:
         raise destination._repeated_entries(axis)

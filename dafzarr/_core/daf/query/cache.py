@@ -71,8 +71,9 @@ class Reader:
             self.cache.tables[key] = found
         return found
 
-    def codes(self, axis: str, values: Array, source: tuple[str, str] | None,
-              positions: Array | None) -> Array:
+    def codes(
+        self, axis: str, values: Array, source: tuple[str, str] | None, positions: Array | None
+    ) -> Array:
         """The positions of ``values`` in ``axis`` (-1 where a value is not an entry).
 
         When the values are a stored vector (``source``, at ``positions`` or whole), the codes
@@ -142,8 +143,9 @@ class Reader:
     def matrix(self, rows: str, columns: str, name: str, default: Any) -> Any:
         """The ``rows x columns`` matrix (relayout allowed), or the ``default`` repeated (a
         zero default gives an all-zero sparse matrix)."""
-        if not self.daf.has_matrix(rows, columns, name, relayout=False) and \
-                self.daf.has_matrix(rows, columns, name):
+        if not self.daf.has_matrix(rows, columns, name, relayout=False) and self.daf.has_matrix(
+            rows, columns, name
+        ):
             self.relayout = True
         if default is not None and not self.daf.has_matrix(rows, columns, name):
             shape = (len(self.entries(rows)), len(self.entries(columns)))
@@ -167,11 +169,13 @@ class Reader:
         from .registry import Compressed
 
         data, indices, indptr = arrays
-        return Compressed(data, indices, indptr,
-                          (len(self.entries(rows)), len(self.entries(columns))), base=1)
+        return Compressed(
+            data, indices, indptr, (len(self.entries(rows)), len(self.entries(columns))), base=1
+        )
 
-    def matrix_line(self, rows: str, columns: str, name: str, default: Any, at: int,
-                    row: bool) -> Array:
+    def matrix_line(
+        self, rows: str, columns: str, name: str, default: Any, at: int, row: bool
+    ) -> Array:
         """Row ``at`` (``row``) or column ``at`` of the ``rows x columns`` matrix, read from
         the layout it is stored in (a row of the other layout is a column of this one: no
         relayout), or of the ``default`` matrix."""
@@ -182,8 +186,11 @@ class Reader:
             stored, take_row = daf.get_np_matrix(columns, rows, name, relayout=False), not row
         else:
             n = len(self.entries(columns if row else rows))
-            return _filled(n, default) if default is not None else self.matrix(
-                rows, columns, name, None)  # raises the missing-matrix error
+            return (
+                _filled(n, default)
+                if default is not None
+                else self.matrix(rows, columns, name, None)
+            )  # raises the missing-matrix error
         if sp.issparse(stored):
             return _sparse_line(stored, at, take_row)
         return np.asarray(stored[at, :] if take_row else stored[:, at])

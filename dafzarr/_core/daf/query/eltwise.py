@@ -43,8 +43,11 @@ def map_values(values: Any, function: Any, dtype: np.dtype[Any]) -> Any:
 
 def _cast(values: Any, dtype: np.dtype[Any]) -> Any:
     arr = np.asarray(values)
-    if dtype.kind in "iub" and arr.dtype.kind == "f" and (
-            bool(np.any(~np.isfinite(arr))) or bool(np.any(arr != np.round(arr)))):
+    if (
+        dtype.kind in "iub"
+        and arr.dtype.kind == "f"
+        and (bool(np.any(~np.isfinite(arr))) or bool(np.any(arr != np.round(arr))))
+    ):
         raise InvalidArgumentError(f"InexactError: {type_name(dtype)}")
     if dtype.kind in "iu" and arr.size:
         info = np.iinfo(dtype)
@@ -71,10 +74,13 @@ class Abs(_Mapped):
     __doc__ = registered_doc(
         "``% Abs``: the absolute value of each value.",
         "type (number type, auto): the result type (default: the unsigned type of the input).",
-        _example("@ cell : age % Abs",
-                 "array([20, 35, 41], dtype=uint64)",
-                 'Abs(type="Int32")',
-                 "% Abs type Int32"))
+        _example(
+            "@ cell : age % Abs",
+            "array([20, 35, 41], dtype=uint64)",
+            'Abs(type="Int32")',
+            "% Abs type Int32",
+        ),
+    )
 
     NAME = "Abs"
     FUNCTION = np.abs
@@ -86,7 +92,8 @@ class Round(_Mapped):
     __doc__ = registered_doc(
         "``% Round``: each value rounded to the nearest integer (half to even).",
         "type (number type, auto): the result type (default: the integer type of the input).",
-        _example("@ cell : age % Log base 10 % Round", "array([1, 2, 2])", "Round()", "% Round"))
+        _example("@ cell : age % Log base 10 % Round", "array([1, 2, 2])", "Round()", "% Round"),
+    )
 
     NAME = "Round"
     FUNCTION = np.rint
@@ -107,22 +114,29 @@ class Clamp(EltwiseOperation):
         "input and integral bounds, else the float type of the input).\n"
         "min (float, -inf): the least value.\n"
         "max (float, inf): the largest value (more than ``min``).",
-        _example("@ cell : age % Clamp min 25 max 40",
-                 "array([25, 35, 40])",
-                 "Clamp(max=40)",
-                 "% Clamp min -Inf max 40.0"))
+        _example(
+            "@ cell : age % Clamp min 25 max 40",
+            "array([25, 35, 40])",
+            "Clamp(max=40)",
+            "% Clamp min -Inf max 40.0",
+        ),
+    )
 
     NAME = "Clamp"
-    PARAMETERS = (TYPE, Parameter("min", "float", -np.inf),
-                  Parameter("max", "float", np.inf, check=_above_min))
+    PARAMETERS = (
+        TYPE,
+        Parameter("min", "float", -np.inf),
+        Parameter("max", "float", np.inf, check=_above_min),
+    )
 
     def apply(self, values: Any) -> Any:
         low, high = self.params["min"], self.params["max"]
         dtype = _dtype(values)
         integral = all(np.isfinite(b) and b == int(b) for b in (low, high) if np.isfinite(b))
         default = int_of(dtype) if dtype.kind in "iub" and integral else float_of(dtype)
-        return map_values(values, lambda x: np.clip(x, low, high), self.out_type(dtype,
-                                                                                 lambda _: default))
+        return map_values(
+            values, lambda x: np.clip(x, low, high), self.out_type(dtype, lambda _: default)
+        )
 
 
 @register_eltwise
@@ -131,10 +145,13 @@ class Convert(EltwiseOperation):
         "``% Convert type T``: each value cast to the type ``T``; a value the type cannot hold "
         "exactly is an error.",
         "type (number type, required): the result type.",
-        _example("@ cell : age % Convert type Float32",
-                 "array([20., 35., 41.], dtype=float32)",
-                 'Convert(type="UInt8")',
-                 "% Convert type UInt8"))
+        _example(
+            "@ cell : age % Convert type Float32",
+            "array([20., 35., 41.], dtype=float32)",
+            'Convert(type="UInt8")',
+            "% Convert type UInt8",
+        ),
+    )
 
     NAME = "Convert"
     PARAMETERS = (Parameter("type", "number_type", required=True),)
@@ -150,10 +167,13 @@ class Log(EltwiseOperation):
         "type (float type, auto): the result type (default: the float type of the input).\n"
         "base (float, e): the base of the logarithm (positive).\n"
         "eps (float, 0): added to each value first (not negative).",
-        _example("@ cell : age % Log base 10",
-                 "array([1.30103   , 1.54406804, 1.61278386])",
-                 "Log(base=2, eps=1)",
-                 "% Log base 2.0 eps 1.0"))
+        _example(
+            "@ cell : age % Log base 10",
+            "array([1.30103   , 1.54406804, 1.61278386])",
+            "Log(base=2, eps=1)",
+            "% Log base 2.0 eps 1.0",
+        ),
+    )
 
     NAME = "Log"
     PARAMETERS = (FLOAT_TYPE, Parameter("base", "float", float(np.e), check=positive), EPS)
@@ -179,10 +199,13 @@ class Fraction(EltwiseOperation):
         "``% Fraction``: each value divided by the sum of its vector (of its column, for a "
         "matrix); no scalars.",
         "type (float type, auto): the result type (default: the float type of the input).",
-        _example("@ cell : age % Fraction",
-                 "array([0.20833333, 0.36458333, 0.42708333])",
-                 "Fraction()",
-                 "% Fraction"))
+        _example(
+            "@ cell : age % Fraction",
+            "array([0.20833333, 0.36458333, 0.42708333])",
+            "Fraction()",
+            "% Fraction",
+        ),
+    )
 
     NAME = "Fraction"
     PARAMETERS = (FLOAT_TYPE,)
@@ -217,14 +240,19 @@ class Significant(EltwiseOperation):
         "high``, else zero where ``|x| < low``; no scalars.",
         "high (float, required): the magnitude a vector needs to keep any value (positive).\n"
         "low (float, high): the magnitude a value needs to be kept (at most ``high``).",
-        _example("@ cell : age % Significant high 30 low 25",
-                 "array([ 0, 35, 41])",
-                 "Significant(high=3)",
-                 "% Significant high 3.0"))
+        _example(
+            "@ cell : age % Significant high 30 low 25",
+            "array([ 0, 35, 41])",
+            "Significant(high=3)",
+            "% Significant high 3.0",
+        ),
+    )
 
     NAME = "Significant"
-    PARAMETERS = (Parameter("high", "float", required=True, check=positive),
-                  Parameter("low", "float", None, check=_at_most_high))
+    PARAMETERS = (
+        Parameter("high", "float", required=True, check=positive),
+        Parameter("low", "float", None, check=_at_most_high),
+    )
     NO_SCALAR = True
 
     def text(self) -> str:
@@ -264,4 +292,3 @@ def _dtype(values: Any) -> np.dtype[Any]:
     if dtype.kind in "OUS":
         raise InvalidArgumentTypeError("String")
     return dtype
-

@@ -31,9 +31,14 @@ from .stack import COMPARISONS, Mat, Vec, compare, dtype_error, empties, is_stri
 
 __all__ = ["Evaluator", "MissingEntryError"]
 
-_COMBINE = {_ops.AndMask: np.logical_and, _ops.AndNegatedMask: np.logical_and,
-            _ops.OrMask: np.logical_or, _ops.OrNegatedMask: np.logical_or,
-            _ops.XorMask: np.logical_xor, _ops.XorNegatedMask: np.logical_xor}
+_COMBINE = {
+    _ops.AndMask: np.logical_and,
+    _ops.AndNegatedMask: np.logical_and,
+    _ops.OrMask: np.logical_or,
+    _ops.OrNegatedMask: np.logical_or,
+    _ops.XorMask: np.logical_xor,
+    _ops.XorNegatedMask: np.logical_xor,
+}
 # The name this module has always offered.
 MissingEntryError = DafMissingEntryError
 _NEGATED = (_ops.BeginNegatedMask, _ops.AndNegatedMask, _ops.OrNegatedMask, _ops.XorNegatedMask)
@@ -58,13 +63,15 @@ class Evaluator(Grouping):
 
     # --- The cursor and errors -------------------------------------------------------------
 
-    def fail(self, message: str, first: int | None = None, last: int | None = None
-             ) -> DafQueryError:
+    def fail(
+        self, message: str, first: int | None = None, last: int | None = None
+    ) -> DafQueryError:
         """An evaluation error under the operations ``first..last`` (default: the current)."""
         return self._error(DafQueryError, message, first, last)
 
-    def _error(self, cls: type[DafQueryError], message: str, first: int | None,
-               last: int | None) -> DafQueryError:
+    def _error(
+        self, cls: type[DafQueryError], message: str, first: int | None, last: int | None
+    ) -> DafQueryError:
         first = min(self.i, len(self.ops) - 1) if first is None else first
         last = first if last is None else last
         lines = [message, f"in the query: {self.canonical}"]
@@ -76,9 +83,12 @@ class Evaluator(Grouping):
 
     def missing_entry(self, entry: str, axis: str) -> DafQueryError:
         """The error of a value that is not an entry of ``axis``."""
-        return self._error(DafMissingEntryError,
-                           f"missing entry: {entry!r}\nof the axis: {axis}",
-                           max(self.i - 1, 0), None)
+        return self._error(
+            DafMissingEntryError,
+            f"missing entry: {entry!r}\nof the axis: {axis}",
+            max(self.i - 1, 0),
+            None,
+        )
 
     def peek(self, k: int = 0) -> QueryOperation | None:
         """The ``k``-th next operation, if any."""
@@ -92,8 +102,9 @@ class Evaluator(Grouping):
 
     def take(self, cls: Any = None) -> Any:
         """The next operation (which must be of ``cls`` if given, else invalid)."""
-        if cls is not None and not (self.is_(cls) or (isinstance(cls, type) and isinstance(
-                self.peek(), cls))):
+        if cls is not None and not (
+            self.is_(cls) or (isinstance(cls, type) and isinstance(self.peek(), cls))
+        ):
             raise self.invalid()
         self.i += 1
         return self.ops[self.i - 1]
@@ -101,8 +112,9 @@ class Evaluator(Grouping):
     def invalid(self) -> DafQueryError:
         """``invalid operation(s)`` at the current operation, or ``invalid query`` at the end."""
         if self.i >= len(self.ops):
-            return DafQueryError(f"invalid query: {self.canonical}\n"
-                                 f"for the daf data: {self.r.name}")
+            return DafQueryError(
+                f"invalid query: {self.canonical}\nfor the daf data: {self.r.name}"
+            )
         return self.fail("invalid operation(s)")
 
     def if_missing(self) -> IfMissing | None:
@@ -146,8 +158,11 @@ class Evaluator(Grouping):
             if op.operand is None:
                 return self._names(daf.axes_set())
             ax = self.axis_expr(op.operand)
-            if (self.is_(_ops.LookupVector) and self.ops[self.i].operand is None
-                    and self.is_(_ops.Names, 1)):
+            if (
+                self.is_(_ops.LookupVector)
+                and self.ops[self.i].operand is None
+                and self.is_(_ops.Names, 1)
+            ):
                 self.take()
                 return self._names(daf.vectors_set(op.operand))
             if self.is_(_ops.Axis) and self.ops[self.i].operand is not None:
@@ -155,8 +170,7 @@ class Evaluator(Grouping):
                 lookup = self.take(_ops.LookupMatrix)
                 if lookup.operand is None:
                     return self._names(daf.matrices_set(op.operand, columns.axis))
-                return self.matrix_tail(self.matrix(ax, columns, lookup.operand,
-                                                    self.if_missing()))
+                return self.matrix_tail(self.matrix(ax, columns, lookup.operand, self.if_missing()))
             return self.vector_tail(ax)
         if isinstance(op, _ops.LookupVector | _ops.LookupMatrix) and op.operand is not None:
             return self._entry_scalar()
@@ -208,8 +222,14 @@ class Evaluator(Grouping):
     def axis_expr(self, axis: str) -> Vec:
         """``@ axis`` and the masks that follow it."""
         entries = self.r.entries(axis)
-        vec = Vec(values=entries, names=entries, axis=axis, positions=self.r.positions(axis),
-                  is_axis=True, whole=True)
+        vec = Vec(
+            values=entries,
+            names=entries,
+            axis=axis,
+            positions=self.r.positions(axis),
+            is_axis=True,
+            whole=True,
+        )
         while self.is_((_ops.BeginMask, _ops.BeginNegatedMask)):
             vec = self._mask(vec)
         return vec
@@ -251,8 +271,11 @@ class Evaluator(Grouping):
         return self._column_follows() or self.is_((_ops.SquareColumnIs, _ops.SquareRowIs))
 
     def _column_follows(self) -> bool:
-        return (self.is_(_ops.Axis) and self.is_(_ops.IsEqual, 1)
-                and self.ops[self.i].operand is not None)
+        return (
+            self.is_(_ops.Axis)
+            and self.is_(_ops.IsEqual, 1)
+            and self.ops[self.i].operand is not None
+        )
 
     def matrix_kind(self) -> tuple[str, ...]:
         if self._column_follows():
@@ -280,8 +303,9 @@ class Evaluator(Grouping):
             return vec.prop
         return vec.prop.split(".")[0]
 
-    def lookup(self, vec: Vec, name: str, default: IfMissing | None,
-               kind: tuple[str, ...] | None) -> Vec:
+    def lookup(
+        self, vec: Vec, name: str, default: IfMissing | None, kind: tuple[str, ...] | None
+    ) -> Vec:
         """Property ``name`` of the entries that ``vec``'s values are."""
         axis = self.target_axis(vec)
         if axis is None or not (vec.is_axis or is_strings(vec.values)):
@@ -293,8 +317,9 @@ class Evaluator(Grouping):
             codes = vec.positions
         else:
             source = None if vec.source is None else (vec.source[0], vec.source[1])
-            codes = self.r.codes(axis, vec.values, source,
-                                 None if vec.source is None else vec.source[2])
+            codes = self.r.codes(
+                axis, vec.values, source, None if vec.source is None else vec.source[2]
+            )
         active = codes >= 0
         every = bool(np.all(active))
         if vec.pending is not None:
@@ -314,14 +339,17 @@ class Evaluator(Grouping):
         else:
             values = full[np.where(active, codes, 0)]
         stored = None
-        if kind is None and (default is None or name in ("name", "index")
-                             or self.r.daf.has_vector(axis, name)):
+        if kind is None and (
+            default is None or name in ("name", "index") or self.r.daf.has_vector(axis, name)
+        ):
             stored = (axis, name, None if vec.whole and vec.as_axis is None else codes)
-        return replace(vec, values=values, prop=name, as_axis=None, source=stored,
-                       is_axis=False, whole=False)
+        return replace(
+            vec, values=values, prop=name, as_axis=None, source=stored, is_axis=False, whole=False
+        )
 
-    def full_values(self, axis: str, name: str, default: IfMissing | None,
-                    kind: tuple[str, ...] | None) -> Array:
+    def full_values(
+        self, axis: str, name: str, default: IfMissing | None, kind: tuple[str, ...] | None
+    ) -> Array:
         """The whole vector ``name`` of ``axis``, or a column or row of a matrix."""
         if kind is None:
             return self.r.vector(axis, name, default)
@@ -343,13 +371,26 @@ class Evaluator(Grouping):
                 self.take()
                 vec = settle(vec, self.fail)
                 values = compare(op, vec.values, "vector", self.fail, self._factors(vec))
-                vec = replace(vec, values=values, prop=None, as_axis=None, source=None,
-                              is_axis=False, whole=False)
+                vec = replace(
+                    vec,
+                    values=values,
+                    prop=None,
+                    as_axis=None,
+                    source=None,
+                    is_axis=False,
+                    whole=False,
+                )
             elif isinstance(op, EltwiseOperation):
                 self.take()
                 vec = settle(vec, self.fail)
-                vec = replace(vec, values=self.eltwise(op, vec.values), source=None,
-                              as_axis=None, is_axis=False, whole=False)
+                vec = replace(
+                    vec,
+                    values=self.eltwise(op, vec.values),
+                    source=None,
+                    as_axis=None,
+                    is_axis=False,
+                    whole=False,
+                )
             elif isinstance(op, _ops.AsAxis):
                 self.take()
                 axis = op.operand if op.operand is not None else self.target_axis(vec)
@@ -379,8 +420,11 @@ class Evaluator(Grouping):
             empty &= vec.pending < 0
         if op.operand is None:
             return replace(vec.subset(~empty), whole=False)
-        pending = (np.full(len(vec.values), -1, dtype=np.int64) if vec.pending is None
-                   else vec.pending.copy())
+        pending = (
+            np.full(len(vec.values), -1, dtype=np.int64)
+            if vec.pending is None
+            else vec.pending.copy()
+        )
         pending[empty] = len(vec.finals)
         return replace(vec, pending=pending, finals=(*vec.finals, op.operand))
 
@@ -410,8 +454,9 @@ class Evaluator(Grouping):
         n = len(vec.values)
         if n == 0:
             if default is None:
-                raise self.fail("no IfMissing value specified for reducing an empty vector",
-                                self.i - 1)
+                raise self.fail(
+                    "no IfMissing value specified for reducing an empty vector", self.i - 1
+                )
             return default.value
         if is_strings(vec.values) and not op.STRINGS:
             raise self.fail(dtype_error("reduction", op.NAME), self.i - 1)
@@ -424,26 +469,46 @@ class Evaluator(Grouping):
         """The matrix ``name`` of two axis expressions (masked rows and columns selected)."""
         assert rows.axis is not None
         assert columns.axis is not None
-        if rows.whole and columns.whole and default is None and self.is_(
-                (_ops.GroupRowsBy, _ops.GroupColumnsBy, ReduceToColumn)):
+        if (
+            rows.whole
+            and columns.whole
+            and default is None
+            and self.is_((_ops.GroupRowsBy, _ops.GroupColumnsBy, ReduceToColumn))
+        ):
             # Reduced in place by the group-by's or the row reduction's pass, if it has one:
             # from the layout it reads in order if stored, else from the other one.
             by_rows = self.is_(_ops.GroupRowsBy)
             stored = self.r.stored_csc(rows.axis, columns.axis, name) if by_rows else None
-            stored_t = None if stored is not None else self.r.stored_csc(
-                columns.axis, rows.axis, name)
+            stored_t = (
+                None if stored is not None else self.r.stored_csc(columns.axis, rows.axis, name)
+            )
             if stored is None and stored_t is None and not by_rows:
                 stored = self.r.stored_csc(rows.axis, columns.axis, name)
             if stored is not None or stored_t is not None:
-                return Mat(values=None, row_names=rows.names, row_axis=rows.axis,
-                           row_positions=rows.positions, col_names=columns.names,
-                           col_axis=columns.axis, col_positions=columns.positions, prop=name,
-                           stored=stored, stored_t=stored_t)
+                return Mat(
+                    values=None,
+                    row_names=rows.names,
+                    row_axis=rows.axis,
+                    row_positions=rows.positions,
+                    col_names=columns.names,
+                    col_axis=columns.axis,
+                    col_positions=columns.positions,
+                    prop=name,
+                    stored=stored,
+                    stored_t=stored_t,
+                )
         values = self.r.matrix(rows.axis, columns.axis, name, default)
         if not rows.whole:
             values = values[rows.positions, :]
         if not columns.whole:
             values = values[:, columns.positions]
-        return Mat(values=values, row_names=rows.names, row_axis=rows.axis,
-                   row_positions=rows.positions, col_names=columns.names,
-                   col_axis=columns.axis, col_positions=columns.positions, prop=name)
+        return Mat(
+            values=values,
+            row_names=rows.names,
+            row_axis=rows.axis,
+            row_positions=rows.positions,
+            col_names=columns.names,
+            col_axis=columns.axis,
+            col_positions=columns.positions,
+            prop=name,
+        )

@@ -73,16 +73,26 @@ class Grouping:
     def _keys(self, names: Array, axis: str | None, positions: Array | None) -> Vec:
         if axis is None or positions is None:
             raise self.fail("invalid operation(s)", self.i - 1)
-        return Vec(values=names, names=names, axis=axis, positions=positions, is_axis=True,
-                   whole=len(positions) == len(self.r.entries(axis)))
+        return Vec(
+            values=names,
+            names=names,
+            axis=axis,
+            positions=positions,
+            is_axis=True,
+            whole=len(positions) == len(self.r.entries(axis)),
+        )
 
     def _groups(self, vec: Vec) -> tuple[Array, Array, str | None]:
         """Codes (-1: in no group), names and axis of the groups of ``vec``'s values."""
         if vec.as_axis is not None:
             names = self.r.entries(vec.as_axis)
             source = None if vec.source is None else (vec.source[0], vec.source[1])
-            codes = self.r.codes(vec.as_axis, vec.values, source,  # a stored vector: kept
-                                 None if vec.source is None else vec.source[2])
+            codes = self.r.codes(
+                vec.as_axis,
+                vec.values,
+                source,  # a stored vector: kept
+                None if vec.source is None else vec.source[2],
+            )
             return codes, names, vec.as_axis
         # Hashing, in order of appearance; a stored string vector's codes are kept per data
         # version, as ``=@``'s are.
@@ -101,8 +111,9 @@ class Grouping:
         names = np.asarray([format_value(u) for u in uniques[order]], dtype=object)
         return rank[codes] if len(codes) else codes, names, None
 
-    def _grouping(self, names: Array, axis: str | None, positions: Array | None, op: Any
-                  ) -> tuple[Array, Array, Array, str | None]:
+    def _grouping(
+        self, names: Array, axis: str | None, positions: Array | None, op: Any
+    ) -> tuple[Array, Array, Array, str | None]:
         """Evaluates ``op`` (a group or count operation) for entries ``names``: the member
         rows (into the given entries), their codes, the group names and axis."""
         keys = self._keys(names, axis, positions)
@@ -116,14 +127,18 @@ class Grouping:
         codes, group_names, group_axis = self._groups(group)
         return rows, codes, group_names, group_axis
 
-    def _empty_groups(self, out: Array, counts: Array, names: Array, axis: str | None,
-                      default: IfMissing | None) -> Array:
+    def _empty_groups(
+        self, out: Array, counts: Array, names: Array, axis: str | None, default: IfMissing | None
+    ) -> Array:
         empty = counts == 0
         if not bool(empty.any()):
             return out
         if default is None:
-            raise self.fail(f"no IfMissing value specified for the unused entry: "
-                            f"{names[int(np.argmax(empty))]}\nof the axis: {axis}", self.i - 1)
+            raise self.fail(
+                f"no IfMissing value specified for the unused entry: "
+                f"{names[int(np.argmax(empty))]}\nof the axis: {axis}",
+                self.i - 1,
+            )
         value = self._cast(default, out.dtype)
         out[empty] = value
         return out
@@ -134,9 +149,12 @@ class Grouping:
         try:
             return parse_as(format_value(default.value), dtype)
         except ValueError:
-            raise self.fail(f"error converting: {type_name(default.dtype)}\nmissing value: "
-                            f"{format_value(default.value)}\nto type: {type_name(dtype)}",
-                            self.i - 2, self.i - 1) from None  # the reduction and its default
+            raise self.fail(
+                f"error converting: {type_name(default.dtype)}\nmissing value: "
+                f"{format_value(default.value)}\nto type: {type_name(dtype)}",
+                self.i - 2,
+                self.i - 1,
+            ) from None  # the reduction and its default
 
     def group_vector(self, vec: Vec) -> Vec:
         """``V / g ... >> R [DEF]``: one value per group."""
@@ -153,29 +171,42 @@ class Grouping:
         counts = np.bincount(codes, minlength=len(names))
         out = reduction._keyed(values, codes, counts)
         out = self._empty_groups(out, counts, names, axis, default)
-        return Vec(values=out, names=names, axis=axis,
-                   positions=None if axis is None else np.arange(len(names)),
-                   whole=axis is not None)
+        return Vec(
+            values=out,
+            names=names,
+            axis=axis,
+            positions=None if axis is None else np.arange(len(names)),
+            whole=axis is not None,
+        )
 
     def count(self, vec: Vec) -> Mat:
         """``V * g``: the number of entries of each pair of values."""
         vec = settle(vec, self.fail)
         op = self.take()
         rows, codes, names, axis = self._grouping(vec.names, vec.axis, vec.positions, op)
-        first = vec if len(rows) == len(vec.values) else replace(
-            vec, values=np.asarray(vec.values)[rows], source=None)  # kept codes: every entry
+        first = (
+            vec
+            if len(rows) == len(vec.values)
+            else replace(vec, values=np.asarray(vec.values)[rows], source=None)
+        )  # kept codes: every entry
         first_codes, first_names, first_axis = self._groups(first)
         valid = (codes >= 0) & (first_codes >= 0)
         size = len(first_names) * len(names)
         flat = np.bincount(first_codes[valid] * len(names) + codes[valid], minlength=size)
         n = len(vec.values)
-        dtype = next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)
-                     if n <= np.iinfo(t).max)
+        dtype = next(
+            np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64) if n <= np.iinfo(t).max
+        )
         values = np.asfortranarray(flat.reshape(len(first_names), len(names)).astype(dtype))
-        return Mat(values=values, row_names=first_names, row_axis=first_axis,
-                   row_positions=None if first_axis is None else np.arange(len(first_names)),
-                   col_names=names, col_axis=axis,
-                   col_positions=None if axis is None else np.arange(len(names)))
+        return Mat(
+            values=values,
+            row_names=first_names,
+            row_axis=first_axis,
+            row_positions=None if first_axis is None else np.arange(len(first_names)),
+            col_names=names,
+            col_axis=axis,
+            col_positions=None if axis is None else np.arange(len(names)),
+        )
 
     # --- Matrix phrases --------------------------------------------------------------------
 
@@ -185,8 +216,7 @@ class Grouping:
             op = self.peek()
             if type(op) in COMPARISONS:
                 self.take()
-                mat = replace(mat, values=compare(op, mat.values, "matrix", self.fail),
-                              prop=None)
+                mat = replace(mat, values=compare(op, mat.values, "matrix", self.fail), prop=None)
             elif isinstance(op, EltwiseOperation):
                 self.take()
                 mat = replace(mat, values=self.eltwise(op, mat.values))
@@ -208,8 +238,9 @@ class Grouping:
         n = values.shape[0] * values.shape[1]
         if n == 0:
             if default is None:
-                raise self.fail("no IfMissing value specified for reducing an empty matrix",
-                                self.i - 1)
+                raise self.fail(
+                    "no IfMissing value specified for reducing an empty matrix", self.i - 1
+                )
             return default.value
         self._check_strings(values, op)
         data = values.data if sp.issparse(values) else np.asarray(values).reshape(-1)
@@ -225,17 +256,22 @@ class Grouping:
         nr, nc = values.shape
         if sp.issparse(values) and values.format == "csr":
             if nc < np.iinfo(np.int32).max:  # all rows one group: the compiled scatter pass
-                found = op._grouped_columns(Compressed(values.data, values.indices,
-                                                      values.indptr, (nc, nr)),
-                                           np.zeros(nr, dtype=np.int32), 1)
+                found = op._grouped_columns(
+                    Compressed(values.data, values.indices, values.indptr, (nc, nr)),
+                    np.zeros(nr, dtype=np.int32),
+                    1,
+                )
                 if found is not None:
                     return np.asarray(found[0])
             return op._keyed(values.data, values.indices, np.full(nc, nr))
         if sp.issparse(values):
             csc = sp.csc_matrix(values)
             if nr < np.iinfo(np.int32).max:  # all rows one group: the compiled column pass
-                out = op._grouped_rows(Compressed(csc.data, csc.indices, csc.indptr, (nr, nc)),
-                                      np.zeros(nr, dtype=np.int32), 1)
+                out = op._grouped_rows(
+                    Compressed(csc.data, csc.indices, csc.indptr, (nr, nc)),
+                    np.zeros(nr, dtype=np.int32),
+                    1,
+                )
                 if out is not None:
                     return np.asarray(out[0])
             return op._segments(csc.data, csc.indptr, np.full(nc, nr))
@@ -244,8 +280,11 @@ class Grouping:
     def _reduce_side(self, mat: Mat, reduce: Any, default: IfMissing | None) -> Vec:
         op = reduce.reduction
         rows = type(reduce) is ReduceToColumn
-        names, axis, positions = ((mat.row_names, mat.row_axis, mat.row_positions) if rows
-                                  else (mat.col_names, mat.col_axis, mat.col_positions))
+        names, axis, positions = (
+            (mat.row_names, mat.row_axis, mat.row_positions)
+            if rows
+            else (mat.col_names, mat.col_axis, mat.col_positions)
+        )
         out = None
         if mat.values is None:  # the stored arrays (before a row reduction only)
             if len(mat.row_names) * len(mat.col_names):
@@ -254,18 +293,26 @@ class Grouping:
                 mat = self._read(mat)
         if out is None:
             out = self._reduce_values(mat.values.T if rows else mat.values, op, default)
-        return Vec(values=out, names=names, axis=axis, positions=positions,
-                   whole=axis is not None and positions is not None
-                   and len(positions) == len(self.r.entries(axis)))
+        return Vec(
+            values=out,
+            names=names,
+            axis=axis,
+            positions=positions,
+            whole=axis is not None
+            and positions is not None
+            and len(positions) == len(self.r.entries(axis)),
+        )
 
-    def _reduce_values(self, values: Any, op: ReductionOperation,
-                       default: IfMissing | None) -> Array:
+    def _reduce_values(
+        self, values: Any, op: ReductionOperation, default: IfMissing | None
+    ) -> Array:
         """One value per column of ``values`` (the default for an empty matrix)."""
         nr, nc = values.shape
         if nr * nc == 0:
             if default is None:
-                raise self.fail("no IfMissing value specified for reducing an empty matrix",
-                                self.i - 1)
+                raise self.fail(
+                    "no IfMissing value specified for reducing an empty matrix", self.i - 1
+                )
             return np.full(nc, default.value, dtype=default.dtype or object)
         self._check_strings(values, op)
         return self.reduce_columns(values, op)
@@ -274,8 +321,9 @@ class Grouping:
         op = self.take()
         if by_columns:
             mat = _transposed(mat)
-        rows, codes, names, axis = self._grouping(mat.row_names, mat.row_axis,
-                                                  mat.row_positions, op)
+        rows, codes, names, axis = self._grouping(
+            mat.row_names, mat.row_axis, mat.row_positions, op
+        )
         reduce = self.take(ReduceToColumn if by_columns else ReduceToRow)
         if type(reduce) is not (ReduceToColumn if by_columns else ReduceToRow):
             raise self.fail("invalid operation(s)", self.i - 1)
@@ -293,18 +341,24 @@ class Grouping:
                 mat = self._read(mat)
         if out is None:
             self._check_strings(mat.values, reduce.reduction)
-            out = self._group_values(mat.values, rows, codes, counts, len(names),
-                                     reduce.reduction)
+            out = self._group_values(mat.values, rows, codes, counts, len(names), reduce.reduction)
         if not bool(np.all(counts)):
             if default is None:
-                raise self.fail(f"no IfMissing value specified for the unused entry: "
-                                f"{names[int(np.argmin(counts))]}\nof the axis: {axis}",
-                                self.i - 1)
+                raise self.fail(
+                    f"no IfMissing value specified for the unused entry: "
+                    f"{names[int(np.argmin(counts))]}\nof the axis: {axis}",
+                    self.i - 1,
+                )
             out[counts == 0] = self._cast(default, out.dtype)
-        result = Mat(values=np.asfortranarray(out), row_names=names, row_axis=axis,
-                     row_positions=None if axis is None else np.arange(len(names)),
-                     col_names=mat.col_names, col_axis=mat.col_axis,
-                     col_positions=mat.col_positions)
+        result = Mat(
+            values=np.asfortranarray(out),
+            row_names=names,
+            row_axis=axis,
+            row_positions=None if axis is None else np.arange(len(names)),
+            col_names=mat.col_names,
+            col_axis=mat.col_axis,
+            col_positions=mat.col_positions,
+        )
         return _transposed(result) if by_columns else result
 
     def _read(self, mat: Mat) -> Mat:
@@ -312,11 +366,22 @@ class Grouping:
         assert mat.row_axis is not None
         assert mat.col_axis is not None
         assert mat.prop is not None
-        return replace(mat, values=self.r.matrix(mat.row_axis, mat.col_axis, mat.prop, None),
-                       stored=None, stored_t=None)
+        return replace(
+            mat,
+            values=self.r.matrix(mat.row_axis, mat.col_axis, mat.prop, None),
+            stored=None,
+            stored_t=None,
+        )
 
-    def _group_values(self, values: Any, rows: Array, codes: Array, counts: Array,
-                      count: int, op: ReductionOperation) -> Array:
+    def _group_values(
+        self,
+        values: Any,
+        rows: Array,
+        codes: Array,
+        counts: Array,
+        count: int,
+        op: ReductionOperation,
+    ) -> Array:
         """The groups of ``rows`` (by ``codes``) of a matrix, reduced column by column."""
         if sp.issparse(values):
             return _group_sparse_rows(values, rows, codes, counts, op)
@@ -325,7 +390,7 @@ class Grouping:
         starts = np.concatenate([[0], np.cumsum(counts)])
         out = np.empty((count, values.shape[1]), dtype=op.result_type(values.dtype))
         for k in np.flatnonzero(counts):
-            out[k] = self.reduce_columns(picked[starts[k]:starts[k + 1]], op)
+            out[k] = self.reduce_columns(picked[starts[k] : starts[k + 1]], op)
         return out
 
     def _matrix_lookup(self, mat: Mat) -> Mat:
@@ -344,8 +409,14 @@ class Grouping:
             raise self.fail("invalid operation(s)", self.i - 1)
         default = self.if_missing()
         kind = self.matrix_kind() if isinstance(lookup, LookupMatrix) else None
-        probe = Vec(values=np.zeros(0, dtype=object), names=np.zeros(0), axis=None,
-                    positions=None, prop=mat.prop, as_axis=as_axis)
+        probe = Vec(
+            values=np.zeros(0, dtype=object),
+            names=np.zeros(0),
+            axis=None,
+            positions=None,
+            prop=mat.prop,
+            as_axis=as_axis,
+        )
         axis = self.target_axis(probe)
         assert axis is not None
         flat = np.asarray(mat.values, dtype=object).reshape(-1, order="F")
@@ -355,22 +426,23 @@ class Grouping:
         if bool(bad.any()) and not self.checking:
             raise self.missing_entry(str(flat[int(np.argmax(bad))]), axis)
         full = self.full_values(axis, lookup.operand, default, kind)
-        out = full[np.where(codes >= 0, codes, 0)] if len(full) else np.zeros(len(flat),
-                                                                              full.dtype)
+        out = full[np.where(codes >= 0, codes, 0)] if len(full) else np.zeros(len(flat), full.dtype)
         if final is not None and bool(empty.any()):
             out = out.copy()
             dtype = None if is_strings(out) else out.dtype
             try:
                 out[empty] = parse_as(final, dtype)
             except ValueError:
-                raise self.fail(f"error parsing final value: {final}\nas type: "
-                                f"{type_name(dtype)}", self.i - 1) from None
+                raise self.fail(
+                    f"error parsing final value: {final}\nas type: {type_name(dtype)}", self.i - 1
+                ) from None
         values = out.reshape(mat.values.shape, order="F")
         return replace(mat, values=values, prop=lookup.operand, as_axis=None)
 
 
-def _group_sparse_rows(values: Any, rows: Array, codes: Array, counts: Array,
-                       op: ReductionOperation) -> Array:
+def _group_sparse_rows(
+    values: Any, rows: Array, codes: Array, counts: Array, op: ReductionOperation
+) -> Array:
     """Groups of rows of a sparse matrix, reduced column by column in one pass over the
     stored values: by the reduction's own pass over a CSC matrix if it has one (``Sum``,
     ``Mean``, ``Min``, ``Max``, ``Count``), else as runs keyed by (group of its row, its
@@ -379,17 +451,27 @@ def _group_sparse_rows(values: Any, rows: Array, codes: Array, counts: Array,
     if values.format not in ("csc", "csr"):
         values = sp.csc_matrix(values)
     if values.format == "csc":
-        fast = _grouped_csc(Compressed(values.data, values.indices, values.indptr,
-                                       (nr, nc)), rows, codes, counts, op)
+        fast = _grouped_csc(
+            Compressed(values.data, values.indices, values.indptr, (nr, nc)),
+            rows,
+            codes,
+            counts,
+            op,
+        )
     else:  # the CSC arrays of the transpose: each value scattered into its group's result
-        fast = _grouped_csr(Compressed(values.data, values.indices, values.indptr,
-                                       (nc, nr)), rows, codes, counts, op)
+        fast = _grouped_csr(
+            Compressed(values.data, values.indices, values.indptr, (nc, nr)),
+            rows,
+            codes,
+            counts,
+            op,
+        )
     if fast is not None:
         return fast
-    major = np.repeat(np.arange(values.shape[0 if values.format == "csr" else 1]),
-                      np.diff(values.indptr))
-    row_of, col_of = ((values.indices, major) if values.format == "csc"
-                      else (major, values.indices))
+    major = np.repeat(
+        np.arange(values.shape[0 if values.format == "csr" else 1]), np.diff(values.indptr)
+    )
+    row_of, col_of = (values.indices, major) if values.format == "csc" else (major, values.indices)
     group_of_row = np.full(nr, -1, dtype=np.int64)
     group_of_row[rows] = codes
     group = group_of_row[row_of]
@@ -399,8 +481,9 @@ def _group_sparse_rows(values: Any, rows: Array, codes: Array, counts: Array,
     return np.asarray(out.reshape(len(counts), nc))
 
 
-def _grouped_csc(values: Compressed, rows: Array, codes: Array, counts: Array,
-                 op: ReductionOperation) -> Array | None:
+def _grouped_csc(
+    values: Compressed, rows: Array, codes: Array, counts: Array, op: ReductionOperation
+) -> Array | None:
     """The reduction's own one-pass result for the groups of rows of CSC arrays, if any."""
     if len(counts) >= np.iinfo(np.int32).max:
         return None
@@ -409,8 +492,9 @@ def _grouped_csc(values: Compressed, rows: Array, codes: Array, counts: Array,
     return op._grouped_rows(values, group_of, len(counts))
 
 
-def _grouped_csr(values: Compressed, rows: Array, codes: Array, counts: Array,
-                 op: ReductionOperation) -> Array | None:
+def _grouped_csr(
+    values: Compressed, rows: Array, codes: Array, counts: Array, op: ReductionOperation
+) -> Array | None:
     """The reduction's own one-pass result for the groups of rows of a matrix whose
     transpose's CSC arrays are ``values`` (the groups of its columns), if any."""
     if len(counts) >= np.iinfo(np.int32).max or values.shape[1] >= np.iinfo(np.int32).max:
@@ -436,8 +520,16 @@ def _reduce_stored_rows(mat: Mat, op: ReductionOperation) -> Array | None:
 
 
 def _transposed(mat: Mat) -> Mat:
-    return Mat(values=None if mat.values is None else mat.values.T, row_names=mat.col_names,
-               row_axis=mat.col_axis, row_positions=mat.col_positions,
-               col_names=mat.row_names, col_axis=mat.row_axis,
-               col_positions=mat.row_positions, prop=mat.prop, as_axis=mat.as_axis,
-               stored=mat.stored_t, stored_t=mat.stored)
+    return Mat(
+        values=None if mat.values is None else mat.values.T,
+        row_names=mat.col_names,
+        row_axis=mat.col_axis,
+        row_positions=mat.col_positions,
+        col_names=mat.row_names,
+        col_axis=mat.row_axis,
+        col_positions=mat.row_positions,
+        prop=mat.prop,
+        as_axis=mat.as_axis,
+        stored=mat.stored_t,
+        stored_t=mat.stored,
+    )

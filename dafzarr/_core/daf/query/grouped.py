@@ -21,8 +21,16 @@ import numpy as np
 from ...aliases import Array
 from .registry import Compressed
 
-__all__ = ["column_chunks", "grouped_logs", "grouped_modes", "grouped_moments",
-           "grouped_quantiles", "index_pair", "pointer_ok", "takes"]
+__all__ = [
+    "column_chunks",
+    "grouped_logs",
+    "grouped_modes",
+    "grouped_moments",
+    "grouped_quantiles",
+    "index_pair",
+    "pointer_ok",
+    "takes",
+]
 
 
 THREADS = max(1, min(4, os.cpu_count() or 1))
@@ -50,8 +58,9 @@ def _rows(groups: Array, count: int) -> Array:
     return np.bincount(groups[groups >= 0], minlength=count).astype(np.int64)
 
 
-def grouped_moments(values: Compressed, groups: Array, count: int
-                    ) -> tuple[Array, Array, Array] | None:
+def grouped_moments(
+    values: Compressed, groups: Array, count: int
+) -> tuple[Array, Array, Array] | None:
     """The mean and the population variance of each group of rows (``groups``: int32, -1 for
     none) in each column, implicit zeros included, and the group sizes: two ``count x
     columns`` float64 arrays and one int64 array (the mean of an empty group is 0)."""
@@ -66,8 +75,22 @@ def grouped_moments(values: Compressed, groups: Array, count: int
     sums, devs = np.zeros(shape), np.zeros(shape)
     seen = np.zeros(shape, dtype=np.uint32)
     indices, indptr = index_pair(values)
-    if group_moments(np.ascontiguousarray(data), indices, indptr, groups, n, sums, devs, seen,
-                     True, THREADS, values.base) >= 0:
+    if (
+        group_moments(
+            np.ascontiguousarray(data),
+            indices,
+            indptr,
+            groups,
+            n,
+            sums,
+            devs,
+            seen,
+            True,
+            THREADS,
+            values.base,
+        )
+        >= 0
+    ):
         return None
     mean = sums / n
     del sums
@@ -80,8 +103,12 @@ def grouped_moments(values: Compressed, groups: Array, count: int
 def pointer_ok(values: Compressed, indptr: Array) -> bool:
     """Whether the column pointer starts in range, never decreases and ends in range."""
     p = indptr.astype(np.int64)  # a value past int64 wraps negative: refused
-    return bool(len(p) >= 1 and p[0] - values.base >= 0 and np.all(np.diff(p) >= 0)
-                and p[-1] - values.base <= len(values.data))
+    return bool(
+        len(p) >= 1
+        and p[0] - values.base >= 0
+        and np.all(np.diff(p) >= 0)
+        and p[-1] - values.base <= len(values.data)
+    )
 
 
 def column_chunks(indptr: Array, base: int) -> Iterator[tuple[int, int, int, int]]:
@@ -97,8 +124,9 @@ def column_chunks(indptr: Array, base: int) -> Iterator[tuple[int, int, int, int
         c0 = c1
 
 
-def grouped_logs(values: Compressed, groups: Array, count: int, eps: float
-                 ) -> tuple[Array, Array, Array] | None:
+def grouped_logs(
+    values: Compressed, groups: Array, count: int, eps: float
+) -> tuple[Array, Array, Array] | None:
     """The sum of ``log(x + eps)`` of the stored values of each group of rows in each column,
     the number of those values (both ``count x columns``) and the group sizes; the
     logarithms are taken by numpy a chunk of columns at a time."""
@@ -118,16 +146,29 @@ def grouped_logs(values: Compressed, groups: Array, count: int, eps: float
     for c0, c1, start, stop in column_chunks(indptr, values.base):
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.log(np.asarray(data[start:stop]).astype(np.float64) + eps)
-        pointer = indptr[c0:c1 + 1] - indptr.dtype.type(start)
+        pointer = indptr[c0 : c1 + 1] - indptr.dtype.type(start)
         part = sums[c0:c1]
-        if group_moments(logs, indices[start:stop], pointer, groups, n, part, part,
-                         seen[c0:c1], False, 1, values.base) >= 0:
+        if (
+            group_moments(
+                logs,
+                indices[start:stop],
+                pointer,
+                groups,
+                n,
+                part,
+                part,
+                seen[c0:c1],
+                False,
+                1,
+                values.base,
+            )
+            >= 0
+        ):
             return None
     return sums.T, seen.T, rows
 
 
-def grouped_quantiles(values: Compressed, groups: Array, count: int, p: float
-                      ) -> Array | None:
+def grouped_quantiles(values: Compressed, groups: Array, count: int, p: float) -> Array | None:
     """The ``p`` quantile of each group of rows in each column (``count x columns``
     float64), implicit zeros included."""
     from ...._groupby import group_quantiles
@@ -137,8 +178,20 @@ def grouped_quantiles(values: Compressed, groups: Array, count: int, p: float
         return None
     out = np.zeros((values.shape[1], count))
     indices, indptr = index_pair(values)
-    if group_quantiles(np.ascontiguousarray(data), indices, indptr, groups,
-                       _rows(groups, count), p, out, THREADS, values.base) >= 0:
+    if (
+        group_quantiles(
+            np.ascontiguousarray(data),
+            indices,
+            indptr,
+            groups,
+            _rows(groups, count),
+            p,
+            out,
+            THREADS,
+            values.base,
+        )
+        >= 0
+    ):
         return None
     return out.T
 
@@ -153,7 +206,18 @@ def grouped_modes(values: Compressed, groups: Array, count: int) -> Array | None
         return None
     out = np.zeros((values.shape[1], count), dtype=data.dtype)
     indices, indptr = index_pair(values)
-    if group_modes(np.ascontiguousarray(data), indices, indptr, groups, _rows(groups, count),
-                   out, THREADS, values.base) >= 0:
+    if (
+        group_modes(
+            np.ascontiguousarray(data),
+            indices,
+            indptr,
+            groups,
+            _rows(groups, count),
+            out,
+            THREADS,
+            values.base,
+        )
+        >= 0
+    ):
         return None
     return out.T

@@ -23,9 +23,13 @@ __all__ = ["is_axis_query", "parse_query", "query_axis_name"]
 
 #: The operation class of each operator, for all but ``||`` and the registered operations.
 _SIMPLE: dict[str, type[QueryOperation]] = {
-    cls.OPERATOR: cls for cls in vars(_ops).values()
-    if isinstance(cls, type) and issubclass(cls, QueryOperation) and cls.OPERATOR
-    and cls not in NEGATED.values() and cls is not IfMissing
+    cls.OPERATOR: cls
+    for cls in vars(_ops).values()
+    if isinstance(cls, type)
+    and issubclass(cls, QueryOperation)
+    and cls.OPERATOR
+    and cls not in NEGATED.values()
+    and cls is not IfMissing
 }
 
 
@@ -74,7 +78,8 @@ def parse_query(query: Any, operand_only: type[QueryOperation] | None = None) ->
         return QuerySequence([query])
     if not isinstance(query, str):
         raise InvalidArgumentTypeError(
-            f"a query is a str or a query object, not {type(query).__name__}")
+            f"a query is a str or a query object, not {type(query).__name__}"
+        )
     tokens = tokenize(query)
     if operand_only is not None and len(tokens) == 1 and not tokens[0].is_operator:
         return QuerySequence([operand_only(tokens[0].text)], source=query)
@@ -96,8 +101,11 @@ class _Parser:
         return None
 
     def _peek_operator(self, text: str) -> bool:
-        return (self.at < len(self.tokens) and self.tokens[self.at].is_operator
-                and self.tokens[self.at].text == text)
+        return (
+            self.at < len(self.tokens)
+            and self.tokens[self.at].is_operator
+            and self.tokens[self.at].text == text
+        )
 
     def _error(self, message: str, token: Token | None) -> Exception:
         if token is None:
@@ -149,13 +157,17 @@ class _Parser:
             return IfMissing(value.text, None if kind is None else kind.text)
         except ValueError:
             if kind is not None and kind.text not in _type_names():
-                raise self._error(f'invalid value: "{kind.text}"\nvalue must be: a type name\n'
-                                  "for the parameter: type\nfor the operation: ||",
-                                  kind) from None
+                raise self._error(
+                    f'invalid value: "{kind.text}"\nvalue must be: a type name\n'
+                    "for the parameter: type\nfor the operation: ||",
+                    kind,
+                ) from None
             must = f"a valid {kind.text if kind else 'value'}"
-            raise self._error(f'invalid value: "{value.text}"\nvalue must be: {must}\n'
-                              "for the parameter: value\nfor the operation: ||",
-                              value) from None
+            raise self._error(
+                f'invalid value: "{value.text}"\nvalue must be: {must}\n'
+                "for the parameter: value\nfor the operation: ||",
+                value,
+            ) from None
 
     def _registered(self, token: Token) -> QueryOperation:
         name = self._required(token)
@@ -168,8 +180,9 @@ class _Parser:
         where: dict[str, Token] = {}
         while (key := self._value()) is not None:
             if key.text in params:
-                raise self._error(f"repeated parameter: {key.text}\nfor the operation: "
-                                  f"{name.text}", key)
+                raise self._error(
+                    f"repeated parameter: {key.text}\nfor the operation: {name.text}", key
+                )
             value = self._required(key)
             params[key.text] = value.text
             where[key.text] = value

@@ -51,12 +51,26 @@ from .scattered import (
     scattered_sums,
 )
 
-__all__ = ["Count", "GeoMean", "Max", "Mean", "Median", "Min", "Mode", "Quantile", "Std",
-           "StdN", "Sum", "Var", "VarN"]
+__all__ = [
+    "Count",
+    "GeoMean",
+    "Max",
+    "Mean",
+    "Median",
+    "Min",
+    "Mode",
+    "Quantile",
+    "Std",
+    "StdN",
+    "Sum",
+    "Var",
+    "VarN",
+]
 
 
-def _group_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]
-                ) -> Array | None:
+def _group_sums(
+    values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]
+) -> Array | None:
     """The sums of each group of rows of the CSC matrix ``values``, column by column, as a
     Fortran-ordered ``count x columns`` array of float64 (for a float ``dtype``) or of
     ``dtype`` (an integer type: wrapping sums), by the compiled one-pass kernel; ``None`` for
@@ -74,8 +88,7 @@ def _group_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[A
     else:
         return None
     indices, indptr = index_pair(values)
-    bad = group_sums(np.ascontiguousarray(data), indices, indptr, groups, out, THREADS,
-                     values.base)
+    bad = group_sums(np.ascontiguousarray(data), indices, indptr, groups, out, THREADS, values.base)
     if bad >= 0:
         return None
     return out.T if dtype.kind == "f" else out.view(np.int64).T.astype(dtype)
@@ -108,7 +121,8 @@ class Sum(_Float):
         "``>> Sum`` (``>| Sum``, ``>- Sum``): the sum of the values.",
         "type (number type, auto): the result type (default: Int32 or UInt32 for smaller "
         "integers and Bool, else the input type).",
-        _example("@ cell : age >> Sum", "96", 'Sum(type="Float64")', ">> Sum type Float64"))
+        _example("@ cell : age >> Sum", "96", 'Sum(type="Float64")', ">> Sum type Float64"),
+    )
 
     NAME = "Sum"
     PARAMETERS = (TYPE,)
@@ -146,11 +160,14 @@ class Count(_Float):
     __doc__ = registered_doc(
         "``>> Count``: the number of values, zeros included; String values are counted too.",
         "type (number type, auto): the result type (default: UInt32).",
-        _example("@ cell : age / is_doublet >> Count",
-                 "array([2, 1], dtype=uint32)",
-                 "Count()",
-                 ">> Count",
-                 setup=EX_MASKS))
+        _example(
+            "@ cell : age / is_doublet >> Count",
+            "array([2, 1], dtype=uint32)",
+            "Count()",
+            ">> Count",
+            setup=EX_MASKS,
+        ),
+    )
 
     NAME = "Count"
     PARAMETERS = (TYPE,)
@@ -178,7 +195,8 @@ class Mean(_Float):
     __doc__ = registered_doc(
         "``>> Mean``: the mean of the values.",
         "type (float type, auto): the result type (default: the float type of the input).",
-        _example("@ cell : age >> Mean", "32.0", 'Mean(type="Float32")', ">> Mean type Float32"))
+        _example("@ cell : age >> Mean", "32.0", 'Mean(type="Float32")', ">> Mean type Float32"),
+    )
 
     NAME = "Mean"
 
@@ -237,7 +255,8 @@ class Var(_Spread):
     __doc__ = registered_doc(
         "``>> Var``: the population (uncorrected) variance of the values.",
         "type (float type, auto): the result type (default: the float type of the input).",
-        _example("@ cell : age >> Var", "78.0", "Var()", ">> Var"))
+        _example("@ cell : age >> Var", "78.0", "Var()", ">> Var"),
+    )
 
     NAME = "Var"
 
@@ -247,7 +266,8 @@ class Std(_Spread):
     __doc__ = registered_doc(
         "``>> Std``: the population (uncorrected) standard deviation of the values.",
         "type (float type, auto): the result type (default: the float type of the input).",
-        _example("@ cell : age >> Std", "8.831760866327848", "Std()", ">> Std"))
+        _example("@ cell : age >> Std", "8.831760866327848", "Std()", ">> Std"),
+    )
 
     NAME = "Std"
     ROOT = True
@@ -259,7 +279,8 @@ class VarN(_Spread):
         "``>> VarN``: the variance of the values divided by (their mean + ``eps``).",
         "type (float type, auto): the result type (default: the float type of the input).\n"
         "eps (float, 0): added to the mean first (not negative).",
-        _example("@ cell : age >> VarN", "2.4375", "VarN(eps=1)", ">> VarN eps 1.0"))
+        _example("@ cell : age >> VarN", "2.4375", "VarN(eps=1)", ">> VarN eps 1.0"),
+    )
 
     NAME = "VarN"
     PARAMETERS = (FLOAT_TYPE, EPS)
@@ -272,7 +293,8 @@ class StdN(_Spread):
         "``>> StdN``: the standard deviation of the values divided by (their mean + ``eps``).",
         "type (float type, auto): the result type (default: the float type of the input).\n"
         "eps (float, 0): added to the mean first (not negative).",
-        _example("@ cell : age >> StdN eps 1", "0.26762911716144994", "StdN()", ">> StdN eps 0.0"))
+        _example("@ cell : age >> StdN eps 1", "0.26762911716144994", "StdN()", ">> StdN eps 0.0"),
+    )
 
     NAME = "StdN"
     PARAMETERS = (FLOAT_TYPE, EPS)
@@ -285,10 +307,10 @@ class GeoMean(_Float):
         "``>> GeoMean``: the geometric mean, ``exp(mean(log(x + eps))) - eps``.",
         "type (float type, auto): the result type (default: the float type of the input).\n"
         "eps (float, 0): added to each value first, taken away from the result (not negative).",
-        _example("@ cell : age >> GeoMean",
-                 "30.616858866136536",
-                 "GeoMean(eps=1)",
-                 ">> GeoMean eps 1.0"))
+        _example(
+            "@ cell : age >> GeoMean", "30.616858866136536", "GeoMean(eps=1)", ">> GeoMean eps 1.0"
+        ),
+    )
 
     NAME = "GeoMean"
     PARAMETERS = (FLOAT_TYPE, EPS)
@@ -341,8 +363,20 @@ class _Extreme(_Float):
         indices, indptr = index_pair(values)
         out = np.zeros((values.shape[1], count), dtype=data.dtype)
         seen = np.zeros((values.shape[1], count), dtype=np.uint32)
-        if group_extremes(np.ascontiguousarray(data), indices, indptr, groups, out, seen,
-                          self.UFUNC is np.maximum, THREADS, values.base) >= 0:
+        if (
+            group_extremes(
+                np.ascontiguousarray(data),
+                indices,
+                indptr,
+                groups,
+                out,
+                seen,
+                self.UFUNC is np.maximum,
+                THREADS,
+                values.base,
+            )
+            >= 0
+        ):
             return None
         rows = np.bincount(groups[groups >= 0], minlength=count)
         partial = (seen > 0) & (seen < rows[None, :])  # implicit zeros take part
@@ -367,7 +401,6 @@ class _Extreme(_Float):
         out[partial] = self.UFUNC(out[partial], 0)
         return out
 
-
     def _identity(self, dtype: np.dtype[Any]) -> Any:
         """The value every value replaces: the largest of the type for Min, else the least."""
         high = self.UFUNC is np.minimum
@@ -384,7 +417,8 @@ class Min(_Extreme):
     __doc__ = registered_doc(
         "``>> Min``: the smallest value (of the input type; implicit zeros take part).",
         "",
-        _example("@ cell : age >> Min", "20", "Min()", ">> Min"))
+        _example("@ cell : age >> Min", "20", "Min()", ">> Min"),
+    )
 
     NAME = "Min"
 
@@ -394,7 +428,8 @@ class Max(_Extreme):
     __doc__ = registered_doc(
         "``>> Max``: the largest value (of the input type; implicit zeros take part).",
         "",
-        _example("@ cell : age >> Max", "41", "Max()", ">> Max"))
+        _example("@ cell : age >> Max", "41", "Max()", ">> Max"),
+    )
 
     NAME = "Max"
     UFUNC = np.maximum
@@ -432,7 +467,8 @@ class Median(_Float):
         "``>> Median``: the median of the values (the mean of the middle two of an even count; "
         "NaNs order after every number).",
         "type (float type, auto): the result type (default: the float type of the input).",
-        _example("@ cell : age >> Median", "35.0", "Median()", ">> Median"))
+        _example("@ cell : age >> Median", "35.0", "Median()", ">> Median"),
+    )
 
     NAME = "Median"
 
@@ -459,7 +495,8 @@ class Quantile(_Float):
         "order statistics (NaNs order after every number).",
         "type (float type, auto): the result type (default: the float type of the input).\n"
         "p (float, required): the quantile, from 0 to 1.",
-        _example("@ cell : age >> Quantile p 0.25", "27.5", "Quantile(p=0.9)", ">> Quantile p 0.9"))
+        _example("@ cell : age >> Quantile p 0.25", "27.5", "Quantile(p=0.9)", ">> Quantile p 0.9"),
+    )
 
     NAME = "Quantile"
     PARAMETERS = (FLOAT_TYPE, Parameter("p", "float", required=True, check=_fraction))
@@ -482,8 +519,8 @@ class Mode(_Float):
         "``>> Mode``: the most frequent value (of the input type; String values too); a tie "
         "goes to the value whose count reached the maximum first.",
         "",
-        _example("@ cell : type >> Mode", "'T'", "Mode()", ">> Mode",
-                 setup=EX_MASKS))
+        _example("@ cell : type >> Mode", "'T'", "Mode()", ">> Mode", setup=EX_MASKS),
+    )
 
     NAME = "Mode"
     PARAMETERS = ()

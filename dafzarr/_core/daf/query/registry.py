@@ -118,15 +118,18 @@ class RegisteredOperation(QueryOperation):
         spec = {p.name: p for p in self.PARAMETERS}
         for name in params:
             if name not in spec:
-                raise DafQueryParameterError(f"the parameter: {name}\ndoes not exist for "
-                                             f"the operation: {self.NAME}", name)
+                raise DafQueryParameterError(
+                    f"the parameter: {name}\ndoes not exist for the operation: {self.NAME}", name
+                )
         for p in self.PARAMETERS:
             if p.name in params and params[p.name] is not None:
                 self.given.add(p.name)
                 self.params[p.name] = self._value(p, params[p.name])
             elif p.required:
-                raise DafQueryParameterError(f"missing required parameter: {p.name}\nfor the "
-                                             f"eltwise operation: {self.NAME}", None)
+                raise DafQueryParameterError(
+                    f"missing required parameter: {p.name}\nfor the eltwise operation: {self.NAME}",
+                    None,
+                )
             else:
                 self.params[p.name] = p.default
         for p in self.PARAMETERS:
@@ -136,15 +139,17 @@ class RegisteredOperation(QueryOperation):
                     raise self._invalid(p, params[p.name], must)
 
     def _invalid(self, p: Parameter, value: Any, must: str) -> DafQueryParameterError:
-        return DafQueryParameterError(f'invalid value: "{value}"\nvalue must be: {must}\n'
-                                      f"for the parameter: {p.name}\nfor the operation: "
-                                      f"{self.NAME}", p.name)
+        return DafQueryParameterError(
+            f'invalid value: "{value}"\nvalue must be: {must}\n'
+            f"for the parameter: {p.name}\nfor the operation: "
+            f"{self.NAME}",
+            p.name,
+        )
 
     def _value(self, p: Parameter, value: Any) -> Any:
         if p.kind == "float":
             try:
-                return float(parse_as(value, TYPES["Float64"]) if isinstance(value, str)
-                             else value)
+                return float(parse_as(value, TYPES["Float64"]) if isinstance(value, str) else value)
             except (TypeError, ValueError):
                 raise self._invalid(p, value, "a valid Float64") from None
         text = value if isinstance(value, str) else getattr(value, "__name__", str(value))
@@ -167,8 +172,9 @@ class RegisteredOperation(QueryOperation):
                 parts += [p.name, "auto" if dtype is None else _type_text(dtype)]
         return " ".join(parts)
 
-    def out_type(self, dtype: np.dtype[Any], default: Callable[[np.dtype[Any]], np.dtype[Any]]
-                 ) -> np.dtype[Any]:
+    def out_type(
+        self, dtype: np.dtype[Any], default: Callable[[np.dtype[Any]], np.dtype[Any]]
+    ) -> np.dtype[Any]:
         """The element type of a result: the ``type`` parameter if given, else
         ``default(dtype)``.
 
@@ -387,7 +393,7 @@ class ReductionOperation(RegisteredOperation):
         data, indptr = runs.sorted()
         out = np.empty(runs.count, dtype=self.result_type(data.dtype))
         for i in np.flatnonzero(sizes):
-            run = data[indptr[i]:indptr[i + 1]]
+            run = data[indptr[i] : indptr[i + 1]]
             zeros = int(sizes[i]) - run.size
             if zeros:
                 run = np.concatenate([run, np.zeros(zeros, dtype=run.dtype)])

@@ -22,7 +22,11 @@ from .parse import parse_query
 from .stack import Mat, Vec
 
 __all__ = [
-    "evaluate", "get_np_query", "get_pd_frame", "get_pd_query", "has_query",
+    "evaluate",
+    "get_np_query",
+    "get_pd_frame",
+    "get_pd_query",
+    "has_query",
     "query_requires_relayout",
 ]
 
@@ -88,10 +92,12 @@ def get_pd_query(daf: Any, query: Any, *, cache: bool | None = None) -> Any:
     if isinstance(result, Mat):
         values = result.values
         dense = values.toarray() if sp.issparse(values) else values
-        return pd.DataFrame(dense, index=pd.Index(result.row_names, name=result.row_axis,
-                                                  dtype=object),
-                            columns=pd.Index(result.col_names, name=result.col_axis,
-                                             dtype=object), copy=False)
+        return pd.DataFrame(
+            dense,
+            index=pd.Index(result.row_names, name=result.row_axis, dtype=object),
+            columns=pd.Index(result.col_names, name=result.col_axis, dtype=object),
+            copy=False,
+        )
     return set(result)
 
 
@@ -118,8 +124,7 @@ def query_requires_relayout(daf: Any, query: Any) -> bool:
     return reader.relayout
 
 
-def get_pd_frame(daf: Any, axis: Any, columns: Any = None, *, cache: bool | None = None
-                 ) -> Any:
+def get_pd_frame(daf: Any, axis: Any, columns: Any = None, *, cache: bool | None = None) -> Any:
     """A ``pandas.DataFrame`` whose rows are the entries of an axis query (``"cell"`` means
     ``@ cell``) and whose columns are vector queries of those entries.
 
@@ -135,20 +140,31 @@ def get_pd_frame(daf: Any, axis: Any, columns: Any = None, *, cache: bool | None
     assert rows.axis is not None
     if columns is None:
         columns = ["name", *sorted(daf.vectors_set(rows.axis))]
-    pairs = list(columns.items()) if isinstance(columns, dict) else [
-        (c, c) if isinstance(c, str) else tuple(c) for c in columns]
+    pairs = (
+        list(columns.items())
+        if isinstance(columns, dict)
+        else [(c, c) if isinstance(c, str) else tuple(c) for c in columns]
+    )
     data: dict[str, Any] = {}
     for column, text in pairs:
         query = _column_query(axis_query, text)
         result = evaluate(daf, query, cache)
         # As DataAxesFormats.jl: a column is one value per row, named as the rows (a group
         # result keyed by the rows' names fits, whatever its axis).
-        if not isinstance(result, Vec) or len(result.names) != len(rows.names) or not bool(
-                np.all(np.asarray(result.names, dtype=object) == np.asarray(rows.names,
-                                                                            dtype=object))):
-            raise DafQueryError(f"invalid column query: {query}\n"
-                                f"for the axis query: {axis_query}\n"
-                                f"of the daf data: {daf.name}")
+        if (
+            not isinstance(result, Vec)
+            or len(result.names) != len(rows.names)
+            or not bool(
+                np.all(
+                    np.asarray(result.names, dtype=object) == np.asarray(rows.names, dtype=object)
+                )
+            )
+        ):
+            raise DafQueryError(
+                f"invalid column query: {query}\n"
+                f"for the axis query: {axis_query}\n"
+                f"of the daf data: {daf.name}"
+            )
         data[column] = result.values
     index = pd.Index(rows.names, name=rows.axis, dtype=object)
     return pd.DataFrame(data, index=index)

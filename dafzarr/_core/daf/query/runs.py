@@ -34,8 +34,9 @@ class Runs:
     need no sorting; the others use :meth:`sorted`.
     """
 
-    def __init__(self, data: Array, count: int, *, indptr: Array | None = None,
-                 keys: Array | None = None) -> None:
+    def __init__(
+        self, data: Array, count: int, *, indptr: Array | None = None, keys: Array | None = None
+    ) -> None:
         self.data = data
         self.count = count
         self.indptr = indptr

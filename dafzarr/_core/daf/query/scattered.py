@@ -26,8 +26,16 @@ from ...aliases import Array
 from .grouped import column_chunks, index_pair, pointer_ok, takes
 from .registry import Compressed
 
-__all__ = ["BLOCK", "column_sizes", "scattered_extremes", "scattered_logs",
-           "scattered_modes", "scattered_moments", "scattered_quantiles", "scattered_sums"]
+__all__ = [
+    "BLOCK",
+    "column_sizes",
+    "scattered_extremes",
+    "scattered_logs",
+    "scattered_modes",
+    "scattered_moments",
+    "scattered_quantiles",
+    "scattered_sums",
+]
 
 
 #: The stored values of the rows whose order statistics or modes are found at once (or one
@@ -40,8 +48,9 @@ def column_sizes(groups: Array, count: int) -> Array:
     return np.bincount(groups[groups >= 0], minlength=count).astype(np.int64)
 
 
-def scattered_sums(values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]
-                   ) -> Array | None:
+def scattered_sums(
+    values: Compressed, groups: Array, count: int, dtype: np.dtype[Any]
+) -> Array | None:
     """The sums of each row over each group of columns: float64 for a float ``dtype``, else
     wrapping sums of ``dtype`` (an integer type)."""
     from ...._groupby import scatter_sums
@@ -57,14 +66,12 @@ def scattered_sums(values: Compressed, groups: Array, count: int, dtype: np.dtyp
     else:
         return None
     indices, indptr = index_pair(values)
-    if scatter_sums(np.ascontiguousarray(data), indices, indptr, groups, out,
-                    values.base) >= 0:
+    if scatter_sums(np.ascontiguousarray(data), indices, indptr, groups, out, values.base) >= 0:
         return None
     return out if dtype.kind == "f" else out.view(np.int64).astype(dtype)
 
 
-def scattered_extremes(values: Compressed, groups: Array, count: int, high: bool
-                       ) -> Array | None:
+def scattered_extremes(values: Compressed, groups: Array, count: int, high: bool) -> Array | None:
     """The largest (``high``) or smallest value of each row over each group of columns,
     implicit zeros included (0 for an empty group), of the type of the values."""
     from ...._groupby import scatter_extremes
@@ -76,8 +83,12 @@ def scattered_extremes(values: Compressed, groups: Array, count: int, high: bool
     out = np.zeros(shape, dtype=data.dtype)
     seen = np.zeros(shape, dtype=np.uint32)
     indices, indptr = index_pair(values)
-    if scatter_extremes(np.ascontiguousarray(data), indices, indptr, groups, out, seen, high,
-                        values.base) >= 0:
+    if (
+        scatter_extremes(
+            np.ascontiguousarray(data), indices, indptr, groups, out, seen, high, values.base
+        )
+        >= 0
+    ):
         return None
     sizes = column_sizes(groups, count)
     partial = (seen > 0) & (seen < sizes[:, None])  # implicit zeros take part
@@ -85,8 +96,7 @@ def scattered_extremes(values: Compressed, groups: Array, count: int, high: bool
     return out
 
 
-def scattered_moments(values: Compressed, groups: Array, count: int
-                      ) -> tuple[Array, Array] | None:
+def scattered_moments(values: Compressed, groups: Array, count: int) -> tuple[Array, Array] | None:
     """The mean and the population variance of each row over each group of columns,
     implicit zeros included (the mean of an empty group is 0)."""
     from ...._groupby import scatter_moments
@@ -100,8 +110,21 @@ def scattered_moments(values: Compressed, groups: Array, count: int
     sums, devs = np.zeros(shape), np.zeros(shape)
     seen = np.zeros(shape, dtype=np.uint32)
     indices, indptr = index_pair(values)
-    if scatter_moments(np.ascontiguousarray(data), indices, indptr, groups, n, sums, devs,
-                       seen, True, values.base) >= 0:
+    if (
+        scatter_moments(
+            np.ascontiguousarray(data),
+            indices,
+            indptr,
+            groups,
+            n,
+            sums,
+            devs,
+            seen,
+            True,
+            values.base,
+        )
+        >= 0
+    ):
         return None
     mean = sums
     mean /= n[:, None]  # in place: a few arrays of the result's size at most
@@ -114,8 +137,9 @@ def scattered_moments(values: Compressed, groups: Array, count: int
     return mean, devs
 
 
-def scattered_logs(values: Compressed, groups: Array, count: int, eps: float
-                   ) -> tuple[Array, Array, Array] | None:
+def scattered_logs(
+    values: Compressed, groups: Array, count: int, eps: float
+) -> tuple[Array, Array, Array] | None:
     """The sum of ``log(x + eps)`` of the stored values of each row over each group of
     columns, the number of those values and the group sizes (one per group); the logarithms
     are taken by numpy a chunk of columns at a time."""
@@ -135,16 +159,27 @@ def scattered_logs(values: Compressed, groups: Array, count: int, eps: float
     for c0, c1, start, stop in column_chunks(indptr, values.base):
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.log(np.asarray(data[start:stop]).astype(np.float64) + eps)
-        pointer = indptr[c0:c1 + 1] - indptr.dtype.type(start)
-        if scatter_moments(logs, indices[start:stop], pointer,
-                           np.ascontiguousarray(groups[c0:c1]), n, sums, sums, seen, False,
-                           values.base) >= 0:
+        pointer = indptr[c0 : c1 + 1] - indptr.dtype.type(start)
+        if (
+            scatter_moments(
+                logs,
+                indices[start:stop],
+                pointer,
+                np.ascontiguousarray(groups[c0:c1]),
+                n,
+                sums,
+                sums,
+                seen,
+                False,
+                values.base,
+            )
+            >= 0
+        ):
             return None
     return sums, seen, sizes
 
 
-def scattered_quantiles(values: Compressed, groups: Array, count: int, p: float
-                        ) -> Array | None:
+def scattered_quantiles(values: Compressed, groups: Array, count: int, p: float) -> Array | None:
     """The ``p`` quantile of each row over each group of columns (float64), implicit zeros
     included."""
     from ...._groupby import scatter_quantiles
@@ -154,8 +189,20 @@ def scattered_quantiles(values: Compressed, groups: Array, count: int, p: float
         return None
     out = np.zeros((count, values.shape[0]))
     indices, indptr = index_pair(values)
-    if scatter_quantiles(np.ascontiguousarray(data), indices, indptr, groups,
-                         column_sizes(groups, count), p, out, values.base, BLOCK) != -1:
+    if (
+        scatter_quantiles(
+            np.ascontiguousarray(data),
+            indices,
+            indptr,
+            groups,
+            column_sizes(groups, count),
+            p,
+            out,
+            values.base,
+            BLOCK,
+        )
+        != -1
+    ):
         return None
     return out
 
@@ -170,7 +217,18 @@ def scattered_modes(values: Compressed, groups: Array, count: int) -> Array | No
         return None
     out = np.zeros((count, values.shape[0]), dtype=data.dtype)
     indices, indptr = index_pair(values)
-    if scatter_modes(np.ascontiguousarray(data), indices, indptr, groups,
-                     column_sizes(groups, count), out, values.base, BLOCK) != -1:
+    if (
+        scatter_modes(
+            np.ascontiguousarray(data),
+            indices,
+            indptr,
+            groups,
+            column_sizes(groups, count),
+            out,
+            values.base,
+            BLOCK,
+        )
+        != -1
+    ):
         return None
     return out

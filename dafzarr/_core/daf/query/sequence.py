@@ -171,8 +171,9 @@ class QuerySequence(Sequence[QueryOperation]):
 
             other = parse_query(other)
         if not isinstance(other, QuerySequence | QueryOperation):
-            raise InvalidArgumentTypeError(f"a query combines with a query or an operation, "
-                                           f"not {type(other).__name__}")
+            raise InvalidArgumentTypeError(
+                f"a query combines with a query or an operation, not {type(other).__name__}"
+            )
         more = other.operations if isinstance(other, QuerySequence) else (other,)
         return QuerySequence(self.operations + tuple(more))
 

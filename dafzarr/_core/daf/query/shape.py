@@ -18,11 +18,22 @@ from .registry import EltwiseOperation, ReduceToColumn, ReduceToRow, ReductionOp
 __all__ = ["query_result_dimensions"]
 
 _DIMENSIONS = {"names": -1, "scalar": 0, "axis": 1, "vector": 1, "matrix": 2}
-_COMPARE = (_ops.IsEqual, _ops.IsNotEqual, _ops.IsLess, _ops.IsLessEqual, _ops.IsGreater,
-            _ops.IsGreaterEqual, _ops.IsMatch, _ops.IsNotMatch)
+_COMPARE = (
+    _ops.IsEqual,
+    _ops.IsNotEqual,
+    _ops.IsLess,
+    _ops.IsLessEqual,
+    _ops.IsGreater,
+    _ops.IsGreaterEqual,
+    _ops.IsMatch,
+    _ops.IsNotMatch,
+)
 _MASKS = (_ops.BeginMask, _ops.BeginNegatedMask)
-_GROUPS = {_ops.GroupBy: ReductionOperation, _ops.GroupRowsBy: ReduceToRow,
-           _ops.GroupColumnsBy: ReduceToColumn}
+_GROUPS = {
+    _ops.GroupBy: ReductionOperation,
+    _ops.GroupRowsBy: ReduceToRow,
+    _ops.GroupColumnsBy: ReduceToColumn,
+}
 
 
 class _Shape:
@@ -38,10 +49,12 @@ class _Shape:
     def fail(self) -> DafQueryError:
         if self.i >= len(self.ops):
             return DafQueryError(f"invalid query: {self.query}")
-        start = sum(len(op.text()) + 1 for op in self.ops[:self.i])
+        start = sum(len(op.text()) + 1 for op in self.ops[: self.i])
         width = len(self.ops[self.i].text())
-        return DafQueryError(f"invalid operation(s)\nin the query: {self.query}\n"
-                             f"at location:  {' ' * start}{'▲' * width}")
+        return DafQueryError(
+            f"invalid operation(s)\nin the query: {self.query}\n"
+            f"at location:  {' ' * start}{'▲' * width}"
+        )
 
     def is_(self, *classes: Any) -> bool:
         return self.i < len(self.ops) and isinstance(self.ops[self.i], classes)
@@ -67,8 +80,10 @@ class _Shape:
 
     def column_follows(self) -> bool:
         return self.is_(_ops.SquareColumnIs, _ops.SquareRowIs) or (
-            self.is_(_ops.Axis) and self.i + 1 < len(self.ops)
-            and isinstance(self.ops[self.i + 1], _ops.IsEqual))
+            self.is_(_ops.Axis)
+            and self.i + 1 < len(self.ops)
+            and isinstance(self.ops[self.i + 1], _ops.IsEqual)
+        )
 
     def dimensions(self) -> int:
         while self.i < len(self.ops):
@@ -108,8 +123,10 @@ class _Shape:
         lookup = isinstance(op, _ops.LookupVector | _ops.LookupMatrix)
         if lookup and op.operand is None:
             names = self.skip(_ops.Names)
-            if not names or (kind, type(op)) not in (("axis", _ops.LookupVector),
-                                                     ("axes", _ops.LookupMatrix)):
+            if not names or (kind, type(op)) not in (
+                ("axis", _ops.LookupVector),
+                ("axes", _ops.LookupMatrix),
+            ):
                 self.i -= 1 if not names else 2
                 raise self.fail()
             self.kind = "names"
@@ -144,8 +161,10 @@ class _Shape:
             self.kind = "matrix" if matrix else "vector"
         elif isinstance(op, (EltwiseOperation, _ops.AsAxis, _ops.IfNot, *_COMPARE)):
             self.kind = "matrix" if matrix else "vector"
-        elif isinstance(op, _ops.IfMissing) or (self.group is not None and isinstance(
-                op, _ops.Axis | _ops.SquareColumnIs | _ops.SquareRowIs)):
+        elif isinstance(op, _ops.IfMissing) or (
+            self.group is not None
+            and isinstance(op, _ops.Axis | _ops.SquareColumnIs | _ops.SquareRowIs)
+        ):
             if isinstance(op, _ops.Axis):
                 self.skip(_ops.IsEqual)
         elif type(op) in _GROUPS and (type(op) is _ops.GroupBy) != matrix:
@@ -156,8 +175,9 @@ class _Shape:
             if self.column_follows():
                 self.column()
         elif self.group is not None and isinstance(op, ReductionOperation | ReduceToColumn):
-            if type(op) is not self.group and not (self.group is ReductionOperation
-                                                   and isinstance(op, ReductionOperation)):
+            if type(op) is not self.group and not (
+                self.group is ReductionOperation and isinstance(op, ReductionOperation)
+            ):
                 self.i -= 1
                 raise self.fail()
             self.group = None

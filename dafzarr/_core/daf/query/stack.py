@@ -27,21 +27,40 @@ from .registry import Compressed
 from .sequence import QueryOperation
 
 __all__ = [
-    "COMPARISONS", "Mat", "Vec", "compare", "dtype_error", "empties", "factorize", "fail_type",
-    "is_strings", "settle", "truth",
+    "COMPARISONS",
+    "Mat",
+    "Vec",
+    "compare",
+    "dtype_error",
+    "empties",
+    "factorize",
+    "fail_type",
+    "is_strings",
+    "settle",
+    "truth",
 ]
 
 
 #: The comparison operations, each with its numpy comparison (``None``: regular expressions).
 _NUMERIC: dict[type[QueryOperation], Any] = {
-    _ops.IsEqual: np.equal, _ops.IsNotEqual: np.not_equal, _ops.IsLess: np.less,
-    _ops.IsLessEqual: np.less_equal, _ops.IsGreater: np.greater,
-    _ops.IsGreaterEqual: np.greater_equal, _ops.IsMatch: None, _ops.IsNotMatch: None,
+    _ops.IsEqual: np.equal,
+    _ops.IsNotEqual: np.not_equal,
+    _ops.IsLess: np.less,
+    _ops.IsLessEqual: np.less_equal,
+    _ops.IsGreater: np.greater,
+    _ops.IsGreaterEqual: np.greater_equal,
+    _ops.IsMatch: None,
+    _ops.IsNotMatch: None,
 }
 COMPARISONS = tuple(_NUMERIC)
-_TEXT = {_ops.IsEqual: str.__eq__, _ops.IsNotEqual: str.__ne__, _ops.IsLess: str.__lt__,
-         _ops.IsLessEqual: str.__le__, _ops.IsGreater: str.__gt__,
-         _ops.IsGreaterEqual: str.__ge__}
+_TEXT = {
+    _ops.IsEqual: str.__eq__,
+    _ops.IsNotEqual: str.__ne__,
+    _ops.IsLess: str.__lt__,
+    _ops.IsLessEqual: str.__le__,
+    _ops.IsGreater: str.__gt__,
+    _ops.IsGreaterEqual: str.__ge__,
+}
 
 
 @dataclass
@@ -71,9 +90,14 @@ class Vec:
         else:
             positions = None if self.positions is None else self.positions[at]
         return replace(
-            self, values=values, names=values if self.names is self.values else self.names[at],
-            positions=positions, pending=None if self.pending is None else self.pending[at],
-            source=None, is_axis=self.is_axis, whole=False,
+            self,
+            values=values,
+            names=values if self.names is self.values else self.names[at],
+            positions=positions,
+            pending=None if self.pending is None else self.pending[at],
+            source=None,
+            is_axis=self.is_axis,
+            whole=False,
         )
 
 
@@ -136,8 +160,7 @@ def settle(vec: Vec, fail: Any) -> Vec:
         try:
             values[vec.pending == k] = parse_as(final, dtype)
         except ValueError:
-            raise fail(f"error parsing final value: {final}\n"
-                       f"as type: {type_name(dtype)}") from None
+            raise fail(f"error parsing final value: {final}\nas type: {type_name(dtype)}") from None
     return replace(vec, values=values, pending=None, finals=(), source=None)
 
 
@@ -149,8 +172,13 @@ def truth(values: Any) -> Array:
     return ~empties(values)
 
 
-def compare(op: QueryOperation, values: Any, what: str, fail: Any,
-            factors: tuple[Array, Array] | None = None) -> Any:
+def compare(
+    op: QueryOperation,
+    values: Any,
+    what: str,
+    fail: Any,
+    factors: tuple[Array, Array] | None = None,
+) -> Any:
     """The Bool result of a comparison ``op`` of ``values`` (``what``: ``vector`` or
     ``matrix``, for messages; ``fail(message)`` raises; ``factors``: the codes and distinct
     values of string values, when known)."""
@@ -159,15 +187,20 @@ def compare(op: QueryOperation, values: Any, what: str, fail: Any,
     sparse = sp.issparse(values)
     if _NUMERIC[cls] is None:
         if not is_strings(values):
-            raise fail(f"unsupported {what} element type: {_type_of(values)}\n"
-                       f"for the comparison operation: {cls.__name__}")
+            raise fail(
+                f"unsupported {what} element type: {_type_of(values)}\n"
+                f"for the comparison operation: {cls.__name__}"
+            )
         try:
             pattern = re.compile(operand)
         except re.error as exc:
-            raise fail(f"invalid regular expression: {operand}\nfor the comparison "
-                       f"operation: {cls.__name__}\n{exc}") from None
-        return _on_uniques(values, lambda u: pattern.search(u) is not None,
-                           cls is _ops.IsNotMatch, factors)
+            raise fail(
+                f"invalid regular expression: {operand}\nfor the comparison "
+                f"operation: {cls.__name__}\n{exc}"
+            ) from None
+        return _on_uniques(
+            values, lambda u: pattern.search(u) is not None, cls is _ops.IsNotMatch, factors
+        )
     if is_strings(values):
         function = _TEXT[cls]
         return _on_uniques(values, lambda u: function(str(u), operand), False, factors)
@@ -178,15 +211,18 @@ def compare(op: QueryOperation, values: Any, what: str, fail: Any,
         try:
             number = float(parse_as(operand, TYPES["Float64"]))
         except ValueError:
-            raise fail(f"error parsing number comparison value: {operand}\nfor comparison "
-                       f"with a {what} of type: {type_name(dtype)}") from None
+            raise fail(
+                f"error parsing number comparison value: {operand}\nfor comparison "
+                f"with a {what} of type: {type_name(dtype)}"
+            ) from None
     if sparse:
         values = values.toarray(order="F")
     return _NUMERIC[cls](values, number)
 
 
-def _on_uniques(values: Array, test: Any, negate: bool,
-                factors: tuple[Array, Array] | None) -> Array:
+def _on_uniques(
+    values: Array, test: Any, negate: bool, factors: tuple[Array, Array] | None
+) -> Array:
     arr = np.asarray(values)
     order: Literal["C", "F"] = "F" if arr.ndim == 2 and arr.flags.f_contiguous else "C"
     codes, uniques = factors or factorize(arr.ravel(order=order))
@@ -218,4 +254,3 @@ def fail_type(values: Any) -> str:
 def dtype_error(kind: str, op_name: str) -> str:
     """The message of an operation refusing strings."""
     return f"unsupported input type: String\nfor the {kind} operation: {op_name}"
-

@@ -25,8 +25,38 @@ __all__ = ["OPERATORS", "Token", "escape_value", "syntax_error", "tokenize", "un
 
 #: Every operator, two-character forms first (the lexer takes the longest match).
 OPERATORS: tuple[str, ...] = (
-    "!=", "<=", ">=", "!~", "-/", "|/", "??", "@-", "@|", "=@", "::", ">-", ">>", ">|", "||",
-    "!", "&", "*", "%", ".", "/", ":", "<", "=", ">", "?", "@", "[", "]", "^", "|", "~",
+    "!=",
+    "<=",
+    ">=",
+    "!~",
+    "-/",
+    "|/",
+    "??",
+    "@-",
+    "@|",
+    "=@",
+    "::",
+    ">-",
+    ">>",
+    ">|",
+    "||",
+    "!",
+    "&",
+    "*",
+    "%",
+    ".",
+    "/",
+    ":",
+    "<",
+    "=",
+    ">",
+    "?",
+    "@",
+    "[",
+    "]",
+    "^",
+    "|",
+    "~",
 )
 _TWO = frozenset(op for op in OPERATORS if len(op) == 2)
 _ONE = frozenset(op for op in OPERATORS if len(op) == 1)
@@ -74,10 +104,11 @@ def tokenize(query: str) -> list[Token]:
             tokens.append(Token(False, "", i, i + 2))
             i += 2
             continue
-        pair = query[i:i + 2]
+        pair = query[i : i + 2]
         if pair in _GLUED_NEGATIONS:
-            raise syntax_error(f"unexpected operator: {pair}\n(write '{pair[0]} !' with a space)",
-                               query, i, i + 2)
+            raise syntax_error(
+                f"unexpected operator: {pair}\n(write '{pair[0]} !' with a space)", query, i, i + 2
+            )
         if pair in _TWO or c in _ONE:
             op = pair if pair in _TWO else c
             tokens.append(Token(True, op, i, i + len(op)))
