@@ -293,15 +293,14 @@ class ArchiveHandle:
         if tx.done and tx.failure is not None:
             raise write.failed(tx.failure, f"committing entry {key!r}", self.path) from tx.failure
 
-    def set_item(self, key: str, value: Any) -> None:
-        """``store[key] = value``: inside a batch, a new small entry goes through the
-        compiled path (``write.stage_small``); anything else through :meth:`append`."""
-        if self.archive.tx is not None:
-            with self._lock:
-                fm = self.fm
-                if fm is not None and write.stage_small(self.archive, fm, key, value):
-                    return
-        self.append(key, value)
+    def stage_in_batch(self, key: str, value: Any) -> bool:
+        """Inside a batch, stage new small entry ``key`` through the compiled path
+        (``write.stage_small``); whether it did (else write it with :meth:`append`)."""
+        if self.archive.tx is None:
+            return False
+        with self._lock:
+            fm = self.fm
+            return fm is not None and write.stage_small(self.archive, fm, key, value)
 
     def append(self, key: str, value: Any, *, exist_ok: bool = False) -> bool:
         """Write one entry and commit it; False if nothing needed writing."""

@@ -270,8 +270,11 @@ class MmapZipStore(Store):
         return data
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self._check_writable()
-        self._handle.set_item(key, value)
+        # A new small entry inside a batch (the store is writable: the batch checked it)
+        # goes through the compiled path; anything else is checked, written and committed.
+        if not self._handle.stage_in_batch(key, value):
+            self._check_writable()
+            self._handle.append(key, value)
 
     def __delitem__(self, key: str) -> None:
         self._check_writable()
