@@ -23,22 +23,3 @@ nitpicky = False
 
 html_theme = "alabaster"
 exclude_patterns = ["_build"]
-
-
-def _public_bases(app: object, name: str, obj: type, options: object, bases: list[type]) -> None:
-    """Show a class's public bases: a base from a private module (the part of
-    ``MmapZipStore`` in ``dafzarr._core.zipstore.handle``) gives way to its own bases."""
-    while any("._" in b.__module__ and b.__module__.startswith("dafzarr.") for b in bases):
-        bases[:] = [
-            p
-            for b in bases
-            for p in (
-                b.__bases__
-                if "._" in b.__module__ and b.__module__.startswith("dafzarr.")
-                else (b,)
-            )
-        ]
-
-
-def setup(app: object) -> None:
-    app.connect("autodoc-process-bases", _public_bases)  # type: ignore[attr-defined]

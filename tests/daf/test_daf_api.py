@@ -376,7 +376,7 @@ def test_handles_on_one_zip_share_one_store(tmp_path: Path) -> None:
     assert w1._backend.store is w2._backend.store is r._backend.store  # type: ignore[attr-defined]
     # Another process-level writer (a separate store object) is locked out.
     with pytest.raises(ArchiveLockedError):
-        MmapZipStore(path, "r+")._ensure_open_sync()
+        MmapZipStore(path, "r+")._handle.ensure_open()
     with pytest.raises(DafzarrError, match=r"can't truncate .*: it is open in this process"):
         dafzarr.open_daf(path, "w")
     view = r.get_np_vector("cell", "v")

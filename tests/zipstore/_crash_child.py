@@ -169,7 +169,7 @@ def perform(store: MmapZipStore, op: Op) -> None:
     elif op.kind == "batch":
         # A small room: the batch relocates the directory several times and, for batch50x,
         # commits past the end of the file first.
-        store._batch_room = 1 << 16
+        store._handle.batch_room = 1 << 16
         with store.batch():
             for key, size in op.entries:
                 store[key] = payload(key, size)

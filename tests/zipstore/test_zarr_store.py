@@ -97,9 +97,11 @@ class TestMmapZipStore(StoreTests[MmapZipStore, cpu.Buffer]):
         assert buf is not None
         array = buf.as_numpy_array()
         assert not array.flags.owndata and not array.flags.writeable
-        assert store._fm is not None
+        assert store._handle.fm is not None
         address = array.__array_interface__["data"][0]
-        assert store._fm.address <= address < store._fm.address + store._fm.size
+        assert (
+            store._handle.fm.address <= address < store._handle.fm.address + store._handle.fm.size
+        )
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])

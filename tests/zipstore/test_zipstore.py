@@ -282,11 +282,11 @@ def test_zero_copy_views_survive_growth(tmp_path: Path) -> None:
     store["first"] = np.arange(1 << 16, dtype=np.float64)
     first = store.try_mmap_entry_as("first", np.float64, 1 << 16)
     assert first is not None and not first.flags.writeable and not first.flags.owndata
-    assert store._fm is not None
-    base = store._fm.address
+    assert store._handle.fm is not None
+    base = store._handle.fm.address
     for i in range(50):  # grow the file well past its first size
         store[f"more/{i}"] = np.full(1 << 15, i, dtype=np.float64)
-    assert store._fm.address == base
+    assert store._handle.fm.address == base
     assert first[12345] == 12345.0 and first.sum() == np.arange(1 << 16).sum()
     view = store["more/3"]
     with pytest.raises(BufferError, match="view"):
@@ -306,7 +306,7 @@ def test_close_waits_for_views_another_thread_is_releasing(tmp_path: Path) -> No
     cycle.append(cycle)  # freed by a garbage collection only, once the thread lets go
     held = [cycle]
     del cycle
-    assert store._fm is not None and store._fm.exports == 1
+    assert store._handle.fm is not None and store._handle.fm.exports == 1
     ready = threading.Event()
 
     def release_soon() -> None:
@@ -819,7 +819,7 @@ def test_small_entries_of_a_batch_go_into_the_free_room(tmp_path: Path) -> None:
     want = _base_archive(p, 300)
     with MmapZipStore(p, "r+") as store:
         store["single"] = want["single"] = b"s" * 100
-        a, fm = store._archive, store._fm
+        a, fm = store._handle.archive, store._handle.fm
         cd_before = a.cd_offset
         with store.batch():
             for i in range(20):

@@ -326,8 +326,8 @@ def test_a_reader_keeps_no_copy_of_a_large_directory(tmp_path: Path) -> None:
         for i in range(30_000):  # a directory of about 2.6 MB: several pieces
             store[f"arr/c/{i}"] = b"x"
     with MmapZipStore(path, "r") as reader, MmapZipStore(path, "r+") as writer:
-        assert reader._archive.directory_size() > 2 * zf.DIRECTORY_PIECE
-        assert len(reader._archive.cd) == 0  # the entries only
+        assert reader._handle.archive.directory_size() > 2 * zf.DIRECTORY_PIECE
+        assert len(reader._handle.archive.cd) == 0  # the entries only
         assert reader.space() == writer.space()
         assert sorted(reader.keys()) == sorted(writer.keys())
         assert reader["arr/c/29999"] == b"x"

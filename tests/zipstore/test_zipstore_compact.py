@@ -76,7 +76,7 @@ def _same_as_fresh_store(path: Path, tmp: Path) -> None:
     """The archive's bytes equal those of a new store written with the same entries."""
     fresh = tmp / "fresh.zip"
     with MmapZipStore(path) as store, MmapZipStore(fresh, "w") as other, other.batch():
-        keys = sorted(store, key=lambda k: store._archive.index[k].lfh_offset)
+        keys = sorted(store, key=lambda k: store._handle.archive.index[k].lfh_offset)
         for k in keys:
             other[k] = bytes(store[k])
     assert path.read_bytes() == fresh.read_bytes()

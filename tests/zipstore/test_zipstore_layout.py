@@ -121,6 +121,17 @@ def test_public_names() -> None:
     assert dafzarr.MmapZipStore is dafzarr.zipstore.MmapZipStore
 
 
+def test_store_holds_its_archive_instead_of_inheriting_it() -> None:
+    """``MmapZipStore`` is a zarr ``Store`` by composition: no class of the package's private
+    layer is among its bases (the archive is a handle the store holds)."""
+    from zarr.abc.store import Store
+
+    assert [c for c in dafzarr.MmapZipStore.__mro__ if c.__module__.startswith("dafzarr")] == [
+        dafzarr.MmapZipStore
+    ]
+    assert dafzarr.MmapZipStore.__bases__ == (Store,)
+
+
 def test_public_names_import_in_a_fresh_interpreter(tmp_path: Path) -> None:
     code = (
         "import sys\n"

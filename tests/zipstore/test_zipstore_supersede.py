@@ -386,9 +386,9 @@ def test_views_are_zero_copy_after_rewrites(tmp_path: Path) -> None:
             store["m"] = np.full(1000, v, "f8")
         arr = store.try_mmap_entry_as("m", "f8", 1000)
         assert arr is not None and (arr == 2).all() and not arr.flags.owndata
-        assert store._fm is not None
+        assert store._handle.fm is not None
         addr = arr.__array_interface__["data"][0]
-        assert addr == store._fm.address + _entry_offsets(p)["m"] + 30 + 1 + 20 + (
+        assert addr == store._handle.fm.address + _entry_offsets(p)["m"] + 30 + 1 + 20 + (
             zf.alignment_padding(_entry_offsets(p)["m"], 1)
         )
         del arr

@@ -31,7 +31,7 @@ import numpy as np
 from zarr.abc.store import Store
 
 from ...errors import AppendOnlyError, DafzarrError, InvalidArgumentError
-from ..zipstore.store import MmapZipStore
+from ..zipstore.store import MmapZipStore, handle_of
 from .backends import DafBackend, children_of
 
 __all__ = [
@@ -117,7 +117,7 @@ def _try_close(shared: _Shared) -> bool:
     on the calling thread, so no view is waited for: those alive are the caller's. A store
     left open that way lets its mapping (with the writer's lock) go with the last view."""
     try:
-        shared.store._close(grace=0.0)
+        handle_of(shared.store).close(grace=0.0)
     except BufferError:
         shared.store.close_after_views()
         return False
@@ -275,7 +275,7 @@ def adopt_zip_store(store: MmapZipStore, path: str, publish: Callable[[], None])
                 )
             del _REGISTRY[path]
         publish()
-        store._follow_rename(path)
+        handle_of(store).follow_rename(path)
         _REGISTRY[path] = _Shared(store, True, None, refs=1)
 
 

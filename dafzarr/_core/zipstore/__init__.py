@@ -22,14 +22,11 @@ The modules, from the bottom up (each imports only modules listed before it):
 - ``write``: staging, reserving and deleting entries inside a transaction.
 - ``repack``: compaction, the restart of an emptied archive.
 - ``pack``: packing of a directory store.
-- ``handle``: the lock, the mapping and the synchronous operations that open, write, commit
-  and close an archive.
-- ``store_ops``: the store's own operations: many, reserved, streamed and copied entries,
-  entries mapped as arrays, accounting and checks.
-- ``listing``: zarr's Store API: existence, sizes and listings of keys.
-- ``protocol``: zarr's Store API: reading, writing and deleting entries.
-- ``store``: :class:`MmapZipStore`: the constructor and the mapping protocol, with the
-  methods of ``store_ops``, ``listing`` and ``protocol``.
+- ``handle``: :class:`~dafzarr._core.zipstore.handle.ArchiveHandle`: the options, the lock,
+  the mapping and the synchronous operations that open, read, write, commit, compact and
+  close an archive.
+- ``store``: :class:`MmapZipStore`: zarr's Store API and the mapping protocol over the
+  handle it holds.
 """
 
 from __future__ import annotations

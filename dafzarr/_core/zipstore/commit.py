@@ -412,7 +412,7 @@ def mark_unlisted_start(a: Archive, fm: FileMapping) -> None:
     from the directory. 7-Zip finds the archive past such bytes only when they are fewer
     than 8 MiB and hold no signature of another format, which plain-text metadata cannot;
     ``a.plain_start`` records whether that is known to hold (the store renews the archive
-    when it is not, see ``MmapZipStore._renew_start``).
+    when it is not, see ``ArchiveHandle._renew_start``).
     """
     pos, end = a.dead_prefix, a.first_listed
     plain = a.plain_start and end <= PLAIN_START_LIMIT

@@ -308,7 +308,7 @@ def compact_in_place(a: Archive, fm: FileMapping, *, progress: bool = False) -> 
 
 def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int | None) -> bool:
     """Whether the archive should be rewritten now so that it starts with a listed entry
-    (see ``MmapZipStore._renew_start``).
+    (see ``ArchiveHandle._renew_start``).
 
     Yes when no entry is listed any more but dead bytes remain, or when the bytes before
     the first listed entry may hide the archive from 7-Zip (``a.plain_start`` is False) and
@@ -329,15 +329,20 @@ def worth_renewing(a: Archive, fm: FileMapping | None, live_limit: int | None) -
     return os.stat(os.path.realpath(a.path)).st_nlink <= 1
 
 
+class _Handle(Protocol):
+    """What compaction needs of the archive a store holds (an
+    :class:`~dafzarr._core.zipstore.handle.ArchiveHandle`)."""
+
+    def mapped_archive(self) -> tuple[Archive, FileMapping]: ...
+
+    def compact_in_place(self, *, progress: bool = False) -> ArchiveSpace: ...
+
+
 class _Store(Protocol):
     """What compaction by path needs of a store (an :class:`~dafzarr.MmapZipStore`)."""
 
     @property
     def comment(self) -> bytes: ...
-
-    def _mapped_archive(self) -> tuple[Archive, FileMapping]: ...
-
-    def _compact_in_place(self, *, progress: bool = False) -> ArchiveSpace: ...
 
     def space(self) -> ArchiveSpace: ...
 
@@ -353,6 +358,7 @@ class _Store(Protocol):
 
 def compact_path(
     store_type: Callable[[str | os.PathLike[str], str], _Store],
+    handle_of: Callable[[Any], _Handle],
     path: str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
     *,
@@ -366,7 +372,7 @@ def compact_path(
     read as it is when the call starts and left unchanged; an existing ``out`` is replaced
     only with ``force`` (otherwise :class:`~dafzarr.errors.OutputExistsError`). Returns the
     space accounting of the compacted archive. ``store_type`` opens an archive (the store
-    class).
+    class), ``handle_of`` gives the archive handle a store holds.
     """
     source = os.path.realpath(os.fspath(path))
     if not os.path.exists(source):
@@ -374,12 +380,12 @@ def compact_path(
     target = os.path.realpath(os.fspath(out)) if out is not None else source
     if target == source or (os.path.exists(target) and os.path.samefile(source, target)):
         with store_type(path, "r+") as store:
-            return store._compact_in_place(progress=progress)
+            return handle_of(store).compact_in_place(progress=progress)
     check_destination(target, force)
     with store_type(path, "r") as store, locked_temporary(target) as (fd, tmp):
         writer = ArchiveWriter(fd, tmp)
         try:
-            copy_live_entries(*store._mapped_archive(), writer, progress)
+            copy_live_entries(*handle_of(store).mapped_archive(), writer, progress)
             writer.finish(store.comment)
         except OSError as exc:
             raise no_space(exc, f"the compacted copy of {path} to {target}", tmp) from None
@@ -407,7 +413,13 @@ class _CompactOpen(Protocol):
 
 
 class CompactMethod:
-    """``store.compact()`` on an open store; ``MmapZipStore.compact(path, out)`` on the class."""
+    """``store.compact()`` on an open store; ``MmapZipStore.compact(path, out)`` on the class.
+
+    ``handle_of`` gives the archive handle a store holds (it does the work).
+    """
+
+    def __init__(self, handle_of: Callable[[Any], _Handle]) -> None:
+        self._handle_of = handle_of
 
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> _CompactPath: ...
@@ -417,9 +429,9 @@ class CompactMethod:
 
     def __get__(self, obj: _Store | None, owner: type[Any]) -> _CompactPath | _CompactOpen:
         if obj is None:
-            by_path: _CompactPath = functools.partial(compact_path, owner)
+            by_path: _CompactPath = functools.partial(compact_path, owner, self._handle_of)
             return by_path
-        return obj._compact_in_place
+        return self._handle_of(obj).compact_in_place
 
 
 def _missing(path: str, what: str) -> Exception:

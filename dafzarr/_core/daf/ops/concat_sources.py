@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ....errors import CorruptDafError
+from ...zipstore.store import handle_of
 from .. import layout as lay
 from ..backends_zip import ZipBackend
 from ..names import join_path
@@ -174,7 +175,7 @@ def release_pages(src: Any, arr: np.ndarray[Any, Any]) -> None:
     with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
         backend = src._backend
         if isinstance(backend, ZipBackend):
-            fm = backend.store._mapped_archive()[1]
+            fm = handle_of(backend.store).mapped_archive()[1]
             offset = addr - int(fm.address)
             if offset >= 0 and offset + arr.nbytes <= int(fm.size):
                 fm.madvise(offset, arr.nbytes, "dontneed")
