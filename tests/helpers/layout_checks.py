@@ -1,17 +1,19 @@
 """Checks of a subpackage's layout, shared by the layout tests of dafzarr's subpackages.
 
 Read from the source with :mod:`ast`: which sibling modules a module imports, whether the
-import graph has a cycle, whether a module is small and documented, and which exception
-classes it raises.
+import graph has a cycle, whether a module is small and documented, which exception classes
+it raises, and which methods its classes take from other modules.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from dafzarr import errors
 
@@ -227,3 +229,66 @@ def check_raises_only_dafzarr_errors(
         if name not in allowed and (function, name) not in exempt
     ]
     assert not wrong, f"{module}.py raises classes not from dafzarr.errors: {wrong}"
+
+
+def _functions_in(value: Any) -> list[Any]:
+    """The functions a class attribute binds: itself, or those a ``staticmethod``,
+    ``classmethod`` or ``property`` wraps."""
+    if isinstance(value, staticmethod | classmethod):
+        return [value.__func__]
+    if isinstance(value, property):
+        return [f for f in (value.fget, value.fset, value.fdel) if f is not None]
+    return [value]
+
+
+def _is_function(value: Any) -> bool:
+    """A function written in Python or compiled (a builtin or a Cython function), not a
+    callable object such as a descriptor instance."""
+    return (
+        inspect.isfunction(value)
+        or inspect.isbuiltin(value)
+        or "cython_function" in type(value).__name__
+    )
+
+
+def _assigned(stmt: ast.stmt) -> list[str]:
+    """The plain names an assignment in a class body binds (none for other statements)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        targets = []
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def borrowed_methods(module: ModuleType) -> list[str]:
+    """``Class.name`` for every attribute a class of ``module`` gets by an assignment in its
+    body (``name = other.function``, ``name = staticmethod(function)``, ...) whose value is a
+    function of another module: a method written outside its class, against the state of a
+    ``self`` it does not define. An assignment that wraps the class's own method (an alias,
+    or a generated variant whose ``__module__`` is the class's) is not one."""
+    parsed = ast.parse(Path(str(module.__file__)).read_text(encoding="utf-8"))
+    found: list[str] = []
+
+    def foreign(cls: type, name: str) -> bool:
+        return any(
+            _is_function(f) and getattr(f, "__module__", None) != module.__name__
+            for f in _functions_in(cls.__dict__.get(name))
+        )
+
+    def visit(body: list[ast.stmt], owner: Any, prefix: str) -> None:
+        for node in body:
+            cls = getattr(owner, node.name, None) if isinstance(node, ast.ClassDef) else None
+            if not isinstance(node, ast.ClassDef) or not isinstance(cls, type):
+                continue
+            found.extend(
+                f"{prefix}{node.name}.{name}"
+                for stmt in node.body
+                for name in _assigned(stmt)
+                if foreign(cls, name)
+            )
+            visit(node.body, cls, f"{prefix}{node.name}.")
+
+    visit(parsed.body, module, "")
+    return found

@@ -4,12 +4,14 @@ Layout of a file set (compatible with the Rust crate ``array-format``, footer v4
 ``{stem}.af`` is the base, ``{stem}.N.af`` (N >= 1) are sidecars written by :meth:`flush`, and
 ``{stem}.stats`` holds per-array statistics. Reads resolve each chunk newest layer first.
 
-:class:`ArrayFile` holds the handle's state and lock; each step lives in its own module:
-``records`` (layers, pending changes, and what a name or chunk resolves to), ``allocator``
-(block placement), ``reader`` (chunk bytes and values), ``region`` (regions read and
-written), ``footer`` (footers to layers and back), ``sidecars`` (the objects on the backend),
-``flush``, ``compact``, ``stats`` and ``threaded`` (the ``*_async`` methods). Where the
-implementation departs from the crate: see the package's docstring.
+:class:`ArrayFile` holds the handle's state, its lock and its methods; the steps they take
+live in modules of their own, as functions of explicit arguments: ``records`` (layers,
+pending changes, and what a name or chunk resolves to), ``allocator`` (block placement),
+``chunk_reader`` (chunk bytes and values), ``region`` (the chunks a region covers, read or
+encoded), ``footer`` (footers to layers and back), ``sidecars`` (the objects on the backend),
+``flush``, ``compact``, ``stats`` (per-array statistics) and ``threaded`` (which makes the
+``*_async`` methods from the synchronous ones). Where the implementation departs from the
+crate: see the package's docstring.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import asyncio
 import contextlib
 import os
 import threading
+from collections.abc import Sequence
 from typing import Any, Self
+
+import numpy as np
 
 from ...errors import ClosedError, InvalidArgumentTypeError, OutputExistsError
 from ..ioerror import Operation, storage_io
-from . import arrays, region, stats
 from . import format as fmt
 from .allocator import BlockAllocator
 from .chunk_reader import ChunkReader
@@ -32,10 +36,12 @@ from .flush import flush
 from .footer import layer_from_footer
 from .lru import DeltaCache
 from .objects import ArrayFileStorage, LocalStorage, MemoryStorage
-from .records import Records
+from .records import ArrayInfo, ArrayStats, Records, new_meta
+from .region import encode_region, read_region
 from .sidecars import discover, load_layers, load_stats, resolve_target, write_stats
-from .stats import updated_stats
+from .stats import updated_stats, user_stats
 from .threaded import in_thread
+from .types import attribute_to_python, python_to_attribute
 
 __all__ = ["ArrayFile"]
 
@@ -104,7 +110,7 @@ class ArrayFile:
         self._stats_gen = 0
         self._closed = False
 
-    # --- Construction ------------------------------------------------------------------
+    # --- Construction -----------------------------------------------------------------
 
     @classmethod
     def create(cls, target: Any, *, config: FileConfig | None = None) -> ArrayFile:
@@ -314,23 +320,372 @@ class ArrayFile:
         with self._lock:
             return self._records.visible(name)
 
-    # --- Arrays and attributes (``arrays``), reading (``region``) ----------------------
+    # --- Arrays and attributes --------------------------------------------------------
 
-    list_arrays = arrays.list_arrays
-    array_info = arrays.array_info
-    define_array = arrays.define_array
-    delete = arrays.delete
-    set_attribute = arrays.set_attribute
-    get_attribute = arrays.get_attribute
-    attributes = arrays.attributes
+    def list_arrays(self) -> list[str]:
+        """Names of the visible arrays, oldest definition first.
 
-    read_array = region.read_array
-    read_array_async = region.read_array_async
+        Returns
+        -------
+        list of str
+            The names.
 
-    # --- Writing (``region``), flushing --------------------------------------------------
+        Raises
+        ------
+        ClosedError
+            The handle is closed.
 
-    write_array = region.write_array
-    write_array_async = region.write_array_async
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("b", "int8", ["x"], [2])
+        ...     f.define_array("a", "int8", ["x"], [2])
+        ...     f.list_arrays()
+        ['b', 'a']
+        """
+        with self._lock:
+            self._check_open()
+            return self._records.names()
+
+    def array_info(self, name: str) -> ArrayInfo:
+        """Shape, dtype, chunk shape, dimension names and fill value of ``name``.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+
+        Returns
+        -------
+        ArrayInfo
+            Its description.
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int16", ["x"], [5], fill_value=-1)
+        ...     f.array_info("a").fill_value
+        -1
+        """
+        with self._lock:
+            self._check_open()
+            m = self._records.meta(name)
+            info = m.require_info()
+            dtype: Any = (str if info.tag == "String" else bytes) if info.vlen else info.np_dtype
+            fill = None if m.fill is None else m.fill[1]
+            return ArrayInfo(name, dtype, m.shape, m.chunk_shape, tuple(m.dim_names), fill)
+
+    def define_array(
+        self,
+        name: str,
+        dtype: Any,
+        dim_names: Sequence[str],
+        shape: Sequence[int],
+        *,
+        chunk_shape: Sequence[int] | None = None,
+        fill_value: Any = None,
+    ) -> None:
+        """Declare a new array (nothing is written until data arrives).
+
+        Shapes are fixed. Every axis must have a length of at least 1 and at most 2**32 - 1
+        (the format stores u32 extents); one chunk of a fixed-width type must stay below
+        4 GiB.
+
+        Parameters
+        ----------
+        name : str
+            The new array's name.
+        dtype : numpy dtype-like, str or bytes
+            Its element type (``str``, ``bytes``: variable-length strings or bytes).
+        dim_names : sequence of str
+            The names of its axes.
+        shape : sequence of int
+            Its extent along each axis.
+        chunk_shape : sequence of int, optional
+            The extent of one chunk; default the whole array as one chunk.
+        fill_value : scalar, optional
+            What unwritten elements read as; default the type's zero.
+
+        Raises
+        ------
+        ArrayExistsError
+            A visible array is named ``name``.
+        InvalidArgumentError
+            An empty name, mismatched axes, or an axis or chunk of length 0.
+        FormatLimitError
+            An extent or chunk the format cannot store.
+        UnsupportedElementTypeError
+            A ``dtype`` the format has no type for.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("m", "uint8", ["row", "col"], [4, 4], chunk_shape=[2, 4])
+        ...     f.array_info("m").chunk_shape
+        (2, 4)
+        """
+        with self._lock:
+            self._check_open()
+            meta = new_meta(self._key, name, dtype, dim_names, shape, chunk_shape, fill_value)
+            self._records.define(meta)
+
+    def delete(self, name: str) -> None:
+        """Hide ``name`` at once; its bytes go away at the next :meth:`compact`.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int8", ["x"], [2])
+        ...     f.delete("a")
+        ...     "a" in f
+        False
+        """
+        with self._lock:
+            self._check_open()
+            self._records.delete(name)
+
+    def set_attribute(self, name: str, key: str, value: Any) -> None:
+        """Set attribute ``key`` of array ``name``.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+        key : str
+            The attribute.
+        value : bool, int, float, str or numpy scalar
+            Its value.
+
+        Raises
+        ------
+        InvalidArgumentTypeError
+            ``value`` is of another type.
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int8", ["x"], [2])
+        ...     f.set_attribute("a", "units", "m")
+        ...     f.get_attribute("a", "units")
+        'm'
+        """
+        with self._lock:
+            self._check_open()
+            v = python_to_attribute(value)
+            self._records.for_write(name).meta.attrs[str(key)] = v
+
+    def get_attribute(self, name: str, key: str, default: Any = None) -> Any:
+        """Attribute ``key`` of array ``name``, or ``default`` if it has none.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+        key : str
+            The attribute.
+        default : object, optional
+            What to return when the array has no attribute ``key``.
+
+        Returns
+        -------
+        object
+            The attribute's value (a Python scalar), or ``default``.
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int8", ["x"], [2])
+        ...     f.get_attribute("a", "units", "none")
+        'none'
+        """
+        with self._lock:
+            self._check_open()
+            v = self._records.meta(name).attrs.get(key)
+            return default if v is None else attribute_to_python(v)
+
+    def attributes(self, name: str) -> dict[str, Any]:
+        """All attributes of array ``name``.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+
+        Returns
+        -------
+        dict
+            Attribute names to values (Python scalars).
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int8", ["x"], [2])
+        ...     f.set_attribute("a", "scale", 2.5)
+        ...     f.attributes("a")
+        {'scale': 2.5}
+        """
+        with self._lock:
+            self._check_open()
+            return {k: attribute_to_python(v) for k, v in self._records.meta(name).attrs.items()}
+
+    # --- Reading and writing ----------------------------------------------------------
+
+    def read_array(
+        self, name: str, start: Sequence[int] | None = None, shape: Sequence[int] | None = None
+    ) -> np.ndarray:
+        """Read a region (default: the whole array); unwritten elements read as the fill value.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+        start : sequence of int, optional
+            The region's first element; default the array's first.
+        shape : sequence of int, optional
+            The region's extent; default the rest of the array from ``start``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The values (an object array for ``str``/``bytes`` arrays).
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        OutOfBoundsError
+            The region is not inside the array.
+        InvalidArgumentError
+            ``start`` or ``shape`` does not have one value per axis.
+        CorruptArrayFileError
+            A chunk's stored bytes are damaged.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int32", ["x"], [5], fill_value=-1)
+        ...     f.write_array("a", [1], [10, 20])
+        ...     f.read_array("a")
+        array([-1, 10, 20, -1, -1], dtype=int32)
+        """
+        with self._lock:
+            self._check_open()
+            return read_region(self._records, self._reader, self._alloc, name, start, shape)
+
+    read_array_async = in_thread(
+        read_array,
+        """
+    >>> import asyncio
+    >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+    ...     f.define_array("a", "int8", ["x"], [2])
+    ...     asyncio.run(f.read_array_async("a"))
+    array([0, 0], dtype=int8)
+    """,
+    )
+
+    def write_array(self, name: str, start: Sequence[int], data: Any) -> None:
+        """Write ``data`` at ``start``; chunks only partly covered are read, patched, rewritten.
+
+        Nothing is written unless every chunk of ``data`` can be; the change is stored at the
+        next :meth:`flush`.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+        start : sequence of int
+            Where the first element of ``data`` goes.
+        data : array-like
+            The values, of the array's number of axes.
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        OutOfBoundsError
+            ``data`` does not fit in the array at ``start``.
+        InvalidArgumentTypeError
+            ``data`` cannot be cast to the array's type without loss.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("m", "float32", ["row", "col"], [2, 2])
+        ...     f.write_array("m", [1, 0], [[1.5, 2.5]])
+        ...     f.read_array("m")
+        array([[0. , 0. ],
+               [1.5, 2.5]], dtype=float32)
+        """
+        with self._lock:
+            self._check_open()
+            records = self._records
+            encoded = encode_region(
+                records, self._reader, self._alloc, self._key, name, start, data
+            )
+            p = records.for_write(name)
+            if self._alloc is None:
+                spill = self._spill_dir()
+                self._alloc = BlockAllocator(self._config, spill, stage=spill is not None)
+            for key, coord, payload, stats in encoded:
+                bid, off, size = self._alloc.append(payload)
+                p.chunks[key] = (coord, bid, off, size, stats)
+
+    write_array_async = in_thread(
+        write_array,
+        """
+    >>> import asyncio
+    >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+    ...     f.define_array("a", "int8", ["x"], [2])
+    ...     asyncio.run(f.write_array_async("a", [0], [4, 5]))
+    ...     f.read_array("a")
+    array([4, 5], dtype=int8)
+    """,
+    )
+
+    # --- Flushing, statistics, compacting ---------------------------------------------
 
     def flush(self) -> None:
         """Write the pending changes as a new sidecar and update the statistics.
@@ -401,7 +756,42 @@ class ArrayFile:
         write_stats(self._backend, self._stem + ".stats", entries, self._stats_gen)
         self._stats = entries
 
-    array_stats = stats.array_stats
+    def array_stats(self, name: str) -> ArrayStats | None:
+        """Statistics of ``name`` as of the last flush.
+
+        Parameters
+        ----------
+        name : str
+            The array.
+
+        Returns
+        -------
+        ArrayStats or None
+            The statistics, or None if there are none (not flushed since written).
+
+        Raises
+        ------
+        ArrayNotFoundError
+            No visible array is named ``name``.
+        ClosedError
+            The handle is closed.
+
+        Examples
+        --------
+        >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
+        ...     f.define_array("a", "int8", ["x"], [3])
+        ...     f.write_array("a", [0], [3, 1, 2])
+        ...     f.flush()
+        ...     f.array_stats("a").max
+        3
+        """
+        with self._lock:
+            self._check_open()
+            meta = self._records.meta(name)
+            by_name = self._stats_by_name
+            if by_name is None or by_name[0] is not self._stats:  # the entries changed
+                by_name = self._stats_by_name = (self._stats, {e["name"]: e for e in self._stats})
+            return user_stats(meta, by_name[1])
 
     def compact(self) -> None:
         """Merge every layer into a new base, then delete the sidecars.
@@ -449,7 +839,7 @@ class ArrayFile:
     """,
     )
 
-    # --- Closing -----------------------------------------------------------------------
+    # --- Closing ----------------------------------------------------------------------
 
     def close(self, *, flush: bool = True) -> None:
         """Flush pending changes (unless ``flush=False``) and release every handle.

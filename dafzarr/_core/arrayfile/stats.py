@@ -1,6 +1,6 @@
 """Per-array statistics (the crate's rules): computed from chunk statistics, merged after a
-flush, and turned into :class:`~._records.ArrayStats` for users (``ArrayFile.array_stats``,
-bound there).
+flush, and turned into :class:`~dafzarr.arrayfile.ArrayStats` for users (what
+``ArrayFile.array_stats`` returns).
 
 A chunk's statistics are taken when it is written; a committed chunk's are computed from its
 values on first use and kept on its layer.
@@ -8,14 +8,13 @@ values on first use and kept on its layer.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
-from .arrays import Held
 from .chunk_reader import ChunkReader
 from .records import ArrayStats, Layer, Meta, PendingArray, Records
 from .types import chunk_stats, stat_key, stat_to_python
 
-__all__ = ["array_stats", "compute_stats", "updated_stats"]
+__all__ = ["compute_stats", "updated_stats", "user_stats"]
 
 
 def _loc_stats(reader: ChunkReader, meta: Meta, key: int, loc: Any) -> tuple[Any, Any, int]:
@@ -67,7 +66,7 @@ def updated_stats(
     return list(table.values()) if changed else None
 
 
-def _user_stats(
+def user_stats(
     meta: Meta, entries: list[dict[str, Any]] | dict[str, dict[str, Any]]
 ) -> ArrayStats | None:
     """The user's view of ``meta``'s statistics entry, or None if there is none.
@@ -84,49 +83,3 @@ def _user_stats(
         int(found["null_count"]),
         int(found["row_count"]),
     )
-
-
-class StatsHeld(Held, Protocol):
-    """What :func:`array_stats` uses of an ArrayFile besides :class:`Held`: the statistics
-    entries of the last flush, and those entries by name (made on first use)."""
-
-    _stats: list[dict[str, Any]]
-    _stats_by_name: tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] | None
-
-
-def array_stats(self: StatsHeld, name: str) -> ArrayStats | None:
-    """Statistics of ``name`` as of the last flush.
-
-    Parameters
-    ----------
-    name : str
-        The array.
-
-    Returns
-    -------
-    ArrayStats or None
-        The statistics, or None if there are none (not flushed since written).
-
-    Raises
-    ------
-    ArrayNotFoundError
-        No visible array is named ``name``.
-    ClosedError
-        The handle is closed.
-
-    Examples
-    --------
-    >>> with dafzarr.arrayfile.ArrayFile.create_memory() as f:
-    ...     f.define_array("a", "int8", ["x"], [3])
-    ...     f.write_array("a", [0], [3, 1, 2])
-    ...     f.flush()
-    ...     f.array_stats("a").max
-    3
-    """
-    with self._lock:
-        self._check_open()
-        meta = self._records.meta(name)
-        by_name = self._stats_by_name
-        if by_name is None or by_name[0] is not self._stats:  # the entries changed
-            by_name = self._stats_by_name = (self._stats, {e["name"]: e for e in self._stats})
-        return _user_stats(meta, by_name[1])
