@@ -51,6 +51,7 @@ __all__ = [
     "DafQueryParameterError",
     "DafQuerySyntaxError",
     "DafReadOnlyError",
+    "DafzarrDeprecationWarning",
     "DafzarrError",
     "DafzarrWarning",
     "EntryExistsError",
@@ -132,6 +133,12 @@ class IOFailureError(DafzarrError, OSError):
 
 class DafzarrWarning(UserWarning):
     """Base class of every warning dafzarr issues."""
+
+
+class DafzarrDeprecationWarning(DafzarrWarning, DeprecationWarning):
+    """A name or hook the caller used still works but is deprecated; the message names its
+    replacement. Also a ``DeprecationWarning``, so Python's default filters treat it as
+    one (shown for code run as ``__main__`` and under test runners)."""
 
 
 class CorruptArchiveError(CorruptDataError, ValueError):

@@ -13,13 +13,14 @@ the caret.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
-from ....errors import DafQueryParameterError
+from ....errors import DafQueryParameterError, DafzarrDeprecationWarning
 from ...aliases import Array
 from .literals import FLOAT_TYPES, TYPES, format_value, parse_as
 from .runs import Compressed, Runs
@@ -288,6 +289,10 @@ class EltwiseOperation(RegisteredOperation):
         raise NotImplementedError
 
 
+#: The evaluator's reduction passes, public under these names in earlier releases.
+_FORMER_HOOKS = ("reduce", "segments", "keyed", "grouped_rows", "grouped_columns", "dense")
+
+
 class ReductionOperation(RegisteredOperation):
     """``>> Name params``: a reduction, many values to one.
 
@@ -333,6 +338,34 @@ class ReductionOperation(RegisteredOperation):
 
     OPERATOR = ">>"
     KIND = "reduction"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass written for releases where the evaluator's passes were public keeps its
+        behaviour: its ``reduce`` (say) becomes the pass ``_reduce``, with a warning."""
+        super().__init_subclass__(**kwargs)
+        for name in _FORMER_HOOKS:
+            if name in vars(cls) and f"_{name}" not in vars(cls):
+                warnings.warn(
+                    f"{cls.__qualname__}.{name}: a reduction defines result_type and one; "
+                    f"the evaluator's pass {name} is private (_{name}) and will stop being "
+                    "called by its old name",
+                    DafzarrDeprecationWarning,
+                    stacklevel=2,
+                )
+                setattr(cls, f"_{name}", vars(cls)[name])
+
+    if not TYPE_CHECKING:  # the old names are not part of the typed API
+
+        def __getattr__(self, name: str) -> Any:
+            if name in _FORMER_HOOKS:
+                warnings.warn(
+                    f"ReductionOperation.{name} is deprecated: the evaluator's passes are "
+                    f"private (_{name}); a reduction is called through queries",
+                    DafzarrDeprecationWarning,
+                    stacklevel=2,
+                )
+                return getattr(self, f"_{name}")
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def result_type(self, dtype: np.dtype[Any]) -> np.dtype[Any]:
         """The element type of the result for values of ``dtype``.
