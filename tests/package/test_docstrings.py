@@ -105,8 +105,9 @@ def _parameters(obj: Any) -> list[str]:
     except (TypeError, ValueError):
         return []
     names = []
-    for name, parameter in signature.parameters.items():
-        if name in ("self", "cls"):
+    method = inspect.isclass(obj) or "." in getattr(obj, "__qualname__", "")
+    for i, (name, parameter) in enumerate(signature.parameters.items()):
+        if method and i == 0 and name in ("self", "cls"):
             continue
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
             name = f"*{name}"

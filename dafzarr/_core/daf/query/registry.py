@@ -529,7 +529,7 @@ _E = TypeVar("_E", bound=type[EltwiseOperation])
 _R = TypeVar("_R", bound=type[ReductionOperation])
 
 
-def register_eltwise(operation: _E) -> _E:
+def register_eltwise(cls: _E) -> _E:
     """Register an element-wise operation class under its ``NAME`` (a class decorator).
 
     The class is a subclass of :class:`EltwiseOperation` with a ``NAME``, its ``PARAMETERS``
@@ -539,13 +539,13 @@ def register_eltwise(operation: _E) -> _E:
 
     Parameters
     ----------
-    operation : type
+    cls : type
         The operation class.
 
     Returns
     -------
     type
-        ``operation`` itself.
+        ``cls`` itself.
 
     Raises
     ------
@@ -566,11 +566,11 @@ def register_eltwise(operation: _E) -> _E:
     >>> d.get_np_query("@ cell : score % Negate")
     array([-1.5,  2. ])
     """
-    ELTWISE[operation.NAME] = operation
-    return operation
+    ELTWISE[cls.NAME] = cls
+    return cls
 
 
-def register_reduction(operation: _R) -> _R:
+def register_reduction(cls: _R) -> _R:
     """Register a reduction class under its ``NAME`` (a class decorator).
 
     The class is a subclass of :class:`ReductionOperation` with a ``NAME``, its
@@ -581,13 +581,13 @@ def register_reduction(operation: _R) -> _R:
 
     Parameters
     ----------
-    operation : type
+    cls : type
         The reduction class.
 
     Returns
     -------
     type
-        ``operation`` itself.
+        ``cls`` itself.
 
     Raises
     ------
@@ -611,5 +611,5 @@ def register_reduction(operation: _R) -> _R:
     >>> d.get_np_query("@ cell @ gene :: UMIs >| Last")
     array([2, 4])
     """
-    REDUCTIONS[operation.NAME] = operation
-    return operation
+    REDUCTIONS[cls.NAME] = cls
+    return cls
