@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from zarr.core.buffer import default_buffer_prototype
 
 from dafzarr import (
     AppendOnlyError,
@@ -255,8 +258,13 @@ def test_modes(tmp_path: Path) -> None:
         assert len(store) == 0
     with MmapZipStore(p, "r") as store:
         assert store.read_only
-        with pytest.raises(ValueError, match="read-only"):
+        # The package's error (a ValueError, as zarr's stores raise), naming the archive.
+        with pytest.raises(InvalidArgumentError, match=f"{re.escape(str(p))}.*read-only.*'r\\+'"):
             store["x"] = b"1"
+        with pytest.raises(InvalidArgumentError, match="read-only"):
+            del store["a"]
+        with pytest.raises(ValueError, match="read-only"):
+            asyncio.run(store.set("x", default_buffer_prototype().buffer.from_bytes(b"1")))
 
 
 def test_read_only_open_never_modifies(tmp_path: Path) -> None:

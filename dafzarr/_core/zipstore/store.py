@@ -25,6 +25,7 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from ...errors import (
     AlreadyOpenError,
     EntryNotFoundError,
+    InvalidArgumentError,
     InvalidArgumentTypeError,
     MissingFileError,
 )
@@ -262,6 +263,15 @@ class MmapZipStore(Store):
         return self._handle.comment
 
     # --- Mapping API --------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        # zarr's check, which every writing method of the store (and zarr) makes first: a
+        # ``ValueError`` still, but the package's, naming the archive and the way out.
+        if self.read_only:
+            raise InvalidArgumentError(
+                f"{self._handle.path}: store was opened in read-only mode and does not "
+                "support writing (open it with mode 'r+' or 'a' to write)"
+            )
 
     def __getitem__(self, key: str) -> memoryview:
         data = self._handle.entry_bytes(key)
@@ -724,8 +734,8 @@ class MmapZipStore(Store):
             The store is append-only and ``key`` exists.
         StorageIOError
             Writing or committing failed (a full disk); the archive keeps its last commit.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -773,8 +783,8 @@ class MmapZipStore(Store):
             ``value`` is not a zarr ``Buffer``.
         AppendOnlyError
             The store is append-only and ``key`` exists.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -803,8 +813,8 @@ class MmapZipStore(Store):
         ------
         InvalidArgumentTypeError
             ``value`` is not a zarr ``Buffer``.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -834,8 +844,8 @@ class MmapZipStore(Store):
         ------
         AppendOnlyError
             The store is append-only and ``key`` exists.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -861,8 +871,8 @@ class MmapZipStore(Store):
         ------
         AppendOnlyError
             The store is append-only and ``key`` exists.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -887,8 +897,8 @@ class MmapZipStore(Store):
         ------
         AppendOnlyError
             The store is append-only and a key is under ``prefix``.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -914,8 +924,8 @@ class MmapZipStore(Store):
         ------
         AppendOnlyError
             The store is append-only and a key is under ``prefix``.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -940,8 +950,8 @@ class MmapZipStore(Store):
         ------
         AppendOnlyError
             The store is append-only and holds entries.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -981,8 +991,8 @@ class MmapZipStore(Store):
         ------
         StorageIOError
             Committing the batch failed (a full disk); none of its writes survive.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -1017,8 +1027,8 @@ class MmapZipStore(Store):
             call survives.
         AppendOnlyError
             The store is append-only and a key exists.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -1065,8 +1075,8 @@ class MmapZipStore(Store):
             ``nbytes`` is negative, the key exists or is not a valid entry name.
         AddressSpaceError
             The archive would grow past ``max_file_size``.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -1105,8 +1115,8 @@ class MmapZipStore(Store):
         InvalidArgumentError
             ``nbytes`` is negative, the blocks do not add up to it, a block is not bytes-like,
             or the key exists or is not a valid entry name; no entry is left.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -1138,8 +1148,8 @@ class MmapZipStore(Store):
             The archive has no entry ``key``.
         UnsupportedEntryError
             The entry is compressed: its data is not the bytes a view shows.
-        ValueError
-            The store is read-only (zarr's error).
+        InvalidArgumentError
+            The store is read-only (also a ``ValueError``, as zarr's stores raise).
 
         Examples
         --------
@@ -1179,9 +1189,7 @@ class MmapZipStore(Store):
         Raises
         ------
         InvalidArgumentError
-            The key exists or is not a valid entry name.
-        ValueError
-            This store is read-only (zarr's error).
+            The key exists or is not a valid entry name, or this store is read-only.
 
         Examples
         --------
