@@ -40,6 +40,7 @@ __all__ = [
     "CorruptDafError",
     "CorruptDataError",
     "CorruptFooterError",
+    "DafArgumentError",
     "DafContractError",
     "DafExistsError",
     "DafFormatError",
@@ -236,9 +237,8 @@ class DafFormatError(DafzarrError, ValueError):
 
     The common base of :class:`CorruptDafError` (a damaged data set) and
     :class:`UnsupportedDafError` (a format or version this reader does not handle), so
-    ``except DafFormatError`` catches both. Raised itself for a Daf path, a name or a value
-    the caller gave that the format refuses (an invalid axis or property name, repeated axis
-    entries, an invalid sparse value).
+    ``except DafFormatError`` catches both, and :class:`DafArgumentError` (a path, name or
+    value the caller gave that the format refuses). Not raised itself.
     """
 
 
@@ -331,6 +331,15 @@ class InvalidArgumentError(ArgumentError, ValueError):
 
     The message names the argument and the value given (or, for a record built by hand, the
     record and what is inconsistent in it).
+    """
+
+
+class DafArgumentError(DafFormatError, InvalidArgumentError):
+    """A Daf path, name, option or value the caller gave that the format refuses: an empty
+    or invalid axis or property name (``/``, NUL, ``.``, a Zarr metadata name), a reserved
+    vector (``name``, ``index``), repeated axis entries, an invalid sparse value, an option
+    that applies to ZIP archives only, a path of no Daf form. The message names the data set,
+    axis and property. Also an :class:`InvalidArgumentError` and a ``ValueError``.
     """
 
 

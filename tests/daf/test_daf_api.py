@@ -19,11 +19,13 @@ import scipy.sparse as sp
 import dafzarr
 from dafzarr import AppendOnlyError, ArchiveLockedError, MmapZipStore
 from dafzarr.errors import (
+    DafArgumentError,
     DafExistsError,
     DafFormatError,
     DafMissingError,
     DafReadOnlyError,
     DafzarrError,
+    InvalidArgumentError,
     InvalidArgumentTypeError,
 )
 from tests.helpers.common import check_zip_tools_accept
@@ -159,15 +161,47 @@ def test_mode_r_is_read_only(tmp_path: Path) -> None:
 def test_invalid_names_are_rejected(bad: str) -> None:
     d = dafzarr.memory_daf()
     d.add_axis("cell", ["a"])
-    with pytest.raises(DafFormatError, match="name"):
+    # The caller's mistake: an argument error, still a DafFormatError and a ValueError.
+    with pytest.raises(DafArgumentError, match="name"):
         d.set_scalar(bad, 1)
-    with pytest.raises(DafFormatError, match="name"):
+    with pytest.raises(DafArgumentError, match="name"):
         d.add_axis(bad, ["a"])
-    with pytest.raises(DafFormatError, match="name"):
+    with pytest.raises(DafArgumentError, match="name"):
         d.set_vector("cell", bad, [1])
-    with pytest.raises(DafFormatError, match="name"):
+    with pytest.raises(DafArgumentError, match="name"):
         d.set_matrix("cell", "cell", bad, [[1]])
+    assert issubclass(DafArgumentError, DafFormatError | InvalidArgumentError)
     assert d.scalars_set() == set() and d.axes_set() == {"cell"}
+
+
+@pytest.mark.parametrize("bad", ["", ".", "a/..", ".zarray", ".zgroup", "zarr.json"])
+def test_a_name_that_cannot_be_stored_names_nothing(bad: str) -> None:
+    """Looked up, a name the layout refuses is a property that does not exist: never the
+    group that holds the properties (an empty name once found ``vectors/cell`` itself)."""
+    d = dafzarr.memory_daf(name="looked-up").add_axis("cell", ["a"]).set_scalar("s", 1)
+    d.set_vector("cell", "v", [1]).set_matrix("cell", "cell", "m", [[1]])
+    assert not d.has_scalar(bad) and not d.has_axis(bad)
+    assert not d.has_vector("cell", bad) and not d.has_matrix("cell", "cell", bad)
+    with pytest.raises(DafMissingError, match="missing vector"):
+        d.get_np_vector("cell", bad)
+    with pytest.raises(DafMissingError, match="missing matrix"):
+        d.get_np_matrix("cell", "cell", bad)
+    with pytest.raises(DafMissingError, match="missing scalar"):
+        d.get_scalar(bad)
+
+
+@pytest.mark.parametrize("bad", [3, None, b"s", ("s",)])
+def test_a_name_that_is_not_text_is_a_type_error(bad: object) -> None:
+    d = dafzarr.memory_daf().add_axis("cell", ["a"])
+    for lookup in (
+        lambda: d.has_scalar(bad),  # type: ignore[arg-type]
+        lambda: d.has_axis(bad),  # type: ignore[arg-type]
+        lambda: d.has_vector("cell", bad),  # type: ignore[arg-type]
+        lambda: d.has_matrix("cell", "cell", bad),  # type: ignore[arg-type]
+        lambda: d.set_scalar(bad, 1),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidArgumentTypeError, match="must be a str"):
+            lookup()
 
 
 def test_reserved_vector_names() -> None:
@@ -204,7 +238,7 @@ def test_missing_and_existing_properties() -> None:
     with pytest.raises(DafMissingError, match="missing axis: cell"):
         d.get_np_vector("cell", "v")
     d.add_axis("cell", ["a", "b", "c"]).add_axis("gene", ["x", "y"])
-    with pytest.raises(DafFormatError, match="non-unique entries for new axis: dup"):
+    with pytest.raises(DafArgumentError, match="non-unique entries for new axis: dup"):
         d.add_axis("dup", ["a", "a"])
     with pytest.raises(DafExistsError, match="existing axis: cell"):
         d.add_axis("cell", ["q"])

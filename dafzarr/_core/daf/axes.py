@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DafExistsError, DafFormatError, DafMissingError
+from ...errors import DafArgumentError, DafExistsError, DafMissingError
 from ..casting import unmasked
 from . import layout as lay
-from .names import check_name, entry_positions, join_path
+from .names import can_be_stored, check_name, entry_positions, join_path
 from .storage import DafStorage
 from .values import as_strings
 
@@ -44,7 +44,7 @@ class Axes:
 
     def has_axis(self, axis: str) -> bool:
         """Whether the axis exists."""
-        return self._storage.node_kind(join_path("axes", axis)) == "array"
+        return can_be_stored(axis) and self._storage.node_kind(join_path("axes", axis)) == "array"
 
     def axes_set(self) -> set[str]:
         """The names of all axes."""
@@ -96,8 +96,8 @@ class Axes:
             raise self.repeated_entries(axis)
         self.add_checked_axis(axis, names, overwrite)
 
-    def repeated_entries(self, axis: str) -> DafFormatError:
-        return DafFormatError(
+    def repeated_entries(self, axis: str) -> DafArgumentError:
+        return DafArgumentError(
             f"non-unique entries for new axis: {axis}\nin the daf data: {self._storage.name}"
         )
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from ...errors import DafFormatError, InvalidArgumentError
+from ...errors import DafArgumentError, InvalidArgumentError
 from ..atomic import atomic_directory, atomic_file, check_destination
 from ..progress import Progress
 from .backends_zip import acquire_zip_store, release_zip_store
@@ -98,7 +98,7 @@ def _suffix(container: str) -> str:
     for ending in (".dafs.zarr.zip", ".daf.zarr.zip", ".daf.zarr"):
         if container.endswith(ending):
             return ending
-    raise DafFormatError(f"not a Daf container path: {container}")  # parse_daf_path checked it
+    raise DafArgumentError(f"not a Daf container path: {container}")  # parse_daf_path checked it
 
 
 @contextlib.contextmanager

@@ -8,11 +8,16 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import CorruptDafError, DafFormatError, DafMissingError, InvalidArgumentError
+from ...errors import (
+    CorruptDafError,
+    DafArgumentError,
+    DafMissingError,
+    InvalidArgumentError,
+)
 from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
-from .names import check_name, join_path
+from .names import can_be_stored, check_name, join_path
 from .storage import UNDEF, DafStorage
 from .values import (
     NotCanonicalError,
@@ -37,6 +42,8 @@ class Matrices:
         self._axes = axes
 
     def matrix_kind(self, rows: str, cols: str, name: str) -> str | None:
+        if not can_be_stored(rows, cols, name):
+            return None
         return self._storage.node_kind(join_path("matrices", rows, cols, name))
 
     def has_matrix(
@@ -379,7 +386,7 @@ class Matrices:
         """Store the ``columns_axis x rows_axis`` layout of a stored matrix."""
         self._storage.check_writable()
         if rows_axis == columns_axis:
-            raise DafFormatError(
+            raise DafArgumentError(
                 f"can't relayout square matrix: {name}\nof the axis: "
                 f"{rows_axis}\nin the daf data: {self._storage.name}"
             )

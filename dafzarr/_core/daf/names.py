@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DafFormatError, DafMissingError, InvalidArgumentTypeError
+from ...errors import DafArgumentError, DafMissingError, InvalidArgumentTypeError
 
 METADATA_NAMES = frozenset((".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json"))
 #: The vectors every axis has without storing them.
@@ -36,21 +36,37 @@ def unique_name(prefix: str) -> str:
     return prefix if n == 1 else f"{prefix}#{n}"
 
 
-def check_name(name: Any, what: str) -> str:
-    """A name usable as one path component of the layout, or a clear error."""
+def _name_problem(name: Any, what: str) -> str | None:
+    """Why ``name`` cannot be one path component of the layout (``None``: it can); a name
+    that is not a ``str`` is an :class:`InvalidArgumentTypeError`."""
     if not isinstance(name, str):
         raise InvalidArgumentTypeError(
             f"{what} name must be a str, got {type(name).__name__}: {name!r}"
         )
     if not name:
-        raise DafFormatError(f"empty {what} name")
+        return f"empty {what} name"
     if name in (".", ".."):
-        raise DafFormatError(f"invalid {what} name: {name!r} (a relative path component)")
+        return f"invalid {what} name: {name!r} (a relative path component)"
     if "/" in name or "\0" in name:
-        raise DafFormatError(f"invalid {what} name: {name!r} (contains '/' or NUL)")
+        return f"invalid {what} name: {name!r} (contains '/' or NUL)"
     if name in METADATA_NAMES:
-        raise DafFormatError(f"invalid {what} name: {name!r} (a Zarr metadata name)")
-    return name
+        return f"invalid {what} name: {name!r} (a Zarr metadata name)"
+    return None
+
+
+def check_name(name: Any, what: str) -> str:
+    """A name usable as one path component of the layout, or a clear error."""
+    problem = _name_problem(name, what)
+    if problem is not None:
+        raise DafArgumentError(problem)
+    return str(name)
+
+
+def can_be_stored(*names: Any) -> bool:
+    """Whether each of ``names``, given to look a property up, can name a stored node: a name
+    the layout refuses (empty, ``/``, ...) names nothing, so the property does not exist; a
+    name that is not a ``str`` is an :class:`InvalidArgumentTypeError`."""
+    return all(_name_problem(name, "Daf") is None for name in names)
 
 
 def entry_positions(
@@ -120,22 +136,22 @@ def parse_daf_path(path: str | os.PathLike[str]) -> tuple[str, str, str]:
         if len(parts) == 2:
             group = parts[1].strip("/")
             if not group:
-                raise DafFormatError(f"empty group name after '#/' in ZarrDaf path: {text}")
+                raise DafArgumentError(f"empty group name after '#/' in ZarrDaf path: {text}")
             for part in group.split("/"):
                 check_name(part, "group")
             return "zip", os.path.abspath(parts[0] + ".dafs.zarr.zip"), group
     elif ".daf.zarr.zip#" in text:
-        raise DafFormatError(
+        raise DafArgumentError(
             "can't address a sub-daf in a singular ZarrDaf path; use .dafs.zarr.zip#/<group>: "
             + text
         )
     elif text.rstrip("/").endswith(".dafs.zarr.zip"):
-        raise DafFormatError(f"missing '#/<group>' in plural ZarrDaf path: {text}")
+        raise DafArgumentError(f"missing '#/<group>' in plural ZarrDaf path: {text}")
     elif text.endswith(".daf.zarr.zip"):
         return "zip", os.path.abspath(text), ""
     elif text.rstrip("/").endswith(".daf.zarr"):
         return "directory", os.path.abspath(text.rstrip("/")), ""
-    raise DafFormatError(
+    raise DafArgumentError(
         f"can't parse as ZarrDaf path: {text}\nexpected one of: <stem>.daf.zarr, "
         "<stem>.daf.zarr.zip, <stem>.dafs.zarr.zip#/<group>"
     )
@@ -148,7 +164,7 @@ def join_path(*parts: str) -> str:
 def check_not_reserved(axis: str, name: str, daf_name: str) -> None:
     """Refuse to set the vectors ``name`` and ``index``, which every axis has already."""
     if name in RESERVED_VECTORS:
-        raise DafFormatError(
+        raise DafArgumentError(
             f"setting the reserved vector: {name}\nfor the axis: {axis}\n"
             f"in the daf data: {daf_name}"
         )

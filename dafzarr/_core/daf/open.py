@@ -21,6 +21,7 @@ from ...errors import (
     AppendOnlyError,
     CorruptArchiveError,
     CorruptDafError,
+    DafArgumentError,
     DafFormatError,
     DafNotFoundError,
     DafReadOnlyError,
@@ -75,10 +76,10 @@ def open_backend(
     if path is not None and parse_daf_path(path)[0] != "zip":
         for option, value in (("max_file_size", max_file_size), ("append_only", append_only)):
             if value not in (None, False):
-                raise DafFormatError(f"{option} applies to ZIP archives only: {path}")
+                raise DafArgumentError(f"{option} applies to ZIP archives only: {path}")
     if path is None:
         if max_file_size is not None or append_only:
-            raise DafFormatError("max_file_size and append_only apply to ZIP archives only")
+            raise DafArgumentError("max_file_size and append_only apply to ZIP archives only")
         return Opened(MemoryBackend(), "memory", "memory")
     kind, container, group = parse_daf_path(path)
     full = container + (f"#/{group}" if group else "")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import CorruptDafError, DafFormatError, UnsupportedDafError
+from ...errors import CorruptDafError, UnsupportedDafError
 from .. import codecs as _codecs
 from ..codecs import DEFLATE_MAX_RATIO
 from .layout import decode_strings, is_packed
@@ -39,7 +39,7 @@ def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int
 
     Nothing larger than the chunk's known size, or than ``_MAX_RATIO`` times its compressed
     size, is allocated (:func:`dafzarr._core.codecs.decode`): a chunk whose stream says otherwise
-    is a :class:`DafFormatError`.
+    is a :class:`CorruptDafError`.
     """
     if codec is None:
         return data
@@ -51,7 +51,7 @@ def _decompress(codec: dict[str, Any] | None, data: bytes, where: str, size: int
         data,
         size,
         what=f"{where}: an inner chunk",
-        error=DafFormatError,
+        error=CorruptDafError,
         at_most=_MAX_RATIO * len(data) + _RATIO_SLACK,
         record="its chunk shape",
     )

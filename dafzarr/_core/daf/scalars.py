@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import CorruptDafError, DafMissingError
-from .names import check_name, join_path
+from .names import can_be_stored, check_name, join_path
 from .storage import UNDEF, DafStorage
 from .values import scalar_array
 
@@ -18,7 +18,9 @@ class Scalars:
 
     def has_scalar(self, name: str) -> bool:
         """Whether the scalar exists."""
-        return self._storage.node_kind(join_path("scalars", name)) == "array"
+        return (
+            can_be_stored(name) and self._storage.node_kind(join_path("scalars", name)) == "array"
+        )
 
     def scalars_set(self) -> set[str]:
         """The names of all scalars."""

@@ -20,7 +20,7 @@ from ..._indices import csr_to_csc, shift_checked, zero_based
 from ..._transpose import transpose_columns
 from ...errors import (
     CorruptDafError,
-    DafFormatError,
+    DafArgumentError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     UnsafeCastError,
@@ -114,7 +114,7 @@ def check_sparse(value: Any, where: str, *, defer_indices: bool = False) -> bool
                 if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= size):
                     raise InvalidArgumentError(f"axis {axis} indices must be in 0..{size - 1}")
     except ValueError as exc:
-        raise DafFormatError(f"invalid sparse value: {exc}\nfor the {where}") from None
+        raise DafArgumentError(f"invalid sparse value: {exc}\nfor the {where}") from None
     return False
 
 

@@ -12,7 +12,7 @@ from ...errors import CorruptDafError, DafMissingError, InvalidArgumentError
 from ..casting import unmasked
 from . import layout as lay
 from .axes import Axes
-from .names import RESERVED_VECTORS, check_name, check_not_reserved, join_path
+from .names import RESERVED_VECTORS, can_be_stored, check_name, check_not_reserved, join_path
 from .storage import UNDEF, DafStorage
 from .values import check_sparse, dense, index_dtype, scalar_array, zero_based_indices
 
@@ -29,7 +29,10 @@ class Vectors:
         self._axes.require_axis(axis)
         if name in RESERVED_VECTORS:
             return True
-        return self._storage.node_kind(join_path("vectors", axis, name)) is not None
+        return (
+            can_be_stored(name)
+            and self._storage.node_kind(join_path("vectors", axis, name)) is not None
+        )
 
     def vectors_set(self, axis: str) -> set[str]:
         """The names of the vectors stored on an axis."""
@@ -46,6 +49,8 @@ class Vectors:
             return self._axes.axis_np_entries(axis)
         if name == "index":
             return np.arange(self._axes.axis_length(axis))
+        if not can_be_stored(name):
+            return None
         path = join_path("vectors", axis, name)
         kind = self._storage.node_kind(path)
         if kind is None:
