@@ -107,7 +107,7 @@ class ReaderBase(Queries):
 
     @property
     def name(self) -> str:
-        """The data set's name."""
+        """Primitive: the name of the view or chain."""
         raise NotImplementedError
 
     def _data_version(self) -> Any:
@@ -160,7 +160,7 @@ class ReaderBase(Queries):
 
     @property
     def read_only(self) -> bool:
-        """Whether writers raise."""
+        """``True``: the writers of a view or chain raise (a writing chain overrides it)."""
         return True
 
     def __repr__(self) -> str:
