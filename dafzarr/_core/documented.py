@@ -12,14 +12,15 @@ import textwrap
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["documented_by"]
+__all__ = ["Documented", "documented_by"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+#: A function (or method) given a docstring.
+Documented = TypeVar("Documented", bound=Callable[..., Any])
 
 
 def documented_by(
     source: Callable[..., Any], *, raises: str = "", notes: str = ""
-) -> Callable[[F], F]:
+) -> Callable[[Documented], Documented]:
     """Give the decorated function the docstring of ``source``.
 
     ``raises`` (numpydoc entries) is added at the end of the ``Raises`` section and ``notes``
@@ -32,7 +33,7 @@ def documented_by(
         text = _insert_section(text, "Notes", textwrap.dedent(notes).strip("\n"), before="Examples")
     origin = getattr(source, "__doc_source__", source)
 
-    def decorate(function: F) -> F:
+    def decorate(function: Documented) -> Documented:
         function.__doc__ = text
         vars(function)["__doc_source__"] = origin
         return function

@@ -5,13 +5,11 @@ contract access, and the :class:`~dafzarr.errors.DafContractError` it may raise.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from ...documented import documented_by
+from ...documented import Documented, documented_by
 
 __all__ = ["contract_listing", "contract_read", "contract_write", "describe_wrapped"]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 _LISTING = """
 Always allowed, not a contract access: the answer is the wrapped data set's, listed in the
@@ -44,26 +42,26 @@ DafContractError
 """
 
 
-def contract_listing(source: Callable[..., Any]) -> Callable[[F], F]:
+def contract_listing(source: Callable[..., Any]) -> Callable[[Documented], Documented]:
     """The docstring of ``source`` for an existence check or listing of a ``ContractDaf``."""
     return documented_by(source, notes=_LISTING)
 
 
-def contract_read(source: Callable[..., Any]) -> Callable[[F], F]:
+def contract_read(source: Callable[..., Any]) -> Callable[[Documented], Documented]:
     """The docstring of ``source`` for a read of a ``ContractDaf``."""
     return documented_by(source, notes=_READ, raises=_NOT_LISTED)
 
 
 def contract_write(
     source: Callable[..., Any], *, expands: bool = False, other_layout: bool = False
-) -> Callable[[F], F]:
+) -> Callable[[Documented], Documented]:
     """The docstring of ``source`` for a write of a ``ContractDaf`` (``expands``: it makes
     an axis; ``other_layout``: it writes the other layout of a matrix)."""
     notes = _OTHER_LAYOUT if other_layout else _WRITE + (_EXPANDS if expands else "")
     return documented_by(source, notes=notes, raises=_NOT_OUTPUT)
 
 
-def describe_wrapped(source: Callable[..., Any]) -> Callable[[F], F]:
+def describe_wrapped(source: Callable[..., Any]) -> Callable[[Documented], Documented]:
     """The docstring of ``source`` for the description of a ``ContractDaf``."""
     return documented_by(
         source, notes="The wrapped data set's description (``describe`` is the same method)."
