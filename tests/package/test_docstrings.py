@@ -9,6 +9,7 @@ summary line. The examples are run as doctests, each in a fresh working director
 
 from __future__ import annotations
 
+import difflib
 import doctest
 import importlib
 import inspect
@@ -159,7 +160,9 @@ def _checked() -> dict[str, Any]:
 
 
 def test_entry_points_are_found() -> None:
-    assert len(entry_points(PUBLIC_MODULES)) > 300
+    found = entry_points(PUBLIC_MODULES)
+    print(f"{len(found)} public entry points")
+    assert len(found) > 300
 
 
 @pytest.mark.parametrize("qual", sorted(_checked()))
@@ -169,11 +172,16 @@ def test_entry_points_have_numpydoc_sections(qual: str) -> None:
 
 
 def _examples() -> Iterator[tuple[str, doctest.DocTest]]:
+    """The examples of each entry point; examples a docstring shares with another (taken
+    from the same place) run once."""
     finder = doctest.DocTestFinder(recurse=False)
+    seen: set[tuple[tuple[str, str], ...]] = set()
     for qual, obj in _checked().items():
         target = obj.fget if isinstance(obj, property) else obj
         for test in finder.find(target, qual, globs={"np": np, "dafzarr": dafzarr}):
-            if test.examples:
+            key = tuple((example.source, example.want) for example in test.examples)
+            if test.examples and key not in seen:
+                seen.add(key)
                 yield qual, test
 
 
@@ -211,3 +219,41 @@ def test_a_missing_section_is_reported() -> None:
         "sample: no Raises section",
         "sample: no Examples section",
     ]
+
+
+# A docstring a method takes from the one place it is written (see
+# ``dafzarr._core.documented.documented_by``) names that place as ``__doc_source__``.
+NEAR_COPY = 0.8
+
+
+def _doc_source(obj: Any) -> Any:
+    """Where the docstring of ``obj`` is written (``None``: inherited from a base class)."""
+    target = obj.fget if isinstance(obj, property) else obj
+    if target.__doc__ is None:
+        return None
+    return getattr(target, "__doc_source__", target)
+
+
+def near_copies(entries: dict[str, Any]) -> list[str]:
+    """The pairs of entry points of one name (a method in several classes) whose docstrings,
+    written separately, are near-copies."""
+    by_name: dict[str, list[tuple[str, Any, str]]] = {}
+    for qual, obj in sorted(entries.items()):
+        doc, source = inspect.getdoc(obj), _doc_source(obj)
+        if doc and source is not None:
+            by_name.setdefault(qual.rsplit(".", 1)[-1], []).append((qual, source, doc))
+    found = []
+    for same_name in by_name.values():
+        for i, (qual, source, doc) in enumerate(same_name):
+            for other_qual, other_source, other_doc in same_name[i + 1 :]:
+                ratio = difflib.SequenceMatcher(None, doc, other_doc).ratio()
+                if source is not other_source and ratio > NEAR_COPY:
+                    found.append(f"{qual} ~ {other_qual}: {ratio:.2f}")
+    return found
+
+
+def test_docstrings_are_written_once() -> None:
+    found = near_copies(entry_points(PUBLIC_MODULES))
+    assert not found, "written twice (take one from the other with documented_by):\n" + (
+        "\n".join(found)
+    )

@@ -43,15 +43,15 @@ class Axes:
             raise DafMissingError(f"missing axis: {axis}\nin the daf data: {self._storage.name}")
 
     def has_axis(self, axis: str) -> bool:
-        """Whether the axis exists."""
+        """``ZarrDaf.has_axis``: whether ``axes/<axis>`` is an array."""
         return can_be_stored(axis) and self._storage.node_kind(join_path("axes", axis)) == "array"
 
     def axes_set(self) -> set[str]:
-        """The names of all axes."""
+        """``ZarrDaf.axes_set``: the arrays under ``axes``."""
         return {n for n in self._storage.backend.children("axes") if self.has_axis(n)}
 
     def axis_length(self, axis: str) -> int:
-        """The number of entries of an axis."""
+        """``ZarrDaf.axis_length``: the length of ``axes/<axis>`` (from its metadata)."""
         self.require_axis(axis)
         return self.axis_len(axis)
 
@@ -60,7 +60,7 @@ class Axes:
         return int(shape[0]) if shape else 0
 
     def axis_np_entries(self, axis: str) -> np.ndarray[Any, Any]:
-        """The axis' entry names, in order (a read-only object array of ``str``)."""
+        """``ZarrDaf.axis_np_entries``: ``axes/<axis>`` read once, then cached."""
         self.require_axis(axis)
         cached = self._cache.get(axis)
         if cached is None:
@@ -69,7 +69,7 @@ class Axes:
         return cached
 
     def axis_dict(self, axis: str) -> dict[str, int]:
-        """Entry name -> 0-based position."""
+        """``ZarrDaf.axis_dict``: the cached entries, numbered."""
         return {str(n): i for i, n in enumerate(self.axis_np_entries(axis))}
 
     def axis_np_indices(
@@ -80,14 +80,13 @@ class Axes:
         allow_empty: bool = False,
         allow_missing: bool = False,
     ) -> np.ndarray[Any, Any]:
-        """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
-        (``allow_missing``) map to -1, else raise."""
+        """``ZarrDaf.axis_np_indices``: ``names`` looked up in :meth:`axis_dict`."""
         return entry_positions(
             self.axis_dict(axis), names, axis, self._storage.name, allow_empty, allow_missing
         )
 
     def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> None:
-        """Create an axis with unique entry names."""
+        """``ZarrDaf.add_axis``: check the entries, then :meth:`add_checked_axis`."""
         self._storage.check_writable()
         check_name(axis, "axis")
         where = f"entries of the axis {axis}\nin the daf data: {self._storage.name}"
@@ -140,7 +139,7 @@ class Axes:
         self._cache.pop(axis, None)
 
     def delete_axis(self, axis: str, *, must_exist: bool = True) -> None:
-        """Delete an axis and every vector and matrix along it."""
+        """``ZarrDaf.delete_axis``: delete ``axes/<axis>`` and the groups along it."""
         self._storage.check_writable()
         if self._storage.nothing_to_delete(
             self.has_axis(axis), must_exist, f"missing axis: {axis}", f"axis {axis}"

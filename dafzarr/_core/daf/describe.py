@@ -31,14 +31,7 @@ class Description:
         self._matrices = matrices
 
     def summary(self) -> dict[str, Any]:
-        """Everything :meth:`description` shows, as plain data (``dafzarr daf describe --json``).
-
-        Keys: ``name``, ``type``, ``path``, ``mode``, ``format`` (the Zarr format), ``scalars``
-        (name -> value), ``axes`` (name -> length), ``vectors`` (``"axis/name"`` -> property)
-        and ``matrices`` (``"rows,columns/name"`` -> property), where a property is a dict
-        with ``dtype``, ``layout`` (``"dense"`` or ``"sparse"``) and, when sparse,
-        ``nonzeros``.
-        """
+        """``ZarrDaf.summary``: the name, type, path, mode, format and every property, as data."""
         axes = sorted(self._axes.axes_set())
         return {
             "name": self._storage.name,
@@ -64,7 +57,7 @@ class Description:
         }
 
     def description(self) -> str:
-        """A human-readable summary: name, type, path, mode, and every property."""
+        """``ZarrDaf.description``: :meth:`summary` as lines of text."""
         info = self.summary()
         lines = [
             f"name: {info['name']}",

@@ -95,11 +95,7 @@ class Fills:
     def empty_dense_vector(
         self, axis: str, name: str, eltype: Any, *, overwrite: bool = False
     ) -> Iterator[np.ndarray[Any, Any]]:
-        """Fill a new dense vector in place: ``with d.empty_dense_vector(...) as v: v[:] = ...``.
-
-        The yielded array is the storage itself (ZIP: a reserved entry of the archive), so no
-        second copy is made; the vector is published when the block exits without error.
-        """
+        """``ZarrDaf.empty_dense_vector``: reserve the vector's chunk, yield it, publish it."""
         self._axes.require_axis(axis)
         check_name(name, "vector")
         check_not_reserved(axis, name, self._storage.name)
@@ -122,8 +118,8 @@ class Fills:
         *,
         overwrite: bool = False,
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
-        """Fill a new sparse vector in place: yields ``(nzind, nzval)``; ``nzind`` is
-        1-based and increasing (checked when the block exits)."""
+        """``ZarrDaf.empty_sparse_vector``: reserve ``nzind`` and ``nzval``, yield them,
+        check and publish them."""
         self._axes.require_axis(axis)
         check_name(name, "vector")
         check_not_reserved(axis, name, self._storage.name)
@@ -161,7 +157,7 @@ class Fills:
         *,
         overwrite: bool = False,
     ) -> Iterator[np.ndarray[Any, Any]]:
-        """Fill a new dense matrix in place: yields a column-major ``rows x columns`` array."""
+        """``ZarrDaf.empty_dense_matrix``: reserve the matrix' chunk, yield it, publish it."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
         check_name(name, "matrix")
@@ -188,8 +184,8 @@ class Fills:
         *,
         overwrite: bool = False,
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
-        """Fill a new CSC sparse matrix in place: yields 1-based ``(colptr, rowval, nzval)``
-        (``colptr`` starts as ``[1, nnz+1, nnz+1, ...]``; checked when the block exits)."""
+        """``ZarrDaf.empty_sparse_matrix``: reserve ``colptr``, ``rowval`` and ``nzval``,
+        yield them, check and publish them."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
         check_name(name, "matrix")

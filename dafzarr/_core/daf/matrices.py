@@ -49,7 +49,8 @@ class Matrices:
     def has_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
     ) -> bool:
-        """Whether the matrix exists (with ``relayout``, in either layout)."""
+        """``ZarrDaf.has_matrix``: whether ``matrices/<rows>/<columns>/<name>`` (or, with
+        ``relayout``, the flipped path) is a node."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
         if self.matrix_kind(rows_axis, columns_axis, name) is not None:
@@ -57,7 +58,8 @@ class Matrices:
         return relayout and self.matrix_kind(columns_axis, rows_axis, name) is not None
 
     def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
-        """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
+        """``ZarrDaf.matrices_set``: the nodes under ``matrices/<rows>/<columns>`` (and the
+        flipped group)."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
         pairs = [(rows_axis, columns_axis)]
@@ -154,13 +156,8 @@ class Matrices:
         relayout: bool = True,
         sparse_class: Literal["csc_matrix", "csc_array"] = "csc_matrix",
     ) -> Any:
-        """The ``rows_axis x columns_axis`` matrix.
-
-        Dense: a column-major (Fortran-ordered) numpy array, a zero-copy read-only view when
-        this layout is stored. Sparse: a ``scipy.sparse.csc_matrix`` (or ``csc_array``)
-        with 0-based indices. With ``relayout``, a matrix stored only as
-        ``columns_axis x rows_axis`` is transposed (a copy).
-        """
+        """``ZarrDaf.get_np_matrix``: the stored layout, else the flipped one transposed,
+        else ``default``."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
         kind = self.matrix_kind(rows_axis, columns_axis, name)
@@ -206,8 +203,7 @@ class Matrices:
         default: Any = UNDEF,
         relayout: bool = True,
     ) -> Any:
-        """The matrix as a ``pandas.DataFrame`` (rows and columns named by the axes' entries);
-        sparse matrices become sparse frames."""
+        """``ZarrDaf.get_pd_matrix``: :meth:`get_np_matrix` named by the axes' entries."""
         import pandas as pd
 
         m = self.get_np_matrix(rows_axis, columns_axis, name, default=default, relayout=relayout)
@@ -290,13 +286,8 @@ class Matrices:
         relayout: bool = True,
         indtype: Any = None,
     ) -> None:
-        """Store a matrix: numpy (any order), a scalar to broadcast, or any scipy sparse.
-
-        With ``relayout`` (default) the transposed layout ``columns_axis x rows_axis`` is
-        stored too, so both orientations read without a copy (never for a square pair).
-        A sparse value's 1-based indices are stored as ``indtype``; by default the smallest
-        of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses.
-        """
+        """``ZarrDaf.set_matrix``: write ``matrices/<rows>/<columns>/<name>`` (and, with
+        ``relayout``, the flipped layout)."""
         self._storage.check_writable()
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
@@ -383,7 +374,7 @@ class Matrices:
     def relayout_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, overwrite: bool = False
     ) -> None:
-        """Store the ``columns_axis x rows_axis`` layout of a stored matrix."""
+        """``ZarrDaf.relayout_matrix``: write the flipped layout of a stored matrix."""
         self._storage.check_writable()
         if rows_axis == columns_axis:
             raise DafArgumentError(
@@ -413,7 +404,8 @@ class Matrices:
         must_exist: bool = True,
         relayout: bool = True,
     ) -> None:
-        """Delete a matrix (with ``relayout``, both layouts)."""
+        """``ZarrDaf.delete_matrix``: delete the matrix' node (and, with ``relayout``, the
+        flipped one)."""
         self._storage.check_writable()
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)

@@ -1,6 +1,7 @@
 """The reader API of a Daf data set, shared by :class:`~dafzarr.daf.ZarrDaf`, views and chains.
 
-:class:`DafReader` (in :mod:`._interface`) lists the public reader API. :class:`ReaderBase` implements that API for data sets that are not stored themselves
+:class:`DafReader` (in :mod:`.interface`) lists the public reader API, and documents it.
+:class:`ReaderBase` implements that API for data sets that are not stored themselves
 (views, chains) from a few primitives they define (``_entries``, ``_stored_vector``,
 ``_stored_matrix`` in one layout, ...), with the query methods of :mod:`._queries`; its writers
 raise :class:`~dafzarr.errors.DafReadOnlyError`. The helpers ``default_vector``,
@@ -17,7 +18,8 @@ import numpy as np
 
 from ...errors import DafMissingError, DafReadOnlyError, InvalidArgumentError
 from ..aliases import Array
-from .interface import DafReader
+from ..documented import documented_by
+from .interface import DafReader, DafWriter
 from .names import entry_positions
 from .queries import Queries
 from .storage import UNDEF
@@ -105,7 +107,7 @@ class ReaderBase(Queries):
 
     @property
     def name(self) -> str:
-        """The data set's name."""
+        """Primitive: the name of the view or chain."""
         raise NotImplementedError
 
     def _data_version(self) -> Any:
@@ -158,7 +160,7 @@ class ReaderBase(Queries):
 
     @property
     def read_only(self) -> bool:
-        """Whether writers raise."""
+        """``True``: the writers of a view or chain raise (a writing chain overrides it)."""
         return True
 
     def __repr__(self) -> str:
@@ -168,29 +170,30 @@ class ReaderBase(Queries):
         if not self.has_axis(axis):
             raise DafMissingError(f"missing axis: {axis}\nin the daf data: {self.name}")
 
+    @documented_by(DafReader.get_scalar)
     def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
-        """The scalar's value; ``default`` if it is missing."""
         if self.has_scalar(name):
             return self._scalar(name)
         if default is UNDEF:
             raise DafMissingError(f"missing scalar: {name}\nin the daf data: {self.name}")
         return default
 
+    @documented_by(DafReader.axis_length)
     def axis_length(self, axis: str) -> int:
-        """The number of entries of an axis."""
         return len(self.axis_np_entries(axis))
 
+    @documented_by(DafReader.axis_np_entries)
     def axis_np_entries(self, axis: str) -> Array:
-        """The axis' entry names, in order (read-only)."""
         self._require_axis(axis)
         return self._entries(axis)
 
     axis_np_vector = axis_np_entries
 
+    @documented_by(DafWriter.axis_dict)
     def axis_dict(self, axis: str) -> dict[str, int]:
-        """Entry name -> 0-based position."""
         return {str(n): i for i, n in enumerate(self.axis_np_entries(axis))}
 
+    @documented_by(DafWriter.axis_np_indices)
     def axis_np_indices(
         self,
         axis: str,
@@ -199,25 +202,22 @@ class ReaderBase(Queries):
         allow_empty: bool = False,
         allow_missing: bool = False,
     ) -> Array:
-        """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
-        (``allow_missing``) map to -1, else raise."""
         return entry_positions(
             self.axis_dict(axis), names, axis, self.name, allow_empty, allow_missing
         )
 
+    @documented_by(DafReader.has_vector)
     def has_vector(self, axis: str, name: str) -> bool:
-        """Whether the vector exists (``name`` and ``index`` always do)."""
         self._require_axis(axis)
         return name in ("name", "index") or self._has_stored_vector(axis, name)
 
+    @documented_by(DafReader.vectors_set)
     def vectors_set(self, axis: str) -> set[str]:
-        """The names of the vectors of an axis."""
         self._require_axis(axis)
         return self._vectors(axis)
 
+    @documented_by(DafReader.get_np_vector)
     def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Array:
-        """The vector as a numpy array (``name``: the entries, ``index``: 0-based positions);
-        a missing vector gives ``default`` (a scalar is broadcast)."""
         entries = self.axis_np_entries(axis)
         if name == "name":
             return entries
@@ -232,24 +232,24 @@ class ReaderBase(Queries):
         out: Array = default_vector(len(entries), default, axis, self.name)
         return out
 
+    @documented_by(DafWriter.get_pd_vector)
     def get_pd_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
-        """The vector as a ``pandas.Series`` indexed by the axis' entry names."""
         return pd_vector(
             self.get_np_vector(axis, name, default=default), self.axis_np_entries(axis), axis, name
         )
 
+    @documented_by(DafReader.has_matrix)
     def has_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
     ) -> bool:
-        """Whether the matrix exists (with ``relayout``, in either layout)."""
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         return self._has_layout(rows_axis, columns_axis, name) or (
             relayout and self._has_layout(columns_axis, rows_axis, name)
         )
 
+    @documented_by(DafReader.matrices_set)
     def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
-        """The names of the matrices of an axis pair (with ``relayout``, either layout)."""
         self._require_axis(rows_axis)
         self._require_axis(columns_axis)
         names = self._layout_names(rows_axis, columns_axis)
@@ -257,6 +257,7 @@ class ReaderBase(Queries):
             names |= self._layout_names(columns_axis, rows_axis)
         return names
 
+    @documented_by(DafReader.get_np_matrix)
     def get_np_matrix(
         self,
         rows_axis: str,
@@ -267,9 +268,6 @@ class ReaderBase(Queries):
         relayout: bool = True,
         sparse_class: str = "csc_matrix",
     ) -> Any:
-        """The ``rows_axis x columns_axis`` matrix: column-major numpy or scipy CSC
-        (``sparse_class``: ``"csc_matrix"`` or ``"csc_array"``). With ``relayout``, a matrix
-        that exists only as ``columns_axis x rows_axis`` is transposed (a copy)."""
         import scipy.sparse as sp
 
         m = self._matrix(rows_axis, columns_axis, name, default, relayout)
@@ -296,6 +294,7 @@ class ReaderBase(Queries):
         shape = (self.axis_length(rows_axis), self.axis_length(columns_axis))
         return default_matrix(shape, default)
 
+    @documented_by(DafWriter.get_pd_matrix)
     def get_pd_matrix(
         self,
         rows_axis: str,
@@ -305,7 +304,6 @@ class ReaderBase(Queries):
         default: Any = UNDEF,
         relayout: bool = True,
     ) -> Any:
-        """The matrix as a ``pandas.DataFrame`` (rows and columns named by the entries)."""
         m = self.get_np_matrix(rows_axis, columns_axis, name, default=default, relayout=relayout)
         return pd_matrix(
             m,
@@ -315,9 +313,8 @@ class ReaderBase(Queries):
             columns_axis,
         )
 
+    @documented_by(DafReader.description)
     def description(self) -> str:
-        """A human-readable summary: name, type, base(s), scalars, axes, vectors and matrices
-        (each matrix in the layouts it has)."""
         lines = [f"name: {self.name}", *self._header()]
         scalars = sorted(self.scalars_set())
         if scalars:

@@ -17,17 +17,17 @@ class Scalars:
         self._storage = storage
 
     def has_scalar(self, name: str) -> bool:
-        """Whether the scalar exists."""
+        """``ZarrDaf.has_scalar``: whether ``scalars/<name>`` is an array."""
         return (
             can_be_stored(name) and self._storage.node_kind(join_path("scalars", name)) == "array"
         )
 
     def scalars_set(self) -> set[str]:
-        """The names of all scalars."""
+        """``ZarrDaf.scalars_set``: the arrays under ``scalars``."""
         return {n for n in self._storage.backend.children("scalars") if self.has_scalar(n)}
 
     def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
-        """The scalar's value (a numpy scalar, or ``str``); ``default`` if it is missing."""
+        """``ZarrDaf.get_scalar``: the one value of ``scalars/<name>``, else ``default``."""
         if not self.has_scalar(name):
             if default is UNDEF:
                 raise DafMissingError(
@@ -40,7 +40,7 @@ class Scalars:
         return arr.reshape(-1)[0]
 
     def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> None:
-        """Store a scalar (bool, int, float, str or numpy scalar)."""
+        """``ZarrDaf.set_scalar``: write ``scalars/<name>``, a one-element array."""
         self._storage.check_writable()
         check_name(name, "scalar")
         data, dt = scalar_array(value, f"scalar {name!r}")
@@ -52,7 +52,7 @@ class Scalars:
             self._storage.write(self._storage.array_items(path, data, dt))
 
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> None:
-        """Delete a scalar (``must_exist=False``: no error if it is missing)."""
+        """``ZarrDaf.delete_scalar``: delete the node ``scalars/<name>``."""
         self._storage.check_writable()
         if self._storage.nothing_to_delete(
             self.has_scalar(name), must_exist, f"missing scalar: {name}", f"scalar {name}"

@@ -102,12 +102,12 @@ class DafStorage:
 
     @property
     def mode(self) -> OpenMode:
-        """The mode the data set was opened with."""
+        """``ZarrDaf.mode``: the mode given when the storage was opened."""
         return self._mode
 
     @property
     def read_only(self) -> bool:
-        """Whether writers raise."""
+        """``ZarrDaf.read_only``: mode ``r``, HTTP, or a read-only copy."""
         return self._read_only
 
     @property

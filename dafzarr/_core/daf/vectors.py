@@ -25,7 +25,7 @@ class Vectors:
         self._axes = axes
 
     def has_vector(self, axis: str, name: str) -> bool:
-        """Whether the vector exists (``name`` and ``index`` always do)."""
+        """``ZarrDaf.has_vector``: whether ``vectors/<axis>/<name>`` is a node."""
         self._axes.require_axis(axis)
         if name in RESERVED_VECTORS:
             return True
@@ -35,7 +35,7 @@ class Vectors:
         )
 
     def vectors_set(self, axis: str) -> set[str]:
-        """The names of the vectors stored on an axis."""
+        """``ZarrDaf.vectors_set``: the nodes under ``vectors/<axis>``."""
         self._axes.require_axis(axis)
         base = join_path("vectors", axis)
         return {
@@ -93,11 +93,7 @@ class Vectors:
         return pos, nzval
 
     def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> np.ndarray[Any, Any]:
-        """The vector as a numpy array (dense vectors: a zero-copy read-only view).
-
-        Sparse vectors are returned dense. ``name`` gives the entry names and ``index`` the
-        0-based positions. A missing vector gives ``default`` (a scalar is broadcast).
-        """
+        """``ZarrDaf.get_np_vector``: :meth:`vector`, else ``default`` made to the axis' length."""
         self._axes.require_axis(axis)
         out = self.vector(axis, name)
         if out is not None:
@@ -121,7 +117,7 @@ class Vectors:
         return arr
 
     def get_pd_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
-        """The vector as a ``pandas.Series`` indexed by the axis' entry names."""
+        """``ZarrDaf.get_pd_vector``: :meth:`get_np_vector` indexed by the axis' entries."""
         import pandas as pd
 
         values: Any = self.get_np_vector(axis, name, default=default)
@@ -143,13 +139,8 @@ class Vectors:
         overwrite: bool = False,
         indtype: Any = None,
     ) -> None:
-        """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
-
-        Sparse input (any scipy format: a 1-D sparse array of length ``n``, or ``1 x n`` or
-        ``n x 1``) is stored sparse with 1-based ``nzind`` of type ``indtype`` (default: the
-        smallest of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses);
-        duplicate positions are added up.
-        """
+        """``ZarrDaf.set_vector``: write ``vectors/<axis>/<name>`` (dense, or sparse
+        ``nzind``/``nzval``)."""
         self._storage.check_writable()
         self._axes.require_axis(axis)
         check_name(name, "vector")
@@ -237,7 +228,7 @@ class Vectors:
         return items
 
     def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> None:
-        """Delete a vector (``must_exist=False``: no error if it is missing)."""
+        """``ZarrDaf.delete_vector``: delete the node ``vectors/<axis>/<name>``."""
         self._storage.check_writable()
         self._axes.require_axis(axis)
         path = join_path("vectors", axis, name)

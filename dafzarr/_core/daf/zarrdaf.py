@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from ...errors import InvalidArgumentError
 from ..aliases import OpenMode
+from ..documented import documented_by
 from ..io import HttpOptions
 from ..ioerror import storage_io
 from . import layout as lay
@@ -30,6 +31,7 @@ from .axes import Axes
 from .backends_zip import ZipBackend
 from .describe import Description
 from .fills import Fills
+from .interface import DafReader, DafWriter
 from .matrices import Matrices
 from .names import unique_name
 from .open import create_aside, create_zip_aside, open_backend
@@ -350,271 +352,53 @@ class ZarrDaf(Queries):
 
     # --- Scalars -------------------------------------------------------------------------------
 
+    @documented_by(DafReader.has_scalar)
     def has_scalar(self, name: str) -> bool:
-        """Whether the scalar exists.
-
-        Parameters
-        ----------
-        name : str
-            The scalar's name.
-
-        Returns
-        -------
-        bool
-            Whether it exists.
-
-        Raises
-        ------
-        DafzarrError
-            None for an open data set.
-
-        Examples
-        --------
-        >>> dafzarr.memory_daf(name="cells").set_scalar("version", 3).has_scalar("version")
-        True
-        """
         return self._scalars.has_scalar(name)
 
+    @documented_by(DafReader.scalars_set)
     def scalars_set(self) -> set[str]:
-        """The names of all scalars.
-
-        Returns
-        -------
-        set of str
-            The scalars' names.
-
-        Raises
-        ------
-        DafzarrError
-            None for an open data set.
-
-        Examples
-        --------
-        >>> dafzarr.memory_daf(name="cells").set_scalar("version", 3).scalars_set()
-        {'version'}
-        """
         return self._scalars.scalars_set()
 
+    @documented_by(DafReader.get_scalar)
     def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
-        """The scalar's value (a numpy scalar, or ``str``); ``default`` if it is missing.
-
-        Parameters
-        ----------
-        name : str
-            The scalar's name.
-        default : Any, optional
-            Returned when it is missing (by default, a missing scalar raises).
-
-        Returns
-        -------
-        Any
-            The value, or ``default``.
-
-        Raises
-        ------
-        DafMissingError
-            The scalar is missing and no ``default`` is given.
-
-        Examples
-        --------
-        >>> print(dafzarr.memory_daf(name="cells").set_scalar("version", 3).get_scalar("version"))
-        3
-        """
         return self._scalars.get_scalar(name, default=default)
 
+    @documented_by(DafWriter.set_scalar)
     def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> Self:
-        """Store a scalar (bool, int, float, str or numpy scalar).
-
-        Parameters
-        ----------
-        name : str
-            The scalar's name.
-        value : Any
-            Its value.
-        overwrite : bool, optional
-            Whether an existing scalar is replaced.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafExistsError
-            The scalar exists and ``overwrite`` is false.
-        DafReadOnlyError
-            The data set is read-only.
-        InvalidArgumentError
-            ``value`` is not a scalar.
-
-        Examples
-        --------
-        >>> dafzarr.memory_daf(name="cells").set_scalar("version", 3).scalars_set()
-        {'version'}
-        """
         self._scalars.set_scalar(name, value, overwrite=overwrite)
         return self
 
+    @documented_by(DafWriter.delete_scalar)
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> Self:
-        """Delete a scalar (``must_exist=False``: no error if it is missing).
-
-        Parameters
-        ----------
-        name : str
-            The scalar's name.
-        must_exist : bool, optional
-            Whether a missing scalar raises.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafMissingError
-            The scalar is missing and ``must_exist`` is true.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> dafzarr.memory_daf(name="cells").set_scalar("version", 3).delete_scalar("version").scalars_set()
-        set()
-        """
         self._scalars.delete_scalar(name, must_exist=must_exist)
         return self
 
     # --- Axes ----------------------------------------------------------------------------------
 
+    @documented_by(DafReader.has_axis)
     def has_axis(self, axis: str) -> bool:
-        """Whether the axis exists.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        bool
-            Whether it exists.
-
-        Raises
-        ------
-        DafzarrError
-            None for an open data set.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.has_axis("cell"), daf.has_axis("gene")
-        (True, False)
-        """
         return self._axes.has_axis(axis)
 
+    @documented_by(DafReader.axes_set)
     def axes_set(self) -> set[str]:
-        """The names of all axes.
-
-        Returns
-        -------
-        set of str
-            The axes' names.
-
-        Raises
-        ------
-        DafzarrError
-            None for an open data set.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.axes_set()
-        {'cell'}
-        """
         return self._axes.axes_set()
 
+    @documented_by(DafReader.axis_length)
     def axis_length(self, axis: str) -> int:
-        """The number of entries of an axis.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        int
-            The number of entries.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.axis_length("cell")
-        2
-        """
         return self._axes.axis_length(axis)
 
+    @documented_by(DafReader.axis_np_entries)
     def axis_np_entries(self, axis: str) -> np.ndarray[Any, Any]:
-        """The axis' entry names, in order (a read-only object array of ``str``).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        numpy.ndarray
-            The entry names.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.axis_np_entries("cell").tolist()
-        ['A', 'B']
-        """
         return self._axes.axis_np_entries(axis)
 
     axis_np_vector = axis_np_entries
 
+    @documented_by(DafWriter.axis_dict)
     def axis_dict(self, axis: str) -> dict[str, int]:
-        """Entry name -> 0-based position.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        dict of str to int
-            The positions.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.axis_dict("cell")
-        {'A': 0, 'B': 1}
-        """
         return self._axes.axis_dict(axis)
 
+    @documented_by(DafWriter.axis_np_indices)
     def axis_np_indices(
         self,
         axis: str,
@@ -623,227 +407,39 @@ class ZarrDaf(Queries):
         allow_empty: bool = False,
         allow_missing: bool = False,
     ) -> np.ndarray[Any, Any]:
-        """0-based positions of ``names``; ``""`` (``allow_empty``) or unknown names
-        (``allow_missing``) map to -1, else raise.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        names : sequence of str
-            Entry names.
-        allow_empty : bool, optional
-            Whether ``""`` maps to -1.
-        allow_missing : bool, optional
-            Whether unknown names map to -1.
-
-        Returns
-        -------
-        numpy.ndarray
-            The positions (int64).
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing, or a name is unknown (and not allowed).
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.axis_np_indices("cell", ["B", ""], allow_empty=True).tolist()
-        [1, -1]
-        """
         return self._axes.axis_np_indices(
             axis, names, allow_empty=allow_empty, allow_missing=allow_missing
         )
 
+    @documented_by(DafWriter.add_axis)
     def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> Self:
-        """Create an axis with unique entry names.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        entries : array-like of str
-            Its unique entry names.
-        overwrite : bool, optional
-            Whether an existing axis (and everything along it) is replaced.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafExistsError
-            The axis exists and ``overwrite`` is false.
-        InvalidArgumentError
-            An entry name is repeated or not a string.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.axis_length("cell")
-        2
-        """
         self._axes.add_axis(axis, entries, overwrite=overwrite)
         return self
 
+    @documented_by(DafWriter.delete_axis)
     def delete_axis(self, axis: str, *, must_exist: bool = True) -> Self:
-        """Delete an axis and every vector and matrix along it.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        must_exist : bool, optional
-            Whether a missing axis raises.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing and ``must_exist`` is true.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.delete_axis("cell").axes_set()
-        set()
-        """
         self._axes.delete_axis(axis, must_exist=must_exist)
         return self
 
     # --- Vectors -------------------------------------------------------------------------------
 
+    @documented_by(DafReader.has_vector)
     def has_vector(self, axis: str, name: str) -> bool:
-        """Whether the vector exists (``name`` and ``index`` always do).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        name : str
-            The vector's name.
-
-        Returns
-        -------
-        bool
-            Whether it exists.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.has_vector("cell", "name"), daf.has_vector("cell", "age")
-        (True, False)
-        """
         return self._vectors.has_vector(axis, name)
 
+    @documented_by(DafReader.vectors_set)
     def vectors_set(self, axis: str) -> set[str]:
-        """The names of the vectors stored on an axis.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        set of str
-            The vectors' names.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.set_vector("cell", "age", [3, 5]).vectors_set("cell")
-        {'age'}
-        """
         return self._vectors.vectors_set(axis)
 
+    @documented_by(DafReader.get_np_vector)
     def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> np.ndarray[Any, Any]:
-        """The vector as a numpy array (dense vectors: a zero-copy read-only view).
-
-        Sparse vectors are returned dense. ``name`` gives the entry names and ``index`` the
-        0-based positions. A missing vector gives ``default`` (a scalar is broadcast).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        name : str
-            The vector's name.
-        default : Any, optional
-            Used when it is missing (by default, a missing vector raises).
-
-        Returns
-        -------
-        numpy.ndarray
-            One value per entry (or ``None``).
-
-        Raises
-        ------
-        DafMissingError
-            The axis, or the vector (without ``default``), is missing.
-        InvalidArgumentError
-            ``default`` has another length than the axis.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.set_vector("cell", "age", [3, 5]).get_np_vector("cell", "age").tolist()
-        [3, 5]
-        """
         return self._vectors.get_np_vector(axis, name, default=default)
 
+    @documented_by(DafWriter.get_pd_vector)
     def get_pd_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
-        """The vector as a ``pandas.Series`` indexed by the axis' entry names.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        name : str
-            The vector's name.
-        default : Any, optional
-            As for :meth:`get_np_vector`.
-
-        Returns
-        -------
-        pandas.Series
-            The vector (or ``None``).
-
-        Raises
-        ------
-        DafMissingError
-            As for :meth:`get_np_vector`.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.set_vector("cell", "age", [3, 5]).get_pd_vector("cell", "age")["B"]
-        np.int64(5)
-        """
         return self._vectors.get_pd_vector(axis, name, default=default)
 
+    @documented_by(DafWriter.set_vector)
     def set_vector(
         self,
         axis: str,
@@ -853,148 +449,27 @@ class ZarrDaf(Queries):
         overwrite: bool = False,
         indtype: Any = None,
     ) -> Self:
-        """Store a vector: a numpy array, a scalar to broadcast, or a scipy sparse vector.
-
-        Sparse input (any scipy format: a 1-D sparse array of length ``n``, or ``1 x n`` or
-        ``n x 1``) is stored sparse with 1-based ``nzind`` of type ``indtype`` (default: the
-        smallest of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses);
-        duplicate positions are added up.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        name : str
-            The vector's name (not ``name`` nor ``index``).
-        value : Any
-            The values.
-        overwrite : bool, optional
-            Whether an existing vector is replaced.
-        indtype : Any, optional
-            The type of a sparse vector's indices.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing.
-        DafExistsError
-            The vector exists and ``overwrite`` is false.
-        InvalidArgumentError
-            ``value`` has another length than the axis, or an unsupported type.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.set_vector("cell", "age", 7).get_np_vector("cell", "age").tolist()
-        [7, 7]
-        """
         self._vectors.set_vector(axis, name, value, overwrite=overwrite, indtype=indtype)
         return self
 
+    @documented_by(DafWriter.delete_vector)
     def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> Self:
-        """Delete a vector (``must_exist=False``: no error if it is missing).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        name : str
-            The vector's name.
-        must_exist : bool, optional
-            Whether a missing vector raises.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafMissingError
-            The axis, or the vector (with ``must_exist``), is missing.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf.set_vector("cell", "age", 7).delete_vector("cell", "age").vectors_set("cell")
-        set()
-        """
         self._vectors.delete_vector(axis, name, must_exist=must_exist)
         return self
 
     # --- Matrices ------------------------------------------------------------------------------
 
+    @documented_by(DafReader.has_matrix)
     def has_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
     ) -> bool:
-        """Whether the matrix exists (with ``relayout``, in either layout).
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the rows and of the columns.
-        name : str
-            The matrix' name.
-        relayout : bool, optional
-            Whether the other layout counts.
-
-        Returns
-        -------
-        bool
-            Whether it exists.
-
-        Raises
-        ------
-        DafMissingError
-            An axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> daf.has_matrix("gene", "cell", "UMIs")
-        True
-        """
         return self._matrices.has_matrix(rows_axis, columns_axis, name, relayout=relayout)
 
+    @documented_by(DafReader.matrices_set)
     def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
-        """The names of the matrices of an axis pair (with ``relayout``, either layout).
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the rows and of the columns.
-        relayout : bool, optional
-            Whether the other layout counts.
-
-        Returns
-        -------
-        set of str
-            The matrices' names.
-
-        Raises
-        ------
-        DafMissingError
-            An axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> daf.matrices_set("cell", "gene")
-        {'UMIs'}
-        """
         return self._matrices.matrices_set(rows_axis, columns_axis, relayout=relayout)
 
+    @documented_by(DafReader.get_np_matrix)
     def get_np_matrix(
         self,
         rows_axis: str,
@@ -1005,45 +480,6 @@ class ZarrDaf(Queries):
         relayout: bool = True,
         sparse_class: Literal["csc_matrix", "csc_array"] = "csc_matrix",
     ) -> Any:
-        """The ``rows_axis x columns_axis`` matrix.
-
-        Dense: a column-major (Fortran-ordered) numpy array, a zero-copy read-only view when
-        this layout is stored. Sparse: a ``scipy.sparse.csc_matrix`` (or ``csc_array``)
-        with 0-based indices. With ``relayout``, a matrix stored only as
-        ``columns_axis x rows_axis`` is transposed (a copy).
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the rows and of the columns.
-        name : str
-            The matrix' name.
-        default : Any, optional
-            Used when it is missing (``None``, a scalar, or a matrix).
-        relayout : bool, optional
-            Whether the other layout is transposed to answer.
-        sparse_class : {"csc_matrix", "csc_array"}, optional
-            The scipy class of a sparse answer.
-
-        Returns
-        -------
-        numpy.ndarray or scipy.sparse matrix
-            The matrix (or ``None``).
-
-        Raises
-        ------
-        DafMissingError
-            An axis, or the matrix (without ``default``), is missing.
-        InvalidArgumentError
-            ``default`` has another shape than the axes'.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> daf.get_np_matrix("gene", "cell", "UMIs").tolist()
-        [[1, 2]]
-        """
         return self._matrices.get_np_matrix(
             rows_axis,
             columns_axis,
@@ -1053,6 +489,7 @@ class ZarrDaf(Queries):
             sparse_class=sparse_class,
         )
 
+    @documented_by(DafWriter.get_pd_matrix)
     def get_pd_matrix(
         self,
         rows_axis: str,
@@ -1062,41 +499,11 @@ class ZarrDaf(Queries):
         default: Any = UNDEF,
         relayout: bool = True,
     ) -> Any:
-        """The matrix as a ``pandas.DataFrame`` (rows and columns named by the axes' entries);
-        sparse matrices become sparse frames.
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the rows and of the columns.
-        name : str
-            The matrix' name.
-        default : Any, optional
-            As for :meth:`get_np_matrix`.
-        relayout : bool, optional
-            As for :meth:`get_np_matrix`.
-
-        Returns
-        -------
-        pandas.DataFrame
-            The matrix (or ``None``).
-
-        Raises
-        ------
-        DafMissingError
-            As for :meth:`get_np_matrix`.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> daf.get_pd_matrix("cell", "gene", "UMIs").loc["B", "X"]
-        np.int64(2)
-        """
         return self._matrices.get_pd_matrix(
             rows_axis, columns_axis, name, default=default, relayout=relayout
         )
 
+    @documented_by(DafWriter.set_matrix)
     def set_matrix(
         self,
         rows_axis: str,
@@ -1108,51 +515,6 @@ class ZarrDaf(Queries):
         relayout: bool = True,
         indtype: Any = None,
     ) -> Self:
-        """Store a matrix: numpy (any order), a scalar to broadcast, or any scipy sparse.
-
-        With ``relayout`` (default) the transposed layout ``columns_axis x rows_axis`` is
-        stored too, so both orientations read without a copy (never for a square pair).
-        A sparse value's 1-based indices are stored as ``indtype``; by default the smallest
-        of uint32 and uint64 that holds them, as DataAxesFormats.jl chooses.
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the rows and of the columns.
-        name : str
-            The matrix' name.
-        value : Any
-            The values.
-        overwrite : bool, optional
-            Whether an existing matrix is replaced.
-        relayout : bool, optional
-            Whether the other layout is stored too.
-        indtype : Any, optional
-            The type of a sparse matrix's indices.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafMissingError
-            An axis is missing.
-        DafExistsError
-            The matrix exists and ``overwrite`` is false.
-        InvalidArgumentError
-            ``value`` has another shape than the axes', or an unsupported type.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> daf.matrices_set("gene", "cell", relayout=False)
-        {'UMIs'}
-        """
         self._matrices.set_matrix(
             rows_axis,
             columns_axis,
@@ -1164,44 +526,14 @@ class ZarrDaf(Queries):
         )
         return self
 
+    @documented_by(DafWriter.relayout_matrix)
     def relayout_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, overwrite: bool = False
     ) -> Self:
-        """Store the ``columns_axis x rows_axis`` layout of a stored matrix.
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the stored layout.
-        name : str
-            The matrix' name.
-        overwrite : bool, optional
-            Whether an existing other layout is replaced.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafMissingError
-            An axis or the matrix is missing.
-        DafExistsError
-            The other layout exists and ``overwrite`` is false.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]], relayout=False)
-        >>> daf.relayout_matrix("cell", "gene", "UMIs").matrices_set("gene", "cell", relayout=False)
-        {'UMIs'}
-        """
         self._matrices.relayout_matrix(rows_axis, columns_axis, name, overwrite=overwrite)
         return self
 
+    @documented_by(DafWriter.delete_matrix)
     def delete_matrix(
         self,
         rows_axis: str,
@@ -1211,38 +543,6 @@ class ZarrDaf(Queries):
         must_exist: bool = True,
         relayout: bool = True,
     ) -> Self:
-        """Delete a matrix (with ``relayout``, both layouts).
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the rows and of the columns.
-        name : str
-            The matrix' name.
-        must_exist : bool, optional
-            Whether a missing matrix raises.
-        relayout : bool, optional
-            Whether the other layout goes too.
-
-        Returns
-        -------
-        ZarrDaf
-            This data set.
-
-        Raises
-        ------
-        DafMissingError
-            An axis, or the matrix (with ``must_exist``), is missing.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> daf = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> daf.delete_matrix("cell", "gene", "UMIs").matrices_set("gene", "cell")
-        set()
-        """
         self._matrices.delete_matrix(
             rows_axis, columns_axis, name, must_exist=must_exist, relayout=relayout
         )
@@ -1250,51 +550,15 @@ class ZarrDaf(Queries):
 
     # --- Fills ---------------------------------------------------------------------------------
 
+    @documented_by(DafWriter.empty_dense_vector)
     @contextlib.contextmanager
     def empty_dense_vector(
         self, axis: str, name: str, eltype: Any, *, overwrite: bool = False
     ) -> Iterator[np.ndarray[Any, Any]]:
-        """Fill a new dense vector in place: ``with d.empty_dense_vector(...) as v: v[:] = ...``.
-
-        The yielded array is the storage itself (ZIP: a reserved entry of the archive), so no
-        second copy is made; the vector is published when the block exits without error.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        name : str
-            The vector's name.
-        eltype : Any
-            The numpy type of its values.
-        overwrite : bool, optional
-            Whether an existing vector is replaced.
-
-        Returns
-        -------
-        numpy.ndarray
-            Yields the vector to fill.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing.
-        DafExistsError
-            The vector exists and ``overwrite`` is false.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> with daf.empty_dense_vector("cell", "age", np.int32) as age:
-        ...     age[:] = [3, 5]
-        >>> daf.get_np_vector("cell", "age").tolist()
-        [3, 5]
-        """
         with self._fills.empty_dense_vector(axis, name, eltype, overwrite=overwrite) as out:
             yield out
 
+    @documented_by(DafWriter.empty_sparse_vector)
     @contextlib.contextmanager
     def empty_sparse_vector(
         self,
@@ -1306,53 +570,12 @@ class ZarrDaf(Queries):
         *,
         overwrite: bool = False,
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
-        """Fill a new sparse vector in place: yields ``(nzind, nzval)``; ``nzind`` is
-        1-based and increasing (checked when the block exits).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        name : str
-            The vector's name.
-        eltype : Any
-            The numpy type of its values.
-        nnz : int
-            The number of nonzero values.
-        indtype : Any, optional
-            The type of its indices.
-        overwrite : bool, optional
-            Whether an existing vector is replaced.
-
-        Returns
-        -------
-        tuple of numpy.ndarray
-            Yields ``(nzind, nzval)`` to fill.
-
-        Raises
-        ------
-        DafMissingError
-            The axis is missing.
-        DafExistsError
-            The vector exists and ``overwrite`` is false.
-        InvalidArgumentError
-            ``nzind`` is not increasing within the axis.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> with daf.empty_sparse_vector("cell", "age", np.int32, 1) as (nzind, nzval):
-        ...     nzind[:], nzval[:] = [2], [5]
-        >>> daf.get_np_vector("cell", "age").tolist()
-        [0, 5]
-        """
         with self._fills.empty_sparse_vector(
             axis, name, eltype, nnz, indtype, overwrite=overwrite
         ) as out:
             yield out
 
+    @documented_by(DafWriter.empty_dense_matrix)
     @contextlib.contextmanager
     def empty_dense_matrix(
         self,
@@ -1363,46 +586,12 @@ class ZarrDaf(Queries):
         *,
         overwrite: bool = False,
     ) -> Iterator[np.ndarray[Any, Any]]:
-        """Fill a new dense matrix in place: yields a column-major ``rows x columns`` array.
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the rows and of the columns.
-        name : str
-            The matrix' name.
-        eltype : Any
-            The numpy type of its values.
-        overwrite : bool, optional
-            Whether an existing matrix is replaced.
-
-        Returns
-        -------
-        numpy.ndarray
-            Yields the matrix to fill.
-
-        Raises
-        ------
-        DafMissingError
-            An axis is missing.
-        DafExistsError
-            The matrix exists and ``overwrite`` is false.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> with daf.add_axis("gene", ["X"]).empty_dense_matrix("cell", "gene", "UMIs", np.int32) as m:
-        ...     m[:] = [[1], [2]]
-        >>> daf.get_np_matrix("cell", "gene", "UMIs").tolist()
-        [[1], [2]]
-        """
         with self._fills.empty_dense_matrix(
             rows_axis, columns_axis, name, eltype, overwrite=overwrite
         ) as out:
             yield out
 
+    @documented_by(DafWriter.empty_sparse_matrix)
     @contextlib.contextmanager
     def empty_sparse_matrix(
         self,
@@ -1415,48 +604,6 @@ class ZarrDaf(Queries):
         *,
         overwrite: bool = False,
     ) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
-        """Fill a new CSC sparse matrix in place: yields 1-based ``(colptr, rowval, nzval)``
-        (``colptr`` starts as ``[1, nnz+1, nnz+1, ...]``; checked when the block exits).
-
-        Parameters
-        ----------
-        rows_axis, columns_axis : str
-            The axes of the rows and of the columns.
-        name : str
-            The matrix' name.
-        eltype : Any
-            The numpy type of its values.
-        nnz : int
-            The number of nonzero values.
-        indtype : Any, optional
-            The type of its indices.
-        overwrite : bool, optional
-            Whether an existing matrix is replaced.
-
-        Returns
-        -------
-        tuple of numpy.ndarray
-            Yields ``(colptr, rowval, nzval)`` to fill.
-
-        Raises
-        ------
-        DafMissingError
-            An axis is missing.
-        DafExistsError
-            The matrix exists and ``overwrite`` is false.
-        InvalidArgumentError
-            The filled arrays are not a valid CSC matrix.
-        DafReadOnlyError
-            The data set is read-only.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> with daf.add_axis("gene", ["X"]).empty_sparse_matrix("cell", "gene", "UMIs", np.int32, 1) as (colptr, rowval, nzval):
-        ...     rowval[:], nzval[:] = [2], [7]
-        >>> daf.get_np_matrix("cell", "gene", "UMIs").toarray().tolist()
-        [[0], [7]]
-        """
         with self._fills.empty_sparse_matrix(
             rows_axis, columns_axis, name, eltype, nnz, indtype, overwrite=overwrite
         ) as out:
@@ -1491,26 +638,8 @@ class ZarrDaf(Queries):
         """
         return self._description.summary()
 
+    @documented_by(DafReader.description)
     def description(self) -> str:
-        """A human-readable summary: name, type, path, mode, and every property.
-
-        Returns
-        -------
-        str
-            The summary, one item per line.
-
-        Raises
-        ------
-        DafzarrError
-            None for an open data set.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> print(daf.description())
-        name: cells...
-          cell: 2 entries
-        """
         return self._description.description()
 
 

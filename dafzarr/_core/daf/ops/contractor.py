@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from ....errors import DafContractError, InvalidArgumentTypeError
+from ..interface import DafReader, DafWriter
 from ..names import join_path, unique_name
 from ..queries import Queries
 from ..query.cache import QueryCache
@@ -55,6 +56,7 @@ from .contract import (
     key_kind,
     value_type_name,
 )
+from .contract_docs import contract_listing, contract_read, contract_write, describe_wrapped
 
 __all__ = ["ContractDaf", "contractor"]
 
@@ -327,555 +329,92 @@ class ContractDaf(Queries):
 
     # --- Scalars, axes and vectors: reads -----------------------------------------------------
 
+    @describe_wrapped(DafReader.description)
     def description(self) -> str:
-        """The wrapped data set's description (``describe`` is the same method).
-
-        Returns
-        -------
-        str
-            The description of the wrapped data set: its name, type, axes and properties.
-
-        Raises
-        ------
-        DafzarrError
-            Never for a data set that is open; whatever the wrapped data set raises when
-            describing itself.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> cells = dafzarr.contractor("example", dafzarr.Contract(), daf)
-        >>> print(cells.description())
-        name: cells...
-        ...
-          cell: 2 entries
-        """
         return str(self._daf.description())
 
     describe = description
 
+    @contract_listing(DafReader.has_scalar)
     def has_scalar(self, name: str) -> bool:
-        """Whether the scalar exists (always allowed, not a contract access).
-
-        Parameters
-        ----------
-        name : str
-            The scalar's name.
-
-        Returns
-        -------
-        bool
-            Whether the wrapped data set has the scalar.
-
-        Raises
-        ------
-        DafzarrError
-            None of its own; whatever the wrapped data set raises.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").set_scalar("version", 3)
-        >>> cells = dafzarr.contractor("example", dafzarr.Contract(), daf)
-        >>> cells.has_scalar("version"), cells.has_scalar("organism")
-        (True, False)
-        """
         return bool(self._daf.has_scalar(name))
 
+    @contract_listing(DafReader.scalars_set)
     def scalars_set(self) -> set[str]:
-        """The names of all scalars (always allowed, not a contract access).
-
-        Returns
-        -------
-        set of str
-            The names of the wrapped data set's scalars, listed in the contract or not.
-
-        Raises
-        ------
-        DafzarrError
-            None of its own; whatever the wrapped data set raises.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").set_scalar("version", 3)
-        >>> dafzarr.contractor("example", dafzarr.Contract(), daf).scalars_set()
-        {'version'}
-        """
         return set(self._daf.scalars_set())
 
+    @contract_read(DafReader.get_scalar)
     def get_scalar(self, name: str, *, default: Any = UNDEF) -> Any:
-        """The scalar's value (a contract access: the scalar is marked used).
-
-        Parameters
-        ----------
-        name : str
-            The scalar's name.
-        default : optional
-            Returned when the scalar is missing (default: raise).
-
-        Returns
-        -------
-        Any
-            The scalar's value (a Python or numpy scalar, or a ``str``), or ``default``.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the scalar (``accessing non-contract scalar: ...``)
-            and is not relaxed.
-        DafMissingError
-            The scalar is missing and no ``default`` is given.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").set_scalar("version", 3)
-        >>> contract = dafzarr.Contract(
-        ...     data={"version": (dafzarr.RequiredInput, "integer", "The version.")})
-        >>> int(dafzarr.contractor("example", contract, daf).get_scalar("version"))
-        3
-        """
         self._scalar_access(name)
         return self._daf.get_scalar(name, default=default)
 
+    @contract_listing(DafReader.has_axis)
     def has_axis(self, axis: str) -> bool:
-        """Whether the axis exists (always allowed, not a contract access).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        bool
-            Whether the wrapped data set has the axis.
-
-        Raises
-        ------
-        DafzarrError
-            None of its own; whatever the wrapped data set raises.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> cells = dafzarr.contractor("example", dafzarr.Contract(), daf)
-        >>> cells.has_axis("cell"), cells.has_axis("gene")
-        (True, False)
-        """
         return bool(self._daf.has_axis(axis))
 
+    @contract_listing(DafReader.axes_set)
     def axes_set(self) -> set[str]:
-        """The names of all axes (always allowed, not a contract access).
-
-        Returns
-        -------
-        set of str
-            The names of the wrapped data set's axes, listed in the contract or not.
-
-        Raises
-        ------
-        DafzarrError
-            None of its own; whatever the wrapped data set raises.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> dafzarr.contractor("example", dafzarr.Contract(), daf).axes_set()
-        {'cell'}
-        """
         return set(self._daf.axes_set())
 
+    @contract_read(DafReader.axis_length)
     def axis_length(self, axis: str) -> int:
-        """The number of entries of an axis (a contract access: the axis is marked used).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        int
-            The number of entries.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis (``accessing non-contract axis: ...``) and
-            is not relaxed.
-        DafMissingError
-            The data set has no such axis.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")})
-        >>> dafzarr.contractor("example", contract, daf).axis_length("cell")
-        2
-        """
         self._axis_access(axis)
         return int(self._daf.axis_length(axis))
 
+    @contract_read(DafReader.axis_np_entries)
     def axis_np_entries(self, axis: str) -> Any:
-        """The axis' entry names, in order (a contract access: the axis is marked used;
-        ``axis_np_vector`` is the same method).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        numpy.ndarray
-            The entry names (strings).
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis (``accessing non-contract axis: ...``) and
-            is not relaxed.
-        DafMissingError
-            The data set has no such axis.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")})
-        >>> dafzarr.contractor("example", contract, daf).axis_np_entries("cell").tolist()
-        ['A', 'B']
-        """
         self._axis_access(axis)
         return self._daf.axis_np_entries(axis)
 
     axis_np_vector = axis_np_entries
 
+    @contract_read(DafWriter.axis_dict)
     def axis_dict(self, axis: str) -> dict[str, int]:
-        """Each entry name's 0-based position (a contract access: the axis is marked used).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        dict of str to int
-            Entry name to position.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis (``accessing non-contract axis: ...``) and
-            is not relaxed.
-        DafMissingError
-            The data set has no such axis.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")})
-        >>> dafzarr.contractor("example", contract, daf).axis_dict("cell")
-        {'A': 0, 'B': 1}
-        """
         return {str(n): i for i, n in enumerate(self.axis_np_entries(axis))}
 
+    @contract_read(DafWriter.axis_np_indices)
     def axis_np_indices(
         self, axis: str, names: Any, *, allow_empty: bool = False, allow_missing: bool = False
     ) -> Any:
-        """The 0-based positions of entry names (a contract access: the axis is marked used).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        names : sequence of str
-            The entry names to look up.
-        allow_empty : bool, default False
-            Whether ``""`` is accepted (its position is ``-1``).
-        allow_missing : bool, default False
-            Whether names that are not entries are accepted (their position is ``-1``).
-
-        Returns
-        -------
-        numpy.ndarray
-            The positions, one per name.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis (``accessing non-contract axis: ...``) and
-            is not relaxed.
-        DafMissingError
-            The data set has no such axis, or a name is no entry (``missing entry: ...``)
-            and ``allow_missing`` is false.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")})
-        >>> cells = dafzarr.contractor("example", contract, daf)
-        >>> cells.axis_np_indices("cell", ["B", "Z"], allow_missing=True).tolist()
-        [1, -1]
-        """
         self._axis_access(axis)
         return self._daf.axis_np_indices(
             axis, names, allow_empty=allow_empty, allow_missing=allow_missing
         )
 
+    @contract_listing(DafReader.has_vector)
     def has_vector(self, axis: str, name: str) -> bool:
-        """Whether the vector exists (always allowed, not a contract access).
-
-        Parameters
-        ----------
-        axis : str
-            The vector's axis.
-        name : str
-            The vector's name (``name`` and ``index`` always exist).
-
-        Returns
-        -------
-        bool
-            Whether the wrapped data set has the vector.
-
-        Raises
-        ------
-        DafMissingError
-            The data set has no such axis.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> cells = dafzarr.contractor("example", dafzarr.Contract(), daf)
-        >>> cells.has_vector("cell", "name"), cells.has_vector("cell", "age")
-        (True, False)
-        """
         return bool(self._daf.has_vector(axis, name))
 
+    @contract_listing(DafReader.vectors_set)
     def vectors_set(self, axis: str) -> set[str]:
-        """The names of the vectors of an axis (always allowed, not a contract access).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-
-        Returns
-        -------
-        set of str
-            The names of the axis' vectors, listed in the contract or not.
-
-        Raises
-        ------
-        DafMissingError
-            The data set has no such axis.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> cells = dafzarr.contractor("example", dafzarr.Contract(), daf)
-        >>> _ = daf.set_vector("cell", "age", [1, 2])
-        >>> cells.vectors_set("cell")
-        {'age'}
-        """
         return set(self._daf.vectors_set(axis))
 
+    @contract_read(DafReader.get_np_vector)
     def get_np_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
-        """The vector as a numpy array (a contract access: the axis and the vector are
-        marked used; the ``name`` and ``index`` vectors of a listed axis are always allowed).
-
-        Parameters
-        ----------
-        axis : str
-            The vector's axis.
-        name : str
-            The vector's name.
-        default : optional
-            The value of every entry when the vector is missing (default: raise).
-
-        Returns
-        -------
-        numpy.ndarray
-            One value per entry of the axis.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis or the vector (``accessing non-contract
-            vector: ...``) and is not relaxed.
-        DafMissingError
-            The axis, or the vector (without ``default``), is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
-        ...     data={("cell", "age"): (dafzarr.RequiredInput, "integer", "Their ages.")})
-        >>> cells = dafzarr.contractor("example", contract, daf.set_vector("cell", "age", [1, 2]))
-        >>> cells.get_np_vector("cell", "age").tolist()
-        [1, 2]
-        """
         self._vector_access(axis, name)
         return self._daf.get_np_vector(axis, name, default=default)
 
+    @contract_read(DafWriter.get_pd_vector)
     def get_pd_vector(self, axis: str, name: str, *, default: Any = UNDEF) -> Any:
-        """The vector as a ``pandas.Series`` indexed by the axis' entries (a contract access,
-        as :meth:`get_np_vector`).
-
-        Parameters
-        ----------
-        axis : str
-            The vector's axis.
-        name : str
-            The vector's name.
-        default : optional
-            The value of every entry when the vector is missing (default: raise).
-
-        Returns
-        -------
-        pandas.Series
-            One value per entry, named ``name``.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis or the vector and is not relaxed.
-        DafMissingError
-            The axis, or the vector (without ``default``), is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
-        ...     data={("cell", "age"): (dafzarr.RequiredInput, "integer", "Their ages.")})
-        >>> cells = dafzarr.contractor("example", contract, daf.set_vector("cell", "age", [1, 2]))
-        >>> cells.get_pd_vector("cell", "age").to_dict()
-        {'A': 1, 'B': 2}
-        """
         values = self.get_np_vector(axis, name, default=default)
         return pd_vector(values, self._daf.axis_np_entries(axis), axis, name)
 
     # --- Scalars, axes and vectors: writes ----------------------------------------------------
 
+    @contract_write(DafWriter.set_scalar)
     def set_scalar(self, name: str, value: Any, *, overwrite: bool = False) -> Self:
-        """Store a scalar (a contract access: an output of the contract, marked used).
-
-        Parameters
-        ----------
-        name : str
-            The scalar's name.
-        value : bool, int, float, str or numpy scalar
-            Its value.
-        overwrite : bool, default False
-            Whether an existing scalar is replaced.
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the scalar (and is not relaxed), or lists it as an
-            input (``modifying RequiredInput scalar: ...``).
-        DafExistsError
-            The scalar exists and ``overwrite`` is false.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-        InvalidArgumentTypeError
-            The value is of no scalar type of Daf.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(
-        ...     data={"version": (dafzarr.CreatedOutput, "integer", "The version.")})
-        >>> daf = dafzarr.memory_daf(name="cells")
-        >>> _ = dafzarr.contractor("example", contract, daf).set_scalar("version", 3)
-        >>> int(daf.get_scalar("version"))
-        3
-        """
         self._scalar_access(name, True)
         self._daf.set_scalar(name, value, overwrite=overwrite)
         return self
 
+    @contract_write(DafWriter.delete_scalar)
     def delete_scalar(self, name: str, *, must_exist: bool = True) -> Self:
-        """Delete a scalar (a contract access: an output of the contract, marked used).
-
-        Parameters
-        ----------
-        name : str
-            The scalar's name.
-        must_exist : bool, default True
-            Whether a missing scalar is an error (else nothing happens).
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the scalar (and is not relaxed), or lists it as an
-            input.
-        DafMissingError
-            The scalar is missing and ``must_exist`` is true.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(
-        ...     data={"version": (dafzarr.OptionalOutput, "integer", "The version.")})
-        >>> daf = dafzarr.memory_daf(name="cells").set_scalar("version", 3)
-        >>> _ = dafzarr.contractor("example", contract, daf).delete_scalar("version")
-        >>> daf.has_scalar("version")
-        False
-        """
         self._scalar_access(name, True)
         self._daf.delete_scalar(name, must_exist=must_exist)
         return self
 
+    @contract_write(DafWriter.add_axis, expands=True)
     def add_axis(self, axis: str, entries: Any, *, overwrite: bool = False) -> Self:
-        """Create an axis (a contract access: an output of the contract, marked used); the
-        tensors of the contract along it are expanded to its entries.
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        entries : sequence of str
-            Its unique entry names, in order.
-        overwrite : bool, default False
-            Whether an existing axis is replaced (with every property along it deleted).
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis (and is not relaxed), or lists it as an
-            input (``modifying RequiredInput axis: ...``).
-        DafExistsError
-            The axis exists and ``overwrite`` is false.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-        DafFormatError
-            The entries are not unique.
-        InvalidArgumentTypeError
-            The entries are not strings.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"type": (dafzarr.CreatedOutput, "The types.")})
-        >>> daf = dafzarr.memory_daf(name="cells")
-        >>> _ = dafzarr.contractor("example", contract, daf).add_axis("type", ["B", "T"])
-        >>> daf.axis_np_entries("type").tolist()
-        ['B', 'T']
-        """
         self._axis_access(axis, True)
         self._daf.add_axis(axis, entries, overwrite=overwrite)
         for key in [k for k in self._data if key_kind(k) == "tensor" and axis in k[:3]]:
@@ -883,308 +422,66 @@ class ContractDaf(Queries):
                 self._expand(key)
         return self
 
+    @contract_write(DafWriter.delete_axis)
     def delete_axis(self, axis: str, *, must_exist: bool = True) -> Self:
-        """Delete an axis and every property along it (a contract access: an output of the
-        contract, marked used).
-
-        Parameters
-        ----------
-        axis : str
-            The axis' name.
-        must_exist : bool, default True
-            Whether a missing axis is an error (else nothing happens).
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis (and is not relaxed), or lists it as an
-            input.
-        DafMissingError
-            The axis is missing and ``must_exist`` is true.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"type": (dafzarr.OptionalOutput, "The types.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("type", ["B", "T"])
-        >>> _ = dafzarr.contractor("example", contract, daf).delete_axis("type")
-        >>> daf.has_axis("type")
-        False
-        """
         self._axis_access(axis, True)
         self._daf.delete_axis(axis, must_exist=must_exist)
         return self
 
+    @contract_write(DafWriter.set_vector)
     def set_vector(
-        self, axis: str, name: str, value: Any, *, overwrite: bool = False, **options: Any
+        self,
+        axis: str,
+        name: str,
+        value: Any,
+        *,
+        overwrite: bool = False,
+        indtype: Any = None,
     ) -> Self:
-        """Store a vector (a contract access: an output of the contract, marked used).
-
-        Parameters
-        ----------
-        axis : str
-            The vector's axis.
-        name : str
-            The vector's name.
-        value : array-like or scipy sparse
-            One value per entry of the axis.
-        overwrite : bool, default False
-            Whether an existing vector is replaced.
-        **options
-            Passed on to the wrapped data set's ``set_vector`` (e.g. ``indtype``).
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis or the vector (and is not relaxed), or lists
-            the vector as an input (``modifying RequiredInput vector: ...``).
-        DafExistsError
-            The vector exists and ``overwrite`` is false.
-        DafMissingError
-            The axis is missing.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-        InvalidArgumentError
-            The value's length is not the axis' length.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
-        ...     data={("cell", "age"): (dafzarr.CreatedOutput, "integer", "Their ages.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> _ = dafzarr.contractor("example", contract, daf).set_vector("cell", "age", [1, 2])
-        >>> daf.get_np_vector("cell", "age").tolist()
-        [1, 2]
-        """
         self._vector_access(axis, name, True)
-        self._daf.set_vector(axis, name, value, overwrite=overwrite, **options)
+        self._daf.set_vector(axis, name, value, overwrite=overwrite, indtype=indtype)
         return self
 
+    @contract_write(DafWriter.delete_vector)
     def delete_vector(self, axis: str, name: str, *, must_exist: bool = True) -> Self:
-        """Delete a vector (a contract access: an output of the contract, marked used).
-
-        Parameters
-        ----------
-        axis : str
-            The vector's axis.
-        name : str
-            The vector's name.
-        must_exist : bool, default True
-            Whether a missing vector is an error (else nothing happens).
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis or the vector (and is not relaxed), or lists
-            the vector as an input.
-        DafMissingError
-            The axis is missing, or the vector is and ``must_exist`` is true.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
-        ...     data={("cell", "age"): (dafzarr.RequiredInput, "integer", "Their ages.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> cells = dafzarr.contractor("example", contract, daf.set_vector("cell", "age", [1, 2]))
-        >>> cells.delete_vector("cell", "age")
-        Traceback (most recent call last):
-        ...
-        dafzarr.errors.DafContractError: modifying RequiredInput vector: age
-        ...
-        """
         self._vector_access(axis, name, True)
         self._daf.delete_vector(axis, name, must_exist=must_exist)
         return self
 
-    def empty_dense_vector(self, axis: str, name: str, eltype: Any, **options: Any) -> Any:
-        """A context manager giving a new dense vector to fill in place, stored when the
-        block ends (a contract access: an output of the contract, marked used).
-
-        Parameters
-        ----------
-        axis : str
-            The vector's axis.
-        name : str
-            The vector's name.
-        eltype : numpy dtype or type
-            Its element type (a number type of Daf).
-        **options
-            Passed on to the wrapped data set (e.g. ``overwrite``).
-
-        Returns
-        -------
-        contextlib.AbstractContextManager
-            Yields the uninitialized ``numpy.ndarray`` of the axis' length.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis or the vector (and is not relaxed), or lists
-            the vector as an input.
-        DafExistsError
-            The vector exists (without ``overwrite=True``).
-        DafMissingError
-            The axis is missing.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
-        ...     data={("cell", "age"): (dafzarr.CreatedOutput, "integer", "Their ages.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> with dafzarr.contractor("example", contract, daf).empty_dense_vector(
-        ...         "cell", "age", np.int32) as ages:
-        ...     ages[:] = [1, 2]
-        >>> daf.get_np_vector("cell", "age").tolist()
-        [1, 2]
-        """
-        self._vector_access(axis, name, True)
-        return self._daf.empty_dense_vector(axis, name, eltype, **options)
-
-    def empty_sparse_vector(
-        self, axis: str, name: str, eltype: Any, nnz: int, *args: Any, **options: Any
+    @contract_write(DafWriter.empty_dense_vector)
+    def empty_dense_vector(
+        self, axis: str, name: str, eltype: Any, *, overwrite: bool = False
     ) -> Any:
-        """A context manager giving the arrays of a new sparse vector to fill in place,
-        stored when the block ends (a contract access: an output of the contract, marked
-        used).
-
-        Parameters
-        ----------
-        axis : str
-            The vector's axis.
-        name : str
-            The vector's name.
-        eltype : numpy dtype or type
-            Its element type (a number type of Daf).
-        nnz : int
-            The number of stored values.
-        *args
-            Passed on to the wrapped data set (its ``indtype``, the index type).
-        **options
-            Passed on to the wrapped data set (e.g. ``overwrite``).
-
-        Returns
-        -------
-        contextlib.AbstractContextManager
-            Yields ``(indices, values)``: the 1-based positions (increasing, as in
-            DataAxesFormats.jl) and the values of the stored elements, ``nnz`` each.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list the axis or the vector (and is not relaxed), or lists
-            the vector as an input.
-        DafExistsError
-            The vector exists (without ``overwrite=True``).
-        DafMissingError
-            The axis is missing.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells.")},
-        ...     data={("cell", "age"): (dafzarr.CreatedOutput, "integer", "Their ages.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B", "C"])
-        >>> with dafzarr.contractor("example", contract, daf).empty_sparse_vector(
-        ...         "cell", "age", np.int32, 1) as (indices, values):
-        ...     indices[:], values[:] = [2], [7]
-        >>> daf.get_np_vector("cell", "age").tolist()
-        [0, 7, 0]
-        """
         self._vector_access(axis, name, True)
-        return self._daf.empty_sparse_vector(axis, name, eltype, nnz, *args, **options)
+        return self._daf.empty_dense_vector(axis, name, eltype, overwrite=overwrite)
+
+    @contract_write(DafWriter.empty_sparse_vector)
+    def empty_sparse_vector(
+        self,
+        axis: str,
+        name: str,
+        eltype: Any,
+        nnz: int,
+        indtype: Any = None,
+        *,
+        overwrite: bool = False,
+    ) -> Any:
+        self._vector_access(axis, name, True)
+        return self._daf.empty_sparse_vector(axis, name, eltype, nnz, indtype, overwrite=overwrite)
 
     # --- Matrices -----------------------------------------------------------------------------
 
+    @contract_listing(DafReader.has_matrix)
     def has_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, relayout: bool = True
     ) -> bool:
-        """Whether the matrix exists (always allowed, not a contract access).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The matrix' rows axis.
-        columns_axis : str
-            Its columns axis.
-        name : str
-            Its name.
-        relayout : bool, default True
-            Whether a matrix stored only in the other layout counts.
-
-        Returns
-        -------
-        bool
-            Whether the wrapped data set has the matrix.
-
-        Raises
-        ------
-        DafMissingError
-            Either axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> _ = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]],
-        ...                                            relayout=False)
-        >>> cells = dafzarr.contractor("example", dafzarr.Contract(), daf)
-        >>> cells.has_matrix("gene", "cell", "UMIs"), cells.has_matrix(
-        ...     "gene", "cell", "UMIs", relayout=False)
-        (True, False)
-        """
         return bool(self._daf.has_matrix(rows_axis, columns_axis, name, relayout=relayout))
 
+    @contract_listing(DafReader.matrices_set)
     def matrices_set(self, rows_axis: str, columns_axis: str, *, relayout: bool = True) -> set[str]:
-        """The names of the matrices of an axis pair (always allowed, not a contract access).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The rows axis.
-        columns_axis : str
-            The columns axis.
-        relayout : bool, default True
-            Whether matrices stored only in the other layout are listed.
-
-        Returns
-        -------
-        set of str
-            The names, listed in the contract or not.
-
-        Raises
-        ------
-        DafMissingError
-            Either axis is missing.
-
-        Examples
-        --------
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> _ = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> dafzarr.contractor("example", dafzarr.Contract(), daf).matrices_set("gene", "cell")
-        {'UMIs'}
-        """
         return set(self._daf.matrices_set(rows_axis, columns_axis, relayout=relayout))
 
+    @contract_read(DafReader.get_np_matrix)
     def get_np_matrix(
         self,
         rows_axis: str,
@@ -1195,48 +492,6 @@ class ContractDaf(Queries):
         relayout: bool = True,
         sparse_class: str = "csc_matrix",
     ) -> Any:
-        """The ``rows_axis x columns_axis`` matrix (a contract access: both axes and the
-        matrix are marked used).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The rows axis.
-        columns_axis : str
-            The columns axis.
-        name : str
-            The matrix' name.
-        default : optional
-            The value of every element when the matrix is missing (default: raise).
-        relayout : bool, default True
-            Whether a matrix stored only in the other layout is read transposed.
-        sparse_class : str, default "csc_matrix"
-            The scipy class of a sparse matrix (``"csc_array"`` for the array API).
-
-        Returns
-        -------
-        numpy.ndarray or scipy.sparse matrix
-            A column-major dense array, or a CSC sparse matrix.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list an axis or the matrix (``accessing non-contract
-            matrix: ...``) and is not relaxed.
-        DafMissingError
-            An axis, or the matrix (without ``default``), is missing.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells."),
-        ...                                   "gene": (dafzarr.RequiredInput, "The genes.")},
-        ...     data={("cell", "gene", "UMIs"): (dafzarr.RequiredInput, "integer", "Counts.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> _ = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> dafzarr.contractor("example", contract, daf).get_np_matrix(
-        ...     "gene", "cell", "UMIs").tolist()
-        [[1, 2]]
-        """
         self._matrix_access(rows_axis, columns_axis, name)
         return self._daf.get_np_matrix(
             rows_axis,
@@ -1247,6 +502,7 @@ class ContractDaf(Queries):
             sparse_class=sparse_class,
         )
 
+    @contract_read(DafWriter.get_pd_matrix)
     def get_pd_matrix(
         self,
         rows_axis: str,
@@ -1256,45 +512,6 @@ class ContractDaf(Queries):
         default: Any = UNDEF,
         relayout: bool = True,
     ) -> Any:
-        """The matrix as a ``pandas.DataFrame`` indexed by the rows axis' entries, with the
-        columns axis' entries as columns (a contract access, as :meth:`get_np_matrix`).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The rows axis.
-        columns_axis : str
-            The columns axis.
-        name : str
-            The matrix' name.
-        default : optional
-            The value of every element when the matrix is missing (default: raise).
-        relayout : bool, default True
-            Whether a matrix stored only in the other layout is read transposed.
-
-        Returns
-        -------
-        pandas.DataFrame
-            The matrix with its entries as labels (sparse matrices are made dense).
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list an axis or the matrix and is not relaxed.
-        DafMissingError
-            An axis, or the matrix (without ``default``), is missing.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells."),
-        ...                                   "gene": (dafzarr.RequiredInput, "The genes.")},
-        ...     data={("cell", "gene", "UMIs"): (dafzarr.RequiredInput, "integer", "Counts.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> _ = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> dafzarr.contractor("example", contract, daf).get_pd_matrix(
-        ...     "cell", "gene", "UMIs").to_dict()
-        {'X': {'A': 1, 'B': 2}}
-        """
         m = self.get_np_matrix(rows_axis, columns_axis, name, default=default, relayout=relayout)
         return pd_matrix(
             m,
@@ -1304,6 +521,7 @@ class ContractDaf(Queries):
             columns_axis,
         )
 
+    @contract_write(DafWriter.set_matrix)
     def set_matrix(
         self,
         rows_axis: str,
@@ -1312,111 +530,30 @@ class ContractDaf(Queries):
         value: Any,
         *,
         overwrite: bool = False,
-        **options: Any,
+        relayout: bool = True,
+        indtype: Any = None,
     ) -> Self:
-        """Store a matrix (a contract access: an output of the contract, marked used).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The rows axis.
-        columns_axis : str
-            The columns axis.
-        name : str
-            The matrix' name.
-        value : array-like or scipy sparse
-            A ``rows_axis x columns_axis`` matrix.
-        overwrite : bool, default False
-            Whether an existing matrix is replaced.
-        **options
-            Passed on to the wrapped data set's ``set_matrix`` (e.g. ``relayout``).
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list an axis or the matrix (and is not relaxed), or lists
-            the matrix as an input (``modifying RequiredInput matrix: ...``).
-        DafExistsError
-            The matrix exists and ``overwrite`` is false.
-        DafMissingError
-            An axis is missing.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-        InvalidArgumentError
-            The value's shape is not the axes' lengths.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells."),
-        ...                                   "gene": (dafzarr.RequiredInput, "The genes.")},
-        ...     data={("cell", "gene", "UMIs"): (dafzarr.CreatedOutput, "integer", "Counts.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"]).add_axis(
-        ...     "gene", ["X"])
-        >>> _ = dafzarr.contractor("example", contract, daf).set_matrix(
-        ...     "cell", "gene", "UMIs", [[1], [2]])
-        >>> daf.get_np_matrix("cell", "gene", "UMIs").tolist()
-        [[1], [2]]
-        """
         self._matrix_access(rows_axis, columns_axis, name, True)
-        self._daf.set_matrix(rows_axis, columns_axis, name, value, overwrite=overwrite, **options)
+        self._daf.set_matrix(
+            rows_axis,
+            columns_axis,
+            name,
+            value,
+            overwrite=overwrite,
+            relayout=relayout,
+            indtype=indtype,
+        )
         return self
 
+    @contract_write(DafWriter.relayout_matrix, other_layout=True)
     def relayout_matrix(
         self, rows_axis: str, columns_axis: str, name: str, *, overwrite: bool = False
     ) -> Self:
-        """Store the other layout of a matrix: the ``columns_axis x rows_axis`` matrix (a
-        contract access: that matrix is an output of the contract, marked used).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The rows axis of the stored matrix.
-        columns_axis : str
-            Its columns axis.
-        name : str
-            The matrix' name.
-        overwrite : bool, default False
-            Whether an existing other layout is replaced.
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list an axis or the matrix (and is not relaxed), or lists
-            the matrix as an input.
-        DafExistsError
-            The other layout exists and ``overwrite`` is false.
-        DafMissingError
-            An axis, or the stored matrix, is missing.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells."),
-        ...                                   "gene": (dafzarr.RequiredInput, "The genes.")},
-        ...     data={("gene", "cell", "UMIs"): (dafzarr.CreatedOutput, "integer", "Counts.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> _ = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]],
-        ...                                            relayout=False)
-        >>> cells = dafzarr.contractor("example", contract, daf, overwrite=True)
-        >>> _ = cells.relayout_matrix("cell", "gene", "UMIs")
-        >>> daf.has_matrix("gene", "cell", "UMIs", relayout=False)
-        True
-        """
         self._matrix_access(columns_axis, rows_axis, name, True)
         self._daf.relayout_matrix(rows_axis, columns_axis, name, overwrite=overwrite)
         return self
 
+    @contract_write(DafWriter.delete_matrix)
     def delete_matrix(
         self,
         rows_axis: str,
@@ -1426,105 +563,28 @@ class ContractDaf(Queries):
         must_exist: bool = True,
         relayout: bool = True,
     ) -> Self:
-        """Delete a matrix (a contract access: an output of the contract, marked used).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The rows axis.
-        columns_axis : str
-            The columns axis.
-        name : str
-            The matrix' name.
-        must_exist : bool, default True
-            Whether a missing matrix is an error (else nothing happens).
-        relayout : bool, default True
-            Whether the other layout is deleted too.
-
-        Returns
-        -------
-        ContractDaf
-            This wrapper, to chain calls.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list an axis or the matrix (and is not relaxed), or lists
-            the matrix as an input.
-        DafMissingError
-            An axis is missing, or the matrix is and ``must_exist`` is true.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells."),
-        ...                                   "gene": (dafzarr.RequiredInput, "The genes.")},
-        ...     data={("cell", "gene", "UMIs"): (dafzarr.OptionalOutput, "integer", "Counts.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"])
-        >>> _ = daf.add_axis("gene", ["X"]).set_matrix("cell", "gene", "UMIs", [[1], [2]])
-        >>> _ = dafzarr.contractor("example", contract, daf).delete_matrix("cell", "gene", "UMIs")
-        >>> daf.has_matrix("cell", "gene", "UMIs")
-        False
-        """
         self._matrix_access(rows_axis, columns_axis, name, True)
         self._daf.delete_matrix(
             rows_axis, columns_axis, name, must_exist=must_exist, relayout=relayout
         )
         return self
 
+    @contract_write(DafWriter.empty_dense_matrix)
     def empty_dense_matrix(
-        self, rows_axis: str, columns_axis: str, name: str, eltype: Any, **options: Any
+        self,
+        rows_axis: str,
+        columns_axis: str,
+        name: str,
+        eltype: Any,
+        *,
+        overwrite: bool = False,
     ) -> Any:
-        """A context manager giving a new dense matrix to fill in place, stored when the
-        block ends (a contract access: an output of the contract, marked used).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The rows axis.
-        columns_axis : str
-            The columns axis.
-        name : str
-            The matrix' name.
-        eltype : numpy dtype or type
-            Its element type (a number type of Daf).
-        **options
-            Passed on to the wrapped data set (e.g. ``overwrite``).
-
-        Returns
-        -------
-        contextlib.AbstractContextManager
-            Yields the uninitialized column-major ``numpy.ndarray`` of the axes' lengths.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list an axis or the matrix (and is not relaxed), or lists
-            the matrix as an input.
-        DafExistsError
-            The matrix exists (without ``overwrite=True``).
-        DafMissingError
-            An axis is missing.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells."),
-        ...                                   "gene": (dafzarr.RequiredInput, "The genes.")},
-        ...     data={("cell", "gene", "UMIs"): (dafzarr.CreatedOutput, "integer", "Counts.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"]).add_axis(
-        ...     "gene", ["X"])
-        >>> with dafzarr.contractor("example", contract, daf).empty_dense_matrix(
-        ...         "cell", "gene", "UMIs", np.int32) as umis:
-        ...     umis[:, 0] = [1, 2]
-        >>> daf.get_np_matrix("cell", "gene", "UMIs").tolist()
-        [[1], [2]]
-        """
         self._matrix_access(rows_axis, columns_axis, name, True)
-        return self._daf.empty_dense_matrix(rows_axis, columns_axis, name, eltype, **options)
+        return self._daf.empty_dense_matrix(
+            rows_axis, columns_axis, name, eltype, overwrite=overwrite
+        )
 
+    @contract_write(DafWriter.empty_sparse_matrix)
     def empty_sparse_matrix(
         self,
         rows_axis: str,
@@ -1532,64 +592,13 @@ class ContractDaf(Queries):
         name: str,
         eltype: Any,
         nnz: int,
-        *args: Any,
-        **options: Any,
+        indtype: Any = None,
+        *,
+        overwrite: bool = False,
     ) -> Any:
-        """A context manager giving the CSC arrays of a new sparse matrix to fill in place,
-        stored when the block ends (a contract access: an output of the contract, marked
-        used).
-
-        Parameters
-        ----------
-        rows_axis : str
-            The rows axis.
-        columns_axis : str
-            The columns axis.
-        name : str
-            The matrix' name.
-        eltype : numpy dtype or type
-            Its element type (a number type of Daf).
-        nnz : int
-            The number of stored values.
-        *args
-            Passed on to the wrapped data set (its ``indtype``, the index type).
-        **options
-            Passed on to the wrapped data set (e.g. ``overwrite``).
-
-        Returns
-        -------
-        contextlib.AbstractContextManager
-            Yields ``(colptr, rowval, nzval)``: the 1-based CSC column starts (one more than
-            the columns), row positions and values, as in DataAxesFormats.jl.
-
-        Raises
-        ------
-        DafContractError
-            The contract does not list an axis or the matrix (and is not relaxed), or lists
-            the matrix as an input.
-        DafExistsError
-            The matrix exists (without ``overwrite=True``).
-        DafMissingError
-            An axis is missing.
-        DafReadOnlyError
-            The wrapped data set is read-only.
-
-        Examples
-        --------
-        >>> contract = dafzarr.Contract(axes={"cell": (dafzarr.RequiredInput, "The cells."),
-        ...                                   "gene": (dafzarr.RequiredInput, "The genes.")},
-        ...     data={("cell", "gene", "UMIs"): (dafzarr.CreatedOutput, "integer", "Counts.")})
-        >>> daf = dafzarr.memory_daf(name="cells").add_axis("cell", ["A", "B"]).add_axis(
-        ...     "gene", ["X"])
-        >>> with dafzarr.contractor("example", contract, daf).empty_sparse_matrix(
-        ...         "cell", "gene", "UMIs", np.int32, 1) as (colptr, rowval, nzval):
-        ...     colptr[:], rowval[:], nzval[:] = [1, 2], [2], [7]
-        >>> daf.get_np_matrix("cell", "gene", "UMIs").toarray().tolist()
-        [[0], [7]]
-        """
         self._matrix_access(rows_axis, columns_axis, name, True)
         return self._daf.empty_sparse_matrix(
-            rows_axis, columns_axis, name, eltype, nnz, *args, **options
+            rows_axis, columns_axis, name, eltype, nnz, indtype, overwrite=overwrite
         )
 
     # --- Verification -------------------------------------------------------------------------
