@@ -21,9 +21,9 @@ DAF = Path(zarrdaf.__file__).parent
 # The bases a class of the folder may take from another class of the folder: the abstract
 # backend and layout, the streamed chunks written where they are stored, the reader API of
 # the data sets that are not stored themselves (views, chains) with its query methods, and
-# the read chain a write chain extends.
+# the read chain a write chain extends, and the reader protocol the writer protocol extends.
 DOCUMENTED_BASES = frozenset(
-    {"DafBackend", "ZarrLayout", "StreamedChunk", "ReaderBase", "Queries", "ReadChain"}
+    {"DafBackend", "ZarrLayout", "StreamedChunk", "ReaderBase", "Queries", "ReadChain", "DafReader"}
 )
 # What a reader may ask another reader beyond the public API (the ReaderBase primitives).
 READER_PRIMITIVES = frozenset({"_data_version"})
