@@ -113,7 +113,7 @@ def _write_and_read(server: Path, client: Path, kind: str, seconds: float) -> di
             assert time.monotonic() < deadline, "the writer made nothing in a minute"
             time.sleep(0.05)
         reader = _run("reader", kind, client / FILES[kind], seconds)
-        seen = json.loads(_finish(reader, seconds + 60, "reader"))
+        seen: dict[str, object] = json.loads(_finish(reader, seconds + 60, "reader"))
     finally:
         (server / (FILES[kind] + ".stop")).touch()
         generations = int(_finish(writer, 60, "writer"))
