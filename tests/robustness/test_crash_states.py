@@ -147,7 +147,10 @@ class State:
 @dataclass
 class Enumeration:
     """The distinct crash states of one record, as they are built (only their keys are
-    kept: the states themselves go to the checker as they come)."""
+    kept: the states themselves go to the checker as they come). Two states are the same
+    when they have the same acknowledgements and the same paths, each a directory or a
+    file of the same contents (by SHA-1: a pickle of the tree would tell equal trees
+    apart by which of their files share one ``bytes`` object)."""
 
     seen: set[tuple[str, int]] = field(default_factory=set)
     fresh: list[State] = field(default_factory=list)
