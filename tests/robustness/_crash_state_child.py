@@ -494,13 +494,74 @@ OPS = _ops()
 # --- Checking --------------------------------------------------------------------------
 
 
+#: Audit events that may run or load code reading files behind the hooks' back.
+_OPAQUE = ("subprocess.", "os.exec", "os.posix_spawn", "os.spawn", "os.system", "os.fork")
+
+
+class Observer:
+    """The paths this process names in its file-system calls, from the audit hooks
+    (``open`` covers ``io.open``, ``os.open`` and ``pathlib``; ``os.listdir``,
+    ``os.scandir``, ``os.rename``, ``os.remove``, ``shutil.rmtree`` ... the rest) and
+    from the store's :class:`~dafzarr._posix.FileMapping`, the one file opened in C (see
+    :func:`watch`). ``unknown`` says why the paths may not be all of it: a relative path
+    whose directory the event does not give, or a child process."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+        self.unknown: str | None = None
+
+    def name(self, path: Any, dir_fds: list[int], event: str) -> None:
+        p = os.fsdecode(path)
+        if not os.path.isabs(p):
+            base = next((f"/proc/self/fd/{fd}" for fd in dir_fds if fd >= 0), None)
+            if base is None or event == "open":  # (os.open's dir_fd is not in the event)
+                self.unknown = f"{event} {p!r}"
+                return
+            p = os.path.join(os.readlink(base), p)
+        self.paths.add(os.path.normpath(p))
+
+    def hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if event.startswith(_OPAQUE):
+            self.unknown = event
+        elif event == "open":  # (path, mode, flags): the path may be a descriptor
+            if isinstance(args[0], (str, bytes, os.PathLike)):
+                self.name(args[0], [], event)
+        elif event.startswith(("os.", "shutil.")):
+            fds = [a for a in args[1:] if isinstance(a, int) and not isinstance(a, bool)]
+            for a in args:
+                if isinstance(a, (str, bytes, os.PathLike)):
+                    self.name(a, fds, event)
+
+
+def watch() -> Observer:
+    """Record, from now on, the paths this process opens, lists, renames or removes."""
+    seen = Observer()
+    sys.addaudithook(seen.hook)
+    real = FileMapping  # (this module's name is one of those replaced)
+
+    class WatchedMapping(real):  # type: ignore[valid-type,misc]
+        def __init__(self, path: Any, *args: Any, **kwargs: Any) -> None:
+            seen.name(path, [], "FileMapping")
+            super().__init__(path, *args, **kwargs)
+
+    # Every module that holds the class, by whatever name (its C open is not audited),
+    # and its own module, for those imported from now on.
+    for module in list(sys.modules.values()):
+        for attr, value in list(getattr(module, "__dict__", {}).items()):
+            if value is real:
+                setattr(module, attr, WatchedMapping)
+    return seen
+
+
 def _check_one(op: Op, path: str, out: str) -> None:
+    seen = watch()
     try:
         result: Any = ("ok", op.snapshot(path))
     except Exception as exc:  # noqa: BLE001 (reported, judged by the parent)
         result = ("error", f"{type(exc).__module__}.{type(exc).__name__}: {exc}")
+    paths = None if seen.unknown else sorted(seen.paths)
     with open(out, "wb") as f:
-        pickle.dump(result, f)
+        pickle.dump((result, paths, seen.unknown), f)
 
 
 def serve() -> None:

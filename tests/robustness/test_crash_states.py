@@ -28,10 +28,36 @@ operation; once the operation has returned (durable operations only), the state 
 An operation of several steps acknowledges each (a creation: the empty data set, then
 what goes into it), and may then hold the last state acknowledged or the next one.
 The default run takes every crash point with the structured page subsets (none, all, each
-page alone, all but each page; sizes without data) and opens at most
+page alone, all but each page; sizes without data) and checks at most
 :data:`DEFAULT_STATES` distinct states per operation, spread over it; the ``slow`` run
 works in 512-byte sectors (a page may reach the disk in part), takes every subset (or,
-past 12 changed sectors, the structured ones and 256 random ones) and opens every state.
+past 12 changed sectors, the structured ones and 256 random ones) and checks every
+distinct state, streamed as they are built (only their digests are kept), but for the
+three operations of :data:`HEAVY_OPS`: their 56,000 to 132,000 distinct states take about
+an hour each to check, so the slow run checks :data:`HEAVY_STATES` of them, evenly spread,
+and ``DAFZARR_EVERY_CRASH_STATE=1`` checks every one (a run by hand).
+
+**What an opening observed.** The operations that replace or remove whole directories
+reach tens of thousands of distinct states, most of which differ only in files the
+openers never read (the old data set set aside, a temporary not yet renamed, pages of a
+file that a directory entry no longer names). The checker child records what it observed
+(``_crash_state_child.watch``): every path named by its file-system calls, from Python's
+audit hooks (``open``, which ``io.open``, ``os.open`` and ``pathlib`` raise; ``os.listdir``,
+``os.scandir``, ``os.rename``, ``os.remove``, ``shutil.rmtree`` and every other ``os.`` and
+``shutil.`` event with a path), and from the one file the package opens in C, the store's
+:class:`~dafzarr._posix.FileMapping`, replaced by a subclass that names its path. A
+``stat`` is not audited: the *namespace* of a state (each path, and each file's size)
+stands for all it can show. An opening whose paths cannot all be resolved (a relative path
+without its directory, a child process) observed nothing usable and is not memoized. The
+opener is deterministic: a state with the namespace of an opened state and the same bytes
+in every file that opening read gives the same result (the opening cannot tell them
+apart), so it is not opened again but judged with that result (the verdict also depends
+on the acknowledgements made, which are part of the state, not of what the opener saw).
+:class:`Memo` keeps, per namespace and per set of files read, the results by those files'
+contents; a new state is looked up under each set of files read for its namespace. Each
+run tests this: the states the memo covers are still opened when their count reaches a
+power of two, and must give the memo's result. Each operation prints its events, crash
+states, distinct states, and how many were opened and how many covered by the memo.
 """
 
 from __future__ import annotations
@@ -44,7 +70,7 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,11 +84,14 @@ PAGE = 4096
 SECTOR = 512
 #: Most page subsets per crash point in the exhaustive run (sampled beyond).
 MOST_SUBSETS = 4096
-#: Most distinct states opened per operation in the default run, and in the slow one (the
-#: operations that remove or swap whole directories reach tens of thousands; an even spread
-#: over the operation keeps every crash point's neighbourhood while the suite stays in time).
+#: Most distinct states checked per operation in the default run, evenly spread over it
+#: (the slow run checks every one, but for :data:`HEAVY_OPS`).
 DEFAULT_STATES = 40
-EXHAUSTIVE_STATES = 4000
+#: The operations whose distinct states run past a hundred thousand crash points (tens of
+#: thousands of states, an hour of openings): the slow run checks this many of them, evenly
+#: spread, unless ``DAFZARR_EVERY_CRASH_STATE=1`` asks for every one.
+HEAVY_OPS = frozenset({"daf-dir-truncate", "daf-dir-create", "daf-dir-create-rw"})
+HEAVY_STATES = 4000
 
 Tree = dict[str, Any]  # relative path -> bytes, or DIR for a directory
 
@@ -112,18 +141,36 @@ def _subsets(pages: list[int], exhaustive: bool, rng: random.Random) -> list[set
 
 
 @dataclass
-class Enumeration:
-    """The crash states of one record: per distinct state and number of acknowledgements
-    made before it (see ``_crash_state_child.ack``), its tree and a description of one way
-    to reach it."""
+class State:
+    """One distinct crash state: its tree, the number of acknowledgements made before it
+    (see ``_crash_state_child.ack``), a description of one way to reach it, and the SHA-1
+    of each file of the tree."""
 
-    states: dict[tuple[str, int], tuple[Tree, int, str]] = field(default_factory=dict)
+    tree: Tree
+    acked: int
+    how: str
+    digests: dict[str, str]
+
+
+@dataclass
+class Enumeration:
+    """The distinct crash states of one record, as they are built (only their keys are
+    kept: the states themselves go to the checker as they come). Two states are the same
+    when they have the same acknowledgements and the same paths, each a directory or a
+    file of the same contents (by SHA-1: a pickle of the tree would tell equal trees
+    apart by which of their files share one ``bytes`` object)."""
+
+    seen: set[tuple[str, int]] = field(default_factory=set)
+    fresh: list[State] = field(default_factory=list)
     points: int = 0  # crash states built (before de-duplication)
 
-    def add(self, tree: Tree, acked: int, how: str) -> None:
+    def add(self, tree: Tree, digests: dict[str, str], acked: int, how: str) -> None:
         self.points += 1
-        digest = hashlib.sha1(pickle.dumps(sorted(tree.items()))).hexdigest()
-        self.states.setdefault((digest, acked), (tree, acked, how))
+        names = sorted((rel, digests.get(rel, "dir")) for rel in tree)
+        key = (hashlib.sha1(repr(names).encode()).hexdigest(), acked)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.fresh.append(State(tree, acked, how, digests))
 
 
 def _namespace(events: list[dict[str, Any]], j: int, floors: dict[str, int]) -> dict[str, int]:
@@ -144,8 +191,11 @@ def _namespace(events: list[dict[str, Any]], j: int, floors: dict[str, int]) -> 
     return out
 
 
-def enumerate_states(rec: dict[str, Any], exhaustive: bool, seed: int = 0) -> Enumeration:
-    """Every crash state of a record (see the module's model)."""
+def enumerate_states(
+    rec: dict[str, Any], exhaustive: bool, out: Enumeration, seed: int = 0
+) -> Iterator[State]:
+    """Every distinct crash state of a record (see the module's model), as it comes;
+    ``out`` counts them."""
     events, blobs = rec["events"], rec["blobs"]
     rng = random.Random(seed)
     first = events[0]
@@ -155,7 +205,6 @@ def enumerate_states(rec: dict[str, Any], exhaustive: bool, seed: int = 0) -> En
     floors: dict[str, int] = {}
     last: dict[int, bytes] = {}  # each inode's latest contents
     acked = 0
-    out = Enumeration()
     versions: list[int] = []  # the events at which the names changed
     for t, ev in enumerate(events):
         for ino, h in ev["data"].items():
@@ -195,7 +244,8 @@ def enumerate_states(rec: dict[str, Any], exhaustive: bool, seed: int = 0) -> En
                 rng,
                 f"after event {t} ({kind} {ev.get('call', '')}), names of event {j}",
             )
-    return out
+            yield from out.fresh
+            out.fresh.clear()
 
 
 def _data_states(
@@ -211,7 +261,7 @@ def _data_states(
     """The states of the files ``names`` lists: per file, persisted pages and size."""
     files = sorted({ino for ino in names.values() if ino != DIR})
     empty = Persisted(bytearray(), 0)
-    choices: dict[int, list[tuple[bytes, str]]] = {}
+    choices: dict[int, list[tuple[bytes, str, str]]] = {}
     for ino in files:
         p, cur = persisted.get(ino, empty), last[ino]
         options: dict[bytes, str] = {}
@@ -225,25 +275,37 @@ def _data_states(
                     _mix(p, cur, sub, size, unit),
                     f"size {size} blocks of {unit} bytes at {sorted(sub)}",
                 )
-        choices[ino] = list(options.items())
+        choices[ino] = [(d, w, hashlib.sha1(d).hexdigest()) for d, w in options.items()]
 
-    def tree(pick: dict[int, bytes]) -> Tree:
-        return {rel: (DIR if ino == DIR else pick[ino]) for rel, ino in names.items()}
+    def add(pick: dict[int, tuple[bytes, str, str]], how: str) -> None:
+        tree = {rel: (DIR if ino == DIR else pick[ino][0]) for rel, ino in names.items()}
+        digests = {rel: pick[ino][2] for rel, ino in names.items() if ino != DIR}
+        out.add(tree, digests, acked, how)
 
-    whole_new = {ino: last[ino] for ino in files}
-    whole_old = {ino: choices[ino][0][0] for ino in files}
+    new = {ino: hashlib.sha1(last[ino]).hexdigest() for ino in files}
+    whole_new = {ino: (last[ino], "", new[ino]) for ino in files}
+    whole_old = {ino: choices[ino][0] for ino in files}
     for ino in files:
-        for data, what in choices[ino]:
+        for choice in choices[ino]:
             for base, label in ((whole_new, "others new"), (whole_old, "others old")):
-                out.add(tree({**base, ino: data}), acked, f"{how}: inode {ino} {what}, {label}")
-    out.add(tree(whole_new), acked, how)
+                add({**base, ino: choice}, f"{how}: inode {ino} {choice[1]}, {label}")
+    add(whole_new, how)
     if exhaustive and len(files) > 1:
         for _ in range(min(MOST_SUBSETS, 64 * len(files))):
-            pick = {ino: rng.choice(choices[ino])[0] for ino in files}
-            out.add(tree(pick), acked, f"{how}: random mix")
+            add({ino: rng.choice(choices[ino]) for ino in files}, f"{how}: random mix")
 
 
 # --- Running and checking --------------------------------------------------------------
+
+
+def child_env() -> dict[str, str]:
+    """The environment of the children: they import the dafzarr this process tests (run
+    as scripts, they would otherwise import whichever the interpreter finds first)."""
+    import dafzarr
+
+    top = str(Path(dafzarr.__file__).resolve().parents[1])
+    paths = [top, *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 class Checker:
@@ -256,6 +318,7 @@ class Checker:
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
+            env=child_env(),
         )
 
     def open(self, op: str, path: Path) -> Any:
@@ -264,9 +327,13 @@ class Checker:
         self.proc.stdin.write(json.dumps({"op": op, "path": str(path), "out": str(out)}) + "\n")
         code = int(self.proc.stdout.readline())
         if code != 0 or not out.exists():
-            return ("crash", f"exit {code}")
+            return ("crash", f"exit {code}"), None, "no result"
         with open(out, "rb") as f:
-            return pickle.load(f)
+            result, paths, why = pickle.load(f)
+        out.unlink()
+        if result[0] == "error":  # (the same for every state that shows the same)
+            result = ("error", result[1].replace(str(path.parent), "<state>"))
+        return result, paths, why
 
     def close(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -304,6 +371,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         capture_output=True,
         text=True,
         timeout=300,
+        env=child_env(),
     )
     assert res.returncode == 0, res.stderr
     out = {}
@@ -329,6 +397,77 @@ def _final_tree(rec: dict[str, Any], at: int) -> Tree:
     return {rel: DIR if ino == DIR else blobs[ev["data"][ino]] for rel, ino in ev["names"].items()}
 
 
+class Memo:
+    """The results of the states opened, by what their opening observed: per namespace
+    (see :func:`namespace`), per set of files read, the results by those files' contents."""
+
+    def __init__(self) -> None:
+        self.tables: dict[Namespace, dict[tuple[str, ...], dict[tuple[str, ...], Any]]] = {}
+
+    def lookup(self, ns: Namespace, state: State) -> Any:
+        """The result of an opened state that shows what ``state`` would, or None."""
+        for reads, results in self.tables.get(ns, {}).items():
+            hit = results.get(tuple(state.digests[rel] for rel in reads))
+            if hit is not None:
+                return hit
+        return None
+
+    def store(
+        self, ns: Namespace, state: State, result: Any, paths: list[str], where: Path
+    ) -> None:
+        """Record the result of opening ``state`` at ``where``, which read ``paths``."""
+        top = os.path.normpath(os.path.abspath(where))
+        reads = tuple(sorted({os.path.relpath(p, top) for p in paths} & set(state.digests)))
+        by_reads = self.tables.setdefault(ns, {}).setdefault(reads, {})
+        by_reads[tuple(state.digests[rel] for rel in reads)] = result
+
+
+Namespace = tuple[tuple[str, int], ...]
+
+
+def namespace(tree: Tree) -> Namespace:
+    """The names of a tree, each with its size (or ``DIR``): what a ``stat`` shows."""
+    return tuple(sorted((rel, DIR if data == DIR else len(data)) for rel, data in tree.items()))
+
+
+@dataclass
+class Tally:
+    """What one operation's check went through (printed)."""
+
+    opened: int = 0
+    covered: int = 0
+    verified: int = 0
+    unobserved: int = 0  # opened states whose reads could not all be seen
+    why: str = ""
+
+
+def _open_state(
+    checker: Checker, name: str, memo: Memo, tally: Tally, state: State, where: Path
+) -> Any:
+    """The result of opening ``state``: from the memo, or by opening it at ``where``. A
+    state the memo covers is also opened when ``tally.covered`` reaches a power of two,
+    and must give the memo's result (so that the memo's soundness is tested each run)."""
+    ns = namespace(state.tree)
+    hit = memo.lookup(ns, state)
+    if hit is not None:
+        tally.covered += 1
+        if tally.covered & (tally.covered - 1):
+            return hit
+    materialize(state.tree, where)
+    got, paths, why = checker.open(name, where / OPS[name].file_name)
+    if hit is not None:
+        tally.verified += 1
+        assert got == hit, f"{name}: {state.how}: opened and memo differ"
+        return hit
+    tally.opened += 1
+    if paths is None:
+        tally.unobserved += 1
+        tally.why = tally.why or why
+    elif got[0] != "crash":
+        memo.store(ns, state, got, paths, where)
+    return got
+
+
 def check_op(
     checker: Checker, rec: dict[str, Any], name: str, root: Path, exhaustive: bool
 ) -> None:
@@ -338,37 +477,49 @@ def check_op(
     values = []
     for i, at in enumerate(stages):
         materialize(_final_tree(rec, at), root / f"stage{i}")
-        got = checker.open(name, root / f"stage{i}" / op.file_name)
+        got = checker.open(name, root / f"stage{i}" / op.file_name)[0]
         assert got[0] == "ok", (i, got)
         values.append(got[1])
-    states = enumerate_states(rec, exhaustive)
-    chosen = list(states.states.values())
-    most = EXHAUSTIVE_STATES if exhaustive else DEFAULT_STATES
-    if len(chosen) > most:  # evenly spread over the operation
-        chosen = [chosen[i * len(chosen) // most] for i in range(most)]
+    enumeration = Enumeration()
+    states: Iterable[State] = enumerate_states(rec, exhaustive, enumeration)
+    most: int | None = None  # every state
+    if not exhaustive:
+        most = DEFAULT_STATES
+    elif name in HEAVY_OPS and os.environ.get("DAFZARR_EVERY_CRASH_STATE") != "1":
+        most = HEAVY_STATES
+    if most is not None:  # evenly spread over the operation
+        chosen = list(states)
+        if len(chosen) > most:
+            chosen = [chosen[i * len(chosen) // most] for i in range(most)]
+        states = chosen
+    memo, tally = Memo(), Tally()
     problems: list[str] = []
-    for n, (tree, acked, how) in enumerate(chosen):
+    checked = 0
+    for n, state in enumerate(states):
+        checked += 1
         where = root / f"state{n}"
-        materialize(tree, where)
-        got = checker.open(name, where / op.file_name)
+        got = _open_state(checker, name, memo, tally, state, where)
+        acked = state.acked
         # Durable: the last state acknowledged, or the next; else any up to the next.
         allowed = values[acked : acked + 2] if op.durable else values[: acked + 2]
         if got[0] == "ok" and op.pending is not None and not acked:
             got = ("ok", _without_pending(got[1], op.pending))
         if got[0] != "ok":
-            problems.append(f"{how}: {got[1]}")
+            problems.append(f"{state.how}: {got[1]}")
         elif got[1] not in allowed:
             which = (
                 "lost what was acknowledged"
                 if got[1] in values[:acked]
                 else "not a state the operation went through"
             )
-            problems.append(f"{how}: {which}")
-        else:
+            problems.append(f"{state.how}: {which}")
+        elif where.exists():
             shutil.rmtree(where)
     print(
-        f"{name}: {len(rec['events'])} events, {states.points} crash states, "
-        f"{len(states.states)} distinct, {len(chosen)} checked"
+        f"{name}: {len(rec['events'])} events, {enumeration.points} crash states, "
+        f"{len(enumeration.seen)} distinct, {checked} checked: {tally.opened} opened, "
+        f"{tally.covered} covered by the memo ({tally.verified} of them opened too)"
+        + (f", {tally.unobserved} opened unobserved ({tally.why})" if tally.unobserved else "")
     )
     assert not problems, f"{name}: {len(problems)} bad states\n" + "\n".join(problems[:20])
 
