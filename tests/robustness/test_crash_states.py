@@ -67,6 +67,7 @@ import json
 import os
 import pickle
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -87,11 +88,6 @@ MOST_SUBSETS = 4096
 #: Most distinct states checked per operation in the default run, evenly spread over it
 #: (the slow run checks every one, but for :data:`HEAVY_OPS`).
 DEFAULT_STATES = 40
-#: The operations whose distinct states run past a hundred thousand crash points (tens of
-#: thousands of states, an hour of openings): the slow run checks this many of them, evenly
-#: spread, unless ``DAFZARR_EVERY_CRASH_STATE=1`` asks for every one.
-HEAVY_OPS = frozenset({"daf-dir-truncate", "daf-dir-create", "daf-dir-create-rw"})
-HEAVY_STATES = 4000
 
 Tree = dict[str, Any]  # relative path -> bytes, or DIR for a directory
 
@@ -327,13 +323,13 @@ class Checker:
         self.proc.stdin.write(json.dumps({"op": op, "path": str(path), "out": str(out)}) + "\n")
         code = int(self.proc.stdout.readline())
         if code != 0 or not out.exists():
-            return ("crash", f"exit {code}"), None, "no result"
+            return ("crash", f"exit {code}"), None, "no result", 0
         with open(out, "rb") as f:
-            result, paths, why = pickle.load(f)
+            result, asked, why, pid = pickle.load(f)
         out.unlink()
         if result[0] == "error":  # (the same for every state that shows the same)
             result = ("error", result[1].replace(str(path.parent), "<state>"))
-        return result, paths, why
+        return result, asked, why, pid
 
     def close(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -397,37 +393,106 @@ def _final_tree(rec: dict[str, Any], at: int) -> Tree:
     return {rel: DIR if ino == DIR else blobs[ev["data"][ino]] for rel, ino in ev["names"].items()}
 
 
+Query = tuple[str, str]  # (path relative to the state, how it is asked)
+
+
+class View:
+    """What a state answers to the queries an opening makes (see :class:`Memo`)."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.listings: dict[str, list[tuple[str, bool]]] = {".": []}
+        for rel, data in state.tree.items():
+            self.listings.setdefault(os.path.dirname(rel) or ".", []).append(
+                (os.path.basename(rel), data == DIR)
+            )
+            if data == DIR:
+                self.listings.setdefault(rel, [])
+
+    def answer(self, query: Query) -> Any:
+        """A directory's listing (names, and which are directories), a file's size (or,
+        for one read, its contents' digest), or its absence."""
+        rel, how = query
+        if rel in self.listings:
+            return ("dir", tuple(sorted(self.listings[rel])))
+        data = self.state.tree.get(rel)
+        if data is None:
+            return ("absent",)
+        return ("file", self.state.digests[rel] if how == "read" else len(data))
+
+    def queries(self, asked: list[tuple[str, str]], top: str) -> list[Query]:
+        """The queries on this state that answer for what an opening of it ``asked``
+        (absolute paths; see ``_crash_state_child.Observer``)."""
+        out: dict[Query, None] = {}
+        for path, how in asked:
+            rel = os.path.relpath(path, top)
+            if rel == ".." or rel.startswith("../"):
+                continue  # outside the state: the same in every state
+            if how == "tree" and self.state.tree.get(rel) == DIR:
+                # Moved or linked: what it holds may be read under its new name.
+                below = [r for r in self.state.tree if r.startswith(rel + "/")]
+                out.update(dict.fromkeys((r, "read") for r in [rel, *below]))
+                continue
+            how = "read" if how == "tree" else how
+            while rel != "." and rel not in self.state.tree:
+                # Absent: the nearest existing directory above says so (or the file
+                # standing where a directory would, which fails the path), whatever the
+                # opening did at that name later (its own files, named by its pid).
+                rel, how = os.path.dirname(rel) or ".", "stat"
+            out[(rel, how)] = None
+        return list(out)
+
+
+@dataclass
+class _Node:
+    """A node of the memo: per query asked next, the node of each answer."""
+
+    after: dict[Query, dict[Any, _Node]] = field(default_factory=dict)
+    result: Any = None
+
+
 class Memo:
-    """The results of the states opened, by what their opening observed: per namespace
-    (see :func:`namespace`), per set of files read, the results by those files' contents."""
+    """The results of the states opened, by what their opening asked and was answered.
+
+    Each opening is kept as the sequence of its queries (the paths its calls named, in
+    order, each with how it was asked, see :meth:`View.queries`) with the answers its state
+    gave, in a tree shared by the openings that asked the same first queries and got the
+    same answers; a state is looked up by following the branches of its own answers.
+    A result found is that of an opened state that answers every query of its opening
+    as this one does."""
 
     def __init__(self) -> None:
-        self.tables: dict[Namespace, dict[tuple[str, ...], dict[tuple[str, ...], Any]]] = {}
+        self.root = _Node()
 
-    def lookup(self, ns: Namespace, state: State) -> Any:
-        """The result of an opened state that shows what ``state`` would, or None."""
-        for reads, results in self.tables.get(ns, {}).items():
-            hit = results.get(tuple(state.digests[rel] for rel in reads))
-            if hit is not None:
-                return hit
+    def lookup(self, view: View) -> Any:
+        """The result of an opened state that answers as ``view`` does, or None."""
+        cache: dict[Query, Any] = {}
+        todo = [self.root]
+        while todo:
+            node = todo.pop()
+            if node.result is not None:
+                return node.result
+            for query, branches in node.after.items():
+                if query not in cache:
+                    cache[query] = view.answer(query)
+                nxt = branches.get(cache[query])
+                if nxt is not None:
+                    todo.append(nxt)
         return None
 
-    def store(
-        self, ns: Namespace, state: State, result: Any, paths: list[str], where: Path
-    ) -> None:
-        """Record the result of opening ``state`` at ``where``, which read ``paths``."""
-        top = os.path.normpath(os.path.abspath(where))
-        reads = tuple(sorted({os.path.relpath(p, top) for p in paths} & set(state.digests)))
-        by_reads = self.tables.setdefault(ns, {}).setdefault(reads, {})
-        by_reads[tuple(state.digests[rel] for rel in reads)] = result
+    def store(self, view: View, result: Any, queries: list[Query]) -> None:
+        """Record the result of opening the state of ``view``, which asked ``queries``."""
+        node = self.root
+        for query in queries:
+            node = node.after.setdefault(query, {}).setdefault(view.answer(query), _Node())
+        assert node.result in (None, result), "the opener gave two results for one state"
+        node.result = result
 
 
-Namespace = tuple[tuple[str, int], ...]
-
-
-def namespace(tree: Tree) -> Namespace:
-    """The names of a tree, each with its size (or ``DIR``): what a ``stat`` shows."""
-    return tuple(sorted((rel, DIR if data == DIR else len(data)) for rel, data in tree.items()))
+def _names_pid(tree: Tree, pid: int) -> bool:
+    """Whether a name of ``tree`` holds ``pid`` (the opener names its own files by it)."""
+    token = str(pid)
+    return any(token in re.split(r"[^0-9]+", rel) for rel in tree)
 
 
 @dataclass
@@ -447,24 +512,26 @@ def _open_state(
     """The result of opening ``state``: from the memo, or by opening it at ``where``. A
     state the memo covers is also opened when ``tally.covered`` reaches a power of two,
     and must give the memo's result (so that the memo's soundness is tested each run)."""
-    ns = namespace(state.tree)
-    hit = memo.lookup(ns, state)
+    view = View(state)
+    hit = memo.lookup(view)
     if hit is not None:
         tally.covered += 1
         if tally.covered & (tally.covered - 1):
             return hit
     materialize(state.tree, where)
-    got, paths, why = checker.open(name, where / OPS[name].file_name)
+    got, asked, why, pid = checker.open(name, where / OPS[name].file_name)
     if hit is not None:
         tally.verified += 1
         assert got == hit, f"{name}: {state.how}: opened and memo differ"
         return hit
     tally.opened += 1
-    if paths is None:
+    if asked is not None and _names_pid(state.tree, pid):
+        asked, why = None, f"a name holds the opener's pid {pid}"
+    if asked is None:
         tally.unobserved += 1
         tally.why = tally.why or why
     elif got[0] != "crash":
-        memo.store(ns, state, got, paths, where)
+        memo.store(view, got, view.queries(asked, os.path.normpath(os.path.abspath(where))))
     return got
 
 
@@ -482,15 +549,10 @@ def check_op(
         values.append(got[1])
     enumeration = Enumeration()
     states: Iterable[State] = enumerate_states(rec, exhaustive, enumeration)
-    most: int | None = None  # every state
-    if not exhaustive:
-        most = DEFAULT_STATES
-    elif name in HEAVY_OPS and os.environ.get("DAFZARR_EVERY_CRASH_STATE") != "1":
-        most = HEAVY_STATES
-    if most is not None:  # evenly spread over the operation
+    if not exhaustive:  # at most DEFAULT_STATES, evenly spread over the operation
         chosen = list(states)
-        if len(chosen) > most:
-            chosen = [chosen[i * len(chosen) // most] for i in range(most)]
+        if len(chosen) > DEFAULT_STATES:
+            chosen = [chosen[i * len(chosen) // DEFAULT_STATES] for i in range(DEFAULT_STATES)]
         states = chosen
     memo, tally = Memo(), Tally()
     problems: list[str] = []
