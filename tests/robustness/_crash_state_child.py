@@ -19,7 +19,8 @@ contents at every barrier are exact. The operation marks the instant it returned
 **Checking.** ``serve`` imports dafzarr once and, for each request line
 ``{"op": NAME, "path": PATH, "out": OUT}``, forks a child that opens the data set at
 ``PATH`` with the real openers (read-only, then writable) and writes what it holds (or
-the error) to ``OUT`` as a pickle; the server answers with the child's exit status.
+the error), what the opening asked the file system (see :class:`Observer`) and the
+child's pid to ``OUT`` as a pickle; the server answers with the child's exit status.
 """
 
 from __future__ import annotations

@@ -32,32 +32,61 @@ page alone, all but each page; sizes without data) and checks at most
 :data:`DEFAULT_STATES` distinct states per operation, spread over it; the ``slow`` run
 works in 512-byte sectors (a page may reach the disk in part), takes every subset (or,
 past 12 changed sectors, the structured ones and 256 random ones) and checks every
-distinct state, streamed as they are built (only their digests are kept), but for the
-three operations of :data:`HEAVY_OPS`: their 56,000 to 132,000 distinct states take about
-an hour each to check, so the slow run checks :data:`HEAVY_STATES` of them, evenly spread,
-and ``DAFZARR_EVERY_CRASH_STATE=1`` checks every one (a run by hand).
+distinct state, streamed as they are built (only their digests are kept).
 
-**What an opening observed.** The operations that replace or remove whole directories
-reach tens of thousands of distinct states, most of which differ only in files the
-openers never read (the old data set set aside, a temporary not yet renamed, pages of a
-file that a directory entry no longer names). The checker child records what it observed
-(``_crash_state_child.watch``): every path named by its file-system calls, from Python's
-audit hooks (``open``, which ``io.open``, ``os.open`` and ``pathlib`` raise; ``os.listdir``,
-``os.scandir``, ``os.rename``, ``os.remove``, ``shutil.rmtree`` and every other ``os.`` and
-``shutil.`` event with a path), and from the one file the package opens in C, the store's
-:class:`~dafzarr._posix.FileMapping`, replaced by a subclass that names its path. A
-``stat`` is not audited: the *namespace* of a state (each path, and each file's size)
-stands for all it can show. An opening whose paths cannot all be resolved (a relative path
-without its directory, a child process) observed nothing usable and is not memoized. The
-opener is deterministic: a state with the namespace of an opened state and the same bytes
-in every file that opening read gives the same result (the opening cannot tell them
-apart), so it is not opened again but judged with that result (the verdict also depends
-on the acknowledgements made, which are part of the state, not of what the opener saw).
-:class:`Memo` keeps, per namespace and per set of files read, the results by those files'
-contents; a new state is looked up under each set of files read for its namespace. Each
-run tests this: the states the memo covers are still opened when their count reaches a
-power of two, and must give the memo's result. Each operation prints its events, crash
-states, distinct states, and how many were opened and how many covered by the memo.
+**What an opening asked.** The operations that replace or remove whole directories reach
+tens of thousands of distinct states (132,000 for a truncation), most of which differ
+only in files the openers never look at (the old data set set aside, a temporary not yet
+renamed, pages of a file that a directory entry no longer names). The checker child
+records, in order, what the opener asked the file system (``_crash_state_child.watch``):
+
+* every path named by an audited call (``open``, which ``io.open``, ``os.open`` and
+  ``pathlib`` raise; ``os.listdir``, ``os.scandir``, ``os.rename``, ``os.remove``,
+  ``shutil.rmtree`` and every other ``os.`` and ``shutil.`` event with a path, a
+  directory listed by its descriptor included), and the one file the package opens in
+  C, the store's :class:`~dafzarr._posix.FileMapping` (replaced by a subclass that names
+  its path): a *read*;
+* every path given to a call that is not audited but tells whether a path exists, and its
+  kind and size: ``os.stat``, ``os.lstat``, ``os.fstat`` (by the descriptor's path),
+  ``os.access``, ``os.readlink`` and ``os.DirEntry.stat``, wrapped wherever a module holds
+  them (``os.path.exists``, ``isfile``, ``isdir``, ``getsize``, ``lexists`` and
+  ``pathlib``'s ``stat``, ``exists``, ``is_dir`` ... call them): a *stat*;
+* the first path of a rename or a link: a *tree* (what it held may be read under the new
+  name).
+
+:meth:`View.queries` turns these into queries on the state opened, and :meth:`View.answer`
+answers them: a directory, asked any way, answers with its listing (names, and which are
+directories: all that ``os.scandir``, ``os.walk`` or a ``stat`` of it tell); a file read
+with the digest of its contents; a file stat'ed with its size; a tree with the answers of
+every path under it read; and a path the state does not hold with the query of the
+nearest existing directory above it (or the file in the way), whose listing says it is
+absent, whatever the opener made at that name later (its temporaries, named by its pid).
+Paths outside the state's directory are the same in every state and ask nothing of it.
+
+*Soundness.* The opener is deterministic: its result, and each call it makes, depend only
+on the answers to the calls it made before (a stat's fields beyond existence, kind and
+size, and the pid it names its temporaries by, do not differ between the states, which
+are written afresh and hold no name with the checking process's pid, which the check
+confirms). Let a state S' answer every query of an opening of a state S as S did. Then the
+opener makes on S' the calls it made on S, and gets the same answers, by induction over
+its calls: a call on a path that the opener has not yet changed gets the answer of S',
+which the queries fix (a listing fixes existence and kind; a size or digest the rest); a
+call on a path it changed (wrote, renamed to, removed) gets what its earlier calls made
+there, the same on both states, from paths whose contents were read (an open names the
+path; a rename's source is read as a tree). Hence the same result: S' is not opened but
+judged with that result (the verdict also depends on the acknowledgements made, which are
+part of the state, not of what the opener saw). An opening whose calls cannot all be
+resolved (a relative path without its directory, a child process) asked something
+unknown and is not memoized.
+
+:class:`Memo` keeps each opening's queries, in order, with its state's answers, in a tree
+shared by the openings that asked the same first queries and got the same answers; a
+state follows the branches of its own answers. Each run tests this: the states the memo
+covers are still opened, the first that each opening's result covers and those whose
+count reaches a power of two, and must give the memo's result. Each operation prints its
+events, crash states, distinct states, and how many were opened and how many covered by
+the memo. (The three operations that reach 56,000 to 132,000 distinct states open about
+fifty of them, each within a minute or two.)
 """
 
 from __future__ import annotations
@@ -86,7 +115,7 @@ SECTOR = 512
 #: Most page subsets per crash point in the exhaustive run (sampled beyond).
 MOST_SUBSETS = 4096
 #: Most distinct states checked per operation in the default run, evenly spread over it
-#: (the slow run checks every one, but for :data:`HEAVY_OPS`).
+#: (the slow run checks every one).
 DEFAULT_STATES = 40
 
 Tree = dict[str, Any]  # relative path -> bytes, or DIR for a directory
@@ -467,6 +496,7 @@ class _Node:
 
     after: dict[Query, dict[Any, _Node]] = field(default_factory=dict)
     result: Any = None
+    challenged: bool = False  # whether a state it covers was opened too
 
 
 class Memo:
@@ -482,14 +512,14 @@ class Memo:
     def __init__(self) -> None:
         self.root = _Node()
 
-    def lookup(self, view: View) -> Any:
-        """The result of an opened state that answers as ``view`` does, or None."""
+    def lookup(self, view: View) -> _Node | None:
+        """The node of an opened state that answers as ``view`` does, or None."""
         cache: dict[Query, Any] = {}
         todo = [self.root]
         while todo:
             node = todo.pop()
             if node.result is not None:
-                return node.result
+                return node
             for query, branches in node.after.items():
                 if query not in cache:
                     cache[query] = view.answer(query)
@@ -528,14 +558,17 @@ def _open_state(
     checker: Checker, name: str, memo: Memo, tally: Tally, state: State, where: Path
 ) -> Any:
     """The result of opening ``state``: from the memo, or by opening it at ``where``. A
-    state the memo covers is also opened when ``tally.covered`` reaches a power of two,
-    and must give the memo's result (so that the memo's soundness is tested each run)."""
+    state the memo covers is also opened when it is the first that an opening's result
+    covers, or when ``tally.covered`` reaches a power of two, and must give the memo's
+    result (so that the memo's soundness is tested each run)."""
     view = View(state)
-    hit = memo.lookup(view)
-    if hit is not None:
+    node = memo.lookup(view)
+    hit = None if node is None else node.result
+    if node is not None:
         tally.covered += 1
-        if tally.covered & (tally.covered - 1):
+        if node.challenged and tally.covered & (tally.covered - 1):
             return hit
+        node.challenged = True
     materialize(state.tree, where)
     got, asked, why, pid = checker.open(name, where / OPS[name].file_name)
     if hit is not None:
