@@ -19,7 +19,8 @@ contents at every barrier are exact. The operation marks the instant it returned
 **Checking.** ``serve`` imports dafzarr once and, for each request line
 ``{"op": NAME, "path": PATH, "out": OUT}``, forks a child that opens the data set at
 ``PATH`` with the real openers (read-only, then writable) and writes what it holds (or
-the error) to ``OUT`` as a pickle; the server answers with the child's exit status.
+the error), what the opening asked the file system (see :class:`Observer`) and the
+child's pid to ``OUT`` as a pickle; the server answers with the child's exit status.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import numpy as np
 
@@ -496,47 +497,145 @@ OPS = _ops()
 
 #: Audit events that may run or load code reading files behind the hooks' back.
 _OPAQUE = ("subprocess.", "os.exec", "os.posix_spawn", "os.spawn", "os.system", "os.fork")
+#: Audit events whose first path is moved to, or linked at, another name: what is read
+#: under the new name is what the old one held (for a directory: its whole tree).
+_MOVES = ("os.rename", "os.link")
+#: The calls that tell whether a path exists, and its kind and size, raising no audit
+#: event (``os.path.exists``, ``isfile``, ``isdir``, ``getsize``, ``lexists`` ... and
+#: ``pathlib``'s ``stat``, ``exists``, ``is_dir`` ... call ``os.stat`` or ``os.lstat``).
+_STATS = ("stat", "lstat", "fstat", "access", "readlink")
 
 
 class Observer:
-    """The paths this process names in its file-system calls, from the audit hooks
+    """What this process asked the file system, in order: each path with how it was
+    asked (``"read"``: named by an audited call, or opened as a mapping; ``"stat"``:
+    stat'ed; ``"tree"``: moved or linked elsewhere). Audit hooks give the first kind
     (``open`` covers ``io.open``, ``os.open`` and ``pathlib``; ``os.listdir``,
-    ``os.scandir``, ``os.rename``, ``os.remove``, ``shutil.rmtree`` ... the rest) and
-    from the store's :class:`~dafzarr._posix.FileMapping`, the one file opened in C (see
-    :func:`watch`). ``unknown`` says why the paths may not be all of it: a relative path
+    ``os.scandir``, ``os.rename``, ``os.remove``, ``shutil.rmtree`` ... the rest), the
+    store's :class:`~dafzarr._posix.FileMapping` (the one file opened in C) and the
+    ``os`` functions of :data:`_STATS` (and ``os.DirEntry.stat``) are wrapped (see
+    :func:`watch`). ``unknown`` says why the record may not be all of it: a relative path
     whose directory the event does not give, or a child process."""
 
     def __init__(self) -> None:
-        self.paths: set[str] = set()
+        self.asked: list[tuple[str, str]] = []
+        self._seen: set[tuple[str, str]] = set()
         self.unknown: str | None = None
+        self.active = True
 
-    def name(self, path: Any, dir_fds: list[int], event: str) -> None:
+    def name(self, path: Any, dir_fds: list[int], event: str, how: str = "read") -> None:
+        if not self.active:
+            return
+        if isinstance(path, int) and not isinstance(path, bool):  # a descriptor
+            path = _real_readlink(f"/proc/self/fd/{path}")
         p = os.fsdecode(path)
         if not os.path.isabs(p):
             base = next((f"/proc/self/fd/{fd}" for fd in dir_fds if fd >= 0), None)
             if base is None or event == "open":  # (os.open's dir_fd is not in the event)
                 self.unknown = f"{event} {p!r}"
                 return
-            p = os.path.join(os.readlink(base), p)
-        self.paths.add(os.path.normpath(p))
+            p = os.path.join(_real_readlink(base), p)
+        key = (os.path.normpath(p), how)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.asked.append(key)
 
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.active:
+            return
         if event.startswith(_OPAQUE):
             self.unknown = event
         elif event == "open":  # (path, mode, flags): the path may be a descriptor
             if isinstance(args[0], (str, bytes, os.PathLike)):
                 self.name(args[0], [], event)
+        elif event in ("os.listdir", "os.scandir") and isinstance(args[0], int):
+            self.name(args[0], [], event)  # a directory listed by its descriptor
         elif event.startswith(("os.", "shutil.")):
             fds = [a for a in args[1:] if isinstance(a, int) and not isinstance(a, bool)]
-            for a in args:
+            for i, a in enumerate(args):
                 if isinstance(a, (str, bytes, os.PathLike)):
-                    self.name(a, fds, event)
+                    moved = i == 0 and event in _MOVES
+                    self.name(a, fds[:1] if moved else fds[1:] or fds, event)
+                    if moved:
+                        self.name(a, fds[:1], event, "tree")
+
+
+_real_readlink = os.readlink
+
+
+class _Entry:
+    """An ``os.DirEntry`` whose ``stat`` is observed (the rest is its entry's)."""
+
+    def __init__(self, entry: Any, seen: Observer) -> None:
+        self._entry, self._seen = entry, seen
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._entry, attr)
+
+    def __fspath__(self) -> Any:
+        return self._entry.__fspath__()
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        self._seen.name(self._entry.path, [], "DirEntry.stat", "stat")
+        out: os.stat_result = self._entry.stat(follow_symlinks=follow_symlinks)
+        return out
+
+
+class _Listing:
+    """An ``os.scandir`` iterator whose entries are :class:`_Entry`."""
+
+    def __init__(self, it: Any, seen: Observer) -> None:
+        self._it, self._seen = it, seen
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> _Entry:
+        return _Entry(next(self._it), self._seen)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._it.close()
+
+    def close(self) -> None:
+        self._it.close()
+
+
+def _replace_everywhere(real: Any, wrapped: Any) -> None:
+    """Put ``wrapped`` wherever a module holds ``real`` (but the one defining it)."""
+    for module in list(sys.modules.values()):
+        if module is None or getattr(module, "__name__", "") in ("posix", __name__):
+            continue
+        for attr, value in list(getattr(module, "__dict__", {}).items()):
+            if value is real:
+                setattr(module, attr, wrapped)
+
+
+def _stat_wrapper(seen: Observer, real: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapped(path: Any, *args: Any, **kwargs: Any) -> Any:
+        dir_fd = kwargs.get("dir_fd")
+        seen.name(path, [] if dir_fd is None else [dir_fd], real.__name__, "stat")
+        return real(path, *args, **kwargs)
+
+    return wrapped
 
 
 def watch() -> Observer:
-    """Record, from now on, the paths this process opens, lists, renames or removes."""
+    """Record, from now on, the paths this process opens, lists, stats, moves or
+    removes."""
     seen = Observer()
     sys.addaudithook(seen.hook)
+    for fn in _STATS:
+        real_fn = getattr(os, fn)
+        _replace_everywhere(real_fn, _stat_wrapper(seen, real_fn))
+    real_scandir = os.scandir
+
+    def scandir(*args: Any, **kwargs: Any) -> _Listing:
+        return _Listing(real_scandir(*args, **kwargs), seen)
+
+    _replace_everywhere(real_scandir, scandir)
     real = FileMapping  # (this module's name is one of those replaced)
 
     class WatchedMapping(real):  # type: ignore[valid-type,misc]
@@ -546,10 +645,7 @@ def watch() -> Observer:
 
     # Every module that holds the class, by whatever name (its C open is not audited),
     # and its own module, for those imported from now on.
-    for module in list(sys.modules.values()):
-        for attr, value in list(getattr(module, "__dict__", {}).items()):
-            if value is real:
-                setattr(module, attr, WatchedMapping)
+    _replace_everywhere(real, WatchedMapping)
     return seen
 
 
@@ -559,9 +655,10 @@ def _check_one(op: Op, path: str, out: str) -> None:
         result: Any = ("ok", op.snapshot(path))
     except Exception as exc:  # noqa: BLE001 (reported, judged by the parent)
         result = ("error", f"{type(exc).__module__}.{type(exc).__name__}: {exc}")
-    paths = None if seen.unknown else sorted(seen.paths)
+    seen.active = False
+    asked = None if seen.unknown else seen.asked
     with open(out, "wb") as f:
-        pickle.dump((result, paths, seen.unknown), f)
+        pickle.dump((result, asked, seen.unknown, os.getpid()), f)
 
 
 def serve() -> None:

@@ -32,32 +32,61 @@ page alone, all but each page; sizes without data) and checks at most
 :data:`DEFAULT_STATES` distinct states per operation, spread over it; the ``slow`` run
 works in 512-byte sectors (a page may reach the disk in part), takes every subset (or,
 past 12 changed sectors, the structured ones and 256 random ones) and checks every
-distinct state, streamed as they are built (only their digests are kept), but for the
-three operations of :data:`HEAVY_OPS`: their 56,000 to 132,000 distinct states take about
-an hour each to check, so the slow run checks :data:`HEAVY_STATES` of them, evenly spread,
-and ``DAFZARR_EVERY_CRASH_STATE=1`` checks every one (a run by hand).
+distinct state, streamed as they are built (only their digests are kept).
 
-**What an opening observed.** The operations that replace or remove whole directories
-reach tens of thousands of distinct states, most of which differ only in files the
-openers never read (the old data set set aside, a temporary not yet renamed, pages of a
-file that a directory entry no longer names). The checker child records what it observed
-(``_crash_state_child.watch``): every path named by its file-system calls, from Python's
-audit hooks (``open``, which ``io.open``, ``os.open`` and ``pathlib`` raise; ``os.listdir``,
-``os.scandir``, ``os.rename``, ``os.remove``, ``shutil.rmtree`` and every other ``os.`` and
-``shutil.`` event with a path), and from the one file the package opens in C, the store's
-:class:`~dafzarr._posix.FileMapping`, replaced by a subclass that names its path. A
-``stat`` is not audited: the *namespace* of a state (each path, and each file's size)
-stands for all it can show. An opening whose paths cannot all be resolved (a relative path
-without its directory, a child process) observed nothing usable and is not memoized. The
-opener is deterministic: a state with the namespace of an opened state and the same bytes
-in every file that opening read gives the same result (the opening cannot tell them
-apart), so it is not opened again but judged with that result (the verdict also depends
-on the acknowledgements made, which are part of the state, not of what the opener saw).
-:class:`Memo` keeps, per namespace and per set of files read, the results by those files'
-contents; a new state is looked up under each set of files read for its namespace. Each
-run tests this: the states the memo covers are still opened when their count reaches a
-power of two, and must give the memo's result. Each operation prints its events, crash
-states, distinct states, and how many were opened and how many covered by the memo.
+**What an opening asked.** The operations that replace or remove whole directories reach
+tens of thousands of distinct states (132,000 for a truncation), most of which differ
+only in files the openers never look at (the old data set set aside, a temporary not yet
+renamed, pages of a file that a directory entry no longer names). The checker child
+records, in order, what the opener asked the file system (``_crash_state_child.watch``):
+
+* every path named by an audited call (``open``, which ``io.open``, ``os.open`` and
+  ``pathlib`` raise; ``os.listdir``, ``os.scandir``, ``os.rename``, ``os.remove``,
+  ``shutil.rmtree`` and every other ``os.`` and ``shutil.`` event with a path, a
+  directory listed by its descriptor included), and the one file the package opens in
+  C, the store's :class:`~dafzarr._posix.FileMapping` (replaced by a subclass that names
+  its path): a *read*;
+* every path given to a call that is not audited but tells whether a path exists, and its
+  kind and size: ``os.stat``, ``os.lstat``, ``os.fstat`` (by the descriptor's path),
+  ``os.access``, ``os.readlink`` and ``os.DirEntry.stat``, wrapped wherever a module holds
+  them (``os.path.exists``, ``isfile``, ``isdir``, ``getsize``, ``lexists`` and
+  ``pathlib``'s ``stat``, ``exists``, ``is_dir`` ... call them): a *stat*;
+* the first path of a rename or a link: a *tree* (what it held may be read under the new
+  name).
+
+:meth:`View.queries` turns these into queries on the state opened, and :meth:`View.answer`
+answers them: a directory, asked any way, answers with its listing (names, and which are
+directories: all that ``os.scandir``, ``os.walk`` or a ``stat`` of it tell); a file read
+with the digest of its contents; a file stat'ed with its size; a tree with the answers of
+every path under it read; and a path the state does not hold with the query of the
+nearest existing directory above it (or the file in the way), whose listing says it is
+absent, whatever the opener made at that name later (its temporaries, named by its pid).
+Paths outside the state's directory are the same in every state and ask nothing of it.
+
+*Soundness.* The opener is deterministic: its result, and each call it makes, depend only
+on the answers to the calls it made before (a stat's fields beyond existence, kind and
+size, and the pid it names its temporaries by, do not differ between the states, which
+are written afresh and hold no name with the checking process's pid, which the check
+confirms). Let a state S' answer every query of an opening of a state S as S did. Then the
+opener makes on S' the calls it made on S, and gets the same answers, by induction over
+its calls: a call on a path that the opener has not yet changed gets the answer of S',
+which the queries fix (a listing fixes existence and kind; a size or digest the rest); a
+call on a path it changed (wrote, renamed to, removed) gets what its earlier calls made
+there, the same on both states, from paths whose contents were read (an open names the
+path; a rename's source is read as a tree). Hence the same result: S' is not opened but
+judged with that result (the verdict also depends on the acknowledgements made, which are
+part of the state, not of what the opener saw). An opening whose calls cannot all be
+resolved (a relative path without its directory, a child process) asked something
+unknown and is not memoized.
+
+:class:`Memo` keeps each opening's queries, in order, with its state's answers, in a tree
+shared by the openings that asked the same first queries and got the same answers; a
+state follows the branches of its own answers. Each run tests this: the states the memo
+covers are still opened, the first that each opening's result covers and those whose
+count reaches a power of two, and must give the memo's result. Each operation prints its
+events, crash states, distinct states, and how many were opened and how many covered by
+the memo. (The three operations that reach 56,000 to 132,000 distinct states open about
+fifty of them, each within a minute or two.)
 """
 
 from __future__ import annotations
@@ -67,6 +96,7 @@ import json
 import os
 import pickle
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -85,13 +115,8 @@ SECTOR = 512
 #: Most page subsets per crash point in the exhaustive run (sampled beyond).
 MOST_SUBSETS = 4096
 #: Most distinct states checked per operation in the default run, evenly spread over it
-#: (the slow run checks every one, but for :data:`HEAVY_OPS`).
+#: (the slow run checks every one).
 DEFAULT_STATES = 40
-#: The operations whose distinct states run past a hundred thousand crash points (tens of
-#: thousands of states, an hour of openings): the slow run checks this many of them, evenly
-#: spread, unless ``DAFZARR_EVERY_CRASH_STATE=1`` asks for every one.
-HEAVY_OPS = frozenset({"daf-dir-truncate", "daf-dir-create", "daf-dir-create-rw"})
-HEAVY_STATES = 4000
 
 Tree = dict[str, Any]  # relative path -> bytes, or DIR for a directory
 
@@ -160,17 +185,18 @@ class Enumeration:
     file of the same contents (by SHA-1: a pickle of the tree would tell equal trees
     apart by which of their files share one ``bytes`` object)."""
 
-    seen: set[tuple[str, int]] = field(default_factory=set)
+    seen: set[tuple[int, int, tuple[str, ...]]] = field(default_factory=set)
     fresh: list[State] = field(default_factory=list)
     points: int = 0  # crash states built (before de-duplication)
+    shapes: dict[tuple[tuple[str, bool], ...], int] = field(default_factory=dict)
 
-    def add(self, tree: Tree, digests: dict[str, str], acked: int, how: str) -> None:
-        self.points += 1
-        names = sorted((rel, digests.get(rel, "dir")) for rel in tree)
-        key = (hashlib.sha1(repr(names).encode()).hexdigest(), acked)
-        if key not in self.seen:
-            self.seen.add(key)
-            self.fresh.append(State(tree, acked, how, digests))
+    def shape(self, names: dict[str, int]) -> tuple[int, list[int]]:
+        """The number of the paths ``names`` (each a directory or not), and the inodes of
+        its files in the order of their paths."""
+        rels = sorted(names)
+        shape = tuple((rel, names[rel] == DIR) for rel in rels)
+        number = self.shapes.setdefault(shape, len(self.shapes))
+        return number, [names[rel] for rel in rels if names[rel] != DIR]
 
 
 def _namespace(events: list[dict[str, Any]], j: int, floors: dict[str, int]) -> dict[str, int]:
@@ -277,10 +303,17 @@ def _data_states(
                 )
         choices[ino] = [(d, w, hashlib.sha1(d).hexdigest()) for d, w in options.items()]
 
-    def add(pick: dict[int, tuple[bytes, str, str]], how: str) -> None:
+    number, slots = out.shape(names)
+
+    def add(pick: dict[int, tuple[bytes, str, str]], *what: Any) -> None:
+        out.points += 1
+        key = (number, acked, tuple([pick[ino][2] for ino in slots]))
+        if key in out.seen:
+            return
+        out.seen.add(key)
         tree = {rel: (DIR if ino == DIR else pick[ino][0]) for rel, ino in names.items()}
         digests = {rel: pick[ino][2] for rel, ino in names.items() if ino != DIR}
-        out.add(tree, digests, acked, how)
+        out.fresh.append(State(tree, acked, "".join(map(str, what)), digests))
 
     new = {ino: hashlib.sha1(last[ino]).hexdigest() for ino in files}
     whole_new = {ino: (last[ino], "", new[ino]) for ino in files}
@@ -288,11 +321,22 @@ def _data_states(
     for ino in files:
         for choice in choices[ino]:
             for base, label in ((whole_new, "others new"), (whole_old, "others old")):
-                add({**base, ino: choice}, f"{how}: inode {ino} {choice[1]}, {label}")
+                add({**base, ino: choice}, how, ": inode ", ino, " ", choice[1], ", ", label)
     add(whole_new, how)
     if exhaustive and len(files) > 1:
+        # rng.choice, spelled out (the same draws, in a fraction of the time)
+        bits = rng.getrandbits
+        lists = [
+            (ino, choices[ino], len(choices[ino]), len(choices[ino]).bit_length()) for ino in files
+        ]
         for _ in range(min(MOST_SUBSETS, 64 * len(files))):
-            add({ino: rng.choice(choices[ino]) for ino in files}, f"{how}: random mix")
+            pick = {}
+            for ino, options, n, k in lists:
+                r = bits(k)
+                while r >= n:
+                    r = bits(k)
+                pick[ino] = options[r]
+            add(pick, how, ": random mix")
 
 
 # --- Running and checking --------------------------------------------------------------
@@ -327,13 +371,13 @@ class Checker:
         self.proc.stdin.write(json.dumps({"op": op, "path": str(path), "out": str(out)}) + "\n")
         code = int(self.proc.stdout.readline())
         if code != 0 or not out.exists():
-            return ("crash", f"exit {code}"), None, "no result"
+            return ("crash", f"exit {code}"), None, "no result", 0
         with open(out, "rb") as f:
-            result, paths, why = pickle.load(f)
+            result, asked, why, pid = pickle.load(f)
         out.unlink()
         if result[0] == "error":  # (the same for every state that shows the same)
             result = ("error", result[1].replace(str(path.parent), "<state>"))
-        return result, paths, why
+        return result, asked, why, pid
 
     def close(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -397,37 +441,106 @@ def _final_tree(rec: dict[str, Any], at: int) -> Tree:
     return {rel: DIR if ino == DIR else blobs[ev["data"][ino]] for rel, ino in ev["names"].items()}
 
 
+Query = tuple[str, str]  # (path relative to the state, how it is asked)
+
+
+class View:
+    """What a state answers to the queries an opening makes (see :class:`Memo`)."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.listings: dict[str, list[tuple[str, bool]]] = {".": []}
+        for rel, data in state.tree.items():
+            head, _, tail = rel.rpartition("/")
+            self.listings.setdefault(head or ".", []).append((tail, data == DIR))
+            if data == DIR:
+                self.listings.setdefault(rel, [])
+
+    def answer(self, query: Query) -> Any:
+        """A directory's listing (names, and which are directories), a file's size (or,
+        for one read, its contents' digest), or its absence."""
+        rel, how = query
+        if rel in self.listings:
+            return ("dir", tuple(sorted(self.listings[rel])))
+        data = self.state.tree.get(rel)
+        if data is None:
+            return ("absent",)
+        return ("file", self.state.digests[rel] if how == "read" else len(data))
+
+    def queries(self, asked: list[tuple[str, str]], top: str) -> list[Query]:
+        """The queries on this state that answer for what an opening of it ``asked``
+        (absolute paths; see ``_crash_state_child.Observer``)."""
+        out: dict[Query, None] = {}
+        for path, how in asked:
+            rel = os.path.relpath(path, top)
+            if rel == ".." or rel.startswith("../"):
+                continue  # outside the state: the same in every state
+            if how == "tree" and self.state.tree.get(rel) == DIR:
+                # Moved or linked: what it holds may be read under its new name.
+                below = [r for r in self.state.tree if r.startswith(rel + "/")]
+                out.update(dict.fromkeys((r, "read") for r in [rel, *below]))
+                continue
+            how = "read" if how == "tree" else how
+            while rel != "." and rel not in self.state.tree:
+                # Absent: the nearest existing directory above says so (or the file
+                # standing where a directory would, which fails the path), whatever the
+                # opening did at that name later (its own files, named by its pid).
+                rel, how = os.path.dirname(rel) or ".", "stat"
+            out[(rel, how)] = None
+        return list(out)
+
+
+@dataclass
+class _Node:
+    """A node of the memo: per query asked next, the node of each answer."""
+
+    after: dict[Query, dict[Any, _Node]] = field(default_factory=dict)
+    result: Any = None
+    challenged: bool = False  # whether a state it covers was opened too
+
+
 class Memo:
-    """The results of the states opened, by what their opening observed: per namespace
-    (see :func:`namespace`), per set of files read, the results by those files' contents."""
+    """The results of the states opened, by what their opening asked and was answered.
+
+    Each opening is kept as the sequence of its queries (the paths its calls named, in
+    order, each with how it was asked, see :meth:`View.queries`) with the answers its state
+    gave, in a tree shared by the openings that asked the same first queries and got the
+    same answers; a state is looked up by following the branches of its own answers.
+    A result found is that of an opened state that answers every query of its opening
+    as this one does."""
 
     def __init__(self) -> None:
-        self.tables: dict[Namespace, dict[tuple[str, ...], dict[tuple[str, ...], Any]]] = {}
+        self.root = _Node()
 
-    def lookup(self, ns: Namespace, state: State) -> Any:
-        """The result of an opened state that shows what ``state`` would, or None."""
-        for reads, results in self.tables.get(ns, {}).items():
-            hit = results.get(tuple(state.digests[rel] for rel in reads))
-            if hit is not None:
-                return hit
+    def lookup(self, view: View) -> _Node | None:
+        """The node of an opened state that answers as ``view`` does, or None."""
+        cache: dict[Query, Any] = {}
+        todo = [self.root]
+        while todo:
+            node = todo.pop()
+            if node.result is not None:
+                return node
+            for query, branches in node.after.items():
+                if query not in cache:
+                    cache[query] = view.answer(query)
+                nxt = branches.get(cache[query])
+                if nxt is not None:
+                    todo.append(nxt)
         return None
 
-    def store(
-        self, ns: Namespace, state: State, result: Any, paths: list[str], where: Path
-    ) -> None:
-        """Record the result of opening ``state`` at ``where``, which read ``paths``."""
-        top = os.path.normpath(os.path.abspath(where))
-        reads = tuple(sorted({os.path.relpath(p, top) for p in paths} & set(state.digests)))
-        by_reads = self.tables.setdefault(ns, {}).setdefault(reads, {})
-        by_reads[tuple(state.digests[rel] for rel in reads)] = result
+    def store(self, view: View, result: Any, queries: list[Query]) -> None:
+        """Record the result of opening the state of ``view``, which asked ``queries``."""
+        node = self.root
+        for query in queries:
+            node = node.after.setdefault(query, {}).setdefault(view.answer(query), _Node())
+        assert node.result in (None, result), "the opener gave two results for one state"
+        node.result = result
 
 
-Namespace = tuple[tuple[str, int], ...]
-
-
-def namespace(tree: Tree) -> Namespace:
-    """The names of a tree, each with its size (or ``DIR``): what a ``stat`` shows."""
-    return tuple(sorted((rel, DIR if data == DIR else len(data)) for rel, data in tree.items()))
+def _names_pid(tree: Tree, pid: int) -> bool:
+    """Whether a name of ``tree`` holds ``pid`` (the opener names its own files by it)."""
+    token = str(pid)
+    return any(token in re.split(r"[^0-9]+", rel) for rel in tree)
 
 
 @dataclass
@@ -445,26 +558,31 @@ def _open_state(
     checker: Checker, name: str, memo: Memo, tally: Tally, state: State, where: Path
 ) -> Any:
     """The result of opening ``state``: from the memo, or by opening it at ``where``. A
-    state the memo covers is also opened when ``tally.covered`` reaches a power of two,
-    and must give the memo's result (so that the memo's soundness is tested each run)."""
-    ns = namespace(state.tree)
-    hit = memo.lookup(ns, state)
-    if hit is not None:
+    state the memo covers is also opened when it is the first that an opening's result
+    covers, or when ``tally.covered`` reaches a power of two, and must give the memo's
+    result (so that the memo's soundness is tested each run)."""
+    view = View(state)
+    node = memo.lookup(view)
+    hit = None if node is None else node.result
+    if node is not None:
         tally.covered += 1
-        if tally.covered & (tally.covered - 1):
+        if node.challenged and tally.covered & (tally.covered - 1):
             return hit
+        node.challenged = True
     materialize(state.tree, where)
-    got, paths, why = checker.open(name, where / OPS[name].file_name)
+    got, asked, why, pid = checker.open(name, where / OPS[name].file_name)
     if hit is not None:
         tally.verified += 1
         assert got == hit, f"{name}: {state.how}: opened and memo differ"
         return hit
     tally.opened += 1
-    if paths is None:
+    if asked is not None and _names_pid(state.tree, pid):
+        asked, why = None, f"a name holds the opener's pid {pid}"
+    if asked is None:
         tally.unobserved += 1
         tally.why = tally.why or why
     elif got[0] != "crash":
-        memo.store(ns, state, got, paths, where)
+        memo.store(view, got, view.queries(asked, os.path.normpath(os.path.abspath(where))))
     return got
 
 
@@ -482,15 +600,10 @@ def check_op(
         values.append(got[1])
     enumeration = Enumeration()
     states: Iterable[State] = enumerate_states(rec, exhaustive, enumeration)
-    most: int | None = None  # every state
-    if not exhaustive:
-        most = DEFAULT_STATES
-    elif name in HEAVY_OPS and os.environ.get("DAFZARR_EVERY_CRASH_STATE") != "1":
-        most = HEAVY_STATES
-    if most is not None:  # evenly spread over the operation
+    if not exhaustive:  # at most DEFAULT_STATES, evenly spread over the operation
         chosen = list(states)
-        if len(chosen) > most:
-            chosen = [chosen[i * len(chosen) // most] for i in range(most)]
+        if len(chosen) > DEFAULT_STATES:
+            chosen = [chosen[i * len(chosen) // DEFAULT_STATES] for i in range(DEFAULT_STATES)]
         states = chosen
     memo, tally = Memo(), Tally()
     problems: list[str] = []
