@@ -103,7 +103,16 @@ class Matrices:
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         """The stored ``nzval`` (all true when absent), 1-based ``rowval`` and ``colptr`` of
         the sparse matrix at ``path`` with ``nc`` columns, as stored (views of the data); the
-        column pointer is checked, the row indices are not."""
+        column pointer is checked, the row indices are not. All from one state of the
+        matrix (:meth:`DafStorage.one_state`)."""
+        return self._storage.one_state(
+            path, lambda: self._stored_sparse_parts(path, nc, populate=populate)
+        )
+
+    def _stored_sparse_parts(
+        self, path: str, nc: int, *, populate: bool
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        self._storage.require_group(path)
         colptr = self._storage.read_array(join_path(path, "colptr"), populate=populate)
         rowval = self._storage.read_array(join_path(path, "rowval"), populate=populate)
         if self._storage.node_kind(join_path(path, "nzval")) == "array":
