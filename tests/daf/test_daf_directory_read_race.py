@@ -20,7 +20,7 @@ import pytest
 import scipy.sparse as sp
 
 import dafzarr
-from dafzarr.errors import DafMissingError
+from dafzarr.errors import DafMissingError, UnstableFileSetError
 
 ROOT = str(Path(__file__).parents[2])
 
@@ -73,13 +73,13 @@ def writer(tmp_path: Path) -> Iterator[tuple[str, Callable[[str], None]]]:
         process.stderr.close()
 
 
-def _paused(daf: Any, command: str, run: Callable[[str], None], after: str) -> None:
-    """Have the second process run ``command`` once, right after the reader's first call of
-    the storage's ``after`` (``array_info``: the metadata of an array was read) on the vector
-    ``age``."""
+def _paused(daf: Any, command: str, run: Callable[[str], None], after: str, times: int = 1) -> None:
+    """Have the second process run ``command`` right after each of the reader's first
+    ``times`` calls of the storage's ``after`` (``array_info``: the metadata of an array was
+    read) on the vector ``age``."""
     storage = daf._storage
     original = getattr(storage, after)
-    pending = [command]
+    pending = [command] * times
 
     def paused(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
@@ -90,8 +90,8 @@ def _paused(daf: Any, command: str, run: Callable[[str], None], after: str) -> N
     setattr(storage, after, paused)
 
 
-def _make(path: str, n: int, value: Any) -> None:
-    with dafzarr.open_daf(path, "w") as d:
+def _make(path: str, n: int, value: Any, zarr_format: int = 2) -> None:
+    with dafzarr.open_daf(path, "w", zarr_format=zarr_format) as d:
         d.add_axis("cell", [f"c{i}" for i in range(n)])
         d.set_vector("cell", "age", value)
 
@@ -117,14 +117,15 @@ def test_a_vector_deleted_under_the_read_is_not_read_as_zeros(
     np.testing.assert_array_equal(got, old)
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
 @pytest.mark.parametrize("n", SIZES)
 def test_old_metadata_never_reads_the_new_chunk(
-    writer: tuple[str, Callable[[str], None]], n: int
+    writer: tuple[str, Callable[[str], None]], n: int, zarr_format: int
 ) -> None:
     path, run = writer
     old = np.arange(n, dtype=np.int64) + 1
     new = np.arange(n) * 0.5 + 0.25  # float64: as many bytes as the int64 vector
-    _make(path, n, old)
+    _make(path, n, old, zarr_format)
     run("noop")
     with dafzarr.open_daf(path, "r") as daf:
         _paused(daf, "float age", run, "array_info")
@@ -136,8 +137,9 @@ def test_old_metadata_never_reads_the_new_chunk(
         np.testing.assert_array_equal(got, new)
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
 def test_a_sparse_vector_is_read_from_one_generation(
-    writer: tuple[str, Callable[[str], None]],
+    writer: tuple[str, Callable[[str], None]], zarr_format: int
 ) -> None:
     """Its indices and values come from the same generation: the old sparse vector, or the
     dense vector that replaced it, never the old indices with another's values."""
@@ -145,7 +147,7 @@ def test_a_sparse_vector_is_read_from_one_generation(
     n = 3000
     old = np.zeros(n, np.int64)
     old[::3] = np.arange(len(old[::3])) + 7
-    _make(path, n, sp.csr_matrix(old.reshape(1, -1)))
+    _make(path, n, sp.csr_matrix(old.reshape(1, -1)), zarr_format)
     assert (Path(path) / "vectors" / "cell" / "age" / "nzind").is_dir()
     run("noop")
     with dafzarr.open_daf(path, "r") as daf:
@@ -155,3 +157,20 @@ def test_a_sparse_vector_is_read_from_one_generation(
         np.testing.assert_array_equal(got, old)
     else:
         np.testing.assert_array_equal(got, np.arange(n) * 0.5 + 0.25)
+
+
+def test_a_property_replaced_under_every_read_is_named_in_an_error(
+    writer: tuple[str, Callable[[str], None]],
+) -> None:
+    """A property overwritten during each attempt to read it: after a bounded number of
+    attempts, an error that names the data set and the property."""
+    path, run = writer
+    n = 3000
+    _make(path, n, np.arange(n, dtype=np.int64))
+    run("noop")
+    with dafzarr.open_daf(path, "r") as daf:
+        _paused(daf, "float age", run, "array_info", times=1000)
+        with pytest.raises(UnstableFileSetError) as caught:
+            daf.get_np_vector("cell", "age")
+    message = str(caught.value)
+    assert "vectors/cell/age" in message and path in message, message

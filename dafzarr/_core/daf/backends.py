@@ -64,6 +64,13 @@ def _write_in_pieces(f: Any, data: Any) -> None:
         f.write(mv[start : start + _WRITE_PIECE])
 
 
+def _gone_from_pin(exc: OSError, dir_fd: int | None) -> bool:
+    """Whether ``exc``, raised opening a file relative to a pinned directory, says that the
+    directory was removed meanwhile (``ESTALE`` on a network file system): the file is then
+    missing, and :meth:`DafBackend.pin_moved` tells why."""
+    return dir_fd is not None and exc.errno == errno.ESTALE
+
+
 def readonly(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     arr.flags.writeable = False
     return arr
@@ -286,7 +293,10 @@ class DirectoryBackend(DafBackend):
             return fd >= 0
         if fd < 0:
             return True
-        then = os.fstat(fd)
+        try:
+            then = os.fstat(fd)
+        except OSError:  # ESTALE: a network file system's directory removed meanwhile
+            return True
         return then.st_nlink == 0 or (then.st_ino, then.st_dev) != (now.st_ino, now.st_dev)
 
     def get(self, key: str) -> Any:
@@ -305,6 +315,10 @@ class DirectoryBackend(DafBackend):
                 data = f.read()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+        except OSError as exc:
+            if _gone_from_pin(exc, dir_fd):
+                return None
+            raise
         if is_doc and len(data) == stamp[1]:
             self._docs[key] = (stamp, data)
         return data
@@ -415,6 +429,10 @@ class DirectoryBackend(DafBackend):
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            if _gone_from_pin(exc, dir_fd):
+                return None
+            raise
         try:
             if os.fstat(fd).st_size != nbytes:
                 return None
