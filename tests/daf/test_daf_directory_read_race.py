@@ -1,8 +1,9 @@
 """A reader of a directory data set reads each property from one generation while another
 process overwrites or deletes it.
 
-The reader (this process) is paused right after it read a property's metadata: a second
-process then deletes or overwrites the property, and the reader goes on to its chunks. It
+The reader (this process) is paused right after it read a property's metadata (its
+storage's ``array_info`` is wrapped): a second process then deletes or overwrites the
+property, and the reader goes on to its chunks. It
 must return the old value, the new one, or raise a ``DafzarrError``: never zeros for a chunk
 that was deleted under it, nor the new chunk's bytes read with the old metadata.
 """
@@ -35,8 +36,8 @@ for line in sys.stdin:
         d.delete_vector("cell", command[1])
     elif command[0] == "float":
         d.set_vector("cell", command[1], np.arange(n) * 0.5 + 0.25, overwrite=True)
-    elif command[0] == "dense":
-        d.set_vector("cell", command[1], np.arange(n) * 0.5 + 0.25, overwrite=True)
+    elif command[0] == "matrix":
+        d.set_matrix("gene", "cell", command[1], np.full((4, n), 0.5), overwrite=True, relayout=False)
     print("done", flush=True)
 """
 
@@ -73,17 +74,24 @@ def writer(tmp_path: Path) -> Iterator[tuple[str, Callable[[str], None]]]:
         process.stderr.close()
 
 
-def _paused(daf: Any, command: str, run: Callable[[str], None], after: str, times: int = 1) -> None:
+def _paused(
+    daf: Any,
+    command: str,
+    run: Callable[[str], None],
+    after: str,
+    times: int = 1,
+    prefix: str = "vectors/cell/age",
+) -> None:
     """Have the second process run ``command`` right after each of the reader's first
     ``times`` calls of the storage's ``after`` (``array_info``: the metadata of an array was
-    read) on the vector ``age``."""
+    read) on the property at ``prefix``."""
     storage = daf._storage
     original = getattr(storage, after)
     pending = [command] * times
 
     def paused(*args: Any, **kwargs: Any) -> Any:
         out = original(*args, **kwargs)
-        if pending and args[0].startswith("vectors/cell/age"):
+        if pending and args[0].startswith(prefix):
             run(pending.pop())
         return out
 
@@ -151,7 +159,7 @@ def test_a_sparse_vector_is_read_from_one_generation(
     assert (Path(path) / "vectors" / "cell" / "age" / "nzind").is_dir()
     run("noop")
     with dafzarr.open_daf(path, "r") as daf:
-        _paused(daf, "dense age", run, "array_info")
+        _paused(daf, "float age", run, "array_info")
         got = np.array(daf.get_np_vector("cell", "age"))
     if got.dtype == old.dtype:
         np.testing.assert_array_equal(got, old)
@@ -174,3 +182,28 @@ def test_a_property_replaced_under_every_read_is_named_in_an_error(
             daf.get_np_vector("cell", "age")
     message = str(caught.value)
     assert "vectors/cell/age" in message and path in message, message
+
+
+def test_a_sparse_matrix_is_read_from_one_generation(
+    writer: tuple[str, Callable[[str], None]],
+) -> None:
+    """Its column pointers, row indices and values come from one generation: the old sparse
+    matrix, or the dense one that replaced it."""
+    path, run = writer
+    n = 3000
+    old = np.zeros((4, n), np.int64)
+    old[1, ::3] = 5
+    with dafzarr.open_daf(path, "w") as d:
+        d.add_axis("cell", [f"c{i}" for i in range(n)])
+        d.add_axis("gene", ["g0", "g1", "g2", "g3"])
+        d.set_matrix("gene", "cell", "umis", sp.csc_matrix(old), relayout=False)
+    run("noop")
+    with dafzarr.open_daf(path, "r") as daf:
+        # Paused at its last part: the column pointers and row indices were read.
+        _paused(daf, "matrix umis", run, "array_info", prefix="matrices/gene/cell/umis/nzval")
+        got = daf.get_np_matrix("gene", "cell", "umis")
+    got = got.toarray() if sp.issparse(got) else np.asarray(got)
+    if got.dtype == old.dtype:
+        np.testing.assert_array_equal(got, old)
+    else:
+        np.testing.assert_array_equal(got, np.full((4, n), 0.5))
