@@ -140,8 +140,8 @@ class DafBackend:
     @contextlib.contextmanager
     def pinned(self, prefix: str) -> Iterator[bool]:
         """Within: this thread reads the keys below node ``prefix`` from one state of it;
-        yields whether this call pinned it (False: an enclosing pin holds it already, or the
-        backend's reads need none: a ZIP reads its committed snapshot, memory its dict)."""
+        yields whether this call pinned it (False: an enclosing pin holds it already, or this
+        backend does not pin: only a directory does)."""
         yield False
 
     def pin_moved(self, key: str) -> bool:

@@ -75,22 +75,30 @@ class Matrices:
             }
         return out
 
-    def _stored_matrix(self, rows: str, cols: str, name: str, *, sparse_class: str) -> Any:
-        """The stored ``rows x cols`` matrix: F-ordered numpy (a view) or scipy CSC, read
-        from one state of it (:meth:`DafStorage.one_state`)."""
+    def _stored_matrix(
+        self, rows: str, cols: str, name: str, kind: str, *, sparse_class: str
+    ) -> Any:
+        """The stored ``rows x cols`` matrix (of the ``kind`` just looked up): F-ordered
+        numpy (a view) or scipy CSC, read from one state of it
+        (:meth:`DafStorage.one_state`)."""
         path = join_path("matrices", rows, cols, name)
         return self._storage.one_state(
-            path, lambda: self._stored_layout(rows, cols, name, sparse_class)
+            path, lambda: self._stored_state(rows, cols, name, kind, sparse_class)
         )
 
-    def _stored_layout(self, rows: str, cols: str, name: str, sparse_class: str) -> Any:
+    def _stored_state(self, rows: str, cols: str, name: str, kind: str, sparse_class: str) -> Any:
+        """:meth:`_stored_layout` of the kind looked up before the matrix was pinned, or, when
+        that is no longer its kind there (it was replaced meanwhile), of its kind now."""
+        try:
+            return self._stored_layout(rows, cols, name, kind, sparse_class)
+        except DafMissingError:
+            now = self._storage.node_kind(join_path("matrices", rows, cols, name))
+            if now is None or now == kind:
+                raise
+        return self._stored_layout(rows, cols, name, now, sparse_class)
+
+    def _stored_layout(self, rows: str, cols: str, name: str, kind: str, sparse_class: str) -> Any:
         path = join_path("matrices", rows, cols, name)
-        kind = self._storage.node_kind(path)  # again: it may have changed since it was asked
-        if kind is None:
-            raise DafMissingError(
-                f"missing matrix: {name}\nfor the rows axis: {rows}\nand the columns "
-                f"axis: {cols}\nin the daf data: {self._storage.name}"
-            )
         nr, nc = self._axes.axis_length(rows), self._axes.axis_length(cols)
         if kind == "array":
             arr = self._storage.read_array(path)
@@ -182,12 +190,14 @@ class Matrices:
         self._axes.require_axis(columns_axis)
         kind = self.matrix_kind(rows_axis, columns_axis, name)
         if kind is not None:
-            return self._stored_matrix(rows_axis, columns_axis, name, sparse_class=sparse_class)
+            return self._stored_matrix(
+                rows_axis, columns_axis, name, kind, sparse_class=sparse_class
+            )
         if relayout:
             kind = self.matrix_kind(columns_axis, rows_axis, name)
             if kind is not None:
                 other = self._stored_matrix(
-                    columns_axis, rows_axis, name, sparse_class=sparse_class
+                    columns_axis, rows_axis, name, kind, sparse_class=sparse_class
                 )
                 if sp.issparse(other):
                     return other.T.tocsc()
@@ -405,7 +415,7 @@ class Matrices:
                 f"missing matrix: {name}\nfor the rows axis: {rows_axis}\nand the columns "
                 f"axis: {columns_axis}\nin the daf data: {self._storage.name}"
             )
-        m = self._stored_matrix(rows_axis, columns_axis, name, sparse_class="csc_matrix")
+        m = self._stored_matrix(rows_axis, columns_axis, name, kind, sparse_class="csc_matrix")
         items = self._matrix_items(columns_axis, rows_axis, name, m.T, None)
         with self._storage.changing(
             f"relayout of the matrix {name} of the axes {rows_axis} x {columns_axis}",
