@@ -463,13 +463,19 @@ class ArrayExistsError(StateError, ValueError):
 
 
 class UnstableFileSetError(IOFailureError):
-    """An ArrayFile could not be read as one state: its objects kept changing while it was opened.
+    """An ArrayFile, or a property of a directory Daf data set, could not be read as one
+    state: its objects kept changing while it was opened or read.
 
-    An open reads the base, lists the sidecars and reads them, and reads everything again when
-    a listed sidecar was gone or the base was replaced meanwhile (what another process's
-    compaction does). After a bounded number of attempts this is raised; the message names
-    the object at fault (a file system that lists an object it cannot read, or a compaction
-    that never pauses).
+    An ArrayFile open reads the base, lists the sidecars and reads them, and reads everything
+    again when a listed sidecar was gone or the base was replaced meanwhile (what another
+    process's compaction does). After a bounded number of attempts this is raised; the
+    message names the object at fault (a file system that lists an object it cannot read, or
+    a compaction that never pauses).
+
+    A directory data set's property is read from one directory (one descriptor of it); a
+    read that finds a chunk missing because another process deleted or replaced the
+    property meanwhile is made again, and after a bounded number of attempts this is
+    raised, naming the data set and the property.
     """
 
 

@@ -38,12 +38,16 @@ import pytest
 
 CHILD = str(Path(__file__).with_name("_cached_client_child.py"))
 ROOT = str(Path(__file__).parents[2])
-#: A reader of a directory data set may read a vector as zeros while it is overwritten: the
-#: property is renamed aside between the reader's look-up of its metadata and its read of
-#: the chunk, which is then missing and read as the fill value. A race, also on a local file
-#: system, so the test does not fail every time.
+#: A reader of a directory data set reads a property's metadata and chunks relative to one
+#: descriptor of its directory, and reads again when a chunk is missing because the
+#: directory was renamed aside (tests/daf/test_daf_directory_read_race.py). The view names
+#: files by path, so that descriptor names whatever directory is at the path when each file
+#: is opened: a vector renamed aside between the look-up of its metadata and the read of
+#: its chunk may still read as zeros here. A race, so the test does not fail every time.
 DIRECTORY_RACE = pytest.mark.xfail(
-    reason="a vector overwritten while read in a directory data set may read as zeros", strict=False
+    reason="through a view that names files by path, a vector overwritten while read in a "
+    "directory data set may read as zeros",
+    strict=False,
 )
 KINDS = [pytest.param("daf-dir", marks=DIRECTORY_RACE), "daf-zip", "zip"]
 FILES = {"zip": "store.zip", "daf-dir": "cells.daf.zarr", "daf-zip": "cells.daf.zarr.zip"}

@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import itertools
 import math
 import mmap
 import os
+import stat
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
@@ -60,6 +62,13 @@ def _write_in_pieces(f: Any, data: Any) -> None:
         mv = mv.cast("B")
     for start in range(0, mv.nbytes, _WRITE_PIECE):
         f.write(mv[start : start + _WRITE_PIECE])
+
+
+def _gone_from_pin(exc: OSError, dir_fd: int | None) -> bool:
+    """Whether ``exc``, raised opening a file relative to a pinned directory, says that the
+    directory was removed meanwhile (``ESTALE`` on a network file system): the file is then
+    missing, and :meth:`DafBackend.pin_moved` tells why."""
+    return dir_fd is not None and exc.errno == errno.ESTALE
 
 
 def readonly(arr: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -128,6 +137,19 @@ class DafBackend:
         """A group of writes that commits (ZIP: rolls back) as a whole."""
         yield
 
+    @contextlib.contextmanager
+    def pinned(self, prefix: str) -> Iterator[bool]:
+        """Within: this thread reads the keys below node ``prefix`` from one state of it;
+        yields whether this call pinned it (False: an enclosing pin holds it already, or this
+        backend does not pin: only a directory does)."""
+        yield False
+
+    def pin_moved(self, key: str) -> bool:
+        """Whether the node pinned around ``key`` is no longer the one at its path (it was
+        deleted or replaced since it was pinned): a key missing from it may be missing
+        because of that change, not in the state read."""
+        return False
+
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
         """A writable zeroed byte array that becomes the key's data (fill, then ``seal``).
 
@@ -189,6 +211,8 @@ class DirectoryBackend(DafBackend):
         # Metadata documents by key, with the (inode, size, mtime) they were read at: a
         # lookup then costs one stat, and a file replaced by any writer is read again.
         self._docs: dict[str, tuple[tuple[int, int, int], bytes]] = {}
+        # This thread's pinned nodes: (prefix, descriptor of its directory, -1 if absent).
+        self._pins = threading.local()
 
     def _path(self, key: str) -> str:
         return os.path.join(self.root, *key.split("/"))
@@ -222,26 +246,91 @@ class DirectoryBackend(DafBackend):
                 fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
+    @contextlib.contextmanager
+    def pinned(self, prefix: str) -> Iterator[bool]:
+        """Reads below ``prefix`` go through one descriptor of its directory, opened now:
+        its files are those of the directory linked at ``prefix`` now, even once a writer
+        has renamed it aside (a delete, an overwrite) and made another in its place."""
+        pins: list[tuple[str, int]] = self._pins.__dict__.setdefault("list", [])
+        if any(prefix == p or prefix.startswith(p + "/") for p, _fd in pins):
+            yield False
+            return
+        try:
+            fd = os.open(self._path(prefix), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            fd = -1  # absent: reads below it find nothing
+        pins.append((prefix, fd))
+        try:
+            yield True
+        finally:
+            pins.remove((prefix, fd))
+            if fd >= 0:
+                os.close(fd)
+
+    def _pin_of(self, key: str) -> tuple[str, int] | None:
+        for prefix, fd in self._pins.__dict__.get("list", ()):
+            if key.startswith(prefix + "/") or key == prefix:
+                return prefix, fd
+        return None
+
+    def _where(self, key: str) -> tuple[str, int | None]:
+        """The path to open ``key`` at and the directory descriptor it is relative to (None:
+        the path is the full one; -1: the pinned node was absent)."""
+        pin = self._pin_of(key)
+        if pin is None:
+            return self._path(key), None
+        prefix, fd = pin
+        return os.path.join(*key[len(prefix) + 1 :].split("/")), fd
+
+    def pin_moved(self, key: str) -> bool:
+        pin = self._pin_of(key)
+        if pin is None:
+            return False
+        prefix, fd = pin
+        try:
+            now = os.stat(self._path(prefix))
+        except (FileNotFoundError, NotADirectoryError):
+            return fd >= 0
+        if fd < 0:
+            return True
+        try:
+            then = os.fstat(fd)
+        except OSError:  # ESTALE: a network file system's directory removed meanwhile
+            return True
+        return then.st_nlink == 0 or (then.st_ino, then.st_dev) != (now.st_ino, now.st_dev)
+
     def get(self, key: str) -> Any:
-        path = self._path(key)
+        path, dir_fd = self._where(key)
+        if dir_fd == -1:
+            return None
         is_doc = key.rsplit("/", 1)[-1] in METADATA_NAMES
         try:
             if is_doc:
-                st = os.stat(path)
+                st = os.stat(path, dir_fd=dir_fd)
                 stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
                 cached = self._docs.get(key)
                 if cached is not None and cached[0] == stamp:
                     return cached[1]
-            with open(path, "rb") as f:
+            with open(path, "rb", opener=functools.partial(os.open, dir_fd=dir_fd)) as f:
                 data = f.read()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+        except OSError as exc:
+            if _gone_from_pin(exc, dir_fd):
+                return None
+            raise
         if is_doc and len(data) == stamp[1]:
             self._docs[key] = (stamp, data)
         return data
 
     def exists(self, key: str) -> bool:
-        return os.path.isfile(self._path(key))
+        path, dir_fd = self._where(key)
+        if dir_fd == -1:
+            return False
+        try:
+            return stat.S_ISREG(os.stat(path, dir_fd=dir_fd).st_mode)
+        except (OSError, ValueError):  # as os.path.isfile
+            return False
 
     def stamp(self, key: str) -> Any:
         try:
@@ -333,10 +422,17 @@ class DirectoryBackend(DafBackend):
         self, key: str, dtype: np.dtype[Any], shape: tuple[int, ...], *, populate: bool = False
     ) -> np.ndarray[Any, Any] | None:
         nbytes = math.prod(shape) * dtype.itemsize
+        path, dir_fd = self._where(key)
+        if dir_fd == -1:
+            return None
         try:
-            fd = os.open(self._path(key), os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            if _gone_from_pin(exc, dir_fd):
+                return None
+            raise
         try:
             if os.fstat(fd).st_size != nbytes:
                 return None

@@ -78,7 +78,26 @@ class Matrices:
     def _stored_matrix(
         self, rows: str, cols: str, name: str, kind: str, *, sparse_class: str
     ) -> Any:
-        """The stored ``rows x cols`` matrix: F-ordered numpy (a view) or scipy CSC."""
+        """The stored ``rows x cols`` matrix (of the ``kind`` just looked up): F-ordered
+        numpy (a view) or scipy CSC, read from one state of it
+        (:meth:`DafStorage.one_state`)."""
+        path = join_path("matrices", rows, cols, name)
+        return self._storage.one_state(
+            path, lambda: self._stored_state(rows, cols, name, kind, sparse_class)
+        )
+
+    def _stored_state(self, rows: str, cols: str, name: str, kind: str, sparse_class: str) -> Any:
+        """:meth:`_stored_layout` of the kind looked up before the matrix was pinned, or, when
+        that is no longer its kind there (it was replaced meanwhile), of its kind now."""
+        try:
+            return self._stored_layout(rows, cols, name, kind, sparse_class)
+        except DafMissingError:
+            now = self._storage.node_kind(join_path("matrices", rows, cols, name))
+            if now is None or now == kind:
+                raise
+        return self._stored_layout(rows, cols, name, now, sparse_class)
+
+    def _stored_layout(self, rows: str, cols: str, name: str, kind: str, sparse_class: str) -> Any:
         path = join_path("matrices", rows, cols, name)
         nr, nc = self._axes.axis_length(rows), self._axes.axis_length(cols)
         if kind == "array":
@@ -103,7 +122,16 @@ class Matrices:
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         """The stored ``nzval`` (all true when absent), 1-based ``rowval`` and ``colptr`` of
         the sparse matrix at ``path`` with ``nc`` columns, as stored (views of the data); the
-        column pointer is checked, the row indices are not."""
+        column pointer is checked, the row indices are not. All from one state of the
+        matrix (:meth:`DafStorage.one_state`)."""
+        return self._storage.one_state(
+            path, lambda: self._stored_sparse_parts(path, nc, populate=populate)
+        )
+
+    def _stored_sparse_parts(
+        self, path: str, nc: int, *, populate: bool
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        self._storage.require_group(path)
         colptr = self._storage.read_array(join_path(path, "colptr"), populate=populate)
         rowval = self._storage.read_array(join_path(path, "rowval"), populate=populate)
         if self._storage.node_kind(join_path(path, "nzval")) == "array":

@@ -17,8 +17,8 @@ import functools
 import json
 import math
 import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ...errors import (
     DafExistsError,
     DafMissingError,
     DafReadOnlyError,
+    UnstableFileSetError,
 )
 from ..aliases import OpenMode
 from ..ioerror import Operation, storage_io
@@ -39,6 +40,10 @@ from .packed import read_packed
 from .values import StreamedChunk, Transposed, as_strings, metadata_doc
 
 MODES = ("r", "r+", "w+", "w")
+#: How many times a read of a property that another process deletes or replaces meanwhile
+#: is made again (:meth:`DafStorage.one_state`).
+_ATTEMPTS = 20
+_T = TypeVar("_T")
 _GROUPS = ("scalars", "axes", "vectors", "matrices")
 
 
@@ -232,13 +237,46 @@ class DafStorage:
         return kind if kind in ("array", "group") else None
 
     def array_info(self, path: str) -> lay.ZarrArrayInfo:
-        doc = self._backend.get(self._layout.array_marker(path))
+        marker = self._layout.array_marker(path)
+        doc = self._backend.get(marker)
         if doc is None:
+            self.check_unchanged(path, marker)
             raise DafMissingError(f"missing array: {path}\nin the daf data: {self.name}")
         return _parse_array(self._layout.zarr_format, path, bytes(doc))
 
+    def one_state(self, path: str, read: Callable[[], _T]) -> _T:
+        """``read()`` with the node at ``path`` pinned (:meth:`DafBackend.pinned`), so that
+        what it reads below ``path`` comes from one state of the node: in a directory, the
+        files of one directory, even if another process renames it aside (a delete or an
+        overwrite) during the read. A read that finds a key missing because of such a
+        change (:meth:`check_unchanged`) is made again from the start, at most
+        :data:`_ATTEMPTS` times."""
+        attempt = 0
+        while True:
+            attempt += 1
+            with self._backend.pinned(path) as own:
+                try:
+                    return read()
+                except UnstableFileSetError:
+                    if not own or attempt >= _ATTEMPTS:
+                        raise
+
+    def check_unchanged(self, path: str, key: str) -> None:
+        """The key ``key`` of the node ``path`` is missing: raise when the pinned node was
+        deleted or replaced meanwhile (the key may be missing because the writer was removing
+        the node; a missing chunk is otherwise the fill value, as Zarr omits such chunks)."""
+        if self._backend.pin_moved(key):
+            raise UnstableFileSetError(
+                f"{path!r} was deleted or replaced while it was read, {_ATTEMPTS} times in a "
+                f"row ({key!r} went missing)\nin the daf data: {self.name}"
+            )
+
     def read_array(self, path: str, *, populate: bool = False) -> np.ndarray[Any, Any]:
-        """The array at ``path`` in Zarr shape and C order; zero-copy when canonical."""
+        """The array at ``path`` in Zarr shape and C order; zero-copy when canonical. Its
+        metadata and chunk come from one state of it (:meth:`one_state`)."""
+        return self.one_state(path, lambda: self._read_array(path, populate))
+
+    def _read_array(self, path: str, populate: bool) -> np.ndarray[Any, Any]:
         info = self.array_info(path)
         shape = info.shape
         where = f"{self._path}: {path}"
@@ -247,6 +285,7 @@ class DafStorage:
                 data = self._backend.get(info.chunk_key)
                 count = math.prod(shape)
                 if data is None:
+                    self.check_unchanged(path, info.chunk_key)
                     fill = info.fill if isinstance(info.fill, str) else ""
                     out = np.full(shape, fill, dtype=object)
                 else:
@@ -267,6 +306,7 @@ class DafStorage:
                     f"{where}: chunk {info.chunk_key!r} holds {memoryview(data).nbytes} bytes, "
                     f"expected {math.prod(shape) * dt.itemsize}"
                 )
+            self.check_unchanged(path, info.chunk_key)
             zero = 0 if info.fill is None else info.fill
             out = np.full(shape, zero, dtype=dt)
             out.flags.writeable = False
@@ -274,6 +314,7 @@ class DafStorage:
         if info.packed:
             shard = self._backend.get(info.chunk_key)
             if shard is None:
+                self.check_unchanged(path, info.chunk_key)
                 out = np.full(
                     shape,
                     info.fill or ("" if isinstance(info.dtype, str) else 0),
@@ -283,6 +324,14 @@ class DafStorage:
                 return out
             return read_packed(info.meta, shard, info.dtype, where)
         return self._read_foreign(path, info)
+
+    def require_group(self, path: str) -> None:
+        """Within :meth:`one_state` of a sparse property: it is still a group (its group
+        document, written after its parts, says they are whole)."""
+        marker = self._layout.group_marker(path)
+        if self.node_kind(path) != "group":
+            self.check_unchanged(path, marker)
+            raise DafMissingError(f"missing sparse property: {path}\nin the daf data: {self.name}")
 
     def _read_foreign(self, path: str, info: lay.ZarrArrayInfo) -> np.ndarray[Any, Any]:
         import zarr

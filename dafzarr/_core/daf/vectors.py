@@ -52,10 +52,14 @@ class Vectors:
         if not can_be_stored(name):
             return None
         path = join_path("vectors", axis, name)
+        n = self._axes.axis_len(axis)
+        return self._storage.one_state(path, lambda: self._stored_vector(path, axis, n))
+
+    def _stored_vector(self, path: str, axis: str, n: int) -> np.ndarray[Any, Any] | None:
+        """The vector stored at ``path`` (within :meth:`DafStorage.one_state`), or None."""
         kind = self._storage.node_kind(path)
         if kind is None:
             return None
-        n = self._axes.axis_len(axis)
         if kind == "array":
             arr = self._storage.read_array(path)
             if arr.shape != (n,):
@@ -71,6 +75,14 @@ class Vectors:
         return out
 
     def sparse_vector(self, path: str, n: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The 0-based positions and the values of the sparse vector at ``path``, read from
+        one state of it (:meth:`DafStorage.one_state`)."""
+        return self._storage.one_state(path, lambda: self._sparse_vector(path, n))
+
+    def _sparse_vector(
+        self, path: str, n: int
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        self._storage.require_group(path)
         nzind = self._storage.read_array(join_path(path, "nzind"))
         if self._storage.node_kind(join_path(path, "nzval")) == "array":
             nzval = self._storage.read_array(join_path(path, "nzval"))

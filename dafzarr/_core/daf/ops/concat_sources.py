@@ -120,6 +120,21 @@ def matrix_value(src: Any, rows: str, cols: str, name: str) -> Any:
     return src.get_np_matrix(rows, cols, name, relayout=True)
 
 
+def _csc_arrays(
+    src: ZarrDaf, path: str
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """``colptr``, ``rowval`` and ``nzval`` (all true when absent) of the sparse matrix at
+    ``path``, within :meth:`~dafzarr._core.daf.storage.DafStorage.one_state`."""
+    src._storage.require_group(path)
+    colptr = src._read_array(join_path(path, "colptr"))
+    rowval = src._read_array(join_path(path, "rowval"))
+    if src._node_kind(join_path(path, "nzval")) == "array":
+        nzval = src._read_array(join_path(path, "nzval"))
+    else:
+        nzval = np.ones(rowval.size, dtype=np.bool_)
+    return colptr, rowval, nzval
+
+
 def csc_parts(src: Any, rows: str, cols: str, name: str) -> Csc | None:
     """The stored CSC arrays of a sparse ``rows x cols`` matrix of a ZarrDaf, as stored
     (1-based, zero-copy), their shapes and column pointer checked (the rows are left to
@@ -132,12 +147,7 @@ def csc_parts(src: Any, rows: str, cols: str, name: str) -> Csc | None:
     if kind is None or kind == "array":
         return None
     nc = src.axis_length(cols)
-    colptr = src._read_array(join_path(path, "colptr"))
-    rowval = src._read_array(join_path(path, "rowval"))
-    if src._node_kind(join_path(path, "nzval")) == "array":
-        nzval = src._read_array(join_path(path, "nzval"))
-    else:
-        nzval = np.ones(rowval.size, dtype=np.bool_)
+    colptr, rowval, nzval = src._storage.one_state(path, lambda: _csc_arrays(src, path))
     where = f"{src.path}: {path}"
     if colptr.shape != (nc + 1,) or rowval.shape != nzval.shape or rowval.ndim != 1:
         raise CorruptDafError(

@@ -81,6 +81,17 @@ def _entry_copied(source: ZarrDaf, destination: ZarrDaf, path: str, values: Arra
 _COPY_MIN = 1 << 20
 
 
+def _sparse_parts(source: ZarrDaf, path: str) -> dict[str, Array]:
+    """The stored arrays of the sparse matrix at ``path``, within
+    :meth:`~dafzarr._core.daf.storage.DafStorage.one_state` (from one state of it)."""
+    source._storage.require_group(path)
+    return {
+        part: source._read_array(join_path(path, part))
+        for part in ("colptr", "rowval", "nzval")
+        if source._node_kind(join_path(path, part)) == "array"
+    }
+
+
 def _layout_items(
     source: ZarrDaf,
     destination: ZarrDaf,
@@ -102,11 +113,7 @@ def _layout_items(
                 f"{where}: Zarr shape {values.shape}, expected {(n_columns, n_rows)}"
             )
         return _chunk_items(source, destination, path, target, values)
-    parts = {
-        part: source._read_array(join_path(path, part))
-        for part in ("colptr", "rowval", "nzval")
-        if source._node_kind(join_path(path, part)) == "array"
-    }
+    parts = source._storage.one_state(path, lambda: _sparse_parts(source, path))
     if "colptr" not in parts or "rowval" not in parts:
         raise CorruptDafError(f"{where}: a sparse matrix without colptr and rowval")
     # Row indices copied as the entry they are stay as the source has them: every reader
