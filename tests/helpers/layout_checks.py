@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -91,21 +92,17 @@ def check_modules_import_alone(package: ModuleType) -> None:
 
 
 def modules_failing_alone(root: Path, dotted: str, modules: list[str]) -> dict[str, str]:
-    """The modules that fail to load when imported first in a fresh interpreter (with what
-    they printed)."""
-    procs = {
-        m: subprocess.Popen(
-            [sys.executable, "-c", f"import {dotted}" + (f".{m}" if m != "__init__" else "")],
-            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        for m in modules
-    }  # fmt: skip
-    failed = {}
-    for m, proc in procs.items():
-        out, _ = proc.communicate(timeout=120)
-        if proc.returncode:
-            failed[m] = out
-    return failed
+    """The modules that fail to load when imported first, each in its own process forked
+    from an interpreter that holds the third-party dependencies only (see
+    ``tests/helpers/import_alone.py``), with what they printed."""
+    names = [dotted if m == "__init__" else f"{dotted}.{m}" for m in modules]
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("import_alone.py")), *names],
+        cwd=root, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    failed: dict[str, str] = json.loads(done.stdout)
+    return {m: failed[n] for m, n in zip(modules, names, strict=True) if n in failed}
 
 
 def module_problems(path: Path) -> list[str]:

@@ -25,6 +25,7 @@ from tests.helpers.layout_checks import (
     check_raises_only_dafzarr_errors,
     find_cycle,
     module_problems,
+    modules_failing_alone,
 )
 from tests.helpers.layout_checks import siblings as imported_siblings
 
@@ -56,18 +57,7 @@ def test_no_import_cycle() -> None:
 
 def test_every_module_imports_alone() -> None:
     """Imported first, in a fresh interpreter, each module loads (no order-dependent cycle)."""
-    procs = {
-        m: subprocess.Popen(
-            [sys.executable, "-c", f"import dafzarr._core.refs.{m}" if m != "__init__" else "import dafzarr._core.refs"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        for m in MODULES
-    }  # fmt: skip
-    failed = {}
-    for m, proc in procs.items():
-        out, _ = proc.communicate(timeout=120)
-        if proc.returncode:
-            failed[m] = out
+    failed = modules_failing_alone(ROOT, "dafzarr._core.refs", MODULES)
     assert not failed, failed
 
 
