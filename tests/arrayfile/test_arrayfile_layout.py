@@ -8,31 +8,16 @@ it is for, and every exception class it raises lives in :mod:`dafzarr.errors`.
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 
 import pytest
 
 from tests.helpers import ROOT
-from tests.helpers.layout_checks import find_cycle, module_problems
+from tests.helpers.layout_checks import find_cycle, module_problems, modules_failing_alone
 from tests.helpers.layout_checks import siblings as imported_siblings
 
 # Found by path, not imported: a broken import order must fail these tests, not their collection
 PACKAGE = ROOT / "dafzarr" / "_core" / "arrayfile"
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
-
-# Imports ``dafzarr._core.arrayfile.<argv[2]>`` first: the packages above it are set up without
-# running their ``__init__`` (``dafzarr``'s imports the whole subpackage in its own order).
-_IMPORT_FIRST = """
-import importlib, sys, types
-root, name = sys.argv[1:]
-parts = name.split(".")
-for i in range(1, len(parts)):
-    package = types.ModuleType(".".join(parts[:i]))
-    package.__path__ = [root + "/" + "/".join(parts[:i])]
-    sys.modules[package.__name__] = package
-importlib.import_module(name)
-"""
 
 
 def test_arrayfile_has_no_import_cycle() -> None:
@@ -45,17 +30,11 @@ def test_arrayfile_has_no_import_cycle() -> None:
 
 
 def test_every_arrayfile_module_imports_first() -> None:
-    """Imported first, in a fresh interpreter, each module loads (no order-dependent cycle)."""
-    for m in MODULES:
-        name = "dafzarr._core.arrayfile" + ("" if m == "__init__" else f".{m}")
-        run = subprocess.run(
-            [sys.executable, "-c", _IMPORT_FIRST, str(ROOT), name],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert run.returncode == 0, f"{name} does not import first:\n{run.stderr}"
+    """Imported first, the packages above it set up without running their ``__init__``
+    (``dafzarr``'s imports the whole subpackage in its own order), each module loads (no
+    order-dependent cycle)."""
+    failed = modules_failing_alone(ROOT, "dafzarr._core.arrayfile", MODULES, bare=True)
+    assert not failed, failed
 
 
 @pytest.mark.parametrize("module", MODULES)

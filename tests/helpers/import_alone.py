@@ -1,10 +1,15 @@
-"""Import each named module first in its own process: ``python import_alone.py MODULE...``.
+"""Import each named module first in its own process: ``python import_alone.py [--bare]
+MODULE...``.
 
 An import that works only after another module of the package was imported (an
 order-dependent cycle) fails here. Each module is imported in a child forked from this
 interpreter, which has loaded the package's third-party dependencies (numpy, zarr, ...)
 but nothing of ``dafzarr``: the children start as a fresh interpreter would as far as the
 package is concerned, without each paying a second for numpy, scipy and zarr again.
+
+With ``--bare``, the packages above each module are set up without running their
+``__init__`` (``dafzarr``'s imports every subpackage in its own order, which would hide an
+order-dependent cycle inside one): only the module and what it imports are loaded.
 
 Prints a JSON object: each module that failed, with what its import printed.
 """
@@ -18,6 +23,7 @@ import os
 import sys
 import tempfile
 import traceback
+import types
 
 #: Loaded before forking: what the package imports from outside (those installed).
 DEPENDENCIES = (
@@ -36,10 +42,21 @@ DEPENDENCIES = (
 )
 
 
-def _child(module: str, out: int) -> None:
+def _bare_parents(module: str, root: str) -> None:
+    """Register the packages above ``module`` as empty packages of their folders."""
+    parts = module.split(".")
+    for i in range(1, len(parts)):
+        package = types.ModuleType(".".join(parts[:i]))
+        package.__path__ = [os.path.join(root, *parts[:i])]
+        sys.modules[package.__name__] = package
+
+
+def _child(module: str, out: int, bare: bool) -> None:
     os.dup2(out, 1)
     os.dup2(out, 2)
     try:
+        if bare:
+            _bare_parents(module, os.getcwd())
         importlib.import_module(module)
     except BaseException:  # noqa: BLE001 (reported to the parent)
         traceback.print_exc()
@@ -49,7 +66,7 @@ def _child(module: str, out: int) -> None:
     os._exit(0)
 
 
-def main(modules: list[str]) -> dict[str, str]:
+def main(modules: list[str], bare: bool = False) -> dict[str, str]:
     for name in DEPENDENCIES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -65,7 +82,7 @@ def main(modules: list[str]) -> dict[str, str]:
             out = tempfile.NamedTemporaryFile()  # noqa: SIM115 (closed when reaped)
             pid = os.fork()
             if pid == 0:
-                _child(module, out.fileno())
+                _child(module, out.fileno(), bare)
             running[pid] = (module, out)
         pid, status = os.wait()
         module, out = running.pop(pid)
@@ -77,4 +94,6 @@ def main(modules: list[str]) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1:])))
+    args = sys.argv[1:]
+    bare = args[:1] == ["--bare"]
+    print(json.dumps(main(args[1:] if bare else args, bare)))

@@ -91,13 +91,17 @@ def check_modules_import_alone(package: ModuleType) -> None:
     assert not failed, failed
 
 
-def modules_failing_alone(root: Path, dotted: str, modules: list[str]) -> dict[str, str]:
+def modules_failing_alone(
+    root: Path, dotted: str, modules: list[str], *, bare: bool = False
+) -> dict[str, str]:
     """The modules that fail to load when imported first, each in its own process forked
     from an interpreter that holds the third-party dependencies only (see
-    ``tests/helpers/import_alone.py``), with what they printed."""
+    ``tests/helpers/import_alone.py``), with what they printed. ``bare``: without running
+    the ``__init__`` of the packages above them."""
     names = [dotted if m == "__init__" else f"{dotted}.{m}" for m in modules]
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("import_alone.py")), *names],
+        [sys.executable, str(Path(__file__).with_name("import_alone.py")),
+         *(["--bare"] if bare else []), *names],
         cwd=root, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
