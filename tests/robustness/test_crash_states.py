@@ -615,6 +615,8 @@ def check_op(
         acked = state.acked
         # Durable: the last state acknowledged, or the next; else any up to the next.
         allowed = values[acked : acked + 2] if op.durable else values[: acked + 2]
+        if op.between is not None and acked < len(stages) - 2:
+            allowed = [*allowed, op.between(values[0])]
         if got[0] == "ok" and op.pending is not None and not acked:
             got = ("ok", _without_pending(got[1], op.pending))
         if got[0] != "ok":
