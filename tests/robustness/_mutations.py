@@ -2,7 +2,8 @@
 
 ``_io_error_child`` (an I/O error injected into each system call of an operation) and
 ``_crash_state_child`` (the states a power loss may leave) run the same kinds of
-operations on MmapZipStore archives, ZarrDaf data sets and ArrayFile file sets; each
+operations on MmapZipStore archives (and packs of Zarr directories into them), ZarrDaf
+data sets (and conversions into new ones), ArrayFile file sets and reference stores; each
 picks its own sizes and names from here. No import of this module is relative: the
 children run as scripts too.
 """
