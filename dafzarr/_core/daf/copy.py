@@ -8,8 +8,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from ...errors import DafArgumentError, InvalidArgumentError, IOFailureError
-from ..atomic import atomic_directory, atomic_file, check_destination
+from ...errors import DafArgumentError, InvalidArgumentError
+from ..atomic import TMP_SUFFIX, atomic_directory, atomic_file, check_destination
 from ..ioerror import storage_io
 from ..progress import Progress
 from .backends_zip import acquire_zip_store, release_zip_store
@@ -221,9 +221,11 @@ def convert_daf(
                     copy_daf(src, dst, progress=progress)
             finally:
                 src.close()
-    except IOFailureError as exc:
-        if target in str(exc):
+    except OSError as exc:  # (a DafzarrError: storage_io turned the others into one)
+        if TMP_SUFFIX not in str(exc):
             raise
-        # (an address-space reservation refused for the temporary, which the user never named)
-        raise type(exc)(exc.errno, f"{what} into {target} failed: {exc}", target) from exc
+        # Raised about the temporary, which the user never named (an address-space
+        # reservation refused, a lock taken): the same error, naming the destination.
+        reason = exc.strerror or str(exc)
+        raise type(exc)(exc.errno, f"{what} into {target} failed: {reason}", target) from exc
     return fmt
