@@ -253,7 +253,7 @@ def _ops() -> dict[str, Op]:
         Op(
             "daf-convert-dir",
             "d.daf.zarr",
-            m.convert_base_of(CELLS),
+            m.convert_base_of(CELLS, matrix=False),  # (each file costs some 20 system calls)
             m.convert(),
             _absent_or_daf,
         ),

@@ -147,15 +147,19 @@ def convert_source(path: str) -> str:
     return os.path.join(os.path.dirname(path), "src.daf.zarr")
 
 
-def convert_base_of(cells: list[str], group: bool = False) -> Callable[[str], None]:
-    """The base of a conversion into ``path``: the source data set (an axis, a vector and
-    a matrix); with ``group``, a multi-data-set ZIP at ``path`` holding the group ``one``."""
+def convert_base_of(
+    cells: list[str], group: bool = False, matrix: bool = True
+) -> Callable[[str], None]:
+    """The base of a conversion into ``path``: the source data set (an axis, a vector and,
+    with ``matrix``, a second axis and a matrix); with ``group``, a multi-data-set ZIP at
+    ``path`` holding the group ``one``."""
 
     def base(path: str) -> None:
         daf_base_of(cells)(convert_source(path))
-        with open_daf(convert_source(path), "r+") as d:
-            d.add_axis("gene", ["g0", "g1", "g2"])
-            d.set_matrix("cell", "gene", "umi", np.ones((len(cells), 3), dtype=np.float32))
+        if matrix:
+            with open_daf(convert_source(path), "r+") as d:
+                d.add_axis("gene", ["g0", "g1", "g2"])
+                d.set_matrix("cell", "gene", "umi", np.ones((len(cells), 3), dtype=np.float32))
         if group:
             with open_daf(f"{path}#/one", "w") as d:
                 d.add_axis("gene", ["g0", "g1"])
