@@ -91,7 +91,10 @@ covers are still opened, the first that each opening's result covers and those w
 count reaches a power of two, and must give the memo's result. Each operation prints its
 events, crash states, distinct states, and how many were opened and how many covered by
 the memo. (The three operations that reach 56,000 to 132,000 distinct states open about
-fifty of them, each within a minute or two.)
+fifty of them, each within a minute or two; the conversion into a directory reaches 1.9
+million and opens six, in about three minutes. An operation that rewrites one ZIP in place,
+as the conversion into a group of a multi-data-set ZIP does, shares no opening: its 3,600
+states are each opened, in some five to nine minutes.)
 """
 
 from __future__ import annotations
