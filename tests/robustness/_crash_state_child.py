@@ -346,21 +346,26 @@ def _canonical(path: str) -> None:
         ack()
 
 
-def _pack(path: str) -> None:
-    MmapZipStore.pack(path + ".src", path, force=True)
-    ack()
+def _acked(run: Callable[[str], None]) -> Callable[[str], None]:
+    """``run``, then its acknowledgement."""
+
+    def body(path: str) -> None:
+        run(path)
+        ack()
+
+    return body
 
 
-def pack_base(path: str) -> None:
-    """A small Zarr directory to pack, and an archive that the pack replaces."""
-    import zarr
+def _groups_snapshot(path: str) -> Any:
+    """Every data set of a multi-data-set ZIP by group, read-only, then writable."""
+    from dafzarr import CorruptArchiveError
 
-    z = zarr.open_array(
-        path + ".src", mode="w", shape=(40,), chunks=(10,), dtype="i4", zarr_format=2
-    )
-    z[:] = np.arange(40, dtype=np.int32)
-    with MmapZipStore(path, "w") as s:
-        s["old"] = b"old archive"
+    try:
+        ro: Any = m.groups_contents(path, False)
+    except CorruptArchiveError:  # refused read-only (see zip_snapshot)
+        ro = None
+    rw = m.groups_contents(path, True)
+    return rw if ro in (None, rw) else {"read-only": ro, "writable": rw}
 
 
 CELLS = [f"c{i}" for i in range(6)]
@@ -431,6 +436,15 @@ class Op:
     #: A reservation the operation fills: until its CRC is patched, a read-only open may
     #: show it (with the bytes that reached the file) where a writable open rolls it back.
     pending: str | None = None
+    #: A state the operation may leave before it returns besides those before and after it,
+    #: as documented, made from the state before: a directory data set's overwrite deletes,
+    #: then writes, so a crash in between leaves the property absent.
+    between: Callable[[Any], Any] | None = None
+
+
+def _without_age(before: Any) -> Any:
+    """The state before with no vector ``age`` (see ``Op.between``)."""
+    return {k: v for k, v in before.items() if k != "vector cell age"}
 
 
 def _ops() -> dict[str, Op]:
@@ -461,14 +475,37 @@ def _ops() -> dict[str, Op]:
         Op("zip-recover", "s.zip", crashed_base, _recover, zip_snapshot),
         Op("zip-renew", *z, _zip(m.delete_entry("a")), zip_snapshot),
         Op("zip-compact", *z, _zip(m.compact), zip_snapshot),
-        Op("zip-pack", "p.zip", pack_base, _pack, zip_snapshot),
+        Op("zip-pack", "p.zip", m.pack_base, _acked(m.pack), zip_snapshot),
         Op("af-flush", "f.af", m.af_base, _af(m.af_flush), m.af_snapshot),
         Op("af-compact", "f.af", m.af_base, _af(m.af_compact), m.af_snapshot),
         Op("af-create", "f.af", _nothing, _af_create, _absent(m.af_snapshot)),
+        Op("refs-write", "refs.parq", m.refs_base, _acked(m.refs_write), m.tree_snapshot),
+        Op(
+            "daf-convert-group",
+            "m.dafs.zarr.zip",
+            m.convert_base_of(CELLS, group=True),
+            _acked(m.convert("two")),
+            _groups_snapshot,
+        ),
     ]
     for kind, file_name in (("zip", "d.daf.zarr.zip"), ("dir", "d.daf.zarr")):
-        for what, body in (("set", m.set_vector), ("delete", m.delete_vector), ("fill", m.fill)):
-            ops.append(Op(f"daf-{kind}-{what}", file_name, daf_base, _daf(body), daf_snapshot))
+        for what, body in (
+            ("set", m.set_vector),
+            ("overwrite", m.overwrite_vector),
+            ("delete", m.delete_vector),
+            ("fill", m.fill),
+        ):
+            between = _without_age if (kind, what) == ("dir", "overwrite") else None
+            ops.append(
+                Op(
+                    f"daf-{kind}-{what}",
+                    file_name,
+                    daf_base,
+                    _daf(body),
+                    daf_snapshot,
+                    between=between,
+                )
+            )
         ops.append(
             Op(f"daf-{kind}-create", file_name, _nothing, _create_daf, _absent(daf_snapshot))
         )
@@ -487,6 +524,16 @@ def _ops() -> dict[str, Op]:
             )
         )
         ops.append(Op(f"daf-{kind}-truncate", file_name, daf_base, _truncate_daf, daf_snapshot))
+        ops.append(
+            Op(
+                f"daf-convert-{kind}",
+                file_name,
+                # (a directory of fewer files: its crash states grow with their number)
+                m.convert_base_of(CELLS, matrix=kind == "zip"),
+                _acked(m.convert()),
+                _absent(daf_snapshot),
+            )
+        )
     return {op.name: op for op in ops}
 
 

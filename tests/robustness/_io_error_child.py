@@ -31,10 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from dafzarr import ArrayFile, MmapZipStore, open_daf
-from dafzarr.refs import VirtualArray, VirtualDataset, write_parquet
 
 if __package__:
     from . import _mutations as m
@@ -115,10 +112,6 @@ def _daf_op(body: Callable[[Any], None], durable: bool = False) -> Callable[[str
     return _on_handle(lambda p: open_daf(p, "r+", durable=durable), body)
 
 
-def _overwrite(d: Any) -> None:
-    d.set_vector("cell", "age", np.arange(100, 110, dtype=np.int32), overwrite=True)
-
-
 def daf_snapshot(path: str) -> Any:
     """Every axis and vector of the data set."""
     with open_daf(path, "r") as d:
@@ -134,46 +127,9 @@ def _absent_or_daf(path: str) -> Any:
     return daf_snapshot(path) if os.path.exists(path) else "absent"
 
 
-def _vds(seed: int) -> VirtualDataset:
-    a = VirtualArray(
-        name="a",
-        zarray={
-            "shape": [40],
-            "chunks": [10],
-            "dtype": "<i4",
-            "compressor": None,
-            "fill_value": 0,
-            "filters": None,
-            "order": "C",
-            "zarr_format": 2,
-        },
-        zattrs={"seed": seed},
-        path_index=np.zeros(4, dtype=np.int32),
-        offset=np.arange(4, dtype=np.int64) * 40 + seed,
-        size=np.full(4, 40, dtype=np.int64),
-    )
-    return VirtualDataset(paths=["file:///data/x.nc"], arrays={"a": a}, groups={"": {}})
-
-
-def refs_base(path: str) -> None:
-    """A reference store, to be replaced."""
-    write_parquet(_vds(0), path)
-
-
-def _refs_write(path: str) -> Any:
-    write_parquet(_vds(7), path, overwrite=True)
-    return None
-
-
-def tree_snapshot(path: str) -> Any:
-    """Every file under ``path``, by relative name."""
-    out: dict[str, bytes] = {}
-    for directory, _dirs, files in os.walk(path):
-        for name in files:
-            full = os.path.join(directory, name)
-            with open(full, "rb") as f:
-                out[os.path.relpath(full, path)] = f.read()
-    return out
+def _groups_snapshot(path: str) -> Any:
+    """Every data set of the multi-data-set ZIP, by group."""
+    return m.groups_contents(path, False)
 
 
 @dataclass(frozen=True)
@@ -230,11 +186,22 @@ def _ops() -> dict[str, Op]:
             zip_snapshot,
         ),
         Op("zip-batch-durable", "s.zip", zip_base, _zip_op(_batch, durable=True), zip_snapshot),
+        # deleting the first entry leaves the file starting with dead binary bytes: the
+        # commit renews the archive (a compacted copy renamed over it)
+        Op("zip-renew", "s.zip", zip_base, _zip_op(m.delete_entry("a")), zip_snapshot),
+        Op(
+            "zip-renew-durable",
+            "s.zip",
+            zip_base,
+            _zip_op(m.delete_entry("a"), durable=True),
+            zip_snapshot,
+        ),
+        Op("zip-pack", "p.zip", m.pack_base, m.pack, zip_snapshot),
     ]
     for kind, file_name in (("dir", "d.daf.zarr"), ("zip", "d.daf.zarr.zip")):
         for what, body in (
             ("set-vector", m.set_vector),
-            ("overwrite", _overwrite),
+            ("overwrite", m.overwrite_vector),
             ("delete", m.delete_vector),
             ("fill", m.fill),
         ):
@@ -282,7 +249,28 @@ def _ops() -> dict[str, Op]:
         Op(
             "af-compact", "f.af", m.af_base, _on_handle(ArrayFile.open, m.af_compact), m.af_snapshot
         ),
-        Op("refs-write", "refs.parq", refs_base, _refs_write, tree_snapshot),
+        Op("refs-write", "refs.parq", m.refs_base, m.refs_write, m.tree_snapshot),
+        Op(
+            "daf-convert-dir",
+            "d.daf.zarr",
+            m.convert_base_of(CELLS, matrix=False),  # (each file costs some 20 system calls)
+            m.convert(),
+            _absent_or_daf,
+        ),
+        Op(
+            "daf-convert-zip",
+            "d.daf.zarr.zip",
+            m.convert_base_of(CELLS),
+            m.convert(),
+            _absent_or_daf,
+        ),
+        Op(
+            "daf-convert-group",
+            "m.dafs.zarr.zip",
+            m.convert_base_of(CELLS, group=True),
+            m.convert("two"),
+            _groups_snapshot,
+        ),
     ]
     return {op.name: op for op in ops}
 

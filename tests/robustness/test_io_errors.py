@@ -1,9 +1,11 @@
 """I/O-error injection: every failing system call of every mutating operation.
 
 Each operation of ``_io_error_child.OPS`` (MmapZipStore append, rewrite, delete, batch,
-compaction; ZarrDaf set, overwrite, delete and fill on a directory and on a ZIP, and mode
-``"w"`` over a directory data set; ArrayFile flush and compaction; the reference writer)
-runs in a child forked by a server that imported dafzarr once; ``strace -p`` is attached
+a delete whose commit renews the archive, compaction, and ``MmapZipStore.pack`` over an
+existing archive; ZarrDaf set, overwrite, delete and fill on a directory and on a ZIP, and
+mode ``"w"`` over a data set or where there is none; ``convert_daf`` into a new directory,
+a new ZIP and a new group of an existing multi-data-set ZIP; ArrayFile flush and
+compaction; the reference writer) runs in a child forked by a server that imported dafzarr once; ``strace -p`` is attached
 to the child before it starts, so its counts and injections see the operation's own
 system calls only. A first run without injection counts
 the calls (and gives the after-state); then, for each call, each errno it returns in

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from ...errors import DafArgumentError, InvalidArgumentError
-from ..atomic import atomic_directory, atomic_file, check_destination
+from ..atomic import TMP_SUFFIX, atomic_directory, atomic_file, check_destination
+from ..ioerror import storage_io
 from ..progress import Progress
 from .backends_zip import acquire_zip_store, release_zip_store
 from .names import parse_daf_path
@@ -115,7 +116,9 @@ def new_destination(destination: str, zarr_format: int, force: bool) -> Iterator
             f"can't convert into a read-only http(s) destination: {destination}"
         )
     if group and os.path.isfile(container):
-        store = acquire_zip_store(container, "r+")  # the one the data set will share
+        # the one the data set will share; durable, as a whole new destination is (fsynced):
+        # a power loss leaves the archive with or without the group, never unreadable
+        store = acquire_zip_store(container, "r+", durable=True)
         try:
             with store.batch():  # the group's own skeleton included
                 dst = ZarrDaf(destination, "w", zarr_format=zarr_format)
@@ -156,8 +159,10 @@ def convert_daf(
     an existing destination is left as it was and no partial one appears. An existing
     destination is replaced only with ``force`` (otherwise
     :class:`~dafzarr.errors.OutputExistsError`). A ``X.dafs.zarr.zip#/group`` destination in
-    an existing archive adds the group in one all-or-nothing batch (an existing group raises
-    :class:`~dafzarr.errors.AppendOnlyError`).
+    an existing archive adds the group in one all-or-nothing, durable batch (an existing group
+    raises :class:`~dafzarr.errors.AppendOnlyError`; a handle of this process that has the
+    archive open without ``durable=True`` must be closed first). Every destination survives a
+    power loss whole or not at all.
 
     Parameters
     ----------
@@ -205,11 +210,22 @@ def convert_daf(
     >>> dafzarr.open_daf("base.daf.zarr.zip").get_np_vector("cell", "age").tolist()
     [1.0, 2.0, 3.0]
     """
-    src = ZarrDaf(source, "r")
+    target = os.fspath(destination)
+    what = f"converting the data set {os.fspath(source)}"
     try:
-        fmt = zarr_format or src.zarr_format
-        with new_destination(os.fspath(destination), fmt, force) as dst:
-            copy_daf(src, dst, progress=progress)
-    finally:
-        src.close()
+        with storage_io(what, target, "the destination is left as it was"):
+            src = ZarrDaf(source, "r")
+            try:
+                fmt = zarr_format or src.zarr_format
+                with new_destination(target, fmt, force) as dst:
+                    copy_daf(src, dst, progress=progress)
+            finally:
+                src.close()
+    except OSError as exc:  # (a DafzarrError: storage_io turned the others into one)
+        if TMP_SUFFIX not in str(exc):
+            raise
+        # Raised about the temporary, which the user never named (an address-space
+        # reservation refused, a lock taken): the same error, naming the destination.
+        reason = exc.strerror or str(exc)
+        raise type(exc)(exc.errno, f"{what} into {target} failed: {reason}", target) from exc
     return fmt

@@ -22,6 +22,7 @@ from ..atomic import (
     retry_interrupted,
 )
 from ..crc import crc32
+from ..ioerror import storage_io
 from ..progress import Progress
 from . import ziprecords as zf
 from .repack import METADATA_NAMES, ArchiveWriter
@@ -180,8 +181,13 @@ def pack_directory(
     if _inside(target, os.path.realpath(root)):
         raise PackSourceError(f"{root}: the output {out} would be inside the directory")
     check_destination(target, force)
-    files = sorted(_walk(root), key=_pack_order)
-    with Progress(len(files), "packing", progress) as bar:
+    kept = "the archive is left as it was"
+    with storage_io(f"listing {root} to pack it", target, kept):
+        files = sorted(_walk(root), key=_pack_order)
+    with (
+        storage_io(f"packing {root}", target, kept),
+        Progress(len(files), "packing", progress) as bar,
+    ):
         buf = memoryview(bytearray(_BUFFER + 1))  # (one byte more: see _add_small_file)
         with locked_temporary(target) as (fd, tmp):
             writer = ArchiveWriter(fd, tmp)
