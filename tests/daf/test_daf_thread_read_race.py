@@ -1,0 +1,215 @@
+"""A thread reading a property of a ZIP or memory data set while another thread of the same
+process overwrites it again and again reads one whole generation of it every time.
+
+A writer thread overwrites a vector, alternating int64 and float64 values, and a sparse
+matrix, alternating numbers of stored values per column; every value names its generation.
+Reader threads read through the same handle, a read-only view of it, or (ZIP) a second
+handle on the same archive, which shares its store. A read that combined one generation's
+metadata with another's chunk (integers read from float bytes, a column pointer of one
+generation with the row indices of another, zeros for a chunk missing mid-overwrite) is a
+failure, and so is any error: an overwrite is one change.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dafzarr
+
+CELLS = 3000
+GENES = 40
+#: Overwrites of each property by the writer, unless it runs out of time first.
+WRITES = 400
+SECONDS = 2.0
+
+
+def _vector(gen: int) -> np.ndarray[Any, Any]:
+    """Generation ``gen`` (from 1) of the vector: even ones int64 ``gen``, odd ones float64
+    ``gen + 0.5``, never zero."""
+    if gen % 2 == 0:
+        return np.full(CELLS, gen, np.int64)
+    return np.full(CELLS, gen + 0.5, np.float64)
+
+
+def _vector_gen(value: np.ndarray[Any, Any]) -> int | None:
+    """The generation a vector read is, or None when it is none."""
+    if value.shape != (CELLS,) or not np.all(value == value[0]):
+        return None
+    first = value[0]
+    if value.dtype == np.int64 and first > 0 and first % 2 == 0:
+        return int(first)
+    if value.dtype == np.float64 and first % 1 == 0.5 and int(first) % 2 == 1:
+        return int(first)
+    return None
+
+
+def _per_column(gen: int) -> int:
+    return 1 + gen % 3
+
+
+def _matrix(gen: int) -> sp.csc_matrix:
+    """Generation ``gen`` of the GENES x CELLS matrix: the first ``_per_column(gen)`` genes
+    of every cell hold ``gen``."""
+    k = _per_column(gen)
+    indptr = np.arange(CELLS + 1, dtype=np.int64) * k
+    indices = np.tile(np.arange(k, dtype=np.int64), CELLS)
+    data = np.full(CELLS * k, float(gen))
+    return sp.csc_matrix((data, indices, indptr), shape=(GENES, CELLS))
+
+
+def _matrix_gen(value: Any) -> int | None:
+    if not sp.issparse(value) or value.shape != (GENES, CELLS):
+        return None
+    m = sp.csc_matrix(value)
+    if m.nnz == 0 or not np.all(m.data == m.data[0]):
+        return None
+    gen = int(m.data[0])
+    if m.data[0] != gen or gen < 1:
+        return None
+    k = _per_column(gen)
+    ok = (
+        m.nnz == CELLS * k
+        and np.array_equal(m.indptr, np.arange(CELLS + 1) * k)
+        and np.array_equal(m.indices, np.tile(np.arange(k), CELLS))
+    )
+    return gen if ok else None
+
+
+def _fresh(daf: Any) -> Any:
+    daf.add_axis("cell", [f"c{i}" for i in range(CELLS)])
+    daf.add_axis("gene", [f"g{i}" for i in range(GENES)])
+    daf.set_vector("cell", "v", _vector(1))
+    daf.set_matrix("gene", "cell", "m", _matrix(1), relayout=False)
+    return daf
+
+
+@pytest.fixture(autouse=True)
+def _switching() -> Iterator[None]:
+    """Threads switch every microsecond, not every 5 ms: a reader is then often paused
+    between a property's metadata and its chunk, where an overwrite can come in."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(before)
+
+
+@pytest.fixture(params=["zip", "memory"])
+def writable(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    """(a writable data set, the function that opens a second handle on it or None)."""
+    if request.param == "zip":
+        path = str(tmp_path / "cells.daf.zarr.zip")
+        daf = _fresh(dafzarr.open_daf(path, "w"))
+        yield daf, lambda: dafzarr.open_daf(path, "r")
+    else:
+        daf = _fresh(dafzarr.memory_daf(name="cells"))
+        yield daf, None
+    daf.close()
+
+
+def _race(
+    write: Callable[[int], None], get: Callable[[], Any], gen_of: Callable[[Any], int | None]
+) -> tuple[int, list[str]]:
+    """``write(gen)`` for generations 2, 3, ... in one thread while two threads ``get()``
+    again and again; (reads made, those that were no whole generation)."""
+    done = threading.Event()
+    bad: list[str] = []
+    reads = [0, 0]
+
+    def overwrite() -> None:
+        try:
+            deadline = time.monotonic() + SECONDS
+            for gen in range(2, WRITES + 2):
+                write(gen)
+                if time.monotonic() > deadline:
+                    break
+        finally:
+            done.set()
+
+    def check(slot: int) -> None:
+        while not done.is_set():
+            reads[slot] += 1
+            try:
+                value = get()
+            except Exception as exc:  # noqa: BLE001 - any error is counted and reported
+                bad.append(f"{type(exc).__name__}: {exc}")
+                continue
+            if gen_of(value) is None:
+                bad.append(f"read {value!r}")
+
+    threads = [threading.Thread(target=check, args=(i,)) for i in range(2)]
+    threads.append(threading.Thread(target=overwrite))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a thread is stuck"
+    return sum(reads), bad
+
+
+def _check(reads: int, bad: list[str]) -> None:
+    assert reads > 0
+    wrong = [b for b in bad if b.startswith("read ")]
+    assert not bad, (
+        f"{len(bad)} of {reads} reads were no whole generation ({len(wrong)} silently wrong "
+        f"values, {len(bad) - len(wrong)} errors): {(wrong or bad)[:2]}"
+    )
+
+
+def _readers(daf: Any, second: Any, how: str) -> Any:
+    """The data set a reader reads: the writer's handle, a read-only view of it, or a
+    second handle on the same ZIP."""
+    if how == "same":
+        return daf
+    if how == "view":
+        return daf.read_only_view()
+    if second is None:
+        pytest.skip("a memory data set has no second handle")
+    return second()
+
+
+@pytest.mark.parametrize("how", ["same", "view", "handle"])
+def test_a_vector_overwritten_by_another_thread_reads_as_one_generation(
+    writable: tuple[Any, Any], how: str
+) -> None:
+    daf, second = writable
+    reader = _readers(daf, second, how)
+    try:
+        reads, bad = _race(
+            lambda gen: daf.set_vector("cell", "v", _vector(gen), overwrite=True),
+            lambda: reader.get_np_vector("cell", "v"),
+            _vector_gen,
+        )
+    finally:
+        if how == "handle":
+            reader.close()
+    _check(reads, bad)
+
+
+@pytest.mark.parametrize("how", ["same", "view", "handle"])
+def test_a_sparse_matrix_overwritten_by_another_thread_reads_as_one_generation(
+    writable: tuple[Any, Any], how: str
+) -> None:
+    daf, second = writable
+    reader = _readers(daf, second, how)
+    try:
+        reads, bad = _race(
+            lambda gen: daf.set_matrix(
+                "gene", "cell", "m", _matrix(gen), overwrite=True, relayout=False
+            ),
+            lambda: reader.get_np_matrix("gene", "cell", "m", relayout=False),
+            _matrix_gen,
+        )
+    finally:
+        if how == "handle":
+            reader.close()
+    _check(reads, bad)
+
