@@ -213,3 +213,31 @@ def test_a_sparse_matrix_overwritten_by_another_thread_reads_as_one_generation(
             reader.close()
     _check(reads, bad)
 
+
+def _fill_vector(daf: Any, gen: int) -> None:
+    value = _vector(gen)
+    with daf.empty_dense_vector("cell", "v", value.dtype, overwrite=True) as out:
+        out[: CELLS // 2] = value[: CELLS // 2]
+        time.sleep(0)  # another thread may read between the halves
+        out[CELLS // 2 :] = value[CELLS // 2 :]
+
+
+@pytest.mark.parametrize("how", ["same", "view"])
+def test_a_vector_filled_by_another_thread_reads_as_one_generation(
+    writable: tuple[Any, Any], how: str
+) -> None:
+    """``empty_dense_vector`` overwrites: a reader sees the old vector or the new one,
+    never the reservation half filled. A ZIP deletes the old vector when the fill begins
+    (its reservation cannot supersede an entry): there it reads as missing meanwhile."""
+    daf, second = writable
+    reader = _readers(daf, second, how)
+    zip_backed = daf.path.endswith(".zip")
+    reads, bad = _race(
+        lambda gen: _fill_vector(daf, gen),
+        lambda: reader.get_np_vector("cell", "v"),
+        _vector_gen,
+    )
+    if zip_backed:
+        bad = [b for b in bad if not b.startswith("DafMissingError: missing vector: v\n")]
+    _check(reads, bad)
+
