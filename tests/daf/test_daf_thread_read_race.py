@@ -241,3 +241,20 @@ def test_a_vector_filled_by_another_thread_reads_as_one_generation(
         bad = [b for b in bad if not b.startswith("DafMissingError: missing vector: v\n")]
     _check(reads, bad)
 
+
+def test_listing_a_memory_data_set_while_another_thread_writes_it() -> None:
+    """Listing the vectors of a memory data set while another thread adds and deletes
+    some lists the keys of one moment (never a "dictionary changed size" error)."""
+    daf = _fresh(dafzarr.memory_daf(name="cells"))
+    names = {"v"}
+
+    def write(gen: int) -> None:
+        daf.set_vector("cell", f"w{gen}", _vector(gen))
+        daf.delete_vector("cell", f"w{gen - 1}", must_exist=False)
+
+    reads, bad = _race(
+        write,
+        lambda: daf.vectors_set("cell"),
+        lambda found: 1 if names <= found and len(found) <= 3 else None,
+    )
+    _check(reads, bad)

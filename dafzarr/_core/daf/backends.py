@@ -538,7 +538,8 @@ class MemoryBackend(DafBackend):
                 self.data[key].flags.writeable = False
 
     def children(self, prefix: str) -> list[str]:
-        return children_of(self.data, prefix)
+        # A snapshot of the keys: another thread may write meanwhile.
+        return children_of(list(self.data), prefix)
 
     def delete_tree(self, prefix: str) -> None:
         head = prefix + "/"
@@ -547,7 +548,7 @@ class MemoryBackend(DafBackend):
 
     def keys_under(self, prefix: str) -> list[str]:
         head = prefix + "/" if prefix else ""
-        return [k for k in self.data if k.startswith(head)]
+        return [k for k in list(self.data) if k.startswith(head)]
 
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
         arr = np.zeros(nbytes, np.uint8)
