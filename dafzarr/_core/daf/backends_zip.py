@@ -17,7 +17,7 @@ modification time); otherwise the open gets a fresh store of the archive as it i
 handles on the old store keep their snapshot until they close.
 
 The handles sharing a store also share one :class:`~.changelock.ChangeLock`
-(:func:`change_lock_of`): a change through any of them (every data set of the archive) holds
+(:func:`_change_lock_of`): a change through any of them (every data set of the archive) holds
 it, and a read through any of them reads one state of the property, never the documents of
 one write with the chunk of the next (a store's changes are visible to the whole process
 before they commit).
@@ -47,7 +47,6 @@ __all__ = [
     "ZipBackend",
     "acquire_zip_store",
     "adopt_zip_store",
-    "change_lock_of",
     "release_zip_store",
 ]
 
@@ -292,7 +291,7 @@ def adopt_zip_store(store: MmapZipStore, path: str, publish: Callable[[], None])
 _CHANGE_LOCKS: dict[int, tuple[weakref.ref[MmapZipStore], ChangeLock]] = {}
 
 
-def change_lock_of(store: MmapZipStore) -> ChangeLock:
+def _change_lock_of(store: MmapZipStore) -> ChangeLock:
     """The :class:`~.changelock.ChangeLock` of every data set over ``store`` in this process."""
     key = id(store)
     with _REGISTRY_LOCK:
@@ -349,7 +348,7 @@ class ZipBackend(DafBackend):
         self.read_only = read_only
         self.append_only = append_only
         self._closed = False
-        self._change_lock = change_lock_of(store)
+        self._change_lock = _change_lock_of(store)
 
     def change_lock(self) -> ChangeLock:
         return self._change_lock
