@@ -24,6 +24,7 @@ import pytest
 import scipy.sparse as sp
 
 import dafzarr
+from dafzarr._core.daf.changelock import ChangeLock
 
 CELLS = 3000
 GENES = 40
@@ -258,3 +259,66 @@ def test_listing_a_memory_data_set_while_another_thread_writes_it() -> None:
         lambda found: 1 if names <= found and len(found) <= 3 else None,
     )
     _check(reads, bad)
+
+
+def test_a_change_moves_the_generation_once_even_when_it_raises() -> None:
+    lock = ChangeLock()
+    assert lock.generation == 0
+    with pytest.raises(dafzarr.DafzarrError), lock:
+        assert lock.generation == 1
+        with lock:  # a nested change is part of the outer one
+            assert lock.generation == 1
+            assert lock.read(lambda: "own") == "own"  # the writer reads its pending state
+        raise dafzarr.DafzarrError("failed change")
+    assert lock.generation == 2
+
+
+def test_a_read_overlapped_by_a_change_is_made_again_after_it() -> None:
+    """The first attempt reads half of the old state, a change comes in, and the read is
+    made again: it returns the new state whole."""
+    lock = ChangeLock()
+    state = {"meta": "old", "chunk": "old"}
+    attempts: list[tuple[str, str]] = []
+
+    def change() -> None:
+        with lock:
+            state["meta"] = "new"
+            state["chunk"] = "new"
+
+    def read() -> tuple[str, str]:
+        meta = state["meta"]
+        if not attempts:
+            writer = threading.Thread(target=change)
+            writer.start()
+            writer.join()
+        attempts.append((meta, state["chunk"]))
+        return meta, state["chunk"]
+
+    assert lock.read(read) == ("new", "new")
+    assert attempts == [("old", "new"), ("new", "new")]
+
+
+def test_a_read_during_another_threads_change_waits_for_it() -> None:
+    lock = ChangeLock()
+    state = ["old"]
+    inside, release = threading.Event(), threading.Event()
+
+    def change() -> None:
+        with lock:
+            state[0] = "half"
+            inside.set()
+            release.wait(timeout=60)
+            state[0] = "new"
+
+    writer = threading.Thread(target=change)
+    writer.start()
+    assert inside.wait(timeout=60)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(lock.read(lambda: state[0])))
+    reader.start()
+    reader.join(timeout=0.2)
+    assert reader.is_alive()  # waits for the change, never reads "half"
+    release.set()
+    writer.join(timeout=60)
+    reader.join(timeout=60)
+    assert got == ["new"]
