@@ -262,7 +262,7 @@ def test_listing_a_memory_data_set_while_another_thread_writes_it() -> None:
 
 
 def test_a_change_moves_the_generation_once_even_when_it_raises() -> None:
-    lock = ChangeLock()
+    lock = ChangeLock("test")
     assert lock.generation == 0
     with pytest.raises(dafzarr.DafzarrError), lock:
         assert lock.generation == 1
@@ -276,7 +276,7 @@ def test_a_change_moves_the_generation_once_even_when_it_raises() -> None:
 def test_a_read_overlapped_by_a_change_is_made_again_after_it() -> None:
     """The first attempt reads half of the old state, a change comes in, and the read is
     made again: it returns the new state whole."""
-    lock = ChangeLock()
+    lock = ChangeLock("test")
     state = {"meta": "old", "chunk": "old"}
     attempts: list[tuple[str, str]] = []
 
@@ -299,7 +299,7 @@ def test_a_read_overlapped_by_a_change_is_made_again_after_it() -> None:
 
 
 def test_a_read_during_another_threads_change_waits_for_it() -> None:
-    lock = ChangeLock()
+    lock = ChangeLock("test")
     state = ["old"]
     inside, release = threading.Event(), threading.Event()
 
@@ -322,3 +322,66 @@ def test_a_read_during_another_threads_change_waits_for_it() -> None:
     writer.join(timeout=60)
     reader.join(timeout=60)
     assert got == ["new"]
+
+
+def _scalar(gen: int) -> Any:
+    return gen if gen % 2 == 0 else gen + 0.5
+
+
+def test_a_property_overwritten_by_another_thread_is_never_missing(
+    writable: tuple[Any, Any],
+) -> None:
+    """``has_*`` and ``get_scalar`` while another thread overwrites: always there, and a
+    scalar read is one whole generation."""
+    daf, _ = writable
+    daf.set_scalar("s", _scalar(1))
+
+    def write(gen: int) -> None:
+        daf.set_scalar("s", _scalar(gen), overwrite=True)
+        daf.set_vector("cell", "v", _vector(gen), overwrite=True)
+
+    def get() -> Any:
+        return (
+            daf.has_vector("cell", "v"),
+            daf.has_matrix("gene", "cell", "m"),
+            daf.has_scalar("s"),
+            daf.get_scalar("s"),
+        )
+
+    def gen_of(found: Any) -> int | None:
+        *present, value = found
+        if isinstance(value, int | np.integer):
+            whole = value > 0 and value % 2 == 0
+        else:
+            whole = isinstance(value, float | np.floating) and value % 1 == 0.5
+        return 1 if all(present) and whole else None
+
+    reads, bad = _race(write, get, gen_of)
+    _check(reads, bad)
+
+
+def test_two_threads_each_reading_what_the_other_changes_never_wait_forever() -> None:
+    """Each thread changes one data set and reads the other: the one whose wait would close
+    the cycle gets a ``StateError`` (its change ends), and the other then reads."""
+    locks = [ChangeLock("a"), ChangeLock("b")]
+    both = threading.Barrier(2, timeout=60)
+    outcome: dict[int, str] = {}
+
+    def run(me: int) -> None:
+        try:
+            with locks[me]:
+                both.wait()
+                outcome[me] = locks[1 - me].read(lambda: "read")
+        except dafzarr.StateError as exc:
+            outcome[me] = str(exc)
+
+    # Daemons: were they to wait for each other, the test run would still end.
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads), "the threads wait for each other"
+    failed, read = sorted(outcome.values())  # the error's text sorts first
+    assert read == "read"
+    assert failed.startswith("can't wait for the change another thread makes to ")

@@ -303,7 +303,7 @@ def _change_lock_of(store: MmapZipStore) -> ChangeLock:
             if _CHANGE_LOCKS.get(key, (None,))[0] is ref:
                 del _CHANGE_LOCKS[key]
 
-        lock = ChangeLock()
+        lock = ChangeLock(store.path)
         _CHANGE_LOCKS[key] = (weakref.ref(store, forget), lock)
         return lock
 

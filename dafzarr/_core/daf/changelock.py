@@ -8,6 +8,12 @@ way and moves when it ends. A reader (:meth:`ChangeLock.read`) reads without the
 keeps what it read when the generation was even and did not move; otherwise it reads again
 holding the lock, once, so that it never spins and always gets one state. The thread making
 the change reads its own pending state directly.
+
+A thread that holds one data set's lock (a copy into it) may read a second one that another
+thread is changing, and that thread may be reading the first one: each would wait for the
+other. A thread about to wait for a lock follows the threads that hold the locks waited for
+and, when the chain leads back to itself, raises :class:`~dafzarr.errors.StateError`
+instead of waiting forever (its change is undone as any failed change is).
 """
 
 from __future__ import annotations
@@ -17,7 +23,13 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Self, TypeVar
 
+from ...errors import StateError
+
 _T = TypeVar("_T")
+
+# The lock each thread waits for, by thread id: a thread that would close a cycle raises.
+_WAITING: dict[int, ChangeLock] = {}
+_WAITING_LOCK = threading.Lock()
 
 
 class ChangeLock:
@@ -27,9 +39,11 @@ class ChangeLock:
     it, also when the change raises); :meth:`read` by readers.
     """
 
-    __slots__ = ("_depth", "_gen", "_lock", "_owner")
+    __slots__ = ("_depth", "_gen", "_lock", "_name", "_owner")
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        #: What the lock guards, for messages (a data set, an archive).
+        self._name = name
         self._lock = threading.RLock()
         #: Odd while a change is under way; moves by two with each change.
         self._gen = 0
@@ -37,7 +51,7 @@ class ChangeLock:
         self._depth = 0
 
     def __enter__(self) -> Self:
-        self._lock.acquire()
+        self._acquire()
         if self._depth == 0:
             self._owner = threading.get_ident()
             self._gen += 1
@@ -72,16 +86,44 @@ class ChangeLock:
         if gen & 1:
             if self._owner == threading.get_ident():
                 return read()
-            with self._lock:
-                return read()
+            return self._locked(read)
         try:
             out = read()
         except Exception:
             if self._gen == gen:
                 raise
-            with self._lock:
-                return read()
+            return self._locked(read)
         if self._gen == gen:
             return out
-        with self._lock:
+        return self._locked(read)
+
+    def _locked(self, read: Callable[[], _T]) -> _T:
+        self._acquire()
+        try:
             return read()
+        finally:
+            self._lock.release()
+
+    def _acquire(self) -> None:
+        """Take the lock; raise rather than wait when waiting would close a cycle."""
+        if self._lock.acquire(blocking=False):
+            return
+        me = threading.get_ident()
+        with _WAITING_LOCK:
+            holder, seen = self._owner, set()
+            while holder and holder not in seen:
+                if holder == me:
+                    raise StateError(
+                        f"can't wait for the change another thread makes to {self._name}: "
+                        "that thread waits for a change this thread makes (two threads each "
+                        "change a data set the other reads or changes)"
+                    )
+                seen.add(holder)
+                waited = _WAITING.get(holder)
+                holder = waited._owner if waited is not None else 0
+            _WAITING[me] = self
+        try:
+            self._lock.acquire()
+        finally:
+            with _WAITING_LOCK:
+                del _WAITING[me]

@@ -71,7 +71,7 @@ class DafStorage:
         self._layout: lay.ZarrLayout = lay.V2
         #: Held by every change; its generation lets reads find one state (:meth:`one_state`).
         #: A ZIP archive's is shared by every handle of the process on it.
-        self._lock = backend.change_lock() or ChangeLock()
+        self._lock = backend.change_lock() or ChangeLock(path)
         self._stale_consolidated = False
         self._cmeta: dict[str, Any] | None = None
         self._ctext = lay.ZmetadataText()  # the .zmetadata document, encoded incrementally
@@ -228,6 +228,13 @@ class DafStorage:
     # --- Low-level node access -------------------------------------------------------------
 
     def node_kind(self, path: str) -> str | None:
+        """``"array"``, ``"group"`` or None: the node at ``path`` between changes of other
+        threads (an overwrite is never seen as a missing node; see :meth:`one_state`)."""
+        if self._backend.pins:
+            return self._node_kind(path)
+        return self._lock.read(lambda: self._node_kind(path))
+
+    def _node_kind(self, path: str) -> str | None:
         b = self._backend
         if self._layout is lay.V2:
             if b.exists(path + "/.zarray"):
