@@ -75,6 +75,16 @@ class ChangeLock:
         """The generation: odd while a change is under way."""
         return self._gen
 
+    def call(self, read: Callable[[str], _T], arg: str) -> _T:
+        """``read(arg)`` as :meth:`read` makes ``read()`` (a call per node lookup: no
+        closure to make)."""
+        gen = self._gen
+        if not gen & 1:
+            out = read(arg)
+            if self._gen == gen:
+                return out
+        return self.read(lambda: read(arg))
+
     def read(self, read: Callable[[], _T]) -> _T:
         """``read()`` from one state: not during another thread's change, nor across one.
 

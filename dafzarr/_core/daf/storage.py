@@ -232,7 +232,7 @@ class DafStorage:
         threads (an overwrite is never seen as a missing node; see :meth:`one_state`)."""
         if self._backend.pins:
             return self._node_kind(path)
-        return self._lock.read(lambda: self._node_kind(path))
+        return self._lock.call(self._node_kind, path)
 
     def _node_kind(self, path: str) -> str | None:
         b = self._backend
