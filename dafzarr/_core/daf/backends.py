@@ -32,6 +32,7 @@ from ..addrspace import named_map_refusal
 from ..atomic import fsync_directory, removed_on_failure, retry_interrupted, walk
 from ..io import byte_range_bounds
 from .asides import TMP_SUFFIX, Asides, sweep_asides
+from .changelock import ChangeLock
 from .names import METADATA_NAMES
 from .values import StreamedChunk
 
@@ -85,6 +86,16 @@ class DafBackend:
     consolidates = False  # keeps consolidated metadata (directories only)
     #: A transaction that raises leaves nothing it wrote or deleted (ZIP: one batch).
     rolls_back = False
+    #: :meth:`pinned` reads a node from one state even while a writer changes it (a
+    #: directory); other backends read a node from one state through the data set's
+    #: :class:`~.changelock.ChangeLock`.
+    pins = False
+
+    def change_lock(self) -> ChangeLock | None:
+        """The :class:`~.changelock.ChangeLock` every data set over this medium shares (a
+        ZIP archive's, shared by every handle of the process on it), or None: each data set
+        has its own."""
+        return None
 
     def consolidation_lock(self) -> contextlib.AbstractContextManager[None]:
         """Held while the consolidated metadata is checked and rewritten."""
@@ -199,6 +210,7 @@ class DirectoryBackend(DafBackend):
 
     kind = "directory"
     consolidates = True
+    pins = True
 
     def __init__(self, root: str, *, read_only: bool, durable: bool = False) -> None:
         self.root = root
@@ -526,7 +538,8 @@ class MemoryBackend(DafBackend):
                 self.data[key].flags.writeable = False
 
     def children(self, prefix: str) -> list[str]:
-        return children_of(self.data, prefix)
+        # A snapshot of the keys: another thread may write meanwhile.
+        return children_of(list(self.data), prefix)
 
     def delete_tree(self, prefix: str) -> None:
         head = prefix + "/"
@@ -535,7 +548,7 @@ class MemoryBackend(DafBackend):
 
     def keys_under(self, prefix: str) -> list[str]:
         head = prefix + "/" if prefix else ""
-        return [k for k in self.data if k.startswith(head)]
+        return [k for k in list(self.data) if k.startswith(head)]
 
     def reserve(self, key: str, nbytes: int) -> np.ndarray[Any, Any]:
         arr = np.zeros(nbytes, np.uint8)

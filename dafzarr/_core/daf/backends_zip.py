@@ -15,6 +15,12 @@ process may commit since (a new data set in a ``.dafs.zarr.zip``, say), so a rea
 reuses a store only while the file is the one it opened, unchanged (same inode, size and
 modification time); otherwise the open gets a fresh store of the archive as it is now, and
 handles on the old store keep their snapshot until they close.
+
+The handles sharing a store also share one :class:`~.changelock.ChangeLock`
+(:func:`_change_lock_of`): a change through any of them (every data set of the archive) holds
+it, and a read through any of them reads one state of the property, never the documents of
+one write with the chunk of the next (a store's changes are visible to the whole process
+before they commit).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import contextlib
 import gc
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +40,7 @@ from zarr.abc.store import Store
 from ...errors import AppendOnlyError, DafzarrError, InvalidArgumentError
 from ..zipstore.store import MmapZipStore, handle_of
 from .backends import DafBackend, children_of
+from .changelock import ChangeLock
 
 __all__ = [
     "EntryCopy",
@@ -279,6 +287,27 @@ def adopt_zip_store(store: MmapZipStore, path: str, publish: Callable[[], None])
         _REGISTRY[path] = _Shared(store, True, None, refs=1)
 
 
+# The change lock of each store (by id: a store is not hashable), dropped with the store.
+_CHANGE_LOCKS: dict[int, tuple[weakref.ref[MmapZipStore], ChangeLock]] = {}
+
+
+def _change_lock_of(store: MmapZipStore) -> ChangeLock:
+    """The :class:`~.changelock.ChangeLock` of every data set over ``store`` in this process."""
+    key = id(store)
+    with _REGISTRY_LOCK:
+        entry = _CHANGE_LOCKS.get(key)
+        if entry is not None and entry[0]() is store:
+            return entry[1]
+
+        def forget(ref: weakref.ref[MmapZipStore]) -> None:
+            if _CHANGE_LOCKS.get(key, (None,))[0] is ref:
+                del _CHANGE_LOCKS[key]
+
+        lock = ChangeLock(store.path)
+        _CHANGE_LOCKS[key] = (weakref.ref(store, forget), lock)
+        return lock
+
+
 def release_zip_store(store: MmapZipStore) -> None:
     """Drop one reference; close the store when none is left (see module doc)."""
     with _REGISTRY_LOCK:
@@ -319,6 +348,10 @@ class ZipBackend(DafBackend):
         self.read_only = read_only
         self.append_only = append_only
         self._closed = False
+        self._change_lock = _change_lock_of(store)
+
+    def change_lock(self) -> ChangeLock:
+        return self._change_lock
 
     def get(self, key: str) -> Any:
         try:

@@ -43,7 +43,8 @@ class Fills:
         """Reserve the chunks of ``parts`` (name, dtype, Zarr shape) of the property at
         ``path``, yield them for filling, then publish their documents. The properties
         ``replaces`` names (as :meth:`DafStorage.changing`) stay, readable and unchanged, until the
-        fill succeeds; a fill that raises leaves no trace.
+        fill succeeds (on a ZIP, other threads find them missing meanwhile); a fill that
+        raises leaves no trace.
 
         On a ZIP the whole fill is one batch: the old properties are deleted first (a
         reservation cannot supersede an entry) and the batch's rollback restores them.
@@ -56,9 +57,19 @@ class Fills:
         sparse = parts[0][0] != ""
         doomed = self._storage.doomed(replaces)
         before, after = (doomed, []) if b.rolls_back else ([], doomed)
-        with self._storage.io(f"filling {replaces[0][1]}"), self._storage.undoable(bool(doomed)):
-            for old in before:
-                self._storage.delete_node(old)
+        lock = self._storage.lock
+        # Entered first, left last: the lock (one change for other threads' reads) is held
+        # from the publication, or the failure, through the ZIP batch's commit or rollback;
+        # not while the caller fills (its threads may read the data set meanwhile).
+        with (
+            contextlib.ExitStack() as publishing,
+            self._storage.io(f"filling {replaces[0][1]}"),
+            self._storage.undoable(bool(doomed)),
+        ):
+            if before:
+                with lock:
+                    for old in before:
+                        self._storage.delete_node(old)
             keys: list[str] = []
             views: list[np.ndarray[Any, Any]] = []
             try:
@@ -77,9 +88,11 @@ class Fills:
                 if check is not None:
                     check(*views)
             except BaseException:
+                publishing.enter_context(lock)
                 for key in keys:
                     b.abandon(key)
                 raise
+            publishing.enter_context(lock)
             for old in after:
                 self._storage.delete_node(old)
             for key in keys:

@@ -86,6 +86,19 @@ class Matrices:
             path, lambda: self._stored_state(rows, cols, name, kind, sparse_class)
         )
 
+    def _found_matrix(self, rows: str, cols: str, name: str, sparse_class: str) -> Any:
+        """The stored ``rows x cols`` matrix, or None when there is none, looked up and read
+        from one state (an overwrite by another thread is never seen as a missing matrix)."""
+        path = join_path("matrices", rows, cols, name)
+
+        def read() -> Any:
+            kind = self.matrix_kind(rows, cols, name)
+            if kind is None:
+                return None
+            return self._stored_state(rows, cols, name, kind, sparse_class)
+
+        return self._storage.one_state(path, read)
+
     def _stored_state(self, rows: str, cols: str, name: str, kind: str, sparse_class: str) -> Any:
         """:meth:`_stored_layout` of the kind looked up before the matrix was pinned, or, when
         that is no longer its kind there (it was replaced meanwhile), of its kind now."""
@@ -167,12 +180,19 @@ class Matrices:
         matrix is dense, absent in this layout or has no stored values array (Bool)."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
-        if self.matrix_kind(rows_axis, columns_axis, name) != "group":
-            return None
         path = join_path("matrices", rows_axis, columns_axis, name)
-        if self._storage.node_kind(join_path(path, "nzval")) != "array":
-            return None
-        return self._stored_sparse(path, self._axes.axis_length(columns_axis))
+        nc = self._axes.axis_length(columns_axis)
+
+        def read() -> (
+            tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None
+        ):
+            if self.matrix_kind(rows_axis, columns_axis, name) != "group":
+                return None
+            if self._storage.node_kind(join_path(path, "nzval")) != "array":
+                return None
+            return self._stored_sparse(path, nc)
+
+        return self._storage.one_state(path, read)
 
     def get_np_matrix(
         self,
@@ -188,17 +208,12 @@ class Matrices:
         else ``default``."""
         self._axes.require_axis(rows_axis)
         self._axes.require_axis(columns_axis)
-        kind = self.matrix_kind(rows_axis, columns_axis, name)
-        if kind is not None:
-            return self._stored_matrix(
-                rows_axis, columns_axis, name, kind, sparse_class=sparse_class
-            )
+        found = self._found_matrix(rows_axis, columns_axis, name, sparse_class)
+        if found is not None:
+            return found
         if relayout:
-            kind = self.matrix_kind(columns_axis, rows_axis, name)
-            if kind is not None:
-                other = self._stored_matrix(
-                    columns_axis, rows_axis, name, kind, sparse_class=sparse_class
-                )
+            other = self._found_matrix(columns_axis, rows_axis, name, sparse_class)
+            if other is not None:
                 if sp.issparse(other):
                     return other.T.tocsc()
                 return np.asfortranarray(other.T)

@@ -16,7 +16,6 @@ import copy
 import functools
 import json
 import math
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -35,6 +34,7 @@ from ..ioerror import Operation, storage_io
 from . import layout as lay
 from .backends import ASIDE, DafBackend
 from .backends_zip import ZipBackend
+from .changelock import ChangeLock
 from .names import join_path
 from .packed import read_packed
 from .values import StreamedChunk, Transposed, as_strings, metadata_doc
@@ -69,7 +69,9 @@ class DafStorage:
         self._mode: OpenMode = mode
         self._read_only = mode == "r"
         self._layout: lay.ZarrLayout = lay.V2
-        self._lock = threading.RLock()
+        #: Held by every change; its generation lets reads find one state (:meth:`one_state`).
+        #: A ZIP archive's is shared by every handle of the process on it.
+        self._lock = backend.change_lock() or ChangeLock(path)
         self._stale_consolidated = False
         self._cmeta: dict[str, Any] | None = None
         self._ctext = lay.ZmetadataText()  # the .zmetadata document, encoded incrementally
@@ -94,6 +96,9 @@ class DafStorage:
     @backend.setter
     def backend(self, backend: DafBackend) -> None:
         self._backend = backend
+        shared = backend.change_lock()
+        if shared is not None:
+            self._lock = shared
 
     @property
     def layout(self) -> lay.ZarrLayout:
@@ -116,8 +121,8 @@ class DafStorage:
         return self._read_only
 
     @property
-    def lock(self) -> threading.RLock:
-        """The lock every change of the data set holds."""
+    def lock(self) -> ChangeLock:
+        """The lock every change of the data set holds (``with lock:``; re-entrant)."""
         return self._lock
 
     # --- Making the group a Daf data set -----------------------------------------------------
@@ -223,6 +228,13 @@ class DafStorage:
     # --- Low-level node access -------------------------------------------------------------
 
     def node_kind(self, path: str) -> str | None:
+        """``"array"``, ``"group"`` or None: the node at ``path`` between changes of other
+        threads (an overwrite is never seen as a missing node; see :meth:`one_state`)."""
+        if self._backend.pins:
+            return self._node_kind(path)
+        return self._lock.call(self._node_kind, path)
+
+    def _node_kind(self, path: str) -> str | None:
         b = self._backend
         if self._layout is lay.V2:
             if b.exists(path + "/.zarray"):
@@ -245,12 +257,17 @@ class DafStorage:
         return _parse_array(self._layout.zarr_format, path, bytes(doc))
 
     def one_state(self, path: str, read: Callable[[], _T]) -> _T:
-        """``read()`` with the node at ``path`` pinned (:meth:`DafBackend.pinned`), so that
-        what it reads below ``path`` comes from one state of the node: in a directory, the
-        files of one directory, even if another process renames it aside (a delete or an
-        overwrite) during the read. A read that finds a key missing because of such a
-        change (:meth:`check_unchanged`) is made again from the start, at most
-        :data:`_ATTEMPTS` times."""
+        """``read()`` of what is below the node at ``path`` from one state of the node.
+
+        In a directory, the node is pinned (:meth:`DafBackend.pinned`): the files of one
+        directory, even if another process renames it aside (a delete or an overwrite)
+        during the read. A read that finds a key missing because of such a change
+        (:meth:`check_unchanged`) is made again from the start, at most :data:`_ATTEMPTS`
+        times. Other backends (ZIP, memory) change in place: the read is made between
+        changes of the data set by other threads (:meth:`ChangeLock.read`; for a ZIP, of
+        any handle of this process on the archive)."""
+        if not self._backend.pins:
+            return self._lock.read(read)
         attempt = 0
         while True:
             attempt += 1
@@ -443,7 +460,9 @@ class DafStorage:
 
     def changed(self) -> None:
         """Every change of the data passes here: :meth:`write` (every set, fill and axis) and
-        :meth:`delete_node` (every delete and overwrite) call it under the lock."""
+        :meth:`delete_node` (every delete and overwrite) call it under the lock, whose
+        generation tells readers of a ZIP or memory data set that a change is under way
+        (:meth:`one_state`)."""
         self._changes[0] += 1
 
     def write(self, items: list[tuple[str, Any]]) -> None:

@@ -181,7 +181,7 @@ class ZarrDaf(Queries):
                 # data sets stays).
                 backend = storage.backend
                 assert isinstance(backend, ZipBackend)
-                with backend.transaction():
+                with storage.lock, backend.transaction():
                     backend.truncate()
                     storage.init_group(zarr_format, opened.path)
             else:
