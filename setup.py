@@ -2,8 +2,8 @@
 
 import os
 
-from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 
 def ext(name: str, **kwargs: object) -> Extension:
@@ -30,11 +30,25 @@ if os.environ.get("DAFZARR_LINETRACE") == "1":  # opt-in line tracing for Cython
     for e in extensions:
         e.define_macros.append(("CYTHON_TRACE_NOGIL", "1"))
 
-setup(
-    ext_modules=cythonize(
-        extensions,
-        include_path=["_ext"],
-        build_dir="build/cython",
-        compiler_directives=directives,
-    )
-)
+
+class cythonize_then_build_ext(build_ext):
+    """Translate the ``.pyx`` sources to C when the extensions are built, not whenever this
+    file runs: making an sdist (which ships the ``.pyx``, not the C) then compiles nothing."""
+
+    def run(self) -> None:
+        from Cython.Build import cythonize
+
+        translated = cythonize(
+            self.extensions,
+            include_path=["_ext"],
+            build_dir="build/cython",
+            compiler_directives=directives,
+        )
+        # Each extension keeps its object (finalized by setuptools), with its C sources now.
+        c_sources = {e.name: e for e in translated}
+        for e in self.extensions:
+            e.sources, e.depends = c_sources[e.name].sources, c_sources[e.name].depends
+        super().run()
+
+
+setup(ext_modules=extensions, cmdclass={"build_ext": cythonize_then_build_ext})
