@@ -31,6 +31,7 @@ import os
 import pickle
 import shutil
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Self
@@ -569,6 +570,12 @@ class Observer:
         self._seen: set[tuple[str, str]] = set()
         self.unknown: str | None = None
         self.active = True
+        #: The threads inside an ``os.open`` with ``dir_fd``, which ``watch`` names itself
+        #: (the audit event does not carry the descriptor).
+        self.named_open: set[int] = set()
+        #: Per thread, a relative path an ``open`` event named, until the wrapper names it
+        #: with its descriptor; any other event first means it was opened without one.
+        self.relative: dict[int, str] = {}
 
     def name(self, path: Any, dir_fds: list[int], event: str, how: str = "read") -> None:
         if not self.active:
@@ -589,6 +596,16 @@ class Observer:
 
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
         if not self.active:
+            return
+        me = threading.get_ident()
+        if event == "open" and me in self.named_open:
+            return  # an os.open relative to a descriptor, named by the wrapper (see watch)
+        if self.relative.pop(me, None) is not None:  # its opener was not the wrapper
+            self.unknown = "open of a relative path without a directory descriptor"
+        if event == "open" and isinstance(args[0], (str, bytes)) and not os.path.isabs(args[0]):
+            # io.open(path, opener=partial(os.open, dir_fd=...)) raises this before it calls
+            # its opener: the wrapper (see watch) names the path with the descriptor.
+            self.relative[me] = os.fsdecode(args[0])
             return
         if event.startswith(_OPAQUE):
             self.unknown = event
@@ -683,6 +700,20 @@ def watch() -> Observer:
         return _Listing(real_scandir(*args, **kwargs), seen)
 
     _replace_everywhere(real_scandir, scandir)
+    real_open = os.open
+
+    def opened(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if dir_fd is None:
+            return real_open(path, flags, mode)
+        seen.relative.pop(threading.get_ident(), None)
+        seen.name(path, [dir_fd], "os.open")
+        seen.named_open.add(threading.get_ident())
+        try:
+            return real_open(path, flags, mode, dir_fd=dir_fd)
+        finally:
+            seen.named_open.discard(threading.get_ident())
+
+    _replace_everywhere(real_open, opened)
     real = FileMapping  # (this module's name is one of those replaced)
 
     class WatchedMapping(real):  # type: ignore[valid-type,misc]
@@ -703,6 +734,8 @@ def _check_one(op: Op, path: str, out: str) -> None:
     except Exception as exc:  # noqa: BLE001 (reported, judged by the parent)
         result = ("error", f"{type(exc).__module__}.{type(exc).__name__}: {exc}")
     seen.active = False
+    if seen.relative:
+        seen.unknown = f"open {min(seen.relative.values())!r} without a descriptor"
     asked = None if seen.unknown else seen.asked
     with open(out, "wb") as f:
         pickle.dump((result, asked, seen.unknown, os.getpid()), f)

@@ -48,9 +48,11 @@ records, in order, what the opener asked the file system (``_crash_state_child.w
 * every path named by an audited call (``open``, which ``io.open``, ``os.open`` and
   ``pathlib`` raise; ``os.listdir``, ``os.scandir``, ``os.rename``, ``os.remove``,
   ``shutil.rmtree`` and every other ``os.`` and ``shutil.`` event with a path, a
-  directory listed by its descriptor included), and the one file the package opens in
-  C, the store's :class:`~dafzarr._posix.FileMapping` (replaced by a subclass that names
-  its path): a *read*;
+  directory listed by its descriptor included), a path ``os.open`` opens relative to a
+  directory descriptor (``os.open`` is wrapped: its audit event names the path without
+  the descriptor, which a directory data set's reader uses), and the one file the package
+  opens in C, the store's :class:`~dafzarr._posix.FileMapping` (replaced by a subclass
+  that names its path): a *read*;
 * every path given to a call that is not audited but tells whether a path exists, and its
   kind and size: ``os.stat``, ``os.lstat``, ``os.fstat`` (by the descriptor's path),
   ``os.access``, ``os.readlink`` and ``os.DirEntry.stat``, wrapped wherever a module holds
