@@ -354,3 +354,22 @@ def test_live_entries_and_records_match_their_definition() -> None:
     assert renumber(keep) == 300
     assert [e.cd_pos for e in keep] == [0, 13, 27, 42, 59]
     assert live_entries([], {}, set()) == [] and renumber([]) == -1
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_streamed_entries_in_a_batch_of_a_durable_store(tmp_path: Path, durable: bool) -> None:
+    """An entry streamed inside a batch has no record in the archive's live directory until
+    the batch commits: a durable store syncs its data and header, not that record (a sync of
+    it read past the end of the file)."""
+    path = tmp_path / "s.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("old", b"x" * 1000)
+    blocks = [np.arange(5000, dtype=np.int64), np.arange(3000, dtype=np.int64)]
+    with MmapZipStore(path, "r+", durable=durable) as store, store.batch():
+        store.set_streamed("new", 64_000, blocks)
+        store.set_streamed("more", 40_000, [blocks[0]])
+    with zipfile.ZipFile(path) as z:
+        assert z.testzip() is None
+        assert z.read("new") == np.concatenate(blocks).tobytes()
+        assert z.read("more") == blocks[0].tobytes()
+        assert z.read("old") == b"x" * 1000

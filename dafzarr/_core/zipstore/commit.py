@@ -569,13 +569,15 @@ def patch_crc(a: Archive, fm: FileMapping, e: zf.Entry, value: int | None = None
     live_cd = tx.live_cd if tx is not None else a.cd_offset
     # Committed entries sit in the live directory at the same position as in memory
     # (a transaction only appends records to it until its commit).
-    if tx is None or e.cd_pos < tx.cd_len0:
+    in_live_cd = tx is None or e.cd_pos < tx.cd_len0
+    if in_live_cd:
         fm.write(live_cd + e.cd_pos + zf.CD_CRC_OFFSET, packed)
         _step("patch:cd")
     if a.durable:
         fm.msync(off, e.csize)
         fm.msync(e.lfh_offset, zf.LFH_SIZE)
-        fm.msync(live_cd + e.cd_pos, e.cd_len)
+        if in_live_cd:  # (an entry new in a batch has no record there before its commit)
+            fm.msync(live_cd + e.cd_pos, e.cd_len)
         fm.fsync()
     e.crc = value
     a.unpatched.discard(e.name)
